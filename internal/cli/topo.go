@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/gdrcheck/gdrcheck/internal/topology"
+)
+
+func newTopo(g *globals) *cobra.Command {
+	var format, color string
+	var pcie bool
+	cmd := &cobra.Command{
+		Use:   "topo",
+		Short: "Print the GPU/NIC topology matrix (as nvidia-smi topo -m) and the GPU→NIC pairing",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, cleanup, err := g.openRoot()
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			h, err := g.discover(cmd.Context(), r)
+			if err != nil {
+				return err
+			}
+			s := h.Summarize()
+	s.Root = g.root
+			if pcie {
+				s.Matrix = h.BuildPCIeMatrix()
+			}
+			switch format {
+			case "json":
+				return writeJSON(g.out, s)
+			case "text":
+				return writeTopoText(g.out, s, useColor(color, g.out))
+			}
+			return &exitError{code: ExitToolErr, err: fmt.Errorf("--format %q: want text or json", format)}
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	cmd.Flags().BoolVar(&pcie, "pcie", false, "PCIe paths only, no NV# (as nvidia-smi topo -mp)")
+	cmd.Flags().StringVar(&color, "color", "auto", "underline the header as nvidia-smi does: auto (on a terminal), always, never")
+	return cmd
+}
+
+func writeTopoText(w io.Writer, s *topology.Summary, underline bool) error {
+	if err := s.Matrix.WriteText(w, topology.RenderOptions{Underline: underline}); err != nil {
+		return err
+	}
+	if s.Matrix.NVLinkUnknown && len(s.GPUs) > 1 {
+		fmt.Fprintf(w, "\nNote: NVLink state unknown (%s): GPU pairs show their PCIe path only.\n", factsWhy(s))
+	}
+	if len(s.GPUs) > 0 {
+		if err := s.Pairing.WriteText(w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func factsWhy(s *topology.Summary) string {
+	if s.GPUFactsError != "" {
+		return s.GPUFactsError
+	}
+	return "the driver did not report NVLink"
+}
+
+func useColor(mode string, w io.Writer) bool {
+	switch mode {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

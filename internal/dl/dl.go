@@ -1,0 +1,193 @@
+// Package dl finds and opens vendor shared libraries (libcudart, libnccl) at
+// run time with dlopen, so the binary needs no CUDA headers or libraries to
+// build, and reports exactly where it looked when a library is missing.
+package dl
+
+/*
+#cgo LDFLAGS: -ldl
+#include <dlfcn.h>
+#include <stdlib.h>
+
+static void *gdr_dlopen(const char *path, char **err) {
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		*err = dlerror();
+	}
+	return h;
+}
+
+static void *gdr_dlsym(void *h, const char *name, char **err) {
+	dlerror();
+	void *p = dlsym(h, name);
+	char *e = dlerror();
+	if (e) {
+		*err = e;
+		return NULL;
+	}
+	return p;
+}
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"unsafe"
+)
+
+// Library is an opened shared library.
+type Library struct {
+	Path   string // what dlopen was given
+	handle unsafe.Pointer
+}
+
+// Handle is the dlopen handle, for cgo code that resolves symbols itself.
+func (l *Library) Handle() unsafe.Pointer { return l.handle }
+
+// Sym resolves a symbol.
+func (l *Library) Sym(name string) (unsafe.Pointer, error) {
+	cn := C.CString(name)
+	defer C.free(unsafe.Pointer(cn))
+	var cerr *C.char
+	p := C.gdr_dlsym(l.handle, cn, &cerr)
+	if p == nil {
+		msg := "symbol not found"
+		if cerr != nil {
+			msg = C.GoString(cerr)
+		}
+		return nil, fmt.Errorf("%s: %s: %s", l.Path, name, msg)
+	}
+	return p, nil
+}
+
+// NotFoundError lists every place a library was looked for.
+type NotFoundError struct {
+	What     string
+	Searched []string // "path: reason"
+}
+
+func (e *NotFoundError) Error() string {
+	return fmt.Sprintf("%s not found; searched:\n  %s", e.What, strings.Join(e.Searched, "\n  "))
+}
+
+// ErrNotFound is matched by errors.Is for any NotFoundError.
+var ErrNotFound = errors.New("library not found")
+
+func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
+
+// Spec says how to find a library.
+type Spec struct {
+	What     string   // "CUDA runtime", for messages
+	Names    []string // sonames in preference order: libcudart.so.13, libcudart.so.12
+	EnvPath  string   // variable naming an explicit file (GDRCHECK_CUDART)
+	HomeVars []string // CUDA_HOME, NCCL_HOME...
+	HomeSubs []string // subdirectories of a home: lib64, lib, targets/x86_64-linux/lib
+	Dirs     []string // usual install places
+}
+
+// Candidates lists what Open will try, in order: an explicit file, then each
+// soname through the loader's own search (LD_LIBRARY_PATH, ld.so.cache),
+// then each soname under the homes and the usual places.
+func (s Spec) Candidates(explicit string) []string {
+	var out []string
+	if explicit != "" {
+		out = append(out, explicit)
+	}
+	if s.EnvPath != "" {
+		if v := os.Getenv(s.EnvPath); v != "" {
+			out = append(out, v)
+		}
+	}
+	out = append(out, s.Names...)
+	var dirs []string
+	for _, hv := range s.HomeVars {
+		if h := os.Getenv(hv); h != "" {
+			for _, sub := range s.HomeSubs {
+				dirs = append(dirs, filepath.Join(h, sub))
+			}
+		}
+	}
+	dirs = append(dirs, s.Dirs...)
+	seen := map[string]bool{}
+	for _, n := range s.Names {
+		for _, d := range dirs {
+			p := filepath.Join(d, n)
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// Open opens the first candidate that loads. explicit (a flag value) comes first.
+func Open(s Spec, explicit string) (*Library, error) {
+	nf := &NotFoundError{What: s.What}
+	for _, c := range s.Candidates(explicit) {
+		if strings.Contains(c, "/") {
+			if _, err := os.Stat(c); err != nil {
+				nf.Searched = append(nf.Searched, c+": no such file")
+				continue
+			}
+		}
+		l, err := OpenPath(c)
+		if err != nil {
+			nf.Searched = append(nf.Searched, c+": "+err.Error())
+			continue
+		}
+		return l, nil
+	}
+	return nil, nf
+}
+
+// OpenPath dlopens exactly one path or soname.
+func OpenPath(p string) (*Library, error) {
+	cp := C.CString(p)
+	defer C.free(unsafe.Pointer(cp))
+	var cerr *C.char
+	h := C.gdr_dlopen(cp, &cerr)
+	if h == nil {
+		msg := "dlopen failed"
+		if cerr != nil {
+			msg = C.GoString(cerr)
+			// dlerror repeats the path; keep the reason.
+			if i := strings.LastIndex(msg, ": "); i >= 0 && strings.HasPrefix(msg, p) {
+				msg = msg[i+2:]
+			}
+		}
+		return nil, errors.New(msg)
+	}
+	return &Library{Path: p, handle: h}, nil
+}
+
+// Resolved is the file the loader actually mapped for a library (following
+// sonames and symlinks), best effort.
+func (l *Library) Resolved() string {
+	if strings.Contains(l.Path, "/") {
+		if r, err := filepath.EvalSymlinks(l.Path); err == nil {
+			return r
+		}
+		return l.Path
+	}
+	return mappedPath(l.Path)
+}
+
+// mappedPath finds a soname in /proc/self/maps.
+func mappedPath(soname string) string {
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return soname
+	}
+	base := strings.SplitN(soname, ".so", 2)[0]
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 6 && strings.Contains(filepath.Base(f[5]), base+".so") {
+			return f[5]
+		}
+	}
+	return soname
+}

@@ -1,0 +1,145 @@
+package snapshot
+
+import (
+	"archive/tar"
+	"bufio"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/gdrcheck/gdrcheck/internal/host"
+)
+
+// Limits on what Extract accepts from an archive.
+const (
+	MaxArchiveBytes   = 2 << 30
+	MaxArchiveEntries = 1 << 20
+)
+
+// Open returns a root for a --root argument: a directory as is, or a
+// .tgz/.tar.gz/.tar snapshot extracted into a temporary directory (removed
+// by the returned cleanup).
+func Open(p string) (host.Root, func(), error) {
+	if p == "" || p == "/" {
+		return host.NewRoot("/"), func() {}, nil
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return host.Root{}, nil, fmt.Errorf("--root %s: %w", p, err)
+	}
+	if fi.IsDir() {
+		return host.NewRoot(p), func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "gdrcheck-root-")
+	if err != nil {
+		return host.Root{}, nil, err
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	if err := Extract(p, dir); err != nil {
+		cleanup()
+		return host.Root{}, nil, err
+	}
+	// An archive made with a top folder (tar czf x.tgz snapdir) holds the
+	// root one level down.
+	ents, _ := os.ReadDir(dir)
+	if len(ents) == 1 && ents[0].IsDir() && !isRootDir(ents[0].Name()) {
+		return host.NewRoot(filepath.Join(dir, ents[0].Name())), cleanup, nil
+	}
+	return host.NewRoot(dir), cleanup, nil
+}
+
+func isRootDir(n string) bool { return n == "sys" || n == "proc" || n == host.CommandsDir }
+
+// Extract unpacks a snapshot archive into dir. Entries with absolute names
+// or ".." are refused; symbolic links are kept as they are (host.Root never
+// lets them escape the root).
+func Extract(archive, dir string) error {
+	f, err := os.Open(archive)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	var r io.Reader = br
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		gz, err := gzip.NewReader(br)
+		if err != nil {
+			return fmt.Errorf("%s: %w", archive, err)
+		}
+		defer gz.Close()
+		r = gz
+	}
+	tr := tar.NewReader(r)
+	var total int64
+	for n := 0; ; n++ {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			if n == 0 {
+				return fmt.Errorf("%s: empty archive", archive)
+			}
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: entry %d: %w", archive, n+1, err)
+		}
+		if n >= MaxArchiveEntries {
+			return fmt.Errorf("%s: more than %d entries", archive, MaxArchiveEntries)
+		}
+		name := strings.TrimPrefix(path.Clean("/"+hdr.Name), "/")
+		if name == "" {
+			continue
+		}
+		if strings.HasPrefix(hdr.Name, "/") || hasDotDot(hdr.Name) {
+			return fmt.Errorf("%s: entry %q escapes the archive", archive, hdr.Name)
+		}
+		dst := filepath.Join(dir, filepath.FromSlash(name))
+		switch hdr.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(dst, 0o755); err != nil {
+				return err
+			}
+		case tar.TypeSymlink:
+			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+				return err
+			}
+			if err := os.Symlink(hdr.Linkname, dst); err != nil && !os.IsExist(err) {
+				return fmt.Errorf("%s: %s: %w", archive, name, err)
+			}
+		case tar.TypeReg:
+			total += hdr.Size
+			if total > MaxArchiveBytes {
+				return fmt.Errorf("%s: more than %d bytes", archive, int64(MaxArchiveBytes))
+			}
+			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+				return err
+			}
+			out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(out, io.LimitReader(tr, hdr.Size))
+			if cerr := out.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %s: %w", archive, name, err)
+			}
+		default:
+			// Hard links, devices, FIFOs: never part of a snapshot.
+		}
+	}
+}
+
+func hasDotDot(name string) bool {
+	for _, p := range strings.Split(name, "/") {
+		if p == ".." {
+			return true
+		}
+	}
+	return false
+}

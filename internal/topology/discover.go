@@ -1,0 +1,625 @@
+package topology
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/NVIDIA/go-nvlib/pkg/pciids"
+
+	"github.com/gdrcheck/gdrcheck/internal/host"
+	"github.com/gdrcheck/gdrcheck/internal/nvml"
+	"github.com/gdrcheck/gdrcheck/internal/pci"
+)
+
+// Option configures discovery.
+type Option func(*options)
+
+type options struct {
+	root    host.Root
+	facts   nvml.Source
+	noFacts bool
+	db      pciids.Interface
+	noNames bool
+}
+
+// WithRoot reads the host (or snapshot) at r.
+func WithRoot(r host.Root) Option { return func(o *options) { o.root = r } }
+
+// WithGPUFacts replaces the source of driver facts (NVML or the snapshot's).
+func WithGPUFacts(s nvml.Source) Option { return func(o *options) { o.facts = s } }
+
+// WithoutGPUFacts skips the driver entirely (sysfs only).
+func WithoutGPUFacts() Option { return func(o *options) { o.noFacts = true } }
+
+// WithPCIDB shares an already parsed PCI ID database.
+func WithPCIDB(db pciids.Interface) Option { return func(o *options) { o.db = db } }
+
+// WithoutNames skips PCI ID name lookups.
+func WithoutNames() Option { return func(o *options) { o.noNames = true } }
+
+// ErrNoPCI means the root has no PCI devices to read at all.
+var ErrNoPCI = errors.New("no PCI devices found")
+
+var (
+	reHostBridge = regexp.MustCompile(`^pci[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}$`)
+	reNodeDir    = regexp.MustCompile(`^node([0-9]+)$`)
+)
+
+// Discover reads the host's topology. It fails only when there is no PCI
+// tree to read; every other unreadable or malformed fact is recorded in
+// Host.Problems and left unknown.
+func Discover(ctx context.Context, opts ...Option) (*Host, error) {
+	start := time.Now()
+	o := options{root: host.NewRoot("/")}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	h := &Host{Root: o.root.Dir(), byAddr: map[string]*Device{}}
+	d := discoverer{root: o.root, h: h}
+	d.hostInfo()
+	d.numa()
+	if err := d.pciDevices(); err != nil {
+		return nil, err
+	}
+	if !o.noNames {
+		db := o.db
+		if db == nil {
+			db = pciids.NewDB()
+		}
+		for _, dev := range h.Devices {
+			if n, err := db.GetDeviceName(dev.Vendor, dev.DeviceID); err == nil {
+				dev.Name = n
+			}
+		}
+	}
+	d.gpus()
+	d.rdma()
+	d.netdevs()
+	if !o.noFacts {
+		src := o.facts
+		if src == nil {
+			src = nvml.New(nvml.WithRoot(o.root))
+		}
+		f, err := src.Collect(ctx)
+		if err != nil {
+			h.GPUFactsError = err.Error()
+		}
+		if f != nil {
+			h.GPUFacts = f
+			d.attachFacts(f)
+		}
+	}
+	h.Duration = time.Since(start)
+	h.DiscoveryMS = float64(h.Duration.Microseconds()) / 1000
+	return h, nil
+}
+
+type discoverer struct {
+	root host.Root
+	h    *Host
+}
+
+func (d *discoverer) problem(rel string, err error) {
+	d.h.Problems = append(d.h.Problems, Problem{Path: d.root.Display(rel), Message: err.Error()})
+}
+
+// read returns a trimmed attribute; a missing file is "" with ok=false and
+// no problem recorded (many attributes are optional), other errors are
+// recorded.
+func (d *discoverer) read(rel string) (string, bool) {
+	s, err := d.root.ReadString(rel)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			d.problem(rel, err)
+		}
+		return "", false
+	}
+	return s, true
+}
+
+func (d *discoverer) hostInfo() {
+	if s, ok := d.read("proc/sys/kernel/hostname"); ok {
+		d.h.Hostname = s
+	} else if s, ok := d.read("etc/hostname"); ok {
+		d.h.Hostname = s
+	}
+	if s, ok := d.read("proc/sys/kernel/osrelease"); ok {
+		d.h.Kernel = s
+	} else if s, ok := d.read("proc/version"); ok {
+		if f := strings.Fields(s); len(f) >= 3 {
+			d.h.Kernel = f[2]
+		}
+	}
+}
+
+func (d *discoverer) numa() {
+	names, err := d.root.Names("sys/devices/system/node")
+	if err != nil {
+		d.problem("sys/devices/system/node", err)
+		return
+	}
+	for _, n := range names {
+		m := reNodeDir.FindStringSubmatch(n)
+		if m == nil {
+			continue
+		}
+		id, _ := strconv.Atoi(m[1])
+		rel := "sys/devices/system/node/" + n + "/cpulist"
+		s, _ := d.read(rel)
+		cpus, err := pci.ParseCPUList(s)
+		if err != nil {
+			d.problem(rel, err)
+		}
+		d.h.NUMANodes = append(d.h.NUMANodes, NUMANode{ID: id, CPUs: cpus})
+	}
+	sort.Slice(d.h.NUMANodes, func(i, j int) bool { return d.h.NUMANodes[i].ID < d.h.NUMANodes[j].ID })
+}
+
+func (d *discoverer) pciDevices() error {
+	const dir = "sys/bus/pci/devices"
+	names, err := d.root.Names(dir)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrNoPCI, err)
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("%w under %s (is the root a host or a snapshot?)", ErrNoPCI, d.root.Display(dir))
+	}
+	for _, name := range names {
+		addr, err := pci.ParseAddress(name)
+		if err != nil {
+			d.problem(dir+"/"+name, fmt.Errorf("not a PCI address: %v", err))
+			continue
+		}
+		rel, err := d.root.Resolve(dir + "/" + name)
+		if err != nil {
+			d.problem(dir+"/"+name, err)
+			continue
+		}
+		if !d.root.Exists(rel) {
+			d.problem(dir+"/"+name, fmt.Errorf("broken link to %s", rel))
+			continue
+		}
+		dev := &Device{Address: addr.String(), addr: addr, NUMANode: -1, PortType: pci.PortUnknown, SysPath: rel}
+		if err := d.placeInTree(dev, rel); err != nil {
+			d.problem(dir+"/"+name, err)
+		}
+		d.attributes(dev)
+		d.h.Devices = append(d.h.Devices, dev)
+		d.h.byAddr[dev.Address] = dev
+	}
+	sort.Slice(d.h.Devices, func(i, j int) bool { return d.h.Devices[i].addr.Less(d.h.Devices[j].addr) })
+	for _, dev := range d.h.Devices {
+		if dev.Parent == "" {
+			continue
+		}
+		p := d.h.byAddr[dev.Parent]
+		if p == nil {
+			d.problem("sys/"+strings.TrimPrefix(dev.SysPath, "sys/"), fmt.Errorf("upstream bridge %s is not in sys/bus/pci/devices", dev.Parent))
+			continue
+		}
+		dev.parent = p
+		p.Children = append(p.Children, dev.Address)
+	}
+	d.portTypes()
+	return nil
+}
+
+// placeInTree reads a device's position from its sysfs path:
+// sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0 has host bridge
+// pci0000:00 and parent 0000:00:01.0. Paths with non-PCI elements above the
+// host bridge (Hyper-V's VMBus, VMD domains) are handled by taking the last
+// host bridge element before the device.
+func (d *discoverer) placeInTree(dev *Device, rel string) error {
+	parts := strings.Split(rel, "/")
+	if len(parts) < 3 || parts[0] != "sys" || parts[1] != "devices" {
+		return fmt.Errorf("resolves to %s, outside sys/devices", rel)
+	}
+	parts = parts[2:]
+	last := parts[len(parts)-1]
+	if a, err := pci.ParseAddress(last); err != nil || a != dev.addr {
+		return fmt.Errorf("resolves to %s, which does not end in %s", rel, dev.Address)
+	}
+	hb := -1
+	for i := len(parts) - 2; i >= 0; i-- {
+		if reHostBridge.MatchString(parts[i]) {
+			hb = i
+			break
+		}
+	}
+	if hb < 0 {
+		return fmt.Errorf("no host bridge (pciDDDD:BB) in %s", rel)
+	}
+	dev.HostBridge = parts[hb]
+	for i := len(parts) - 2; i > hb; i-- {
+		if a, err := pci.ParseAddress(parts[i]); err == nil {
+			dev.Parent = a.String()
+			break
+		}
+	}
+	return nil
+}
+
+func (d *discoverer) attributes(dev *Device) {
+	base := dev.SysPath + "/"
+	hexAttr := func(name string, bits int) uint64 {
+		s, ok := d.read(base + name)
+		if !ok {
+			return 0
+		}
+		v, err := pci.ParseHex(s, bits)
+		if err != nil {
+			d.problem(base+name, err)
+			return 0
+		}
+		return v
+	}
+	dev.Class = uint32(hexAttr("class", 32))
+	dev.Vendor = uint16(hexAttr("vendor", 16))
+	dev.DeviceID = uint16(hexAttr("device", 16))
+	dev.SubVendor = uint16(hexAttr("subsystem_vendor", 16))
+	dev.SubDevice = uint16(hexAttr("subsystem_device", 16))
+	if s, ok := d.read(base + "numa_node"); ok {
+		if v, err := pci.ParseInt(s); err != nil {
+			d.problem(base+"numa_node", err)
+		} else if v >= 0 {
+			dev.NUMANode = v
+		}
+	}
+	if s, ok := d.read(base + "local_cpulist"); ok {
+		if c, err := pci.ParseCPUList(s); err != nil {
+			d.problem(base+"local_cpulist", err)
+		} else {
+			dev.LocalCPUs = c
+		}
+	} else if s, ok := d.read(base + "local_cpus"); ok {
+		if c, err := pci.ParseCPUMask(s); err != nil {
+			d.problem(base+"local_cpus", err)
+		} else {
+			dev.LocalCPUs = c
+		}
+	}
+	speed := func(name string) pci.LinkSpeed {
+		s, ok := d.read(base + name)
+		if !ok {
+			return 0
+		}
+		v, err := pci.ParseLinkSpeed(s)
+		if err != nil {
+			d.problem(base+name, err)
+		}
+		return v
+	}
+	width := func(name string) int {
+		s, ok := d.read(base + name)
+		if !ok {
+			return 0
+		}
+		v, err := pci.ParseLinkWidth(s)
+		if err != nil {
+			d.problem(base+name, err)
+		}
+		return v
+	}
+	dev.Link = Link{CurSpeed: speed("current_link_speed"), MaxSpeed: speed("max_link_speed"), CurWidth: width("current_link_width"), MaxWidth: width("max_link_width")}
+	if drv, err := d.root.LinkBase(base + "driver"); err == nil {
+		dev.Driver = drv
+	}
+	if g, err := d.root.LinkBase(base + "iommu_group"); err == nil {
+		if v, err := strconv.Atoi(g); err == nil {
+			dev.IOMMUGroup = &v
+		}
+	}
+	b, err := d.root.ReadFileLimit(base+"config", pci.ExtendedConfigLen)
+	switch {
+	case err != nil:
+		if !errors.Is(err, fs.ErrNotExist) {
+			dev.ConfigError = err.Error()
+		} else {
+			dev.ConfigError = "no config file"
+		}
+	default:
+		c, err := pci.ParseConfig(b)
+		if err != nil {
+			dev.ConfigError = err.Error()
+		}
+		dev.Config = c
+		if c != nil && !c.CapsReadable() {
+			dev.ConfigError = fmt.Sprintf("only %d bytes of config space readable (needs root)", c.Len)
+		}
+	}
+}
+
+// portTypes sets every function's PCIe port type: from config space where
+// it was readable, otherwise from the tree's shape (a bridge on a root bus
+// is a root port; below a root or downstream port sits an upstream port;
+// below an upstream port, downstream ports).
+func (d *discoverer) portTypes() {
+	for _, dev := range d.h.Devices {
+		if dev.Config != nil && dev.Config.Express != nil {
+			dev.PortType = dev.Config.Express.PortType
+			dev.PortTypeFrom = "config"
+		}
+	}
+	// Parents sort before children (lower bus numbers), but do not rely on
+	// it: resolve recursively with a guard.
+	var infer func(dev *Device, depth int) pci.PortType
+	infer = func(dev *Device, depth int) pci.PortType {
+		if dev.PortTypeFrom != "" || depth > 64 {
+			return dev.PortType
+		}
+		dev.PortTypeFrom = "inferred"
+		switch {
+		case !dev.IsBridge():
+			if dev.parent == nil {
+				dev.PortType = pci.PortRCIntegrated
+			} else {
+				dev.PortType = pci.PortEndpoint
+			}
+		case dev.parent == nil:
+			dev.PortType = pci.PortRootPort
+		default:
+			switch infer(dev.parent, depth+1) {
+			case pci.PortRootPort, pci.PortDownstream:
+				dev.PortType = pci.PortUpstream
+			case pci.PortUpstream:
+				dev.PortType = pci.PortDownstream
+			default:
+				dev.PortType = pci.PortUnknown
+			}
+		}
+		return dev.PortType
+	}
+	for _, dev := range d.h.Devices {
+		infer(dev, 0)
+	}
+}
+
+func (d *discoverer) gpus() {
+	for _, dev := range d.h.Devices {
+		switch {
+		case dev.IsGPU():
+			d.h.GPUs = append(d.h.GPUs, &GPU{Index: len(d.h.GPUs), Address: dev.Address, Name: dev.Name, Dev: dev})
+		case dev.IsNVSwitch():
+			d.h.NVSwitches = append(d.h.NVSwitches, dev)
+		}
+	}
+}
+
+// addressInPath finds the last PCI address element of a resolved path.
+func addressInPath(rel string) (string, bool) {
+	parts := strings.Split(rel, "/")
+	for i := len(parts) - 1; i >= 0; i-- {
+		if a, err := pci.ParseAddress(parts[i]); err == nil && strings.Count(parts[i], ":") == 2 {
+			return a.String(), true
+		}
+	}
+	return "", false
+}
+
+func (d *discoverer) rdma() {
+	const dir = "sys/class/infiniband"
+	names, err := d.root.Names(dir)
+	if err != nil {
+		d.problem(dir, err)
+		return
+	}
+	for _, name := range names {
+		base := dir + "/" + name + "/"
+		n := &NIC{Name: name}
+		if rel, err := d.root.Resolve(base + "device"); err == nil && d.root.Exists(rel) {
+			if a, ok := addressInPath(rel); ok {
+				n.Address = a
+				n.Dev = d.h.byAddr[a]
+			}
+		}
+		n.NodeGUID, _ = d.read(base + "node_guid")
+		n.SysImageGUID, _ = d.read(base + "sys_image_guid")
+		n.FWVersion, _ = d.read(base + "fw_ver")
+		n.HCAType, _ = d.read(base + "hca_type")
+		n.BoardID, _ = d.read(base + "board_id")
+		n.NodeType, _ = d.read(base + "node_type")
+		if n.Dev != nil {
+			n.Driver = n.Dev.Driver
+		}
+		ports, err := d.root.Names(base + "ports")
+		if err != nil {
+			d.problem(base+"ports", err)
+		}
+		for _, p := range ports {
+			num, err := strconv.Atoi(p)
+			if err != nil {
+				continue
+			}
+			n.Ports = append(n.Ports, d.port(base+"ports/"+p+"/", num))
+		}
+		sort.Slice(n.Ports, func(i, j int) bool { return n.Ports[i].Number < n.Ports[j].Number })
+		if n.Dev != nil {
+			n.NetDevs, _ = d.root.Names(n.Dev.SysPath + "/net")
+		}
+		for i := range n.Ports {
+			if n.Ports[i].NetDev == "" && len(n.NetDevs) == 1 {
+				n.Ports[i].NetDev = n.NetDevs[0]
+			}
+			if nd := n.Ports[i].NetDev; nd != "" {
+				if s, ok := d.read("sys/class/net/" + nd + "/mtu"); ok {
+					n.Ports[i].MTU, _ = strconv.Atoi(s)
+				}
+			}
+		}
+		d.h.NICs = append(d.h.NICs, n)
+	}
+	sort.SliceStable(d.h.NICs, func(i, j int) bool { return NaturalLess(d.h.NICs[i].Name, d.h.NICs[j].Name) })
+	// NICn numbers count only devices on a PCI function, as the matrix does.
+	i := 0
+	for _, n := range d.h.NICs {
+		n.Index = -1
+		if n.Dev != nil {
+			n.Index = i
+			i++
+		}
+	}
+}
+
+// errorCounters are the port counters a commissioning run reports.
+var errorCounters = []string{
+	"symbol_error", "link_downed", "link_error_recovery", "port_rcv_errors",
+	"port_rcv_remote_physical_errors", "port_xmit_discards", "local_link_integrity_errors",
+	"excessive_buffer_overrun_errors", "port_rcv_constraint_errors", "port_xmit_constraint_errors",
+}
+
+func (d *discoverer) port(base string, num int) Port {
+	p := Port{Number: num}
+	// "4: ACTIVE" -> "ACTIVE"; "5: LinkUp" -> "LinkUp"
+	after := func(s string) string {
+		if _, v, ok := strings.Cut(s, ":"); ok {
+			return strings.TrimSpace(v)
+		}
+		return s
+	}
+	if s, ok := d.read(base + "state"); ok {
+		p.State = after(s)
+	}
+	if s, ok := d.read(base + "phys_state"); ok {
+		p.PhysState = after(s)
+	}
+	if s, ok := d.read(base + "rate"); ok {
+		p.RateText = s
+		p.RateGbps = ParseIBRate(s)
+	}
+	p.LinkLayer, _ = d.read(base + "link_layer")
+	p.LID, _ = d.read(base + "lid")
+	p.SMLID, _ = d.read(base + "sm_lid")
+	if nd, ok := d.read(base + "gid_attrs/ndevs/0"); ok && nd != "" {
+		p.NetDev = nd
+	}
+	for _, c := range errorCounters {
+		if s, ok := d.read(base + "counters/" + c); ok {
+			if v, err := strconv.ParseUint(s, 10, 64); err == nil {
+				if p.Counters == nil {
+					p.Counters = map[string]uint64{}
+				}
+				p.Counters[c] = v
+			}
+		}
+	}
+	return p
+}
+
+// ParseIBRate reads the kernel's port rate, "400 Gb/sec (4X NDR)", in Gb/s.
+func ParseIBRate(s string) float64 {
+	f := strings.Fields(s)
+	if len(f) < 2 || !strings.HasPrefix(f[1], "Gb/s") {
+		return 0
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil || v < 0 {
+		return 0
+	}
+	return v
+}
+
+func (d *discoverer) netdevs() {
+	const dir = "sys/class/net"
+	names, err := d.root.Names(dir)
+	if err != nil {
+		d.problem(dir, err)
+		return
+	}
+	rdmaOf := map[string]string{}
+	for _, n := range d.h.NICs {
+		for _, nd := range n.NetDevs {
+			rdmaOf[nd] = n.Name
+		}
+		for _, p := range n.Ports {
+			if p.NetDev != "" {
+				rdmaOf[p.NetDev] = n.Name
+			}
+		}
+	}
+	for _, name := range names {
+		rel, err := d.root.Resolve(dir + "/" + name + "/device")
+		if err != nil || !d.root.Exists(rel) {
+			continue // virtual interface
+		}
+		a, ok := addressInPath(rel)
+		if !ok {
+			continue
+		}
+		nd := &NetDev{Name: name, Address: a, RDMA: rdmaOf[name]}
+		if dev := d.h.byAddr[a]; dev != nil {
+			nd.Driver = dev.Driver
+		}
+		nd.OperState, _ = d.read(dir + "/" + name + "/operstate")
+		if s, ok := d.read(dir + "/" + name + "/speed"); ok {
+			nd.SpeedMbps, _ = strconv.Atoi(s)
+		}
+		if s, ok := d.read(dir + "/" + name + "/mtu"); ok {
+			nd.MTU, _ = strconv.Atoi(s)
+		}
+		d.h.NetDevs = append(d.h.NetDevs, nd)
+	}
+}
+
+func (d *discoverer) attachFacts(f *nvml.Facts) {
+	for _, g := range d.h.GPUs {
+		gf := f.GPUByBusID(g.Address)
+		if gf == nil {
+			continue
+		}
+		g.Facts = gf
+		if gf.Name != "" {
+			g.Name = gf.Name
+		}
+		g.UUID = gf.UUID
+		if gf.NVLinkQueried {
+			g.NVLinks = gf.NVLinks
+			g.NVLinkKnown = true
+		}
+	}
+	for _, gf := range f.GPUs {
+		if d.h.GPUByAddress(gf.BusID) == nil && gf.BusID != "" {
+			d.h.Problems = append(d.h.Problems, Problem{Path: f.Source, Message: fmt.Sprintf("driver reports GPU %d at %s, which sysfs does not show", gf.Index, gf.BusID)})
+		}
+	}
+}
+
+// NaturalLess orders names with embedded numbers numerically:
+// mlx5_2 < mlx5_10.
+func NaturalLess(a, b string) bool {
+	for a != "" && b != "" {
+		da, db := isDigit(a[0]), isDigit(b[0])
+		if da && db {
+			i := 0
+			for i < len(a) && isDigit(a[i]) {
+				i++
+			}
+			j := 0
+			for j < len(b) && isDigit(b[j]) {
+				j++
+			}
+			na, nb := strings.TrimLeft(a[:i], "0"), strings.TrimLeft(b[:j], "0")
+			if len(na) != len(nb) {
+				return len(na) < len(nb)
+			}
+			if na != nb {
+				return na < nb
+			}
+			a, b = a[i:], b[j:]
+			continue
+		}
+		if a[0] != b[0] {
+			return a[0] < b[0]
+		}
+		a, b = a[1:], b[1:]
+	}
+	return len(a) < len(b)
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }

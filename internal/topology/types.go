@@ -1,0 +1,242 @@
+// Package topology discovers what a GPU node is made of and how its parts
+// are connected: the PCI tree (host bridges, root ports, PCIe switches,
+// endpoints), GPUs, NVSwitches, RDMA NICs and other NICs, NUMA locality, and
+// NVLink. From that it derives the relation of every pair of GPUs and NICs
+// with the meaning `nvidia-smi topo -m` gives them, and the GPU→NIC pairing
+// NCCL's GPU Direct RDMA depends on.
+//
+// Everything is read through a host.Root, so discovery runs the same on the
+// live host, on a snapshot and on test fixtures.
+package topology
+
+import (
+	"time"
+
+	"github.com/gdrcheck/gdrcheck/internal/nvml"
+	"github.com/gdrcheck/gdrcheck/internal/pci"
+)
+
+// Host is the discovered model of one machine.
+type Host struct {
+	Root       string     `json:"root"`
+	Hostname   string     `json:"hostname,omitempty"`
+	Kernel     string     `json:"kernel,omitempty"`
+	NUMANodes  []NUMANode `json:"numa_nodes"`
+	Devices    []*Device  `json:"pci_devices"`
+	GPUs       []*GPU     `json:"gpus"`
+	NVSwitches []*Device  `json:"nvswitches"`
+	NICs       []*NIC     `json:"rdma_nics"`
+	NetDevs    []*NetDev  `json:"netdevs"`
+	// GPUFacts are the driver's facts (NVML live, or what a snapshot
+	// captured); nil when none could be had (see GPUFactsError).
+	GPUFacts      *nvml.Facts `json:"gpu_facts,omitempty"`
+	GPUFactsError string      `json:"gpu_facts_error,omitempty"`
+	// Problems are reads that failed or returned garbage. Discovery goes on
+	// around them; whatever depended on them is unknown.
+	Problems    []Problem     `json:"problems,omitempty"`
+	DiscoveryMS float64       `json:"discovery_ms"`
+	Duration    time.Duration `json:"-"`
+
+	byAddr map[string]*Device
+}
+
+// Problem is one failed or suspicious read.
+type Problem struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+// NUMANode is one NUMA node and its CPUs.
+type NUMANode struct {
+	ID   int        `json:"id"`
+	CPUs pci.CPUSet `json:"cpus"`
+}
+
+// Device is one PCI function.
+type Device struct {
+	Address   string       `json:"address"` // 0000:17:00.0
+	Class     uint32       `json:"class"`   // 0x030200
+	Vendor    uint16       `json:"vendor"`
+	DeviceID  uint16       `json:"device"`
+	SubVendor uint16       `json:"subsystem_vendor,omitempty"`
+	SubDevice uint16       `json:"subsystem_device,omitempty"`
+	Name      string       `json:"name,omitempty"` // from the PCI ID database
+	Driver    string       `json:"driver,omitempty"`
+	NUMANode  int          `json:"numa_node"` // as sysfs says; -1: none given
+	LocalCPUs pci.CPUSet   `json:"local_cpus"`
+	Link      Link         `json:"link"`
+	PortType  pci.PortType `json:"port_type"`
+	// PortTypeFrom says whether PortType was read from config space
+	// ("config") or inferred from the tree's shape ("inferred").
+	PortTypeFrom string      `json:"port_type_from"`
+	Parent       string      `json:"parent,omitempty"` // address of the upstream bridge
+	HostBridge   string      `json:"host_bridge"`      // pci0000:00
+	SysPath      string      `json:"sys_path"`         // under the root
+	IOMMUGroup   *int        `json:"iommu_group,omitempty"`
+	Config       *pci.Config `json:"config,omitempty"`
+	ConfigError  string      `json:"config_error,omitempty"`
+	Children     []string    `json:"children,omitempty"`
+
+	addr   pci.Address
+	parent *Device
+}
+
+// Link is a device's PCIe link as sysfs reports it.
+type Link struct {
+	CurSpeed pci.LinkSpeed `json:"cur_speed_gts"`
+	MaxSpeed pci.LinkSpeed `json:"max_speed_gts"`
+	CurWidth int           `json:"cur_width"`
+	MaxWidth int           `json:"max_width"`
+}
+
+// IsBridge reports whether the function is a PCI-to-PCI bridge.
+func (d *Device) IsBridge() bool {
+	c := d.Class >> 8
+	return c == 0x0604 || c == 0x0609
+}
+
+// IsGPU reports an NVIDIA display/3D controller.
+func (d *Device) IsGPU() bool {
+	c := d.Class >> 8
+	return d.Vendor == 0x10de && (c == 0x0300 || c == 0x0302)
+}
+
+// IsNVSwitch reports an NVIDIA bridge-class "other" device (NVSwitch).
+func (d *Device) IsNVSwitch() bool {
+	return d.Vendor == 0x10de && d.Class>>8 == 0x0680
+}
+
+// IsNetwork reports a network controller (Ethernet, InfiniBand, ...).
+func (d *Device) IsNetwork() bool { return d.Class>>16 == 0x02 }
+
+// ParentDevice is the upstream bridge, nil on a root bus.
+func (d *Device) ParentDevice() *Device { return d.parent }
+
+// PCIAddress is the parsed address.
+func (d *Device) PCIAddress() pci.Address { return d.addr }
+
+// GPU is an NVIDIA GPU.
+type GPU struct {
+	Index   int    `json:"index"` // in PCI bus order, as nvidia-smi numbers them
+	Address string `json:"address"`
+	Name    string `json:"name,omitempty"`
+	UUID    string `json:"uuid,omitempty"`
+	// NVLinks are this GPU's links from the driver; NVLinkKnown is false
+	// when the driver could not be asked (then NVLink is unknown, not absent).
+	NVLinks     []nvml.NVLink `json:"nvlinks,omitempty"`
+	NVLinkKnown bool          `json:"nvlink_known"`
+	Facts       *nvml.GPU     `json:"-"`
+	Dev         *Device       `json:"-"`
+}
+
+// NIC is an RDMA device (/sys/class/infiniband/NAME).
+type NIC struct {
+	Index        int      `json:"index"` // NICn in the matrix; -1 when not in it (no PCI function)
+	Name         string   `json:"name"`  // mlx5_0
+	Address      string   `json:"address,omitempty"`
+	NodeGUID     string   `json:"node_guid,omitempty"`
+	SysImageGUID string   `json:"sys_image_guid,omitempty"`
+	FWVersion    string   `json:"fw_ver,omitempty"`
+	HCAType      string   `json:"hca_type,omitempty"`
+	BoardID      string   `json:"board_id,omitempty"`
+	NodeType     string   `json:"node_type,omitempty"`
+	Driver       string   `json:"driver,omitempty"`
+	Ports        []Port   `json:"ports"`
+	NetDevs      []string `json:"netdevs,omitempty"`
+	Dev          *Device  `json:"-"`
+}
+
+// Port is one port of an RDMA device.
+type Port struct {
+	Number    int     `json:"port"`
+	State     string  `json:"state"`      // ACTIVE, DOWN, INIT, ARMED
+	PhysState string  `json:"phys_state"` // LinkUp, Disabled, Polling
+	RateGbps  float64 `json:"rate_gbps"`  // 0: unknown
+	RateText  string  `json:"rate"`       // "400 Gb/sec (4X NDR)"
+	LinkLayer string  `json:"link_layer"` // InfiniBand, Ethernet
+	LID       string  `json:"lid,omitempty"`
+	SMLID     string  `json:"sm_lid,omitempty"`
+	NetDev    string  `json:"netdev,omitempty"`
+	MTU       int     `json:"netdev_mtu,omitempty"`
+	// Counters are the port's error counters that could be read.
+	Counters map[string]uint64 `json:"counters,omitempty"`
+}
+
+// NetDev is a network interface backed by a PCI function.
+type NetDev struct {
+	Name      string `json:"name"`
+	Address   string `json:"address"`
+	Driver    string `json:"driver,omitempty"`
+	OperState string `json:"operstate,omitempty"`
+	SpeedMbps int    `json:"speed_mbps,omitempty"`
+	MTU       int    `json:"mtu,omitempty"`
+	RDMA      string `json:"rdma,omitempty"` // the RDMA device on the same function
+}
+
+// Device returns the PCI function at an address, or nil.
+func (h *Host) Device(addr string) *Device {
+	if h.byAddr == nil {
+		return nil
+	}
+	return h.byAddr[pci.NormalizeBusID(addr)]
+}
+
+// GPUByAddress returns the GPU at a PCI address, or nil.
+func (h *Host) GPUByAddress(addr string) *GPU {
+	addr = pci.NormalizeBusID(addr)
+	for _, g := range h.GPUs {
+		if g.Address == addr {
+			return g
+		}
+	}
+	return nil
+}
+
+// NICByName returns the RDMA device with that name, or nil.
+func (h *Host) NICByName(name string) *NIC {
+	for _, n := range h.NICs {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// NUMAOf is the NUMA node a device is local to: sysfs' numa_node when
+// given; otherwise the only node of a single-node machine, or the one node
+// whose CPUs the device's local CPUs fall in. -1 when it cannot be known.
+func (h *Host) NUMAOf(d *Device) int {
+	if d == nil {
+		return -1
+	}
+	if d.NUMANode >= 0 {
+		return d.NUMANode
+	}
+	if len(h.NUMANodes) <= 1 {
+		if len(h.NUMANodes) == 1 {
+			return h.NUMANodes[0].ID
+		}
+		return 0
+	}
+	found := -1
+	for _, n := range h.NUMANodes {
+		if n.CPUs.Intersects(d.LocalCPUs) {
+			if found >= 0 {
+				return -1
+			}
+			found = n.ID
+		}
+	}
+	return found
+}
+
+// PathToRoot lists a device's upstream bridges, nearest first.
+func (h *Host) PathToRoot(d *Device) []*Device {
+	var out []*Device
+	seen := map[*Device]bool{}
+	for p := d.parent; p != nil && !seen[p]; p = p.parent {
+		seen[p] = true
+		out = append(out, p)
+	}
+	return out
+}
