@@ -30,7 +30,7 @@ func newTopo(g *globals) *cobra.Command {
 				return err
 			}
 			s := h.Summarize()
-	s.Root = g.root
+			s.Root = g.root
 			if pcie {
 				s.Matrix = h.BuildPCIeMatrix()
 			}

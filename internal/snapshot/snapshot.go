@@ -37,15 +37,15 @@ const MaxFileSize = 4 << 20
 
 // Manifest is written at the top of every snapshot.
 type Manifest struct {
-	Format    int       `json:"format"`
-	CreatedAt time.Time `json:"created_at"`
-	Hostname  string    `json:"hostname,omitempty"`
-	Tool      string    `json:"tool"`
-	Files     int       `json:"files"`
-	Links     int       `json:"links"`
-	Skipped   []string  `json:"skipped,omitempty"`
+	Format    int             `json:"format"`
+	CreatedAt time.Time       `json:"created_at"`
+	Hostname  string          `json:"hostname,omitempty"`
+	Tool      string          `json:"tool"`
+	Files     int             `json:"files"`
+	Links     int             `json:"links"`
+	Skipped   []string        `json:"skipped,omitempty"`
 	Commands  []CommandStatus `json:"commands"`
-	Errors    []string  `json:"errors,omitempty"`
+	Errors    []string        `json:"errors,omitempty"`
 }
 
 // CommandStatus records one captured command.
@@ -79,12 +79,12 @@ func Skip(rel string) bool {
 
 // Options for Write.
 type Options struct {
-	Tool      string // tool name and version for the manifest
+	Tool string // tool name and version for the manifest
 	// Commands are run (live) and captured in addition to those the
 	// recorder saw.
 	Commands []host.Command
 	// Facts are the driver facts to store as commands/nvml.json (nil: not stored).
-	Facts *nvml.Facts
+	Facts    *nvml.Facts
 	FactsErr error
 }
 
