@@ -53,15 +53,33 @@ func (r *Recorder) noteCommand(c Command, out []byte, err error) {
 	r.mu.Unlock()
 }
 
-// Paths lists every recorded path, sorted (parents before children).
-func (r *Recorder) Paths() []string {
+// Entry is one recorded path.
+type Entry struct {
+	Path string
+	// Read is true when the contents were read; a path that was only
+	// looked at (listed in a directory, lstat'ed on the way) needs to exist
+	// in a snapshot but not to carry its contents.
+	Read bool
+}
+
+// Entries lists every recorded path, sorted (parents before children).
+func (r *Recorder) Entries() []Entry {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]string, 0, len(r.paths))
-	for p := range r.paths {
-		out = append(out, p)
+	out := make([]Entry, 0, len(r.paths))
+	for p, k := range r.paths {
+		out = append(out, Entry{Path: p, Read: k != noteEntry})
 	}
-	sort.Strings(out)
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// Paths lists every recorded path, sorted.
+func (r *Recorder) Paths() []string {
+	var out []string
+	for _, e := range r.Entries() {
+		out = append(out, e.Path)
+	}
 	return out
 }
 

@@ -13,6 +13,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // DefaultMaxRead bounds every attribute read: sysfs attributes are a page at
@@ -30,8 +31,36 @@ var ErrLinkLoop = errors.New("too many levels of symbolic links")
 // Paths given to its methods are slash-separated and relative to the root
 // ("sys/bus/pci/devices"); a leading "/" is accepted and ignored.
 type Root struct {
-	dir string
-	rec *Recorder
+	dir   string
+	rec   *Recorder
+	cache *dirCache
+}
+
+// dirCache remembers resolved directories: sysfs does not change during a
+// run, and resolving every component of every attribute path is most of
+// discovery's cost otherwise.
+type dirCache struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (c *dirCache) get(k string) (string, bool) {
+	if c == nil {
+		return "", false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[k]
+	return v, ok
+}
+
+func (c *dirCache) put(k, v string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.m[k] = v
+	c.mu.Unlock()
 }
 
 // NewRoot returns a Root for dir ("" or "/" means the live host).
@@ -39,13 +68,15 @@ func NewRoot(dir string) Root {
 	if dir == "" {
 		dir = "/"
 	}
-	return Root{dir: filepath.Clean(dir)}
+	return Root{dir: filepath.Clean(dir), cache: &dirCache{m: map[string]string{}}}
 }
 
 // WithRecorder returns a copy of the root that notes every path it reads,
 // so a snapshot can capture exactly what the tool looked at.
 func (r Root) WithRecorder(rec *Recorder) Root {
 	r.rec = rec
+	// A fresh cache, so every path this root resolves is seen and noted.
+	r.cache = &dirCache{m: map[string]string{}}
 	return r
 }
 
@@ -183,6 +214,39 @@ func (r Root) Exists(rel string) bool {
 // root, ".." never climbs above the root, and a cycle gives ErrLinkLoop. The
 // final element need not exist.
 func (r Root) Resolve(rel string) (string, error) {
+	c := clean(rel)
+	dir, base := path.Split(c)
+	dir = strings.TrimSuffix(dir, "/")
+	if dir != "" && base != "" && base != ".." {
+		if rd, ok := r.cache.get(dir); ok {
+			full := base
+			if rd != "" {
+				full = rd + "/" + base
+			}
+			r.rec.note(full, noteEntry)
+			fi, err := os.Lstat(r.Path(full))
+			if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+				return full, nil
+			}
+			// The last element is a link: resolve it the long way.
+			return r.resolve(full)
+		}
+		rd, err := r.resolve(dir)
+		if err != nil {
+			return "", err
+		}
+		r.cache.put(dir, rd)
+		full := base
+		if rd != "" {
+			full = rd + "/" + base
+		}
+		return r.resolve(full)
+	}
+	return r.resolve(c)
+}
+
+// resolve walks every element of a cleaned path, following links.
+func (r Root) resolve(rel string) (string, error) {
 	todo := strings.Split(clean(rel), "/")
 	var done []string
 	hops := 0

@@ -118,15 +118,13 @@ func writeDir(ctx context.Context, src host.Root, rec *host.Recorder, out string
 	if h, err := src.ReadString("proc/sys/kernel/hostname"); err == nil {
 		m.Hostname = h
 	}
-	for _, rel := range rec.Paths() {
-		if strings.HasPrefix(rel, host.CommandsDir+"/") {
-			continue
-		}
+	for _, e := range rec.Entries() {
+		rel := e.Path
 		if Skip(rel) {
 			m.Skipped = append(m.Skipped, rel)
 			continue
 		}
-		if err := copyEntry(src, out, rel, m); err != nil {
+		if err := copyEntry(src, out, rel, e.Read, m); err != nil {
 			m.Errors = append(m.Errors, err.Error())
 		}
 	}
@@ -182,8 +180,9 @@ func writeFile(p string, b []byte) error {
 }
 
 // copyEntry recreates one path: links as links, directories as
-// directories, regular files with their content (bounded).
-func copyEntry(src host.Root, out, rel string, m *Manifest) error {
+// directories, regular files with their content (bounded) when they were
+// read, empty when they were only seen in a listing.
+func copyEntry(src host.Root, out, rel string, read bool, m *Manifest) error {
 	sp := src.Path(rel)
 	dp := filepath.Join(out, filepath.FromSlash(rel))
 	fi, err := os.Lstat(sp)
@@ -212,6 +211,9 @@ func copyEntry(src host.Root, out, rel string, m *Manifest) error {
 	case fi.Mode().IsRegular():
 		if _, err := os.Lstat(dp); err == nil {
 			return nil
+		}
+		if !read {
+			return os.WriteFile(dp, nil, 0o644)
 		}
 		b, err := src.ReadFileLimit(rel, MaxFileSize)
 		if err != nil {

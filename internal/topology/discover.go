@@ -62,6 +62,16 @@ func Discover(ctx context.Context, opts ...Option) (*Host, error) {
 		opt(&o)
 	}
 	h := &Host{Root: o.root.Dir(), byAddr: map[string]*Device{}}
+	// Parsing the PCI ID database is CPU work; reading sysfs is system
+	// calls. Overlap them.
+	dbc := make(chan pciids.Interface, 1)
+	if !o.noNames {
+		if o.db != nil {
+			dbc <- o.db
+		} else {
+			go func() { dbc <- pciids.NewDB() }()
+		}
+	}
 	d := discoverer{root: o.root, h: h}
 	d.hostInfo()
 	d.numa()
@@ -69,10 +79,7 @@ func Discover(ctx context.Context, opts ...Option) (*Host, error) {
 		return nil, err
 	}
 	if !o.noNames {
-		db := o.db
-		if db == nil {
-			db = pciids.NewDB()
-		}
+		db := <-dbc
 		for _, dev := range h.Devices {
 			if n, err := db.GetDeviceName(dev.Vendor, dev.DeviceID); err == nil {
 				dev.Name = n
@@ -189,6 +196,7 @@ func (d *discoverer) pciDevices() error {
 		dev := &Device{Address: addr.String(), addr: addr, NUMANode: -1, PortType: pci.PortUnknown, SysPath: rel}
 		if err := d.placeInTree(dev, rel); err != nil {
 			d.problem(dir+"/"+name, err)
+			dev.TreeUnknown = true
 		}
 		d.attributes(dev)
 		d.h.Devices = append(d.h.Devices, dev)
@@ -201,7 +209,8 @@ func (d *discoverer) pciDevices() error {
 		}
 		p := d.h.byAddr[dev.Parent]
 		if p == nil {
-			d.problem("sys/"+strings.TrimPrefix(dev.SysPath, "sys/"), fmt.Errorf("upstream bridge %s is not in sys/bus/pci/devices", dev.Parent))
+			d.problem(dev.SysPath, fmt.Errorf("upstream bridge %s is not in sys/bus/pci/devices", dev.Parent))
+			dev.TreeUnknown = true
 			continue
 		}
 		dev.parent = p
@@ -251,11 +260,18 @@ func (d *discoverer) attributes(dev *Device) {
 	hexAttr := func(name string, bits int) uint64 {
 		s, ok := d.read(base + name)
 		if !ok {
+			if name == "class" || name == "vendor" || name == "device" {
+				d.problem(base+name, fmt.Errorf("missing: every PCI function has it"))
+				dev.Incomplete = true
+			}
 			return 0
 		}
 		v, err := pci.ParseHex(s, bits)
 		if err != nil {
 			d.problem(base+name, err)
+			if name == "class" || name == "vendor" || name == "device" {
+				dev.Incomplete = true
+			}
 			return 0
 		}
 		return v

@@ -72,7 +72,7 @@ func activePort(n *NIC) *Port {
 // name order. With more GPUs than NICs the rest share the least used of
 // their nearest. GPUs whose NIC is beyond PXB are listed in NoGDR.
 func (h *Host) Pair() *Pairing {
-	p := &Pairing{NCCL: map[string]string{}}
+	p := &Pairing{NCCL: map[string]string{}, GPUs: []GPUNIC{}, Rails: []string{}, NoGDR: []int{}, Unused: []string{}}
 	nics := h.MatrixNICs()
 	if len(h.GPUs) == 0 {
 		return p

@@ -25,7 +25,7 @@ const (
 
 var levelNames = map[Level]string{
 	LevelSelf: "X", LevelNVLink: "NV", LevelPIX: "PIX", LevelPXB: "PXB", LevelPHB: "PHB",
-	LevelNODE: "NODE", LevelSYS: "SYS", LevelUnknown: "UNKNOWN",
+	LevelNODE: "NODE", LevelSYS: "SYS", LevelUnknown: "N/A",
 }
 
 func (l Level) String() string { return levelNames[l] }
@@ -35,6 +35,10 @@ func (l Level) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
 
 // UnmarshalText is the inverse of MarshalText.
 func (l *Level) UnmarshalText(b []byte) error {
+	if string(b) == "NV" {
+		*l = LevelNVLink
+		return nil
+	}
 	lv, _, err := ParseLevel(string(b))
 	*l = lv
 	return err
@@ -51,9 +55,12 @@ func ParseLevel(s string) (Level, int, error) {
 		}
 	}
 	for l, n := range levelNames {
-		if n == t && l != LevelNVLink {
+		if n == t && l != LevelNVLink && l != LevelUnknown {
 			return l, 0, nil
 		}
+	}
+	if t == "N/A" {
+		return LevelUnknown, 0, nil
 	}
 	return LevelUnknown, 0, fmt.Errorf("topology level %q: want X, NV#, PIX, PXB, PHB, NODE or SYS", s)
 }
@@ -105,6 +112,20 @@ func bridgeHops(h *Host, d *Device) []string {
 	return hops
 }
 
+// treeUnknown reports whether a device or any bridge above it has an
+// unknown place in the tree.
+func treeUnknown(h *Host, d *Device) bool {
+	if d.TreeUnknown {
+		return true
+	}
+	for _, p := range h.PathToRoot(d) {
+		if p.TreeUnknown {
+			return true
+		}
+	}
+	return false
+}
+
 // PCIeRelation is the PCIe-only relation of two devices.
 func (h *Host) PCIeRelation(a, b *Device) Relation {
 	if a == nil || b == nil {
@@ -112,6 +133,9 @@ func (h *Host) PCIeRelation(a, b *Device) Relation {
 	}
 	if a == b {
 		return Relation{Level: LevelSelf, PCIe: LevelSelf}
+	}
+	if treeUnknown(h, a) || treeUnknown(h, b) {
+		return Relation{Level: LevelUnknown, PCIe: LevelUnknown}
 	}
 	ha, hb := bridgeHops(h, a), bridgeHops(h, b)
 	k := 0
@@ -188,6 +212,7 @@ func (h *Host) GPURelation(a, b *GPU) Relation {
 	if a == b {
 		return r
 	}
+	// NVLink is known from the driver even when the PCIe path is not.
 	if n := NVLinksBetween(a, b); n > 0 {
 		r.Level = LevelNVLink
 		r.NVLinks = n

@@ -76,6 +76,13 @@ type Device struct {
 	Config       *pci.Config `json:"config,omitempty"`
 	ConfigError  string      `json:"config_error,omitempty"`
 	Children     []string    `json:"children,omitempty"`
+	// TreeUnknown is set when the device's place in the PCI tree could not
+	// be read (broken link, missing bridge): relations through it are
+	// unknown rather than guessed.
+	TreeUnknown bool `json:"tree_unknown,omitempty"`
+	// Incomplete is set when an identifying attribute (class, vendor,
+	// device) was missing or unreadable.
+	Incomplete bool `json:"incomplete,omitempty"`
 
 	addr   pci.Address
 	parent *Device

@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gdrcheck/gdrcheck/internal/fakehost"
+	"github.com/gdrcheck/gdrcheck/internal/fakelib"
+	"github.com/gdrcheck/gdrcheck/internal/topology"
+)
+
+const repo = "../.."
+
+func run(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(args, &out, &errb, BuildInfo{Version: "test"})
+	return out.String(), errb.String(), code
+}
+
+func TestTopoCommand(t *testing.T) {
+	root := fakehost.Root(t, repo+"/testdata/hosts/hgx-h200-8gpu-10nic.host").Dir()
+	out, errs, code := run(t, "topo", "--root", root)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"\tGPU0\tGPU1", "GPU3\tNV18\tNV18\tNV18\t X \t", "NIC Legend:", "GPU→NIC pairing", "NCCL_IB_HCA==mlx5_3:1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("topo output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "\x1b[") {
+		t.Error("ANSI escapes in output that is not a terminal")
+	}
+	out, _, code = run(t, "topo", "--root", root, "--format", "json")
+	var s topology.Summary
+	if code != ExitOK || json.Unmarshal([]byte(out), &s) != nil {
+		t.Fatalf("json: exit %d: %s", code, out)
+	}
+	if len(s.GPUs) != 8 || len(s.NICs) != 10 || len(s.Pairing.Rails) != 8 || s.Matrix.Cells[0][11].Level != topology.LevelPIX {
+		t.Errorf("json summary: %d GPUs %d NICs %d rails cell %v", len(s.GPUs), len(s.NICs), len(s.Pairing.Rails), s.Matrix.Cells[0][11])
+	}
+	out, _, _ = run(t, "topo", "--root", root, "--pcie", "--color", "always")
+	if !strings.Contains(out, "\x1b[4m") || strings.Contains(out, "NV18") || strings.Contains(out, "NV#") {
+		t.Errorf("--pcie --color always:\n%s", out)
+	}
+}
+
+func TestSnapshotThenReplay(t *testing.T) {
+	root := fakehost.Root(t, repo+"/testdata/hosts/gke-a4-b200-8gpu-8nic.host").Dir()
+	want, _, _ := run(t, "topo", "--root", root)
+	tgz := filepath.Join(t.TempDir(), "node.tgz")
+	out, errs, code := run(t, "snapshot", "--root", root, "-o", tgz)
+	if code != ExitOK || !strings.Contains(out, "snapshot of gke-a4-node-1 written") {
+		t.Fatalf("snapshot exit %d: %s %s", code, out, errs)
+	}
+	got, errs, code := run(t, "topo", "--root", tgz)
+	if code != ExitOK || got != want {
+		t.Errorf("replay of the snapshot differs (exit %d, %s):\n%s\nwant:\n%s", code, errs, got, want)
+	}
+}
+
+func TestRunOnRealSnapshot(t *testing.T) {
+	out, errs, code := run(t, "run", "--root", repo+"/testdata/snapshots/h200x1-vm.tgz")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"GPU0 0000:00:06.0 NVIDIA H200", "RDMA NICs: none: GPU Direct RDMA is not possible", "driver 580.159.04", "GPU0\t X \t0-15\t0\t\tN/A"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("run output lacks %q:\n%s", want, out)
+		}
+	}
+	// with no subcommand, gdrcheck runs the main job
+	out2, _, _ := run(t, "--root", repo+"/testdata/snapshots/h200x1-vm.tgz")
+	if out2 != out {
+		t.Error("gdrcheck with no subcommand differs from gdrcheck run")
+	}
+}
+
+func TestNoGPUSaysSo(t *testing.T) {
+	s, err := fakehost.Parse("nogpu", strings.NewReader("numa 0 0-3\nhostbridge pci0000:00 numa=0\n  0000:00:1f.0 other\n  0000:00:03.0 eth id=8086:1592\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, code := run(t, "run", "--root", fakehost.MaterializeRoot(t, s).Dir())
+	if code != ExitOK || !strings.Contains(out, "GPUs: none: no NVIDIA GPU on the PCI bus") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+}
+
+func TestToolErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"topo", "--root", "/nonexistent/snapshot"}, "no such file"},
+		{[]string{"topo", "--root", t.TempDir()}, "no PCI devices found"},
+		{[]string{"topo", "--root", repo + "/testdata/snapshots/h200x1-vm.tgz", "--format", "yaml"}, `--format "yaml"`},
+		{[]string{"snapshot"}, "needs -o"},
+		{[]string{"frobnicate"}, "unknown command"},
+	}
+	for _, c := range cases {
+		_, errs, code := run(t, c.args...)
+		if code != ExitToolErr || !strings.Contains(errs, c.msg) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", c.args, code, errs, c.msg)
+		}
+	}
+}
+
+func TestVersionWithFakeLibraries(t *testing.T) {
+	t.Setenv("GDRCHECK_CUDART", fakelib.CUDART(t))
+	t.Setenv("GDRCHECK_NCCL", fakelib.NCCL(t))
+	out, _, code := run(t, "version")
+	if code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"gdrcheck test", "CUDA runtime: 13.0", "NCCL:         2.28.3"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("version output lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, _ = run(t, "version", "--format", "json")
+	var vi VersionInfo
+	if err := json.Unmarshal([]byte(out), &vi); err != nil || !vi.CUDA.Loaded || vi.NCCL.Version != "2.28.3" {
+		t.Errorf("json version: %v %+v", err, vi)
+	}
+}

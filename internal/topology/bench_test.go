@@ -1,0 +1,43 @@
+package topology_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/NVIDIA/go-nvlib/pkg/pciids"
+
+	"github.com/gdrcheck/gdrcheck/internal/fakehost"
+	"github.com/gdrcheck/gdrcheck/internal/topology"
+)
+
+// BenchmarkDiscover8GPU10NIC: discovery of an HGX H200 node (8 GPUs, 10 NICs,
+// 4 NVSwitches, ~70 PCI functions) from a materialised snapshot, driver
+// facts included. The goal is under 50 ms (docs/performance.md).
+func BenchmarkDiscover8GPU10NIC(b *testing.B) {
+	root := fakehost.Root(b, hostsDir+"/hgx-h200-8gpu-10nic.host")
+	b.Run("with-pci-names", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, err := topology.Discover(context.Background(), topology.WithRoot(root)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	db := pciids.NewDB()
+	b.Run("shared-pci-db", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, err := topology.Discover(context.Background(), topology.WithRoot(root), topology.WithPCIDB(db)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	h, err := topology.Discover(context.Background(), topology.WithRoot(root), topology.WithPCIDB(db))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("matrix-and-pairing", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			h.BuildMatrix()
+			h.Pair()
+		}
+	})
+}

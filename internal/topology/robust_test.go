@@ -1,0 +1,313 @@
+package topology_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gdrcheck/gdrcheck/internal/fakehost"
+	"github.com/gdrcheck/gdrcheck/internal/host"
+	"github.com/gdrcheck/gdrcheck/internal/topology"
+)
+
+// small is a two-socket host: GPU0 and mlx5_0 under one switch on socket 0,
+// GPU1 on a root port of socket 1.
+const small = `
+numa 0 0-7
+numa 1 8-15
+hostbridge pci0000:00 numa=0
+  0000:00:01.0 rootport
+    0000:01:00.0 usp
+      0000:02:00.0 dsp
+        0000:03:00.0 gpu
+      0000:02:01.0 dsp
+        0000:04:00.0 nic
+hostbridge pci0000:80 numa=1
+  0000:80:01.0 rootport
+    0000:81:00.0 gpu
+rdma mlx5_0 0000:04:00.0
+`
+
+func smallRoot(t *testing.T, privileged bool) string {
+	t.Helper()
+	src := small
+	if !privileged {
+		src = "privileged no\n" + src
+	}
+	s, err := fakehost.Parse("small", strings.NewReader(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fakehost.MaterializeRoot(t, s).Dir()
+}
+
+func mustWrite(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func devDir(root, addr string) string {
+	p, _ := host.NewRoot(root).Resolve("sys/bus/pci/devices/" + addr)
+	return filepath.Join(root, p)
+}
+
+func TestDiscoverSurvivesBadInput(t *testing.T) {
+	cases := []struct {
+		name    string
+		mutate  func(t *testing.T, root string)
+		problem string            // substring of some Host.Problems message
+		cells   map[string]string // "GPU0/NIC0": level
+		gpus    int
+	}{
+		{
+			name:   "clean",
+			mutate: func(t *testing.T, root string) {},
+			cells:  map[string]string{"GPU0/NIC0": "PIX", "GPU0/GPU1": "SYS", "GPU1/NIC0": "SYS"},
+			gpus:   2,
+		},
+		{
+			name: "broken device link",
+			mutate: func(t *testing.T, root string) {
+				if err := os.Symlink("../../../devices/pci0000:00/0000:00:09.0", filepath.Join(root, "sys/bus/pci/devices/0000:00:09.0")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			problem: "broken link",
+			cells:   map[string]string{"GPU0/NIC0": "PIX"},
+			gpus:    2,
+		},
+		{
+			name: "symlink loop",
+			mutate: func(t *testing.T, root string) {
+				d := filepath.Join(root, "sys/bus/pci/devices")
+				if err := os.Symlink("0000:00:0b.0", filepath.Join(d, "0000:00:0a.0")); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink("0000:00:0a.0", filepath.Join(d, "0000:00:0b.0")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			problem: "too many levels of symbolic links",
+			cells:   map[string]string{"GPU0/NIC0": "PIX"},
+			gpus:    2,
+		},
+		{
+			name: "garbage class",
+			mutate: func(t *testing.T, root string) {
+				mustWrite(t, filepath.Join(devDir(root, "0000:81:00.0"), "class"), "0xZZ0300\n")
+			},
+			problem: `hex value "0xZZ0300"`,
+			gpus:    1,
+		},
+		{
+			name: "missing vendor",
+			mutate: func(t *testing.T, root string) {
+				if err := os.Remove(filepath.Join(devDir(root, "0000:81:00.0"), "vendor")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			problem: "missing: every PCI function has it",
+			gpus:    1,
+		},
+		{
+			name: "garbage numa_node",
+			mutate: func(t *testing.T, root string) {
+				mustWrite(t, filepath.Join(devDir(root, "0000:81:00.0"), "numa_node"), "banana\n")
+			},
+			problem: `integer value "banana"`,
+			// numa unknown, and its CPUs (8-15) still place it on node 1
+			cells: map[string]string{"GPU0/GPU1": "SYS"},
+			gpus:  2,
+		},
+		{
+			name: "garbage link speed",
+			mutate: func(t *testing.T, root string) {
+				mustWrite(t, filepath.Join(devDir(root, "0000:03:00.0"), "current_link_speed"), "fast\n")
+			},
+			problem: `link speed "fast"`,
+			cells:   map[string]string{"GPU0/NIC0": "PIX"},
+			gpus:    2,
+		},
+		{
+			name: "reversed cpu range",
+			mutate: func(t *testing.T, root string) {
+				mustWrite(t, filepath.Join(devDir(root, "0000:03:00.0"), "local_cpulist"), "7-3\n")
+			},
+			problem: `cpu list "7-3"`,
+			cells:   map[string]string{"GPU0/NIC0": "PIX"},
+			gpus:    2,
+		},
+		{
+			name: "attribute is a directory",
+			mutate: func(t *testing.T, root string) {
+				p := filepath.Join(devDir(root, "0000:03:00.0"), "max_link_width")
+				os.Remove(p)
+				if err := os.Mkdir(p, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			},
+			problem: "max_link_width",
+			cells:   map[string]string{"GPU0/NIC0": "PIX"},
+			gpus:    2,
+		},
+		{
+			name: "upstream bridge missing from the bus list",
+			mutate: func(t *testing.T, root string) {
+				if err := os.Remove(filepath.Join(root, "sys/bus/pci/devices/0000:01:00.0")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			problem: "upstream bridge 0000:01:00.0 is not in sys/bus/pci/devices",
+			// GPU0 and the NIC hang below the missing switch: not guessed.
+			cells: map[string]string{"GPU0/NIC0": "N/A", "GPU1/NIC0": "N/A"},
+			gpus:  2,
+		},
+		{
+			name: "truncated config space",
+			mutate: func(t *testing.T, root string) {
+				mustWrite(t, filepath.Join(devDir(root, "0000:02:00.0"), "config"), "\x86\x80")
+			},
+			cells: map[string]string{"GPU0/NIC0": "PIX"},
+			gpus:  2,
+		},
+		{
+			name: "config capability loop",
+			mutate: func(t *testing.T, root string) {
+				p := filepath.Join(devDir(root, "0000:02:00.0"), "config")
+				b, err := os.ReadFile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b[0x41] = 0x40 // PCIe capability points at itself
+				b[0x102] = 0x00
+				b[0x103] = 0x10 // extended list points at itself
+				mustWrite(t, p, string(b))
+			},
+			cells: map[string]string{"GPU0/NIC0": "PIX"},
+			gpus:  2,
+		},
+		{
+			name: "rdma device link broken",
+			mutate: func(t *testing.T, root string) {
+				ib, _ := host.NewRoot(root).Resolve("sys/class/infiniband/mlx5_0")
+				p := filepath.Join(root, ib, "device")
+				os.Remove(p)
+				if err := os.Symlink("../../../nowhere", p); err != nil {
+					t.Fatal(err)
+				}
+			},
+			cells: map[string]string{"GPU0/GPU1": "SYS"},
+			gpus:  2,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := smallRoot(t, true)
+			tc.mutate(t, root)
+			h, err := topology.Discover(context.Background(), topology.WithRoot(host.NewRoot(root)), topology.WithoutGPUFacts(), topology.WithoutNames())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(h.GPUs) != tc.gpus {
+				t.Errorf("found %d GPUs, want %d", len(h.GPUs), tc.gpus)
+			}
+			if tc.problem != "" {
+				found := false
+				for _, p := range h.Problems {
+					if strings.Contains(p.Message, tc.problem) || strings.Contains(p.Path, tc.problem) {
+						found = true
+					}
+				}
+				if !found {
+					t.Errorf("no problem mentioning %q; problems: %+v", tc.problem, h.Problems)
+				}
+			}
+			m := h.BuildMatrix()
+			for pair, want := range tc.cells {
+				a, b, _ := strings.Cut(pair, "/")
+				if got := cell(m, a, b); got != want {
+					t.Errorf("%s→%s = %s, want %s", a, b, got, want)
+				}
+			}
+		})
+	}
+}
+
+func cell(m *topology.Matrix, a, b string) string {
+	ia, ib := -1, -1
+	for i, l := range m.Labels {
+		if l == a {
+			ia = i
+		}
+		if l == b {
+			ib = i
+		}
+	}
+	if ia < 0 || ib < 0 {
+		return "absent"
+	}
+	return m.Cells[ia][ib].String()
+}
+
+// TestUnprivilegedMatchesRoot: with only 64 bytes of config space readable
+// (a non-root run) the port types are inferred from the tree and every
+// relation comes out the same; nothing claims to have read capabilities.
+func TestUnprivilegedMatchesRoot(t *testing.T) {
+	for _, f := range []string{"hgx-h200-8gpu-10nic.host", "epyc-genoa-4gpu-pcie.host", "gke-a4-b200-8gpu-8nic.host"} {
+		t.Run(f, func(t *testing.T) {
+			spec, err := fakehost.Load(filepath.Join(hostsDir, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			priv := fakehost.MaterializeRoot(t, spec)
+			spec.Privileged = false
+			unpriv := fakehost.MaterializeRoot(t, spec)
+			hp, err := topology.Discover(context.Background(), topology.WithRoot(priv), topology.WithoutNames())
+			if err != nil {
+				t.Fatal(err)
+			}
+			hu, err := topology.Discover(context.Background(), topology.WithRoot(unpriv), topology.WithoutNames())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var a, b strings.Builder
+			hp.BuildMatrix().WriteText(&a, topology.RenderOptions{})
+			hu.BuildMatrix().WriteText(&b, topology.RenderOptions{})
+			if a.String() != b.String() {
+				t.Errorf("unprivileged matrix differs:\n%s\nvs root:\n%s", b.String(), a.String())
+			}
+			for _, d := range hu.Devices {
+				if d.PortTypeFrom == "config" {
+					t.Errorf("%s: port type read from config space that was not readable", d.Address)
+				}
+				if d.Config != nil && d.Config.CapsReadable() {
+					t.Errorf("%s: capabilities claimed readable from %d bytes", d.Address, d.Config.Len)
+				}
+				if d.IsBridge() && !strings.Contains(d.ConfigError, "needs root") {
+					t.Errorf("%s: config error %q does not say it needs root", d.Address, d.ConfigError)
+				}
+			}
+		})
+	}
+}
+
+func TestDiscoverNoPCI(t *testing.T) {
+	dir := t.TempDir()
+	_, err := topology.Discover(context.Background(), topology.WithRoot(host.NewRoot(dir)), topology.WithoutGPUFacts())
+	if !errors.Is(err, topology.ErrNoPCI) {
+		t.Fatalf("empty root: err = %v, want ErrNoPCI", err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "sys/bus/pci"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, filepath.Join(dir, "sys/bus/pci/devices"), "not a dir")
+	_, err = topology.Discover(context.Background(), topology.WithRoot(host.NewRoot(dir)), topology.WithoutGPUFacts())
+	if !errors.Is(err, topology.ErrNoPCI) || !strings.Contains(err.Error(), "sys/bus/pci/devices") {
+		t.Fatalf("devices is a file: err = %v", err)
+	}
+}
