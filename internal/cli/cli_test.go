@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -126,5 +127,58 @@ func TestVersionWithFakeLibraries(t *testing.T) {
 	var vi VersionInfo
 	if err := json.Unmarshal([]byte(out), &vi); err != nil || !vi.CUDA.Loaded || vi.NCCL.Version != "2.28.3" {
 		t.Errorf("json version: %v %+v", err, vi)
+	}
+}
+
+func TestCheckCommand(t *testing.T) {
+	good := fakehost.Root(t, repo+"/testdata/hosts/hgx-h200-8gpu-10nic.host").Dir()
+	out, errs, code := run(t, "check", "--root", good)
+	if code != ExitOK {
+		t.Fatalf("healthy HGX: exit %d\n%s%s", code, out, errs)
+	}
+	if !strings.Contains(out, "PASS     gdr.nic-affinity") || !strings.Contains(out, "pass") {
+		t.Errorf("table:\n%s", out)
+	}
+	bad := fakehost.Root(t, repo+"/testdata/hosts/pcie-l40s-remote-nic.host").Dir()
+	out, errs, code = run(t, "check", "--root", bad)
+	if code != ExitFailed || !strings.HasPrefix(out, "STATUS") || !strings.Contains(strings.SplitN(out, "\n", 3)[1], "FAIL") {
+		t.Errorf("remote NIC: exit %d, failures not first:\n%s%s", code, out, errs)
+	}
+	for _, f := range []string{"json", "md", "junit"} {
+		out, _, code = run(t, "check", "--root", bad, "--format", f)
+		if code != ExitFailed || !strings.Contains(out, "NICBeyondGDRLevel") {
+			t.Errorf("--format %s: exit %d\n%s", f, code, out)
+		}
+	}
+	out, _, _ = run(t, "check", "--root", bad, "--format", "json")
+	var rep struct {
+		Results []map[string]any `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Results) == 0 {
+		t.Fatalf("json: %v", err)
+	}
+	for _, k := range []string{"id", "status", "subject", "reason", "message", "evidence", "remedy"} {
+		if _, ok := rep.Results[0][k]; !ok {
+			t.Errorf("json result lacks %q: %v", k, rep.Results[0])
+		}
+	}
+	profile := filepath.Join(t.TempDir(), "site.yaml")
+	os.WriteFile(profile, []byte("gpus: {count: 8, nvlinks: 18}\nnics: {count: 8, rate_gbps: 800}\n"), 0o644)
+	out, _, code = run(t, "check", "--root", good, "--expect", profile, "--only", "nic.port")
+	if code != ExitFailed || !strings.Contains(out, "RateBelowExpected") {
+		t.Errorf("800G profile on 400G NICs: exit %d\n%s", code, out)
+	}
+	os.WriteFile(profile, []byte("gpus: {cuont: 8}\n"), 0o644)
+	_, errs, code = run(t, "check", "--root", good, "--expect", profile)
+	if code != ExitToolErr || !strings.Contains(errs, "line 1: field cuont not found (gpus)") {
+		t.Errorf("bad profile: exit %d %s", code, errs)
+	}
+	_, errs, code = run(t, "check", "--root", good, "--only", "pcie.nothing")
+	if code != ExitToolErr || !strings.Contains(errs, "no such check") {
+		t.Errorf("--only unknown: exit %d %s", code, errs)
+	}
+	out, _, code = run(t, "run", "--root", bad)
+	if code != ExitFailed || !strings.Contains(out, "Readiness checks:") {
+		t.Errorf("run with failing checks: exit %d\n%s", code, out)
 	}
 }

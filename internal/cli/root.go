@@ -90,12 +90,12 @@ With no subcommand it runs the main job (gdrcheck run).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runMain(cmd.Context(), g, runOptions{format: "text"})
+			return runMain(cmd.Context(), g, runOptions{format: "text", checks: checkOptions{timeout: 10 * time.Second, xidWindow: 24 * time.Hour}})
 		},
 	}
 	root.PersistentFlags().StringVar(&g.root, "root", "/", "host root to read: / (this host), a snapshot directory, or a snapshot .tgz")
 	root.PersistentFlags().DurationVar(&g.timeout, "timeout", 2*time.Minute, "overall deadline of discovery and checks")
-	root.AddCommand(newVersion(g), newTopo(g), newSnapshot(g), newRun(g))
+	root.AddCommand(newVersion(g), newTopo(g), newSnapshot(g), newRun(g), newCheck(g))
 	return root
 }
 

@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gdrcheck/gdrcheck/internal/checks"
 	"github.com/gdrcheck/gdrcheck/internal/host"
 	"github.com/gdrcheck/gdrcheck/internal/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
@@ -63,6 +65,10 @@ func takeSnapshot(ctx context.Context, g *globals, r host.Root, out string) (*sn
 	if err != nil {
 		return nil, err
 	}
+	// Every read-only check reads through the recorder too, so a snapshot
+	// holds what `gdrcheck check --root` needs.
+	env := checkEnv(ctx, rr, h, nil, 0)
+	checks.Run(ctx, env, checks.All(), checks.Options{})
 	// Command outputs a replay may want even if discovery did not need them.
 	for _, c := range host.KnownCommands() {
 		_, _ = rr.Run(ctx, c)
@@ -70,7 +76,15 @@ func takeSnapshot(ctx context.Context, g *globals, r host.Root, out string) (*sn
 	for _, rel := range snapshotExtras {
 		_, _ = rr.ReadFile(rel)
 	}
-	o := snapshot.Options{Tool: "gdrcheck " + g.build.Version, Facts: h.GPUFacts}
+	o := snapshot.Options{Tool: "gdrcheck " + g.build.Version, Facts: h.GPUFacts, Extra: map[string][]byte{}}
+	if env.EnvironKnown {
+		o.Extra[checks.EnvironFile] = checks.FormatEnviron(env.Environ)
+	}
+	if env.Libraries != nil {
+		if b, err := json.MarshalIndent(env.Libraries, "", "  "); err == nil {
+			o.Extra[checks.LibrariesFile] = b
+		}
+	}
 	if h.GPUFactsError != "" {
 		o.FactsErr = fmt.Errorf("%s", h.GPUFactsError)
 	}

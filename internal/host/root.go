@@ -32,6 +32,7 @@ var ErrLinkLoop = errors.New("too many levels of symbolic links")
 // ("sys/bus/pci/devices"); a leading "/" is accepted and ignored.
 type Root struct {
 	dir   string
+	label string
 	rec   *Recorder
 	cache *dirCache
 }
@@ -100,10 +101,20 @@ func (r Root) Path(rel string) string {
 // Display is the path as a person should see it in a message: the host path
 // when live, the path inside the snapshot otherwise.
 func (r Root) Display(rel string) string {
-	if r.Live() {
+	switch {
+	case r.Live():
 		return "/" + clean(rel)
+	case r.label != "":
+		return r.label + "/" + clean(rel)
 	}
 	return r.Path(rel)
+}
+
+// WithLabel names the root in messages (the archive a snapshot was
+// extracted from, rather than its temporary directory).
+func (r Root) WithLabel(label string) Root {
+	r.label = label
+	return r
 }
 
 // ReadFile reads at most DefaultMaxRead bytes of a file under the root. The

@@ -48,9 +48,9 @@ func Open(p string) (host.Root, func(), error) {
 	// root one level down.
 	ents, _ := os.ReadDir(dir)
 	if len(ents) == 1 && ents[0].IsDir() && !isRootDir(ents[0].Name()) {
-		return host.NewRoot(filepath.Join(dir, ents[0].Name())), cleanup, nil
+		return host.NewRoot(filepath.Join(dir, ents[0].Name())).WithLabel(p), cleanup, nil
 	}
-	return host.NewRoot(dir), cleanup, nil
+	return host.NewRoot(dir).WithLabel(p), cleanup, nil
 }
 
 func isRootDir(n string) bool { return n == "sys" || n == "proc" || n == host.CommandsDir }

@@ -86,6 +86,8 @@ type Options struct {
 	// Facts are the driver facts to store as commands/nvml.json (nil: not stored).
 	Facts    *nvml.Facts
 	FactsErr error
+	// Extra are more files to store under commands/ (name -> content).
+	Extra map[string][]byte
 }
 
 // Write copies every path rec saw under src (the live root) to out: a
@@ -164,6 +166,11 @@ func writeDir(ctx context.Context, src host.Root, rec *host.Recorder, out string
 		}
 	} else if o.FactsErr != nil {
 		m.Errors = append(m.Errors, "GPU facts: "+o.FactsErr.Error())
+	}
+	for name, b := range o.Extra {
+		if err := writeFile(filepath.Join(out, host.CommandsDir, filepath.Base(name)), b); err != nil {
+			m.Errors = append(m.Errors, err.Error())
+		}
 	}
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {

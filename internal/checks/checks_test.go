@@ -1,0 +1,342 @@
+package checks_test
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gdrcheck/gdrcheck/internal/checks"
+	"github.com/gdrcheck/gdrcheck/internal/fakehost"
+	"github.com/gdrcheck/gdrcheck/internal/host"
+	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/snapshot"
+	"github.com/gdrcheck/gdrcheck/internal/topology"
+)
+
+const hostsDir = "../../testdata/hosts"
+
+// now anchors the Xid window of every fixture.
+var now = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+// base is a healthy two-GPU node: each GPU under a PCIe switch with its
+// 400G NIC, NVSwitch-connected GPUs, peermem and the open driver. The
+// @tokens are where cases add attributes; extra lines are appended.
+const base = `
+hostname base
+kernel 6.8.0-45-generic
+numa 0 0-31
+module nvidia nvidia_uvm @peermem mlx5_core mlx5_ib ib_core
+file proc/driver/nvidia/version "@driver\n"
+file proc/cmdline "BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro @cmdline\n"
+file proc/self/limits "Limit                     Soft Limit           Hard Limit           Units\nMax locked memory         @memlock            @memlock            bytes\n"
+command dmesg.txt <<END
+2026-12-01T10:00:00,000000+00:00 Linux version 6.8.0-45-generic
+@dmesg
+END
+command environ.txt <<END
+@environ
+END
+hostbridge pci0000:15 numa=0
+  0000:15:01.0 rootport
+    0000:16:00.0 usp
+      0000:17:00.0 dsp @dsp0
+        0000:18:00.0 gpu id=10de:2330 curgen=1 @gpu0
+      0000:17:01.0 dsp @dsp1
+        0000:19:00.0 nic @nic0
+hostbridge pci0000:37 numa=0
+  0000:37:01.0 rootport
+    0000:38:00.0 usp
+      0000:39:00.0 dsp
+        0000:3a:00.0 gpu id=10de:2330 curgen=1
+      0000:39:01.0 dsp
+        0000:3b:00.0 nic
+@rdma0
+@rdma1
+@nvml
+@nvml0
+@nvml1
+`
+
+var defaults = map[string]string{
+	"@peermem": "nvidia_peermem",
+	"@driver":  "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.133.20  Release Build  (dvs-builder@U16-I3-B03-4-3)  Thu Mar 13 19:01:23 UTC 2025",
+	"@cmdline": "iommu=pt",
+	"@memlock": "unlimited",
+	"@dmesg":   "2026-12-01T10:00:01,000000+00:00 mlx5_core 0000:19:00.0: firmware version: 28.39.1002",
+	"@environ": "",
+	"@dsp0":    "", "@dsp1": "", "@gpu0": "", "@nic0": "",
+	"@rdma0": "rdma mlx5_0 0000:19:00.0 rate=400",
+	"@rdma1": "rdma mlx5_1 0000:3b:00.0 rate=400",
+	"@nvml":  "nvml driver=570.133.20 cuda=12.8 p2p=OK",
+	"@nvml0": `nvml-gpu 0000:18:00.0 name="NVIDIA H100 80GB HBM3" nvswitch=18 fabric=completed fabric_status=success curgen=1`,
+	"@nvml1": `nvml-gpu 0000:3a:00.0 name="NVIDIA H100 80GB HBM3" nvswitch=18 fabric=completed fabric_status=success curgen=1`,
+}
+
+type fixture struct {
+	set    map[string]string // token -> replacement
+	extra  string            // lines appended
+	file   string            // a testdata/hosts fixture instead of base
+	snap   string            // a snapshot archive instead of base
+	expect string            // site profile YAML
+	noEnv  bool              // environment not captured
+	libs   map[string]string
+}
+
+func (f fixture) env(t *testing.T) *checks.Env {
+	t.Helper()
+	var root host.Root
+	switch {
+	case f.snap != "":
+		r, cleanup, err := snapshot.Open(f.snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cleanup)
+		root = r
+	case f.file != "":
+		spec, err := fakehost.Load(f.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.extra != "" {
+			more, err := fakehost.Parse("extra", strings.NewReader(f.extra))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range more.Files {
+				spec.Files[k] = v
+			}
+		}
+		root = fakehost.MaterializeRoot(t, spec)
+	default:
+		src := base
+		// Longest tokens first: @nvml must not eat @nvml0.
+		toks := make([]string, 0, len(defaults))
+		for k := range defaults {
+			toks = append(toks, k)
+		}
+		sort.Slice(toks, func(i, j int) bool { return len(toks[i]) > len(toks[j]) })
+		for _, k := range toks {
+			v := defaults[k]
+			if r, ok := f.set[k]; ok {
+				v = r
+			}
+			src = strings.ReplaceAll(src, k, v)
+		}
+		src += f.extra
+		spec, err := fakehost.Parse("base", strings.NewReader(src))
+		if err != nil {
+			t.Fatalf("%v\n%s", err, src)
+		}
+		root = fakehost.MaterializeRoot(t, spec)
+	}
+	h, err := topology.Discover(context.Background(), topology.WithRoot(root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &checks.Env{Root: root, Host: h, Now: now, XidWindow: 24 * time.Hour, Libraries: f.libs}
+	env.LoadCaptured()
+	env.Now = now
+	if f.noEnv {
+		env.Environ, env.EnvironKnown = nil, false
+	} else if !env.EnvironKnown {
+		env.Environ, env.EnvironKnown = map[string]string{}, true
+	}
+	if f.expect != "" {
+		e, err := checks.ParseExpect("expect.yaml", []byte(f.expect))
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Expect = e
+	}
+	return env
+}
+
+// TestChecks runs each check on fixtures that make it pass and fail, and
+// asserts the status, reason and subject of a result it must give.
+func TestChecks(t *testing.T) {
+	for _, tc := range checkCases {
+		t.Run(tc.check+"/"+tc.name, func(t *testing.T) {
+			env := tc.fx.env(t)
+			rep := checks.Run(context.Background(), env, checks.All(), checks.Options{Only: []string{tc.check}})
+			var got []string
+			for _, r := range rep.Results {
+				if r.ID != tc.check {
+					t.Errorf("result of %s in a run of %s", r.ID, tc.check)
+				}
+				if r.Status == tc.status && r.Reason == tc.reason && r.Subject == tc.subject {
+					if r.Message == "" || (r.Status != result.Pass && r.Status != result.Skip && len(r.Evidence) == 0 && r.Reason != "EnvironmentUnknown") {
+						t.Errorf("result without message or evidence: %+v", r)
+					}
+					return
+				}
+				got = append(got, string(r.Status)+" "+r.Reason+" "+r.Subject+": "+r.Message)
+			}
+			t.Errorf("no %s %s %s; got:\n  %s", tc.status, tc.reason, tc.subject, strings.Join(got, "\n  "))
+		})
+	}
+}
+
+type checkCase struct {
+	name    string
+	check   string
+	fx      fixture
+	status  result.Status
+	reason  string
+	subject string
+}
+
+var checkCases = []checkCase{
+	// gdr.kernel-module
+	{"peermem and dmabuf", "gdr.kernel-module", fixture{}, result.Pass, "PeermemAndDMABuf", "node"},
+	{"dmabuf only", "gdr.kernel-module", fixture{set: map[string]string{"@peermem": ""}}, result.Pass, "DMABufAvailable", "node"},
+	{"peermem with the proprietary module", "gdr.kernel-module", fixture{set: map[string]string{"@driver": "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12 19:39:15 UTC 2024"}}, result.Pass, "PeermemLoaded", "node"},
+	{"no GDR path", "gdr.kernel-module", fixture{set: map[string]string{"@peermem": "", "@driver": "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12 19:39:15 UTC 2024"}}, result.Fail, "NoGDRPath", "node"},
+	{"old kernel, no peermem", "gdr.kernel-module", fixture{set: map[string]string{"@peermem": ""}, extra: "kernel 5.4.0-150-generic\n"}, result.Fail, "NoGDRPath", "node"},
+	{"profile wants peermem", "gdr.kernel-module", fixture{set: map[string]string{"@peermem": ""}, expect: "gdr: {mode: peermem}\n"}, result.Fail, "PeermemExpected", "node"},
+	{"no NIC", "gdr.kernel-module", fixture{set: map[string]string{"@rdma0": "", "@rdma1": ""}}, result.Skip, "NoRDMADevice", "node"},
+	// gdr.nic-affinity
+	{"NIC under the GPU's switch", "gdr.nic-affinity", fixture{}, result.Pass, "NICAtPIX", "GPU0-mlx5_0"},
+	{"NIC on the other socket", "gdr.nic-affinity", fixture{file: hostsDir + "/pcie-l40s-remote-nic.host"}, result.Fail, "NICBeyondGDRLevel", "GPU0-mlx5_0"},
+	{"GDR forced by NCCL_NET_GDR_LEVEL", "gdr.nic-affinity", fixture{file: hostsDir + "/pcie-l40s-remote-nic.host", extra: "command environ.txt \"NCCL_NET_GDR_LEVEL=SYS\\n\"\n"}, result.Warn, "GDRForcedBeyondPXB", "GPU2-mlx5_0"},
+	{"bad NCCL_NET_GDR_LEVEL", "gdr.nic-affinity", fixture{set: map[string]string{"@environ": "NCCL_NET_GDR_LEVEL=CLOSE"}}, result.Fail, "BadGDRLevel", "node"},
+	{"no NIC at all", "gdr.nic-affinity", fixture{set: map[string]string{"@rdma0": "", "@rdma1": ""}}, result.Skip, "NoRDMADevice", "node"},
+	// pcie.acs
+	{"ACS present, not redirecting", "pcie.acs", fixture{}, result.Pass, "ACSAllowsP2P", "0000:17:00.0"},
+	{"ACS redirecting on the GPU's port", "pcie.acs", fixture{set: map[string]string{"@dsp0": "acs=0x1d"}}, result.Fail, "ACSRedirectsP2P", "0000:17:00.0"},
+	{"egress control on the NIC's port", "pcie.acs", fixture{set: map[string]string{"@dsp1": "acs=0x20"}}, result.Fail, "ACSRedirectsP2P", "0000:17:01.0"},
+	{"no ACS capability", "pcie.acs", fixture{set: map[string]string{"@dsp0": "acs=none"}}, result.Pass, "NoACS", "0000:17:00.0"},
+	{"not root", "pcie.acs", fixture{extra: "privileged no\n"}, result.Unknown, "NeedsRoot", "0000:17:00.0"},
+	// pcie.link
+	{"idle GPU at Gen1, trained for Gen5", "pcie.link", fixture{}, result.Pass, "IdleDownclock", "GPU0"},
+	{"GPU trained narrow", "pcie.link", fixture{set: map[string]string{"@gpu0": "curwidth=8"}}, result.Fail, "LinkWidthDegraded", "GPU0"},
+	{"GPU trained low per the driver", "pcie.link", fixture{set: map[string]string{"@nvml0": `nvml-gpu 0000:18:00.0 nvswitch=18 maxgen=4 curgen=1`}}, result.Fail, "LinkSpeedDegraded", "GPU0"},
+	{"NIC trained low", "pcie.link", fixture{set: map[string]string{"@nic0": "curgen=4"}}, result.Fail, "LinkSpeedDegraded", "mlx5_0"},
+	{"idle GPU without the driver", "pcie.link", fixture{set: map[string]string{"@nvml": "", "@nvml0": "", "@nvml1": ""}}, result.Unknown, "IdleDownclockPossible", "GPU0"},
+	{"GPU behind a Gen4 port", "pcie.link", fixture{set: map[string]string{"@dsp0": "gen=4"}}, result.Warn, "SlotLimited", "GPU0"},
+	{"profile wants Gen5", "pcie.link", fixture{set: map[string]string{"@dsp0": "gen=4"}, expect: "gpus: {pcie_gen: 5, pcie_width: 16}\n"}, result.Fail, "BelowSiteProfile", "GPU0"},
+	{"NIC full speed", "pcie.link", fixture{}, result.Pass, "FullSpeed", "mlx5_0"},
+	// pcie.mrr
+	{"NIC MRRS 512", "pcie.mrr", fixture{}, result.Pass, "Configured", "mlx5_0"},
+	{"NIC MRRS 256", "pcie.mrr", fixture{set: map[string]string{"@nic0": "mrrs=256"}}, result.Warn, "SmallMaxReadReq", "mlx5_0"},
+	{"NIC MPS above its port's", "pcie.mrr", fixture{set: map[string]string{"@nic0": "mps=512", "@dsp1": "mps=256"}}, result.Fail, "MaxPayloadMismatch", "mlx5_0"},
+	{"MRRS not readable", "pcie.mrr", fixture{extra: "privileged no\n"}, result.Unknown, "NeedsRoot", "mlx5_0"},
+	// iommu.mode
+	{"no IOMMU", "iommu.mode", fixture{}, result.Pass, "IOMMUOff", "GPU0"},
+	{"passthrough group", "iommu.mode", fixture{set: map[string]string{"@gpu0": "iommu=7"}, extra: "file sys/kernel/iommu_groups/7/type \"identity\\n\"\n"}, result.Pass, "Passthrough", "GPU0"},
+	{"translated DMA", "iommu.mode", fixture{set: map[string]string{"@nic0": "iommu=9", "@cmdline": "intel_iommu=on"}, extra: "file sys/kernel/iommu_groups/9/type \"DMA-FQ\\n\"\n"}, result.Fail, "TranslatedDMA", "mlx5_0"},
+	// limits.memlock
+	{"unlimited", "limits.memlock", fixture{}, result.Pass, "Unlimited", "node"},
+	{"64 KiB", "limits.memlock", fixture{set: map[string]string{"@memlock": "65536"}}, result.Fail, "LimitTooSmall", "node"},
+	{"8 GiB", "limits.memlock", fixture{set: map[string]string{"@memlock": "8589934592"}}, result.Warn, "Finite", "node"},
+	{"profile wants unlimited", "limits.memlock", fixture{set: map[string]string{"@memlock": "8589934592"}, expect: "memlock_kb: unlimited\n"}, result.Fail, "LimitBelowProfile", "node"},
+	// pcie.p2p
+	{"NVLink peers", "pcie.p2p", fixture{}, result.Pass, "P2PNVLink", "GPU0-GPU1"},
+	{"chipset without P2P", "pcie.p2p", fixture{file: hostsDir + "/threadripper-2gpu-pcie.host"}, result.Fail, "ChipsetNotSupported", "GPU0-GPU1"},
+	{"PCIe peers", "pcie.p2p", fixture{file: hostsDir + "/pcie-l40s-remote-nic.host"}, result.Pass, "P2PPCIe", "GPU0-GPU1"},
+	{"one GPU", "pcie.p2p", fixture{snap: "../../testdata/snapshots/h200x1-vm.tgz"}, result.Skip, "SingleGPU", "node"},
+	{"no driver", "pcie.p2p", fixture{set: map[string]string{"@nvml": "", "@nvml0": "", "@nvml1": ""}}, result.Unknown, "NoDriverFacts", "node"},
+	// nic.port
+	{"active rail", "nic.port", fixture{}, result.Pass, "Active", "mlx5_0:1"},
+	{"rail port down", "nic.port", fixture{set: map[string]string{"@rdma0": "rdma mlx5_0 0000:19:00.0 state=DOWN phys=Disabled"}}, result.Fail, "PortDown", "mlx5_0:1"},
+	{"rail at 200 among 400s", "nic.port", fixture{set: map[string]string{"@rdma1": "rdma mlx5_1 0000:3b:00.0 rate=200"}}, result.Fail, "RateBelowExpected", "mlx5_1:1"},
+	{"profile wants 400", "nic.port", fixture{set: map[string]string{"@rdma0": "rdma mlx5_0 0000:19:00.0 rate=200", "@rdma1": "rdma mlx5_1 0000:3b:00.0 rate=200"}, expect: "nics: {rate_gbps: 400}\n"}, result.Fail, "RateBelowExpected", "mlx5_0:1"},
+	{"symbol errors", "nic.port", fixture{set: map[string]string{"@rdma0": "rdma mlx5_0 0000:19:00.0 symbol_error=12 link_downed=1"}}, result.Warn, "ErrorCounters", "mlx5_0:1"},
+	{"RoCE at MTU 1500", "nic.port", fixture{set: map[string]string{"@rdma0": "rdma mlx5_0 0000:19:00.0 layer=Ethernet netdev=eth2 mtu=1500"}}, result.Warn, "SmallMTU", "mlx5_0:1"},
+	{"fewer rails than the profile", "nic.port", fixture{expect: "nics: {count: 8}\n"}, result.Fail, "FewerRailsThanProfile", "node"},
+	{"front-end port down", "nic.port", fixture{file: hostsDir + "/hgx-h100-8gpu-12nic-roce.host"}, result.Warn, "PortDown", "mlx5_4:1"},
+	// nvlink.state
+	{"18 links up", "nvlink.state", fixture{}, result.Pass, "AllUp", "GPU0"},
+	{"two links down", "nvlink.state", fixture{set: map[string]string{"@nvml0": `nvml-gpu 0000:18:00.0 name="NVIDIA H100 80GB HBM3" nvswitch=18 nvlink_down=2 fabric=completed fabric_status=success`}}, result.Fail, "NVLinkDown", "GPU0"},
+	{"fabric not registered", "nvlink.state", fixture{set: map[string]string{"@nvml1": `nvml-gpu 0000:3a:00.0 name="NVIDIA H100 80GB HBM3" nvswitch=18 fabric=in-progress fabric_status=""`}}, result.Fail, "FabricNotReady", "GPU1-fabric"},
+	{"degraded pair on a PCIe board", "nvlink.state", fixture{file: hostsDir + "/a100sxm-4gpu-nvlink-degraded.host"}, result.Fail, "NVLinkDown", "GPU2"},
+	{"NVLink unknown", "nvlink.state", fixture{set: map[string]string{"@nvml0": `nvml-gpu 0000:18:00.0 nvlink=unknown`}}, result.Unknown, "NoDriverFacts", "GPU0"},
+	{"PCIe GPUs", "nvlink.state", fixture{file: hostsDir + "/pcie-l40s-remote-nic.host"}, result.Skip, "NoNVLink", "GPU0"},
+	// gpu.health
+	{"healthy", "gpu.health", fixture{}, result.Pass, "Healthy", "GPU0"},
+	{"no Xid", "gpu.health", fixture{}, result.Pass, "NoXid", "GPU0-xid"},
+	{"row remap pending", "gpu.health", fixture{set: map[string]string{"@nvml0": `nvml-gpu 0000:18:00.0 nvswitch=18 remap_pending=yes`}}, result.Fail, "RowRemapPending", "GPU0"},
+	{"uncorrectable ECC", "gpu.health", fixture{set: map[string]string{"@nvml0": `nvml-gpu 0000:18:00.0 nvswitch=18 ecc_unc=2`}}, result.Fail, "UncorrectableECC", "GPU0"},
+	{"hardware slowdown", "gpu.health", fixture{set: map[string]string{"@nvml1": `nvml-gpu 0000:3a:00.0 nvswitch=18 clock_events=gpu_idle,hw_slowdown`}}, result.Fail, "HardwareSlowdown", "GPU1"},
+	{"persistence off", "gpu.health", fixture{set: map[string]string{"@nvml0": `nvml-gpu 0000:18:00.0 nvswitch=18 persistence=off`}}, result.Warn, "PersistenceOff", "GPU0"},
+	{"Xid 79 this morning", "gpu.health", fixture{set: map[string]string{"@dmesg": "2026-12-01T11:30:00,000000+00:00 NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."}}, result.Fail, "XidEvents", "GPU0-xid"},
+	{"Xid 13 from an application", "gpu.health", fixture{set: map[string]string{"@dmesg": "2026-12-01T11:30:00,000000+00:00 NVRM: Xid (PCI:0000:3a:00): 13, pid=4242, name=python, Graphics SM Warp Exception"}}, result.Warn, "XidEvents", "GPU1-xid"},
+	{"Xid 79 last week", "gpu.health", fixture{set: map[string]string{"@dmesg": "2026-11-24T11:30:00,000000+00:00 NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."}}, result.Pass, "NoXid", "GPU0-xid"},
+	// nccl.env
+	{"clean environment", "nccl.env", fixture{}, result.Pass, "Clean", "node"},
+	{"IB disabled", "nccl.env", fixture{set: map[string]string{"@environ": "NCCL_IB_DISABLE=1"}}, result.Fail, "IBDisabled", "NCCL_IB_DISABLE"},
+	{"P2P disabled", "nccl.env", fixture{set: map[string]string{"@environ": "NCCL_P2P_DISABLE=1"}}, result.Fail, "P2PDisabled", "NCCL_P2P_DISABLE"},
+	{"GDR level LOC", "nccl.env", fixture{set: map[string]string{"@environ": "NCCL_NET_GDR_LEVEL=LOC"}}, result.Fail, "GDRDisabled", "NCCL_NET_GDR_LEVEL"},
+	{"HCA names an absent device", "nccl.env", fixture{set: map[string]string{"@environ": "NCCL_IB_HCA=mlx5_7"}}, result.Fail, "AbsentDevice", "NCCL_IB_HCA"},
+	{"HCA names an absent port", "nccl.env", fixture{set: map[string]string{"@environ": "NCCL_IB_HCA==mlx5_0:2,mlx5_1:1"}}, result.Fail, "AbsentPort", "NCCL_IB_HCA"},
+	{"HCA matches", "nccl.env", fixture{set: map[string]string{"@environ": "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1"}}, result.Pass, "MatchesDevices", "NCCL_IB_HCA"},
+	{"HCA prefix leaves rails out", "nccl.env", fixture{file: hostsDir + "/hgx-h100-8gpu-12nic-roce.host", extra: "command environ.txt \"NCCL_IB_HCA=mlx5_1\\n\"\n"}, result.Warn, "RailsLeftOut", "NCCL_IB_HCA"},
+	{"absent socket interface", "nccl.env", fixture{set: map[string]string{"@environ": "NCCL_SOCKET_IFNAME=eth9"}}, result.Fail, "AbsentInterface", "NCCL_SOCKET_IFNAME"},
+	{"tuning override", "nccl.env", fixture{set: map[string]string{"@environ": "NCCL_ALGO=Ring"}}, result.Warn, "TuningOverride", "NCCL_ALGO"},
+	{"environment not captured", "nccl.env", fixture{noEnv: true}, result.Unknown, "EnvironmentUnknown", "node"},
+	// inventory.versions
+	{"driver recorded", "inventory.versions", fixture{}, result.Pass, "Recorded", "driver"},
+	{"driver differs from the fleet", "inventory.versions", fixture{expect: "versions: {driver: \"550.*\"}\n"}, result.Fail, "VersionMismatch", "driver"},
+	{"mixed NIC firmware", "inventory.versions", fixture{file: hostsDir + "/epyc-genoa-4gpu-pcie.host"}, result.Warn, "MixedFirmware", "firmware:MT4129"},
+	{"NCCL not loadable", "inventory.versions", fixture{libs: map[string]string{"nccl_error": "NCCL (libnccl.so.2) not found"}}, result.Unknown, "NotLoadable", "nccl"},
+	{"NCCL recorded", "inventory.versions", fixture{libs: map[string]string{"nccl": "2.28.3", "nccl_path": "/usr/lib/libnccl.so.2"}}, result.Pass, "Recorded", "nccl"},
+}
+
+// TestNoFalsePassOnRealSnapshot: the H200 VM has no RDMA NIC and a snapshot
+// without NVML: nothing that could not look may pass.
+func TestNoFalsePassOnRealSnapshot(t *testing.T) {
+	env := fixture{snap: "../../testdata/snapshots/h200x1-vm.tgz", noEnv: true}.env(t)
+	rep := checks.Run(context.Background(), env, checks.All(), checks.Options{})
+	want := map[string]result.Status{
+		"gdr.kernel-module": result.Skip, "gdr.nic-affinity": result.Skip, "nic.port": result.Skip,
+		"pcie.acs": result.Skip, "pcie.p2p": result.Skip, "nvlink.state": result.Unknown, "nccl.env": result.Unknown,
+	}
+	for _, r := range rep.Results {
+		if w, ok := want[r.ID]; ok && r.Status != w {
+			t.Errorf("%s %s: %s (%s), want %s", r.ID, r.Subject, r.Status, r.Reason, w)
+		}
+	}
+	if rep.Counts.Failed() {
+		t.Errorf("failures on a healthy machine: %s", rep.CountsLine())
+	}
+}
+
+// TestEveryCheckHasCases guards the table: each check has a case where it
+// passes and one where it finds a problem (fail, or warn where a warn is
+// the worst it says).
+func TestEveryCheckHasCases(t *testing.T) {
+	for _, id := range checks.IDs() {
+		pass, bad := false, false
+		for _, c := range checkCases {
+			if c.check != id {
+				continue
+			}
+			pass = pass || c.status == result.Pass
+			bad = bad || c.status == result.Fail || c.status == result.Warn
+		}
+		if !pass || !bad {
+			t.Errorf("%s: pass case %v, fail/warn case %v", id, pass, bad)
+		}
+	}
+}
+
+// BenchmarkChecks8GPU: every check on an 8-GPU, 10-NIC HGX node from a
+// materialised snapshot (discovery excluded; it has its own benchmark).
+// The goal for a whole `gdrcheck check` is under 1 s (docs/performance.md).
+func BenchmarkChecks8GPU(b *testing.B) {
+	root := fakehost.Root(b, hostsDir+"/hgx-h200-8gpu-10nic.host")
+	h, err := topology.Discover(context.Background(), topology.WithRoot(root))
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := &checks.Env{Root: root, Host: h, Now: now, Environ: map[string]string{}, EnvironKnown: true}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rep := checks.Run(context.Background(), env, checks.All(), checks.Options{})
+		if len(rep.Results) == 0 {
+			b.Fatal("no results")
+		}
+	}
+}

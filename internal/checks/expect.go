@@ -1,0 +1,136 @@
+package checks
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Expect is a site profile: what this node must have, so that a missing
+// GPU or a 200G port is a failure rather than a surprise. YAML or JSON.
+type Expect struct {
+	GPUs     *ExpectGPUs     `yaml:"gpus" json:"gpus,omitempty"`
+	NICs     *ExpectNICs     `yaml:"nics" json:"nics,omitempty"`
+	Versions *ExpectVersions `yaml:"versions" json:"versions,omitempty"`
+	GDR      *ExpectGDR      `yaml:"gdr" json:"gdr,omitempty"`
+	// MemlockKB is the smallest acceptable RLIMIT_MEMLOCK ("unlimited" or KiB).
+	MemlockKB string `yaml:"memlock_kb" json:"memlock_kb,omitempty"`
+}
+
+// ExpectGPUs describes the GPUs.
+type ExpectGPUs struct {
+	Count     int    `yaml:"count" json:"count,omitempty"`
+	Model     string `yaml:"model" json:"model,omitempty"` // substring of the name, e.g. "H100"
+	NVLinks   int    `yaml:"nvlinks" json:"nvlinks,omitempty"`
+	PCIeGen   int    `yaml:"pcie_gen" json:"pcie_gen,omitempty"`
+	PCIeWidth int    `yaml:"pcie_width" json:"pcie_width,omitempty"`
+}
+
+// ExpectNICs describes the RDMA NICs that carry GPU traffic (the rails).
+type ExpectNICs struct {
+	Count     int     `yaml:"count" json:"count,omitempty"`
+	RateGbps  float64 `yaml:"rate_gbps" json:"rate_gbps,omitempty"`
+	LinkLayer string  `yaml:"link_layer" json:"link_layer,omitempty"` // InfiniBand or Ethernet
+	MTU       int     `yaml:"mtu" json:"mtu,omitempty"`               // netdev MTU (RoCE)
+	PCIeGen   int     `yaml:"pcie_gen" json:"pcie_gen,omitempty"`
+	PCIeWidth int     `yaml:"pcie_width" json:"pcie_width,omitempty"`
+}
+
+// ExpectVersions pins software and firmware versions (exact, or a prefix
+// ending in "*").
+type ExpectVersions struct {
+	Driver      string `yaml:"driver" json:"driver,omitempty"`
+	CUDA        string `yaml:"cuda" json:"cuda,omitempty"`
+	NCCL        string `yaml:"nccl" json:"nccl,omitempty"`
+	Kernel      string `yaml:"kernel" json:"kernel,omitempty"`
+	NICFirmware string `yaml:"nic_firmware" json:"nic_firmware,omitempty"`
+	RDMACore    string `yaml:"rdma_core" json:"rdma_core,omitempty"`
+}
+
+// ExpectGDR says which GPU Direct RDMA path the site relies on.
+type ExpectGDR struct {
+	Required bool   `yaml:"required" json:"required,omitempty"`
+	Mode     string `yaml:"mode" json:"mode,omitempty"` // any, peermem, dmabuf
+}
+
+var reYAMLType = regexp.MustCompile(` in type checks\.Expect(\w*)`)
+
+// LoadExpect reads a site profile. Errors name the file, the line and the
+// field.
+func LoadExpect(path string) (*Expect, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--expect: %w", err)
+	}
+	return ParseExpect(path, b)
+}
+
+// ParseExpect parses a site profile from bytes.
+func ParseExpect(name string, b []byte) (*Expect, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	var e Expect
+	if err := dec.Decode(&e); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: empty site profile", name)
+		}
+		// yaml.v3 says "yaml: line 3: field foo not found in type ..."
+		msg := strings.TrimPrefix(err.Error(), "yaml: ")
+		msg = strings.ReplaceAll(msg, "unmarshal errors:\n  ", "")
+		msg = reYAMLType.ReplaceAllStringFunc(msg, func(m string) string {
+			if sec := strings.ToLower(reYAMLType.FindStringSubmatch(m)[1]); sec != "" {
+				return " (" + sec + ")"
+			}
+			return ""
+		})
+		return nil, fmt.Errorf("%s: %s", name, msg)
+	}
+	if err := e.validate(); err != nil {
+		return nil, fmt.Errorf("%s: %v", name, err)
+	}
+	return &e, nil
+}
+
+func (e *Expect) validate() error {
+	if g := e.GPUs; g != nil {
+		if g.Count < 0 || g.NVLinks < 0 || g.PCIeGen < 0 || g.PCIeGen > 7 || g.PCIeWidth < 0 || g.PCIeWidth > 32 {
+			return fmt.Errorf("gpus: count, nvlinks, pcie_gen (1-7) and pcie_width (1-32) must be sensible")
+		}
+	}
+	if n := e.NICs; n != nil {
+		if n.Count < 0 || n.RateGbps < 0 || n.MTU < 0 || n.PCIeGen < 0 || n.PCIeGen > 7 || n.PCIeWidth < 0 || n.PCIeWidth > 32 {
+			return fmt.Errorf("nics: count, rate_gbps, mtu, pcie_gen and pcie_width must be sensible")
+		}
+		if n.LinkLayer != "" && n.LinkLayer != "InfiniBand" && n.LinkLayer != "Ethernet" {
+			return fmt.Errorf("nics.link_layer: %q, want InfiniBand or Ethernet", n.LinkLayer)
+		}
+	}
+	if g := e.GDR; g != nil {
+		switch g.Mode {
+		case "", "any", "peermem", "dmabuf":
+		default:
+			return fmt.Errorf("gdr.mode: %q, want any, peermem or dmabuf", g.Mode)
+		}
+	}
+	if e.MemlockKB != "" && e.MemlockKB != "unlimited" {
+		if _, err := parseKB(e.MemlockKB); err != nil {
+			return fmt.Errorf("memlock_kb: %v", err)
+		}
+	}
+	return nil
+}
+
+// versionMatches compares a found version with an expected one: exact, or
+// a prefix when the expectation ends in "*".
+func versionMatches(found, want string) bool {
+	if strings.HasSuffix(want, "*") {
+		return strings.HasPrefix(found, strings.TrimSuffix(want, "*"))
+	}
+	return found == want
+}

@@ -1,0 +1,140 @@
+package checks
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/topology"
+)
+
+type fakeCheck struct {
+	id  string
+	run func(ctx context.Context) []result.Result
+}
+
+func (f fakeCheck) ID() string    { return f.id }
+func (f fakeCheck) Title() string { return "fake " + f.id }
+func (f fakeCheck) Run(ctx context.Context, env *Env) []result.Result {
+	return f.run(ctx)
+}
+
+func TestRunTurnsBrokenChecksIntoErrors(t *testing.T) {
+	env := &Env{Host: &topology.Host{}}
+	cs := []Check{
+		fakeCheck{"a.panic", func(context.Context) []result.Result { panic("boom") }},
+		fakeCheck{"b.hang", func(ctx context.Context) []result.Result { time.Sleep(5 * time.Second); return nil }},
+		fakeCheck{"c.empty", func(context.Context) []result.Result { return nil }},
+		fakeCheck{"d.ok", func(context.Context) []result.Result { return []result.Result{{Status: result.Pass, Subject: "node", Reason: "Fine"}} }},
+	}
+	start := time.Now()
+	rep := Run(context.Background(), env, cs, Options{Timeout: 100 * time.Millisecond})
+	if time.Since(start) > 2*time.Second {
+		t.Fatalf("a hung check held the run for %s", time.Since(start))
+	}
+	want := map[string]string{"a.panic": "CheckPanicked", "b.hang": "Timeout", "c.empty": "NoResult", "d.ok": "Fine"}
+	for _, r := range rep.Results {
+		if want[r.ID] != r.Reason {
+			t.Errorf("%s: reason %s, want %s", r.ID, r.Reason, want[r.ID])
+		}
+		if r.ID != "d.ok" && r.Status != result.Error {
+			t.Errorf("%s: status %s, want error", r.ID, r.Status)
+		}
+	}
+	if !rep.Counts.Failed() || rep.Counts[result.Error] != 3 {
+		t.Errorf("counts %v", rep.Counts)
+	}
+	if rep.Results[len(rep.Results)-1].ID != "d.ok" {
+		t.Error("failures are not sorted first")
+	}
+	only := Run(context.Background(), env, cs, Options{Only: []string{"d."}})
+	if len(only.Results) != 1 || only.Results[0].ID != "d.ok" {
+		t.Errorf("--only d.: %+v", only.Results)
+	}
+}
+
+func TestJUnitNeverPassesSkipOrUnknown(t *testing.T) {
+	rep := &Report{Results: []result.Result{
+		{ID: "x.a", Status: result.Pass, Subject: "s1", Reason: "Ok", Message: "fine"},
+		{ID: "x.a", Status: result.Skip, Subject: "s2", Reason: "NoNIC", Message: "n/a"},
+		{ID: "x.b", Status: result.Unknown, Subject: "s3", Reason: "NeedsRoot", Message: "?"},
+		{ID: "x.b", Status: result.Fail, Subject: "s4", Reason: "Bad", Message: "broken", Remedy: "fix"},
+		{ID: "x.c", Status: result.Error, Subject: "s5", Reason: "Timeout", Message: "slow"},
+	}}
+	var b bytes.Buffer
+	if err := rep.WriteJUnit(&b, "gdrcheck"); err != nil {
+		t.Fatal(err)
+	}
+	var s junitSuites
+	if err := xml.Unmarshal(b.Bytes(), &s); err != nil {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+	if s.Tests != 5 || s.Failures != 1 || s.Errors != 1 || s.Skipped != 2 {
+		t.Errorf("tests %d failures %d errors %d skipped %d", s.Tests, s.Failures, s.Errors, s.Skipped)
+	}
+	if !strings.Contains(b.String(), "remedy: fix") || !strings.Contains(b.String(), "unknown: NeedsRoot") {
+		t.Errorf("junit lacks remedy or unknown marker:\n%s", b.String())
+	}
+}
+
+func TestParseExpect(t *testing.T) {
+	good := "gpus:\n  count: 8\n  model: H100\n  nvlinks: 18\nnics:\n  count: 8\n  rate_gbps: 400\n  link_layer: InfiniBand\nversions:\n  driver: \"570.*\"\ngdr: {required: true, mode: dmabuf}\nmemlock_kb: unlimited\n"
+	e, err := ParseExpect("site.yaml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.GPUs.Count != 8 || e.NICs.RateGbps != 400 || !versionMatches("570.133.20", e.Versions.Driver) || versionMatches("550.1", e.Versions.Driver) {
+		t.Errorf("parsed %+v", e)
+	}
+	if _, err := ParseExpect("site.json", []byte(`{"gpus": {"count": 4}}`)); err != nil {
+		t.Errorf("JSON profile: %v", err)
+	}
+	for _, c := range []struct{ in, want string }{
+		{"gpus:\n  count: 8\n  modle: H100\n", "site.yaml: line 3: field modle not found (gpus)"},
+		{"nics:\n  rate_gbps: fast\n", "site.yaml: line 2: cannot unmarshal !!str `fast`"},
+		{"nics: {link_layer: Ethernett}\n", "nics.link_layer"},
+		{"gdr: {mode: magic}\n", "gdr.mode"},
+		{"memlock_kb: lots\n", "memlock_kb"},
+		{"", "empty site profile"},
+		{"gpus: [1, 2\n", "site.yaml: line"},
+	} {
+		_, err := ParseExpect("site.yaml", []byte(c.in))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ParseExpect(%q) = %v, want %q", c.in, err, c.want)
+		}
+	}
+}
+
+func TestParseHCAList(t *testing.T) {
+	e, ex, exact := parseHCAList("^=mlx5_0:1,mlx5_3")
+	if !ex || !exact || len(e) != 2 || e[0] != (hcaEntry{"mlx5_0", "1"}) || e[1] != (hcaEntry{"mlx5_3", ""}) {
+		t.Errorf("parsed %v %v %v", e, ex, exact)
+	}
+}
+
+func TestKernelAtLeast(t *testing.T) {
+	for _, c := range []struct {
+		rel       string
+		ok, known bool
+	}{{"5.12.0", true, true}, {"6.18.44-fc-v973-gpu", true, true}, {"5.4.0-150-generic", false, true}, {"4.18.0-305.el8.ppc64le", false, true}, {"", false, false}} {
+		ok, known := kernelAtLeast(c.rel, 5, 12)
+		if ok != c.ok || known != c.known {
+			t.Errorf("kernelAtLeast(%q) = %v %v", c.rel, ok, known)
+		}
+	}
+}
+
+func TestParseXids(t *testing.T) {
+	b := []byte("2026-12-01T11:30:00,123456+00:00 NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n[  12.3] NVRM: Xid (PCI:0000:3A:00): 13, pid=1, name=x\nnoise\n")
+	x := parseXids(b)
+	if len(x) != 2 || x[0].code != 79 || x[0].bus != "0000:18:00" || x[0].when.IsZero() || x[1].bus != "0000:3a:00" || !x[1].when.IsZero() {
+		t.Errorf("parsed %+v", x)
+	}
+	if xidBus("0000:18:00.0") != "0000:18:00" {
+		t.Error("xidBus")
+	}
+}

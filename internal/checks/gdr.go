@@ -1,0 +1,305 @@
+package checks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/topology"
+)
+
+// modules reads the loaded kernel modules: /proc/modules, plus built-in
+// ones that only show in /sys/module.
+type modules struct {
+	loaded  map[string]bool
+	source  string
+	readErr error
+}
+
+func readModules(env *Env) modules {
+	m := modules{loaded: map[string]bool{}, source: env.Root.Display("proc/modules")}
+	b, err := env.Root.ReadFile("proc/modules")
+	if err != nil {
+		m.readErr = err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			m.loaded[f[0]] = true
+		}
+	}
+	return m
+}
+
+// has reports a module as loaded (or built in: /sys/module/NAME exists).
+func (m modules) has(env *Env, name string) bool {
+	if m.loaded[name] {
+		return true
+	}
+	return env.Root.Exists("sys/module/" + name)
+}
+
+// driverInfo is what /proc/driver/nvidia/version says.
+type driverInfo struct {
+	line    string
+	version string
+	open    bool
+	err     error
+}
+
+var reDriverVersion = regexp.MustCompile(`Kernel Module(?: for [a-z0-9_]+)?\s+([0-9]+\.[0-9]+(?:\.[0-9]+)?)`)
+
+func readDriver(env *Env) driverInfo {
+	s, err := env.Root.ReadString("proc/driver/nvidia/version")
+	if err != nil {
+		return driverInfo{err: err}
+	}
+	first := strings.SplitN(s, "\n", 2)[0]
+	d := driverInfo{line: first, open: strings.Contains(first, "Open Kernel Module")}
+	if m := reDriverVersion.FindStringSubmatch(first); m != nil {
+		d.version = m[1]
+	}
+	return d
+}
+
+func majorOf(v string) int {
+	n, _ := strconv.Atoi(strings.SplitN(v, ".", 2)[0])
+	return n
+}
+
+// kernelAtLeast compares a release like "6.18.44-fc" with major.minor.
+func kernelAtLeast(rel string, major, minor int) (bool, bool) {
+	f := strings.FieldsFunc(rel, func(r rune) bool { return r == '.' || r == '-' || r == '+' || r == '_' })
+	if len(f) < 2 {
+		return false, false
+	}
+	a, err1 := strconv.Atoi(f[0])
+	b, err2 := strconv.Atoi(f[1])
+	if err1 != nil || err2 != nil {
+		return false, false
+	}
+	return a > major || a == major && b >= minor, true
+}
+
+type kernelModule struct{}
+
+func (kernelModule) ID() string { return "gdr.kernel-module" }
+func (kernelModule) Title() string {
+	return "GPU Direct RDMA registration path (nvidia_peermem or dma-buf)"
+}
+
+func (kernelModule) Run(ctx context.Context, env *Env) []result.Result {
+	mods := readModules(env)
+	drv := readDriver(env)
+	var evs []result.Evidence
+	peermem := ""
+	for _, m := range []string{"nvidia_peermem", "nv_peer_mem"} {
+		if mods.has(env, m) {
+			peermem = m
+		}
+	}
+	if mods.readErr != nil && !errors.Is(mods.readErr, fs.ErrNotExist) {
+		evs = append(evs, ev(mods.source, "unreadable: "+mods.readErr.Error()))
+	} else {
+		evs = append(evs, evNote(mods.source, "nvidia_peermem/nv_peer_mem: "+yesno(peermem != ""), "also looked in /sys/module for built-in modules"))
+	}
+	// dma-buf: open kernel module (r515+), kernel >= 5.12, an RDMA driver
+	// that implements dma-buf memory registration (mlx5_ib since 5.12; efa).
+	dmabuf, dmaWhy := false, ""
+	kernelOK, kernelKnown := kernelAtLeast(env.Host.Kernel, 5, 12)
+	nicDrv := ""
+	for _, d := range []string{"mlx5_ib", "efa", "irdma", "bnxt_re"} {
+		if mods.has(env, d) {
+			nicDrv = d
+			break
+		}
+	}
+	switch {
+	case drv.err != nil:
+		dmaWhy = "NVIDIA kernel driver version unknown (" + drv.err.Error() + ")"
+		evs = append(evs, ev(env.Root.Display("proc/driver/nvidia/version"), "unreadable: "+drv.err.Error()))
+	case !drv.open:
+		dmaWhy = "the proprietary NVIDIA kernel module does not export dma-buf for GPU memory; the open kernel module does (driver 515 and later)"
+	case drv.version != "" && majorOf(drv.version) < 515:
+		dmaWhy = "driver " + drv.version + " predates dma-buf support (515)"
+	case !kernelKnown:
+		dmaWhy = "kernel version unknown"
+	case !kernelOK:
+		dmaWhy = "kernel " + env.Host.Kernel + " is older than 5.12 (no dma-buf memory registration in RDMA)"
+	case nicDrv == "":
+		dmaWhy = "no RDMA driver with dma-buf support (mlx5_ib, efa) is loaded"
+	default:
+		dmabuf = true
+		dmaWhy = fmt.Sprintf("open kernel module %s, kernel %s, %s loaded", drv.version, env.Host.Kernel, nicDrv)
+	}
+	if drv.err == nil {
+		evs = append(evs, ev(env.Root.Display("proc/driver/nvidia/version"), drv.line))
+	}
+	evs = append(evs, ev("kernel release", env.Host.Kernel))
+	dmaEnv := env.Environ["NCCL_DMABUF_ENABLE"]
+	ncclDmabuf := dmabuf && dmaEnv != "0"
+	summary := fmt.Sprintf("nvidia_peermem: %s; dma-buf: %s (%s)", loadedText(peermem), yesno(dmabuf), dmaWhy)
+	uses := ""
+	switch {
+	case ncclDmabuf:
+		uses = "NCCL will register GPU memory through dma-buf (it prefers dma-buf when the kernel, driver and NIC support it)"
+	case peermem != "":
+		uses = "NCCL will register GPU memory through " + peermem
+		if dmabuf && dmaEnv == "0" {
+			uses += " (NCCL_DMABUF_ENABLE=0 turns dma-buf off)"
+		}
+	}
+	if len(env.Host.MatrixNICs()) == 0 {
+		return []result.Result{res(result.Skip, "node", "NoRDMADevice",
+			"no RDMA NIC on this host, so GPU Direct RDMA cannot be used whatever the modules; "+summary, evs...)}
+	}
+	if e := env.Expect; e != nil && e.GDR != nil {
+		switch e.GDR.Mode {
+		case "peermem":
+			if peermem == "" {
+				return []result.Result{withRemedy(res(result.Fail, "node", "PeermemExpected", "the site profile requires nvidia_peermem, which is not loaded; "+summary, evs...), peermemRemedy)}
+			}
+		case "dmabuf":
+			if !dmabuf {
+				return []result.Result{withRemedy(res(result.Fail, "node", "DMABufExpected", "the site profile requires dma-buf, which is not possible here: "+dmaWhy, evs...), dmabufRemedy)}
+			}
+		}
+	}
+	switch {
+	case peermem != "" && dmabuf:
+		return []result.Result{res(result.Pass, "node", "PeermemAndDMABuf", summary+"; "+uses, evs...)}
+	case dmabuf:
+		return []result.Result{res(result.Pass, "node", "DMABufAvailable", summary+"; "+uses, evs...)}
+	case peermem != "":
+		return []result.Result{res(result.Pass, "node", "PeermemLoaded", summary+"; "+uses, evs...)}
+	case drv.err != nil && mods.readErr != nil:
+		return []result.Result{res(result.Unknown, "node", "CannotRead", "could not read the kernel modules or the NVIDIA driver version; "+summary, evs...)}
+	}
+	return []result.Result{withRemedy(res(result.Fail, "node", "NoGDRPath",
+		"neither nvidia_peermem is loaded nor dma-buf possible: NCCL cannot register GPU memory with the NIC and will stage every network transfer through host memory; "+summary, evs...),
+		peermemRemedy+"; or "+dmabufRemedy)}
+}
+
+const peermemRemedy = "load the peer-memory module that ships with the NVIDIA driver: modprobe nvidia-peermem (it needs an ib_core with the peer-memory API, e.g. MLNX_OFED/DOCA-OFED), and add it to /etc/modules-load.d"
+const dmabufRemedy = "use the NVIDIA open kernel module (driver 515 or later) on kernel 5.12 or later with mlx5_ib/efa loaded, so NCCL can use dma-buf"
+
+func yesno(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func loadedText(m string) string {
+	if m == "" {
+		return "not loaded"
+	}
+	return m + " loaded"
+}
+
+// gdrLevel is the GPU Direct RDMA distance limit in force: NCCL's default
+// (PXB) or NCCL_NET_GDR_LEVEL from the job's environment.
+func gdrLevel(env *Env) (topology.Level, string, error) {
+	v, ok := env.Environ["NCCL_NET_GDR_LEVEL"]
+	if !ok || v == "" {
+		return topology.GDRMaxLevel, "", nil
+	}
+	l, err := parseNCCLLevel(v)
+	if err != nil {
+		return topology.GDRMaxLevel, v, err
+	}
+	return l, v, nil
+}
+
+// parseNCCLLevel reads NCCL's path-level settings (NCCL_NET_GDR_LEVEL,
+// NCCL_P2P_LEVEL): names, or the legacy integers 0..4 (LOC, PIX, PXB, PHB, SYS).
+func parseNCCLLevel(v string) (topology.Level, error) {
+	switch strings.ToUpper(strings.TrimSpace(v)) {
+	case "LOC", "0":
+		return topology.LevelSelf, nil
+	case "NVL":
+		return topology.LevelNVLink, nil
+	case "PIX", "1":
+		return topology.LevelPIX, nil
+	case "PXB", "2":
+		return topology.LevelPXB, nil
+	case "PHB", "3":
+		return topology.LevelPHB, nil
+	case "NODE":
+		return topology.LevelNODE, nil
+	case "SYS", "4":
+		return topology.LevelSYS, nil
+	}
+	return topology.LevelUnknown, fmt.Errorf("%q is not an NCCL path level (LOC, PIX, PXB, PHB, NODE, SYS)", v)
+}
+
+type nicAffinity struct{}
+
+func (nicAffinity) ID() string { return "gdr.nic-affinity" }
+func (nicAffinity) Title() string {
+	return "Every GPU has an RDMA NIC within PXB (same PCIe switch tree)"
+}
+
+func (nicAffinity) Run(ctx context.Context, env *Env) []result.Result {
+	h := env.Host
+	if len(h.GPUs) == 0 {
+		return []result.Result{res(result.Skip, "node", "NoGPU", "no GPU on this host")}
+	}
+	if len(h.MatrixNICs()) == 0 {
+		return []result.Result{res(result.Skip, "node", "NoRDMADevice", "no RDMA NIC on this host: there is no GPU Direct RDMA path to check (inter-node NCCL traffic would use sockets)")}
+	}
+	limit, setting, err := gdrLevel(env)
+	if err != nil {
+		return []result.Result{withRemedy(res(result.Fail, "node", "BadGDRLevel", "NCCL_NET_GDR_LEVEL: "+err.Error(), ev("environment", "NCCL_NET_GDR_LEVEL="+setting)), "set NCCL_NET_GDR_LEVEL to PIX, PXB, PHB or SYS, or unset it")}
+	}
+	var out []result.Result
+	for _, e := range h.Pair().GPUs {
+		g := h.GPUs[e.GPU]
+		subject := fmt.Sprintf("GPU%d-%s", e.GPU, e.NIC)
+		evs := []result.Evidence{
+			ev("topology", fmt.Sprintf("GPU%d %s -> %s %s: %s via %s", e.GPU, e.GPUAddress, e.NIC, e.NICAddress, e.Level, strings.Join(e.Path, " > "))),
+		}
+		if len(e.Nearest) > 1 {
+			evs = append(evs, ev("topology", "NICs at the same distance: "+strings.Join(e.Nearest, ", ")))
+		}
+		if setting != "" {
+			evs = append(evs, ev("environment", "NCCL_NET_GDR_LEVEL="+setting))
+		}
+		shared := ""
+		if e.Shared {
+			shared = " (the NIC also serves another GPU)"
+		}
+		switch {
+		case e.Level <= topology.GDRMaxLevel && e.Level <= limit:
+			out = append(out, res(result.Pass, subject, "NIC"+levelWord(e.Level),
+				fmt.Sprintf("%s reaches %s at %s: GPU Direct RDMA is used%s", gpuLabel(g), e.NIC, e.Level, shared), evs...))
+		case e.Level <= limit:
+			out = append(out, withRemedy(res(result.Warn, subject, "GDRForcedBeyondPXB",
+				fmt.Sprintf("%s's nearest NIC %s is at %s, beyond PXB; NCCL_NET_GDR_LEVEL=%s forces GPU Direct RDMA across that path, which works but usually at lower bandwidth than a NIC under the GPU's own switch", gpuLabel(g), e.NIC, e.Level, setting), evs...),
+				"put a NIC under each GPU's PCIe switch (rail-optimised layout), or accept the reduced bandwidth"))
+		default:
+			why := "beyond PXB, NCCL's default NCCL_NET_GDR_LEVEL"
+			if setting != "" {
+				why = "beyond NCCL_NET_GDR_LEVEL=" + setting
+			}
+			out = append(out, withRemedy(res(result.Fail, subject, "NICBeyondGDRLevel",
+				fmt.Sprintf("%s's nearest RDMA NIC %s is at %s, %s: NCCL will not use GPU Direct RDMA for it and stages network traffic through host memory (extra PCIe crossings, lower bandwidth, CPU memory traffic)", gpuLabel(g), e.NIC, e.Level, why), evs...),
+				"place a NIC under the GPU's PCIe switch; on a VM, give the guest a topology where GPU and NIC share a virtual switch (or an NCCL_TOPO_FILE describing the host); NCCL_NET_GDR_LEVEL="+e.Level.String()+" would force GDR across this path"))
+		}
+	}
+	return out
+}
+
+func levelWord(l topology.Level) string {
+	switch l {
+	case topology.LevelPIX:
+		return "AtPIX"
+	case topology.LevelPXB:
+		return "AtPXB"
+	}
+	return "At" + l.String()
+}

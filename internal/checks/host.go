@@ -1,0 +1,212 @@
+package checks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/gdrcheck/gdrcheck/internal/host"
+	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/topology"
+)
+
+type iommuMode struct{}
+
+func (iommuMode) ID() string { return "iommu.mode" }
+func (iommuMode) Title() string {
+	return "IOMMU off or in passthrough for GPUs and NICs (no translated DMA)"
+}
+
+// cmdlineIOMMU reads the IOMMU settings of the kernel command line.
+func cmdlineIOMMU(cmdline string) (params []string, passthrough, off, on bool) {
+	for _, f := range strings.Fields(cmdline) {
+		k, v, _ := strings.Cut(f, "=")
+		switch k {
+		case "iommu":
+			params = append(params, f)
+			switch v {
+			case "pt":
+				passthrough = true
+			case "off":
+				off = true
+			case "nopt":
+				on = true
+			}
+		case "iommu.passthrough":
+			params = append(params, f)
+			if v == "1" || v == "y" || v == "on" {
+				passthrough = true
+			}
+		case "intel_iommu", "amd_iommu":
+			params = append(params, f)
+			switch {
+			case v == "off":
+				off = true
+			case strings.Contains(v, "on"):
+				on = true
+			}
+		}
+	}
+	return
+}
+
+func (iommuMode) Run(ctx context.Context, env *Env) []result.Result {
+	h := env.Host
+	cmdline, cerr := env.Root.ReadString("proc/cmdline")
+	params, pt, off, on := cmdlineIOMMU(cmdline)
+	cmdEv := ev(env.Root.Display("proc/cmdline"), strings.Join(params, " "))
+	if cerr != nil {
+		cmdEv = ev(env.Root.Display("proc/cmdline"), "unreadable: "+cerr.Error())
+	} else if len(params) == 0 {
+		cmdEv.Value = "no IOMMU parameters"
+	}
+	units, _ := env.Root.Names("sys/class/iommu")
+	unitEv := ev(env.Root.Display("sys/class/iommu"), "IOMMU units: "+strings.Join(units, " "))
+	if len(units) == 0 {
+		unitEv.Value = "no IOMMU unit registered"
+	}
+	var devs []*topology.Device
+	var labels []string
+	for _, g := range h.GPUs {
+		devs, labels = append(devs, g.Dev), append(labels, gpuLabel(g))
+	}
+	for _, n := range h.MatrixNICs() {
+		devs, labels = append(devs, n.Dev), append(labels, n.Name)
+	}
+	if len(devs) == 0 {
+		return []result.Result{res(result.Skip, "node", "NoDevices", "no GPU or RDMA NIC")}
+	}
+	var out []result.Result
+	for i, d := range devs {
+		label := labels[i]
+		if d.IOMMUGroup == nil {
+			if len(units) > 0 && on && !pt {
+				out = append(out, res(result.Unknown, label, "NoGroup", fmt.Sprintf("%s has no IOMMU group although IOMMU units exist", label), cmdEv, unitEv))
+				continue
+			}
+			out = append(out, res(result.Pass, label, "IOMMUOff", fmt.Sprintf("%s is not behind an IOMMU: DMA goes to physical addresses", label), cmdEv, unitEv))
+			continue
+		}
+		gdir := fmt.Sprintf("sys/kernel/iommu_groups/%d", *d.IOMMUGroup)
+		typ, err := env.Root.ReadString(gdir + "/type")
+		gEv := ev(env.Root.Display(gdir+"/type"), typ)
+		switch {
+		case err != nil && errors.Is(err, fs.ErrNotExist):
+			// Kernels before 5.11 have no type file: fall back to the command line.
+			switch {
+			case pt:
+				out = append(out, res(result.Pass, label, "Passthrough", fmt.Sprintf("%s: IOMMU in passthrough per the kernel command line", label), cmdEv))
+			case off:
+				out = append(out, res(result.Pass, label, "IOMMUOff", fmt.Sprintf("%s: IOMMU off per the kernel command line", label), cmdEv))
+			default:
+				out = append(out, withRemedy(res(result.Unknown, label, "GroupTypeUnknown", fmt.Sprintf("%s is in IOMMU group %d but the kernel does not say whether it translates DMA", label, *d.IOMMUGroup), cmdEv),
+					"boot with iommu=pt to be sure"))
+			}
+		case err != nil:
+			out = append(out, res(result.Unknown, label, "CannotRead", fmt.Sprintf("%s: %v", label, err), gEv))
+		case typ == "identity":
+			out = append(out, res(result.Pass, label, "Passthrough", fmt.Sprintf("%s: IOMMU group %d in passthrough (identity)", label, *d.IOMMUGroup), gEv, cmdEv))
+		case strings.HasPrefix(typ, "DMA"):
+			out = append(out, withRemedy(res(result.Fail, label, "TranslatedDMA",
+				fmt.Sprintf("%s: IOMMU group %d translates DMA (%s): every peer-to-peer and GPU Direct RDMA transfer goes through IOMMU page tables, which costs bandwidth and can break P2P", label, *d.IOMMUGroup, typ), gEv, cmdEv),
+				"boot with iommu=pt (intel_iommu=on iommu=pt, or amd_iommu=on iommu=pt), or switch the group to identity: echo identity > /sys/kernel/iommu_groups/N/type with the device unbound"))
+		case typ == "blocked" || typ == "unmanaged":
+			reason := map[string]string{"blocked": "IOMMUBlocked", "unmanaged": "IOMMUUnmanaged"}[typ]
+			out = append(out, res(result.Warn, label, reason, fmt.Sprintf("%s: IOMMU group %d is %s (bound to VFIO for a VM?)", label, *d.IOMMUGroup, typ), gEv))
+		default:
+			out = append(out, res(result.Unknown, label, "GroupTypeUnknown", fmt.Sprintf("%s: IOMMU group type %q", label, typ), gEv))
+		}
+	}
+	return out
+}
+
+type memlock struct{}
+
+func (memlock) ID() string { return "limits.memlock" }
+func (memlock) Title() string {
+	return "Locked-memory limit large enough for NCCL and verbs registrations"
+}
+
+// minMemlockKB: below this NCCL's host-memory registrations fail outright
+// on a multi-NIC node.
+const minMemlockKB = 64 << 10
+
+var reLimitsMemlock = regexp.MustCompile(`(?m)^Max locked memory\s+(\S+)\s+(\S+)\s+bytes`)
+var reUlimitMemlock = regexp.MustCompile(`(?m)max locked memory\s+\(kbytes, -l\)\s+(\S+)`)
+
+func parseKB(s string) (int64, error) {
+	v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("%q is not a size in KiB or unlimited", s)
+	}
+	return v, nil
+}
+
+// readMemlock returns the soft limit in KiB (-1: unlimited) and where it
+// was read.
+func readMemlock(ctx context.Context, env *Env) (int64, result.Evidence, error) {
+	if s, err := env.Root.ReadString("proc/self/limits"); err == nil {
+		if m := reLimitsMemlock.FindStringSubmatch(s); m != nil {
+			e := ev(env.Root.Display("proc/self/limits"), strings.TrimSpace(m[0]))
+			if m[1] == "unlimited" {
+				return -1, e, nil
+			}
+			v, err := strconv.ParseInt(m[1], 10, 64)
+			if err != nil {
+				return 0, e, fmt.Errorf("unreadable limit %q", m[1])
+			}
+			return v / 1024, e, nil
+		}
+	}
+	b, err := env.Root.Run(ctx, host.CmdUlimit)
+	if err != nil {
+		return 0, result.Evidence{}, err
+	}
+	m := reUlimitMemlock.FindStringSubmatch(string(b))
+	if m == nil {
+		return 0, ev("ulimit -a", "no max locked memory line"), fmt.Errorf("no max locked memory line in ulimit -a")
+	}
+	e := ev("ulimit -a", strings.TrimSpace(m[0]))
+	if m[1] == "unlimited" {
+		return -1, e, nil
+	}
+	v, err := parseKB(m[1])
+	return v, e, err
+}
+
+func (memlock) Run(ctx context.Context, env *Env) []result.Result {
+	kb, e, err := readMemlock(ctx, env)
+	const where = "measured in gdrcheck's own process; the job's context (srun, the container runtime, systemd's LimitMEMLOCK, /etc/security/limits.conf for ssh sessions) can differ, so run gdrcheck check there"
+	if err != nil {
+		return []result.Result{res(result.Unknown, "node", "CannotRead", "cannot read the locked-memory limit: "+err.Error()+"; "+where)}
+	}
+	text := "unlimited"
+	if kb >= 0 {
+		text = fmt.Sprintf("%d KiB", kb)
+	}
+	if len(env.Host.MatrixNICs()) == 0 {
+		return []result.Result{res(result.Skip, "node", "NoRDMADevice", "RLIMIT_MEMLOCK is "+text+"; no RDMA NIC here, so no verbs registrations depend on it; "+where, e)}
+	}
+	min := int64(minMemlockKB)
+	if env.Expect != nil && env.Expect.MemlockKB != "" {
+		if env.Expect.MemlockKB == "unlimited" {
+			min = -1
+		} else {
+			min, _ = parseKB(env.Expect.MemlockKB)
+		}
+	}
+	remedy := "set the memlock limit to unlimited for the job: ulimit -l unlimited, LimitMEMLOCK=infinity for the slurmd/container service, --ulimit memlock=-1 for docker, PropagateResourceLimitsExcept for Slurm"
+	switch {
+	case kb < 0:
+		return []result.Result{res(result.Pass, "node", "Unlimited", "RLIMIT_MEMLOCK is unlimited; "+where, e)}
+	case min < 0:
+		return []result.Result{withRemedy(res(result.Fail, "node", "LimitBelowProfile", "RLIMIT_MEMLOCK is "+text+", the site profile requires unlimited; "+where, e), remedy)}
+	case kb < min:
+		return []result.Result{withRemedy(res(result.Fail, "node", "LimitTooSmall", fmt.Sprintf("RLIMIT_MEMLOCK is %s, below %d KiB: NCCL's and verbs' memory registrations will fail (ibv_reg_mr: Cannot allocate memory); %s", text, min, where), e), remedy)}
+	}
+	return []result.Result{withRemedy(res(result.Warn, "node", "Finite", fmt.Sprintf("RLIMIT_MEMLOCK is %s: enough to start, but large registrations can fail; unlimited is the safe setting; %s", text, where), e), remedy)}
+}

@@ -1,0 +1,143 @@
+package checks
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/gdrcheck/gdrcheck/internal/result"
+)
+
+type inventory struct{}
+
+func (inventory) ID() string { return "inventory.versions" }
+func (inventory) Title() string {
+	return "Driver, CUDA, NCCL, kernel, rdma-core and NIC firmware versions (recorded for fleet consistency)"
+}
+
+var reVerbs = regexp.MustCompile(`^libibverbs\.so\.1\.[0-9]+\.([0-9]+\.[0-9]+)$`)
+
+// rdmaCoreVersion finds the rdma-core release from libibverbs' file name
+// (libibverbs.so.1.14.50.0 belongs to rdma-core 50.0).
+func rdmaCoreVersion(env *Env) (string, string) {
+	for _, dir := range []string{"usr/lib/x86_64-linux-gnu", "usr/lib/aarch64-linux-gnu", "usr/lib64", "usr/lib"} {
+		names, err := env.Root.Names(dir)
+		if err != nil {
+			continue
+		}
+		for _, n := range names {
+			if m := reVerbs.FindStringSubmatch(n); m != nil {
+				return m[1], env.Root.Display(dir + "/" + n)
+			}
+		}
+	}
+	return "", ""
+}
+
+func (inventory) Run(ctx context.Context, env *Env) []result.Result {
+	h := env.Host
+	var out []result.Result
+	var want *ExpectVersions
+	if env.Expect != nil {
+		want = env.Expect.Versions
+	}
+	item := func(subject, found, src, expect string) {
+		switch {
+		case found == "":
+			out = append(out, res(result.Unknown, subject, "NotFound", subject+" version not found", ev(src, "not found")))
+		case expect != "" && !versionMatches(found, expect):
+			out = append(out, withRemedy(res(result.Fail, subject, "VersionMismatch", fmt.Sprintf("%s %s, the site profile expects %s", subject, found, expect), ev(src, found)),
+				"install the fleet's version so every node runs the same stack"))
+		default:
+			out = append(out, res(result.Pass, subject, "Recorded", subject+" "+found, ev(src, found)))
+		}
+	}
+	get := func(f func(*ExpectVersions) string) string {
+		if want == nil {
+			return ""
+		}
+		return f(want)
+	}
+	driver, dsrc := "", "nvml"
+	if h.GPUFacts != nil && h.GPUFacts.DriverVersion != "" {
+		driver, dsrc = h.GPUFacts.DriverVersion, h.GPUFacts.Source
+	} else if d := readDriver(env); d.version != "" {
+		driver, dsrc = d.version, env.Root.Display("proc/driver/nvidia/version")
+	}
+	if len(h.GPUs) > 0 || driver != "" {
+		item("driver", driver, dsrc, get(func(v *ExpectVersions) string { return v.Driver }))
+	}
+	if h.GPUFacts != nil && h.GPUFacts.CUDADriverVersion != "" {
+		item("cuda-driver", h.GPUFacts.CUDADriverVersion, h.GPUFacts.Source, get(func(v *ExpectVersions) string { return v.CUDA }))
+	}
+	lib := func(key, subject string, expect string) {
+		v := env.Libraries[key]
+		src := "dlopen " + env.Libraries[key+"_path"]
+		if v == "" {
+			if why := env.Libraries[key+"_error"]; why != "" {
+				out = append(out, res(result.Unknown, subject, "NotLoadable", subject+" could not be loaded: "+firstLines(why, 1), ev("dlopen", firstLines(why, 1))))
+				return
+			}
+		}
+		item(subject, v, src, expect)
+	}
+	if env.Libraries != nil {
+		lib("cudart", "cuda-runtime", "")
+		lib("nccl", "nccl", get(func(v *ExpectVersions) string { return v.NCCL }))
+	}
+	item("kernel", h.Kernel, env.Root.Display("proc/sys/kernel/osrelease"), get(func(v *ExpectVersions) string { return v.Kernel }))
+	if len(h.NICs) > 0 {
+		v, src := rdmaCoreVersion(env)
+		if src == "" {
+			src = "libibverbs.so.1.*"
+		}
+		item("rdma-core", v, src, get(func(v *ExpectVersions) string { return v.RDMACore }))
+		if s, err := env.Root.ReadString("sys/module/mlx5_core/version"); err == nil && s != "" {
+			item("mlx5_core", s, env.Root.Display("sys/module/mlx5_core/version"), "")
+		}
+	}
+	// NIC firmware: each NIC, and a warning when NICs of one model disagree.
+	byModel := map[string]map[string][]string{}
+	for _, n := range h.NICs {
+		subject := "firmware:" + n.Name
+		item(subject, n.FWVersion, env.Root.Display("sys/class/infiniband/"+n.Name+"/fw_ver"), get(func(v *ExpectVersions) string { return v.NICFirmware }))
+		if n.FWVersion == "" {
+			continue
+		}
+		model := n.HCAType
+		if model == "" && n.Dev != nil {
+			model = fmt.Sprintf("%04x:%04x", n.Dev.Vendor, n.Dev.DeviceID)
+		}
+		if byModel[model] == nil {
+			byModel[model] = map[string][]string{}
+		}
+		byModel[model][n.FWVersion] = append(byModel[model][n.FWVersion], n.Name)
+	}
+	models := make([]string, 0, len(byModel))
+	for m := range byModel {
+		models = append(models, m)
+	}
+	sort.Strings(models)
+	for _, m := range models {
+		fws := byModel[m]
+		if len(fws) < 2 {
+			continue
+		}
+		var parts []string
+		var evs []result.Evidence
+		for fw, names := range fws {
+			parts = append(parts, fmt.Sprintf("%s on %s", fw, strings.Join(names, ",")))
+			for _, n := range names {
+				evs = append(evs, ev(env.Root.Display("sys/class/infiniband/"+n+"/fw_ver"), fw))
+			}
+		}
+		sort.Strings(parts)
+		sort.Slice(evs, func(i, j int) bool { return evs[i].Source < evs[j].Source })
+		out = append(out, withRemedy(res(result.Warn, "firmware:"+m, "MixedFirmware",
+			fmt.Sprintf("NICs of model %s run different firmware: %s", m, strings.Join(parts, "; ")), evs...),
+			"flash one firmware version on every NIC of a model (mlxfwmanager), so behaviour and tuning are the same across rails"))
+	}
+	return out
+}

@@ -1,0 +1,140 @@
+package checks
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/topology"
+)
+
+type nicPort struct{}
+
+func (nicPort) ID() string { return "nic.port" }
+func (nicPort) Title() string {
+	return "RDMA ports active and linked up at the expected rate, link layer and MTU, with clean error counters"
+}
+
+// roceMinMTU: RoCE's 4096-byte path MTU needs a netdev MTU of at least
+// 4096 plus RoCE headers (NVIDIA recommends 4200 or jumbo frames).
+const roceMinMTU = 4200
+
+// countersWarn are the port counters whose growth means a bad link.
+var countersWarn = []string{"symbol_error", "link_downed", "link_error_recovery", "port_rcv_errors", "port_rcv_remote_physical_errors", "local_link_integrity_errors", "excessive_buffer_overrun_errors"}
+
+func (nicPort) Run(ctx context.Context, env *Env) []result.Result {
+	h := env.Host
+	nics := h.MatrixNICs()
+	if len(nics) == 0 {
+		return []result.Result{res(result.Skip, "node", "NoRDMADevice", "no RDMA NIC on this host")}
+	}
+	rails := map[string]bool{}
+	for _, r := range h.Pair().Rails {
+		rails[r] = true
+	}
+	// The rate the rails run at: the site profile, else the fastest rail.
+	want := 0.0
+	if e := env.Expect; e != nil && e.NICs != nil && e.NICs.RateGbps > 0 {
+		want = e.NICs.RateGbps
+	} else {
+		for _, n := range nics {
+			if !rails[n.Name] {
+				continue
+			}
+			for _, p := range n.Ports {
+				if p.RateGbps > want {
+					want = p.RateGbps
+				}
+			}
+		}
+	}
+	var out []result.Result
+	if e := env.Expect; e != nil && e.NICs != nil && e.NICs.Count > 0 && len(rails) < e.NICs.Count {
+		out = append(out, withRemedy(res(result.Fail, "node", "FewerRailsThanProfile",
+			fmt.Sprintf("%d rail NIC(s) paired with GPUs (%s), the site profile expects %d", len(rails), strings.Join(h.Pair().Rails, ", "), e.NICs.Count),
+			ev("topology", fmt.Sprintf("%d RDMA NICs, %d paired with GPUs", len(nics), len(rails)))),
+			"check that every NIC is seated, its driver loaded and its PCIe link up"))
+	}
+	for _, n := range nics {
+		if len(n.Ports) == 0 {
+			out = append(out, res(result.Unknown, n.Name, "NoPorts", n.Name+" lists no ports", ev(env.Root.Display("sys/class/infiniband/"+n.Name+"/ports"), "empty")))
+			continue
+		}
+		for _, p := range n.Ports {
+			out = append(out, judgePort(env, n, p, rails[n.Name], want)...)
+		}
+	}
+	return out
+}
+
+func judgePort(env *Env, n *topology.NIC, p topology.Port, rail bool, want float64) []result.Result {
+	subject := fmt.Sprintf("%s:%d", n.Name, p.Number)
+	base := fmt.Sprintf("sys/class/infiniband/%s/ports/%d/", n.Name, p.Number)
+	evs := []result.Evidence{
+		ev(env.Root.Display(base+"state"), p.State),
+		ev(env.Root.Display(base+"phys_state"), p.PhysState),
+		ev(env.Root.Display(base+"rate"), p.RateText),
+		ev(env.Root.Display(base+"link_layer"), p.LinkLayer),
+	}
+	role := "rail NIC (paired with a GPU)"
+	downStatus := result.Fail
+	if !rail {
+		role = "not paired with any GPU (front-end or storage?)"
+		downStatus = result.Warn
+	}
+	var out []result.Result
+	if p.State != "ACTIVE" || p.PhysState != "LinkUp" {
+		out = append(out, withRemedy(res(downStatus, subject, "PortDown",
+			fmt.Sprintf("%s port %d is %s/%s; %s", n.Name, p.Number, p.State, p.PhysState, role), evs...),
+			"check the cable and switch port; for InfiniBand, that a subnet manager runs (a port stuck in INIT has no SM); for RoCE, the netdev is up"))
+		return out
+	}
+	if e := env.Expect; e != nil && e.NICs != nil && e.NICs.LinkLayer != "" && rail && p.LinkLayer != e.NICs.LinkLayer {
+		out = append(out, withRemedy(res(result.Fail, subject, "WrongLinkLayer",
+			fmt.Sprintf("%s port %d runs %s, the site profile expects %s", n.Name, p.Number, p.LinkLayer, e.NICs.LinkLayer), evs...),
+			"set the port type with mlxconfig LINK_TYPE_P1 and reboot"))
+	}
+	if rail && want > 0 && p.RateGbps > 0 && p.RateGbps < want {
+		out = append(out, withRemedy(res(result.Fail, subject, "RateBelowExpected",
+			fmt.Sprintf("%s port %d runs at %g Gb/s, the rails run at %g Gb/s", n.Name, p.Number, p.RateGbps, want), evs...),
+			"check the cable/transceiver and the switch port speed; a link that trains low is a cable or optics problem"))
+	}
+	if p.LinkLayer == "Ethernet" && p.NetDev != "" && p.MTU > 0 {
+		mev := ev(env.Root.Display("sys/class/net/"+p.NetDev+"/mtu"), fmt.Sprint(p.MTU))
+		wantMTU := roceMinMTU
+		if e := env.Expect; e != nil && e.NICs != nil && e.NICs.MTU > 0 {
+			wantMTU = e.NICs.MTU
+		}
+		if p.MTU < wantMTU && rail {
+			out = append(out, withRemedy(res(result.Warn, subject, "SmallMTU",
+				fmt.Sprintf("%s port %d (RoCE, netdev %s) has MTU %d: below %d the RoCE path MTU drops from 4096 to 1024 or 2048 bytes, costing bandwidth", n.Name, p.Number, p.NetDev, p.MTU, wantMTU), append(evs, mev)...),
+				fmt.Sprintf("ip link set %s mtu 9000 (and on the switch ports)", p.NetDev)))
+		}
+	}
+	var bad []string
+	keys := make([]string, 0, len(p.Counters))
+	for k := range p.Counters {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		for _, w := range countersWarn {
+			if k == w && p.Counters[k] > 0 {
+				bad = append(bad, fmt.Sprintf("%s=%d", k, p.Counters[k]))
+			}
+		}
+	}
+	if len(bad) > 0 {
+		out = append(out, withRemedy(res(result.Warn, subject, "ErrorCounters",
+			fmt.Sprintf("%s port %d error counters are not zero: %s (cumulative since the counters were last cleared)", n.Name, p.Number, strings.Join(bad, ", ")),
+			append(evs, ev(env.Root.Display(base+"counters/"), strings.Join(bad, " ")))...),
+			"watch whether they grow under load (gdrcheck bench); growing symbol errors mean a bad cable or transceiver"))
+	}
+	if len(out) == 0 {
+		out = append(out, res(result.Pass, subject, "Active",
+			fmt.Sprintf("%s port %d: %s/%s, %s, %s; %s", n.Name, p.Number, p.State, p.PhysState, p.RateText, p.LinkLayer, role), evs...))
+	}
+	return out
+}

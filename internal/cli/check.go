@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gdrcheck/gdrcheck/internal/checks"
+)
+
+type checkOptions struct {
+	expect    string
+	format    string
+	only      []string
+	timeout   time.Duration
+	xidWindow time.Duration
+}
+
+func (o *checkOptions) flags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.expect, "expect", "", "site profile (YAML or JSON): expected GPUs, NICs, link gen/width, versions")
+	cmd.Flags().StringSliceVar(&o.only, "only", nil, "run only these check IDs (or prefixes like pcie.)")
+	cmd.Flags().DurationVar(&o.timeout, "check-timeout", 10*time.Second, "deadline of each check")
+	cmd.Flags().DurationVar(&o.xidWindow, "xid-window", 24*time.Hour, "how far back kernel-log Xid events count")
+}
+
+func newCheck(g *globals) *cobra.Command {
+	var o checkOptions
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Check every GPU Direct RDMA and NVLink prerequisite; exit 1 when something fails",
+		Long: `check judges the data path's prerequisites on this host (or a snapshot): the GDR
+registration path (nvidia_peermem or dma-buf), GPU–NIC PCIe affinity, ACS, link training,
+MaxReadReq, IOMMU, memlock, P2P, RDMA ports, NVLink, GPU health, NCCL variables and versions.
+
+Each result has a status (pass, warn, fail, skip, unknown, error), a Reason, a message, the
+evidence and a remedy. skip and unknown never count as passing. Check IDs:
+  ` + strings.Join(checks.IDs(), "\n  ") + `
+
+Exit code 0 when nothing fails, 1 when something fails, 2 when the tool itself could not run.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rep, err := runChecks(cmd, g, o)
+			if err != nil {
+				return err
+			}
+			switch o.format {
+			case "json":
+				err = rep.WriteJSON(g.out)
+			case "md":
+				err = rep.WriteMarkdown(g.out)
+			case "junit":
+				err = rep.WriteJUnit(g.out, "gdrcheck")
+			default:
+				err = rep.WriteTable(g.out)
+			}
+			if err != nil {
+				return err
+			}
+			if rep.Counts.Failed() {
+				return &exitError{code: ExitFailed, err: fmt.Errorf("%s", rep.CountsLine())}
+			}
+			return nil
+		},
+	}
+	o.flags(cmd)
+	cmd.Flags().StringVar(&o.format, "format", "table", "output format: table, json, md or junit")
+	return cmd
+}
+
+func runChecks(cmd *cobra.Command, g *globals, o checkOptions) (*checks.Report, error) {
+	switch o.format {
+	case "", "table", "json", "md", "junit":
+	default:
+		return nil, &exitError{code: ExitToolErr, err: fmt.Errorf("--format %q: want table, json, md or junit", o.format)}
+	}
+	var expect *checks.Expect
+	if o.expect != "" {
+		e, err := checks.LoadExpect(o.expect)
+		if err != nil {
+			return nil, &exitError{code: ExitToolErr, err: err}
+		}
+		expect = e
+	}
+	for _, id := range o.only {
+		if !knownCheck(id) {
+			return nil, &exitError{code: ExitToolErr, err: fmt.Errorf("--only %q: no such check (known: %s)", id, strings.Join(checks.IDs(), ", "))}
+		}
+	}
+	r, cleanup, err := g.openRoot()
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	h, err := g.discover(cmd.Context(), r)
+	if err != nil {
+		return nil, err
+	}
+	env := checkEnv(cmd.Context(), r, h, expect, o.xidWindow)
+	return checks.Run(cmd.Context(), env, checks.All(), checks.Options{Timeout: o.timeout, Only: o.only}), nil
+}
+
+func knownCheck(id string) bool {
+	for _, k := range checks.IDs() {
+		if k == id || strings.HasSuffix(id, ".") && strings.HasPrefix(k, id) {
+			return true
+		}
+	}
+	return false
+}
