@@ -29,7 +29,9 @@ func TestRunTurnsBrokenChecksIntoErrors(t *testing.T) {
 		fakeCheck{"a.panic", func(context.Context) []result.Result { panic("boom") }},
 		fakeCheck{"b.hang", func(ctx context.Context) []result.Result { time.Sleep(5 * time.Second); return nil }},
 		fakeCheck{"c.empty", func(context.Context) []result.Result { return nil }},
-		fakeCheck{"d.ok", func(context.Context) []result.Result { return []result.Result{{Status: result.Pass, Subject: "node", Reason: "Fine"}} }},
+		fakeCheck{"d.ok", func(context.Context) []result.Result {
+			return []result.Result{{Status: result.Pass, Subject: "node", Reason: "Fine"}}
+		}},
 	}
 	start := time.Now()
 	rep := Run(context.Background(), env, cs, Options{Timeout: 100 * time.Millisecond})

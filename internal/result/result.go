@@ -67,14 +67,14 @@ func (s *Status) UnmarshalJSON(b []byte) error {
 // Evidence is one fact a result rests on: a file and its value, an NVML
 // call and its answer, a log line.
 type Evidence struct {
-	Source string `json:"source"`          // file path, "nvml:nvmlDeviceGetP2PStatus", "log:12"
-	Value  string `json:"value"`           // what it said
+	Source string `json:"source"`         // file path, "nvml:nvmlDeviceGetP2PStatus", "log:12"
+	Value  string `json:"value"`          // what it said
 	Note   string `json:"note,omitempty"` // how to read it
 }
 
 // Result is one check's verdict on one subject.
 type Result struct {
-	ID       string        `json:"id"`      // stable check id, e.g. gdr.nic-affinity
+	ID       string        `json:"id"` // stable check id, e.g. gdr.nic-affinity
 	Title    string        `json:"title,omitempty"`
 	Status   Status        `json:"status"`
 	Subject  string        `json:"subject"` // GPU0, mlx5_0, GPU0-mlx5_0, 0000:16:00.0, node
