@@ -303,6 +303,32 @@ func TestNoFalsePassOnRealSnapshot(t *testing.T) {
 	}
 }
 
+// TestLiveSnapshot: gdrcheck's own capture of the H200 VM, with NVML facts:
+// NVLink is known to be absent, and the machine says so plainly.
+func TestLiveSnapshot(t *testing.T) {
+	env := fixture{snap: "../../testdata/snapshots/h200x1-live-gdrcheck.tgz"}.env(t)
+	rep := checks.Run(context.Background(), env, checks.All(), checks.Options{})
+	want := map[string]string{
+		"nvlink.state": "NVLinkDisabledSingleGPU", "gdr.kernel-module": "NoRDMADevice", "pcie.p2p": "SingleGPU",
+		"gpu.health": "Healthy", "pcie.link": "FullSpeed", "iommu.mode": "IOMMUOff",
+	}
+	seen := map[string]bool{}
+	for _, r := range rep.Results {
+		if w, ok := want[r.ID]; ok && r.Subject != "GPU0-xid" {
+			seen[r.ID] = true
+			if r.Reason != w {
+				t.Errorf("%s %s: %s %s, want %s", r.ID, r.Subject, r.Status, r.Reason, w)
+			}
+		}
+	}
+	if len(seen) != len(want) {
+		t.Errorf("results for %v, want %v", seen, want)
+	}
+	if rep.Counts.Failed() || rep.Counts[result.Unknown] != 0 {
+		t.Errorf("counts on the healthy H200: %s", rep.CountsLine())
+	}
+}
+
 // TestEveryCheckHasCases guards the table: each check has a case where it
 // passes and one where it finds a problem (fail, or warn where a warn is
 // the worst it says).

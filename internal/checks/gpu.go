@@ -106,8 +106,12 @@ func (nvlinkState) Run(ctx context.Context, env *Env) []result.Result {
 		case len(g.NVLinks) == 0 && want == 0:
 			out = append(out, res(result.Skip, label, "NoNVLink", label+" ("+g.Name+") has no NVLink: GPU peers use PCIe", evs...))
 		case len(h.GPUs) == 1 && active == 0:
+			links := "the driver reports no NVLink"
+			if len(g.NVLinks) > 0 {
+				links = fmt.Sprintf("%d links, none active", len(g.NVLinks))
+			}
 			out = append(out, res(result.Skip, label, "NVLinkDisabledSingleGPU",
-				fmt.Sprintf("%s: NVLink is disabled (%d links, none active); this host has one GPU, so no NVLink traffic is possible here", label, len(g.NVLinks)), evs...))
+				fmt.Sprintf("%s: NVLink is disabled (%s); this host has one GPU, so no NVLink traffic is possible here", label, links), evs...))
 		case want > 0 && active < want:
 			out = append(out, withRemedy(res(result.Fail, label, "NVLinkDown",
 				fmt.Sprintf("%s: %d of %d expected NVLinks active%s: peer bandwidth drops by the missing share (NCCL sees NV%d instead of NV%d)", label, active, want, downText(down), active, want), evs...),

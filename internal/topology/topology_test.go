@@ -91,6 +91,7 @@ func TestMatrixMatchesNvidiaSMI(t *testing.T) {
 		pcie  bool   // topo -mp
 	}{
 		{"h200x1-vm snapshot", "../../testdata/snapshots/h200x1-vm.tgz", "", true, false},
+		{"h200x1 gdrcheck snapshot", "../../testdata/snapshots/h200x1-live-gdrcheck.tgz", "", true, false},
 		{"hgx-h200 8 GPU 10 NIC", hostsDir + "/hgx-h200-8gpu-10nic.host", hostsDir + "/hgx-h200-8gpu-10nic.topo-m.txt", true, false},
 		{"hgx-h100 8 GPU 12 NIC RoCE", hostsDir + "/hgx-h100-8gpu-12nic-roce.host", hostsDir + "/hgx-h100-8gpu-12nic-roce.topo-m.txt", true, false},
 		{"dell h100 pcie-only", hostsDir + "/dell-h100-8gpu-12nic-pcie-only.host", hostsDir + "/dell-h100-8gpu-12nic-pcie-only.topo-m.txt", true, true},

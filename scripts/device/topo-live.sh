@@ -24,10 +24,10 @@ else
 fi
 cat "$OUT/gdrcheck-topo.txt"
 
-start=$(date +%s.%N)
+start=$(date +%s%N)
 $B snapshot -o "$OUT/snapshot.tgz" | tee "$OUT/snapshot.txt"
-end=$(date +%s.%N)
-echo "snapshot took $(echo "$end - $start" | bc) s, $(stat -c %s "$OUT/snapshot.tgz") bytes"
+end=$(date +%s%N)
+echo "snapshot took $(( (end - start) / 1000000 )) ms, $(stat -c %s "$OUT/snapshot.tgz") bytes"
 $B topo --color never --root "$OUT/snapshot.tgz" > "$OUT/replay-topo.txt"
 if diff "$OUT/gdrcheck-topo.txt" "$OUT/replay-topo.txt" > "$OUT/replay.diff"; then
   echo "REPLAY MATCH: topo --root snapshot.tgz == live topo"
