@@ -95,7 +95,7 @@ With no subcommand it runs the main job (gdrcheck run).`,
 	}
 	root.PersistentFlags().StringVar(&g.root, "root", "/", "host root to read: / (this host), a snapshot directory, or a snapshot .tgz")
 	root.PersistentFlags().DurationVar(&g.timeout, "timeout", 2*time.Minute, "overall deadline of discovery and checks")
-	root.AddCommand(newVersion(g), newTopo(g), newSnapshot(g), newRun(g), newCheck(g))
+	root.AddCommand(newVersion(g), newTopo(g), newSnapshot(g), newRun(g), newCheck(g), newBench(g), newAnalyze(g), newModel(g))
 	return root
 }
 

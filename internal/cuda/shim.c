@@ -1,10 +1,10 @@
 #include <dlfcn.h>
 #include "shim.h"
 
-#define BIND(field, sym)                    \
-	do {                                    \
+#define BIND(field, sym)                            \
+	do {                                            \
 		*(void **)(&l->field) = dlsym(handle, sym); \
-		if (!l->field) return sym;          \
+		if (!l->field) return sym;                  \
 	} while (0)
 
 const char *gdr_cudart_bind(gdr_cudart *l, void *handle) {
@@ -13,8 +13,75 @@ const char *gdr_cudart_bind(gdr_cudart *l, void *handle) {
 	BIND(DriverGetVersion, "cudaDriverGetVersion");
 	BIND(GetErrorString, "cudaGetErrorString");
 	BIND(GetErrorName, "cudaGetErrorName");
+	BIND(GetLastError, "cudaGetLastError");
 	BIND(GetDeviceCount, "cudaGetDeviceCount");
 	BIND(DeviceGetPCIBusId, "cudaDeviceGetPCIBusId");
 	BIND(DeviceGetAttribute, "cudaDeviceGetAttribute");
+	BIND(SetDevice, "cudaSetDevice");
+	BIND(GetDevice, "cudaGetDevice");
+	BIND(DeviceSynchronize, "cudaDeviceSynchronize");
+	BIND(MemGetInfo, "cudaMemGetInfo");
+	BIND(Malloc, "cudaMalloc");
+	BIND(Free, "cudaFree");
+	BIND(HostAlloc, "cudaHostAlloc");
+	BIND(FreeHost, "cudaFreeHost");
+	BIND(Memcpy, "cudaMemcpy");
+	BIND(MemcpyAsync, "cudaMemcpyAsync");
+	BIND(MemcpyPeerAsync, "cudaMemcpyPeerAsync");
+	BIND(Memset, "cudaMemset");
+	BIND(MemsetAsync, "cudaMemsetAsync");
+	BIND(StreamCreateWithFlags, "cudaStreamCreateWithFlags");
+	BIND(StreamDestroy, "cudaStreamDestroy");
+	BIND(StreamSynchronize, "cudaStreamSynchronize");
+	BIND(StreamQuery, "cudaStreamQuery");
+	BIND(EventCreateWithFlags, "cudaEventCreateWithFlags");
+	BIND(EventDestroy, "cudaEventDestroy");
+	BIND(EventRecord, "cudaEventRecord");
+	BIND(EventSynchronize, "cudaEventSynchronize");
+	BIND(EventElapsedTime, "cudaEventElapsedTime");
+	BIND(StreamWaitEvent, "cudaStreamWaitEvent");
+	BIND(DeviceCanAccessPeer, "cudaDeviceCanAccessPeer");
+	BIND(DeviceEnablePeerAccess, "cudaDeviceEnablePeerAccess");
 	return 0;
+}
+
+int gdr_copy_timed(gdr_cudart *l, int dev, void *dst, const void *src, size_t bytes, int kind,
+                   int dst_dev, int src_dev, gdr_stream s,
+                   void *rev_dst, const void *rev_src, gdr_stream s2,
+                   int iters, double deadline, volatile int *cancel, float *ms) {
+	gdr_event a = 0, b = 0, j = 0;
+	int e = l->SetDevice(dev);
+	if (e) return e;
+	if ((e = l->EventCreateWithFlags(&a, GDR_cudaEventDefault))) return e;
+	if ((e = l->EventCreateWithFlags(&b, GDR_cudaEventDefault))) goto out;
+	if ((e = l->EventCreateWithFlags(&j, GDR_cudaEventDefault))) goto out;
+	if ((e = l->EventRecord(a, s))) goto out;
+	// The reverse stream starts with the forward one.
+	if (rev_dst && (e = l->StreamWaitEvent(s2, a, 0))) goto out;
+	for (int i = 0; i < iters; i++) {
+		if (kind < 0) {
+			e = l->MemcpyPeerAsync(dst, dst_dev, src, src_dev, bytes, s);
+			if (!e && rev_dst) e = l->MemcpyPeerAsync(rev_dst, src_dev, rev_src, dst_dev, bytes, s2);
+		} else {
+			e = l->MemcpyAsync(dst, src, bytes, kind, s);
+			if (!e && rev_dst) {
+				int rk = kind == GDR_cudaMemcpyHostToDevice ? GDR_cudaMemcpyDeviceToHost : kind == GDR_cudaMemcpyDeviceToHost ? GDR_cudaMemcpyHostToDevice : kind;
+				e = l->MemcpyAsync(rev_dst, rev_src, bytes, rk, s2);
+			}
+		}
+		if (e) goto out;
+	}
+	// The interval ends when both directions are done.
+	if (rev_dst) {
+		if ((e = l->EventRecord(j, s2))) goto out;
+		if ((e = l->StreamWaitEvent(s, j, 0))) goto out;
+	}
+	if ((e = l->EventRecord(b, s))) goto out;
+	if ((e = gdr_stream_wait(l, dev, s, deadline, cancel))) goto out;
+	e = l->EventElapsedTime(ms, a, b);
+out:
+	if (a) l->EventDestroy(a);
+	if (b) l->EventDestroy(b);
+	if (j) l->EventDestroy(j);
+	return e;
 }

@@ -1,10 +1,28 @@
 // Our own declarations of the CUDA runtime entry points gdrcheck uses. No
-// CUDA header is needed at build time: the library is dlopen'ed at run time.
+// CUDA header is needed at build time: the library is dlopen'ed at run time
+// and every entry point is resolved by name into this table.
 #ifndef GDR_CUDA_SHIM_H
 #define GDR_CUDA_SHIM_H
 #include <stddef.h>
+#include <time.h>
 
 typedef int gdr_cudaError;
+typedef void *gdr_stream;
+typedef void *gdr_event;
+
+// Values of the CUDA runtime API (stable across 11.x-13.x).
+enum {
+	GDR_cudaSuccess = 0,
+	GDR_cudaErrorNotReady = 600,
+	GDR_cudaErrorPeerAccessAlreadyEnabled = 704,
+	GDR_cudaMemcpyHostToDevice = 1,
+	GDR_cudaMemcpyDeviceToHost = 2,
+	GDR_cudaMemcpyDeviceToDevice = 3,
+	GDR_cudaMemcpyDefault = 4,
+	GDR_cudaStreamNonBlocking = 1,
+	GDR_cudaEventDefault = 0,
+	GDR_cudaHostAllocPortable = 1,
+};
 
 typedef struct gdr_cudart {
 	void *h;
@@ -12,22 +30,75 @@ typedef struct gdr_cudart {
 	gdr_cudaError (*DriverGetVersion)(int *);
 	const char *(*GetErrorString)(gdr_cudaError);
 	const char *(*GetErrorName)(gdr_cudaError);
+	gdr_cudaError (*GetLastError)(void);
 	gdr_cudaError (*GetDeviceCount)(int *);
 	gdr_cudaError (*DeviceGetPCIBusId)(char *, int, int);
 	gdr_cudaError (*DeviceGetAttribute)(int *, int, int);
+	gdr_cudaError (*SetDevice)(int);
+	gdr_cudaError (*GetDevice)(int *);
+	gdr_cudaError (*DeviceSynchronize)(void);
+	gdr_cudaError (*MemGetInfo)(size_t *, size_t *);
+	gdr_cudaError (*Malloc)(void **, size_t);
+	gdr_cudaError (*Free)(void *);
+	gdr_cudaError (*HostAlloc)(void **, size_t, unsigned int);
+	gdr_cudaError (*FreeHost)(void *);
+	gdr_cudaError (*Memcpy)(void *, const void *, size_t, int);
+	gdr_cudaError (*MemcpyAsync)(void *, const void *, size_t, int, gdr_stream);
+	gdr_cudaError (*MemcpyPeerAsync)(void *, int, const void *, int, size_t, gdr_stream);
+	gdr_cudaError (*Memset)(void *, int, size_t);
+	gdr_cudaError (*MemsetAsync)(void *, int, size_t, gdr_stream);
+	gdr_cudaError (*StreamCreateWithFlags)(gdr_stream *, unsigned int);
+	gdr_cudaError (*StreamDestroy)(gdr_stream);
+	gdr_cudaError (*StreamSynchronize)(gdr_stream);
+	gdr_cudaError (*StreamQuery)(gdr_stream);
+	gdr_cudaError (*EventCreateWithFlags)(gdr_event *, unsigned int);
+	gdr_cudaError (*EventDestroy)(gdr_event);
+	gdr_cudaError (*EventRecord)(gdr_event, gdr_stream);
+	gdr_cudaError (*EventSynchronize)(gdr_event);
+	gdr_cudaError (*EventElapsedTime)(float *, gdr_event, gdr_event);
+	gdr_cudaError (*StreamWaitEvent)(gdr_stream, gdr_event, unsigned int);
+	gdr_cudaError (*DeviceCanAccessPeer)(int *, int, int);
+	gdr_cudaError (*DeviceEnablePeerAccess)(int, unsigned int);
 } gdr_cudart;
 
 // gdr_cudart_bind resolves every entry point; it returns the name of the
 // first one missing, or NULL.
 const char *gdr_cudart_bind(gdr_cudart *l, void *handle);
 
+// gdr_now is CLOCK_MONOTONIC in seconds.
+static inline double gdr_now(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
-// Thin wrappers so Go calls through the bound pointers.
-static inline const char *gdr_err_name(gdr_cudart *l, gdr_cudaError e) { return l->GetErrorName(e); }
-static inline const char *gdr_err_string(gdr_cudart *l, gdr_cudaError e) { return l->GetErrorString(e); }
-static inline gdr_cudaError gdr_runtime_version(gdr_cudart *l, int *v) { return l->RuntimeGetVersion(v); }
-static inline gdr_cudaError gdr_driver_version(gdr_cudart *l, int *v) { return l->DriverGetVersion(v); }
-static inline gdr_cudaError gdr_device_count(gdr_cudart *l, int *n) { return l->GetDeviceCount(n); }
-static inline gdr_cudaError gdr_pci_bus_id(gdr_cudart *l, char *b, int n, int d) { return l->DeviceGetPCIBusId(b, n, d); }
+// gdr_stream_wait spins on cudaStreamQuery (as nccl-tests does: blocking
+// synchronisation adds latency to small operations) until the stream is
+// idle, an error comes back, the deadline (gdr_now() seconds) passes
+// (returns -1) or *cancel becomes non-zero (returns -2). Header-inline so
+// the NCCL shim shares it.
+static inline int gdr_stream_wait(gdr_cudart *l, int dev, gdr_stream s, double deadline, volatile int *cancel) {
+	int e = l->SetDevice(dev);
+	if (e) return e;
+	for (unsigned long spin = 0;; spin++) {
+		e = l->StreamQuery(s);
+		if (e == GDR_cudaSuccess) return 0;
+		if (e != GDR_cudaErrorNotReady) return e;
+		if ((spin & 255) == 0) {
+			if (cancel && *cancel) return -2;
+			if (gdr_now() > deadline) return -1;
+		}
+	}
+}
+
+// gdr_copy_timed enqueues iters copies of bytes on a stream between two
+// events and returns the elapsed milliseconds from the events. kind is a
+// cudaMemcpyKind; peer copies use kind -1 with src_dev/dst_dev. A second
+// copy in the other direction runs concurrently on stream2 when rev_dst is
+// not NULL (bidirectional).
+int gdr_copy_timed(gdr_cudart *l, int dev, void *dst, const void *src, size_t bytes, int kind,
+                   int dst_dev, int src_dev, gdr_stream s,
+                   void *rev_dst, const void *rev_src, gdr_stream s2,
+                   int iters, double deadline, volatile int *cancel, float *ms);
 
 #endif

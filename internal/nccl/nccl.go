@@ -1,18 +1,41 @@
 // Package nccl calls NCCL (libnccl.so.2) through a small cgo shim that
-// dlopens it at run time, with our own prototypes.
+// dlopens it at run time, with our own prototypes. Communicators and the
+// timed loops run on the CUDA runtime's own thread (see package cuda), so
+// "set device, then enqueue" never crosses threads; waits spin with a
+// deadline and watch each communicator's asynchronous error, and a
+// communicator that overruns is aborted (ncclCommAbort) from the caller's
+// thread.
 package nccl
 
 /*
 #cgo LDFLAGS: -ldl
 #include <stdlib.h>
 #include "shim.h"
+
+static gdr_ncclResult gdr_nccl_version(gdr_nccl *l, int *v) { return l->GetVersion(v); }
+static const char *gdr_nccl_errstr(gdr_nccl *l, gdr_ncclResult r) { return l->GetErrorString(r); }
+static const char *gdr_nccl_lasterr(gdr_nccl *l, gdr_ncclComm c) { return l->GetLastError ? l->GetLastError(c) : 0; }
+static int gdr_nccl_has_alltoall(gdr_nccl *l) { return l->AlltoAll != 0; }
+static gdr_ncclResult gdr_nccl_init_all(gdr_nccl *l, gdr_ncclComm *comms, int n, const int *devs) { return l->CommInitAll(comms, n, devs); }
+static gdr_ncclResult gdr_nccl_destroy(gdr_nccl *l, gdr_ncclComm c) { return l->CommDestroy(c); }
+static gdr_ncclResult gdr_nccl_abort(gdr_nccl *l, gdr_ncclComm c) { return l->CommAbort(c); }
+static gdr_ncclResult gdr_nccl_count(gdr_nccl *l, gdr_ncclComm c, int *n) { return l->CommCount(c, n); }
+static gdr_ncclResult gdr_nccl_rank(gdr_nccl *l, gdr_ncclComm c, int *r) { return l->CommUserRank(c, r); }
+static gdr_ncclResult gdr_nccl_cudev(gdr_nccl *l, gdr_ncclComm c, int *d) { return l->CommCuDevice(c, d); }
+static gdr_rank *gdr_rank_at(gdr_rank *r, int i) { return &r[i]; }
 */
 import "C"
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"strings"
+	"sync"
+	"time"
 	"unsafe"
 
+	"github.com/gdrcheck/gdrcheck/internal/cuda"
 	"github.com/gdrcheck/gdrcheck/internal/dl"
 )
 
@@ -44,7 +67,7 @@ func Open(path string) (*Library, error) {
 	c := (*C.gdr_nccl)(C.calloc(1, C.size_t(unsafe.Sizeof(C.gdr_nccl{}))))
 	if missing := C.gdr_nccl_bind(c, lib.Handle()); missing != nil {
 		C.free(unsafe.Pointer(c))
-		return nil, fmt.Errorf("%s: missing entry point %s (not NCCL?)", lib.Path, C.GoString(missing))
+		return nil, fmt.Errorf("%s: missing entry point %s (not NCCL, or older than 2.7?)", lib.Path, C.GoString(missing))
 	}
 	return &Library{Path: lib.Resolved(), lib: lib, c: c}, nil
 }
@@ -61,24 +84,303 @@ func VersionString(code int) string {
 func (l *Library) Version() (string, int, error) {
 	var v C.int
 	if r := C.gdr_nccl_version(l.c, &v); r != 0 {
-		return "", 0, l.err("ncclGetVersion", r)
+		return "", 0, l.err("ncclGetVersion", int(r), nil)
 	}
 	return VersionString(int(v)), int(v), nil
 }
 
+// HasAlltoAll reports the native ncclAlltoAll (NCCL 2.28+).
+func (l *Library) HasAlltoAll() bool { return C.gdr_nccl_has_alltoall(l.c) != 0 }
+
 // Error is an NCCL error with the library's own message.
 type Error struct {
-	Call string
-	Code int
-	Msg  string
+	Call   string
+	Code   int
+	Msg    string
+	Detail string // ncclGetLastError, when it says more
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("%s: %s (ncclResult %d)", e.Call, e.Msg, e.Code) }
+func (e *Error) Error() string {
+	s := fmt.Sprintf("%s: %s (ncclResult %d)", e.Call, e.Msg, e.Code)
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	return s
+}
 
-func (l *Library) err(call string, r C.gdr_ncclResult) error {
+func (l *Library) err(call string, r int, comm C.gdr_ncclComm) error {
 	msg := "unknown error"
-	if s := C.gdr_nccl_errstr(l.c, r); s != nil {
+	if s := C.gdr_nccl_errstr(l.c, C.gdr_ncclResult(r)); s != nil {
 		msg = C.GoString(s)
 	}
-	return &Error{Call: call, Code: int(r), Msg: msg}
+	e := &Error{Call: call, Code: r, Msg: msg}
+	if s := C.gdr_nccl_lasterr(l.c, comm); s != nil {
+		e.Detail = strings.TrimSpace(C.GoString(s))
+	}
+	return e
+}
+
+// ErrAborted is returned once a communicator has been aborted.
+var ErrAborted = errors.New("communicator aborted")
+
+// Comms are the communicators of the GPUs this process drives, one rank
+// each, with a stream per rank.
+type Comms struct {
+	lib    *Library
+	rt     *cuda.Runtime
+	ranks  *C.gdr_rank // C array of n
+	n      int
+	world  int
+	devs   []int
+	mu     sync.Mutex
+	closed bool
+}
+
+// InitAll makes one communicator per local device in one process
+// (ncclCommInitAll), under a deadline.
+func (l *Library) InitAll(ctx context.Context, rt *cuda.Runtime, devs []int, timeout time.Duration) (*Comms, error) {
+	if len(devs) == 0 {
+		return nil, fmt.Errorf("ncclCommInitAll: no device")
+	}
+	n := len(devs)
+	c := &Comms{lib: l, rt: rt, n: n, world: n, devs: append([]int(nil), devs...)}
+	c.ranks = (*C.gdr_rank)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.gdr_rank{}))))
+	err := rt.DoTimeout(ctx, "ncclCommInitAll", timeout, func() error {
+		comms := (*C.gdr_ncclComm)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.gdr_ncclComm(nil)))))
+		defer C.free(unsafe.Pointer(comms))
+		cdevs := (*C.int)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.int(0)))))
+		defer C.free(unsafe.Pointer(cdevs))
+		ds := unsafe.Slice(cdevs, n)
+		for i, d := range devs {
+			ds[i] = C.int(d)
+		}
+		if r := C.gdr_nccl_init_all(l.c, comms, C.int(n), cdevs); r != 0 {
+			return l.err(fmt.Sprintf("ncclCommInitAll(%d devices)", n), int(r), nil)
+		}
+		cs := unsafe.Slice(comms, n)
+		for i := range devs {
+			rk := C.gdr_rank_at(c.ranks, C.int(i))
+			rk.dev = C.int(devs[i])
+			rk.comm = cs[i]
+			var rank C.int
+			if r := C.gdr_nccl_rank(l.c, cs[i], &rank); r != 0 {
+				return l.err("ncclCommUserRank", int(r), cs[i])
+			}
+			rk.rank = rank
+		}
+		return nil
+	})
+	if err != nil {
+		C.free(unsafe.Pointer(c.ranks))
+		return nil, err
+	}
+	for i, d := range devs {
+		s, err := rt.StreamCreate(ctx, d)
+		if err != nil {
+			c.Abort()
+			return nil, err
+		}
+		C.gdr_rank_at(c.ranks, C.int(i)).stream = C.gdr_stream(s.Raw())
+	}
+	return c, nil
+}
+
+// Local is the number of local ranks; World the communicator size.
+func (c *Comms) Local() int { return c.n }
+func (c *Comms) World() int { return c.world }
+
+// Device of local rank i.
+func (c *Comms) Device(i int) int { return c.devs[i] }
+
+// Rank is local rank i's global rank.
+func (c *Comms) Rank(i int) int { return int(C.gdr_rank_at(c.ranks, C.int(i)).rank) }
+
+// Stream of local rank i.
+func (c *Comms) Stream(i int) cuda.Stream {
+	return cuda.StreamOf(unsafe.Pointer(C.gdr_rank_at(c.ranks, C.int(i)).stream))
+}
+
+// SetBuffers gives local rank i its send and receive buffers.
+func (c *Comms) SetBuffers(i int, send, recv cuda.Ptr) {
+	rk := C.gdr_rank_at(c.ranks, C.int(i))
+	rk.send = (*C.char)(send.Raw())
+	rk.recv = (*C.char)(recv.Raw())
+}
+
+// Op is one collective as the timed loop enqueues it.
+type Op struct {
+	Coll           int // ALL_REDUCE...
+	Count          uint64
+	DType          int
+	RedOp          int
+	Root           int
+	InPlace        bool
+	SendInplaceOff uint64 // bytes per rank
+	RecvInplaceOff uint64
+	Elt            uint64
+	TotalBytes     uint64 // max(send, recv) bytes
+	MaxBytes       uint64 // buffer size
+}
+
+// Collective numbers (the shim's).
+const (
+	AllReduce     = 0
+	AllGather     = 1
+	ReduceScatter = 2
+	Broadcast     = 3
+	Reduce        = 4
+	AlltoAll      = 5
+	SendRecv      = 6
+)
+
+func (c *Comms) cop(op Op) *C.gdr_op {
+	o := (*C.gdr_op)(C.calloc(1, C.size_t(unsafe.Sizeof(C.gdr_op{}))))
+	o.coll = C.int(op.Coll)
+	o.count = C.size_t(op.Count)
+	o.dtype = C.int(op.DType)
+	o.redop = C.int(op.RedOp)
+	o.root = C.int(op.Root)
+	o.nranks = C.int(c.world)
+	if op.InPlace {
+		o.inplace = 1
+	}
+	o.send_inplace_off = C.size_t(op.SendInplaceOff)
+	o.recv_inplace_off = C.size_t(op.RecvInplaceOff)
+	o.elt = C.size_t(op.Elt)
+	o.total_bytes = C.size_t(op.TotalBytes)
+	o.max_bytes = C.size_t(op.MaxBytes)
+	return o
+}
+
+// result turns a shim return code into an error.
+func (c *Comms) result(call string, code int, bad int) error {
+	switch {
+	case code == 0:
+		return nil
+	case code == -1:
+		return fmt.Errorf("%s: %w", call, cuda.ErrTimeout)
+	case code == -2:
+		return fmt.Errorf("%s: %w", call, context.Canceled)
+	case code >= 1000:
+		var comm C.gdr_ncclComm
+		if bad >= 0 && bad < c.n {
+			comm = C.gdr_rank_at(c.ranks, C.int(bad)).comm
+		}
+		where := call
+		if bad >= 0 && bad < c.n {
+			where = fmt.Sprintf("%s (GPU %d)", call, c.devs[bad])
+		}
+		return c.lib.err(where, code-1000, comm)
+	}
+	return c.rt.Check(call, code)
+}
+
+func (c *Comms) check() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrAborted
+	}
+	return nil
+}
+
+// Enqueue launches one operation on every local rank without waiting.
+func (c *Comms) Enqueue(ctx context.Context, op Op, iter int) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	o := c.cop(op)
+	defer C.free(unsafe.Pointer(o))
+	return c.rt.Do(ctx, "NCCL enqueue", func() error {
+		return c.result("NCCL enqueue", int(C.gdr_nccl_enqueue(c.lib.c, (*C.gdr_cudart)(c.rt.CPtr()), o, c.ranks, C.int(c.n), C.int(iter))), -1)
+	})
+}
+
+// Wait waits until every local stream is idle, at most timeout.
+func (c *Comms) Wait(ctx context.Context, timeout time.Duration) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	return c.rt.DoTimeout(ctx, "NCCL wait", timeout+10*time.Second, func() error {
+		var bad C.int
+		deadline := float64(C.gdr_now()) + timeout.Seconds()
+		code := C.gdr_nccl_wait(c.lib.c, (*C.gdr_cudart)(c.rt.CPtr()), c.ranks, C.int(c.n), C.double(deadline), (*C.int)(c.rt.CancelPtr()), &bad)
+		return c.result("NCCL wait", int(code), int(bad))
+	})
+}
+
+// Timed enqueues iters operations and waits for all of them, returning
+// the host-clock seconds from the first enqueue to the end (nccl-tests'
+// timing).
+func (c *Comms) Timed(ctx context.Context, op Op, iters int, timeout time.Duration) (float64, error) {
+	if err := c.check(); err != nil {
+		return 0, err
+	}
+	o := c.cop(op)
+	defer C.free(unsafe.Pointer(o))
+	var sec C.double
+	err := c.rt.DoTimeout(ctx, "NCCL timed loop", timeout+10*time.Second, func() error {
+		var bad C.int
+		deadline := float64(C.gdr_now()) + timeout.Seconds()
+		code := C.gdr_nccl_timed(c.lib.c, (*C.gdr_cudart)(c.rt.CPtr()), o, c.ranks, C.int(c.n), C.int(iters), C.double(deadline), (*C.int)(c.rt.CancelPtr()), &sec, &bad)
+		return c.result("NCCL timed loop", int(code), int(bad))
+	})
+	return float64(sec), err
+}
+
+// Abort aborts every communicator (ncclCommAbort), from the caller's own
+// thread so it works even when the CUDA thread is stuck in NCCL. Safe to
+// call more than once.
+func (c *Comms) Abort() []error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	var errs []error
+	for i := 0; i < c.n; i++ {
+		rk := C.gdr_rank_at(c.ranks, C.int(i))
+		if rk.comm == nil {
+			continue
+		}
+		if r := C.gdr_nccl_abort(c.lib.c, rk.comm); r != 0 {
+			errs = append(errs, c.lib.err("ncclCommAbort", int(r), nil))
+		}
+		rk.comm = nil
+	}
+	return errs
+}
+
+// Destroy releases the communicators and streams cleanly.
+func (c *Comms) Destroy(ctx context.Context) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	var first error
+	for i := 0; i < c.n; i++ {
+		rk := C.gdr_rank_at(c.ranks, C.int(i))
+		if rk.comm != nil {
+			err := c.rt.Do(ctx, "ncclCommDestroy", func() error {
+				if r := C.gdr_nccl_destroy(c.lib.c, rk.comm); r != 0 {
+					return c.lib.err("ncclCommDestroy", int(r), nil)
+				}
+				return nil
+			})
+			if err != nil && first == nil {
+				first = err
+			}
+			rk.comm = nil
+		}
+		if rk.stream != nil {
+			_ = c.rt.StreamDestroy(ctx, c.devs[i], cuda.StreamOf(unsafe.Pointer(rk.stream)))
+			rk.stream = nil
+		}
+	}
+	return first
 }

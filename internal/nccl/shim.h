@@ -3,19 +3,99 @@
 #ifndef GDR_NCCL_SHIM_H
 #define GDR_NCCL_SHIM_H
 #include <stddef.h>
+#include "../cuda/shim.h"
 
 typedef int gdr_ncclResult;
+typedef void *gdr_ncclComm;
+typedef struct {
+	char internal[128];
+} gdr_ncclUniqueId;
+
+enum {
+	GDR_ncclSuccess = 0,
+	GDR_ncclInProgress = 7,
+};
 
 typedef struct gdr_nccl {
 	void *h;
 	gdr_ncclResult (*GetVersion)(int *);
 	const char *(*GetErrorString)(gdr_ncclResult);
-	const char *(*GetLastError)(void *);
+	const char *(*GetLastError)(gdr_ncclComm);
+	gdr_ncclResult (*GetUniqueId)(gdr_ncclUniqueId *);
+	gdr_ncclResult (*CommInitRank)(gdr_ncclComm *, int, gdr_ncclUniqueId, int);
+	gdr_ncclResult (*CommInitAll)(gdr_ncclComm *, int, const int *);
+	gdr_ncclResult (*CommDestroy)(gdr_ncclComm);
+	gdr_ncclResult (*CommAbort)(gdr_ncclComm);
+	gdr_ncclResult (*CommGetAsyncError)(gdr_ncclComm, gdr_ncclResult *);
+	gdr_ncclResult (*CommCount)(gdr_ncclComm, int *);
+	gdr_ncclResult (*CommCuDevice)(gdr_ncclComm, int *);
+	gdr_ncclResult (*CommUserRank)(gdr_ncclComm, int *);
+	gdr_ncclResult (*GroupStart)(void);
+	gdr_ncclResult (*GroupEnd)(void);
+	gdr_ncclResult (*AllReduce)(const void *, void *, size_t, int, int, gdr_ncclComm, gdr_stream);
+	gdr_ncclResult (*Broadcast)(const void *, void *, size_t, int, int, gdr_ncclComm, gdr_stream);
+	gdr_ncclResult (*Reduce)(const void *, void *, size_t, int, int, int, gdr_ncclComm, gdr_stream);
+	gdr_ncclResult (*AllGather)(const void *, void *, size_t, int, gdr_ncclComm, gdr_stream);
+	gdr_ncclResult (*ReduceScatter)(const void *, void *, size_t, int, int, gdr_ncclComm, gdr_stream);
+	gdr_ncclResult (*Send)(const void *, size_t, int, int, gdr_ncclComm, gdr_stream);
+	gdr_ncclResult (*Recv)(void *, size_t, int, int, gdr_ncclComm, gdr_stream);
+	// ncclAlltoAll arrived in NCCL 2.28; NULL before (send/recv is used).
+	gdr_ncclResult (*AlltoAll)(const void *, void *, size_t, int, gdr_ncclComm, gdr_stream);
 } gdr_nccl;
 
 const char *gdr_nccl_bind(gdr_nccl *l, void *handle);
 
-static inline gdr_ncclResult gdr_nccl_version(gdr_nccl *l, int *v) { return l->GetVersion(v); }
-static inline const char *gdr_nccl_errstr(gdr_nccl *l, gdr_ncclResult r) { return l->GetErrorString(r); }
+// Collectives, numbered as gdrcheck's bench package does.
+enum {
+	GDR_ALL_REDUCE = 0,
+	GDR_ALL_GATHER = 1,
+	GDR_REDUCE_SCATTER = 2,
+	GDR_BROADCAST = 3,
+	GDR_REDUCE = 4,
+	GDR_ALLTOALL = 5,
+	GDR_SENDRECV = 6,
+};
+
+// gdr_rank is one local GPU's part in a collective.
+typedef struct {
+	int dev;
+	int rank;  // global rank
+	gdr_ncclComm comm;
+	gdr_stream stream;
+	char *send; // base of the send buffer
+	char *recv; // base of the receive buffer
+} gdr_rank;
+
+// gdr_op describes the operation the loop enqueues (byte offsets as
+// nccl-tests computes them).
+typedef struct {
+	int coll;
+	size_t count;          // the collective's count argument
+	int dtype;
+	int redop;
+	int root;
+	int nranks;            // world size
+	int inplace;
+	size_t send_inplace_off; // bytes per rank
+	size_t recv_inplace_off;
+	size_t elt;             // element size
+	size_t total_bytes;     // max(send, recv) bytes of one op
+	size_t max_bytes;       // buffer size: successive iterations shift through it
+} gdr_op;
+
+// gdr_nccl_enqueue launches one operation on every local rank (in a group
+// when there are several) at iteration iter (which picks the buffer shift).
+int gdr_nccl_enqueue(gdr_nccl *n, gdr_cudart *c, const gdr_op *op, gdr_rank *ranks, int nlocal, int iter);
+
+// gdr_nccl_wait spins until every local stream is idle, checking each
+// communicator's asynchronous error, the deadline and the cancel flag.
+// Returns 0, a negative code (-1 timeout, -2 cancelled), or 1000+the NCCL
+// error / the CUDA error as is; *bad is the index of the failing rank.
+int gdr_nccl_wait(gdr_nccl *n, gdr_cudart *c, gdr_rank *ranks, int nlocal, double deadline, volatile int *cancel, int *bad);
+
+// gdr_nccl_timed enqueues iters operations and waits for them, timing the
+// whole with the host clock as nccl-tests does; *sec is the total.
+int gdr_nccl_timed(gdr_nccl *n, gdr_cudart *c, const gdr_op *op, gdr_rank *ranks, int nlocal, int iters,
+                   double deadline, volatile int *cancel, double *sec, int *bad);
 
 #endif

@@ -1,12 +1,22 @@
-// A fake NCCL for tests on machines without a GPU.
+// A fake NCCL for tests on machines without a GPU: communicators of one
+// process (ncclCommInitAll) whose collectives really compute their result
+// on "device memory" that is host memory (see fakecudart.c), at the end of
+// the group that posts them. Steered by environment variables:
 //   FAKENCCL_VERSION   version code (default 22803 = 2.28.3)
+//   FAKENCCL_CORRUPT   1: after every collective, corrupt rank 0's first output element
+//   FAKENCCL_ASYNCERR  an ncclResult the communicators report asynchronously
+//   FAKENCCL_NOALLTOALL 1: behave like NCCL < 2.28 (no ncclAlltoAll symbol is used)
 #include <stdlib.h>
+#include <string.h>
+#include <stdint.h>
+#include <math.h>
 
-int ncclGetVersion(int *v) {
-	const char *s = getenv("FAKENCCL_VERSION");
-	*v = s && *s ? atoi(s) : 22803;
-	return 0;
+static int envint(const char *name, int def) {
+	const char *v = getenv(name);
+	return v && *v ? atoi(v) : def;
 }
+
+int ncclGetVersion(int *v) { *v = envint("FAKENCCL_VERSION", 22803); return 0; }
 
 const char *ncclGetErrorString(int r) {
 	switch (r) {
@@ -17,8 +27,267 @@ const char *ncclGetErrorString(int r) {
 	case 4: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
 	case 5: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
 	case 6: return "remote process exited or there was a network error";
+	case 7: return "NCCL operation in progress";
 	}
 	return "unknown result code";
 }
 
-const char *ncclGetLastError(void *comm) { return ""; }
+typedef struct fcomm {
+	int nranks, rank, dev, aborted;
+	struct fcomm **clique;
+} fcomm;
+
+static const char *last = "";
+const char *ncclGetLastError(void *comm) { (void)comm; return last; }
+
+typedef struct { char internal[128]; } uid;
+int ncclGetUniqueId(uid *id) { memset(id, 0, sizeof *id); return 0; }
+int ncclCommInitRank(fcomm **c, int n, uid id, int rank) { (void)c; (void)n; (void)id; (void)rank; last = "fake NCCL supports ncclCommInitAll only"; return 5; }
+
+int ncclCommInitAll(fcomm **comms, int n, const int *devs) {
+	if (n < 1) return 4;
+	fcomm **clique = calloc(n, sizeof(fcomm *));
+	for (int i = 0; i < n; i++) {
+		fcomm *c = calloc(1, sizeof *c);
+		c->nranks = n;
+		c->rank = i;
+		c->dev = devs ? devs[i] : i;
+		c->clique = clique;
+		clique[i] = c;
+		comms[i] = c;
+	}
+	return 0;
+}
+
+int ncclCommDestroy(fcomm *c) { (void)c; return 0; }
+int ncclCommAbort(fcomm *c) { if (c) c->aborted = 1; return 0; }
+int ncclCommGetAsyncError(fcomm *c, int *r) { (void)c; *r = envint("FAKENCCL_ASYNCERR", 0); return 0; }
+int ncclCommCount(fcomm *c, int *n) { *n = c->nranks; return 0; }
+int ncclCommCuDevice(fcomm *c, int *d) { *d = c->dev; return 0; }
+int ncclCommUserRank(fcomm *c, int *r) { *r = c->rank; return 0; }
+
+// Element access by NCCL data type, through double (exact for the small
+// integers the benchmark writes) or int64 for the integer types.
+static size_t eltsize(int t) {
+	switch (t) {
+	case 0: case 1: return 1;
+	case 2: case 3: return 4;
+	case 4: case 5: return 8;
+	case 6: case 9: return 2;
+	case 7: return 4;
+	case 8: return 8;
+	}
+	return 0;
+}
+
+static float half2f(uint16_t h) {
+	uint32_t s = (h >> 15) & 1, e = (h >> 10) & 31, m = h & 1023;
+	float v;
+	if (e == 0) v = ldexpf((float)m, -24);
+	else if (e == 31) v = m ? NAN : INFINITY;
+	else v = ldexpf((float)(m | 1024), (int)e - 25);
+	return s ? -v : v;
+}
+
+static uint16_t f2half(float f) {
+	// Exact for the integers and halves the tests use; rounds otherwise.
+	uint32_t x;
+	memcpy(&x, &f, 4);
+	uint32_t s = (x >> 16) & 0x8000;
+	int e = (int)((x >> 23) & 255) - 127 + 15;
+	uint32_t m = x & 0x7fffff;
+	if (((x >> 23) & 255) == 0) return (uint16_t)s;
+	if (e >= 31) return (uint16_t)(s | 0x7c00);
+	if (e <= 0) return (uint16_t)s;
+	return (uint16_t)(s | (e << 10) | ((m + 0x1000) >> 13));
+}
+
+static double get(const void *p, size_t i, int t) {
+	switch (t) {
+	case 0: return ((const int8_t *)p)[i];
+	case 1: return ((const uint8_t *)p)[i];
+	case 2: return ((const int32_t *)p)[i];
+	case 3: return ((const uint32_t *)p)[i];
+	case 4: return (double)((const int64_t *)p)[i];
+	case 5: return (double)((const uint64_t *)p)[i];
+	case 6: return half2f(((const uint16_t *)p)[i]);
+	case 7: return ((const float *)p)[i];
+	case 8: return ((const double *)p)[i];
+	case 9: { uint32_t x = (uint32_t)((const uint16_t *)p)[i] << 16; float f; memcpy(&f, &x, 4); return f; }
+	}
+	return 0;
+}
+
+static void put(void *p, size_t i, int t, double v) {
+	switch (t) {
+	case 0: ((int8_t *)p)[i] = (int8_t)v; break;
+	case 1: ((uint8_t *)p)[i] = (uint8_t)v; break;
+	case 2: ((int32_t *)p)[i] = (int32_t)v; break;
+	case 3: ((uint32_t *)p)[i] = (uint32_t)v; break;
+	case 4: ((int64_t *)p)[i] = (int64_t)v; break;
+	case 5: ((uint64_t *)p)[i] = (uint64_t)v; break;
+	case 6: ((uint16_t *)p)[i] = f2half((float)v); break;
+	case 7: ((float *)p)[i] = (float)v; break;
+	case 8: ((double *)p)[i] = v; break;
+	case 9: { float f = (float)v; uint32_t x; memcpy(&x, &f, 4); ((uint16_t *)p)[i] = (uint16_t)((x + 0x8000) >> 16); break; }
+	}
+}
+
+static double reduce(double a, double b, int op) {
+	switch (op) {
+	case 0: case 4: return a + b;
+	case 1: return a * b;
+	case 2: return a > b ? a : b;
+	case 3: return a < b ? a : b;
+	}
+	return a;
+}
+
+enum { C_ALLREDUCE, C_BCAST, C_REDUCE, C_ALLGATHER, C_RSCATTER, C_SEND, C_RECV };
+
+typedef struct {
+	int coll, dt, op, root, peer, done;
+	fcomm *comm;
+	const void *s;
+	void *r;
+	size_t count;
+} pend;
+
+#define MAXP 8192
+static pend P[MAXP];
+static int np = 0, depth = 0;
+
+static void corrupt(void *buf, int dt) {
+	if (envint("FAKENCCL_CORRUPT", 0)) put(buf, 0, dt, get(buf, 0, dt) + 3);
+}
+
+// run executes the collective p and the matching entries of its clique.
+static int run(int k) {
+	pend *p = &P[k];
+	int n = p->comm->nranks;
+	pend *by[256] = {0};
+	if (n > 256) return 4;
+	for (int j = k; j < np; j++) {
+		if (!P[j].done && P[j].coll == p->coll && P[j].comm->clique == p->comm->clique && !by[P[j].comm->rank]) by[P[j].comm->rank] = &P[j];
+	}
+	for (int r = 0; r < n; r++) {
+		if (!by[r]) { last = "collective not posted by every rank of the communicator"; return 5; }
+	}
+	size_t c = p->count;
+	size_t es = eltsize(p->dt);
+	switch (p->coll) {
+	case C_ALLREDUCE:
+	case C_REDUCE: {
+		double *acc = malloc(c * sizeof(double));
+		for (size_t i = 0; i < c; i++) {
+			double v = get(by[0]->s, i, p->dt);
+			for (int r = 1; r < n; r++) v = reduce(v, get(by[r]->s, i, p->dt), p->op);
+			if (p->op == 4) v /= n;
+			acc[i] = v;
+		}
+		for (int r = 0; r < n; r++) {
+			if (p->coll == C_REDUCE && r != p->root) continue;
+			for (size_t i = 0; i < c; i++) put(by[r]->r, i, p->dt, acc[i]);
+		}
+		free(acc);
+		corrupt(by[p->coll == C_REDUCE ? p->root : 0]->r, p->dt);
+		break;
+	}
+	case C_BCAST: {
+		char *src = malloc(c * es);
+		memcpy(src, by[p->root]->s, c * es);
+		for (int r = 0; r < n; r++) memcpy(by[r]->r, src, c * es);
+		free(src);
+		corrupt(by[0]->r, p->dt);
+		break;
+	}
+	case C_ALLGATHER: {
+		char *all = malloc(c * es * n);
+		for (int r = 0; r < n; r++) memcpy(all + r * c * es, by[r]->s, c * es);
+		for (int r = 0; r < n; r++) memcpy(by[r]->r, all, c * es * n);
+		free(all);
+		corrupt(by[0]->r, p->dt);
+		break;
+	}
+	case C_RSCATTER: {
+		double *acc = malloc(c * n * sizeof(double));
+		for (size_t i = 0; i < c * n; i++) {
+			double v = get(by[0]->s, i, p->dt);
+			for (int r = 1; r < n; r++) v = reduce(v, get(by[r]->s, i, p->dt), p->op);
+			if (p->op == 4) v /= n;
+			acc[i] = v;
+		}
+		for (int r = 0; r < n; r++)
+			for (size_t i = 0; i < c; i++) put(by[r]->r, i, p->dt, acc[r * c + i]);
+		free(acc);
+		corrupt(by[0]->r, p->dt);
+		break;
+	}
+	}
+	for (int r = 0; r < n; r++) by[r]->done = 1;
+	return 0;
+}
+
+static int flush(void) {
+	int e = 0;
+	// Point-to-point: every send meets the receive posted by its peer.
+	for (int i = 0; i < np && !e; i++) {
+		pend *s = &P[i];
+		if (s->done || s->coll != C_SEND) continue;
+		fcomm *dst = s->comm->clique[s->peer];
+		int found = 0;
+		for (int j = 0; j < np; j++) {
+			pend *r = &P[j];
+			if (!r->done && r->coll == C_RECV && r->comm == dst && r->peer == s->comm->rank && r->count == s->count) {
+				memmove(r->r, s->s, s->count * eltsize(s->dt));
+				r->done = s->done = 1;
+				found = 1;
+				break;
+			}
+		}
+		if (!found) { last = "send without a matching receive"; e = 5; }
+	}
+	for (int i = 0; i < np && !e; i++) {
+		if (P[i].done) continue;
+		if (P[i].coll == C_RECV) { last = "receive without a matching send"; e = 5; break; }
+		e = run(i);
+	}
+	np = 0;
+	return e;
+}
+
+static int post(pend p) {
+	if (p.comm->aborted) { last = "communicator aborted"; return 5; }
+	if (np >= MAXP) return 2;
+	P[np++] = p;
+	return depth ? 0 : flush();
+}
+
+int ncclGroupStart(void) { depth++; return 0; }
+int ncclGroupEnd(void) {
+	if (depth == 0) return 5;
+	if (--depth) return 0;
+	return flush();
+}
+
+int ncclAllReduce(const void *s, void *r, size_t c, int dt, int op, fcomm *comm, void *st) {
+	(void)st; return post((pend){C_ALLREDUCE, dt, op, 0, 0, 0, comm, s, r, c});
+}
+int ncclBroadcast(const void *s, void *r, size_t c, int dt, int root, fcomm *comm, void *st) {
+	(void)st; return post((pend){C_BCAST, dt, 0, root, 0, 0, comm, s, r, c});
+}
+int ncclReduce(const void *s, void *r, size_t c, int dt, int op, int root, fcomm *comm, void *st) {
+	(void)st; return post((pend){C_REDUCE, dt, op, root, 0, 0, comm, s, r, c});
+}
+int ncclAllGather(const void *s, void *r, size_t c, int dt, fcomm *comm, void *st) {
+	(void)st; return post((pend){C_ALLGATHER, dt, 0, 0, 0, 0, comm, s, r, c});
+}
+int ncclReduceScatter(const void *s, void *r, size_t c, int dt, int op, fcomm *comm, void *st) {
+	(void)st; return post((pend){C_RSCATTER, dt, op, 0, 0, 0, comm, s, r, c});
+}
+int ncclSend(const void *s, size_t c, int dt, int peer, fcomm *comm, void *st) {
+	(void)st; return post((pend){C_SEND, dt, 0, 0, peer, 0, comm, s, NULL, c});
+}
+int ncclRecv(void *r, size_t c, int dt, int peer, fcomm *comm, void *st) {
+	(void)st; return post((pend){C_RECV, dt, 0, 0, peer, 0, comm, NULL, r, c});
+}

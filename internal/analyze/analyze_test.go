@@ -1,0 +1,188 @@
+package analyze_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gdrcheck/gdrcheck/internal/analyze"
+	"github.com/gdrcheck/gdrcheck/internal/cli"
+	"github.com/gdrcheck/gdrcheck/internal/readkit"
+	"github.com/gdrcheck/gdrcheck/internal/result"
+)
+
+// body copies a sample without its source header into a temporary file.
+func body(t *testing.T, sample string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bd, ok := readkit.CorpusBody(b)
+	if !ok {
+		t.Fatalf("%s: no source header", sample)
+	}
+	p := filepath.Join(t.TempDir(), filepath.Base(sample))
+	if err := os.WriteFile(p, bd, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestKinds(t *testing.T) {
+	kinds := analyze.Kinds()
+	for _, k := range []string{"nvidia-smi-topo", "dcgmi", "nvbandwidth", "perftest", "nccl-topo", "nccl-tests", "nccl-log"} {
+		if !slices.Contains(kinds, k) {
+			t.Errorf("kind %s missing from %v", k, kinds)
+		}
+	}
+	seen := map[string]bool{}
+	for _, r := range analyze.Readers() {
+		if seen[r.Kind] || r.Detect == nil || r.Analyze == nil || r.Description == "" {
+			t.Errorf("reader %q duplicated or incomplete", r.Kind)
+		}
+		seen[r.Kind] = true
+	}
+}
+
+// Every sample goes to its kind (and NCCL_DEBUG runs of nccl-tests to both
+// readers); the worst verdict of each output is what a person says.
+func TestDispatch(t *testing.T) {
+	for _, c := range []struct {
+		sample string
+		kinds  []string
+		worst  []result.Status
+	}{
+		{"nccltests/testdata/aws-p5-2node-efa-ofi-gdrdma-full.txt", []string{"nccl-tests", "nccl-log"}, nil},
+		{"nccltests/testdata/a100pcie-2node-gdr-level-sys-mixed-roce-ib-gather-dropoff.txt", []string{"nccl-tests", "nccl-log"}, []result.Status{result.Warn}},
+		{"nccltests/testdata/dgxc-h100-1node-allreduce-nvls-480.txt", []string{"nccl-tests"}, []result.Status{result.Pass}},
+		{"nccltests/testdata/synthetic-allreduce-wrong-oob-failed.txt", []string{"nccl-tests"}, []result.Status{result.Fail}},
+		{"nccltests/testdata/synthetic-json-allreduce-J.txt", []string{"nccl-tests"}, []result.Status{result.Pass}},
+		{"perftest/testdata/gke-a3ultra-h200-ib-write-bw-host-failed-status10.txt", []string{"perftest"}, []result.Status{result.Fail}},
+		// Host-memory runs skip the GPU-memory verdict (skip sorts before pass).
+		{"perftest/testdata/k8s-cx6-ib-write-bw-host-all-sizes-98g.txt", []string{"perftest"}, []result.Status{result.Skip}},
+		{"perftest/testdata/synthetic-ib-write-bw-out-json.txt", []string{"perftest"}, []result.Status{result.Skip}},
+		{"perftest/testdata/gke-a3ultra-h200-ib-write-bw-cuda-dmabuf-140g.txt", []string{"perftest"}, []result.Status{result.Warn}},
+		{"nvbandwidth/testdata/nvbandwidth-v08-4x-t4-pcie-gen3-d2d-ce-sm.txt", []string{"nvbandwidth"}, []result.Status{result.Pass}},
+		{"nvbandwidth/testdata/synthetic-nvbandwidth-json-t4.txt", []string{"nvbandwidth"}, []result.Status{result.Skip}},
+		{"dcgmi/testdata/dcgmi-diag-dcgm423-l40s-x4-pcie-internal-error-k8s.txt", []string{"dcgmi"}, []result.Status{result.Error}},
+		{"dcgmi/testdata/synthetic-dcgmi-diag-json-dcgm4-internal-error.txt", []string{"dcgmi"}, []result.Status{result.Error}},
+		{"smitopo/testdata/h200x8-10nic-gpu3-triple-pix-tabs.txt", []string{"nvidia-smi-topo"}, []result.Status{result.Pass}},
+		{"smitopo/testdata/puget-wrx90-2x-rtx6000ada-pcie.txt", []string{"nvidia-smi-topo"}, []result.Status{result.Fail}},
+	} {
+		t.Run(filepath.Base(c.sample), func(t *testing.T) {
+			outs, err := analyze.FileAll(body(t, c.sample))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kinds []string
+			for _, o := range outs {
+				kinds = append(kinds, o.Kind)
+				if len(o.Verdicts) == 0 {
+					t.Errorf("%s: no verdicts", o.Kind)
+				}
+			}
+			if !slices.Equal(kinds, c.kinds) {
+				t.Fatalf("kinds %v, want %v", kinds, c.kinds)
+			}
+			for i, w := range c.worst {
+				if got := result.Worst(outs[i].Verdicts); got != w {
+					t.Errorf("%s: worst verdict %s, want %s", outs[i].Kind, got, w)
+				}
+			}
+		})
+	}
+}
+
+func TestNotRecognised(t *testing.T) {
+	p := body(t, "nvbandwidth/testdata/vastai-4xa100-custom-p2p-bandwidth-nvlink-vs-pcie.txt")
+	_, err := analyze.File(p, "")
+	var ke *analyze.KindError
+	if !errors.As(err, &ke) || ke.File != p {
+		t.Fatalf("error %v, want a KindError for the file", err)
+	}
+	if _, err := analyze.File(p, "no-such-kind"); !errors.As(err, &ke) {
+		t.Errorf("unknown kind: %v", err)
+	}
+	empty := filepath.Join(t.TempDir(), "empty.txt")
+	os.WriteFile(empty, nil, 0o644)
+	if _, err := analyze.FileAll(empty); !errors.As(err, &ke) || !strings.Contains(err.Error(), "empty") {
+		t.Errorf("empty file: %v", err)
+	}
+	if _, err := analyze.File(filepath.Join(t.TempDir(), "missing.txt"), ""); err == nil {
+		t.Error("missing file: no error")
+	}
+}
+
+func TestForcedKind(t *testing.T) {
+	p := body(t, "dcgmi/testdata/dcgmi-diag-r2-aws-p4de-a100-dcgm333.txt")
+	_, err := analyze.File(p, "perftest")
+	var pe *readkit.ParseError
+	if !errors.As(err, &pe) || pe.Name != p || pe.Line < 1 {
+		t.Fatalf("dcgmi output read as perftest: %v, want an error naming the file and a line", err)
+	}
+	o, err := analyze.File(p, "dcgmi")
+	if err != nil || o.Kind != "dcgmi" || o.File != p {
+		t.Fatalf("forced dcgmi: %v %+v", err, o)
+	}
+}
+
+func run(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := cli.Main(args, &out, &errb, cli.BuildInfo{Version: "test"})
+	return code, out.String(), errb.String()
+}
+
+func TestCommand(t *testing.T) {
+	good := body(t, "perftest/testdata/k8s-cx6-ib-write-bw-host-all-sizes-98g.txt")
+	bad := body(t, "smitopo/testdata/puget-wrx90-2x-rtx6000ada-pcie.txt")
+	unknown := body(t, "nvbandwidth/testdata/vastai-4xa100-custom-p2p-bandwidth-nvlink-vs-pcie.txt")
+
+	code, out, _ := run("analyze", good)
+	if code != 0 || !strings.Contains(out, "(perftest)") || !strings.Contains(out, "perftest.bw [Measured]") {
+		t.Errorf("good file: exit %d\n%s", code, out)
+	}
+	code, out, _ = run("analyze", good, bad)
+	if code != 1 {
+		t.Errorf("a failing verdict: exit %d, want 1", code)
+	}
+	topo := out[strings.Index(out, "(nvidia-smi-topo)"):]
+	if !strings.HasPrefix(strings.SplitN(topo, "\n", 3)[2], "  FAIL    gdr.nic-affinity") || !strings.Contains(topo, "remedy:") {
+		t.Errorf("text output does not start the topo file with its failure and remedy:\n%s", topo)
+	}
+	code, _, errOut := run("analyze", good, unknown)
+	if code != 2 || !strings.Contains(errOut, "kind not recognised") {
+		t.Errorf("unrecognised file: exit %d, stderr %q", code, errOut)
+	}
+	code, out, _ = run("analyze", "--format", "json", good, bad)
+	var outs []struct {
+		File     string          `json:"file"`
+		Kind     string          `json:"kind"`
+		Report   json.RawMessage `json:"report"`
+		Verdicts []result.Result `json:"verdicts"`
+	}
+	if err := json.Unmarshal([]byte(out), &outs); err != nil || code != 1 || len(outs) != 2 {
+		t.Fatalf("json: exit %d, %v, %d outputs", code, err, len(outs))
+	}
+	if outs[1].Kind != "nvidia-smi-topo" || outs[1].Verdicts[0].ID != "gdr.nic-affinity" || outs[1].Verdicts[0].Status != result.Fail {
+		t.Errorf("json output %+v", outs[1])
+	}
+	code, out, _ = run("analyze", "--kind", "dcgmi", good)
+	if code != 2 {
+		t.Errorf("forced wrong kind: exit %d\n%s", code, out)
+	}
+	if code, _, _ = run("analyze", "--kind", "nope", good); code != 2 {
+		t.Errorf("unknown --kind: exit %d", code)
+	}
+	if code, _, _ = run("analyze", "--format", "yaml", good); code != 2 {
+		t.Errorf("bad --format: exit %d", code)
+	}
+	if code, _, _ = run("analyze"); code != 2 {
+		t.Errorf("no file: exit %d", code)
+	}
+}

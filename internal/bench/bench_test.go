@@ -1,0 +1,251 @@
+package bench_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gdrcheck/gdrcheck/internal/bench"
+	"github.com/gdrcheck/gdrcheck/internal/cuda"
+	"github.com/gdrcheck/gdrcheck/internal/fakelib"
+	"github.com/gdrcheck/gdrcheck/internal/nccl"
+)
+
+// fakes loads the fake CUDA runtime and NCCL (built with gcc), which run
+// the real shims and benchmark code with host memory standing for GPUs.
+func fakes(t *testing.T, devices string) (*cuda.Runtime, *nccl.Library) {
+	t.Helper()
+	t.Setenv("FAKECUDA_DEVICES", devices)
+	rt, err := cuda.Open(fakelib.CUDART(t), cuda.WithCallTimeout(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib, err := nccl.Open(fakelib.NCCL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt, lib
+}
+
+func config(t *testing.T, colls []string, dtype, op string, devs []int) bench.NCCLConfig {
+	t.Helper()
+	var cs []bench.Collective
+	for _, n := range colls {
+		c, err := bench.CollectiveByName(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, c)
+	}
+	d, err := bench.DTypeByName(dtype)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := bench.RedOpByName(op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bench.NCCLConfig{Collectives: cs, MinBytes: 1 << 10, MaxBytes: 256 << 10, StepFactor: 4, Warmup: 2, Iters: 3, Check: 1,
+		DType: d, Op: o, Devices: devs, OpTimeout: 10 * time.Second}
+}
+
+var allColls = []string{"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv"}
+
+// TestCollectivesVerify: every collective, on 1 to 4 ranks, over types and
+// reductions, computes what the check expects (the fake NCCL really
+// reduces, gathers and scatters), with nothing wrong.
+func TestCollectivesVerify(t *testing.T) {
+	cases := []struct {
+		ranks    int
+		dtype    string
+		op       string
+		devs     []int
+		rootNote string
+	}{
+		{1, "float", "sum", []int{0}, ""},
+		{2, "float", "sum", []int{0, 1}, ""},
+		{4, "half", "sum", []int{0, 1, 2, 3}, ""},
+		{4, "bfloat16", "max", []int{0, 1, 2, 3}, ""},
+		{3, "int8", "prod", []int{0, 1, 2}, ""},
+		{4, "double", "avg", []int{0, 1, 2, 3}, ""},
+		{2, "uint8", "min", []int{0, 1}, ""},
+		{4, "int64", "sum", []int{0, 1, 2, 3}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.dtype+"-"+tc.op+"-"+string(rune('0'+tc.ranks)), func(t *testing.T) {
+			rt, lib := fakes(t, "4")
+			cfg := config(t, allColls, tc.dtype, tc.op, tc.devs)
+			cfg.Root = tc.ranks - 1
+			res, err := bench.RunNCCL(context.Background(), rt, lib, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res) != len(allColls) {
+				t.Fatalf("%d results", len(res))
+			}
+			for _, r := range res {
+				if r.Ranks != tc.ranks || len(r.Rows) != 5 {
+					t.Errorf("%s: %d ranks, %d rows", r.Collective, r.Ranks, len(r.Rows))
+				}
+				if r.Wrong != 0 {
+					t.Errorf("%s: %d wrong elements\n%s", r.Collective, r.Wrong, table(r))
+				}
+				for _, row := range r.Rows {
+					if !row.OutOfPlace.Checked || row.OutOfPlace.TimeUS <= 0 || row.OutOfPlace.AlgBW <= 0 {
+						t.Errorf("%s %d: out-of-place %+v", r.Collective, row.Bytes, row.OutOfPlace)
+					}
+					if (r.Collective == "alltoall" || r.Collective == "sendrecv") && row.InPlace.Checked {
+						t.Errorf("%s in-place was checked", r.Collective)
+					}
+				}
+			}
+		})
+	}
+}
+
+func table(r bench.NCCLResult) string {
+	var b strings.Builder
+	r.WriteTable(&b)
+	return b.String()
+}
+
+// TestWrongResultsDetected: a collective that computes a wrong value, and
+// an output damaged after the run, both show as #wrong > 0.
+func TestWrongResultsDetected(t *testing.T) {
+	t.Run("NCCL computes a wrong element", func(t *testing.T) {
+		rt, lib := fakes(t, "2")
+		t.Setenv("FAKENCCL_CORRUPT", "1")
+		res, err := bench.RunNCCL(context.Background(), rt, lib, config(t, []string{"all_reduce", "all_gather", "broadcast"}, "float", "sum", []int{0, 1}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Wrong == 0 {
+				t.Errorf("%s: corruption not detected\n%s", r.Collective, table(r))
+			}
+			if !strings.Contains(r.Footer(), "Out of bounds values : ") || !strings.Contains(r.Footer(), "FAILED") {
+				t.Errorf("footer: %s", r.Footer())
+			}
+		}
+	})
+	t.Run("output poisoned after the run", func(t *testing.T) {
+		rt, lib := fakes(t, "1")
+		cfg := config(t, []string{"reduce_scatter", "all_reduce"}, "half", "sum", []int{0})
+		cfg.CorruptAfterCheck = true
+		res, err := bench.RunNCCL(context.Background(), rt, lib, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			for _, row := range r.Rows {
+				if row.OutOfPlace.Wrong == 0 || row.InPlace.Wrong == 0 {
+					t.Errorf("%s %d: wrong %d/%d", r.Collective, row.Bytes, row.OutOfPlace.Wrong, row.InPlace.Wrong)
+				}
+			}
+		}
+	})
+}
+
+// TestWatchdog: GPU work that never finishes becomes an error within the
+// deadline, the communicators are aborted, nothing hangs.
+func TestWatchdog(t *testing.T) {
+	rt, lib := fakes(t, "2")
+	t.Setenv("FAKECUDA_HANG", "1")
+	cfg := config(t, []string{"all_reduce"}, "float", "sum", []int{0, 1})
+	cfg.OpTimeout = 200 * time.Millisecond
+	cfg.Check = 0
+	start := time.Now()
+	_, err := bench.RunNCCL(context.Background(), rt, lib, cfg)
+	if !errors.Is(err, bench.ErrWatchdog) || !strings.Contains(err.Error(), "all_reduce warm-up") {
+		t.Fatalf("err = %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %s", d)
+	}
+}
+
+func TestInterrupt(t *testing.T) {
+	rt, lib := fakes(t, "1")
+	t.Setenv("FAKECUDA_HANG", "1")
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	cfg := config(t, []string{"all_reduce"}, "float", "sum", []int{0})
+	cfg.Check = 0
+	_, err := bench.RunNCCL(ctx, rt, lib, cfg)
+	if err == nil || !strings.Contains(err.Error(), "interrupted") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestDeviceProblems(t *testing.T) {
+	t.Run("busy", func(t *testing.T) {
+		rt, lib := fakes(t, "1")
+		t.Setenv("FAKECUDA_BUSY", "1")
+		_, err := bench.RunNCCL(context.Background(), rt, lib, config(t, []string{"all_reduce"}, "float", "sum", []int{0}))
+		if !cuda.IsCode(err, cuda.ErrCodeDevicesBusy) || !strings.Contains(err.Error(), "busy or unavailable") {
+			t.Errorf("err = %v", err)
+		}
+	})
+	t.Run("out of memory", func(t *testing.T) {
+		rt, lib := fakes(t, "1")
+		t.Setenv("FAKECUDA_OOM", "1")
+		_, err := bench.RunNCCL(context.Background(), rt, lib, config(t, []string{"all_reduce"}, "float", "sum", []int{0}))
+		if !cuda.IsCode(err, cuda.ErrCodeMemoryAllocation) || !strings.Contains(err.Error(), "out of memory") {
+			t.Errorf("err = %v", err)
+		}
+	})
+	t.Run("little memory shrinks the largest size", func(t *testing.T) {
+		rt, lib := fakes(t, "1")
+		t.Setenv("FAKECUDA_MEM", "524288")
+		var notes []string
+		cfg := config(t, []string{"all_reduce"}, "float", "sum", []int{0})
+		cfg.OnNote = func(s string) { notes = append(notes, s) }
+		res, err := bench.RunNCCL(context.Background(), rt, lib, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := res[0].Rows[len(res[0].Rows)-1].Bytes
+		if len(notes) != 1 || !strings.Contains(notes[0], "Reducing maxBytes") || last >= 256<<10 {
+			t.Errorf("notes %v, largest size %d", notes, last)
+		}
+	})
+}
+
+func TestCopy(t *testing.T) {
+	rt, _ := fakes(t, "2")
+	cfg := bench.CopyConfig{Devices: []int{0, 1}, Bytes: 3 << 20, Iters: 2, Warmup: 1, LatencyIters: 10,
+		Tests: []string{bench.CopyD2D, bench.CopyH2DPinned, bench.CopyD2HPinned, bench.CopyBidirPinned, bench.CopyH2DPageable, bench.CopyD2HPageable, bench.CopyP2P, bench.CopyP2PBidir, bench.CopyLatency},
+		LocalCPUs: func(int) []int { return []int{0} }}
+	res, err := bench.RunCopy(context.Background(), rt, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 6 single tests + latency per device, 2 p2p tests + latency per ordered pair
+	if len(res) != 2*7+2*3 {
+		t.Errorf("%d results", len(res))
+	}
+	for _, r := range res {
+		if !r.Valid || r.Error != "" || r.US <= 0 {
+			t.Errorf("%+v", r)
+		}
+		if r.Test == bench.CopyD2D && r.ReadWriteGBps != 2*r.GBps {
+			t.Errorf("d2d read+write %v vs %v", r.ReadWriteGBps, r.GBps)
+		}
+		if (r.Test == bench.CopyP2P || r.Test == bench.CopyP2PBidir) && !r.Peered {
+			t.Errorf("%s %d->%d not peered", r.Test, r.Dev, r.Peer)
+		}
+	}
+	cfg.Corrupt = true
+	cfg.Tests = []string{bench.CopyD2D, bench.CopyD2HPinned, bench.CopyP2P}
+	res, err = bench.RunCopy(context.Background(), rt, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Valid || r.Wrong == 0 {
+			t.Errorf("corrupted %s not caught: %+v", r.Test, r)
+		}
+	}
+}

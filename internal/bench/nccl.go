@@ -1,0 +1,430 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gdrcheck/gdrcheck/internal/cuda"
+	"github.com/gdrcheck/gdrcheck/internal/nccl"
+)
+
+// NCCLConfig is what `gdrcheck bench nccl` runs; the flags mirror
+// nccl-tests' where they overlap.
+type NCCLConfig struct {
+	Collectives []Collective
+	MinBytes    uint64 // -b
+	MaxBytes    uint64 // -e
+	StepFactor  uint64 // -f
+	StepBytes   uint64 // -i
+	Warmup      int    // -w
+	Iters       int    // -n
+	Check       int    // -c: checked runs per size (0: none)
+	DType       DType  // -d
+	Op          RedOp  // -o
+	Root        int    // -r
+	Devices     []int  // CUDA device ordinals (-g: the first N)
+	// OpTimeout bounds every wait for GPU work (a timed loop, a checked
+	// run); on expiry the communicators are aborted.
+	OpTimeout   time.Duration
+	InitTimeout time.Duration
+	// OnRow is called after each finished row (streaming output and
+	// partial results survive an interrupt).
+	OnRow func(coll string, r Row)
+	// OnNote receives remarks nccl-tests would print ("Reducing maxBytes").
+	OnNote func(string)
+	// CorruptAfterCheck overwrites part of one output after the checked
+	// run and before its verification: proof that #wrong catches bad data.
+	CorruptAfterCheck bool
+}
+
+// Measure is one half of a row: out-of-place or in-place.
+type Measure struct {
+	TimeUS  float64 `json:"time_us"`
+	AlgBW   float64 `json:"algbw_gbs"`
+	BusBW   float64 `json:"busbw_gbs"`
+	Wrong   int64   `json:"wrong"`   // elements that differed in the checked runs
+	Checked bool    `json:"checked"` // #wrong is meaningful
+	NA      bool    `json:"na,omitempty"`
+}
+
+// Row is one size of one collective, as nccl-tests prints it.
+type Row struct {
+	Bytes      uint64  `json:"size_bytes"`
+	Count      uint64  `json:"count"`
+	Type       string  `json:"type"`
+	RedOp      string  `json:"redop"`
+	Root       int     `json:"root"`
+	OutOfPlace Measure `json:"out_of_place"`
+	InPlace    Measure `json:"in_place"`
+}
+
+// NCCLResult is one collective's run.
+type NCCLResult struct {
+	Collective string `json:"collective"`
+	Ranks      int    `json:"ranks"`
+	Rows       []Row  `json:"rows"`
+	// AvgBusBW is nccl-tests' "Avg bus bandwidth": the mean busbw of every
+	// measurement (out-of-place and in-place) of every row.
+	AvgBusBW float64 `json:"avg_busbw_gbs"`
+	// Wrong is the sum of #wrong: nccl-tests' "Out of bounds values".
+	Wrong int64 `json:"wrong"`
+	Error string `json:"error,omitempty"`
+}
+
+// ErrWatchdog marks a GPU operation that overran its deadline; the
+// communicators were aborted.
+var ErrWatchdog = errors.New("watchdog: GPU operation overran its deadline, communicators aborted")
+
+// stagingBytes is the pinned host buffer used to fill and verify.
+const stagingBytes = 64 << 20
+
+// ncclRun holds one run's resources.
+type ncclRun struct {
+	cfg     NCCLConfig
+	rt      *cuda.Runtime
+	comms   *nccl.Comms
+	send    []cuda.Ptr
+	recv    []cuda.Ptr
+	staging cuda.Ptr
+	bufSize uint64
+	seed    uint32
+	doing   string // what is running, for watchdog messages
+}
+
+// RunNCCL runs the configured collectives on the given devices in this
+// process (one communicator per device, ncclCommInitAll). It returns the
+// results finished so far with the error that stopped it.
+func RunNCCL(ctx context.Context, rt *cuda.Runtime, lib *nccl.Library, cfg NCCLConfig) ([]NCCLResult, error) {
+	if len(cfg.Devices) == 0 {
+		return nil, fmt.Errorf("no GPU to run on")
+	}
+	if cfg.Iters < 1 {
+		cfg.Iters = 1
+	}
+	if cfg.OpTimeout <= 0 {
+		cfg.OpTimeout = 5 * time.Minute
+	}
+	if cfg.InitTimeout <= 0 {
+		cfg.InitTimeout = 2 * time.Minute
+	}
+	r := &ncclRun{cfg: cfg, rt: rt, seed: 99}
+	comms, err := lib.InitAll(ctx, rt, cfg.Devices, cfg.InitTimeout)
+	if err != nil {
+		return nil, err
+	}
+	r.comms = comms
+	defer r.release(context.WithoutCancel(ctx))
+	if err := r.allocate(ctx); err != nil {
+		return nil, err
+	}
+	var out []NCCLResult
+	for _, c := range cfg.Collectives {
+		res, err := r.collective(ctx, c)
+		out = append(out, res)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// allocate gives every rank send and receive buffers of the largest size
+// (capped by free memory as nccl-tests does) and the staging buffer.
+func (r *ncclRun) allocate(ctx context.Context) error {
+	size := r.cfg.MaxBytes
+	for _, d := range r.cfg.Devices {
+		free, total, err := r.rt.MemInfo(ctx, d)
+		if err != nil {
+			return err
+		}
+		// Keep 1/16 of the memory (at most 4 GiB) plus up to 1 GiB for NCCL
+		// and the runtime, as nccl-tests does on large GPUs.
+		const gib = uint64(1) << 30
+		reserve := min(total/16, 4*gib) + min(gib, total/8)
+		if free <= reserve+(64<<10) {
+			return fmt.Errorf("GPU %d has only %d MiB free of %d MiB (%d MiB are kept for NCCL and the runtime): another process holds the rest", d, free>>20, total>>20, reserve>>20)
+		}
+		if lim := (free - reserve) / 2; size > lim {
+			size = lim
+		}
+	}
+	if size < r.cfg.MaxBytes {
+		if r.cfg.OnNote != nil {
+			r.cfg.OnNote(fmt.Sprintf("Reducing maxBytes to %d due to memory limitation", size))
+		}
+		r.cfg.MaxBytes = size
+		if r.cfg.MinBytes > size {
+			r.cfg.MinBytes = size
+		}
+	}
+	r.bufSize = r.cfg.MaxBytes + 64 // room for any alignment of any type
+	for i, d := range r.cfg.Devices {
+		s, err := r.rt.Malloc(ctx, d, r.bufSize)
+		if err != nil {
+			return err
+		}
+		r.send = append(r.send, s)
+		v, err := r.rt.Malloc(ctx, d, r.bufSize)
+		if err != nil {
+			return err
+		}
+		r.recv = append(r.recv, v)
+		r.comms.SetBuffers(i, s, v)
+	}
+	if r.cfg.Check > 0 {
+		st, err := r.rt.HostAlloc(ctx, r.cfg.Devices[0], stagingBytes)
+		if err != nil {
+			return err
+		}
+		r.staging = st
+	}
+	return nil
+}
+
+func (r *ncclRun) release(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if r.comms != nil {
+		_ = r.comms.Destroy(ctx)
+	}
+	for i, d := range r.cfg.Devices {
+		if i < len(r.send) {
+			_ = r.rt.Free(ctx, d, r.send[i])
+		}
+		if i < len(r.recv) {
+			_ = r.rt.Free(ctx, d, r.recv[i])
+		}
+	}
+	_ = r.rt.FreeHost(ctx, r.staging)
+}
+
+// op is the shim's description of collective c at a size.
+func (r *ncclRun) op(c Collective, l Layout, inPlace bool) nccl.Op {
+	return nccl.Op{Coll: c.Coll, Count: l.Count, DType: r.cfg.DType.NCCL, RedOp: r.cfg.Op.NCCL, Root: r.cfg.Root,
+		InPlace: inPlace, SendInplaceOff: l.SendInplaceOff, RecvInplaceOff: l.RecvInplaceOff, Elt: r.cfg.DType.Size,
+		TotalBytes: l.Bytes, MaxBytes: r.cfg.MaxBytes}
+}
+
+// guard turns a wait's error into the watchdog's, aborting the
+// communicators when GPU work overran or was interrupted.
+func (r *ncclRun) guard(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, cuda.ErrTimeout) || errors.Is(err, cuda.ErrHung) {
+		abortErrs := r.comms.Abort()
+		msg := "while running " + r.doing
+		if len(abortErrs) > 0 {
+			msg += fmt.Sprintf(" (abort: %v)", abortErrs[0])
+		}
+		return fmt.Errorf("%w %s: %w", ErrWatchdog, msg, err)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		r.comms.Abort()
+		return fmt.Errorf("interrupted while running %s: %w", r.doing, err)
+	}
+	return fmt.Errorf("%s: %w", r.doing, err)
+}
+
+func (r *ncclRun) collective(ctx context.Context, c Collective) (NCCLResult, error) {
+	n := r.comms.World()
+	res := NCCLResult{Collective: c.Name, Ranks: n}
+	elt := r.cfg.DType.Size
+	// Warm-up at every power-of-two size, as nccl-tests does.
+	for size := r.cfg.MinBytes; size <= r.cfg.MaxBytes && size > 0; size *= 2 {
+		l := c.LayoutFor(size, elt, n)
+		op := r.op(c, l, false)
+		r.doing = fmt.Sprintf("%s warm-up at %d bytes", c.Name, l.Bytes)
+		for w := 0; w < r.cfg.Warmup; w++ {
+			if err := r.comms.Enqueue(ctx, op, w); err != nil {
+				return res, r.guard(err)
+			}
+		}
+		if err := r.comms.Wait(ctx, r.cfg.OpTimeout); err != nil {
+			return res, r.guard(err)
+		}
+	}
+	var bwSum float64
+	var bwN int
+	root := -1
+	if c.Rooted {
+		root = r.cfg.Root
+	}
+	redop := "none"
+	if c.Reduces {
+		redop = r.cfg.Op.Name
+	}
+	for _, size := range Sizes(r.cfg.MinBytes, r.cfg.MaxBytes, r.cfg.StepFactor, r.cfg.StepBytes) {
+		l := c.LayoutFor(size, elt, n)
+		row := Row{Bytes: l.Bytes, Count: l.Count, Type: r.cfg.DType.Name, RedOp: redop, Root: root}
+		for _, inPlace := range []bool{false, true} {
+			m := &row.OutOfPlace
+			if inPlace {
+				m = &row.InPlace
+			}
+			if inPlace && !c.InPlace {
+				m.NA = true
+				continue
+			}
+			if err := r.bench(ctx, c, l, inPlace, m); err != nil {
+				res.Rows = append(res.Rows, row)
+				res.Error = err.Error()
+				return res, err
+			}
+			bwSum += m.BusBW
+			bwN++
+			res.Wrong += m.Wrong
+		}
+		res.Rows = append(res.Rows, row)
+		if r.cfg.OnRow != nil {
+			r.cfg.OnRow(c.Name, row)
+		}
+	}
+	if bwN > 0 {
+		res.AvgBusBW = bwSum / float64(bwN)
+	}
+	return res, nil
+}
+
+// bench is nccl-tests' BenchTime: one synchronising run, the timed
+// iterations, then the checked runs.
+func (r *ncclRun) bench(ctx context.Context, c Collective, l Layout, inPlace bool, m *Measure) error {
+	op := r.op(c, l, inPlace)
+	place := "out-of-place"
+	if inPlace {
+		place = "in-place"
+	}
+	n := r.comms.World()
+	checks := r.cfg.Check
+	if inPlace && !c.CheckInPlace {
+		checks = 0
+	}
+	if checks > 0 {
+		r.doing = fmt.Sprintf("%s %s at %d bytes (data init)", c.Name, place, l.Bytes)
+		if err := r.prepare(ctx, c, l, inPlace); err != nil {
+			return r.guard(err)
+		}
+	}
+	r.doing = fmt.Sprintf("%s %s at %d bytes (sync run)", c.Name, place, l.Bytes)
+	if err := r.comms.Enqueue(ctx, op, 0); err != nil {
+		return r.guard(err)
+	}
+	if err := r.comms.Wait(ctx, r.cfg.OpTimeout); err != nil {
+		return r.guard(err)
+	}
+	r.doing = fmt.Sprintf("%s %s at %d bytes (%d timed iterations)", c.Name, place, l.Bytes, r.cfg.Iters)
+	sec, err := r.comms.Timed(ctx, op, r.cfg.Iters, r.cfg.OpTimeout)
+	if err != nil {
+		return r.guard(err)
+	}
+	delta := sec / float64(r.cfg.Iters)
+	m.TimeUS = delta * 1e6
+	m.AlgBW, m.BusBW = c.Bandwidths(l.Count, r.cfg.DType.Size, delta, n)
+	for k := 0; k < checks; k++ {
+		r.doing = fmt.Sprintf("%s %s at %d bytes (checked run)", c.Name, place, l.Bytes)
+		if err := r.prepare(ctx, c, l, inPlace); err != nil {
+			return r.guard(err)
+		}
+		if err := r.comms.Enqueue(ctx, op, 0); err != nil {
+			return r.guard(err)
+		}
+		if err := r.comms.Wait(ctx, r.cfg.OpTimeout); err != nil {
+			return r.guard(err)
+		}
+		if r.cfg.CorruptAfterCheck {
+			if err := r.corrupt(ctx, c, l, inPlace); err != nil {
+				return r.guard(err)
+			}
+		}
+		w, err := r.verify(ctx, c, l, inPlace)
+		if err != nil {
+			return r.guard(err)
+		}
+		m.Checked = true
+		m.Wrong += w
+		if w > 0 {
+			break
+		}
+	}
+	return nil
+}
+
+// regions of local rank i: where its input lives and its output goes.
+func (r *ncclRun) regions(i int, l Layout, inPlace bool) (in, out cuda.Ptr) {
+	rank := uint64(r.comms.Rank(i))
+	out = r.recv[i]
+	in = r.send[i]
+	if inPlace {
+		in = r.recv[i].Add(l.SendInplaceOff * rank)
+		out = r.recv[i].Add(l.RecvInplaceOff * rank)
+	}
+	return in, out
+}
+
+// prepare poisons every output and writes fresh inputs.
+func (r *ncclRun) prepare(ctx context.Context, c Collective, l Layout, inPlace bool) error {
+	r.seed++
+	p := newPattern(r.cfg.DType, r.cfg.Op, r.comms.World(), r.seed)
+	elt := r.cfg.DType.Size
+	for i := 0; i < r.comms.Local(); i++ {
+		dev := r.comms.Device(i)
+		_, out := r.regions(i, l, inPlace)
+		if err := r.rt.Memset(ctx, dev, out, poisonByte, l.RecvCount*elt); err != nil {
+			return err
+		}
+		in, _ := r.regions(i, l, inPlace)
+		rank := r.comms.Rank(i)
+		total := l.SendCount * elt
+		for off := uint64(0); off < total; off += stagingBytes {
+			nb := min(stagingBytes, total-off)
+			buf := cuda.Bytes(r.staging, nb)
+			p.fill(buf, off/elt, rank)
+			if err := r.rt.Memcpy(ctx, dev, in.Add(off), r.staging, nb, cuda.HostToDevice); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// verify counts the wrong output elements of every local rank that has an
+// output to check (reduce: the root only).
+func (r *ncclRun) verify(ctx context.Context, c Collective, l Layout, inPlace bool) (int64, error) {
+	p := newPattern(r.cfg.DType, r.cfg.Op, r.comms.World(), r.seed)
+	elt := r.cfg.DType.Size
+	var wrong int64
+	for i := 0; i < r.comms.Local(); i++ {
+		rank := r.comms.Rank(i)
+		if c.Coll == nccl.Reduce && rank != r.cfg.Root {
+			continue
+		}
+		dev := r.comms.Device(i)
+		_, out := r.regions(i, l, inPlace)
+		src := outputSource(c, rank, r.comms.World(), r.cfg.Root, l.Count)
+		total := l.RecvCount * elt
+		for off := uint64(0); off < total; off += stagingBytes {
+			nb := min(stagingBytes, total-off)
+			if err := r.rt.Memcpy(ctx, dev, r.staging, out.Add(off), nb, cuda.DeviceToHost); err != nil {
+				return wrong, err
+			}
+			wrong += p.compare(cuda.Bytes(r.staging, nb), off/elt, src)
+		}
+	}
+	return wrong, nil
+}
+
+// corrupt overwrites the first 256 bytes (or the whole output, if
+// smaller) of the first checked rank's output.
+func (r *ncclRun) corrupt(ctx context.Context, c Collective, l Layout, inPlace bool) error {
+	for i := 0; i < r.comms.Local(); i++ {
+		if c.Coll == nccl.Reduce && r.comms.Rank(i) != r.cfg.Root {
+			continue
+		}
+		_, out := r.regions(i, l, inPlace)
+		n := min(256, l.RecvCount*r.cfg.DType.Size)
+		return r.rt.Memset(ctx, r.comms.Device(i), out, 0x5A, n)
+	}
+	return nil
+}

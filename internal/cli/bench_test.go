@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gdrcheck/gdrcheck/internal/fakelib"
+)
+
+func fakeGPUs(t *testing.T, n string) {
+	t.Helper()
+	t.Setenv("GDRCHECK_CUDART", fakelib.CUDART(t))
+	t.Setenv("GDRCHECK_NCCL", fakelib.NCCL(t))
+	t.Setenv("FAKECUDA_DEVICES", n)
+	for _, k := range []string{"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "NCCL_TOPO_DUMP_FILE", "NCCL_GRAPH_DUMP_FILE"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+}
+
+func TestBenchNCCLCommand(t *testing.T) {
+	fakeGPUs(t, "2")
+	out := t.TempDir()
+	stdout, errs, code := run(t, "bench", "nccl", "-b", "1K", "-e", "64K", "-f", "4", "-w", "1", "-n", "2", "--op", "all", "--out", out)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s\n%s", code, errs, stdout)
+	}
+	for _, want := range []string{"# Collective all_reduce", "#       size         count      type   redop    root     time   algbw   busbw  #wrong", "# Out of bounds values : 0 OK", "# Collective sendrecv", "Rank  1 Group  0"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	var rep NCCLReport
+	b, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil || json.Unmarshal(b, &rep) != nil {
+		t.Fatalf("results.json: %v", err)
+	}
+	if !rep.Complete || len(rep.Results) != 7 || rep.NCCL != "2.28.3" || len(rep.Devices) != 2 || rep.Evidence == nil || rep.Evidence.Debug != "INFO" {
+		t.Errorf("report: complete %v, %d results, nccl %q, %d devices, evidence %+v", rep.Complete, len(rep.Results), rep.NCCL, len(rep.Devices), rep.Evidence)
+	}
+	if os.Getenv("NCCL_DEBUG_FILE") != filepath.Join(out, "nccl-debug.%h.%p.log") {
+		t.Errorf("NCCL_DEBUG_FILE = %q", os.Getenv("NCCL_DEBUG_FILE"))
+	}
+}
+
+func TestBenchNCCLFailures(t *testing.T) {
+	cases := []struct {
+		name string
+		env  map[string]string
+		args []string
+		code int
+		msg  string
+	}{
+		{"wrong data", nil, []string{"--inject-corruption"}, ExitFailed, "wrong elements"},
+		{"hung GPU", map[string]string{"FAKECUDA_HANG": "1"}, []string{"--op-timeout", "300ms"}, ExitFailed, "watchdog"},
+		{"no GPU", map[string]string{"FAKECUDA_DEVICES": "0"}, nil, ExitToolErr, "no usable GPU"},
+		{"busy GPU", map[string]string{"FAKECUDA_BUSY": "1"}, nil, ExitToolErr, "busy or unavailable"},
+		{"out of memory", map[string]string{"FAKECUDA_OOM": "1"}, nil, ExitToolErr, "out of memory"},
+		{"no NCCL", map[string]string{"GDRCHECK_NCCL": "/nonexistent/libnccl.so.2"}, []string{"--nccl", "/nonexistent/libnccl.so.2"}, ExitToolErr, "NCCL (libnccl.so.2) not found"},
+		{"bad size", nil, []string{"-b", "lots"}, ExitToolErr, "-b: size"},
+		{"bad collective", nil, []string{"--op", "allreduce,gossip"}, ExitToolErr, "--op: collective \"gossip\""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fakeGPUs(t, "1")
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			args := append([]string{"bench", "nccl", "-b", "1K", "-e", "4K", "-n", "2", "-w", "1", "--out", t.TempDir()}, c.args...)
+			stdout, errs, code := run(t, args...)
+			if code != c.code || !strings.Contains(errs+stdout, c.msg) {
+				t.Errorf("exit %d (want %d), output lacks %q:\n%s\n%s", code, c.code, c.msg, errs, stdout)
+			}
+		})
+	}
+}
+
+func TestBenchCopyCommand(t *testing.T) {
+	fakeGPUs(t, "2")
+	out := t.TempDir()
+	stdout, errs, code := run(t, "bench", "copy", "--size", "2M", "-n", "2", "--out", out)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s\n%s", code, errs, stdout)
+	}
+	for _, want := range []string{"d2d", "h2d_pinned", "bidir_pinned", "GPU->GPU copy bandwidth, one way", "GPU->GPU small-copy latency"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	_, errs, code = run(t, "bench", "copy", "--size", "2M", "-n", "2", "--tests", "d2d", "--inject-corruption", "--out", t.TempDir())
+	if code != ExitFailed || !strings.Contains(errs, "bytes wrong") {
+		t.Errorf("corrupted copy: exit %d %s", code, errs)
+	}
+	_, errs, code = run(t, "bench", "copy", "--root", "../../testdata/snapshots/h200x1-vm.tgz")
+	if code != ExitToolErr || !strings.Contains(errs, "live host only") {
+		t.Errorf("bench on a snapshot: exit %d %s", code, errs)
+	}
+}

@@ -1,0 +1,188 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gdrcheck/gdrcheck/internal/model"
+)
+
+// modelFlags are gdrcheck model's flags.
+type modelFlags struct {
+	gpu, nicLayer, nvlinkTopo, gpuPath, collectives, sizes, format, downtrain string
+	nodes, gpusPerNode, nicsPerNode, nvlinks, pcieGen, pcieWidth, nvlinksDown int
+	nicRate, interSocket, hostMem, pass, warn                                 float64
+	nvls, sharp, gdrOff, remoteNIC, halfRails, all, noCopies                  bool
+}
+
+// modelHardwareFlags describe hardware; with a host (no --gpu) it comes
+// from the host instead.
+var modelHardwareFlags = []string{"gpus-per-node", "nics-per-node", "nic-rate", "nic-link-layer", "nvlinks", "nvlink-topology", "pcie-gen", "pcie-width", "gpu-path"}
+
+func newModel(g *globals) *cobra.Command {
+	var f modelFlags
+	cmd := &cobra.Command{
+		Use:   "model",
+		Short: "Expected performance of collectives and copies, from the hardware (this host, --root, or --gpu ...)",
+		Long: `Predicts what NCCL collectives (as nccl-tests reports them), device and host copies, NVLink
+peer copies and perftest ib_write_bw should reach on the hardware, names the bottleneck of each
+and the formula used, and says how a measurement will be judged.
+
+The hardware comes from this host (or --root: a snapshot or host directory), or, with --gpu, from
+flags: gdrcheck model --gpu h100 --nodes 8 --gpus-per-node 8 --nics-per-node 8 --nic-rate 400.
+What-ifs (--gdr-off, --nic-remote-socket, --half-rails, --downtrain gen4x8, --sharp) change it.
+Sizes read like nccl-tests' -b/-e: 8, 1K, 64M, 8G (binary units).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runModel(cmd, g, &f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.gpu, "gpu", "", "GPU model (h100, h100-pcie, h200, h800, a100, a100-pcie, b200, l40s, rtx6000-ada, v100, ...): describe the hardware by flags instead of reading a host")
+	fl.IntVar(&f.nodes, "nodes", 0, "nodes (default 1; with a host: that many identical nodes)")
+	fl.IntVar(&f.gpusPerNode, "gpus-per-node", 0, "GPUs per node (default 8)")
+	fl.IntVar(&f.nicsPerNode, "nics-per-node", 0, "RDMA NICs (rails) per node")
+	fl.Float64Var(&f.nicRate, "nic-rate", 0, "rate of each NIC, Gb/s (400 for NDR)")
+	fl.StringVar(&f.nicLayer, "nic-link-layer", "", "InfiniBand (default) or Ethernet (RoCE)")
+	fl.IntVar(&f.nvlinks, "nvlinks", 0, "active NVLinks per GPU (default: the datasheet's)")
+	fl.StringVar(&f.nvlinkTopo, "nvlink-topology", "", "switch, mesh, partial (bridged pairs) or none (default: from the GPU and count)")
+	fl.BoolVar(&f.nvls, "nvls", false, "NVLink SHARP on or off (default: on where the GPU and NVSwitches support it)")
+	fl.BoolVar(&f.sharp, "sharp", false, "in-network reduction (SHARP/CollNet) on or off")
+	fl.IntVar(&f.pcieGen, "pcie-gen", 0, "PCIe generation of each GPU (default: the datasheet's)")
+	fl.IntVar(&f.pcieWidth, "pcie-width", 0, "PCIe width of each GPU (default: the datasheet's)")
+	fl.StringVar(&f.gpuPath, "gpu-path", "", "farthest PCIe path between two GPUs: PIX, PXB, PHB, NODE or SYS (default NODE up to 4 GPUs, SYS above)")
+	fl.Float64Var(&f.interSocket, "inter-socket-bw", 0, "GB/s GPU traffic gets across the CPU interconnect (default 22, NCCL's Sapphire Rapids figure)")
+	fl.Float64Var(&f.hostMem, "host-mem-bw", 0, "host memory bandwidth, GB/s, to bound host staging (default: not modelled)")
+	fl.BoolVar(&f.gdrOff, "gdr-off", false, "what if: GPU Direct RDMA off (network traffic staged through host memory)")
+	fl.BoolVar(&f.remoteNIC, "nic-remote-socket", false, "what if: the NICs sit on the other CPU socket")
+	fl.BoolVar(&f.halfRails, "half-rails", false, "what if: half the NICs of every node are down")
+	fl.StringVar(&f.downtrain, "downtrain", "", "what if: a GPU's PCIe link trained down to GENxWIDTH (gen4x8, x8)")
+	fl.IntVar(&f.nvlinksDown, "nvlinks-down", 0, "what if: this many NVLinks down on a GPU")
+	fl.StringVar(&f.collectives, "collective", "", "collectives, comma-separated (default all): all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, sendrecv")
+	fl.StringVar(&f.sizes, "size", "", "sizes, comma-separated, as nccl-tests reads them (default 8,1M,64M,8G)")
+	fl.BoolVar(&f.all, "all", false, "list every applicable algorithm, not only the fastest")
+	fl.BoolVar(&f.noCopies, "no-copies", false, "leave out the copy and perftest expectations")
+	fl.Float64Var(&f.pass, "margin", model.DefaultMargin().Pass, "pass a bandwidth-bound result at this fraction of expected")
+	fl.Float64Var(&f.warn, "warn-margin", model.DefaultMargin().Warn, "warn (rather than fail) from this fraction of expected")
+	fl.StringVar(&f.format, "format", "text", "output format: text or json")
+	return cmd
+}
+
+func toolErr(format string, a ...any) error {
+	return &exitError{code: ExitToolErr, err: fmt.Errorf(format, a...)}
+}
+
+func runModel(cmd *cobra.Command, g *globals, f *modelFlags) error {
+	if f.format != "text" && f.format != "json" {
+		return toolErr("--format %q: want text or json", f.format)
+	}
+	changed := cmd.Flags().Changed
+	opts := model.ReportOptions{All: f.all, NoCopies: f.noCopies, Margin: model.DefaultMargin()}
+	opts.Margin.Pass, opts.Margin.Warn = f.pass, f.warn
+	if err := opts.Margin.Validate(); err != nil {
+		return toolErr("%v", err)
+	}
+	if f.collectives != "" {
+		for _, c := range strings.Split(f.collectives, ",") {
+			if strings.TrimSpace(c) == "" {
+				continue
+			}
+			coll, err := model.ParseCollective(c)
+			if err != nil {
+				return toolErr("--collective: %v", err)
+			}
+			opts.Collectives = append(opts.Collectives, coll)
+		}
+	}
+	if f.sizes != "" {
+		sz, err := model.ParseSizes(f.sizes)
+		if err != nil {
+			return toolErr("--size: %v", err)
+		}
+		opts.Sizes = sz
+	}
+	if changed("nodes") && f.nodes < 1 {
+		return toolErr("--nodes %d: at least 1", f.nodes)
+	}
+
+	var s model.System
+	if f.gpu != "" {
+		p := model.Params{GPU: f.gpu, Nodes: f.nodes, GPUsPerNode: f.gpusPerNode, NICsPerNode: f.nicsPerNode,
+			NICRateGbps: f.nicRate, NICLayer: f.nicLayer, NVLinks: f.nvlinks, NVLinkTopology: f.nvlinkTopo,
+			PCIeGen: f.pcieGen, PCIeWidth: f.pcieWidth, GPUPath: f.gpuPath, InterSocket: f.interSocket, HostMemGBps: f.hostMem,
+			SHARP: f.sharp}
+		if changed("gpus-per-node") && f.gpusPerNode < 1 {
+			return toolErr("--gpus-per-node %d: at least 1", f.gpusPerNode)
+		}
+		if changed("nvls") {
+			p.NVLS = &f.nvls
+		}
+		var err error
+		if s, err = model.NewSystem(p); err != nil {
+			return toolErr("%v", err)
+		}
+	} else {
+		for _, name := range modelHardwareFlags {
+			if changed(name) {
+				return toolErr("--%s describes hardware: with a host (--root %s) the hardware is read from it; give --gpu to describe it by flags instead", name, g.root)
+			}
+		}
+		r, cleanup, err := g.openRoot()
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		h, err := g.discover(cmd.Context(), r)
+		if err != nil {
+			return err
+		}
+		if s, err = model.FromHost(h); err != nil {
+			return toolErr("%v", err)
+		}
+		s.Source = "host " + g.root
+		if f.nodes > 0 {
+			s.Nodes = f.nodes
+		}
+		if f.interSocket > 0 {
+			s.InterSocketGBps = f.interSocket
+		}
+		if f.hostMem > 0 {
+			s.HostMemGBps = f.hostMem
+		}
+		if changed("nvls") {
+			if s, err = s.WithNVLS(f.nvls); err != nil {
+				return toolErr("--nvls: %v", err)
+			}
+		}
+		if err := s.Validate(); err != nil {
+			return toolErr("%v", err)
+		}
+	}
+
+	w := model.WhatIf{GDROff: f.gdrOff, RemoteNIC: f.remoteNIC, HalfRails: f.halfRails, NVLinkDown: f.nvlinksDown}
+	if changed("sharp") {
+		w.SHARP = &f.sharp
+	}
+	if f.downtrain != "" {
+		l, err := model.ParsePCIeLink(f.downtrain)
+		if err != nil {
+			return toolErr("--downtrain: %v", err)
+		}
+		w.Downtrain = &l
+	}
+	s, said, err := s.Apply(w)
+	if err != nil {
+		return toolErr("%v", err)
+	}
+	opts.WhatIfs = said
+	rep, err := model.BuildReport(s, opts)
+	if err != nil {
+		return toolErr("%v", err)
+	}
+	if f.format == "json" {
+		return writeJSON(g.out, rep)
+	}
+	return rep.WriteText(g.out)
+}

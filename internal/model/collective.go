@@ -1,0 +1,547 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Collective is an NCCL operation, named as nccl-tests names its binaries
+// (all_reduce_perf measures all_reduce).
+type Collective string
+
+// Collectives.
+const (
+	AllReduce     Collective = "all_reduce"
+	AllGather     Collective = "all_gather"
+	ReduceScatter Collective = "reduce_scatter"
+	Broadcast     Collective = "broadcast"
+	Reduce        Collective = "reduce"
+	AllToAll      Collective = "alltoall"
+	SendRecv      Collective = "sendrecv"
+)
+
+// Collectives lists them in nccl-tests' order.
+func Collectives() []Collective {
+	return []Collective{AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AllToAll, SendRecv}
+}
+
+// ParseCollective reads "all_reduce", "allreduce", "all_reduce_perf",
+// "all-reduce".
+func ParseCollective(s string) (Collective, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	t = strings.TrimSuffix(t, "_perf")
+	t = strings.NewReplacer("-", "", "_", "").Replace(t)
+	for _, c := range Collectives() {
+		if strings.ReplaceAll(string(c), "_", "") == t {
+			return c, nil
+		}
+	}
+	var names []string
+	for _, c := range Collectives() {
+		names = append(names, string(c))
+	}
+	return "", fmt.Errorf("collective %q: want one of %s", s, strings.Join(names, ", "))
+}
+
+// BusFactor is nccl-tests' busbw = algbw × factor for n ranks
+// (NVIDIA/nccl-tests doc/PERFORMANCE.md and src/*.cu GetBw): all_reduce
+// 2(n-1)/n; all_gather, reduce_scatter and alltoall (n-1)/n; broadcast,
+// reduce and sendrecv 1.
+func (c Collective) BusFactor(n int) float64 {
+	if n < 1 {
+		return 0
+	}
+	nf := float64(n)
+	switch c {
+	case AllReduce:
+		return 2 * (nf - 1) / nf
+	case AllGather, ReduceScatter, AllToAll:
+		return (nf - 1) / nf
+	}
+	return 1
+}
+
+func (c Collective) factorText() string {
+	switch c {
+	case AllReduce:
+		return "2(n-1)/n"
+	case AllGather, ReduceScatter, AllToAll:
+		return "(n-1)/n"
+	}
+	return "1"
+}
+
+// Algorithm is how the collective is carried out.
+type Algorithm string
+
+// Algorithms: NCCL's, plus the three-phase hierarchical all-reduce and the
+// one-rank local copy.
+const (
+	AlgoRing         Algorithm = "ring"
+	AlgoTree         Algorithm = "tree"
+	AlgoNVLS         Algorithm = "nvls"         // NVLink SHARP, one node
+	AlgoNVLSTree     Algorithm = "nvls_tree"    // NVLS in the node, tree across nodes
+	AlgoCollNet      Algorithm = "collnet"      // SHARP in the network, NVLink in the node
+	AlgoNVLSSharp    Algorithm = "nvls_sharp"   // SHARP in the network, NVLS in the node
+	AlgoHierarchical Algorithm = "hierarchical" // NVLink reduce-scatter, network all-reduce, NVLink all-gather
+	AlgoP2P          Algorithm = "p2p"          // point-to-point sends (alltoall, sendrecv)
+	AlgoLocal        Algorithm = "local"        // one rank: a device copy
+)
+
+// Regime says what dominates a prediction's time.
+type Regime string
+
+// Regimes.
+const (
+	RegimeBandwidth  Regime = "bandwidth"  // moving bytes is ≥95% of the time: judged strictly
+	RegimeTransition Regime = "transition" // 50-95%: judged loosely
+	RegimeLatency    Regime = "latency"    // fixed costs dominate: judged loosely
+)
+
+// Prediction is the expected result of one collective at one size, in
+// nccl-tests' terms (size, time, algbw, busbw of the out-of-place run).
+type Prediction struct {
+	Collective Collective `json:"collective"`
+	Algorithm  Algorithm  `json:"algorithm"`
+	Protocol   string     `json:"protocol"`
+	Bytes      float64    `json:"bytes"`
+	Ranks      int        `json:"ranks"`
+	TimeUS     float64    `json:"time_us"`
+	LatencyUS  float64    `json:"latency_us"` // the alpha term
+	AlgBW      float64    `json:"algbw_gbps"`
+	BusBW      float64    `json:"busbw_gbps"`
+	// PeakBusBW is the large-message asymptote of this algorithm.
+	PeakBusBW float64 `json:"peak_busbw_gbps"`
+	// Bottleneck is what limits this size: "latency" when fixed costs are
+	// more than half the time, else Limit.
+	Bottleneck Bottleneck `json:"bottleneck"`
+	// Limit is the bandwidth bound of the algorithm at large sizes.
+	Limit   Bottleneck `json:"limit"`
+	Regime  Regime     `json:"regime"`
+	Formula string     `json:"formula"`
+	// Best marks the fastest algorithm, the one a measurement is judged by.
+	Best bool `json:"best"`
+	// Loose: a bound the model knows NCCL does not approach; judged with
+	// the loose margin whatever the regime.
+	Loose bool `json:"loose,omitempty"`
+}
+
+// candidate is one algorithm before its size is known.
+type candidate struct {
+	algo Algorithm
+	// bw is the algorithm bandwidth of the Simple protocol and what bounds
+	// it; bwText derives it.
+	bw     term
+	bwText string
+	protos []proto
+	// busbwNCCL converts algbw to the "busBw" NCCL's protocol caps apply to.
+	busbwNCCL float64
+	lat       func(proto) (float64, string)
+	treeProto bool
+	loose     bool
+}
+
+// Predict gives every algorithm that applies to the collective on the
+// system at a size in bytes (nccl-tests' size: the whole buffer for
+// all_gather/reduce_scatter/alltoall), fastest first; the first is Best.
+func Predict(s System, c Collective, bytes float64) ([]Prediction, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if bytes < 1 || math.IsInf(bytes, 0) || math.IsNaN(bytes) {
+		return nil, fmt.Errorf("size %g: at least one byte", bytes)
+	}
+	if _, err := ParseCollective(string(c)); err != nil {
+		return nil, err
+	}
+	p := newPaths(s)
+	var out []Prediction
+	for _, cd := range candidates(p, c) {
+		var best *Prediction
+		for _, pr := range cd.protos {
+			pred := evaluate(p, c, cd, pr, bytes)
+			if best == nil || pred.TimeUS < best.TimeUS {
+				b := pred
+				best = &b
+			}
+		}
+		if best != nil {
+			out = append(out, *best)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no algorithm applies", c)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].TimeUS < out[j].TimeUS })
+	out[0].Best = true
+	return out, nil
+}
+
+// Expect is the best prediction: what a healthy system should measure.
+func Expect(s System, c Collective, bytes float64) (Prediction, error) {
+	ps, err := Predict(s, c, bytes)
+	if err != nil {
+		return Prediction{}, err
+	}
+	return ps[0], nil
+}
+
+func evaluate(p paths, c Collective, cd candidate, pr proto, bytes float64) Prediction {
+	n := p.n
+	factor := c.BusFactor(n)
+	alg := cd.bw.gbps
+	protoNote := ""
+	switch {
+	case cd.algo == AlgoLocal:
+	case cd.treeProto:
+		busN := alg * cd.busbwNCCL
+		switch pr {
+		case protoLL:
+			alg = math.Min(busN*treeLLFactor, p.llMax) / cd.busbwNCCL
+			protoNote = fmt.Sprintf("; LL: algbw = min(%g×algbw/3.8, llMax %.1f)/%g", cd.busbwNCCL, p.llMax, cd.busbwNCCL)
+		case protoLL128:
+			f := treeLL128FactorNodes
+			if p.s.Nodes == 1 {
+				f = treeLL128FactorOneNode
+			}
+			alg *= f
+			protoNote = fmt.Sprintf("; LL128: algbw × %.3f", f)
+		}
+	default:
+		busN := alg * cd.busbwNCCL
+		switch pr {
+		case protoLL:
+			alg = math.Min(busN*ringLLFactor, p.llMax) / cd.busbwNCCL
+			protoNote = fmt.Sprintf("; LL: busbw = min(busbw × 0.5, llMax %.1f)", p.llMax)
+		case protoLL128:
+			alg *= ringLL128Factor
+			protoNote = "; LL128: busbw × 0.92"
+		}
+	}
+	lat, latText := cd.lat(pr)
+	bwUS := bytes / (alg * 1e3)
+	t := lat + bwUS
+	pred := Prediction{Collective: c, Algorithm: cd.algo, Protocol: pr.String(), Bytes: bytes, Ranks: n,
+		TimeUS: sig(t), LatencyUS: sig(lat), Limit: cd.bw.by, Loose: cd.loose}
+	if cd.algo == AlgoLocal {
+		pred.Protocol = "copy"
+	}
+	algbw := bytes / (t * 1e3)
+	pred.AlgBW = sig(algbw)
+	pred.BusBW = sig(algbw * factor)
+	pred.PeakBusBW = sig(cd.bw.gbps * factor)
+	share := bwUS / t
+	switch {
+	case share >= bandwidthRegimeShare:
+		pred.Regime = RegimeBandwidth
+	case share >= latencyRegimeShare:
+		pred.Regime = RegimeTransition
+	default:
+		pred.Regime = RegimeLatency
+	}
+	pred.Bottleneck = cd.bw.by
+	if share < latencyRegimeShare {
+		pred.Bottleneck = ByLatency
+	}
+	pred.Formula = fmt.Sprintf("%s %s (%s): t = α + S/algbw; %s%s; α = %s µs; busbw = algbw × %s",
+		cd.algo, c, pred.Protocol, cd.bwText, protoNote, latText, c.factorText())
+	return pred
+}
+
+// log2i is NCCL's integer log2.
+func log2i(n int) int {
+	l := 0
+	for n > 1 {
+		n >>= 1
+		l++
+	}
+	return l
+}
+
+func hwName(h hw) string { return [...]string{"NVLink", "PCI", "network"}[h] }
+
+func candidates(p paths, c Collective) []candidate {
+	s := p.s
+	n, g, N := p.n, s.GPUsPerNode, s.Nodes
+	protos := []proto{protoLL, protoSimple}
+	if p.ll128 {
+		protos = []proto{protoLL, protoLL128, protoSimple}
+	}
+
+	if n == 1 {
+		hb := p.hbm
+		return []candidate{{algo: AlgoLocal,
+			bw:     term{ByHBM, hb.gbps / 2, hb.text},
+			bwText: fmt.Sprintf("one rank copies S bytes (read + write): algbw = (%s) / 2", hb),
+			protos: []proto{protoSimple},
+			lat: func(proto) (float64, string) {
+				return oneRankLatencyUS, fmt.Sprintf("%.1f (one device copy launch, estimate)", oneRankLatencyUS)
+			}}}
+	}
+
+	// Ring: every rank sends the same bytes on its outgoing link; the ring
+	// crosses the network once per node (one rail per ring, all rails in
+	// parallel) and NVLink or PCIe inside.
+	ringBus := minTerm(p.intra, p.inter)
+	ringBusText := "busbw = " + boundText(p.intra, p.inter)
+	nsteps, nInter := n, 0
+	switch c {
+	case AllReduce:
+		nsteps = 2 * (n - 1)
+		if N > 1 {
+			nInter = 2 * (N - 1)
+		}
+	case AllGather, ReduceScatter:
+		nsteps = n - 1
+		if N > 1 {
+			nInter = N - 1
+		}
+	}
+	ringLat := func(pr proto) (float64, string) {
+		base := baseLatUS[algoRing][pr]
+		if c == Broadcast || c == Reduce {
+			h := p.intraHW
+			if N > 1 {
+				h = hwNet
+			}
+			l := hwLatUS[h][algoRing][pr]
+			return base + l, fmt.Sprintf("%.1f + %.1f (NCCL ring %s, %s)", base, l, pr, hwName(h))
+		}
+		intra := hwLatUS[p.intraHW][algoRing][pr]
+		txt := fmt.Sprintf("%.1f + %d×%.2f", base, nsteps-nInter, intra)
+		if N > 1 {
+			ov := netOverheadIntelUS
+			if pr == protoSimple {
+				ov *= netOverheadSimpleFactor
+			}
+			intra = math.Max(intra, ov)
+			inter := hwLatUS[hwNet][algoRing][pr]
+			if g == 1 {
+				inter = hwLatUS[hwNet][algoTree][pr]
+			}
+			txt = fmt.Sprintf("%.1f + %d×%.2f + %d×%.2f", base, nsteps-nInter, intra, nInter, inter)
+			return base + float64(nsteps-nInter)*intra + float64(nInter)*inter, txt + fmt.Sprintf(" (NCCL ring %s, %s in the node, network between)", pr, hwName(p.intraHW))
+		}
+		return base + float64(nsteps)*intra, txt + fmt.Sprintf(" (NCCL ring %s, %s)", pr, hwName(p.intraHW))
+	}
+	ring := func() candidate {
+		f := c.BusFactor(n)
+		return candidate{algo: AlgoRing, bw: term{ringBus.by, ringBus.gbps / f, ringBus.text},
+			bwText: fmt.Sprintf("algbw = busbw / %s, %s", c.factorText(), ringBusText),
+			protos: protos, busbwNCCL: f, lat: ringLat}
+	}
+
+	// Point-to-point (alltoall, sendrecv): one step's latency.
+	p2pLat := func(pr proto) (float64, string) {
+		h := p.intraHW
+		if N > 1 {
+			h = hwNet
+		}
+		base, l := baseLatUS[algoRing][pr], hwLatUS[h][algoRing][pr]
+		return base + l, fmt.Sprintf("%.1f + %.1f (NCCL ring %s constants for one %s step; per-peer costs not modelled)", base, l, pr, hwName(h))
+	}
+
+	switch c {
+	case Broadcast, Reduce:
+		return []candidate{ring()}
+
+	case AllGather, ReduceScatter:
+		out := []candidate{ring()}
+		if s.NVLS && N == 1 {
+			e := p.nvlsEfficiency()
+			b := term{ByNVLink, e * p.nvl.gbps, p.nvl.text}
+			out = append(out, candidate{algo: AlgoNVLS, bw: b,
+				bwText: fmt.Sprintf("algbw = %.2f (NCCL NVLS efficiency) × %s (each GPU's link carries S once through the NVSwitch)", e, p.nvl),
+				protos: []proto{protoSimple}, busbwNCCL: 1, lat: nvlsLat(N)})
+		}
+		return out
+
+	case AllToAll:
+		// Each rank sends S/n to every other rank: g-1 peers over NVLink or
+		// PCIe, n-g over the node's rails (shared by its g GPUs).
+		intraT := math.Inf(1)
+		intraBy := ByNVLink
+		var parts []string
+		if g > 1 {
+			link, peers, peersText := p.intra, g-1, "g-1"
+			if s.NVLinkTopology == NVLinkPartial {
+				// The bridge partner aside, every peer is across PCIe.
+				link, peers, peersText = p.pair, g-2, "g-2"
+			}
+			byLink := float64(peers) / float64(n) / link.gbps
+			byPair := 1 / float64(n) / p.a2aPair.gbps
+			intraT, intraBy = byLink, link.by
+			parts = append(parts, fmt.Sprintf("(%s)/n·S / (%s)", peersText, link))
+			if byPair > byLink {
+				intraT, intraBy = byPair, p.a2aPair.by
+				parts[0] = fmt.Sprintf("S/n / (%s)", p.a2aPair)
+			}
+		}
+		interT := 0.0
+		if N > 1 {
+			interT = float64(g) * float64(n-g) / float64(n) / p.inter.gbps
+			parts = append(parts, fmt.Sprintf("g(n-g)/n·S / (%s)", p.inter))
+		}
+		t := math.Max(intraT, interT)
+		if math.IsInf(t, 1) {
+			t = interT
+		}
+		by := intraBy
+		if interT > intraT || g == 1 {
+			by = p.inter.by
+		}
+		return []candidate{{algo: AlgoP2P, bw: term{by, 1 / t, ""},
+			bwText: fmt.Sprintf("time per byte = max(%s)", strings.Join(parts, ", ")),
+			protos: []proto{protoLL, protoSimple}, busbwNCCL: c.BusFactor(n), lat: p2pLat}}
+
+	case SendRecv:
+		// nccl-tests: rank r sends S to r+1; the slowest pair bounds it.
+		b := p.pair
+		txt := fmt.Sprintf("algbw = %s", p.pair)
+		if N > 1 {
+			// Across nodes NCCL drives one peer pair on few channels: the
+			// corpus has 15 GB/s on 400G-class rails (10 nodes × 8 H100),
+			// a third of the rail. The rail is the bound; judged loosely.
+			b = minTerm(p.pair, p.rail)
+			txt = "algbw = " + boundText(p.pair, term{p.rail.by, p.rail.gbps, "one rail: " + p.rail.text}) +
+				" (an upper bound: NCCL's point-to-point across nodes runs on few channels; judged loosely)"
+		}
+		return []candidate{{algo: AlgoP2P, bw: b, bwText: txt, protos: []proto{protoLL, protoSimple}, busbwNCCL: 1, lat: p2pLat, loose: N > 1}}
+	}
+
+	// all_reduce.
+	out := []candidate{ring()}
+	// Tree: a chain inside the node (each GPU sends S up and S down) and
+	// double binary trees across nodes (each node sends 2S, or S on two
+	// nodes).
+	k := 2.0
+	if N == 2 {
+		k = 1
+	}
+	treeTerms := []term{}
+	var treeTxt []string
+	if g > 1 {
+		treeTerms = append(treeTerms, term{p.intra.by, p.intra.gbps / 2, p.intra.text})
+		treeTxt = append(treeTxt, fmt.Sprintf("(%s)/2", p.intra))
+	}
+	if N > 1 {
+		treeTerms = append(treeTerms, term{p.inter.by, p.inter.gbps / k, p.inter.text})
+		treeTxt = append(treeTxt, fmt.Sprintf("(%s)/%g", p.inter, k))
+	}
+	tb := minTerm(treeTerms...)
+	tb.gbps *= treeAllReduceEfficiency
+	treeLat := func(pr proto) (float64, string) {
+		base := baseLatUS[algoTree][pr]
+		intra := hwLatUS[p.intraHW][algoTree][pr]
+		inter := hwLatUS[hwNet][algoTree][pr]
+		l := base + 2*(float64(g-1)*intra+float64(log2i(N))*inter)
+		return l, fmt.Sprintf("%.1f + 2×(%d×%.2f + %d×%.1f) (NCCL tree %s)", base, g-1, intra, log2i(N), inter, pr)
+	}
+	out = append(out, candidate{algo: AlgoTree, bw: tb,
+		bwText: fmt.Sprintf("algbw = %.2f × min(%s)", treeAllReduceEfficiency, strings.Join(treeTxt, ", ")),
+		protos: protos, busbwNCCL: 2, lat: treeLat, treeProto: true})
+
+	if s.NVLS {
+		e := p.nvlsEfficiency()
+		gf := float64(g)
+		if N == 1 {
+			// NVLS: per GPU, S+S/g leaves (reduce-scatter by multimem
+			// loads, then the multicast store) and S+S/g arrives.
+			b := term{ByNVLink, e * p.nvl.gbps * gf / (gf + 1), p.nvl.text}
+			out = append(out, candidate{algo: AlgoNVLS, bw: b,
+				bwText: fmt.Sprintf("algbw = %.2f (NCCL NVLS efficiency) × (%s) × g/(g+1) (each link carries S(1+1/g))", e, p.nvl),
+				protos: []proto{protoSimple}, lat: nvlsLat(N)})
+		} else {
+			intraNV := term{ByNVLink, e * nvlsMultiNodeEfficiency * p.nvl.gbps * gf / (gf + 1), p.nvl.text}
+			intraTxt := fmt.Sprintf("%.2f × %.2f × (%s) × g/(g+1)", e, nvlsMultiNodeEfficiency, p.nvl)
+			netT := term{p.inter.by, p.inter.gbps / k, p.inter.text}
+			out = append(out, candidate{algo: AlgoNVLSTree, bw: minTerm(intraNV, netT),
+				bwText: fmt.Sprintf("algbw = min(NVLS %s, network tree (%s)/%g)", intraTxt, p.inter, k),
+				protos: []proto{protoSimple},
+				lat: func(proto) (float64, string) {
+					intra, inter := hwLatUS[hwNVLink][algoNVLSTree][protoSimple], hwLatUS[hwNet][algoNVLSTree][protoSimple]
+					return intra + 2*float64(log2i(N))*inter, fmt.Sprintf("%.1f + 2×%d×%.1f (NCCL NVLS tree)", intra, log2i(N), inter)
+				}})
+			if s.SHARP {
+				out = append(out, candidate{algo: AlgoNVLSSharp, bw: minTerm(intraNV, p.inter),
+					bwText: fmt.Sprintf("algbw = min(NVLS %s, network %s: each rail sends its S/g once, the switches reduce)", intraTxt, p.inter),
+					protos: []proto{protoSimple}, lat: nvlsLat(N)})
+			}
+		}
+	}
+	if s.SHARP && N > 1 && !s.NVLS {
+		// CollNet: reduce inside the node over NVLink/PCIe (twice the data
+		// of the result crosses the node's links), one send per node.
+		terms := []term{p.inter}
+		txt := []string{p.inter.String()}
+		if g > 1 {
+			terms = append(terms, term{p.intra.by, treeAllReduceEfficiency * p.intra.gbps / 2, p.intra.text})
+			txt = append(txt, fmt.Sprintf("%.2f × (%s)/2", treeAllReduceEfficiency, p.intra))
+		}
+		direct := s.NVLinkTopology == NVLinkSwitch
+		out = append(out, candidate{algo: AlgoCollNet, bw: minTerm(terms...),
+			bwText: fmt.Sprintf("algbw = min(%s)", strings.Join(txt, ", ")),
+			protos: []proto{protoSimple},
+			lat: func(proto) (float64, string) {
+				if direct {
+					intra := hwLatUS[p.intraHW][algoCollNetDirect][protoSimple]
+					inter := hwLatUS[hwNet][algoCollNetDirect][protoSimple]
+					l := 2*(float64(min(1, g-1))*intra+float64(g-1)*collNetArityLatencyUS) + inter
+					return l, fmt.Sprintf("2×(%d×%.1f + %d×%.1f) + %.0f (NCCL CollNet direct)", min(1, g-1), intra, g-1, collNetArityLatencyUS, inter)
+				}
+				intra := hwLatUS[p.intraHW][algoCollNetChain][protoSimple]
+				inter := hwLatUS[hwNet][algoCollNetChain][protoSimple]
+				return 2*float64(g-1)*intra + inter, fmt.Sprintf("2×%d×%.1f + %.0f (NCCL CollNet chain)", g-1, intra, inter)
+			}})
+	}
+	if N > 1 && g > 1 {
+		// Three collective calls one after the other: NVLink reduce-scatter
+		// ((g-1)/g·S per GPU), all-reduce of S/g per rail across nodes
+		// (2(N-1)/N·S per node over its rails), NVLink all-gather.
+		a := 2 * float64(g-1) / float64(g) / p.intra.gbps
+		b := 2 * float64(N-1) / float64(N) / p.inter.gbps
+		by := p.intra.by
+		if b > a {
+			by = p.inter.by
+		}
+		pipelined := 1 / math.Max(a, b)
+		out = append(out, candidate{algo: AlgoHierarchical, bw: term{by, 1 / (a + b), ""},
+			bwText: fmt.Sprintf("time per byte = 2(g-1)/g / (%s) + 2(N-1)/N / (%s) (phases in sequence; pipelined they would reach algbw %s)", p.intra, p.inter, gb(pipelined)),
+			protos: []proto{protoSimple},
+			lat: func(proto) (float64, string) {
+				base := baseLatUS[algoRing][protoSimple]
+				intra := hwLatUS[p.intraHW][algoRing][protoSimple]
+				inter := hwLatUS[hwNet][algoTree][protoSimple]
+				l := 3*base + 2*float64(g-1)*intra + 2*float64(N-1)*inter
+				return l, fmt.Sprintf("3×%.1f + 2×%d×%.1f + 2×%d×%.0f (three NCCL ring Simple calls)", base, g-1, intra, N-1, inter)
+			}})
+	}
+	return out
+}
+
+func nvlsLat(N int) func(proto) (float64, string) {
+	return func(proto) (float64, string) {
+		intra := hwLatUS[hwNVLink][algoNVLS][protoSimple]
+		if N > 1 {
+			inter := hwLatUS[hwNet][algoNVLS][protoSimple]
+			return intra + inter, fmt.Sprintf("%.0f + %.0f (NCCL NVLS, NVLink and network)", intra, inter)
+		}
+		return intra, fmt.Sprintf("%.0f (NCCL NVLS)", intra)
+	}
+}
+
+// boundText prints min(a, b) of the bounds that exist.
+func boundText(ts ...term) string {
+	var parts []string
+	for _, t := range ts {
+		if !math.IsInf(t.gbps, 1) {
+			parts = append(parts, t.String())
+		}
+	}
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	return "min(" + strings.Join(parts, ", ") + ")"
+}

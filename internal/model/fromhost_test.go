@@ -1,0 +1,126 @@
+package model
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/gdrcheck/gdrcheck/internal/fakehost"
+	"github.com/gdrcheck/gdrcheck/internal/snapshot"
+	"github.com/gdrcheck/gdrcheck/internal/topology"
+)
+
+const repoRoot = "../.."
+
+func discoverFixture(t *testing.T, name string) *topology.Host {
+	t.Helper()
+	var h *topology.Host
+	var err error
+	if strings.HasSuffix(name, ".tgz") {
+		r, cleanup, oerr := snapshot.Open(repoRoot + "/testdata/snapshots/" + name)
+		if oerr != nil {
+			t.Fatal(oerr)
+		}
+		t.Cleanup(cleanup)
+		h, err = topology.Discover(context.Background(), topology.WithRoot(r))
+	} else {
+		h, err = topology.Discover(context.Background(), topology.WithRoot(fakehost.Root(t, repoRoot+"/testdata/hosts/"+name+".host")))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func TestFromHost(t *testing.T) {
+	for _, tc := range []struct {
+		fixture string
+		want    System // the fields compared below
+		notes   []string
+		expect  float64 // all_reduce busbw at 16G, best algorithm, one node
+		algo    Algorithm
+	}{
+		{"hgx-h200-8gpu-10nic", System{GPU: "h200-sxm", GPUsPerNode: 8, NVLinks: 18, NVLinkTopology: NVLinkSwitch, NVLinkPairLinks: 18, NVLS: true,
+			PCIeGen: 5, PCIeWidth: 16, GPUPath: "SYS", NICsPerNode: 8, NICRateGbps: 400, NICLinkLayer: "InfiniBand", NICPCIeGen: 5, NICPCIeWidth: 16,
+			GDR: true, NICSharesSwitch: true}, nil, 490.28, AlgoNVLS},
+		{"pcie-l40s-remote-nic", System{GPU: "l40s", GPUsPerNode: 4, NVLinkTopology: NVLinkNone, PCIeGen: 4, PCIeWidth: 16, GPUPath: "NODE",
+			NICsPerNode: 2, NICRateGbps: 400, NICLinkLayer: "InfiniBand", NICPCIeGen: 5, NICPCIeWidth: 16, NICRemoteSocket: true},
+			[]string{"GDR off", "other socket"}, 22.7612, AlgoRing},
+		{"h200x1-vm.tgz", System{GPU: "h200-sxm", GPUsPerNode: 1, NVLinkTopology: NVLinkNone, PCIeGen: 5, PCIeWidth: 16, GPUPath: "PIX"},
+			[]string{"no RDMA NIC"}, 0, AlgoLocal},
+		{"a100sxm-4gpu-nvlink-degraded", System{GPU: "a100-sxm-40gb", GPUsPerNode: 4, NVLinks: 10, NVLinkTopology: NVLinkPartial, NVLinkPairLinks: 10,
+			PCIeGen: 4, PCIeWidth: 16, GPUPath: "NODE", NICsPerNode: 2, NICRateGbps: 200, NICLinkLayer: "InfiniBand", NICPCIeGen: 4, NICPCIeWidth: 16},
+			[]string{"GPU2 10/12", "GPU3 10/12"}, 2 * (16 * 16 * 128.0 / 130 / 8) * 0.86 * 0.84, AlgoRing},
+		{"gke-a4-b200-8gpu-8nic", System{GPU: "b200", GPUsPerNode: 8, NVLinks: 18, NVLinkTopology: NVLinkSwitch, NVLinkPairLinks: 18, NVLS: true,
+			PCIeGen: 5, PCIeWidth: 16, GPUPath: "SYS", NICsPerNode: 8, NICRateGbps: 400, NICLinkLayer: "Ethernet", NICPCIeGen: 5, NICPCIeWidth: 16,
+			GDR: true, NICSharesSwitch: true}, nil, 0.74 * 18 * 40.1 * 8 / 9 * 1.75, AlgoNVLS},
+		{"epyc-genoa-4gpu-pcie", System{GPU: "rtx6000-ada", GPUsPerNode: 4, NVLinkTopology: NVLinkNone, PCIeGen: 4, PCIeWidth: 16, GPUPath: "SYS"},
+			[]string{"not active", "down"}, 0, AlgoRing},
+		{"dell-h100-8gpu-12nic-pcie-only", System{GPU: "h100-sxm", GPUsPerNode: 8, NVLinks: 18, NVLinkTopology: NVLinkSwitch, NVLinkPairLinks: 18, NVLS: true,
+			PCIeGen: 5, PCIeWidth: 16, GPUPath: "SYS", NICsPerNode: 8, NICRateGbps: 200, NICLinkLayer: "InfiniBand", NICPCIeGen: 5, NICPCIeWidth: 16,
+			GDR: true, NICSharesSwitch: true}, nil, 490.28, AlgoNVLS},
+		{"power9-4xv100-nv3-pairs", System{GPU: "v100-sxm2", GPUsPerNode: 4, NVLinks: 3, NVLinkTopology: NVLinkPartial, NVLinkPairLinks: 3,
+			PCIeGen: 3, PCIeWidth: 16, GPUPath: "SYS", NICsPerNode: 4, NICRateGbps: 100, NICLinkLayer: "InfiniBand", NICPCIeGen: 4, NICPCIeWidth: 16},
+			[]string{"3/6", "GDR off"}, 0, AlgoRing},
+	} {
+		t.Run(tc.fixture, func(t *testing.T) {
+			s, err := FromHost(discoverFixture(t, tc.fixture))
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := tc.want
+			got := []any{s.GPU, s.GPUsPerNode, s.Nodes, s.NVLinks, s.NVLinkTopology, s.NVLinkPairLinks, s.NVLS, s.PCIeGen, s.PCIeWidth, s.GPUPath,
+				s.NICsPerNode, s.NICRateGbps, s.NICLinkLayer, s.NICPCIeGen, s.NICPCIeWidth, s.GDR, s.NICSharesSwitch, s.NICRemoteSocket, s.SHARP}
+			want := []any{w.GPU, w.GPUsPerNode, 1, w.NVLinks, w.NVLinkTopology, w.NVLinkPairLinks, w.NVLS, w.PCIeGen, w.PCIeWidth, w.GPUPath,
+				w.NICsPerNode, w.NICRateGbps, w.NICLinkLayer, w.NICPCIeGen, w.NICPCIeWidth, w.GDR, w.NICSharesSwitch, w.NICRemoteSocket, false}
+			names := []string{"GPU", "GPUsPerNode", "Nodes", "NVLinks", "NVLinkTopology", "NVLinkPairLinks", "NVLS", "PCIeGen", "PCIeWidth", "GPUPath",
+				"NICsPerNode", "NICRateGbps", "NICLinkLayer", "NICPCIeGen", "NICPCIeWidth", "GDR", "NICSharesSwitch", "NICRemoteSocket", "SHARP"}
+			for i := range got {
+				if got[i] != want[i] {
+					t.Errorf("%s = %v, want %v", names[i], got[i], want[i])
+				}
+			}
+			notes := strings.Join(s.Notes, "\n")
+			for _, n := range tc.notes {
+				if !strings.Contains(notes, n) {
+					t.Errorf("notes lack %q:\n%s", n, notes)
+				}
+			}
+			e, err := Expect(s, AllReduce, 16*gib)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Algorithm != tc.algo || (tc.expect > 0 && !near(e.PeakBusBW, tc.expect, 1e-4)) {
+				t.Errorf("all_reduce: %s peak %g, want %s %g", e.Algorithm, e.PeakBusBW, tc.algo, tc.expect)
+			}
+		})
+	}
+}
+
+// The host is one node; extrapolating it to a cluster uses its rails.
+func TestFromHostAsCluster(t *testing.T) {
+	s, err := FromHost(discoverFixture(t, "hgx-h200-8gpu-10nic"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Nodes = 4
+	ps, err := Predict(s, AllReduce, 16*gib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := algo(t, ps, AlgoRing); !near(r.PeakBusBW, 370.8, 1e-4) {
+		t.Errorf("4 × HGX H200 ring %g, want 370.8", r.PeakBusBW)
+	}
+	// The VM has no NIC: it cannot be a cluster.
+	one, err := FromHost(discoverFixture(t, "h200x1-vm.tgz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	one.Nodes = 2
+	if err := one.Validate(); err == nil || !strings.Contains(err.Error(), "need NICs") {
+		t.Errorf("2 nodes of a NIC-less VM: %v", err)
+	}
+	if _, err := FromHost(&topology.Host{}); err == nil {
+		t.Error("FromHost of an empty host succeeded")
+	}
+}

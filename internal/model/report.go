@@ -1,0 +1,260 @@
+package model
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+)
+
+// ReportOptions choose what a report predicts.
+type ReportOptions struct {
+	Collectives []Collective // nil: all
+	Sizes       []float64    // nil: DefaultSizes
+	// All lists every applicable algorithm, not only the fastest.
+	All bool
+	// WhatIfs are the lines System.Apply returned, to print with the system.
+	WhatIfs []string
+	Margin  Margin
+	// NoCopies leaves out the copy and perftest expectations.
+	NoCopies bool
+}
+
+// DefaultSizes span the latency-bound to the bandwidth-bound regime.
+func DefaultSizes() []float64 { return []float64{8, 1 << 20, 64 << 20, 8 << 30} }
+
+// Derived are the system's bandwidths as the model sees them.
+type Derived struct {
+	NVLinkGBps  float64 `json:"nvlink_gbps,omitempty"` // per GPU, NCCL-effective
+	IntraGBps   float64 `json:"intra_node_ring_gbps,omitempty"`
+	NetworkGBps float64 `json:"network_gbps,omitempty"` // per node
+	RailGBps    float64 `json:"rail_gbps,omitempty"`    // one GPU's NIC path
+	PCIeGBps    float64 `json:"pcie_gbps"`              // per GPU, DMA
+	MemCopyGBps float64 `json:"memory_copy_gbps"`
+}
+
+// Report is what `gdrcheck model` prints.
+type Report struct {
+	System      System            `json:"system"`
+	Derived     Derived           `json:"derived"`
+	WhatIfs     []string          `json:"what_ifs,omitempty"`
+	Margin      Margin            `json:"margin"`
+	Collectives []Prediction      `json:"collectives"`
+	Copies      []CopyExpectation `json:"copies,omitempty"`
+}
+
+// BuildReport predicts the chosen collectives at the chosen sizes.
+func BuildReport(s System, o ReportOptions) (*Report, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if o.Margin == (Margin{}) {
+		o.Margin = DefaultMargin()
+	}
+	if err := o.Margin.Validate(); err != nil {
+		return nil, err
+	}
+	colls := o.Collectives
+	if len(colls) == 0 {
+		colls = Collectives()
+	}
+	sizes := o.Sizes
+	if len(sizes) == 0 {
+		sizes = DefaultSizes()
+	}
+	p := newPaths(s)
+	r := &Report{System: s, WhatIfs: o.WhatIfs, Margin: o.Margin, Collectives: []Prediction{}}
+	fin := func(t term) float64 {
+		if math.IsInf(t.gbps, 1) {
+			return 0
+		}
+		return sig(t.gbps)
+	}
+	r.Derived = Derived{NVLinkGBps: sig(p.nvl.gbps), IntraGBps: fin(p.intra), NetworkGBps: fin(p.inter),
+		RailGBps: fin(p.rail), PCIeGBps: sig(p.pcie.gbps), MemCopyGBps: sig(p.hbm.gbps)}
+	for _, c := range colls {
+		for _, b := range sizes {
+			ps, err := Predict(s, c, b)
+			if err != nil {
+				return nil, err
+			}
+			if !o.All {
+				ps = ps[:1]
+			}
+			r.Collectives = append(r.Collectives, ps...)
+		}
+	}
+	if !o.NoCopies {
+		cs, err := Copies(s)
+		if err != nil {
+			return nil, err
+		}
+		r.Copies = cs
+	}
+	return r, nil
+}
+
+// FormatTime prints µs as nccl-tests-like text: "13.67 us", "31.31 ms".
+func FormatTime(us float64) string {
+	switch {
+	case us >= 1e6:
+		return fmt.Sprintf("%.3f s", us/1e6)
+	case us >= 1e3:
+		return fmt.Sprintf("%.2f ms", us/1e3)
+	}
+	return fmt.Sprintf("%.2f us", us)
+}
+
+// WriteText prints the report for a person.
+func (r *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	s := r.System
+	fmt.Fprintf(&b, "Expected performance: %d node(s) × %d GPU(s) = %d rank(s), %s (%s)\n\n", s.Nodes, s.GPUsPerNode, s.Ranks(), s.GPUName, s.Source)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  GPU\t%s (%s, %s), memory %.0f GB/s peak\n", s.GPUName, s.GPU, s.Arch, s.MemGBps)
+	switch s.NVLinkTopology {
+	case NVLinkNone:
+		fmt.Fprintf(tw, "  NVLink\tnone\n")
+	default:
+		nvls := "NVLS off"
+		if s.NVLS {
+			nvls = "NVLS on"
+		}
+		what := map[string]string{NVLinkSwitch: "to NVSwitches", NVLinkMesh: fmt.Sprintf("direct, %d per pair", s.NVLinkPairLinks),
+			NVLinkPartial: fmt.Sprintf("in bridged pairs (%d links), PCIe between pairs", s.NVLinkPairLinks)}[s.NVLinkTopology]
+		fmt.Fprintf(tw, "  NVLink\tgeneration %d, %d links per GPU × %g GB/s per direction, %s, %s\n", s.NVLinkGen, s.NVLinks, s.NVLinkLinkGBps, what, nvls)
+	}
+	if s.GPUsPerNode > 1 {
+		fmt.Fprintf(tw, "  PCIe\tGen%d x%d per GPU; GPUs at most %s apart\n", s.PCIeGen, s.PCIeWidth, s.GPUPath)
+	} else {
+		fmt.Fprintf(tw, "  PCIe\tGen%d x%d\n", s.PCIeGen, s.PCIeWidth)
+	}
+	if s.NICsPerNode > 0 {
+		gdr := "GDR on"
+		if !s.GDR {
+			gdr = "GDR off (host staging)"
+		}
+		where := "NIC beside its GPU"
+		switch {
+		case s.NICRemoteSocket:
+			where = "NICs on the other socket"
+		case s.NICSharesSwitch:
+			where = "NIC under its GPU's PCIe switch"
+		}
+		sharp := "SHARP off"
+		if s.SHARP {
+			sharp = "SHARP on"
+		}
+		fmt.Fprintf(tw, "  Network\t%d NIC(s) per node × %g Gb/s %s, NIC PCIe Gen%d x%d, %s, %s, %s\n", s.NICsPerNode, s.NICRateGbps, s.NICLinkLayer, s.NICPCIeGen, s.NICPCIeWidth, gdr, where, sharp)
+	} else {
+		fmt.Fprintf(tw, "  Network\tnone\n")
+	}
+	d := r.Derived
+	var parts []string
+	if d.NVLinkGBps > 0 {
+		parts = append(parts, fmt.Sprintf("NVLink %.1f GB/s per GPU (NCCL)", d.NVLinkGBps))
+	}
+	if d.IntraGBps > 0 && d.IntraGBps != d.NVLinkGBps {
+		parts = append(parts, fmt.Sprintf("ring inside the node %.1f GB/s", d.IntraGBps))
+	}
+	if d.NetworkGBps > 0 {
+		parts = append(parts, fmt.Sprintf("network %.1f GB/s per node", d.NetworkGBps))
+	}
+	parts = append(parts, fmt.Sprintf("PCIe %.1f GB/s per GPU", d.PCIeGBps), fmt.Sprintf("memory copy %.0f GB/s", d.MemCopyGBps))
+	fmt.Fprintf(tw, "  Derived\t%s\n", strings.Join(parts, "; "))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, l := range r.WhatIfs {
+		fmt.Fprintf(&b, "  What if: %s\n", l)
+	}
+
+	formulas := map[string]int{}
+	var order []string
+	ref := func(f string) string {
+		i, ok := formulas[f]
+		if !ok {
+			order = append(order, f)
+			i = len(order)
+			formulas[f] = i
+		}
+		return fmt.Sprintf("[%d]", i)
+	}
+	b.WriteString("\nCollectives (nccl-tests conventions: out-of-place, size as -b/-e, busbw = algbw × factor):\n\n")
+	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  COLLECTIVE\tSIZE\tALGORITHM\tPROTO\tTIME\tALGBW GB/s\tBUSBW GB/s\tBOTTLENECK\tREGIME\tFORMULA")
+	for _, p := range r.Collectives {
+		algo := string(p.Algorithm)
+		if p.Best && hasAlternatives(r.Collectives, p) {
+			algo += " *"
+		}
+		if p.Loose {
+			algo += " (loose)"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%s\t%s\t%s\n", p.Collective, FormatSize(p.Bytes), algo, p.Protocol,
+			FormatTime(p.TimeUS), p.AlgBW, p.BusBW, p.Bottleneck, p.Regime, ref(p.Formula))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(r.Copies) > 0 {
+		b.WriteString("\nCopies and perftest (large transfers):\n\n")
+		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  TEST\tEXPECTED\tBOTTLENECK\tFORMULA\tWHAT")
+		for _, c := range r.Copies {
+			v := fmt.Sprintf("%.2f GB/s", c.GBps)
+			if c.Gbps > 0 {
+				v += fmt.Sprintf(" (%.1f Gb/s)", c.Gbps)
+			}
+			what := c.Description
+			if c.Loose {
+				what += " (estimate, judged loosely)"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", c.Test, v, c.Bottleneck, ref(c.Formula), what)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	b.WriteString("\nFormulas (S: size in bytes, n: ranks, g: GPUs per node, N: nodes; α from NCCL's tuning constants):\n")
+	for i, f := range order {
+		fmt.Fprintf(&b, "  [%d] %s\n", i+1, f)
+	}
+	m := r.Margin
+	fmt.Fprintf(&b, "\nJudging: bandwidth-regime results pass at ≥ %.0f%% of expected, warn at ≥ %.0f%%, fail below;", m.Pass*100, m.Warn*100)
+	if m.LoosePass == 0 {
+		b.WriteString(" latency-bound and transition results, and estimates, are not judged (skip).\n")
+	} else {
+		fmt.Fprintf(&b, " latency-bound and transition results, and estimates, pass at ≥ %.0f%%, warn at ≥ %.0f%%.\n", m.LoosePass*100, m.LooseWarn*100)
+	}
+	if hasStar(r.Collectives) {
+		b.WriteString("* the fastest algorithm: the one a measurement is judged against.\n")
+	}
+	if len(s.Notes) > 0 {
+		b.WriteString("\nNotes:\n")
+		for _, n := range s.Notes {
+			fmt.Fprintf(&b, "  - %s\n", n)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func hasAlternatives(ps []Prediction, p Prediction) bool {
+	for _, q := range ps {
+		if q.Collective == p.Collective && q.Bytes == p.Bytes && q.Algorithm != p.Algorithm {
+			return true
+		}
+	}
+	return false
+}
+
+func hasStar(ps []Prediction) bool {
+	for _, p := range ps {
+		if p.Best && hasAlternatives(ps, p) {
+			return true
+		}
+	}
+	return false
+}

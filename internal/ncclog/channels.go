@@ -1,0 +1,313 @@
+package ncclog
+
+import (
+	"bytes"
+)
+
+var sVia = []byte(" via ")
+
+// channelLine reads what follows "Channel ", "Ring " or "CollNet ":
+//
+//	00/0 : 0[0] -> 1[1] via P2P/CUMEM/read        (sender prints P2P/SHM)
+//	01 : 2[c7000] -> 0[87000] [receive] via NET/IB/5/GDRDMA
+//	00 : 7 -> 8 [send] via NET/IB/0               (NCCL 2.4 "Ring" lines)
+//	05/0 : 5 [receive] via COLLNET/SHARP/5/GDRDMA (CollNet)
+//	00/24 :    0   1                              (ring order)
+//	00 : 1 -> 0 -> 1                              (ring neighbours)
+func (a *analyzer) channelLine(h *header, host int32, p *procState, r, raw []byte, spliced bool, no int64, collnet bool) {
+	ch, n := readUint(r)
+	if n == 0 {
+		return
+	}
+	r = r[n:]
+	slash := -1
+	if len(r) > 0 && r[0] == '/' {
+		v, n2 := readUint(r[1:])
+		if n2 == 0 {
+			return
+		}
+		slash, r = v, r[1+n2:]
+	}
+	r = bytes.TrimLeft(r, " ")
+	if len(r) == 0 || r[0] != ':' {
+		return
+	}
+	r = bytes.TrimLeft(r[1:], " ")
+	via := bytes.Index(r, sVia)
+	if via < 0 {
+		if collnet || bytes.Contains(r, []byte("->")) {
+			return
+		}
+		if len(r) > 0 && isDigit(r[0]) {
+			a.ringLines++
+			a.maxRingID = max(a.maxRingID, ch)
+			if slash > a.maxRingTotal {
+				a.maxRingTotal = slash
+			}
+			if slash > 0 && (a.minRingTotal == 0 || slash < a.minRingTotal) {
+				a.minRingTotal = slash
+			}
+		}
+		return
+	}
+	a.transportLines++
+	if collnet {
+		a.collnetLines++
+	}
+	if spliced {
+		a.garbled++
+		return
+	}
+	from, to, dir, ok := parseEnds(r[:via], collnet)
+	if !ok {
+		a.garbled++
+		return
+	}
+	tr := a.transport(bytes.TrimSpace(r[via+len(sVia):]))
+	printer := from
+	if dir == 2 && to >= 0 {
+		printer = to
+	}
+	comm := int32(-1)
+	if p != nil {
+		comm = a.commFor(p, h.tid)
+	}
+	k := connKey{comm: comm, printer: host, from: from, to: to, tr: tr, dir: dir}
+	if c := a.conns[k]; c != nil {
+		c.lines++ // seen before: the printer is already placed
+		return
+	}
+	if host >= 0 {
+		_, had := a.globalRank[printer]
+		a.placeRank(comm, printer, host)
+		if !had {
+			a.addRankRec(rankKey{comm: -4, rank: printer}, Rank{Rank: int(printer), Host: a.hosts[host].name,
+				PID: h.pid, Source: "channel", Line: no})
+		}
+	}
+	conn := int8(-1)
+	if slash >= 0 && slash < 128 {
+		conn = int8(slash)
+	}
+	if len(a.conns) < maxConns {
+		c := &connState{lines: 1, first: no, channel: int16(min(ch, 1<<14)), conn: conn, text: -1}
+		if a.textBytes < maxTextBytes {
+			t := clip(raw)
+			c.text = int32(len(a.texts))
+			a.texts = append(a.texts, t)
+			a.textBytes += len(t)
+		}
+		a.conns[k] = c
+		a.connOrder = append(a.connOrder, k)
+		return
+	}
+	// Too many distinct connections: judge this line now with what is
+	// known so far and count it.
+	a.untracked++
+	loc := a.locality(k, nil)
+	t := a.transports[tr]
+	t.untracked[loc]++
+	a.noteOffender(t, loc, no, host, raw)
+}
+
+func (a *analyzer) noteOffender(t *transport, loc int, no int64, host int32, raw []byte) {
+	o := func(list []offender) []offender {
+		if len(list) >= maxOffenders {
+			return list
+		}
+		return append(list, offender{line: no, host: host, text: clip(raw), loc: loc})
+	}
+	switch {
+	case (t.class == clNET || t.class == clCollNet) && loc == locIntra:
+		a.offLoop = o(a.offLoop)
+		if !t.gdr {
+			a.offNet = o(a.offNet)
+		}
+	case (t.class == clNET || t.class == clCollNet) && !t.gdr:
+		a.offNet = o(a.offNet)
+	case t.class == clSHM:
+		a.offSHM = o(a.offSHM)
+	}
+}
+
+func readUint(b []byte) (int, int) {
+	n, i := 0, 0
+	for i < len(b) && i < 9 && isDigit(b[i]) {
+		n = n*10 + int(b[i]-'0')
+		i++
+	}
+	return n, i
+}
+
+// parseEnds reads "A[x] -> B[y] [send]" (or "A [receive]" for CollNet).
+func parseEnds(b []byte, collnet bool) (from, to int32, dir int8, ok bool) {
+	skip := func() {
+		for len(b) > 0 && b[0] == ' ' {
+			b = b[1:]
+		}
+	}
+	dev := func() {
+		if len(b) > 0 && b[0] == '[' {
+			if k := bytes.IndexByte(b, ']'); k > 0 && k < 24 {
+				w := b[1:k]
+				if !bytes.Equal(w, []byte("send")) && !bytes.Equal(w, []byte("receive")) {
+					b = b[k+1:]
+				}
+			}
+		}
+	}
+	skip()
+	v, n := readUint(b)
+	if n == 0 {
+		return 0, 0, 0, false
+	}
+	from, to = int32(v), -1
+	b = b[n:]
+	dev()
+	skip()
+	if !collnet {
+		if !bytes.HasPrefix(b, []byte("->")) {
+			return 0, 0, 0, false
+		}
+		b = b[2:]
+		skip()
+		v, n = readUint(b)
+		if n == 0 {
+			return 0, 0, 0, false
+		}
+		to = int32(v)
+		b = b[n:]
+		dev()
+		skip()
+	}
+	switch {
+	case bytes.HasPrefix(b, []byte("[send]")):
+		dir = 1
+	case bytes.HasPrefix(b, []byte("[receive]")):
+		dir = 2
+	case len(b) == 0:
+	default:
+		return 0, 0, 0, false
+	}
+	return from, to, dir, true
+}
+
+// transport interns a transport string ("P2P/CUMEM/read", "NET/IB/0/GDRDMA").
+func (a *analyzer) transport(t []byte) int16 {
+	if i, ok := a.trIdx[string(t)]; ok {
+		return i
+	}
+	if len(a.transports) >= maxTransports {
+		// one shared bucket for the rest
+		if i, ok := a.trIdx["(other)"]; ok {
+			return i
+		}
+		i := int16(len(a.transports))
+		a.transports = append(a.transports, &transport{name: "(other)", class: clOther, netDev: -1})
+		a.trIdx["(other)"] = i
+		return i
+	}
+	tp := classify(string(t))
+	i := int16(len(a.transports))
+	a.transports = append(a.transports, tp)
+	a.trIdx[tp.name] = i
+	return i
+}
+
+// classify reads a transport string.
+func classify(s string) *transport {
+	t := &transport{name: s, class: clOther, netDev: -1}
+	parts := bytes.Split([]byte(s), []byte("/"))
+	switch string(parts[0]) {
+	case "P2P":
+		t.class = clP2P
+	case "SHM":
+		t.class = clSHM
+	case "NVLS":
+		t.class = clNVLS
+	case "NET", "COLLNET":
+		t.class = clNET
+		if string(parts[0]) == "COLLNET" {
+			t.class = clCollNet
+		}
+		if len(parts) > 1 {
+			t.netName = string(parts[1])
+		}
+		if len(parts) > 2 {
+			d := parts[2]
+			if k := bytes.IndexByte(d, '('); k >= 0 { // PXN: "0(5)"
+				d = d[:k]
+			}
+			t.netDev = atoiOr(d, -1)
+		}
+		for _, f := range parts[min(3, len(parts)):] {
+			switch string(f) {
+			case "GDRDMA":
+				t.gdr = true
+			case "Shared":
+				t.shared = true
+			}
+		}
+	}
+	return t
+}
+
+func (a *analyzer) commFor(p *procState, tid int64) int32 {
+	if len(p.comms) == 1 {
+		return p.comms[0].comm
+	}
+	for i := len(p.comms) - 1; i >= 0; i-- { // the latest communicator this thread set up
+		if p.comms[i].tid == tid {
+			return p.comms[i].comm
+		}
+	}
+	return -1
+}
+
+// hostOf says where a rank is: from its communicator, else from the ranks
+// of all communicators when they agree, else from the nccl-tests header.
+func (a *analyzer) hostOf(comm, rank int32, alias []int32) int32 {
+	h := int32(-1)
+	if comm >= 0 {
+		if x, ok := a.comms[comm].ranks[rank]; ok && x != ambiguous {
+			h = x
+		}
+	}
+	if h < 0 {
+		if x, ok := a.globalRank[rank]; ok {
+			if x == ambiguous {
+				return -1
+			}
+			h = x
+		} else if x, ok := a.testRanks[rank]; ok {
+			h = x
+		}
+	}
+	if h >= 0 && alias != nil {
+		h = alias[h]
+	}
+	return h
+}
+
+// locality says whether a connection joins ranks of one host or two.
+func (a *analyzer) locality(k connKey, alias []int32) int {
+	if k.printer < 0 || k.to < 0 {
+		return locUnknown
+	}
+	other := k.to
+	if k.dir == 2 {
+		other = k.from
+	}
+	oh := a.hostOf(k.comm, other, alias)
+	if oh < 0 {
+		return locUnknown
+	}
+	ph := k.printer
+	if alias != nil {
+		ph = alias[ph]
+	}
+	if oh == ph {
+		return locIntra
+	}
+	return locInter
+}

@@ -1,0 +1,462 @@
+package nccltopo
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+func sampleBody(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"source: ", "hardware: ", "notes: "} {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 || !bytes.HasPrefix(b, []byte(h)) {
+			t.Fatalf("%s: missing %q header line", name, strings.TrimSpace(h))
+		}
+		b = b[i+1:]
+	}
+	if !bytes.HasPrefix(b, []byte("---\n")) {
+		t.Fatalf("%s: missing --- after the header", name)
+	}
+	return b[4:]
+}
+
+func samples(t testing.TB) []string {
+	t.Helper()
+	m, err := filepath.Glob("testdata/*.txt")
+	if err != nil || len(m) == 0 {
+		t.Fatalf("no samples: %v", err)
+	}
+	var out []string
+	for _, p := range m {
+		out = append(out, filepath.Base(p))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func analyzeSample(t testing.TB, name string) *Report {
+	t.Helper()
+	r, err := Analyze(name, bytes.NewReader(sampleBody(t, name)))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return r
+}
+
+func checkGolden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if d := cmp.Diff(string(want), string(got)); d != "" {
+		t.Errorf("%s differs (-want +got); go test -update rewrites it:\n%s", path, d)
+	}
+}
+
+func TestGolden(t *testing.T) {
+	for _, name := range samples(t) {
+		t.Run(name, func(t *testing.T) {
+			r := analyzeSample(t, name)
+			var j bytes.Buffer
+			enc := json.NewEncoder(&j)
+			enc.SetEscapeHTML(false)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(r); err != nil {
+				t.Fatal(err)
+			}
+			base := strings.TrimSuffix(name, ".txt")
+			checkGolden(t, filepath.Join("testdata", "golden", base+".json"), j.Bytes())
+			var txt bytes.Buffer
+			if err := r.WriteText(&txt); err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, filepath.Join("testdata", "golden", base+".txt"), txt.Bytes())
+		})
+	}
+}
+
+type wantVerdict struct {
+	id      string
+	status  result.Status
+	reason  string
+	subject string
+}
+
+const (
+	pass = result.Pass
+	warn = result.Warn
+	fail = result.Fail
+	skip = result.Skip
+	unk  = result.Unknown
+)
+
+func sys(id string, st result.Status, reason string) wantVerdict {
+	return wantVerdict{id, st, reason, "system"}
+}
+
+func gr(id string, st result.Status, reason string) wantVerdict {
+	return wantVerdict{id, st, reason, "graphs"}
+}
+
+// wantVerdicts is what a person reading each file concludes; every verdict
+// a file gets must be listed.
+var wantVerdicts = map[string][]wantVerdict{
+	// Real dump: both CX-6 Dx ports gdr="0", GPUs and NIC directly on the
+	// CPU (PHB), NVLink bridge x12 both ways.
+	"a100pcie-nvbridge-cx6dx-dump.txt": {
+		sys("nccl.topo.gdr", fail, "GDRUnsupported"), sys("nccl.topo.nic-affinity", warn, "GDRPathTooFar"),
+		sys("nccl.topo.nvlink", pass, "NVLinkConsistent"), sys("nccl.topo.pcie", pass, "PCIeLinksOK"),
+	},
+	"a100pcie-nvbridge-cx6dx-vnic.txt": {
+		sys("nccl.topo.gdr", fail, "GDRUnsupported"), sys("nccl.topo.nic-affinity", warn, "GDRPathTooFar"),
+		sys("nccl.topo.nvlink", pass, "NVLinkConsistent"), sys("nccl.topo.pcie", pass, "PCIeLinksOK"),
+	},
+	// Graph of a PCIe-only VM: GPUs meet only through the CPU (SYS).
+	"azure-ncv4-a100pcie-graph.txt": {
+		gr("nccl.graph.intra", warn, "IntraThroughCPU"), gr("nccl.graph.inter", skip, "NoNetInGraph"),
+		gr("nccl.graph.channels", pass, "ChannelsConsistent"),
+	},
+	// Self-targeted NVLinks, socket-only NIC, no link info (VM).
+	"azure-ncv4-a100pcie-topo.txt": {
+		sys("nccl.topo.gdr", skip, "NoRDMANIC"), sys("nccl.topo.nic-affinity", skip, "NoRDMANIC"),
+		sys("nccl.topo.nvlink", warn, "BogusNVLink"), sys("nccl.topo.pcie", unk, "NoLinkInfo"),
+	},
+	// One IB VF for eight GPUs on the CPUs: PHB for four, SYS for four.
+	"azure-ndv2-v100-topo.txt": {
+		sys("nccl.topo.gdr", skip, "NoNetElements"), sys("nccl.topo.nic-affinity", warn, "GDRPathTooFar"),
+		sys("nccl.topo.nvlink", skip, "NoNVLink"), sys("nccl.topo.pcie", pass, "PCIeLinksOK"),
+	},
+	// Synthetic bridges pair 2 GPUs with 2 NICs: PIX everywhere.
+	"azure-ndv4-a100-topo.txt": {
+		sys("nccl.topo.gdr", skip, "NoNetElements"), sys("nccl.topo.nic-affinity", pass, "NICNearGPU"),
+		sys("nccl.topo.nvlink", skip, "NoNVLink"), sys("nccl.topo.pcie", pass, "PCIeLinksOK"),
+	},
+	// Flat VM PCI: NICs on host bridges, GPUs on the CPU: PHB.
+	"b200-vm-gvisor-flat-pci.txt": {
+		sys("nccl.topo.gdr", pass, "GDRCapable"), sys("nccl.topo.nic-affinity", warn, "GDRPathTooFar"),
+		sys("nccl.topo.nvlink", pass, "NVLinkConsistent"), sys("nccl.topo.pcie", pass, "PCIeLinksOK"),
+	},
+	"crusoe-b300-vm-cloud-hypervisor-topo.txt": {
+		sys("nccl.topo.gdr", skip, "NoNetElements"), sys("nccl.topo.nic-affinity", pass, "NICNearGPU"),
+		sys("nccl.topo.nvlink", skip, "NoNVLink"), sys("nccl.topo.pcie", pass, "PCIeLinksOK"),
+	},
+	// User-truncated VM dump: PHB, H200 and CX-7 at 16 GT/s.
+	"h200-kvm-vm-topo-dump-fragment.txt": {
+		sys("nccl.topo.file", warn, "Truncated"),
+		sys("nccl.topo.gdr", pass, "GDRCapable"), sys("nccl.topo.nic-affinity", warn, "GDRPathTooFar"),
+		sys("nccl.topo.nvlink", pass, "NVLinkConsistent"), sys("nccl.topo.pcie", warn, "SlowPCIeLink"),
+	},
+	"h200x1-vm-topo-dump.txt": {
+		sys("nccl.topo.gdr", skip, "NoRDMANIC"), sys("nccl.topo.nic-affinity", skip, "NoRDMANIC"),
+		sys("nccl.topo.nvlink", skip, "NoNVLink"), sys("nccl.topo.pcie", unk, "NoLinkInfo"),
+	},
+	"synthetic-a100pcie-topo-fail-count1.txt": {
+		sys("nccl.topo.gdr", fail, "GDRUnsupported"), sys("nccl.topo.nic-affinity", warn, "GDRPathTooFar"),
+		sys("nccl.topo.nvlink", fail, "NVLinkDegraded"), sys("nccl.topo.pcie", pass, "PCIeLinksOK"),
+	},
+	"synthetic-graph-2node.txt": {
+		gr("nccl.graph.intra", pass, "IntraDirect"), gr("nccl.graph.inter", warn, "InterThroughCPU"),
+		gr("nccl.graph.channels", warn, "InconsistentChannels"),
+	},
+	"synthetic-hgx-switches-degraded.txt": {
+		sys("nccl.topo.gdr", fail, "GDRUnsupported"), sys("nccl.topo.nic-affinity", pass, "NICNearGPU"),
+		sys("nccl.topo.nvlink", fail, "NVLinkDegraded"), sys("nccl.topo.pcie", warn, "SlowPCIeLink"),
+	},
+	"synthetic-truncated-mid-tag.txt": {
+		sys("nccl.topo.file", warn, "Truncated"),
+		sys("nccl.topo.gdr", skip, "NoNetElements"), sys("nccl.topo.nic-affinity", pass, "NICNearGPU"),
+		sys("nccl.topo.nvlink", skip, "NoNVLink"), sys("nccl.topo.pcie", pass, "PCIeLinksOK"),
+	},
+	"synthetic-vm-emulated-bridge-x1.txt": {
+		sys("nccl.topo.gdr", pass, "GDRCapable"), sys("nccl.topo.nic-affinity", pass, "NICNearGPU"),
+		sys("nccl.topo.nvlink", pass, "NVLinkConsistent"), sys("nccl.topo.pcie", warn, "SlowPCIeBridge"),
+	},
+}
+
+func TestVerdicts(t *testing.T) {
+	for _, name := range samples(t) {
+		t.Run(name, func(t *testing.T) {
+			want, ok := wantVerdicts[name]
+			if !ok {
+				t.Fatalf("no expected verdicts for %s", name)
+			}
+			r := analyzeSample(t, name)
+			got := map[[2]string]result.Result{}
+			for _, x := range r.Verdicts {
+				got[[2]string{x.ID, x.Subject}] = x
+			}
+			if len(got) != len(r.Verdicts) {
+				t.Errorf("duplicate verdicts: %d distinct of %d", len(got), len(r.Verdicts))
+			}
+			for _, w := range want {
+				k := [2]string{w.id, w.subject}
+				x, ok := got[k]
+				if !ok {
+					t.Errorf("%s for %s: missing", w.id, w.subject)
+					continue
+				}
+				delete(got, k)
+				if x.Status != w.status || x.Reason != w.reason {
+					t.Errorf("%s = %s %s, want %s %s (%s)", w.id, x.Status, x.Reason, w.status, w.reason, x.Message)
+				}
+				if x.Title == "" || x.Message == "" {
+					t.Errorf("%s: empty title or message", w.id)
+				}
+				if (x.Status == fail || x.Status == warn) && len(x.Evidence) == 0 && x.ID != "nccl.topo.file" {
+					t.Errorf("%s %s without evidence", w.id, x.Status)
+				}
+			}
+			for k, x := range got {
+				t.Errorf("unexpected verdict %s for %s: %s %s", k[0], k[1], x.Status, x.Reason)
+			}
+		})
+	}
+}
+
+// TestEvidenceLines: evidence points at the line of the element it quotes.
+func TestEvidenceLines(t *testing.T) {
+	for _, name := range samples(t) {
+		lines := strings.Split(string(sampleBody(t, name)), "\n")
+		r := analyzeSample(t, name)
+		for _, x := range r.Verdicts {
+			for _, e := range x.Evidence {
+				var n int
+				if _, err := fmt.Sscan(strings.TrimPrefix(e.Source, name+":"), &n); err != nil || n < 1 || n > len(lines) {
+					t.Errorf("%s %s: bad source %q", name, x.ID, e.Source)
+					continue
+				}
+				// the quoted element's first attribute value is on that line
+				val := e.Value
+				if i := strings.IndexByte(val, '"'); i >= 0 {
+					if j := strings.IndexByte(val[i+1:], '"'); j >= 0 {
+						val = val[i+1 : i+1+j]
+					}
+				} else {
+					val = strings.TrimPrefix(val, "GPU ")
+				}
+				if !strings.Contains(strings.ToLower(lines[n-1]), strings.ToLower(val)) {
+					t.Errorf("%s %s: line %d %q does not hold %q", name, x.ID, n, lines[n-1], val)
+				}
+			}
+		}
+	}
+}
+
+func TestExtraction(t *testing.T) {
+	tests := []struct {
+		file  string
+		check func(t *testing.T, r *Report)
+	}{
+		{"a100pcie-nvbridge-cx6dx-dump.txt", func(t *testing.T, r *Report) {
+			s := r.System
+			eq(t, "kind", r.Kind, "system")
+			eq(t, "version", r.Version, "1")
+			eq(t, "host hash", s.CPUs[0].HostHash, "0xd3524fac75ffbc89")
+			eq(t, "gpus", len(s.GPUs), 2)
+			g := s.GPUs[0]
+			eq(t, "gpu0", fmt.Sprintf("%s dev %d sm %d %s %g x%d", g.BusID, *g.Dev, *g.SM, g.VendorDevice, g.LinkSpeedGTs, *g.LinkWidth), "0000:17:00.0 dev 0 sm 80 10de:20b5 16 x16")
+			eq(t, "nvlink", fmt.Sprintf("%s x%d", g.NVLinks[0].Target, *g.NVLinks[0].Count), "0000:65:00.0 x12")
+			n := s.NICs[0]
+			eq(t, "nets", len(n.Nets), 2)
+			eq(t, "net1", fmt.Sprintf("%s port %d speed %d gdr %v", n.Nets[1].Name, *n.Nets[1].Port, *n.Nets[1].Speed, *n.Nets[1].GDR), "mlx5_1 port 2 speed 100000 gdr false")
+			eq(t, "path", s.Paths[0].Type, "PHB")
+		}},
+		{"azure-ndv4-a100-topo.txt", func(t *testing.T, r *Report) {
+			s := r.System
+			eq(t, "cpus", len(s.CPUs), 4)
+			eq(t, "gpus", len(s.GPUs), 8)
+			eq(t, "nics", len(s.NICs), 8)
+			eq(t, "speed as written", s.CPUs[0].PCI[0].LinkSpeed, "16 GT/s")
+			eq(t, "speed", s.CPUs[0].PCI[0].LinkSpeedGTs, 16.0)
+			eq(t, "source", s.GPUs[0].Source, "pci-class")
+			eq(t, "gpu0 path", strings.Join(s.GPUs[0].Path, ">"), "ffff:ff:01.0")
+			eq(t, "gpu0 nics", strings.Join(s.Paths[0].NICs, " "), "0103:00:00.0 0104:00:00.0")
+		}},
+		{"crusoe-b300-vm-cloud-hypervisor-topo.txt", func(t *testing.T, r *Report) {
+			eq(t, "comments", r.Comments, 24)
+			eq(t, "gpu 7 nic", r.System.Paths[7].GPU+" "+r.System.Paths[7].Type+" "+r.System.Paths[7].NICs[0], "0003:00:04.0 PIX 0003:00:0c.0")
+			eq(t, "speed", r.System.GPUs[0].LinkSpeedGTs, 64.0)
+		}},
+		{"h200-kvm-vm-topo-dump-fragment.txt", func(t *testing.T, r *Report) {
+			if !r.Truncated || !strings.Contains(r.Problem, "<system> <cpu> not closed") || !strings.HasPrefix(r.Problem, "h200-kvm-vm-topo-dump-fragment.txt:") {
+				t.Errorf("truncated %v, problem %q", r.Truncated, r.Problem)
+			}
+			eq(t, "numaid", *r.System.CPUs[0].NUMAID, -1)
+			eq(t, "gpus", len(r.System.GPUs), 1)
+			eq(t, "net", r.System.NICs[0].Nets[0].Name, "mlx5_0")
+		}},
+		{"synthetic-truncated-mid-tag.txt", func(t *testing.T, r *Report) {
+			if !r.Truncated || !strings.Contains(r.Problem, "<nic> not closed") {
+				t.Errorf("problem %q", r.Problem)
+			}
+			eq(t, "nic rdma by class", r.System.NICs[0].RDMA, true)
+			eq(t, "nets", len(r.System.NICs[0].Nets), 0)
+			eq(t, "path", r.System.Paths[0].Type, "PIX")
+		}},
+		{"synthetic-vm-emulated-bridge-x1.txt", func(t *testing.T, r *Report) {
+			g := r.System.GPUs[0]
+			eq(t, "odd names", fmt.Sprintf("%s %s %g x%d", g.BusID, g.VendorDevice, g.LinkSpeedGTs, *g.LinkWidth), "0000:68:00.0 10de:2335 32 x16")
+			eq(t, "unquoted", *r.System.GPUs[1].LinkWidth, 16)
+			eq(t, "comments", r.Comments, 1)
+		}},
+		{"synthetic-hgx-switches-degraded.txt", func(t *testing.T, r *Report) {
+			var types []string
+			for _, p := range r.System.Paths {
+				types = append(types, p.Type)
+			}
+			eq(t, "paths", strings.Join(types, " "), "PIX PIX PXB PIX")
+			eq(t, "comments", r.Comments, 1)
+		}},
+		{"azure-ncv4-a100pcie-graph.txt", func(t *testing.T, r *Report) {
+			eq(t, "graphs", len(r.Graphs), 3)
+			g := r.Graphs[1]
+			eq(t, "graph 1", fmt.Sprintf("%d %s %d %g %s %s", g.Pattern, g.PatternName, g.NChannels, g.SpeedIntra, g.TypeIntra, g.TypeInter), "1 balanced tree 4 12 SYS PIX")
+			eq(t, "channel", fmt.Sprint(g.Channels[1].Devices), "[{gpu 1} {gpu 0} {gpu 3} {gpu 2}]")
+		}},
+		{"synthetic-graph-2node.txt", func(t *testing.T, r *Report) {
+			eq(t, "channel", fmt.Sprint(r.Graphs[0].Channels[0].Devices), "[{net 0} {gpu 0} {gpu 1} {net 0}]")
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) { tt.check(t, analyzeSample(t, tt.file)) })
+	}
+}
+
+func eq[T comparable](t *testing.T, what string, got, want T) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s = %v, want %v", what, got, want)
+	}
+}
+
+func TestDetect(t *testing.T) {
+	for _, name := range samples(t) {
+		if !Detect(sampleBody(t, name)) {
+			t.Errorf("Detect(%s) = false", name)
+		}
+	}
+	for _, tt := range []struct {
+		in   string
+		want bool
+	}{
+		{"", false},
+		{"\xef\xbb\xbf<?xml version=\"1.0\"?>\n<!-- c -->\n<!DOCTYPE x>\n<system version=\"1\">", true},
+		{"<graph id=\"0\">", true},
+		{"<systems>", false},
+		{"<html><body>", false},
+		{"host:1:1 [0] NCCL INFO <system version=\"1\">", false},
+		{"<!-- never closed", false},
+		{"  \n\t<system>", true},
+	} {
+		if got := Detect([]byte(tt.in)); got != tt.want {
+			t.Errorf("Detect(%q) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestInputErrors(t *testing.T) {
+	for _, tt := range []struct {
+		name, in string
+		line     int
+		msg      string
+	}{
+		{"empty.xml", "", 1, "empty input"},
+		{"blank.xml", "\n\n  \n", 4, "no <system> or <graphs>"},
+		{"html.xml", "<html>\n<body/></html>", 1, "root element <html>"},
+		{"text.xml", "hello\nworld\n", 3, "no <system> or <graphs>"},
+		{"binary.xml", "\x00\x01<\x02", 1, "not XML"},
+	} {
+		_, err := Analyze(tt.name, strings.NewReader(tt.in))
+		var pe *ParseError
+		if !errors.As(err, &pe) {
+			t.Errorf("%s: err = %v, want a ParseError", tt.name, err)
+			continue
+		}
+		if pe.Name != tt.name || pe.Line != tt.line || !strings.Contains(pe.Msg, tt.msg) {
+			t.Errorf("%s: %v, want line %d and %q", tt.name, err, tt.line, tt.msg)
+		}
+	}
+}
+
+// TestTruncationEverywhere cuts a real dump at every byte: the reader never
+// fails once the root is read, reports the cut, and what it returns is a
+// prefix of the full file's GPUs.
+func TestTruncationEverywhere(t *testing.T) {
+	body := sampleBody(t, "a100pcie-nvbridge-cx6dx-dump.txt")
+	full := analyzeSample(t, "a100pcie-nvbridge-cx6dx-dump.txt")
+	root := bytes.Index(body, []byte(">")) + 1
+	for n := root; n < len(body); n++ {
+		r, err := Analyze("cut.xml", bytes.NewReader(body[:n]))
+		if err != nil {
+			t.Fatalf("cut at %d: %v", n, err)
+		}
+		if strings.TrimSpace(string(body[n:])) != "" && !r.Truncated {
+			t.Fatalf("cut at %d: not reported as truncated", n)
+		}
+		if r.Truncated && !strings.HasPrefix(r.Problem, "cut.xml:") {
+			t.Fatalf("cut at %d: problem %q does not name the file and line", n, r.Problem)
+		}
+		for i, g := range r.System.GPUs {
+			if g.BusID != full.System.GPUs[i].BusID {
+				t.Fatalf("cut at %d: GPU %d is %s, want %s", n, i, g.BusID, full.System.GPUs[i].BusID)
+			}
+		}
+	}
+}
+
+func TestLeadingFloat(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want float64
+	}{
+		{"16.0 GT/s PCIe", 16}, {"16 GT/s", 16}, {"2.5 GT/s", 2.5}, {"", 0}, {"Unknown", 0}, {" 32.0GT/s", 32},
+	} {
+		if got, _ := leadingFloat(tt.in); got != tt.want {
+			t.Errorf("leadingFloat(%q) = %g, want %g", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestPathType(t *testing.T) {
+	byBus := map[string]*PCI{"sw": {BusID: "sw", Class: "0x060400"}, "hb": {BusID: "hb", Class: "0x060000"}}
+	for _, tt := range []struct {
+		g, n GPU
+		want string
+	}{
+		{GPU{CPU: 0, Path: []string{"sw"}}, GPU{CPU: 0, Path: []string{"sw"}}, "PIX"},
+		{GPU{CPU: 0, Path: []string{"sw", "sub"}}, GPU{CPU: 0, Path: []string{"sw"}}, "PXB"},
+		{GPU{CPU: 0, Path: []string{"sw"}}, GPU{CPU: 0, Path: []string{"other"}}, "PHB"},
+		{GPU{CPU: 0, Path: []string{"hb"}}, GPU{CPU: 0, Path: []string{"hb"}}, "PHB"},
+		{GPU{CPU: 0}, GPU{CPU: 0}, "PHB"},
+		{GPU{CPU: 0, Path: []string{"sw"}}, GPU{CPU: 1, Path: []string{"sw"}}, "SYS"},
+	} {
+		n := NIC{CPU: tt.n.CPU, Path: tt.n.Path}
+		if got := pathType(tt.g, n, byBus); got != tt.want {
+			t.Errorf("pathType(%v, %v) = %s, want %s", tt.g.Path, n.Path, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,118 @@
+package nccltopo
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/gdrcheck/gdrcheck/internal/result"
+)
+
+var statusWord = map[result.Status]string{
+	result.Pass: "PASS", result.Warn: "WARN", result.Fail: "FAIL",
+	result.Skip: "SKIP", result.Unknown: "UNKNOWN", result.Error: "ERROR",
+}
+
+// WriteText prints a human summary: the verdicts first (status, reason,
+// message, remedy and some evidence), then the GPUs, NICs and graphs.
+func (r *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	kind := "topology"
+	if r.Kind == "graphs" {
+		kind = "graph"
+	}
+	fmt.Fprintf(&b, "NCCL %s file %s (version %q, %d lines)", kind, r.File, r.Version, r.Lines)
+	if r.Truncated {
+		b.WriteString(", TRUNCATED")
+	}
+	b.WriteString("\n\nVerdicts:\n")
+	vs := append([]result.Result(nil), r.Verdicts...)
+	result.Sort(vs)
+	for _, v := range vs {
+		fmt.Fprintf(&b, "  %-7s %s [%s] %s: %s\n", statusWord[v.Status], v.ID, v.Reason, v.Subject, v.Message)
+		if v.Remedy != "" {
+			fmt.Fprintf(&b, "          remedy: %s\n", v.Remedy)
+		}
+		for i, e := range v.Evidence {
+			if i == 3 {
+				fmt.Fprintf(&b, "          ... %d more evidence lines\n", len(v.Evidence)-3)
+				break
+			}
+			fmt.Fprintf(&b, "          %s: %s", e.Source, e.Value)
+			if e.Note != "" {
+				fmt.Fprintf(&b, " (%s)", e.Note)
+			}
+			b.WriteString("\n")
+		}
+	}
+	if s := r.System; s != nil {
+		fmt.Fprintf(&b, "\nCPUs: %d, GPUs: %d, NICs: %d\n", len(s.CPUs), len(s.GPUs), len(s.NICs))
+		for _, g := range s.GPUs {
+			fmt.Fprintf(&b, "  %-34s numa %s, %s, path %s", gpuName(g), intOr(g.NUMAID), link(g.LinkSpeedGTs, g.LinkWidth), pathStr(g.Path))
+			if g.SM != nil {
+				fmt.Fprintf(&b, ", sm %d", *g.SM)
+			}
+			if g.GDR != nil {
+				fmt.Fprintf(&b, ", gdr %v", *g.GDR)
+			}
+			for _, l := range g.NVLinks {
+				fmt.Fprintf(&b, ", nvlink %s x%d", l.Target, deref(l.Count))
+			}
+			b.WriteString("\n")
+		}
+		for _, n := range s.NICs {
+			bus := n.BusID
+			if bus == "" {
+				bus = "(under the CPU)"
+			}
+			fmt.Fprintf(&b, "  NIC %-30s numa %s, %s, path %s, rdma %v", bus, intOr(n.NUMAID), link(n.LinkSpeedGTs, n.LinkWidth), pathStr(n.Path), n.RDMA)
+			for _, x := range n.Nets {
+				fmt.Fprintf(&b, "; %s", x.Name)
+				if x.Speed != nil {
+					fmt.Fprintf(&b, " %g Gb/s", float64(*x.Speed)/1000)
+				}
+				if x.GDR != nil {
+					fmt.Fprintf(&b, " gdr %v", *x.GDR)
+				}
+			}
+			b.WriteString("\n")
+		}
+		for _, p := range s.Paths {
+			fmt.Fprintf(&b, "  GPU %s -> %s: %s\n", p.GPU, strings.Join(p.NICs, ", "), p.Type)
+		}
+	}
+	for _, g := range r.Graphs {
+		fmt.Fprintf(&b, "\n%s: %d channel(s), intra %s %g GB/s, inter %s %g GB/s, crossnic %d\n",
+			graphName(g), g.NChannels, g.TypeIntra, g.SpeedIntra, g.TypeInter, g.SpeedInter, g.CrossNIC)
+		for i, c := range g.Channels {
+			var d []string
+			for _, x := range c.Devices {
+				d = append(d, fmt.Sprintf("%s%d", strings.ToUpper(x.Kind), x.Dev))
+			}
+			fmt.Fprintf(&b, "  channel %d: %s\n", i, strings.Join(d, " "))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func intOr(p *int) string {
+	if p == nil {
+		return "?"
+	}
+	return fmt.Sprint(*p)
+}
+
+func link(speed float64, width *int) string {
+	if speed <= 0 && deref(width) <= 0 {
+		return "link unknown"
+	}
+	return fmt.Sprintf("%g GT/s x%d", speed, deref(width))
+}
+
+func pathStr(p []string) string {
+	if len(p) == 0 {
+		return "CPU"
+	}
+	return "CPU > " + strings.Join(p, " > ")
+}

@@ -1,0 +1,161 @@
+package smitopo
+
+import (
+	"bytes"
+	"flag"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gdrcheck/gdrcheck/internal/readkit/kittest"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func analyzeFile(t *testing.T, file string) *Report {
+	t.Helper()
+	body := kittest.Sample(t, filepath.Join("testdata", file))
+	if !Detect(body[:min(len(body), 64<<10)]) {
+		t.Errorf("%s: Detect is false", file)
+	}
+	rep, err := Analyze(file, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func TestGolden(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.txt")
+	if len(files) == 0 {
+		t.Fatal("no samples")
+	}
+	for _, f := range files {
+		base := filepath.Base(f)
+		t.Run(base, func(t *testing.T) {
+			rep := analyzeFile(t, base)
+			stem := strings.TrimSuffix(base, ".txt")
+			kittest.Golden(t, filepath.Join("testdata", "golden", stem+".json"), kittest.JSON(t, rep), *update)
+			var buf bytes.Buffer
+			if err := rep.WriteText(&buf); err != nil {
+				t.Fatal(err)
+			}
+			kittest.Golden(t, filepath.Join("testdata", "golden", stem+".txt"), buf.Bytes(), *update)
+		})
+	}
+}
+
+// pairs is "GPU0=NIC3:PIX GPU1=NIC5:PIX ..." for every GPU.
+func pairs(p *Pairing) string {
+	var s []string
+	for _, e := range p.GPUs {
+		s = append(s, e.GPU+"="+e.NIC+":"+e.Level)
+	}
+	return strings.Join(s, " ")
+}
+
+var samples = []struct {
+	file     string
+	verdicts []string
+	pairs    string
+	unused   string
+}{
+	{"a100pcie-1gpu-4nic-mixed-tabs-spaces-garbled.txt", []string{"fail gdr.nic-affinity NICBeyondPXB GPU0"},
+		"GPU0=NIC2:NODE", "NIC0 NIC1 NIC3"},
+	{"asus-esc8000a-e12-4x-rtx6000ada-pcie.txt", []string{"fail gdr.nic-affinity NICBeyondPXB GPU0", "fail gdr.nic-affinity NICBeyondPXB GPU3"},
+		"GPU0=NIC0:NODE GPU1=NIC1:NODE GPU2=NIC2:NODE GPU3=NIC3:NODE", ""},
+	{"azure-nc96v4-a100pcie-nvbridge-pairs-vm.txt", []string{"skip gdr.nic-affinity NoNICs node"},
+		"GPU0=:- GPU1=:- GPU2=:- GPU3=:-", ""},
+	{"dell-h100-topo-mp-12nic-3nics-on-gpu0-switch.txt", []string{"pass gdr.nic-affinity NICWithinPXB GPU0", "pass gdr.nic-affinity NICWithinPXB GPU4"},
+		"GPU0=NIC0:PIX GPU1=NIC3:PIX GPU2=NIC4:PIX GPU3=NIC5:PIX GPU4=NIC6:PIX GPU5=NIC9:PIX GPU6=NIC10:PIX GPU7=NIC11:PIX", "NIC1 NIC2 NIC7 NIC8"},
+	{"gke-a4-b200-8nic-pix-pairs.txt", []string{"pass gdr.nic-affinity NICWithinPXB GPU1"},
+		"GPU0=NIC0:PIX GPU1=NIC1:PIX GPU2=NIC2:PIX GPU3=NIC3:PIX GPU4=NIC4:PIX GPU5=NIC5:PIX GPU6=NIC6:PIX GPU7=NIC7:PIX", ""},
+	{"h200x8-10nic-gpu3-triple-pix-tabs.txt", []string{"pass gdr.nic-affinity NICWithinPXB GPU3"},
+		"GPU0=NIC3:PIX GPU1=NIC5:PIX GPU2=NIC4:PIX GPU3=NIC0:PIX GPU4=NIC7:PIX GPU5=NIC9:PIX GPU6=NIC8:PIX GPU7=NIC6:PIX", "NIC1 NIC2"},
+	{"h800x4-slice-17nic-no-affinity-tabs.txt", []string{"pass gdr.nic-affinity NICWithinPXB GPU0"},
+		"GPU0=NIC4:PIX GPU1=NIC6:PIX GPU2=NIC7:PIX GPU3=NIC8:PIX", "NIC0 NIC1 NIC2 NIC3 NIC5 NIC9 NIC10 NIC11 NIC12 NIC13 NIC14 NIC15 NIC16"},
+	{"hgx-h100-roce400g-12nic-tabs.txt", []string{"pass gdr.nic-affinity NICWithinPXB GPU7"},
+		"GPU0=NIC0:PIX GPU1=NIC1:PIX GPU2=NIC2:PIX GPU3=NIC5:PIX GPU4=NIC6:PIX GPU5=NIC7:PIX GPU6=NIC8:PIX GPU7=NIC11:PIX", "NIC3 NIC4 NIC9 NIC10"},
+	{"princeton-traverse-4xv100-power9-nv3-pairs-numa8.txt", []string{"fail gdr.nic-affinity NICBeyondPXB GPU2"},
+		"GPU0=mlx5_0:NODE GPU1=mlx5_1:NODE GPU2=mlx5_2:NODE GPU3=mlx5_3:NODE", ""},
+	{"puget-wrx90-2x-rtx6000ada-pcie.txt", []string{"fail gdr.nic-affinity NICBeyondPXB GPU0", "fail gdr.nic-affinity NICBeyondPXB GPU1"},
+		"GPU0=NIC0:NODE GPU1=NIC1:NODE", ""},
+	{"vastai-4xa100-sxm4-nvlink-pairs-nv12-nv10-degraded.txt", []string{"fail gdr.nic-affinity NICBeyondPXB GPU0"},
+		"GPU0=NIC0:NODE GPU1=NIC1:NODE GPU2=NIC0:NODE GPU3=NIC1:NODE", ""},
+	{"synthetic-2gpu-phb-nic-and-no-nic-gpu.txt", []string{
+		"pass gdr.nic-affinity NICWithinPXB GPU0", "fail gdr.nic-affinity NICBeyondPXB GPU1", "pass gdr.nic-affinity NICWithinPXB GPU2"},
+		"GPU0=NIC1:PXB GPU1=NIC0:PHB GPU2=NIC0:PXB", ""},
+}
+
+func TestSamples(t *testing.T) {
+	covered := map[string]bool{}
+	for _, s := range samples {
+		covered[s.file] = true
+		t.Run(s.file, func(t *testing.T) {
+			r := analyzeFile(t, s.file)
+			if miss := kittest.Missing(r.Verdicts, s.verdicts); len(miss) > 0 {
+				t.Errorf("missing verdicts %v; got %v", miss, kittest.Verdicts(r.Verdicts))
+			}
+			if got := pairs(r.Pairing); got != s.pairs {
+				t.Errorf("pairing\n got %s\nwant %s", got, s.pairs)
+			}
+			if got := strings.Join(r.Pairing.Unused, " "); got != s.unused {
+				t.Errorf("unused NICs %q, want %q", got, s.unused)
+			}
+			for _, v := range r.Verdicts {
+				if v.Status == "fail" && (!strings.Contains(v.Message, "host memory") || !strings.Contains(v.Message, v.Subject) || v.Remedy == "") {
+					t.Errorf("fail verdict must name the GPU, the path and host-memory staging: %+v", v)
+				}
+			}
+		})
+	}
+	files, _ := filepath.Glob("testdata/*.txt")
+	for _, f := range files {
+		if !covered[filepath.Base(f)] {
+			t.Errorf("%s has no assertions in TestSamples", f)
+		}
+	}
+}
+
+func TestPairingDistinctNICs(t *testing.T) {
+	// Two GPUs behind one switch with two NICs, where the first GPU's
+	// first choice is also the second GPU's only PIX NIC: the matching
+	// must move the first GPU to its other NIC.
+	in := "\tGPU0\tGPU1\tNIC0\tNIC1\tCPU Affinity\tNUMA Affinity\n" +
+		"GPU0\t X \tPIX\tPIX\tPIX\t0-7\t0\n" +
+		"GPU1\tPIX\t X \tPIX\tNODE\t0-7\t0\n" +
+		"NIC0\tPIX\tPIX\t X \tPIX\n" +
+		"NIC1\tPIX\tNODE\tPIX\t X \n"
+	r, err := Analyze("m.txt", strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pairs(r.Pairing); got != "GPU0=NIC1:PIX GPU1=NIC0:PIX" {
+		t.Errorf("pairing %s", got)
+	}
+}
+
+func TestUnreadable(t *testing.T) {
+	for _, c := range []struct{ in, prefix string }{
+		{"no matrix here\n", "x.txt:1:"},
+		{"\tGPU0\tNIC0\tCPU Affinity\nGPU0\t X \tBOGUS\t0\n", "x.txt:2:"},
+	} {
+		_, err := Analyze("x.txt", strings.NewReader(c.in))
+		if err == nil || !strings.HasPrefix(err.Error(), c.prefix) {
+			t.Errorf("%q: error %v, want one starting %q", c.in, err, c.prefix)
+		}
+	}
+}
+
+func FuzzAnalyze(f *testing.F) {
+	f.Add([]byte("\tGPU0\tNIC0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tPIX\t0-7\t0\nNIC0\tPIX\t X \n\nNIC Legend:\n\n  NIC0: mlx5_0\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rep, err := Analyze("fuzz.txt", bytes.NewReader(data))
+		if err != nil {
+			kittest.CheckOutcome(t, "fuzz.txt", nil, nil, err)
+			return
+		}
+		kittest.CheckOutcome(t, "fuzz.txt", rep, rep.Verdicts, nil)
+		Detect(data)
+	})
+}
