@@ -216,7 +216,7 @@ func TestDeviceProblems(t *testing.T) {
 func TestCopy(t *testing.T) {
 	rt, _ := fakes(t, "2")
 	cfg := bench.CopyConfig{Devices: []int{0, 1}, Bytes: 3 << 20, Iters: 2, Warmup: 1, LatencyIters: 10,
-		Tests: []string{bench.CopyD2D, bench.CopyH2DPinned, bench.CopyD2HPinned, bench.CopyBidirPinned, bench.CopyH2DPageable, bench.CopyD2HPageable, bench.CopyP2P, bench.CopyP2PBidir, bench.CopyLatency},
+		Tests:     []string{bench.CopyD2D, bench.CopyH2DPinned, bench.CopyD2HPinned, bench.CopyBidirPinned, bench.CopyH2DPageable, bench.CopyD2HPageable, bench.CopyP2P, bench.CopyP2PBidir, bench.CopyLatency},
 		LocalCPUs: func(int) []int { return []int{0} }}
 	res, err := bench.RunCopy(context.Background(), rt, cfg)
 	if err != nil {

@@ -69,7 +69,7 @@ type NCCLResult struct {
 	// measurement (out-of-place and in-place) of every row.
 	AvgBusBW float64 `json:"avg_busbw_gbs"`
 	// Wrong is the sum of #wrong: nccl-tests' "Out of bounds values".
-	Wrong int64 `json:"wrong"`
+	Wrong int64  `json:"wrong"`
 	Error string `json:"error,omitempty"`
 }
 

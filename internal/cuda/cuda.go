@@ -123,12 +123,12 @@ func IsCode(err error, code int) bool {
 
 // Runtime is a loaded CUDA runtime.
 type Runtime struct {
-	Path    string // the file that was loaded
-	lib     *dl.Library
-	c       *C.gdr_cudart
-	cancel  *C.int // set to 1 to stop a spinning wait
-	timeout time.Duration
-	calls   chan func()
+	Path     string // the file that was loaded
+	lib      *dl.Library
+	c        *C.gdr_cudart
+	cancel   *C.int // set to 1 to stop a spinning wait
+	timeout  time.Duration
+	calls    chan func()
 	mu       sync.Mutex
 	wedged   string
 	origCPUs unix.CPUSet
@@ -314,11 +314,11 @@ func (r *Runtime) PCIBusID(ctx context.Context, dev int) (string, error) {
 
 // Device attributes (cudaDeviceAttr).
 const (
-	AttrMultiProcessorCount = 16
-	AttrMemoryClockRate     = 36
+	AttrMultiProcessorCount  = 16
+	AttrMemoryClockRate      = 36
 	AttrGlobalMemoryBusWidth = 37
-	AttrComputeMajor        = 75
-	AttrComputeMinor        = 76
+	AttrComputeMajor         = 75
+	AttrComputeMinor         = 76
 )
 
 // Attribute reads one device attribute.
