@@ -233,6 +233,14 @@ func (m *Matrix) nicName(label string) string {
 	return label
 }
 
+// nicDevice is a NIC column's device name (mlx5_2), else its label.
+func (m *Matrix) nicDevice(label string) string {
+	if d := m.NICNames[label]; d != "" {
+		return d
+	}
+	return label
+}
+
 func (r *Report) affinity(name string) []result.Result {
 	m, p := r.Matrix, r.Pairing
 	nicCols := 0
@@ -242,7 +250,7 @@ func (r *Report) affinity(name string) []result.Result {
 		}
 	}
 	if nicCols == 0 {
-		return []result.Result{readkit.Verdict(IDNICAffinity, result.Skip, "node", "NoNICs",
+		return []result.Result{readkit.Verdict(IDNICAffinity, result.Skip, "node", "NoRDMADevice",
 			"the matrix has no NIC columns: no RDMA NIC on this host, so GPU Direct RDMA does not apply (inter-node NCCL traffic can only use sockets or a network plugin)")}
 	}
 	var out []result.Result
@@ -267,10 +275,11 @@ func (r *Report) affinity(name string) []result.Result {
 			if len(also) > 0 {
 				msg += fmt.Sprintf("; also at %s: %s", e.Level, strings.Join(also, ", "))
 			}
-			out = append(out, readkit.Verdict(IDNICAffinity, result.Pass, e.GPU, "NICWithinPXB", msg, ev...))
+			// Reasons and subjects as the check of the same ID gives them.
+			out = append(out, readkit.Verdict(IDNICAffinity, result.Pass, e.GPU+"-"+m.nicDevice(e.NIC), "NICAt"+e.Level, msg, ev...))
 			continue
 		}
-		v := readkit.Verdict(IDNICAffinity, result.Fail, e.GPU, "NICBeyondPXB",
+		v := readkit.Verdict(IDNICAffinity, result.Fail, e.GPU+"-"+m.nicDevice(e.NIC), "NICBeyondGDRLevel",
 			fmt.Sprintf("%s's nearest RDMA NIC is %s at %s (%s): NCCL will not use GPU Direct RDMA for this GPU by default (NCCL_NET_GDR_LEVEL defaults to PXB) and stages its network traffic through host memory",
 				e.GPU, m.nicName(e.NIC), e.Level, levelMeaning[e.Level]), ev...)
 		v.Remedy = fmt.Sprintf("place an RDMA NIC on the GPU's PCIe switch (one GPU/NIC pair per switch), or accept the slower path and set NCCL_NET_GDR_LEVEL=%s to force GPU Direct RDMA across it; in VMs expose the host's PCIe switches (or an NCCL_TOPO_FILE) so NCCL sees the real distance", e.Level)
