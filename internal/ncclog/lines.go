@@ -241,14 +241,14 @@ func (a *analyzer) run(r io.Reader) error {
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		return &ParseError{Name: a.name, Line: lineNo + 1, Msg: "read: " + err.Error()}
+		return &ParseError{Name: a.name, Line: int(lineNo + 1), Msg: "read: " + err.Error()}
 	}
 	a.nlines = lineNo
 	if a.nbytes == 0 {
 		return &ParseError{Name: a.name, Line: 1, Msg: "empty input"}
 	}
 	if a.ncclLines == 0 && a.nulLine > 0 {
-		return &ParseError{Name: a.name, Line: a.nulLine, Msg: "binary data (NUL byte), not a text log"}
+		return &ParseError{Name: a.name, Line: int(a.nulLine), Msg: "binary data (NUL byte), not a text log"}
 	}
 	return nil
 }

@@ -24,7 +24,7 @@ import (
 // not be read.
 type ParseError struct {
 	Name string
-	Line int64
+	Line int
 	Msg  string
 }
 

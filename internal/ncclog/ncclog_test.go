@@ -733,7 +733,7 @@ func TestInputErrors(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		in   io.Reader
-		line int64
+		line int
 		msg  string
 	}{
 		{"empty", strings.NewReader(""), 1, "empty input"},
