@@ -99,3 +99,19 @@ func TestBenchCopyCommand(t *testing.T) {
 		t.Errorf("bench on a snapshot: exit %d %s", code, errs)
 	}
 }
+
+func TestRunWithBench(t *testing.T) {
+	fakeGPUs(t, "2")
+	t.Setenv("FAKECUDA_MEM", "4294967296")
+	out := t.TempDir()
+	stdout, errs, code := run(t, "run", "--bench", "--bench-size", "1M", "--out", out)
+	// The checks of this (GPU-less) machine pass or skip; the fake GPUs run.
+	if !strings.Contains(stdout, "Readiness checks:") || !strings.Contains(stdout, "# Collective alltoall") || !strings.Contains(stdout, "GPU->GPU copy bandwidth") {
+		t.Fatalf("exit %d %s\n%s", code, errs, stdout)
+	}
+	for _, f := range []string{"nccl/results.json", "copy/results.json"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+}

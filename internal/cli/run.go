@@ -3,16 +3,23 @@ package cli
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/checks"
+	"github.com/gdrcheck/gdrcheck/internal/host"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
 type runOptions struct {
-	format string
-	checks checkOptions
+	format    string
+	checks    checkOptions
+	bench     bool
+	benchSize string
+	out       string
 }
 
 func newRun(g *globals) *cobra.Command {
@@ -29,6 +36,9 @@ the tool itself could not run.`,
 		},
 	}
 	cmd.Flags().StringVar(&o.format, "format", "text", "output format: text or json")
+	cmd.Flags().BoolVar(&o.bench, "bench", false, "also run short native benchmarks (every NCCL collective up to --bench-size, copies of that size), judged against the model")
+	cmd.Flags().StringVar(&o.benchSize, "bench-size", "256M", "largest size of the --bench collectives and copies")
+	cmd.Flags().StringVar(&o.out, "out", "", "directory for the benchmarks' results and NCCL's logs (with --bench)")
 	o.checks.flags(cmd)
 	return cmd
 }
@@ -83,8 +93,45 @@ func runMain(ctx context.Context, g *globals, o runOptions) error {
 			return err
 		}
 	}
+	var benchErr error
+	if o.bench && o.format == "text" {
+		benchErr = runQuickBench(ctx, g, o)
+	}
 	if rep.Counts.Failed() {
 		return &exitError{code: ExitFailed, err: fmt.Errorf("%s", rep.CountsLine())}
 	}
-	return nil
+	return benchErr
 }
+
+// runQuickBench is the short benchmark pass of `gdrcheck run --bench`.
+func runQuickBench(ctx context.Context, g *globals, o runOptions) error {
+	if !r0(g).Live() {
+		return toolError(fmt.Errorf("--bench runs on the live host only"))
+	}
+	bo := benchOptions{format: "text", opTimeout: 5 * time.Minute, margin: 0.85, out: o.out}
+	size, err := bench.ParseSize(o.benchSize)
+	if err != nil {
+		return toolError(fmt.Errorf("--bench-size: %v", err))
+	}
+	fmt.Fprintln(g.out, "\nNCCL collectives:")
+	cfg := bench.NCCLConfig{Collectives: bench.Collectives(), MinBytes: 8, MaxBytes: size, StepFactor: 4, Warmup: 2, Iters: 10, Check: 1, OpTimeout: bo.opTimeout}
+	cfg.DType, _ = bench.DTypeByName("float")
+	cfg.Op, _ = bench.RedOpByName("sum")
+	if o.out != "" {
+		bo.out = filepath.Join(o.out, "nccl")
+	}
+	errN := runBenchNCCL(ctx, g, bo, cfg, 0)
+	fmt.Fprintln(g.out, "\nCopies:")
+	if o.out != "" {
+		bo.out = filepath.Join(o.out, "copy")
+	}
+	cc := bench.CopyConfig{Bytes: size, Iters: 10, Warmup: 2, Timeout: bo.opTimeout,
+		Tests: []string{bench.CopyD2D, bench.CopyH2DPinned, bench.CopyD2HPinned, bench.CopyBidirPinned, bench.CopyP2P, bench.CopyP2PBidir, bench.CopyLatency}}
+	errC := runBenchCopy(ctx, g, bo, cc, 0)
+	if errN != nil {
+		return errN
+	}
+	return errC
+}
+
+func r0(g *globals) host.Root { return host.NewRoot(g.root) }
