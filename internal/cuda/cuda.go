@@ -518,8 +518,8 @@ func StreamOf(h unsafe.Pointer) Stream { return Stream{h} }
 func (r *Runtime) PageableAlloc(ctx context.Context, bytes uint64) (Ptr, error) {
 	var p unsafe.Pointer
 	err := r.Do(ctx, "malloc", func() error {
-		p = C.malloc(C.size_t(bytes))
-		if p == nil {
+		// Page-aligned, as allocators for large buffers give it.
+		if C.posix_memalign(&p, 4096, C.size_t(bytes)) != 0 || p == nil {
 			return fmt.Errorf("malloc(%d bytes): out of host memory", bytes)
 		}
 		C.memset(p, 0, C.size_t(bytes))

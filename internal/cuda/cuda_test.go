@@ -46,7 +46,8 @@ func TestFakeRuntime(t *testing.T) {
 func TestMissingRuntimeSaysWhereItLooked(t *testing.T) {
 	t.Setenv("CUDA_HOME", t.TempDir())
 	t.Setenv("LD_LIBRARY_PATH", "")
-	_, err := cuda.Open(t.TempDir() + "/libcudart.so.13")
+	t.Setenv("GDRCHECK_CUDART", "")
+	_, err := cuda.Open("")
 	if !errors.Is(err, dl.ErrNotFound) {
 		t.Skipf("a CUDA runtime is installed here (%v)", err)
 	}
@@ -54,6 +55,13 @@ func TestMissingRuntimeSaysWhereItLooked(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not list %s: %v", want, err)
 		}
+	}
+	// A path the user names is the only one tried.
+	named := t.TempDir() + "/libcudart.so.13"
+	_, err = cuda.Open(named)
+	var nf *dl.NotFoundError
+	if !errors.As(err, &nf) || len(nf.Searched) != 1 || !strings.HasPrefix(nf.Searched[0], named) {
+		t.Errorf("named path: %v", err)
 	}
 }
 

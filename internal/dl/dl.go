@@ -124,10 +124,19 @@ func (s Spec) Candidates(explicit string) []string {
 	return out
 }
 
-// Open opens the first candidate that loads. explicit (a flag value) comes first.
+// Open opens the first candidate that loads. A path the user named (a
+// flag, or the spec's environment variable) is the only one tried: a
+// typo must not silently load some other copy of the library.
 func Open(s Spec, explicit string) (*Library, error) {
 	nf := &NotFoundError{What: s.What}
-	for _, c := range s.Candidates(explicit) {
+	cands := s.Candidates(explicit)
+	if explicit == "" && s.EnvPath != "" {
+		explicit = os.Getenv(s.EnvPath)
+	}
+	if explicit != "" {
+		cands = []string{explicit}
+	}
+	for _, c := range cands {
 		if strings.Contains(c, "/") {
 			if _, err := os.Stat(c); err != nil {
 				nf.Searched = append(nf.Searched, c+": no such file")

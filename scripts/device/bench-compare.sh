@@ -18,11 +18,13 @@ ARGS="-b 8 -e $E -f $F -w 5 -n 20 -c 1 -g $G"
 if [ ! -x vendor-src/nccl-tests/build/all_reduce_perf ]; then
   (cd vendor-src/nccl-tests && make -j"$(nproc)" MPI=0 CUDA_HOME=/usr/local/cuda NCCL_HOME=/usr > "$OUT/nccl-tests-build.log" 2>&1) || { echo "nccl-tests build failed"; tail "$OUT/nccl-tests-build.log"; exit 2; }
 fi
-for c in all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv; do
-  ref() { vendor-src/nccl-tests/build/${c}_perf $ARGS > "$OUT/cmp/$c.nccltests.$1.txt" 2>&1; sleep 2; }
+for c in ${COLLS:-all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv}; do
+  # nccl-tests runs under the NCCL environment gdrcheck sets for itself
+  # (debug log and dumps to files), so both see the same NCCL.
+  ref() { NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH,ENV NCCL_DEBUG_FILE="$OUT/cmp/$c.nccltests.$1.nccl-debug.%h.%p.log" NCCL_TOPO_DUMP_FILE="$OUT/cmp/$c.nccltests.$1.topo.xml" NCCL_GRAPH_DUMP_FILE="$OUT/cmp/$c.nccltests.$1.graph.xml" vendor-src/nccl-tests/build/${c}_perf $ARGS > "$OUT/cmp/$c.nccltests.$1.txt" 2>&1; sleep 2; }
   gdr() { $B bench nccl --op $c $ARGS --no-judge --out "$OUT/cmp/$c.gdrcheck.$1" > "$OUT/cmp/$c.gdrcheck.$1.txt" 2>&1; sleep 2; }
   s=$(date +%s)
-  ref 1; gdr 1; gdr 2; ref 2
+  ref 1; gdr 1; gdr 2; ref 2; ref 3; gdr 3
   echo "$c: $(( $(date +%s) - s )) s"
 done
 python3 scripts/device/compare.py "$OUT/cmp" | tee "$OUT/compare.txt"
