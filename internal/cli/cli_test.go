@@ -193,3 +193,42 @@ func dropTimings(s string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+func TestRunOutWritesReport(t *testing.T) {
+	snap := repo + "/testdata/snapshots/h200x1-vm.tgz"
+	for _, format := range []string{"text", "json"} {
+		t.Run(format, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "report")
+			stdout, errs, code := run(t, "run", "--root", snap, "--format", format, "--out", dir)
+			if code != ExitOK {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			b, err := os.ReadFile(filepath.Join(dir, "run.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got struct {
+				Host   topology.Summary `json:"host"`
+				Checks struct {
+					Results []struct {
+						ID     string `json:"id"`
+						Status string `json:"status"`
+					} `json:"results"`
+				} `json:"checks"`
+			}
+			if err := json.Unmarshal(b, &got); err != nil {
+				t.Fatalf("run.json: %v", err)
+			}
+			if len(got.Host.GPUs) != 1 || len(got.Checks.Results) == 0 {
+				t.Errorf("run.json: %d GPUs, %d check results:\n%s", len(got.Host.GPUs), len(got.Checks.Results), b)
+			}
+			if format == "json" && !bytes.Equal(bytes.TrimSpace([]byte(stdout)), bytes.TrimSpace(b)) {
+				t.Errorf("--format json output and run.json differ")
+			}
+		})
+	}
+	_, errs, code := run(t, "run", "--root", snap, "--format", "json", "--bench")
+	if code != ExitToolErr || !strings.Contains(errs, "--bench prints text") {
+		t.Errorf("--bench --format json: exit %d, %q", code, errs)
+	}
+}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -38,7 +39,7 @@ the tool itself could not run.`,
 	cmd.Flags().StringVar(&o.format, "format", "text", "output format: text or json")
 	cmd.Flags().BoolVar(&o.bench, "bench", false, "also run short native benchmarks (every NCCL collective up to --bench-size, copies of that size), judged against the model")
 	cmd.Flags().StringVar(&o.benchSize, "bench-size", "256M", "largest size of the --bench collectives and copies")
-	cmd.Flags().StringVar(&o.out, "out", "", "directory for the benchmarks' results and NCCL's logs (with --bench)")
+	cmd.Flags().StringVar(&o.out, "out", "", "directory for the report: run.json (inventory, topology, checks), and with --bench the benchmarks' results and NCCL's logs")
 	o.checks.flags(cmd)
 	return cmd
 }
@@ -54,6 +55,14 @@ func runMain(ctx context.Context, g *globals, o runOptions) error {
 	case "json", "text":
 	default:
 		return &exitError{code: ExitToolErr, err: fmt.Errorf("--format %q: want text or json", o.format)}
+	}
+	if o.bench && o.format == "json" {
+		return &exitError{code: ExitToolErr, err: fmt.Errorf("--bench prints text: use --format text, and --out DIR for the results as JSON")}
+	}
+	if o.out != "" {
+		if err := os.MkdirAll(o.out, 0o755); err != nil {
+			return &exitError{code: ExitToolErr, err: fmt.Errorf("--out: %w", err)}
+		}
 	}
 	var expect *checks.Expect
 	if o.checks.expect != "" {
@@ -76,6 +85,13 @@ func runMain(ctx context.Context, g *globals, o runOptions) error {
 	s.Root = g.root
 	env := checkEnv(ctx, r, h, expect, o.checks.xidWindow)
 	rep := checks.Run(ctx, env, checks.All(), checks.Options{Timeout: o.checks.timeout, Only: o.checks.only})
+	if o.out != "" {
+		// Written before anything slower runs, so an interrupted
+		// benchmark pass still leaves the node's report.
+		if err := writeAtomic(filepath.Join(o.out, "run.json"), runReport{Host: s, Checks: rep}); err != nil {
+			return &exitError{code: ExitToolErr, err: fmt.Errorf("--out: %w", err)}
+		}
+	}
 	if o.format == "json" {
 		if err := writeJSON(g.out, runReport{Host: s, Checks: rep}); err != nil {
 			return err
