@@ -55,63 +55,33 @@ type Reader struct {
 // first, NCCL debug logs (which other outputs often contain) last.
 func Readers() []Reader {
 	return []Reader{
-		{smitopo.Kind, "nvidia-smi topo -m matrix: GPU→NIC pairing and gdr.nic-affinity", smitopo.Detect,
-			func(n string, r io.Reader) (Report, []result.Result, error) {
-				rep, err := smitopo.Analyze(n, r)
-				if err != nil {
-					return nil, nil, err
-				}
-				return rep, rep.Verdicts, nil
-			}},
-		{dcgmi.Kind, "dcgmi diag text table (DCGM 3/4) or --json", dcgmi.Detect,
-			func(n string, r io.Reader) (Report, []result.Result, error) {
-				rep, err := dcgmi.Analyze(n, r)
-				if err != nil {
-					return nil, nil, err
-				}
-				return rep, rep.Verdicts, nil
-			}},
-		{nvbandwidth.Kind, "nvbandwidth text or -j JSON", nvbandwidth.Detect,
-			func(n string, r io.Reader) (Report, []result.Result, error) {
-				rep, err := nvbandwidth.Analyze(n, r)
-				if err != nil {
-					return nil, nil, err
-				}
-				return rep, rep.Verdicts, nil
-			}},
-		{perftest.Kind, "perftest ib_*_bw / ib_*_lat text or --out_json", perftest.Detect,
-			func(n string, r io.Reader) (Report, []result.Result, error) {
-				rep, err := perftest.Analyze(n, r)
-				if err != nil {
-					return nil, nil, err
-				}
-				return rep, rep.Verdicts, nil
-			}},
-		{"nccl-topo", "NCCL topology or graph XML (NCCL_TOPO_DUMP_FILE, NCCL_GRAPH_DUMP_FILE, NCCL_TOPO_FILE)", nccltopo.Detect,
-			func(n string, r io.Reader) (Report, []result.Result, error) {
-				rep, err := nccltopo.Analyze(n, r)
-				if err != nil {
-					return nil, nil, err
-				}
-				return rep, rep.Verdicts, nil
-			}},
-		{nccltests.Kind, "nccl-tests output (text or -J JSON)", nccltests.Detect,
-			func(n string, r io.Reader) (Report, []result.Result, error) {
-				rep, err := nccltests.Analyze(n, r)
-				if err != nil {
-					return nil, nil, err
-				}
-				return rep, rep.Verdicts, nil
-			}},
-		{"nccl-log", "NCCL_DEBUG=INFO log", ncclog.Detect,
-			func(n string, r io.Reader) (Report, []result.Result, error) {
-				rep, err := ncclog.Analyze(n, r)
-				if err != nil {
-					return nil, nil, err
-				}
-				return rep, rep.Verdicts, nil
-			}},
+		newReader(smitopo.Kind, "nvidia-smi topo -m matrix: GPU→NIC pairing and gdr.nic-affinity", smitopo.Detect, smitopo.Analyze,
+			func(r *smitopo.Report) []result.Result { return r.Verdicts }),
+		newReader(dcgmi.Kind, "dcgmi diag text table (DCGM 3/4) or --json", dcgmi.Detect, dcgmi.Analyze,
+			func(r *dcgmi.Report) []result.Result { return r.Verdicts }),
+		newReader(nvbandwidth.Kind, "nvbandwidth text or -j JSON", nvbandwidth.Detect, nvbandwidth.Analyze,
+			func(r *nvbandwidth.Report) []result.Result { return r.Verdicts }),
+		newReader(perftest.Kind, "perftest ib_*_bw / ib_*_lat text or --out_json", perftest.Detect, perftest.Analyze,
+			func(r *perftest.Report) []result.Result { return r.Verdicts }),
+		newReader("nccl-topo", "NCCL topology or graph XML (NCCL_TOPO_DUMP_FILE, NCCL_GRAPH_DUMP_FILE, NCCL_TOPO_FILE)", nccltopo.Detect, nccltopo.Analyze,
+			func(r *nccltopo.Report) []result.Result { return r.Verdicts }),
+		newReader(nccltests.Kind, "nccl-tests output (text or -J JSON)", nccltests.Detect, nccltests.Analyze,
+			func(r *nccltests.Report) []result.Result { return r.Verdicts }),
+		newReader("nccl-log", "NCCL_DEBUG=INFO log", ncclog.Detect, ncclog.Analyze,
+			func(r *ncclog.Report) []result.Result { return r.Verdicts }),
 	}
+}
+
+// newReader makes the Reader of a package: its Detect and Analyze, and the
+// verdicts of its report.
+func newReader[R Report](name, desc string, detect func([]byte) bool, analyze func(string, io.Reader) (R, error), verdicts func(R) []result.Result) Reader {
+	return Reader{name, desc, detect, func(n string, r io.Reader) (Report, []result.Result, error) {
+		rep, err := analyze(n, r)
+		if err != nil {
+			return nil, nil, err
+		}
+		return rep, verdicts(rep), nil
+	}}
 }
 
 // Kinds names every kind, in detection order.

@@ -110,7 +110,9 @@ func TestNotRecognised(t *testing.T) {
 		t.Errorf("unknown kind: %v", err)
 	}
 	empty := filepath.Join(t.TempDir(), "empty.txt")
-	os.WriteFile(empty, nil, 0o644)
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := analyze.FileAll(empty); !errors.As(err, &ke) || !strings.Contains(err.Error(), "empty") {
 		t.Errorf("empty file: %v", err)
 	}

@@ -121,6 +121,9 @@ func TestWrongResultsDetected(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if len(res) != 3 {
+			t.Fatalf("%d results", len(res))
+		}
 		for _, r := range res {
 			if r.Wrong == 0 {
 				t.Errorf("%s: corruption not detected\n%s", r.Collective, table(r))
@@ -138,7 +141,13 @@ func TestWrongResultsDetected(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if len(res) != 2 {
+			t.Fatalf("%d results", len(res))
+		}
 		for _, r := range res {
+			if len(r.Rows) == 0 {
+				t.Errorf("%s: no rows", r.Collective)
+			}
 			for _, row := range r.Rows {
 				if row.OutOfPlace.Wrong == 0 || row.InPlace.Wrong == 0 {
 					t.Errorf("%s %d: wrong %d/%d", r.Collective, row.Bytes, row.OutOfPlace.Wrong, row.InPlace.Wrong)
@@ -166,6 +175,20 @@ func TestWatchdog(t *testing.T) {
 	}
 }
 
+// TestAsyncError: an error a communicator reports while its stream is busy
+// ends the wait with NCCL's own message, naming the GPU.
+func TestAsyncError(t *testing.T) {
+	rt, lib := fakes(t, "2")
+	t.Setenv("FAKECUDA_HANG", "1")
+	t.Setenv("FAKENCCL_ASYNCERR", "6")
+	cfg := config(t, []string{"all_reduce"}, "float", "sum", []int{0, 1})
+	cfg.Check = 0
+	_, err := bench.RunNCCL(context.Background(), rt, lib, cfg)
+	if err == nil || errors.Is(err, bench.ErrWatchdog) || !strings.Contains(err.Error(), "NCCL wait (GPU 0): remote process exited") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
 func TestInterrupt(t *testing.T) {
 	rt, lib := fakes(t, "1")
 	t.Setenv("FAKECUDA_HANG", "1")
@@ -180,22 +203,23 @@ func TestInterrupt(t *testing.T) {
 }
 
 func TestDeviceProblems(t *testing.T) {
-	t.Run("busy", func(t *testing.T) {
-		rt, lib := fakes(t, "1")
-		t.Setenv("FAKECUDA_BUSY", "1")
-		_, err := bench.RunNCCL(context.Background(), rt, lib, config(t, []string{"all_reduce"}, "float", "sum", []int{0}))
-		if !cuda.IsCode(err, cuda.ErrCodeDevicesBusy) || !strings.Contains(err.Error(), "busy or unavailable") {
-			t.Errorf("err = %v", err)
-		}
-	})
-	t.Run("out of memory", func(t *testing.T) {
-		rt, lib := fakes(t, "1")
-		t.Setenv("FAKECUDA_OOM", "1")
-		_, err := bench.RunNCCL(context.Background(), rt, lib, config(t, []string{"all_reduce"}, "float", "sum", []int{0}))
-		if !cuda.IsCode(err, cuda.ErrCodeMemoryAllocation) || !strings.Contains(err.Error(), "out of memory") {
-			t.Errorf("err = %v", err)
-		}
-	})
+	for _, tc := range []struct {
+		name, env string
+		code      int
+		msg       string
+	}{
+		{"busy", "FAKECUDA_BUSY", cuda.ErrCodeDevicesBusy, "busy or unavailable"},
+		{"out of memory", "FAKECUDA_OOM", cuda.ErrCodeMemoryAllocation, "out of memory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt, lib := fakes(t, "1")
+			t.Setenv(tc.env, "1")
+			_, err := bench.RunNCCL(context.Background(), rt, lib, config(t, []string{"all_reduce"}, "float", "sum", []int{0}))
+			if !cuda.IsCode(err, tc.code) || !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("err = %v", err)
+			}
+		})
+	}
 	t.Run("little memory shrinks the largest size", func(t *testing.T) {
 		rt, lib := fakes(t, "1")
 		t.Setenv("FAKECUDA_MEM", "524288")
@@ -238,10 +262,14 @@ func TestCopy(t *testing.T) {
 		}
 	}
 	cfg.Corrupt = true
-	cfg.Tests = []string{bench.CopyD2D, bench.CopyD2HPinned, bench.CopyP2P}
+	cfg.Tests = []string{bench.CopyD2D, bench.CopyD2HPinned, bench.CopyP2P, bench.CopyLatency}
 	res, err = bench.RunCopy(context.Background(), rt, cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// d2d, d2h and latency per device, p2p and latency per ordered pair
+	if len(res) != 2*3+2*2 {
+		t.Errorf("%d corrupted results", len(res))
 	}
 	for _, r := range res {
 		if r.Valid || r.Wrong == 0 {

@@ -62,7 +62,7 @@ type CopyResult struct {
 	Error         string  `json:"error,omitempty"`
 }
 
-// copyRun holds one device's buffers.
+// copyRun is one RunCopy: the runtime and the configuration.
 type copyRun struct {
 	rt  *cuda.Runtime
 	cfg CopyConfig
@@ -237,6 +237,14 @@ func (r *resources) pageable(ctx context.Context, n uint64) (cuda.Ptr, error) {
 	return p, err
 }
 
+// host allocates the host side of a copy: pageable or pinned memory.
+func (r *resources) host(ctx context.Context, dev int, n uint64, pageable bool) (cuda.Ptr, error) {
+	if pageable {
+		return r.pageable(ctx, n)
+	}
+	return r.pinned(ctx, dev, n)
+}
+
 func (r *resources) stream(ctx context.Context, dev int) (cuda.Stream, error) {
 	s, err := r.rt.StreamCreate(ctx, dev)
 	if err == nil {
@@ -272,6 +280,9 @@ func (c *copyRun) single(ctx context.Context, test string, dev int) (CopyResult,
 	spec := cuda.CopySpec{Dev: dev, Bytes: n, Stream: s1, Timeout: c.cfg.Timeout}
 	var check func() (int64, error)
 	const salt = 0x3c
+	if test == CopyH2DPageable || test == CopyD2HPageable {
+		res.Note = "pageable memory: the driver stages it through its own pinned buffers"
+	}
 	switch test {
 	case CopyD2D:
 		src, err := rs.dev(ctx, dev, n)
@@ -287,19 +298,13 @@ func (c *copyRun) single(ctx context.Context, test string, dev int) (CopyResult,
 		}
 		spec.Src, spec.Dst, spec.Kind = src, dst, cuda.DeviceToDevice
 		check = func() (int64, error) {
-			if c.cfg.Corrupt {
-				_ = c.rt.Memset(ctx, dev, dst, 0, 64)
+			if err := c.corrupt(ctx, dev, dst, n); err != nil {
+				return 0, err
 			}
 			return c.devCheck(ctx, dev, dst, n, salt, stage, copyStage)
 		}
 	case CopyH2DPinned, CopyH2DPageable, CopyBidirPinned:
-		var host cuda.Ptr
-		if test == CopyH2DPageable {
-			host, err = rs.pageable(ctx, n)
-			res.Note = "pageable memory: the driver stages it through its own pinned buffers"
-		} else {
-			host, err = rs.pinned(ctx, dev, n)
-		}
+		host, err := rs.host(ctx, dev, n, test == CopyH2DPageable)
 		if err != nil {
 			return c.fail(res, err)
 		}
@@ -329,8 +334,8 @@ func (c *copyRun) single(ctx context.Context, test string, dev int) (CopyResult,
 			res.Note = "host-to-device and device-to-host at once; GB/s is both directions summed"
 		}
 		check = func() (int64, error) {
-			if c.cfg.Corrupt {
-				_ = c.rt.Memset(ctx, dev, dst, 0, 64)
+			if err := c.corrupt(ctx, dev, dst, n); err != nil {
+				return 0, err
 			}
 			w, err := c.devCheck(ctx, dev, dst, n, salt, stage, copyStage)
 			if err == nil && test == CopyBidirPinned {
@@ -339,13 +344,7 @@ func (c *copyRun) single(ctx context.Context, test string, dev int) (CopyResult,
 			return w, err
 		}
 	case CopyD2HPinned, CopyD2HPageable:
-		var host cuda.Ptr
-		if test == CopyD2HPageable {
-			host, err = rs.pageable(ctx, n)
-			res.Note = "pageable memory: the driver stages it through its own pinned buffers"
-		} else {
-			host, err = rs.pinned(ctx, dev, n)
-		}
+		host, err := rs.host(ctx, dev, n, test == CopyD2HPageable)
 		if err != nil {
 			return c.fail(res, err)
 		}
@@ -368,6 +367,17 @@ func (c *copyRun) single(ctx context.Context, test string, dev int) (CopyResult,
 		return res, fmt.Errorf("unknown copy test %q", test)
 	}
 	return c.timeAndCheck(ctx, res, spec, check)
+}
+
+// corrupt zeroes the first bytes of a device destination when the
+// configuration asks for it (the pattern's byte 0 is never 0, so the
+// validation must catch it); a failure to damage it is an error, not a
+// silent pass.
+func (c *copyRun) corrupt(ctx context.Context, dev int, p cuda.Ptr, n uint64) error {
+	if !c.cfg.Corrupt {
+		return nil
+	}
+	return c.rt.Memset(ctx, dev, p, 0, min(64, n))
 }
 
 // timeAndCheck warms up, times the loop, and validates the last copy.
@@ -482,8 +492,8 @@ func (c *copyRun) peer(ctx context.Context, test string, a, b int) (CopyResult, 
 		spec.RevDst, spec.RevSrc, spec.Stream2 = revDst, revSrc, s2
 	}
 	return c.timeAndCheck(ctx, res, spec, func() (int64, error) {
-		if c.cfg.Corrupt {
-			_ = c.rt.Memset(ctx, b, dst, 0, 64)
+		if err := c.corrupt(ctx, b, dst, n); err != nil {
+			return 0, err
 		}
 		w, err := c.devCheck(ctx, b, dst, n, salt, stage, copyStage)
 		if err == nil && test == CopyP2PBidir {
@@ -523,6 +533,16 @@ func (c *copyRun) latency(ctx context.Context, a, b int) (CopyResult, error) {
 	if err != nil {
 		return c.fail(res, err)
 	}
+	// The copies are validated like the others: a latency of copies that
+	// moved nothing is no latency.
+	stage, err := rs.pinned(ctx, a, n)
+	if err != nil {
+		return c.fail(res, err)
+	}
+	const salt = 0x69
+	if err := c.devFill(ctx, a, src, n, salt, stage, n); err != nil {
+		return c.fail(res, err)
+	}
 	spec := cuda.CopySpec{Dev: a, Dst: dst, Src: src, Bytes: n, Kind: cuda.DeviceToDevice, Stream: s, Timeout: c.cfg.Timeout, Iters: 10}
 	if b >= 0 {
 		spec.Kind, spec.DstDev, spec.SrcDev = cuda.PeerToPeer, b, a
@@ -536,6 +556,14 @@ func (c *copyRun) latency(ctx context.Context, a, b int) (CopyResult, error) {
 		return c.fail(res, err)
 	}
 	res.US = ms * 1e3 / float64(spec.Iters)
-	res.Valid = true
+	if err := c.corrupt(ctx, dstDev, dst, n); err != nil {
+		return c.fail(res, err)
+	}
+	w, err := c.devCheck(ctx, dstDev, dst, n, salt, stage, n)
+	if err != nil {
+		return c.fail(res, err)
+	}
+	res.Wrong = w
+	res.Valid = w == 0
 	return res, nil
 }

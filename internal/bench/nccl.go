@@ -237,10 +237,8 @@ func (r *ncclRun) collective(ctx context.Context, c Collective) (NCCLResult, err
 		l := c.LayoutFor(size, elt, n)
 		op := r.op(c, l, false)
 		r.doing = fmt.Sprintf("%s warm-up at %d bytes", c.Name, l.Bytes)
-		for w := 0; w < r.cfg.Warmup; w++ {
-			if err := r.comms.Enqueue(ctx, op, w); err != nil {
-				return res, r.guard(err)
-			}
+		if err := r.comms.Enqueue(ctx, op, 0, r.cfg.Warmup); err != nil {
+			return res, r.guard(err)
 		}
 		if err := r.comms.Wait(ctx, r.cfg.OpTimeout); err != nil {
 			return res, r.guard(err)
@@ -308,7 +306,7 @@ func (r *ncclRun) bench(ctx context.Context, c Collective, l Layout, inPlace boo
 		}
 	}
 	r.doing = fmt.Sprintf("%s %s at %d bytes (sync run)", c.Name, place, l.Bytes)
-	if err := r.comms.Enqueue(ctx, op, 0); err != nil {
+	if err := r.comms.Enqueue(ctx, op, 0, 1); err != nil {
 		return r.guard(err)
 	}
 	if err := r.comms.Wait(ctx, r.cfg.OpTimeout); err != nil {
@@ -327,7 +325,7 @@ func (r *ncclRun) bench(ctx context.Context, c Collective, l Layout, inPlace boo
 		if err := r.prepare(ctx, c, l, inPlace); err != nil {
 			return r.guard(err)
 		}
-		if err := r.comms.Enqueue(ctx, op, 0); err != nil {
+		if err := r.comms.Enqueue(ctx, op, 0, 1); err != nil {
 			return r.guard(err)
 		}
 		if err := r.comms.Wait(ctx, r.cfg.OpTimeout); err != nil {
@@ -370,11 +368,10 @@ func (r *ncclRun) prepare(ctx context.Context, c Collective, l Layout, inPlace b
 	elt := r.cfg.DType.Size
 	for i := 0; i < r.comms.Local(); i++ {
 		dev := r.comms.Device(i)
-		_, out := r.regions(i, l, inPlace)
+		in, out := r.regions(i, l, inPlace)
 		if err := r.rt.Memset(ctx, dev, out, poisonByte, l.RecvCount*elt); err != nil {
 			return err
 		}
-		in, _ := r.regions(i, l, inPlace)
 		rank := r.comms.Rank(i)
 		total := l.SendCount * elt
 		for off := uint64(0); off < total; off += stagingBytes {

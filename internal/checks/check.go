@@ -105,7 +105,6 @@ func Run(ctx context.Context, env *Env, checks []Check, o Options) *Report {
 	}
 	start := time.Now()
 	type out struct {
-		i   int
 		rs  []result.Result
 		dur time.Duration
 	}
@@ -123,7 +122,7 @@ func Run(ctx context.Context, env *Env, checks []Check, o Options) *Report {
 			defer wg.Done()
 			t0 := time.Now()
 			rs := runOne(ctx, env, c, o.Timeout)
-			outs[i] = out{i, rs, time.Since(t0)}
+			outs[i] = out{rs, time.Since(t0)}
 		}(i, c)
 	}
 	wg.Wait()
@@ -136,7 +135,6 @@ func Run(ctx context.Context, env *Env, checks []Check, o Options) *Report {
 			if rs[k].Title == "" {
 				rs[k].Title = c.Title()
 			}
-			rs[k].Duration = outs[i].dur
 			rs[k].DurationMS = ms
 		}
 		rep.Checks = append(rep.Checks, CheckRun{ID: c.ID(), Title: c.Title(), Status: result.Worst(rs), Subjects: len(rs), DurationMS: ms})

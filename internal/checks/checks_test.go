@@ -179,6 +179,13 @@ func TestChecks(t *testing.T) {
 	}
 }
 
+// noFabricInfo: NVSwitch-connected GPUs whose driver facts hold no fabric
+// registration (drivers before 535), so fabric manager is asked instead.
+var noFabricInfo = map[string]string{
+	"@nvml0": `nvml-gpu 0000:18:00.0 name="NVIDIA H100 80GB HBM3" nvswitch=18`,
+	"@nvml1": `nvml-gpu 0000:3a:00.0 name="NVIDIA H100 80GB HBM3" nvswitch=18`,
+}
+
 type checkCase struct {
 	name    string
 	check   string
@@ -218,6 +225,7 @@ var checkCases = []checkCase{
 	{"GPU behind a Gen4 port", "pcie.link", fixture{set: map[string]string{"@dsp0": "gen=4"}}, result.Warn, "SlotLimited", "GPU0"},
 	{"profile wants Gen5", "pcie.link", fixture{set: map[string]string{"@dsp0": "gen=4"}, expect: "gpus: {pcie_gen: 5, pcie_width: 16}\n"}, result.Fail, "BelowSiteProfile", "GPU0"},
 	{"NIC full speed", "pcie.link", fixture{}, result.Pass, "FullSpeed", "mlx5_0"},
+	{"NIC link speed unknown", "pcie.link", fixture{extra: "file sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:01.0/0000:19:00.0/current_link_speed \"Unknown\\n\"\n"}, result.Unknown, "CurrentLinkUnknown", "mlx5_0"},
 	// pcie.mrr
 	{"NIC MRRS 512", "pcie.mrr", fixture{}, result.Pass, "Configured", "mlx5_0"},
 	{"NIC MRRS 256", "pcie.mrr", fixture{set: map[string]string{"@nic0": "mrrs=256"}}, result.Warn, "SmallMaxReadReq", "mlx5_0"},
@@ -246,12 +254,15 @@ var checkCases = []checkCase{
 	{"symbol errors", "nic.port", fixture{set: map[string]string{"@rdma0": "rdma mlx5_0 0000:19:00.0 symbol_error=12 link_downed=1"}}, result.Warn, "ErrorCounters", "mlx5_0:1"},
 	{"RoCE at MTU 1500", "nic.port", fixture{set: map[string]string{"@rdma0": "rdma mlx5_0 0000:19:00.0 layer=Ethernet netdev=eth2 mtu=1500"}}, result.Warn, "SmallMTU", "mlx5_0:1"},
 	{"fewer rails than the profile", "nic.port", fixture{expect: "nics: {count: 8}\n"}, result.Fail, "FewerRailsThanProfile", "node"},
+	{"rail rate unreadable", "nic.port", fixture{set: map[string]string{"@rdma0": "rdma mlx5_0 0000:19:00.0 rate=unknown"}}, result.Unknown, "RateUnknown", "mlx5_0:1"},
 	{"front-end port down", "nic.port", fixture{file: hostsDir + "/hgx-h100-8gpu-12nic-roce.host"}, result.Warn, "PortDown", "mlx5_4:1"},
 	// nvlink.state
 	{"18 links up", "nvlink.state", fixture{}, result.Pass, "AllUp", "GPU0"},
 	{"two links down", "nvlink.state", fixture{set: map[string]string{"@nvml0": `nvml-gpu 0000:18:00.0 name="NVIDIA H100 80GB HBM3" nvswitch=18 nvlink_down=2 fabric=completed fabric_status=success`}}, result.Fail, "NVLinkDown", "GPU0"},
 	{"fabric not registered", "nvlink.state", fixture{set: map[string]string{"@nvml1": `nvml-gpu 0000:3a:00.0 name="NVIDIA H100 80GB HBM3" nvswitch=18 fabric=in-progress fabric_status=""`}}, result.Fail, "FabricNotReady", "GPU1-fabric"},
 	{"degraded pair on a PCIe board", "nvlink.state", fixture{file: hostsDir + "/a100sxm-4gpu-nvlink-degraded.host"}, result.Fail, "NVLinkDown", "GPU2"},
+	{"fabric manager inactive", "nvlink.state", fixture{set: noFabricInfo, extra: "command systemctl-nvidia-fabricmanager.txt \"inactive\\n\"\n"}, result.Fail, "FabricManagerDown", "node"},
+	{"fabric manager said nothing", "nvlink.state", fixture{set: noFabricInfo, extra: "command systemctl-nvidia-fabricmanager.txt \"\"\n"}, result.Unknown, "FabricManagerUnknown", "node"},
 	{"NVLink unknown", "nvlink.state", fixture{set: map[string]string{"@nvml0": `nvml-gpu 0000:18:00.0 nvlink=unknown`}}, result.Unknown, "NoDriverFacts", "GPU0"},
 	{"PCIe GPUs", "nvlink.state", fixture{file: hostsDir + "/pcie-l40s-remote-nic.host"}, result.Skip, "NoNVLink", "GPU0"},
 	// gpu.health
@@ -274,6 +285,8 @@ var checkCases = []checkCase{
 	{"HCA matches", "nccl.env", fixture{set: map[string]string{"@environ": "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1"}}, result.Pass, "MatchesDevices", "NCCL_IB_HCA"},
 	{"HCA prefix leaves rails out", "nccl.env", fixture{file: hostsDir + "/hgx-h100-8gpu-12nic-roce.host", extra: "command environ.txt \"NCCL_IB_HCA=mlx5_1\\n\"\n"}, result.Warn, "RailsLeftOut", "NCCL_IB_HCA"},
 	{"absent socket interface", "nccl.env", fixture{set: map[string]string{"@environ": "NCCL_SOCKET_IFNAME=eth9"}}, result.Fail, "AbsentInterface", "NCCL_SOCKET_IFNAME"},
+	{"absent bond", "nccl.env", fixture{set: map[string]string{"@environ": "NCCL_SOCKET_IFNAME=bond0"}}, result.Fail, "AbsentInterface", "NCCL_SOCKET_IFNAME"},
+	{"bond present", "nccl.env", fixture{set: map[string]string{"@environ": "NCCL_SOCKET_IFNAME=bond0"}, extra: "file sys/class/net/bond0/operstate \"up\\n\"\n"}, result.Pass, "MatchesInterfaces", "NCCL_SOCKET_IFNAME"},
 	{"tuning override", "nccl.env", fixture{set: map[string]string{"@environ": "NCCL_ALGO=Ring"}}, result.Warn, "TuningOverride", "NCCL_ALGO"},
 	{"environment not captured", "nccl.env", fixture{noEnv: true}, result.Unknown, "EnvironmentUnknown", "node"},
 	// inventory.versions

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/host"
 	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
@@ -159,22 +159,10 @@ func (ncclEnv) Run(ctx context.Context, env *Env) []result.Result {
 		out = append(out, checkHCA(h, v)...)
 	}
 	if v, ok := get("NCCL_SOCKET_IFNAME"); ok {
-		out = append(out, checkIfname(h, v)...)
+		out = append(out, checkIfname(env, v)...)
 	}
 	if v, ok := get("NCCL_TOPO_FILE"); ok && v != "" {
-		p := v
-		if !filepath.IsAbs(p) {
-			p = "/" + p
-		}
-		if env.Root.Live() {
-			if _, err := os.Stat(v); err != nil {
-				out = append(out, withRemedy(res(result.Fail, "NCCL_TOPO_FILE", "TopoFileMissing", "NCCL_TOPO_FILE names "+v+", which cannot be read: "+err.Error(), e("NCCL_TOPO_FILE", v)), "fix the path or unset NCCL_TOPO_FILE"))
-			} else {
-				out = append(out, res(result.Warn, "NCCL_TOPO_FILE", "TopoFileOverride", "NCCL_TOPO_FILE replaces NCCL's view of the PCI tree with "+v+": make sure it matches this machine (gdrcheck analyze can read it)", e("NCCL_TOPO_FILE", v)))
-			}
-		} else {
-			out = append(out, res(result.Warn, "NCCL_TOPO_FILE", "TopoFileOverride", "NCCL_TOPO_FILE replaces NCCL's view of the PCI tree with "+v, e("NCCL_TOPO_FILE", v)))
-		}
+		out = append(out, checkTopoFile(env, v))
 	}
 	for _, k := range []string{"NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_BUFFSIZE", "NCCL_CROSS_NIC", "NCCL_IB_QPS_PER_CONNECTION", "NCCL_NCHANNELS_PER_NET_PEER"} {
 		if v, ok := get(k); ok {
@@ -288,7 +276,25 @@ func checkHCA(h *topology.Host, v string) []result.Result {
 	return out
 }
 
-func checkIfname(h *topology.Host, v string) []result.Result {
+// checkTopoFile: live, the file must be readable (a relative path is
+// taken from the current directory, as NCCL in this process would); a
+// snapshot does not hold it, so it is only reported.
+func checkTopoFile(env *Env, v string) result.Result {
+	e := ev("environment", "NCCL_TOPO_FILE="+v)
+	if !env.Root.Live() {
+		return res(result.Warn, "NCCL_TOPO_FILE", "TopoFileOverride", "NCCL_TOPO_FILE replaces NCCL's view of the PCI tree with "+v, e)
+	}
+	p, err := filepath.Abs(v)
+	if err == nil {
+		_, err = env.Root.ReadFile(p)
+	}
+	if err != nil {
+		return withRemedy(res(result.Fail, "NCCL_TOPO_FILE", "TopoFileMissing", "NCCL_TOPO_FILE names "+v+", which cannot be read: "+err.Error(), e), "fix the path or unset NCCL_TOPO_FILE")
+	}
+	return res(result.Warn, "NCCL_TOPO_FILE", "TopoFileOverride", "NCCL_TOPO_FILE replaces NCCL's view of the PCI tree with "+v+": make sure it matches this machine (gdrcheck analyze can read it)", e)
+}
+
+func checkIfname(env *Env, v string) []result.Result {
 	evs := []result.Evidence{ev("environment", "NCCL_SOCKET_IFNAME="+v)}
 	s := strings.TrimSpace(v)
 	exclude := strings.HasPrefix(s, "^")
@@ -298,6 +304,12 @@ func checkIfname(h *topology.Host, v string) []result.Result {
 	if exclude {
 		return []result.Result{res(result.Pass, "NCCL_SOCKET_IFNAME", "Excludes", "NCCL_SOCKET_IFNAME excludes "+s, evs...)}
 	}
+	// Every interface is listed there, virtual ones (lo, bonds, bridges)
+	// too; Host.NetDevs holds only those on a PCI function.
+	ifaces, err := env.Root.Names("sys/class/net")
+	if err != nil {
+		return []result.Result{res(result.Unknown, "NCCL_SOCKET_IFNAME", "CannotRead", "cannot list this host's interfaces: "+err.Error(), evs...)}
+	}
 	var missing []string
 	for _, p := range strings.Split(s, ",") {
 		p = strings.TrimSpace(p)
@@ -305,15 +317,10 @@ func checkIfname(h *topology.Host, v string) []result.Result {
 			continue
 		}
 		hit := false
-		for _, nd := range h.NetDevs {
-			if nd.Name == p || !exact && strings.HasPrefix(nd.Name, p) {
+		for _, name := range ifaces {
+			if name == p || !exact && strings.HasPrefix(name, p) {
 				hit = true
 			}
-		}
-		// Virtual interfaces (bonds, bridges) are not in NetDevs: accept
-		// them when the live host has them.
-		if !hit && (p == "lo" || strings.HasPrefix(p, "bond") || strings.HasPrefix(p, "br")) {
-			hit = true
 		}
 		if !hit {
 			missing = append(missing, p)
@@ -354,7 +361,7 @@ func (env *Env) LoadCaptured() {
 		}
 	}
 	// Time windows are anchored when the snapshot was taken.
-	if b, err := r.ReadFile(snapshotManifest); err == nil {
+	if b, err := r.ReadFile(snapshot.ManifestFile); err == nil {
 		var m struct {
 			CreatedAt time.Time `json:"created_at"`
 		}
@@ -363,7 +370,3 @@ func (env *Env) LoadCaptured() {
 		}
 	}
 }
-
-// snapshotManifest is snapshot.ManifestFile (not imported: snapshot sits
-// above checks in the flow).
-const snapshotManifest = "snapshot.json"

@@ -68,24 +68,38 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 
 // junit types: one testsuite per check, one testcase per subject.
 type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Errors   int          `xml:"errors,attr"`
-	Skipped  int          `xml:"skipped,attr"`
-	Time     string       `xml:"time,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
+	XMLName xml.Name `xml:"testsuites"`
+	Name    string   `xml:"name,attr"`
+	junitTotals
+	Suites []junitSuite `xml:"testsuite"`
 }
 
 type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Errors   int         `xml:"errors,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Time     string      `xml:"time,attr"`
-	Cases    []junitCase `xml:"testcase"`
+	Name string `xml:"name,attr"`
+	junitTotals
+	Cases []junitCase `xml:"testcase"`
+}
+
+// junitTotals are the attributes testsuites and testsuite share.
+type junitTotals struct {
+	Tests    int    `xml:"tests,attr"`
+	Failures int    `xml:"failures,attr"`
+	Errors   int    `xml:"errors,attr"`
+	Skipped  int    `xml:"skipped,attr"`
+	Time     string `xml:"time,attr"`
+}
+
+// add counts one testcase: skip and unknown are skipped, never passed.
+func (t *junitTotals) add(st result.Status) {
+	t.Tests++
+	switch st {
+	case result.Fail:
+		t.Failures++
+	case result.Error:
+		t.Errors++
+	case result.Skip, result.Unknown:
+		t.Skipped++
+	}
 }
 
 type junitCase struct {
@@ -110,11 +124,11 @@ type junitMessage struct {
 func (r *Report) WriteJUnit(w io.Writer, suiteName string) error {
 	bySuite := map[string]*junitSuite{}
 	var order []string
-	top := junitSuites{Name: suiteName, Time: fmt.Sprintf("%.3f", r.DurationMS/1000)}
+	top := junitSuites{Name: suiteName, junitTotals: junitTotals{Time: fmt.Sprintf("%.3f", r.DurationMS/1000)}}
 	for _, x := range r.Results {
 		s := bySuite[x.ID]
 		if s == nil {
-			s = &junitSuite{Name: x.ID, Time: fmt.Sprintf("%.3f", x.DurationMS/1000)}
+			s = &junitSuite{Name: x.ID, junitTotals: junitTotals{Time: fmt.Sprintf("%.3f", x.DurationMS/1000)}}
 			bySuite[x.ID] = s
 			order = append(order, x.ID)
 		}
@@ -130,22 +144,16 @@ func (r *Report) WriteJUnit(w io.Writer, suiteName string) error {
 		switch x.Status {
 		case result.Fail:
 			c.Failure = m
-			s.Failures++
-			top.Failures++
 		case result.Error:
 			c.Error = m
-			s.Errors++
-			top.Errors++
 		case result.Skip, result.Unknown:
 			m.Message = string(x.Status) + ": " + m.Message
 			c.Skipped = m
-			s.Skipped++
-			top.Skipped++
 		case result.Warn:
 			c.SystemOut = "WARN " + body
 		}
-		s.Tests++
-		top.Tests++
+		s.add(x.Status)
+		top.add(x.Status)
 		s.Cases = append(s.Cases, c)
 	}
 	sort.Strings(order)

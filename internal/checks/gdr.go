@@ -275,7 +275,7 @@ func (nicAffinity) Run(ctx context.Context, env *Env) []result.Result {
 		}
 		switch {
 		case e.Level <= topology.GDRMaxLevel && e.Level <= limit:
-			out = append(out, res(result.Pass, subject, "NIC"+levelWord(e.Level),
+			out = append(out, res(result.Pass, subject, "NICAt"+e.Level.String(),
 				fmt.Sprintf("%s reaches %s at %s: GPU Direct RDMA is used%s", gpuLabel(g), e.NIC, e.Level, shared), evs...))
 		case e.Level <= limit:
 			out = append(out, withRemedy(res(result.Warn, subject, "GDRForcedBeyondPXB",
@@ -292,14 +292,4 @@ func (nicAffinity) Run(ctx context.Context, env *Env) []result.Result {
 		}
 	}
 	return out
-}
-
-func levelWord(l topology.Level) string {
-	switch l {
-	case topology.LevelPIX:
-		return "AtPIX"
-	case topology.LevelPXB:
-		return "AtPXB"
-	}
-	return "At" + l.String()
 }

@@ -64,9 +64,12 @@ func (iommuMode) Run(ctx context.Context, env *Env) []result.Result {
 	} else if len(params) == 0 {
 		cmdEv.Value = "no IOMMU parameters"
 	}
-	units, _ := env.Root.Names("sys/class/iommu")
+	units, uerr := env.Root.Names("sys/class/iommu")
 	unitEv := ev(env.Root.Display("sys/class/iommu"), "IOMMU units: "+strings.Join(units, " "))
-	if len(units) == 0 {
+	switch {
+	case uerr != nil:
+		unitEv.Value = "unreadable: " + uerr.Error()
+	case len(units) == 0:
 		unitEv.Value = "no IOMMU unit registered"
 	}
 	var devs []*topology.Device
@@ -84,7 +87,11 @@ func (iommuMode) Run(ctx context.Context, env *Env) []result.Result {
 	for i, d := range devs {
 		label := labels[i]
 		if d.IOMMUGroup == nil {
-			if len(units) > 0 && on && !pt {
+			switch {
+			case uerr != nil:
+				out = append(out, res(result.Unknown, label, "CannotRead", fmt.Sprintf("%s has no IOMMU group, but the IOMMU units cannot be listed: %v", label, uerr), cmdEv, unitEv))
+				continue
+			case len(units) > 0 && on && !pt:
 				out = append(out, res(result.Unknown, label, "NoGroup", fmt.Sprintf("%s has no IOMMU group although IOMMU units exist", label), cmdEv, unitEv))
 				continue
 			}

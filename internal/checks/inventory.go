@@ -39,9 +39,9 @@ func rdmaCoreVersion(env *Env) (string, string) {
 func (inventory) Run(ctx context.Context, env *Env) []result.Result {
 	h := env.Host
 	var out []result.Result
-	var want *ExpectVersions
-	if env.Expect != nil {
-		want = env.Expect.Versions
+	var want ExpectVersions // what the site profile pins; "" where nothing
+	if env.Expect != nil && env.Expect.Versions != nil {
+		want = *env.Expect.Versions
 	}
 	item := func(subject, found, src, expect string) {
 		switch {
@@ -54,12 +54,6 @@ func (inventory) Run(ctx context.Context, env *Env) []result.Result {
 			out = append(out, res(result.Pass, subject, "Recorded", subject+" "+found, ev(src, found)))
 		}
 	}
-	get := func(f func(*ExpectVersions) string) string {
-		if want == nil {
-			return ""
-		}
-		return f(want)
-	}
 	driver, dsrc := "", "nvml"
 	if h.GPUFacts != nil && h.GPUFacts.DriverVersion != "" {
 		driver, dsrc = h.GPUFacts.DriverVersion, h.GPUFacts.Source
@@ -67,10 +61,10 @@ func (inventory) Run(ctx context.Context, env *Env) []result.Result {
 		driver, dsrc = d.version, env.Root.Display("proc/driver/nvidia/version")
 	}
 	if len(h.GPUs) > 0 || driver != "" {
-		item("driver", driver, dsrc, get(func(v *ExpectVersions) string { return v.Driver }))
+		item("driver", driver, dsrc, want.Driver)
 	}
 	if h.GPUFacts != nil && h.GPUFacts.CUDADriverVersion != "" {
-		item("cuda-driver", h.GPUFacts.CUDADriverVersion, h.GPUFacts.Source, get(func(v *ExpectVersions) string { return v.CUDA }))
+		item("cuda-driver", h.GPUFacts.CUDADriverVersion, h.GPUFacts.Source, want.CUDA)
 	}
 	lib := func(key, subject string, expect string) {
 		v := env.Libraries[key]
@@ -85,15 +79,15 @@ func (inventory) Run(ctx context.Context, env *Env) []result.Result {
 	}
 	if env.Libraries != nil {
 		lib("cudart", "cuda-runtime", "")
-		lib("nccl", "nccl", get(func(v *ExpectVersions) string { return v.NCCL }))
+		lib("nccl", "nccl", want.NCCL)
 	}
-	item("kernel", h.Kernel, env.Root.Display("proc/sys/kernel/osrelease"), get(func(v *ExpectVersions) string { return v.Kernel }))
+	item("kernel", h.Kernel, env.Root.Display("proc/sys/kernel/osrelease"), want.Kernel)
 	if len(h.NICs) > 0 {
 		v, src := rdmaCoreVersion(env)
 		if src == "" {
 			src = "libibverbs.so.1.*"
 		}
-		item("rdma-core", v, src, get(func(v *ExpectVersions) string { return v.RDMACore }))
+		item("rdma-core", v, src, want.RDMACore)
 		if s, err := env.Root.ReadString("sys/module/mlx5_core/version"); err == nil && s != "" {
 			item("mlx5_core", s, env.Root.Display("sys/module/mlx5_core/version"), "")
 		}
@@ -102,7 +96,7 @@ func (inventory) Run(ctx context.Context, env *Env) []result.Result {
 	byModel := map[string]map[string][]string{}
 	for _, n := range h.NICs {
 		subject := "firmware:" + n.Name
-		item(subject, n.FWVersion, env.Root.Display("sys/class/infiniband/"+n.Name+"/fw_ver"), get(func(v *ExpectVersions) string { return v.NICFirmware }))
+		item(subject, n.FWVersion, env.Root.Display("sys/class/infiniband/"+n.Name+"/fw_ver"), want.NICFirmware)
 		if n.FWVersion == "" {
 			continue
 		}

@@ -22,7 +22,8 @@ func (nicPort) Title() string {
 const roceMinMTU = 4200
 
 // countersWarn are the port counters whose growth means a bad link.
-var countersWarn = []string{"symbol_error", "link_downed", "link_error_recovery", "port_rcv_errors", "port_rcv_remote_physical_errors", "local_link_integrity_errors", "excessive_buffer_overrun_errors"}
+var countersWarn = map[string]bool{"symbol_error": true, "link_downed": true, "link_error_recovery": true, "port_rcv_errors": true,
+	"port_rcv_remote_physical_errors": true, "local_link_integrity_errors": true, "excessive_buffer_overrun_errors": true}
 
 func (nicPort) Run(ctx context.Context, env *Env) []result.Result {
 	h := env.Host
@@ -30,8 +31,9 @@ func (nicPort) Run(ctx context.Context, env *Env) []result.Result {
 	if len(nics) == 0 {
 		return []result.Result{res(result.Skip, "node", "NoRDMADevice", "no RDMA NIC on this host")}
 	}
+	railNames := h.Pair().Rails
 	rails := map[string]bool{}
-	for _, r := range h.Pair().Rails {
+	for _, r := range railNames {
 		rails[r] = true
 	}
 	// The rate the rails run at: the site profile, else the fastest rail.
@@ -53,7 +55,7 @@ func (nicPort) Run(ctx context.Context, env *Env) []result.Result {
 	var out []result.Result
 	if e := env.Expect; e != nil && e.NICs != nil && e.NICs.Count > 0 && len(rails) < e.NICs.Count {
 		out = append(out, withRemedy(res(result.Fail, "node", "FewerRailsThanProfile",
-			fmt.Sprintf("%d rail NIC(s) paired with GPUs (%s), the site profile expects %d", len(rails), strings.Join(h.Pair().Rails, ", "), e.NICs.Count),
+			fmt.Sprintf("%d rail NIC(s) paired with GPUs (%s), the site profile expects %d", len(rails), strings.Join(railNames, ", "), e.NICs.Count),
 			ev("topology", fmt.Sprintf("%d RDMA NICs, %d paired with GPUs", len(nics), len(rails)))),
 			"check that every NIC is seated, its driver loaded and its PCIe link up"))
 	}
@@ -96,6 +98,10 @@ func judgePort(env *Env, n *topology.NIC, p topology.Port, rail bool, want float
 			fmt.Sprintf("%s port %d runs %s, the site profile expects %s", n.Name, p.Number, p.LinkLayer, e.NICs.LinkLayer), evs...),
 			"set the port type with mlxconfig LINK_TYPE_P1 and reboot"))
 	}
+	if rail && p.RateGbps == 0 {
+		out = append(out, res(result.Unknown, subject, "RateUnknown",
+			fmt.Sprintf("%s port %d: the link rate could not be read (%q), so it cannot be judged", n.Name, p.Number, p.RateText), evs...))
+	}
 	if rail && want > 0 && p.RateGbps > 0 && p.RateGbps < want {
 		out = append(out, withRemedy(res(result.Fail, subject, "RateBelowExpected",
 			fmt.Sprintf("%s port %d runs at %g Gb/s, the rails run at %g Gb/s", n.Name, p.Number, p.RateGbps, want), evs...),
@@ -120,10 +126,8 @@ func judgePort(env *Env, n *topology.NIC, p topology.Port, rail bool, want float
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		for _, w := range countersWarn {
-			if k == w && p.Counters[k] > 0 {
-				bad = append(bad, fmt.Sprintf("%s=%d", k, p.Counters[k]))
-			}
+		if countersWarn[k] && p.Counters[k] > 0 {
+			bad = append(bad, fmt.Sprintf("%s=%d", k, p.Counters[k]))
 		}
 	}
 	if len(bad) > 0 {

@@ -221,15 +221,16 @@ func (pcieLink) Run(ctx context.Context, env *Env) []result.Result {
 	return out
 }
 
-// gpuBelow reports whether a bridge's secondary link goes straight to a GPU
-// (so its current speed follows the GPU's power-saving changes).
-func gpuBelow(h *topology.Host, d *topology.Device) bool {
+// gpuBelow is the GPU on a bridge's secondary link, or nil (the link's
+// current speed then follows the GPU's power-saving changes).
+func gpuBelow(h *topology.Host, d *topology.Device) *topology.GPU {
+	var g *topology.GPU
 	for _, c := range d.Children {
-		if cd := h.Device(c); cd != nil && cd.IsGPU() {
-			return true
+		if gg := h.GPUByAddress(c); gg != nil {
+			g = gg
 		}
 	}
-	return false
+	return g
 }
 
 func judgeLink(env *Env, s linkSubject) []result.Result {
@@ -283,24 +284,25 @@ func judgeLink(env *Env, s linkSubject) []result.Result {
 			fmt.Sprintf("%s trained at x%d of x%d: a lane problem (seating, riser, cable, retimer) that cuts PCIe bandwidth to %d%%", s.label, l.CurWidth, capWidth, 100*l.CurWidth/capWidth), evs...),
 			"reseat the card or riser and check the slot; a persistent narrow link needs a hardware fix"))
 	}
-	gpuLinked := s.gpu != nil || d.IsBridge() && gpuBelow(h, d)
+	// The GPU this link leads to, if any: its speed follows the GPU's idling.
+	g := s.gpu
+	if g == nil && d.IsBridge() {
+		g = gpuBelow(h, d)
+	}
 	if l.CurSpeed < capSpeed && l.CurSpeed > 0 {
-		switch {
-		case !gpuLinked:
+		if g == nil {
 			out = append(out, withRemedy(res(result.Fail, s.label, "LinkSpeedDegraded",
 				fmt.Sprintf("%s runs at %s, below the %s both ends support", s.label, l.CurSpeed, capSpeed), evs...),
 				"check BIOS PCIe speed settings, seating and retimers; a link that trains low under load is a hardware or firmware fault"))
-		default:
-			g := s.gpu
-			if g == nil {
-				for _, c := range d.Children {
-					if gg := h.GPUByAddress(c); gg != nil {
-						g = gg
-					}
-				}
-			}
+		} else {
 			out = append(out, judgeGPUSpeed(s.label, g, l, capSpeed, evs)...)
 		}
+	}
+	if len(out) == 0 && (l.CurSpeed == 0 || l.CurWidth == 0) {
+		// current_link_speed "Unknown" or an unreadable attribute: nothing
+		// above could judge the trained link, so it is not full speed.
+		out = append(out, res(result.Unknown, s.label, "CurrentLinkUnknown",
+			fmt.Sprintf("%s %s: the current link speed or width could not be read (%s x%d)", s.label, d.Address, l.CurSpeed, l.CurWidth), evs...))
 	}
 	if len(out) == 0 {
 		out = append(out, res(result.Pass, s.label, "FullSpeed",

@@ -22,6 +22,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/host"
 	"github.com/gdrcheck/gdrcheck/internal/model"
 	"github.com/gdrcheck/gdrcheck/internal/nccl"
+	"github.com/gdrcheck/gdrcheck/internal/ncclog"
 	"github.com/gdrcheck/gdrcheck/internal/pci"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
@@ -39,6 +40,9 @@ type benchOptions struct {
 	opTimeout    time.Duration
 	noJudge      bool
 	margin       float64
+	// host is the node already discovered by the caller (run --bench);
+	// nil: openBench discovers it.
+	host *topology.Host
 }
 
 func (o *benchOptions) flags(cmd *cobra.Command) {
@@ -129,8 +133,11 @@ func openBench(ctx context.Context, g *globals, o benchOptions, kind string, ngp
 	}
 	// Map CUDA ordinals to the discovered GPUs by bus id (CUDA's order
 	// need not be PCI order).
-	if h, err := g.discover(ctx, host.NewRoot("/")); err == nil {
-		e.host = h
+	e.host = o.host
+	if e.host == nil {
+		if h, err := g.discover(ctx, host.NewRoot("/")); err == nil {
+			e.host = h
+		}
 	}
 	for _, d := range e.devices {
 		bus, err := rt.PCIBusID(ctx, d)
@@ -201,7 +208,6 @@ type NCCLReport struct {
 	Judgements  []result.Result    `json:"judgements,omitempty"`
 	Evidence    *NCCLEvidence      `json:"nccl_evidence,omitempty"`
 	Notes       []string           `json:"notes,omitempty"`
-	partial     map[string][]bench.Row
 }
 
 // BenchDevice is a GPU a benchmark ran on.
@@ -338,7 +344,7 @@ func runBenchNCCL(ctx context.Context, g *globals, o benchOptions, cfg bench.NCC
 		return toolError(fmt.Errorf("-r %d: want a rank in 0..%d", cfg.Root, len(e.devices)-1))
 	}
 	rep := &NCCLReport{Tool: "gdrcheck " + g.build.Version, StartedAt: time.Now().UTC(), Command: os.Args, NCCL: ver, NCCLPath: lib.Path,
-		CUDARuntime: e.runtime, CUDADriver: e.driver, Evidence: ev, partial: map[string][]bench.Row{},
+		CUDARuntime: e.runtime, CUDADriver: e.driver, Evidence: ev,
 		Config: map[string]any{"minbytes": cfg.MinBytes, "maxbytes": cfg.MaxBytes, "stepfactor": cfg.StepFactor, "stepbytes": cfg.StepBytes,
 			"warmup_iters": cfg.Warmup, "iters": cfg.Iters, "check": cfg.Check, "datatype": cfg.DType.Name, "redop": cfg.Op.Name, "root": cfg.Root}}
 	for _, d := range e.devices {
@@ -356,7 +362,9 @@ func runBenchNCCL(ctx context.Context, g *globals, o benchOptions, cfg bench.NCC
 			fmt.Fprintf(w, "#  Rank %2d Group  0 Pid %6d on %10s device %2d [%s] %s\n", i, pid, hn, d, e.busIDs[d], e.gpuName(d))
 		}
 	}
-	current := ""
+	// partial holds the rows finished so far, collective by collective in
+	// the order they ran.
+	var partial []bench.NCCLResult
 	cfg.OnNote = func(s string) {
 		rep.Notes = append(rep.Notes, s)
 		if text {
@@ -364,26 +372,25 @@ func runBenchNCCL(ctx context.Context, g *globals, o benchOptions, cfg bench.NCC
 		}
 	}
 	cfg.OnRow = func(coll string, r bench.Row) {
-		if text {
-			if coll != current {
-				current = coll
+		if len(partial) == 0 || partial[len(partial)-1].Collective != coll {
+			partial = append(partial, bench.NCCLResult{Collective: coll, Ranks: len(e.devices)})
+			if text {
 				fmt.Fprintf(w, "#\n# Collective %s\n", coll)
 				io.WriteString(w, bench.TableHeader())
 			}
+		}
+		if text {
 			fmt.Fprintln(w, r.Line())
 		}
-		rep.partial[coll] = append(rep.partial[coll], r)
+		cur := &partial[len(partial)-1]
+		cur.Rows = append(cur.Rows, r)
 		// Every finished row is on disk: an interrupted run leaves a valid,
 		// partial results.json.
 		snap := *rep
-		for c, rows := range rep.partial {
-			if !hasResult(rep.Results, c) {
-				snap.Results = append(snap.Results, bench.NCCLResult{Collective: c, Ranks: len(e.devices), Rows: rows})
-			}
-		}
+		snap.Results = partial
 		_ = writeAtomic(resultsPath, snap)
 	}
-	results, runErr := runCollectives(ctx, e, lib, cfg, rep, text, w)
+	results, runErr := runCollectives(ctx, e, lib, cfg, text, w)
 	rep.Results = results
 	ev.collect()
 	rep.Evidence.Summary = summarizeNCCLLog(e.outDir, ev.Files)
@@ -412,15 +419,6 @@ func runBenchNCCL(ctx context.Context, g *globals, o benchOptions, cfg bench.NCC
 	return benchExit(runErr, results, rep.Judgements)
 }
 
-func hasResult(rs []bench.NCCLResult, c string) bool {
-	for _, r := range rs {
-		if r.Collective == c {
-			return true
-		}
-	}
-	return false
-}
-
 func stepText(cfg bench.NCCLConfig) string {
 	if cfg.StepFactor > 1 {
 		return fmt.Sprintf("%d(factor)", cfg.StepFactor)
@@ -428,7 +426,7 @@ func stepText(cfg bench.NCCLConfig) string {
 	return fmt.Sprintf("%d(bytes)", cfg.StepBytes)
 }
 
-func runCollectives(ctx context.Context, e *benchEnv, lib *nccl.Library, cfg bench.NCCLConfig, rep *NCCLReport, text bool, w io.Writer) ([]bench.NCCLResult, error) {
+func runCollectives(ctx context.Context, e *benchEnv, lib *nccl.Library, cfg bench.NCCLConfig, text bool, w io.Writer) ([]bench.NCCLResult, error) {
 	results, err := bench.RunNCCL(ctx, e.rt, lib, cfg)
 	if text {
 		for _, r := range results {
@@ -499,5 +497,28 @@ func judgeNCCL(e *benchEnv, results []bench.NCCLResult, pass float64) []result.R
 	return out
 }
 
-// topologyNVLinks is the NVLink count between two discovered GPUs.
-func topologyNVLinks(a, b *topology.GPU) int { return topology.NVLinksBetween(a, b) }
+// summarizeNCCLLog reads NCCL's debug logs of the run and returns its
+// verdicts (GDR, P2P, network, version) as lines.
+func summarizeNCCLLog(dir string, files []string) []string {
+	var out []string
+	for _, f := range files {
+		if !strings.HasPrefix(f, "nccl-debug.") {
+			continue
+		}
+		fh, err := os.Open(filepath.Join(dir, f))
+		if err != nil {
+			out = append(out, f+": "+err.Error())
+			continue
+		}
+		rep, err := ncclog.Analyze(f, fh)
+		fh.Close()
+		if err != nil {
+			out = append(out, f+": "+err.Error())
+			continue
+		}
+		for _, v := range rep.Verdicts {
+			out = append(out, fmt.Sprintf("%s %s %s: %s", strings.ToUpper(string(v.Status)), v.ID, v.Subject, v.Message))
+		}
+	}
+	return out
+}

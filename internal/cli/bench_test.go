@@ -109,7 +109,7 @@ func TestRunWithBench(t *testing.T) {
 	if !strings.Contains(stdout, "Readiness checks:") || !strings.Contains(stdout, "# Collective alltoall") || !strings.Contains(stdout, "GPU->GPU copy bandwidth") {
 		t.Fatalf("exit %d %s\n%s", code, errs, stdout)
 	}
-	for _, f := range []string{"nccl/results.json", "copy/results.json"} {
+	for _, f := range []string{"run.json", "nccl/results.json", "copy/results.json"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Error(err)
 		}

@@ -3,7 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -13,35 +13,9 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/model"
-	"github.com/gdrcheck/gdrcheck/internal/ncclog"
 	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
-
-// summarizeNCCLLog reads NCCL's debug logs of the run and returns its
-// verdicts (GDR, P2P, network, version) as lines.
-func summarizeNCCLLog(dir string, files []string) []string {
-	var out []string
-	for _, f := range files {
-		if !strings.HasPrefix(f, "nccl-debug.") {
-			continue
-		}
-		fh, err := os.Open(filepath.Join(dir, f))
-		if err != nil {
-			out = append(out, f+": "+err.Error())
-			continue
-		}
-		rep, err := ncclog.Analyze(f, fh)
-		fh.Close()
-		if err != nil {
-			out = append(out, f+": "+err.Error())
-			continue
-		}
-		for _, v := range rep.Verdicts {
-			out = append(out, fmt.Sprintf("%s %s %s: %s", strings.ToUpper(string(v.Status)), v.ID, v.Subject, v.Message))
-		}
-	}
-	return out
-}
 
 // CopyReport is results.json of `gdrcheck bench copy`.
 type CopyReport struct {
@@ -188,7 +162,7 @@ func judgeCopies(e *benchEnv, res []bench.CopyResult, pass float64) []result.Res
 			if r.Test == bench.CopyP2PBidir {
 				t = model.CopyP2PNVLinkBidir
 			}
-			if a, b := e.gpus[r.Dev], e.gpus[r.Peer]; a != nil && b != nil && topologyNVLinks(a, b) <= 0 {
+			if a, b := e.gpus[r.Dev], e.gpus[r.Peer]; a != nil && b != nil && topology.NVLinksBetween(a, b) <= 0 {
 				t = model.CopyP2PPCIe
 			}
 		}
@@ -257,7 +231,7 @@ func yesno(b bool) string {
 	return "no"
 }
 
-func writePeerMatrix(w interface{ Write([]byte) (int, error) }, rs []bench.CopyResult, test, title string) {
+func writePeerMatrix(w io.Writer, rs []bench.CopyResult, test, title string) {
 	cells := map[[2]int]bench.CopyResult{}
 	var devs []int
 	seen := map[int]bool{}

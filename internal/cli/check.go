@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gdrcheck/gdrcheck/internal/checks"
+	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
 type checkOptions struct {
@@ -41,7 +43,7 @@ evidence and a remedy. skip and unknown never count as passing. Check IDs:
 Exit code 0 when nothing fails, 1 when something fails, 2 when the tool itself could not run.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rep, err := runChecks(cmd, g, o)
+			rep, err := runChecks(cmd.Context(), g, o)
 			if err != nil {
 				return err
 			}
@@ -69,36 +71,43 @@ Exit code 0 when nothing fails, 1 when something fails, 2 when the tool itself c
 	return cmd
 }
 
-func runChecks(cmd *cobra.Command, g *globals, o checkOptions) (*checks.Report, error) {
+func runChecks(ctx context.Context, g *globals, o checkOptions) (*checks.Report, error) {
 	switch o.format {
 	case "", "table", "json", "md", "junit":
 	default:
 		return nil, &exitError{code: ExitToolErr, err: fmt.Errorf("--format %q: want table, json, md or junit", o.format)}
 	}
+	_, rep, err := g.judgeNode(ctx, o)
+	return rep, err
+}
+
+// judgeNode discovers the host at --root and runs the readiness checks on
+// it (check and run share it).
+func (g *globals) judgeNode(ctx context.Context, o checkOptions) (*topology.Host, *checks.Report, error) {
 	var expect *checks.Expect
 	if o.expect != "" {
 		e, err := checks.LoadExpect(o.expect)
 		if err != nil {
-			return nil, &exitError{code: ExitToolErr, err: err}
+			return nil, nil, &exitError{code: ExitToolErr, err: err}
 		}
 		expect = e
 	}
 	for _, id := range o.only {
 		if !knownCheck(id) {
-			return nil, &exitError{code: ExitToolErr, err: fmt.Errorf("--only %q: no such check (known: %s)", id, strings.Join(checks.IDs(), ", "))}
+			return nil, nil, &exitError{code: ExitToolErr, err: fmt.Errorf("--only %q: no such check (known: %s)", id, strings.Join(checks.IDs(), ", "))}
 		}
 	}
 	r, cleanup, err := g.openRoot()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer cleanup()
-	h, err := g.discover(cmd.Context(), r)
+	h, err := g.discover(ctx, r)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	env := checkEnv(cmd.Context(), r, h, expect, o.xidWindow)
-	return checks.Run(cmd.Context(), env, checks.All(), checks.Options{Timeout: o.timeout, Only: o.only}), nil
+	env := checkEnv(ctx, r, h, expect, o.xidWindow)
+	return h, checks.Run(ctx, env, checks.All(), checks.Options{Timeout: o.timeout, Only: o.only}), nil
 }
 
 func knownCheck(id string) bool {

@@ -15,27 +15,47 @@ import (
 // liveLibraries loads the CUDA runtime and NCCL to record their versions.
 func liveLibraries(ctx context.Context) map[string]string {
 	m := map[string]string{}
-	if rt, err := cuda.Open(""); err != nil {
-		m["cudart_error"] = err.Error()
-	} else {
-		m["cudart_path"] = rt.Path
-		if v, _, err := rt.Versions(ctx); err != nil {
-			m["cudart_error"] = err.Error()
-		} else {
-			m["cudart"] = v
+	for key, l := range map[string]LibraryState{"cudart": cudaState(ctx), "nccl": ncclState()} {
+		if l.Path != "" {
+			m[key+"_path"] = l.Path
 		}
-	}
-	if l, err := nccl.Open(""); err != nil {
-		m["nccl_error"] = err.Error()
-	} else {
-		m["nccl_path"] = l.Path
-		if v, _, err := l.Version(); err != nil {
-			m["nccl_error"] = err.Error()
+		if l.Error != "" {
+			m[key+"_error"] = l.Error
 		} else {
-			m["nccl"] = v
+			m[key] = l.Version
 		}
 	}
 	return m
+}
+
+// cudaState loads the CUDA runtime and asks its version.
+func cudaState(ctx context.Context) LibraryState {
+	rt, err := cuda.Open("")
+	if err != nil {
+		return LibraryState{Error: err.Error()}
+	}
+	l := LibraryState{Loaded: true, Path: rt.Path}
+	if rv, dv, err := rt.Versions(ctx); err != nil {
+		l.Error = err.Error()
+	} else {
+		l.Version, l.Detail = rv, "driver supports CUDA "+dv
+	}
+	return l
+}
+
+// ncclState loads NCCL and asks its version.
+func ncclState() LibraryState {
+	lib, err := nccl.Open("")
+	if err != nil {
+		return LibraryState{Error: err.Error()}
+	}
+	l := LibraryState{Loaded: true, Path: lib.Path}
+	if v, _, err := lib.Version(); err != nil {
+		l.Error = err.Error()
+	} else {
+		l.Version = v
+	}
+	return l
 }
 
 // checkEnv assembles what the checks judge: live facts on "/", the

@@ -101,6 +101,7 @@ func TestToolErrors(t *testing.T) {
 		{[]string{"topo", "--root", t.TempDir()}, "no PCI devices found"},
 		{[]string{"topo", "--root", repo + "/testdata/snapshots/h200x1-vm.tgz", "--format", "yaml"}, `--format "yaml"`},
 		{[]string{"snapshot"}, "needs -o"},
+		{[]string{"run", "--root", repo + "/testdata/snapshots/h200x1-vm.tgz", "--only", "pcie.nothing"}, "no such check"},
 		{[]string{"frobnicate"}, "unknown command"},
 	}
 	for _, c := range cases {

@@ -1,67 +1,25 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/gdrcheck/gdrcheck/internal/fakehost"
 	"github.com/gdrcheck/gdrcheck/internal/model"
+	"github.com/gdrcheck/gdrcheck/internal/readkit/kittest"
 )
 
 // The golden files of `gdrcheck model` live with the model package.
 const modelGoldenDir = "../model/testdata/golden"
 
-// modelUpdate is -update, shared with any other test of this package that
-// defines it.
-var modelUpdate = func() *bool {
-	if f := flag.Lookup("update"); f != nil {
-		if g, ok := f.Value.(flag.Getter); ok {
-			if b, ok := g.Get().(bool); ok {
-				v := b
-				return &v
-			}
-		}
-	}
-	return flag.Bool("update", false, "rewrite golden files")
-}()
-
-func updating() bool {
-	if f := flag.Lookup("update"); f != nil {
-		return f.Value.String() == "true"
-	}
-	return *modelUpdate
-}
+var update = flag.Bool("update", false, "rewrite golden files")
 
 func runModelCLI(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	code := Main(append([]string{"model"}, args...), &out, &errb, BuildInfo{Version: "test"})
-	return out.String(), errb.String(), code
-}
-
-func modelGolden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join(modelGoldenDir, name)
-	if updating() {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if d := cmp.Diff(string(want), got); d != "" {
-		t.Errorf("%s differs (-want +got); go test -update rewrites it:\n%s", path, d)
-	}
+	return run(t, append([]string{"model"}, args...)...)
 }
 
 func TestModelCommandGolden(t *testing.T) {
@@ -86,7 +44,7 @@ func TestModelCommandGolden(t *testing.T) {
 			}
 			// The fixture is materialised under a temporary directory.
 			out = strings.ReplaceAll(out, h200, "HOST")
-			modelGolden(t, tc.name, out)
+			kittest.Golden(t, filepath.Join(modelGoldenDir, tc.name), []byte(out), *update)
 		})
 	}
 }

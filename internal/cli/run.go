@@ -64,27 +64,12 @@ func runMain(ctx context.Context, g *globals, o runOptions) error {
 			return &exitError{code: ExitToolErr, err: fmt.Errorf("--out: %w", err)}
 		}
 	}
-	var expect *checks.Expect
-	if o.checks.expect != "" {
-		e, err := checks.LoadExpect(o.checks.expect)
-		if err != nil {
-			return &exitError{code: ExitToolErr, err: err}
-		}
-		expect = e
-	}
-	r, cleanup, err := g.openRoot()
-	if err != nil {
-		return err
-	}
-	defer cleanup()
-	h, err := g.discover(ctx, r)
+	h, rep, err := g.judgeNode(ctx, o.checks)
 	if err != nil {
 		return err
 	}
 	s := h.Summarize()
 	s.Root = g.root
-	env := checkEnv(ctx, r, h, expect, o.checks.xidWindow)
-	rep := checks.Run(ctx, env, checks.All(), checks.Options{Timeout: o.checks.timeout, Only: o.checks.only})
 	if o.out != "" {
 		// Written before anything slower runs, so an interrupted
 		// benchmark pass still leaves the node's report.
@@ -110,8 +95,8 @@ func runMain(ctx context.Context, g *globals, o runOptions) error {
 		}
 	}
 	var benchErr error
-	if o.bench && o.format == "text" {
-		benchErr = runQuickBench(ctx, g, o)
+	if o.bench { // text only: --format json was refused above
+		benchErr = runQuickBench(ctx, g, o, h)
 	}
 	if rep.Counts.Failed() {
 		return &exitError{code: ExitFailed, err: fmt.Errorf("%s", rep.CountsLine())}
@@ -120,11 +105,12 @@ func runMain(ctx context.Context, g *globals, o runOptions) error {
 }
 
 // runQuickBench is the short benchmark pass of `gdrcheck run --bench`.
-func runQuickBench(ctx context.Context, g *globals, o runOptions) error {
-	if !r0(g).Live() {
+// h is the node run discovered: the benchmarks do not discover it again.
+func runQuickBench(ctx context.Context, g *globals, o runOptions, h *topology.Host) error {
+	if !host.NewRoot(g.root).Live() {
 		return toolError(fmt.Errorf("--bench runs on the live host only"))
 	}
-	bo := benchOptions{format: "text", opTimeout: 5 * time.Minute, margin: 0.85, out: o.out}
+	bo := benchOptions{format: "text", opTimeout: 5 * time.Minute, margin: 0.85, out: o.out, host: h}
 	size, err := bench.ParseSize(o.benchSize)
 	if err != nil {
 		return toolError(fmt.Errorf("--bench-size: %v", err))
@@ -149,5 +135,3 @@ func runQuickBench(ctx context.Context, g *globals, o runOptions) error {
 	}
 	return errC
 }
-
-func r0(g *globals) host.Root { return host.NewRoot(g.root) }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -10,8 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gdrcheck/gdrcheck/internal/cuda"
-	"github.com/gdrcheck/gdrcheck/internal/nccl"
 	"github.com/gdrcheck/gdrcheck/internal/nvml"
 )
 
@@ -74,28 +71,8 @@ func collectVersions(ctx context.Context, g *globals) VersionInfo {
 		vi.NVML = LibraryState{Loaded: true, Version: f.NVMLVersion, Path: "libnvidia-ml.so.1",
 			Detail: fmt.Sprintf("driver %s, CUDA driver API %s, %d GPU(s)", f.DriverVersion, f.CUDADriverVersion, len(f.GPUs))}
 	}
-	if rt, err := cuda.Open(""); err != nil {
-		vi.CUDA.Error = err.Error()
-	} else {
-		vi.CUDA.Loaded, vi.CUDA.Path = true, rt.Path
-		rv, dv, err := rt.Versions(nctx)
-		if err != nil {
-			vi.CUDA.Error = err.Error()
-		} else {
-			vi.CUDA.Version = rv
-			vi.CUDA.Detail = "driver supports CUDA " + dv
-		}
-	}
-	if l, err := nccl.Open(""); err != nil {
-		vi.NCCL.Error = err.Error()
-	} else {
-		vi.NCCL.Loaded, vi.NCCL.Path = true, l.Path
-		if s, _, err := l.Version(); err != nil {
-			vi.NCCL.Error = err.Error()
-		} else {
-			vi.NCCL.Version = s
-		}
-	}
+	vi.CUDA = cudaState(nctx)
+	vi.NCCL = ncclState()
 	return vi
 }
 
@@ -108,9 +85,7 @@ func newVersion(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			vi := collectVersions(cmd.Context(), g)
 			if format == "json" {
-				enc := json.NewEncoder(g.out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(vi)
+				return writeJSON(g.out, vi)
 			}
 			fmt.Fprintf(g.out, "gdrcheck %s (commit %s, %s, %s)\n", vi.Version, vi.Commit, vi.GoVersion, vi.Platform)
 			for _, l := range []struct {

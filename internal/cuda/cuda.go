@@ -18,7 +18,6 @@ static gdr_cudaError gdr_runtime_version(gdr_cudart *l, int *v) { return l->Runt
 static gdr_cudaError gdr_driver_version(gdr_cudart *l, int *v) { return l->DriverGetVersion(v); }
 static gdr_cudaError gdr_device_count(gdr_cudart *l, int *n) { return l->GetDeviceCount(n); }
 static gdr_cudaError gdr_pci_bus_id(gdr_cudart *l, char *b, int n, int d) { return l->DeviceGetPCIBusId(b, n, d); }
-static gdr_cudaError gdr_attr(gdr_cudart *l, int *v, int a, int d) { return l->DeviceGetAttribute(v, a, d); }
 static gdr_cudaError gdr_meminfo(gdr_cudart *l, int d, size_t *f, size_t *t) {
 	gdr_cudaError e = l->SetDevice(d); if (e) return e; return l->MemGetInfo(f, t);
 }
@@ -51,9 +50,6 @@ static gdr_cudaError gdr_enable_peer(gdr_cudart *l, int d, int peer) {
 	e = l->DeviceEnablePeerAccess(peer, 0);
 	if (e == GDR_cudaErrorPeerAccessAlreadyEnabled) { l->GetLastError(); return 0; }
 	return e;
-}
-static gdr_cudaError gdr_sync(gdr_cudart *l, int d) {
-	gdr_cudaError e = l->SetDevice(d); if (e) return e; return l->DeviceSynchronize();
 }
 */
 import "C"
@@ -236,13 +232,6 @@ func (r *Runtime) DoTimeout(ctx context.Context, name string, timeout time.Durat
 	return fmt.Errorf("%s: no answer within %s: %w", name, timeout, ErrHung)
 }
 
-// Wedged reports the call that hung, or "".
-func (r *Runtime) Wedged() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.wedged
-}
-
 // Check turns a CUDA status into an error with the library's own words;
 // -1 and -2 are gdr_stream_wait's timeout and cancel. Call it on the
 // runtime's thread (inside Do).
@@ -312,24 +301,6 @@ func (r *Runtime) PCIBusID(ctx context.Context, dev int) (string, error) {
 	return out, err
 }
 
-// Device attributes (cudaDeviceAttr).
-const (
-	AttrMultiProcessorCount  = 16
-	AttrMemoryClockRate      = 36
-	AttrGlobalMemoryBusWidth = 37
-	AttrComputeMajor         = 75
-	AttrComputeMinor         = 76
-)
-
-// Attribute reads one device attribute.
-func (r *Runtime) Attribute(ctx context.Context, dev, attr int) (int, error) {
-	var v C.int
-	err := r.Do(ctx, "cudaDeviceGetAttribute", func() error {
-		return r.Check("cudaDeviceGetAttribute", int(C.gdr_attr(r.c, &v, C.int(attr), C.int(dev))))
-	})
-	return int(v), err
-}
-
 // MemInfo is a device's free and total memory in bytes.
 func (r *Runtime) MemInfo(ctx context.Context, dev int) (free, total uint64, err error) {
 	err = r.Do(ctx, "cudaMemGetInfo", func() error {
@@ -354,9 +325,6 @@ func (p Ptr) Nil() bool { return p.p == nil }
 
 // Raw is the address for other cgo packages.
 func (p Ptr) Raw() unsafe.Pointer { return p.p }
-
-// PtrOf wraps an address another cgo package got from C.
-func PtrOf(p unsafe.Pointer) Ptr { return Ptr{p} }
 
 // Malloc allocates device memory on dev.
 func (r *Runtime) Malloc(ctx context.Context, dev int, bytes uint64) (Ptr, error) {
@@ -420,13 +388,6 @@ func (r *Runtime) Memset(ctx context.Context, dev int, p Ptr, value byte, bytes 
 	})
 }
 
-// Synchronize waits for all work on a device.
-func (r *Runtime) Synchronize(ctx context.Context, dev int) error {
-	return r.Do(ctx, "cudaDeviceSynchronize", func() error {
-		return r.Check("cudaDeviceSynchronize", int(C.gdr_sync(r.c, C.int(dev))))
-	})
-}
-
 // Stream is a CUDA stream handle.
 type Stream struct{ h unsafe.Pointer }
 
@@ -446,14 +407,6 @@ func (r *Runtime) StreamCreate(ctx context.Context, dev int) (Stream, error) {
 func (r *Runtime) StreamDestroy(ctx context.Context, dev int, s Stream) error {
 	return r.Do(ctx, "cudaStreamDestroy", func() error {
 		return r.Check("cudaStreamDestroy", int(C.gdr_stream_destroy(r.c, C.int(dev), C.gdr_stream(s.h))))
-	})
-}
-
-// StreamWait waits (spinning) until a stream is idle, at most timeout.
-func (r *Runtime) StreamWait(ctx context.Context, dev int, s Stream, timeout time.Duration) error {
-	return r.DoTimeout(ctx, "cudaStreamQuery", timeout+10*time.Second, func() error {
-		deadline := float64(C.gdr_now()) + timeout.Seconds()
-		return r.Check("stream wait", int(C.gdr_stream_wait(r.c, C.int(dev), C.gdr_stream(s.h), C.double(deadline), (*C.int)(r.cancel))))
 	})
 }
 

@@ -50,6 +50,8 @@ int gdr_copy_timed(gdr_cudart *l, int dev, void *dst, const void *src, size_t by
                    void *rev_dst, const void *rev_src, gdr_stream s2,
                    int iters, double deadline, volatile int *cancel, float *ms) {
 	gdr_event a = 0, b = 0, j = 0;
+	// The reverse direction's kind, decided once, not per copy.
+	int rk = kind == GDR_cudaMemcpyHostToDevice ? GDR_cudaMemcpyDeviceToHost : kind == GDR_cudaMemcpyDeviceToHost ? GDR_cudaMemcpyHostToDevice : kind;
 	int e = l->SetDevice(dev);
 	if (e) return e;
 	if ((e = l->EventCreateWithFlags(&a, GDR_cudaEventDefault))) return e;
@@ -64,10 +66,7 @@ int gdr_copy_timed(gdr_cudart *l, int dev, void *dst, const void *src, size_t by
 			if (!e && rev_dst) e = l->MemcpyPeerAsync(rev_dst, src_dev, rev_src, dst_dev, bytes, s2);
 		} else {
 			e = l->MemcpyAsync(dst, src, bytes, kind, s);
-			if (!e && rev_dst) {
-				int rk = kind == GDR_cudaMemcpyHostToDevice ? GDR_cudaMemcpyDeviceToHost : kind == GDR_cudaMemcpyDeviceToHost ? GDR_cudaMemcpyHostToDevice : kind;
-				e = l->MemcpyAsync(rev_dst, rev_src, bytes, rk, s2);
-			}
+			if (!e && rev_dst) e = l->MemcpyAsync(rev_dst, rev_src, bytes, rk, s2);
 		}
 		if (e) goto out;
 	}
@@ -77,7 +76,7 @@ int gdr_copy_timed(gdr_cudart *l, int dev, void *dst, const void *src, size_t by
 		if ((e = l->StreamWaitEvent(s, j, 0))) goto out;
 	}
 	if ((e = l->EventRecord(b, s))) goto out;
-	if ((e = gdr_stream_wait(l, dev, s, deadline, cancel))) goto out;
+	if ((e = gdr_stream_wait(l, dev, s, deadline, cancel, 0, 0))) goto out;
 	e = l->EventElapsedTime(ms, a, b);
 out:
 	if (a) l->EventDestroy(a);

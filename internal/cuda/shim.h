@@ -75,9 +75,12 @@ static inline double gdr_now(void) {
 // gdr_stream_wait spins on cudaStreamQuery (as nccl-tests does: blocking
 // synchronisation adds latency to small operations) until the stream is
 // idle, an error comes back, the deadline (gdr_now() seconds) passes
-// (returns -1) or *cancel becomes non-zero (returns -2). Header-inline so
-// the NCCL shim shares it.
-static inline int gdr_stream_wait(gdr_cudart *l, int dev, gdr_stream s, double deadline, volatile int *cancel) {
+// (returns -1) or *cancel becomes non-zero (returns -2). Every 256 spins it
+// also calls poll (when not NULL), whose non-zero result it returns: the
+// NCCL shim watches each communicator's asynchronous error that way.
+// Header-inline so the NCCL shim shares it.
+static inline int gdr_stream_wait(gdr_cudart *l, int dev, gdr_stream s, double deadline, volatile int *cancel,
+                                  int (*poll)(void *), void *arg) {
 	int e = l->SetDevice(dev);
 	if (e) return e;
 	for (unsigned long spin = 0;; spin++) {
@@ -85,6 +88,7 @@ static inline int gdr_stream_wait(gdr_cudart *l, int dev, gdr_stream s, double d
 		if (e == GDR_cudaSuccess) return 0;
 		if (e != GDR_cudaErrorNotReady) return e;
 		if ((spin & 255) == 0) {
+			if (poll && (e = poll(arg))) return e;
 			if (cancel && *cancel) return -2;
 			if (gdr_now() > deadline) return -1;
 		}

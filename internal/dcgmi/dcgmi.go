@@ -6,12 +6,12 @@
 package dcgmi
 
 import (
-	"bufio"
 	"bytes"
 	"io"
 	"regexp"
 	"strings"
 
+	"github.com/gdrcheck/gdrcheck/internal/readkit"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -29,7 +29,7 @@ type Report struct {
 	// Complete is false when a text table ends without its closing border.
 	Complete bool `json:"complete"`
 	// Errors are dcgmi's own error lines ("Error: Unable to ...").
-	Errors   []Line          `json:"errors,omitempty"`
+	Errors   []readkit.Quote `json:"errors,omitempty"`
 	Verdicts []result.Result `json:"verdicts"`
 }
 
@@ -64,12 +64,6 @@ type Message struct {
 	Line     int    `json:"line"`
 }
 
-// Line is a quoted input line.
-type Line struct {
-	Line int    `json:"line"`
-	Text string `json:"text"`
-}
-
 var (
 	reDetectText = regexp.MustCompile(`(?m)^\|\s*Diagnostic\s+\|\s*Result\s+\|\s*$|^\|-+\s+(?:Metadata|Deployment|Integration|Hardware|Stress)\s+-+\+`)
 	reDetectJSON = regexp.MustCompile(`"DCGM (?:GPU )?Diagnostic"`)
@@ -77,8 +71,7 @@ var (
 
 // Detect reports whether head looks like dcgmi diag output.
 func Detect(head []byte) bool {
-	t := bytes.TrimLeft(head, " \t\r\n\ufeff")
-	if len(t) > 0 && t[0] == '{' {
+	if readkit.StartsJSON(head) {
 		return reDetectJSON.Match(head)
 	}
 	return reDetectText.Match(head) || (bytes.Contains(head, []byte("dcgmi diag")) && bytes.Contains(head, []byte("| Diagnostic")))
@@ -86,14 +79,7 @@ func Detect(head []byte) bool {
 
 // Analyze reads a whole dcgmi diag output.
 func Analyze(name string, r io.Reader) (*Report, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var rep *Report
-	var err error
-	if firstByte(br) == '{' {
-		rep, err = analyzeJSON(name, br)
-	} else {
-		rep, err = analyzeText(name, br)
-	}
+	rep, err := readkit.TextOrJSON(name, r, analyzeText, analyzeJSON)
 	if err != nil {
 		return nil, err
 	}
@@ -102,22 +88,6 @@ func Analyze(name string, r io.Reader) (*Report, error) {
 	}
 	rep.Verdicts = verdicts(name, rep)
 	return rep, nil
-}
-
-func firstByte(br *bufio.Reader) byte {
-	for n := 1; n <= 4096; n++ {
-		b, _ := br.Peek(n)
-		if len(b) < n {
-			return 0
-		}
-		switch c := b[n-1]; c {
-		case ' ', '\t', '\r', '\n', 0xef, 0xbb, 0xbf:
-			continue
-		default:
-			return c
-		}
-	}
-	return 0
 }
 
 // DCGM 3 display names and their DCGM 4 plugin names.

@@ -1,49 +1,19 @@
 package dcgmi
 
 import (
-	"bytes"
 	"flag"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/gdrcheck/gdrcheck/internal/readkit/kittest"
+	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-func analyzeFile(t *testing.T, file string) *Report {
-	t.Helper()
-	body := kittest.Sample(t, filepath.Join("testdata", file))
-	if !Detect(body[:min(len(body), 64<<10)]) {
-		t.Errorf("%s: Detect is false", file)
-	}
-	rep, err := Analyze(file, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rep
-}
+var reader = kittest.Reader[*Report]{Detect: Detect, Analyze: Analyze, Verdicts: func(r *Report) []result.Result { return r.Verdicts }}
 
-func TestGolden(t *testing.T) {
-	files, _ := filepath.Glob("testdata/*.txt")
-	if len(files) == 0 {
-		t.Fatal("no samples")
-	}
-	for _, f := range files {
-		base := filepath.Base(f)
-		t.Run(base, func(t *testing.T) {
-			rep := analyzeFile(t, base)
-			stem := strings.TrimSuffix(base, ".txt")
-			kittest.Golden(t, filepath.Join("testdata", "golden", stem+".json"), kittest.JSON(t, rep), *update)
-			var buf bytes.Buffer
-			if err := rep.WriteText(&buf); err != nil {
-				t.Fatal(err)
-			}
-			kittest.Golden(t, filepath.Join("testdata", "golden", stem+".txt"), buf.Bytes(), *update)
-		})
-	}
-}
+func TestGolden(t *testing.T) { reader.GoldenSamples(t, *update, nil) }
 
 type sample struct {
 	file     string
@@ -126,21 +96,14 @@ func TestSamples(t *testing.T) {
 	for _, s := range samples {
 		covered[s.file] = true
 		t.Run(s.file, func(t *testing.T) {
-			r := analyzeFile(t, s.file)
-			if miss := kittest.Missing(r.Verdicts, s.verdicts); len(miss) > 0 {
-				t.Errorf("missing verdicts %v; got %v", miss, kittest.Verdicts(r.Verdicts))
-			}
+			r := reader.Sample(t, s.file)
+			kittest.WantVerdicts(t, r.Verdicts, s.verdicts)
 			if s.check != nil {
 				s.check(t, r)
 			}
 		})
 	}
-	files, _ := filepath.Glob("testdata/*.txt")
-	for _, f := range files {
-		if !covered[filepath.Base(f)] {
-			t.Errorf("%s has no assertions in TestSamples", f)
-		}
-	}
+	kittest.Covered(t, covered)
 }
 
 // TestFailureKinds is the judgement that matters: a Fail with only
@@ -177,22 +140,11 @@ func TestUnreadable(t *testing.T) {
 		{"{\n\"other\": {}\n}\n", "x.txt:1:"},
 		{"| Diagnostic | Result |\n\x00", "x.txt:2:"},
 	} {
-		_, err := Analyze("x.txt", strings.NewReader(c.in))
-		if err == nil || !strings.HasPrefix(err.Error(), c.prefix) {
-			t.Errorf("%q: error %v, want one starting %q", c.in, err, c.prefix)
-		}
+		reader.WantError(t, c.in, c.prefix)
 	}
 }
 
 func FuzzAnalyze(f *testing.F) {
 	f.Add([]byte("| Diagnostic | Result |\n|-----  Hardware  ----+----|\n| memory | Fail |\n| Warning | GPU 0 bad |\n|  | GPU0: Fail |\n+----+----+\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		rep, err := Analyze("fuzz.txt", bytes.NewReader(data))
-		if err != nil {
-			kittest.CheckOutcome(t, "fuzz.txt", nil, nil, err)
-			return
-		}
-		kittest.CheckOutcome(t, "fuzz.txt", rep, rep.Verdicts, nil)
-		Detect(data)
-	})
+	f.Fuzz(reader.Fuzz)
 }

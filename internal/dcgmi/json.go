@@ -1,6 +1,7 @@
 package dcgmi
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,12 +21,8 @@ func analyzeJSON(name string, r io.Reader) (*Report, error) {
 	dec := json.NewDecoder(lc)
 	dec.UseNumber()
 	var root map[string]any
-	if err := dec.Decode(&root); err != nil {
-		return nil, lc.JSONError(name, dec, err)
-	}
-	// Read the rest (a trailing newline, or a second object nobody reads).
-	if _, err := io.Copy(io.Discard, io.MultiReader(dec.Buffered(), lc)); err != nil {
-		return nil, readkit.Errorf(name, lc.Lines(), "read: %v", err)
+	if err := lc.DecodeAll(name, dec, &root); err != nil {
+		return nil, err
 	}
 	diag := obj(root["DCGM Diagnostic"])
 	if diag == nil {
@@ -36,8 +33,8 @@ func analyzeJSON(name string, r io.Reader) (*Report, error) {
 	}
 	rep := &Report{Format: "json", Complete: true}
 	meta := obj(root["metadata"])
-	rep.DCGMVersion = first(str(meta["version"]), str(root["version"]), str(diag["version"]))
-	rep.DriverVersion = first(str(meta["Driver Version Detected"]), str(root["Driver Version Detected"]))
+	rep.DCGMVersion = cmp.Or(str(meta["version"]), str(root["version"]), str(diag["version"]))
+	rep.DriverVersion = cmp.Or(str(meta["Driver Version Detected"]), str(root["Driver Version Detected"]))
 	for _, id := range arr(root["GPU Device IDs"]) {
 		rep.DeviceIDs = append(rep.DeviceIDs, str(id))
 	}
@@ -49,7 +46,7 @@ func analyzeJSON(name string, r io.Reader) (*Report, error) {
 		}
 	}
 	if e := str(diag["runtime_error"]); e != "" {
-		rep.Errors = append(rep.Errors, Line{0, e})
+		rep.Errors = append(rep.Errors, readkit.Quote{Line: 0, Text: e})
 	}
 	for _, c := range arr(diag["test_categories"]) {
 		cat := obj(c)
@@ -110,7 +107,7 @@ func addMessages(t *Test, res map[string]any, g int, hasGPU bool, seen map[strin
 	for _, wv := range arr(res["warnings"]) {
 		m := Message{}
 		if w := obj(wv); w != nil {
-			m.Text = first(str(w["warning"]), str(w["warnings"]), str(w["error"]))
+			m.Text = cmp.Or(str(w["warning"]), str(w["warnings"]), str(w["error"]))
 			if v, err := strconv.Atoi(str(w["error_id"])); err == nil {
 				m.ErrorID = &v
 			}
@@ -167,15 +164,6 @@ func str(v any) string {
 		return x.String()
 	case bool:
 		return fmt.Sprint(x)
-	}
-	return ""
-}
-
-func first(s ...string) string {
-	for _, x := range s {
-		if x != "" {
-			return x
-		}
 	}
 	return ""
 }

@@ -21,27 +21,18 @@ var (
 	reResult3  = regexp.MustCompile(`^(Pass|Fail|Warn|Skip|Not Run)(?:\s*-\s*(All|GPUs?:\s*([\d,\s]+)))?\s*$`)
 	reMsgName  = regexp.MustCompile(`^(Warning|Info|Error)(?::\s*GPU\s*(\d+))?$`)
 	reGPUInMsg = regexp.MustCompile(`^GPU (\d+)\b`)
-	reErrLine  = regexp.MustCompile(`^Error:`)
 )
-
-var metadataKeys = map[string]bool{
-	"DCGM Version": true, "Driver Version Detected": true, "GPU Device IDs Detected": true,
-	"GPU Device Serials Detected": true, "EUD Test Version": true, "EUD Package Version": true,
-	"CPU EUD Test Version": true, "CPU EUD Package Version": true, "Number of CPUs Detected": true, "CPU Serials Detected": true,
-}
 
 const (
 	maxTests  = 1024
 	maxMsgs   = 256
 	maxMsgLen = 16 << 10
-	maxQuoted = 200
 	// maxMsgTotal bounds all warning and info text kept.
 	maxMsgTotal = 8 << 20
 )
 
 type textState struct {
 	msgBytes  int // message text kept so far, against maxMsgTotal
-	name      string
 	rep       *Report
 	section   string
 	cur       *Test
@@ -54,7 +45,7 @@ type textState struct {
 }
 
 func analyzeText(name string, r io.Reader) (*Report, error) {
-	st := &textState{name: name, rep: &Report{Format: "text"}}
+	st := &textState{rep: &Report{Format: "text"}}
 	lr := readkit.NewLineReader(name, r)
 	for {
 		line, ok := lr.Next()
@@ -81,10 +72,8 @@ func (st *textState) line(s string, n int) {
 	switch {
 	case t == "":
 		return
-	case reErrLine.MatchString(t) && !st.inTable:
-		if len(st.rep.Errors) < maxQuoted {
-			st.rep.Errors = append(st.rep.Errors, Line{n, readkit.Clip(t, 400)})
-		}
+	case strings.HasPrefix(t, "Error:") && !st.inTable:
+		st.rep.Errors = readkit.AddQuote(st.rep.Errors, n, t)
 		return
 	case reHeader.MatchString(t):
 		st.inTable, st.tableSeen = true, true
@@ -246,7 +235,6 @@ func (st *textState) meta(k, v string) {
 			}
 		}
 	}
-	_ = metadataKeys
 }
 
 // appendRaw adds one wrapped piece: the column holds " " + up to 45

@@ -83,8 +83,7 @@ func testVerdict(name string, t *Test) result.Result {
 	case "Not Run":
 		return readkit.Verdict(IDDiag, result.Skip, t.Name, "NotRun", "not run at this level"+where)
 	case "Warn":
-		v := readkit.Verdict(IDDiag, result.Warn, t.Name, "Warn", "warning"+where+": "+firstText(t.Warnings), ev...)
-		return v
+		return readkit.Verdict(IDDiag, result.Warn, t.Name, "Warn", "warning"+where+": "+firstText(t.Warnings), ev...)
 	case "Fail":
 	default:
 		return readkit.Verdict(IDDiag, result.Unknown, t.Name, "UnknownResult", fmt.Sprintf("result %q%s is not one dcgmi prints", t.Result, where), ev...)
@@ -150,11 +149,7 @@ func firstText(ms []Message) string {
 func runVerdict(name string, rep *Report) result.Result {
 	switch {
 	case len(rep.Errors) > 0 && len(rep.Tests) == 0:
-		var ev []result.Evidence
-		for _, e := range rep.Errors {
-			ev = append(ev, readkit.Ev(name, e.Line, e.Text, ""))
-		}
-		v := readkit.Verdict(IDRun, result.Error, "run", "DiagError", "dcgmi could not run the diagnostic: "+rep.Errors[0].Text, ev...)
+		v := readkit.Verdict(IDRun, result.Error, "run", "DiagError", "dcgmi could not run the diagnostic: "+rep.Errors[0].Text, readkit.EvQuotes(name, rep.Errors)...)
 		v.Remedy = "check that nv-hostengine runs and the GPUs are visible to it (dcgmi discovery -l)"
 		return v
 	case !rep.Complete:

@@ -15,17 +15,6 @@ static void *gdr_dlopen(const char *path, char **err) {
 	}
 	return h;
 }
-
-static void *gdr_dlsym(void *h, const char *name, char **err) {
-	dlerror();
-	void *p = dlsym(h, name);
-	char *e = dlerror();
-	if (e) {
-		*err = e;
-		return NULL;
-	}
-	return p;
-}
 */
 import "C"
 
@@ -46,22 +35,6 @@ type Library struct {
 
 // Handle is the dlopen handle, for cgo code that resolves symbols itself.
 func (l *Library) Handle() unsafe.Pointer { return l.handle }
-
-// Sym resolves a symbol.
-func (l *Library) Sym(name string) (unsafe.Pointer, error) {
-	cn := C.CString(name)
-	defer C.free(unsafe.Pointer(cn))
-	var cerr *C.char
-	p := C.gdr_dlsym(l.handle, cn, &cerr)
-	if p == nil {
-		msg := "symbol not found"
-		if cerr != nil {
-			msg = C.GoString(cerr)
-		}
-		return nil, fmt.Errorf("%s: %s: %s", l.Path, name, msg)
-	}
-	return p, nil
-}
 
 // NotFoundError lists every place a library was looked for.
 type NotFoundError struct {
@@ -88,20 +61,11 @@ type Spec struct {
 	Dirs     []string // usual install places
 }
 
-// Candidates lists what Open will try, in order: an explicit file, then each
-// soname through the loader's own search (LD_LIBRARY_PATH, ld.so.cache),
-// then each soname under the homes and the usual places.
-func (s Spec) Candidates(explicit string) []string {
-	var out []string
-	if explicit != "" {
-		out = append(out, explicit)
-	}
-	if s.EnvPath != "" {
-		if v := os.Getenv(s.EnvPath); v != "" {
-			out = append(out, v)
-		}
-	}
-	out = append(out, s.Names...)
+// Candidates lists what Open searches when no path is named, in order:
+// each soname through the loader's own search (LD_LIBRARY_PATH,
+// ld.so.cache), then each soname under the homes and the usual places.
+func (s Spec) Candidates() []string {
+	out := append([]string(nil), s.Names...)
 	var dirs []string
 	for _, hv := range s.HomeVars {
 		if h := os.Getenv(hv); h != "" {
@@ -129,10 +93,10 @@ func (s Spec) Candidates(explicit string) []string {
 // typo must not silently load some other copy of the library.
 func Open(s Spec, explicit string) (*Library, error) {
 	nf := &NotFoundError{What: s.What}
-	cands := s.Candidates(explicit)
 	if explicit == "" && s.EnvPath != "" {
 		explicit = os.Getenv(s.EnvPath)
 	}
+	cands := s.Candidates()
 	if explicit != "" {
 		cands = []string{explicit}
 	}

@@ -53,11 +53,10 @@ func (s *Spec) Materialize(dir string) error {
 		}
 	}
 	for _, nd := range s.NetDevs {
-		d := s.devs[nd.Addr]
-		if d == nil {
+		if s.devs[nd.Addr] == nil {
 			return fmt.Errorf("%s: netdev %s on unknown device %s", s.Name, nd.Name, nd.Addr)
 		}
-		s.writeNetdev(w, d, nd.Name, nd.MTU, nd.Speed, nd.State, 1)
+		s.writeNetdev(w, nd.Addr, nd.Name, nd.MTU, nd.Speed, nd.State, 1)
 	}
 	var mods strings.Builder
 	for _, m := range s.Modules {
@@ -298,13 +297,13 @@ func (s *Spec) writeRDMA(w *writer, rd *RDMA) error {
 		if len(rd.Ports) > 0 && rd.Ports[0].State != "ACTIVE" {
 			state = "down"
 		}
-		s.writeNetdev(w, s.devs[rd.Addr], rd.NetDev, rd.NetMTU, 400000, state, typ)
+		s.writeNetdev(w, rd.Addr, rd.NetDev, rd.NetMTU, 400000, state, typ)
 	}
 	return nil
 }
 
-func (s *Spec) writeNetdev(w *writer, d *Dev, name string, mtu, speed int, state string, typ int) {
-	dp := s.devPath(d.Addr)
+func (s *Spec) writeNetdev(w *writer, addr, name string, mtu, speed int, state string, typ int) {
+	dp := s.devPath(addr)
 	nb := dp + "/net/" + name
 	w.file(nb+"/mtu", strconv.Itoa(mtu)+"\n")
 	w.file(nb+"/operstate", state+"\n")

@@ -293,20 +293,12 @@ func Parse(name string, r io.Reader) (*Spec, error) {
 			}
 			s.Files[path] = content
 		case "nvml":
-			if s.NVML == nil {
-				s.NVML = &NVMLSpec{P2P: map[[2]string]string{}}
-			}
-			s.NVML.Driver, s.NVML.CUDA, s.NVML.P2PDefault = kv["driver"], kv["cuda"], kv["p2p"]
+			n := s.nvml()
+			n.Driver, n.CUDA, n.P2PDefault = kv["driver"], kv["cuda"], kv["p2p"]
 		case "nvml-gpu":
-			if s.NVML == nil {
-				s.NVML = &NVMLSpec{P2P: map[[2]string]string{}}
-			}
-			s.NVML.GPUs = append(s.NVML.GPUs, &NVMLGPU{Addr: arg(fields, 1), Attrs: kv, line: lineNo})
+			s.nvml().GPUs = append(s.nvml().GPUs, &NVMLGPU{Addr: arg(fields, 1), Attrs: kv, line: lineNo})
 		case "nvml-p2p":
-			if s.NVML == nil {
-				s.NVML = &NVMLSpec{P2P: map[[2]string]string{}}
-			}
-			s.NVML.P2P[[2]string{arg(fields, 1), arg(fields, 2)}] = strings.Join(fields[3:], " ")
+			s.nvml().P2P[[2]string{arg(fields, 1), arg(fields, 2)}] = strings.Join(fields[3:], " ")
 		default:
 			return nil, fail("unknown directive %q", fields[0])
 		}
@@ -315,6 +307,14 @@ func Parse(name string, r io.Reader) (*Spec, error) {
 		return nil, fail("%v", err)
 	}
 	return s, nil
+}
+
+// nvml is the driver facts section, started by the first nvml* directive.
+func (s *Spec) nvml() *NVMLSpec {
+	if s.NVML == nil {
+		s.NVML = &NVMLSpec{P2P: map[[2]string]string{}}
+	}
+	return s.NVML
 }
 
 func arg(f []string, i int) string {
@@ -557,20 +557,9 @@ func parseRDMA(f []string, kv map[string]string) (*RDMA, error) {
 		}
 		rd.Ports = append(rd.Ports, p)
 	}
-	for _, k := range []string{"fw", "board", "hca", "guid", "netdev"} {
+	for k, dst := range map[string]*string{"fw": &rd.FW, "board": &rd.Board, "hca": &rd.HCA, "guid": &rd.GUID, "netdev": &rd.NetDev} {
 		if v, ok := kv[k]; ok {
-			switch k {
-			case "fw":
-				rd.FW = v
-			case "board":
-				rd.Board = v
-			case "hca":
-				rd.HCA = v
-			case "guid":
-				rd.GUID = v
-			case "netdev":
-				rd.NetDev = v
-			}
+			*dst = v
 		}
 	}
 	rd.NetMTU = 4096

@@ -74,15 +74,6 @@ func (r *Recorder) Entries() []Entry {
 	return out
 }
 
-// Paths lists every recorded path, sorted.
-func (r *Recorder) Paths() []string {
-	var out []string
-	for _, e := range r.Entries() {
-		out = append(out, e.Path)
-	}
-	return out
-}
-
 // Commands lists the recorded command outputs by key.
 func (r *Recorder) Commands() []CommandOutput {
 	r.mu.Lock()

@@ -228,32 +228,28 @@ func (r Root) Resolve(rel string) (string, error) {
 	c := clean(rel)
 	dir, base := path.Split(c)
 	dir = strings.TrimSuffix(dir, "/")
-	if dir != "" && base != "" && base != ".." {
-		if rd, ok := r.cache.get(dir); ok {
-			full := base
-			if rd != "" {
-				full = rd + "/" + base
-			}
-			r.rec.note(full, noteEntry)
-			fi, err := os.Lstat(r.Path(full))
-			if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
-				return full, nil
-			}
-			// The last element is a link: resolve it the long way.
-			return r.resolve(full)
-		}
-		rd, err := r.resolve(dir)
-		if err != nil {
+	if dir == "" || base == "" || base == ".." {
+		return r.resolve(c)
+	}
+	rd, ok := r.cache.get(dir)
+	if !ok {
+		var err error
+		if rd, err = r.resolve(dir); err != nil {
 			return "", err
 		}
 		r.cache.put(dir, rd)
-		full := base
-		if rd != "" {
-			full = rd + "/" + base
-		}
-		return r.resolve(full)
 	}
-	return r.resolve(c)
+	full := base
+	if rd != "" {
+		full = rd + "/" + base
+	}
+	r.rec.note(full, noteEntry)
+	fi, err := os.Lstat(r.Path(full))
+	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return full, nil
+	}
+	// The last element is a link: resolve it the long way.
+	return r.resolve(full)
 }
 
 // resolve walks every element of a cleaned path, following links.

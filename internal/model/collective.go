@@ -146,17 +146,24 @@ type candidate struct {
 // Predict gives every algorithm that applies to the collective on the
 // system at a size in bytes (nccl-tests' size: the whole buffer for
 // all_gather/reduce_scatter/alltoall), fastest first; the first is Best.
+// c may be spelt any way ParseCollective reads.
 func Predict(s System, c Collective, bytes float64) ([]Prediction, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
+	return predict(newPaths(s), c, bytes)
+}
+
+// predict is Predict on a validated system's paths; the predictions name
+// the collective canonically.
+func predict(p paths, c Collective, bytes float64) ([]Prediction, error) {
 	if bytes < 1 || math.IsInf(bytes, 0) || math.IsNaN(bytes) {
 		return nil, fmt.Errorf("size %g: at least one byte", bytes)
 	}
-	if _, err := ParseCollective(string(c)); err != nil {
+	c, err := ParseCollective(string(c))
+	if err != nil {
 		return nil, err
 	}
-	p := newPaths(s)
 	var out []Prediction
 	for _, cd := range candidates(p, c) {
 		var best *Prediction
@@ -233,17 +240,12 @@ func evaluate(p paths, c Collective, cd candidate, pr proto, bytes float64) Pred
 	pred.BusBW = sig(algbw * factor)
 	pred.PeakBusBW = sig(cd.bw.gbps * factor)
 	share := bwUS / t
+	pred.Regime, pred.Bottleneck = RegimeLatency, ByLatency
 	switch {
 	case share >= bandwidthRegimeShare:
-		pred.Regime = RegimeBandwidth
+		pred.Regime, pred.Bottleneck = RegimeBandwidth, cd.bw.by
 	case share >= latencyRegimeShare:
-		pred.Regime = RegimeTransition
-	default:
-		pred.Regime = RegimeLatency
-	}
-	pred.Bottleneck = cd.bw.by
-	if share < latencyRegimeShare {
-		pred.Bottleneck = ByLatency
+		pred.Regime, pred.Bottleneck = RegimeTransition, cd.bw.by
 	}
 	pred.Formula = fmt.Sprintf("%s %s (%s): t = α + S/algbw; %s%s; α = %s µs; busbw = algbw × %s",
 		cd.algo, c, pred.Protocol, cd.bwText, protoNote, latText, c.factorText())

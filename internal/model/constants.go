@@ -261,7 +261,7 @@ const (
 )
 
 // Constant is one of the model's numbers with its provenance, for the docs
-// and for `gdrcheck model --format json`.
+// and for programs (no command prints them yet).
 type Constant struct {
 	Name   string  `json:"name"`
 	Value  float64 `json:"value"`

@@ -38,7 +38,12 @@ func Copies(s System) ([]CopyExpectation, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	p := newPaths(s)
+	return copies(newPaths(s)), nil
+}
+
+// copies is Copies on a validated system's paths.
+func copies(p paths) []CopyExpectation {
+	s := p.s
 	var out []CopyExpectation
 	add := func(t CopyTest, d string, v float64, by Bottleneck, f string, loose bool) {
 		out = append(out, CopyExpectation{Test: t, Description: d, GBps: sig(v), Bottleneck: by, Formula: f, Loose: loose})
@@ -49,9 +54,10 @@ func Copies(s System) ([]CopyExpectation, error) {
 	add(CopyD2HPinned, "device to host, pinned host memory", p.pcie.gbps, ByPCIe, p.pcie.String(), false)
 	add(CopyBidirPinned, "host↔device at once, pinned, each direction", p.pcie.gbps*pcieBidirFactor, ByPCIe,
 		fmt.Sprintf("%s × %.2f (both directions at once)", p.pcie, pcieBidirFactor), false)
-	pg := minTerm(p.pcie, term{ByHostStaging, pageableStagingGBps, "one CPU thread staging through pinned memory (estimate)"})
-	add(CopyH2DPageable, "host to device, pageable host memory", pg.gbps, pg.by, boundText(p.pcie, term{ByHostStaging, pageableStagingGBps, "staging (estimate)"}), true)
-	add(CopyD2HPageable, "device to host, pageable host memory", pg.gbps, pg.by, boundText(p.pcie, term{ByHostStaging, pageableStagingGBps, "staging (estimate)"}), true)
+	staging := term{ByHostStaging, pageableStagingGBps, "staging (estimate)"}
+	pg, pgText := minTerm(p.pcie, staging), boundText(p.pcie, staging)
+	add(CopyH2DPageable, "host to device, pageable host memory", pg.gbps, pg.by, pgText, true)
+	add(CopyD2HPageable, "device to host, pageable host memory", pg.gbps, pg.by, pgText, true)
 
 	if s.GPUsPerNode > 1 {
 		if s.NVLinkTopology != NVLinkNone {
@@ -81,21 +87,19 @@ func Copies(s System) ([]CopyExpectation, error) {
 			eff = perftestEthernetEfficiency
 		}
 		wire := term{ByNIC, s.NICRateGbps / 8 * eff, fmt.Sprintf("NIC %g Gb/s / 8 × %.3f (perftest, %s) =", s.NICRateGbps, eff, s.NICLinkLayer)}
-		nicPCIe := term{ByPCIe, pcieRawGBps(s.NICPCIeGen, s.NICPCIeWidth) * pcieDMAEfficiency, fmt.Sprintf("NIC PCIe Gen%d x%d × %.2f =", s.NICPCIeGen, s.NICPCIeWidth, pcieDMAEfficiency)}
-		host := minTerm(wire, nicPCIe)
+		host := minTerm(wire, p.nicPCIe)
 		out = append(out, CopyExpectation{Test: PerftestWriteHost, Description: "ib_write_bw, host memory, one NIC", GBps: sig(host.gbps),
-			Gbps: sig(host.gbps * 8), Bottleneck: host.by, Formula: boundText(wire, nicPCIe)})
+			Gbps: sig(host.gbps * 8), Bottleneck: host.by, Formula: boundText(wire, p.nicPCIe)})
 		// With --use_cuda the NIC reads and writes GPU memory over the
 		// GPU↔NIC PCIe path: through a shared switch when GDR-close, else
 		// turned around in the CPU (and across sockets when remote).
 		gpu := p.pcie
 		where := "through the shared PCIe switch"
 		if !s.GDR || s.NICRemoteSocket {
-			gpu = term{ByPCIe, p.pcie.gbps * pcieViaCPUFactor, fmt.Sprintf("GPU PCIe Gen%d x%d %.1f × %.2f × %.2f (through the CPU) =",
-				s.PCIeGen, s.PCIeWidth, pcieRawGBps(s.PCIeGen, s.PCIeWidth), pcieDMAEfficiency, pcieViaCPUFactor)}
+			gpu = term{p.viaCPU.by, p.viaCPU.gbps, "GPU " + p.viaCPU.text}
 			where = "through the CPU's root complex"
 		}
-		terms := []term{wire, nicPCIe, gpu}
+		terms := []term{wire, p.nicPCIe, gpu}
 		if s.NICRemoteSocket {
 			terms = append(terms, term{ByCPULink, s.InterSocketGBps, "CPU interconnect"})
 			where = "across the CPU interconnect"
@@ -104,7 +108,7 @@ func Copies(s System) ([]CopyExpectation, error) {
 		out = append(out, CopyExpectation{Test: PerftestWriteCUDA, Description: "ib_write_bw --use_cuda (GPU memory), one NIC and its GPU, path " + where,
 			GBps: sig(cuda.gbps), Gbps: sig(cuda.gbps * 8), Bottleneck: cuda.by, Formula: boundText(terms...)})
 	}
-	return out, nil
+	return out
 }
 
 // ExpectCopy is one copy expectation.

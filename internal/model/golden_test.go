@@ -4,11 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/gdrcheck/gdrcheck/internal/readkit/kittest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -16,20 +15,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // golden compares got with testdata/golden/name (rewriting it with -update).
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if d := cmp.Diff(string(want), string(got)); d != "" {
-		t.Errorf("%s differs (-want +got); go test -update rewrites it:\n%s", path, d)
-	}
+	kittest.Golden(t, filepath.Join("testdata", "golden", name), got, *update)
 }
 
 func TestReportGolden(t *testing.T) {
@@ -74,11 +60,8 @@ func TestReportGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			golden(t, tc.name+".txt", txt.Bytes())
-			js, err := json.MarshalIndent(r, "", "  ")
-			if err != nil {
-				t.Fatal(err)
-			}
-			golden(t, tc.name+".json", append(js, '\n'))
+			js := kittest.JSON(t, r)
+			golden(t, tc.name+".json", js)
 			var back Report
 			if err := json.Unmarshal(js, &back); err != nil || len(back.Collectives) != len(r.Collectives) {
 				t.Errorf("JSON does not read back: %v", err)

@@ -83,10 +83,18 @@ func judge(measured, expected, pass, warn float64) (result.Status, float64) {
 // The ratio is the same as busbw's (both scale by the same factor), and it
 // works for one rank, where busbw is zero.
 func (p Prediction) Judge(measuredAlgBW float64, m Margin) (result.Status, float64) {
-	if p.Regime == RegimeBandwidth && !p.Loose {
-		return Judge(measuredAlgBW, p.AlgBW, m)
+	return judgeBy(p.strict(), measuredAlgBW, p.AlgBW, m)
+}
+
+// strict: judged by the strict thresholds.
+func (p Prediction) strict() bool { return p.Regime == RegimeBandwidth && !p.Loose }
+
+// judgeBy is Judge when strict, else JudgeLoose.
+func judgeBy(strict bool, measured, expected float64, m Margin) (result.Status, float64) {
+	if strict {
+		return Judge(measured, expected, m)
 	}
-	return JudgeLoose(measuredAlgBW, p.AlgBW, m)
+	return JudgeLoose(measured, expected, m)
 }
 
 // JudgeTime compares a measured time (µs) with the prediction; the ratio
@@ -96,17 +104,11 @@ func (p Prediction) JudgeTime(measuredUS float64, m Margin) (result.Status, floa
 		return result.Error, 0
 	}
 	// expected/measured time is measured/expected bandwidth.
-	if p.Regime == RegimeBandwidth && !p.Loose {
-		return Judge(p.TimeUS, measuredUS, m)
-	}
-	return JudgeLoose(p.TimeUS, measuredUS, m)
+	return judgeBy(p.strict(), p.TimeUS, measuredUS, m)
 }
 
 // Judge compares a measured copy bandwidth (GB/s) with the expectation;
 // estimates are judged loosely.
 func (c CopyExpectation) Judge(measuredGBps float64, m Margin) (result.Status, float64) {
-	if c.Loose {
-		return JudgeLoose(measuredGBps, c.GBps, m)
-	}
-	return Judge(measuredGBps, c.GBps, m)
+	return judgeBy(!c.Loose, measuredGBps, c.GBps, m)
 }

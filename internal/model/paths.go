@@ -61,6 +61,8 @@ type paths struct {
 	rail    term // one GPU's NIC path
 	hbm     term // device copy, read+write counted
 	pcie    term // one GPU's PCIe link, DMA
+	viaCPU  term // pcie turned around in the CPU's root complex
+	nicPCIe term // one NIC's PCIe link, DMA (zero without NICs)
 	llMax   float64
 	ll128   bool
 }
@@ -75,11 +77,13 @@ func newPaths(s System) paths {
 		p.hbm.text = fmt.Sprintf("memory %.0f GB/s × %.3f =", s.MemGBps, hbmCopyEfficiency)
 	}
 
+	p.viaCPU = term{ByPCIe, p.pcie.gbps * pcieViaCPUFactor, fmt.Sprintf("PCIe Gen%d x%d %.1f × %.2f × %.2f (through the CPU) =", s.PCIeGen, s.PCIeWidth, pcieRawGBps(s.PCIeGen, s.PCIeWidth), pcieDMAEfficiency, pcieViaCPUFactor)}
+
 	// A PCIe path between two GPUs of the node.
 	pcieP2P := p.pcie
 	switch s.GPUPath {
 	case "PHB", "NODE", "SYS":
-		pcieP2P = term{ByPCIe, p.pcie.gbps * pcieViaCPUFactor, fmt.Sprintf("PCIe Gen%d x%d %.1f × %.2f × %.2f (through the CPU) =", s.PCIeGen, s.PCIeWidth, pcieRawGBps(s.PCIeGen, s.PCIeWidth), pcieDMAEfficiency, pcieViaCPUFactor)}
+		pcieP2P = p.viaCPU
 	}
 	if s.GPUPath == "SYS" {
 		pcieP2P = minTerm(pcieP2P, term{ByCPULink, s.InterSocketGBps, "CPU interconnect"})
@@ -119,11 +123,11 @@ func newPaths(s System) paths {
 	if s.NICsPerNode > 0 {
 		nic := s.NICRateGbps / 8 * ncclNetEfficiency
 		nicT := term{ByNIC, nic, fmt.Sprintf("NIC %g Gb/s / 8 × %.2f =", s.NICRateGbps, ncclNetEfficiency)}
-		nicPCIe := term{ByPCIe, pcieRawGBps(s.NICPCIeGen, s.NICPCIeWidth) * pcieDMAEfficiency,
+		p.nicPCIe = term{ByPCIe, pcieRawGBps(s.NICPCIeGen, s.NICPCIeWidth) * pcieDMAEfficiency,
 			fmt.Sprintf("NIC PCIe Gen%d x%d × %.2f =", s.NICPCIeGen, s.NICPCIeWidth, pcieDMAEfficiency)}
-		one := []term{nicT, nicPCIe, p.pcie}
+		one := []term{nicT, p.nicPCIe, p.pcie}
 		if !s.GDR && s.NICSharesSwitch {
-			one = append(one, term{ByHostStaging, min(p.pcie.gbps, nicPCIe.gbps) / 2, "host staging: switch uplink carries GPU↔host and host↔NIC, (PCIe)/2 ="})
+			one = append(one, term{ByHostStaging, min(p.pcie.gbps, p.nicPCIe.gbps) / 2, "host staging: switch uplink carries GPU↔host and host↔NIC, (PCIe)/2 ="})
 		}
 		p.rail = minTerm(one...)
 		nics := float64(s.NICsPerNode)

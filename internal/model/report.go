@@ -75,7 +75,7 @@ func BuildReport(s System, o ReportOptions) (*Report, error) {
 		RailGBps: fin(p.rail), PCIeGBps: sig(p.pcie.gbps), MemCopyGBps: sig(p.hbm.gbps)}
 	for _, c := range colls {
 		for _, b := range sizes {
-			ps, err := Predict(s, c, b)
+			ps, err := predict(p, c, b)
 			if err != nil {
 				return nil, err
 			}
@@ -86,11 +86,7 @@ func BuildReport(s System, o ReportOptions) (*Report, error) {
 		}
 	}
 	if !o.NoCopies {
-		cs, err := Copies(s)
-		if err != nil {
-			return nil, err
-		}
-		r.Copies = cs
+		r.Copies = copies(p)
 	}
 	return r, nil
 }
@@ -184,10 +180,12 @@ func (r *Report) WriteText(w io.Writer) error {
 	b.WriteString("\nCollectives (nccl-tests conventions: out-of-place, size as -b/-e, busbw = algbw × factor):\n\n")
 	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  COLLECTIVE\tSIZE\tALGORITHM\tPROTO\tTIME\tALGBW GB/s\tBUSBW GB/s\tBOTTLENECK\tREGIME\tFORMULA")
+	star := false
 	for _, p := range r.Collectives {
 		algo := string(p.Algorithm)
 		if p.Best && hasAlternatives(r.Collectives, p) {
 			algo += " *"
+			star = true
 		}
 		if p.Loose {
 			algo += " (loose)"
@@ -228,7 +226,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	} else {
 		fmt.Fprintf(&b, " latency-bound and transition results, and estimates, pass at ≥ %.0f%%, warn at ≥ %.0f%%.\n", m.LoosePass*100, m.LooseWarn*100)
 	}
-	if hasStar(r.Collectives) {
+	if star {
 		b.WriteString("* the fastest algorithm: the one a measurement is judged against.\n")
 	}
 	if len(s.Notes) > 0 {
@@ -244,15 +242,6 @@ func (r *Report) WriteText(w io.Writer) error {
 func hasAlternatives(ps []Prediction, p Prediction) bool {
 	for _, q := range ps {
 		if q.Collective == p.Collective && q.Bytes == p.Bytes && q.Algorithm != p.Algorithm {
-			return true
-		}
-	}
-	return false
-}
-
-func hasStar(ps []Prediction) bool {
-	for _, p := range ps {
-		if p.Best && hasAlternatives(ps, p) {
 			return true
 		}
 	}

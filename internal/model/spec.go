@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -167,13 +168,8 @@ func LookupSpec(name string) (GPUSpec, error) {
 		if s.Name == "" {
 			continue
 		}
-		if n == s.Key {
+		if n == s.Key || slices.Contains(s.Aliases, n) {
 			return s, nil
-		}
-		for _, a := range s.Aliases {
-			if n == a {
-				return s, nil
-			}
 		}
 	}
 	if s, ok := SpecForName(name); ok {
@@ -221,17 +217,8 @@ func nameTokens(name string) []string {
 
 func matchAll(toks, pats []string) bool {
 	for _, p := range pats {
-		found := false
-		for _, t := range toks {
-			if pre, ok := strings.CutSuffix(p, "*"); ok {
-				if strings.HasPrefix(t, pre) {
-					found = true
-				}
-			} else if t == p {
-				found = true
-			}
-		}
-		if !found {
+		pre, wild := strings.CutSuffix(p, "*")
+		if !slices.ContainsFunc(toks, func(t string) bool { return t == p || wild && strings.HasPrefix(t, pre) }) {
 			return false
 		}
 	}

@@ -205,18 +205,12 @@ func NewSystem(p Params) (System, error) {
 		topo = NVLinkMesh
 	}
 	s.NVLinkTopology = topo
-	switch topo {
-	case NVLinkNone:
-		s.NVLinks, s.NVLinkPairLinks = 0, 0
-	case NVLinkSwitch:
-		s.NVLinkPairLinks = s.NVLinks
-	case NVLinkMesh:
-		s.NVLinkPairLinks = s.NVLinks / max(1, s.GPUsPerNode-1)
-		if s.NVLinkPairLinks == 0 {
-			return System{}, fmt.Errorf("%d NVLinks cannot join each of %d GPUs to every other", s.NVLinks, s.GPUsPerNode)
-		}
-	case NVLinkPartial:
-		s.NVLinkPairLinks = s.NVLinks
+	if topo == NVLinkNone {
+		s.NVLinks = 0
+	}
+	s.NVLinkPairLinks = datasheetPairLinks(topo, s.NVLinks, s.GPUsPerNode)
+	if topo == NVLinkMesh && s.NVLinkPairLinks == 0 {
+		return System{}, fmt.Errorf("%d NVLinks cannot join each of %d GPUs to every other", s.NVLinks, s.GPUsPerNode)
 	}
 	s.NVLS = spec.NVLS && topo == NVLinkSwitch
 	if p.NVLS != nil {
@@ -240,6 +234,19 @@ func NewSystem(p Params) (System, error) {
 		return System{}, errors.New("NICs need a rate (--nic-rate, Gb/s)")
 	}
 	return s, s.Validate()
+}
+
+// datasheetPairLinks are the links joining a GPU pair when only the count
+// per GPU is known: all of them through NVSwitches or a bridge, an equal
+// share for each peer in a mesh.
+func datasheetPairLinks(topo string, links, gpus int) int {
+	switch topo {
+	case NVLinkSwitch, NVLinkPartial:
+		return links
+	case NVLinkMesh:
+		return links / max(1, gpus-1)
+	}
+	return 0
 }
 
 // WhatIf changes a system the way a fault or a setting would.
@@ -424,10 +431,7 @@ func FromHost(h *topology.Host) (System, error) {
 		if spec.NVSwitchBoard && len(h.GPUs) > 4 {
 			s.NVLinkTopology = NVLinkSwitch
 		}
-		s.NVLinkPairLinks = s.NVLinks / max(1, len(h.GPUs)-1)
-		if s.NVLinkTopology == NVLinkSwitch {
-			s.NVLinkPairLinks = s.NVLinks
-		}
+		s.NVLinkPairLinks = datasheetPairLinks(s.NVLinkTopology, s.NVLinks, len(h.GPUs))
 		note("NVLink state not reported by the driver: assumed the datasheet's %d links per GPU, %s", spec.NVLinks, s.NVLinkTopology)
 	case known:
 		active := -1

@@ -15,13 +15,10 @@ package nccl
 static gdr_ncclResult gdr_nccl_version(gdr_nccl *l, int *v) { return l->GetVersion(v); }
 static const char *gdr_nccl_errstr(gdr_nccl *l, gdr_ncclResult r) { return l->GetErrorString(r); }
 static const char *gdr_nccl_lasterr(gdr_nccl *l, gdr_ncclComm c) { return l->GetLastError ? l->GetLastError(c) : 0; }
-static int gdr_nccl_has_alltoall(gdr_nccl *l) { return l->AlltoAll != 0; }
 static gdr_ncclResult gdr_nccl_init_all(gdr_nccl *l, gdr_ncclComm *comms, int n, const int *devs) { return l->CommInitAll(comms, n, devs); }
 static gdr_ncclResult gdr_nccl_destroy(gdr_nccl *l, gdr_ncclComm c) { return l->CommDestroy(c); }
 static gdr_ncclResult gdr_nccl_abort(gdr_nccl *l, gdr_ncclComm c) { return l->CommAbort(c); }
-static gdr_ncclResult gdr_nccl_count(gdr_nccl *l, gdr_ncclComm c, int *n) { return l->CommCount(c, n); }
 static gdr_ncclResult gdr_nccl_rank(gdr_nccl *l, gdr_ncclComm c, int *r) { return l->CommUserRank(c, r); }
-static gdr_ncclResult gdr_nccl_cudev(gdr_nccl *l, gdr_ncclComm c, int *d) { return l->CommCuDevice(c, d); }
 static gdr_rank *gdr_rank_at(gdr_rank *r, int i) { return &r[i]; }
 */
 import "C"
@@ -89,9 +86,6 @@ func (l *Library) Version() (string, int, error) {
 	return VersionString(int(v)), int(v), nil
 }
 
-// HasAlltoAll reports the native ncclAlltoAll (NCCL 2.28+).
-func (l *Library) HasAlltoAll() bool { return C.gdr_nccl_has_alltoall(l.c) != 0 }
-
 // Error is an NCCL error with the library's own message.
 type Error struct {
 	Call   string
@@ -129,8 +123,7 @@ type Comms struct {
 	lib    *Library
 	rt     *cuda.Runtime
 	ranks  *C.gdr_rank // C array of n
-	n      int
-	world  int
+	n      int         // local ranks: in one process, also the world
 	devs   []int
 	mu     sync.Mutex
 	closed bool
@@ -143,7 +136,7 @@ func (l *Library) InitAll(ctx context.Context, rt *cuda.Runtime, devs []int, tim
 		return nil, fmt.Errorf("ncclCommInitAll: no device")
 	}
 	n := len(devs)
-	c := &Comms{lib: l, rt: rt, n: n, world: n, devs: append([]int(nil), devs...)}
+	c := &Comms{lib: l, rt: rt, n: n, devs: append([]int(nil), devs...)}
 	c.ranks = (*C.gdr_rank)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.gdr_rank{}))))
 	err := rt.DoTimeout(ctx, "ncclCommInitAll", timeout, func() error {
 		comms := (*C.gdr_ncclComm)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.gdr_ncclComm(nil)))))
@@ -185,20 +178,16 @@ func (l *Library) InitAll(ctx context.Context, rt *cuda.Runtime, devs []int, tim
 	return c, nil
 }
 
-// Local is the number of local ranks; World the communicator size.
+// Local is the number of local ranks; World the communicator size (the
+// same: every rank is in this process).
 func (c *Comms) Local() int { return c.n }
-func (c *Comms) World() int { return c.world }
+func (c *Comms) World() int { return c.n }
 
 // Device of local rank i.
 func (c *Comms) Device(i int) int { return c.devs[i] }
 
 // Rank is local rank i's global rank.
 func (c *Comms) Rank(i int) int { return int(C.gdr_rank_at(c.ranks, C.int(i)).rank) }
-
-// Stream of local rank i.
-func (c *Comms) Stream(i int) cuda.Stream {
-	return cuda.StreamOf(unsafe.Pointer(C.gdr_rank_at(c.ranks, C.int(i)).stream))
-}
 
 // SetBuffers gives local rank i its send and receive buffers.
 func (c *Comms) SetBuffers(i int, send, recv cuda.Ptr) {
@@ -240,7 +229,7 @@ func (c *Comms) cop(op Op) *C.gdr_op {
 	o.dtype = C.int(op.DType)
 	o.redop = C.int(op.RedOp)
 	o.root = C.int(op.Root)
-	o.nranks = C.int(c.world)
+	o.nranks = C.int(c.n)
 	if op.InPlace {
 		o.inplace = 1
 	}
@@ -265,12 +254,9 @@ func (c *Comms) result(call string, code int, bad int) error {
 		var comm C.gdr_ncclComm
 		if bad >= 0 && bad < c.n {
 			comm = C.gdr_rank_at(c.ranks, C.int(bad)).comm
+			call = fmt.Sprintf("%s (GPU %d)", call, c.devs[bad])
 		}
-		where := call
-		if bad >= 0 && bad < c.n {
-			where = fmt.Sprintf("%s (GPU %d)", call, c.devs[bad])
-		}
-		return c.lib.err(where, code-1000, comm)
+		return c.lib.err(call, code-1000, comm)
 	}
 	return c.rt.Check(call, code)
 }
@@ -284,15 +270,18 @@ func (c *Comms) check() error {
 	return nil
 }
 
-// Enqueue launches one operation on every local rank without waiting.
-func (c *Comms) Enqueue(ctx context.Context, op Op, iter int) error {
+// Enqueue launches iters operations on every local rank, iterations
+// first..first+iters-1 (which pick the buffer shift), in one call to the
+// CUDA thread, without waiting for them.
+func (c *Comms) Enqueue(ctx context.Context, op Op, first, iters int) error {
 	if err := c.check(); err != nil {
 		return err
 	}
 	o := c.cop(op)
 	defer C.free(unsafe.Pointer(o))
 	return c.rt.Do(ctx, "NCCL enqueue", func() error {
-		return c.result("NCCL enqueue", int(C.gdr_nccl_enqueue(c.lib.c, (*C.gdr_cudart)(c.rt.CPtr()), o, c.ranks, C.int(c.n), C.int(iter))), -1)
+		code := C.gdr_nccl_enqueue(c.lib.c, o, c.ranks, C.int(c.n), C.int(first), C.int(iters), (*C.int)(c.rt.CancelPtr()))
+		return c.result("NCCL enqueue", int(code), -1)
 	})
 }
 
@@ -328,17 +317,22 @@ func (c *Comms) Timed(ctx context.Context, op Op, iters int, timeout time.Durati
 	return float64(sec), err
 }
 
+// close marks the communicators closed; false when they already were.
+func (c *Comms) close() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	was := c.closed
+	c.closed = true
+	return !was
+}
+
 // Abort aborts every communicator (ncclCommAbort), from the caller's own
 // thread so it works even when the CUDA thread is stuck in NCCL. Safe to
 // call more than once.
 func (c *Comms) Abort() []error {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	if !c.close() {
 		return nil
 	}
-	c.closed = true
-	c.mu.Unlock()
 	var errs []error
 	for i := 0; i < c.n; i++ {
 		rk := C.gdr_rank_at(c.ranks, C.int(i))
@@ -355,13 +349,9 @@ func (c *Comms) Abort() []error {
 
 // Destroy releases the communicators and streams cleanly.
 func (c *Comms) Destroy(ctx context.Context) error {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	if !c.close() {
 		return nil
 	}
-	c.closed = true
-	c.mu.Unlock()
 	var first error
 	for i := 0; i < c.n; i++ {
 		rk := C.gdr_rank_at(c.ranks, C.int(i))

@@ -77,46 +77,51 @@ static int one(gdr_nccl *n, const gdr_op *op, gdr_rank *r, size_t shift) {
 	return 4; // ncclInvalidArgument
 }
 
-int gdr_nccl_enqueue(gdr_nccl *n, gdr_cudart *c, const gdr_op *op, gdr_rank *ranks, int nlocal, int iter) {
+int gdr_nccl_enqueue(gdr_nccl *n, const gdr_op *op, gdr_rank *ranks, int nlocal, int first, int iters, volatile int *cancel) {
 	// Successive iterations use different parts of the buffers, as
 	// nccl-tests does, so small operations do not run from cache.
 	size_t steps = op->total_bytes ? op->max_bytes / op->total_bytes : 1;
 	if (steps == 0) steps = 1;
-	size_t shift = op->total_bytes * ((size_t)iter % steps);
-	int e = 0;
-	if (nlocal > 1 && (e = n->GroupStart())) return 1000 + e;
 	// No cudaSetDevice per launch: NCCL takes the device from the
 	// communicator (nccl-tests does not set it either), and the call costs
 	// a fraction of a microsecond that small operations would carry.
-	(void)c;
-	for (int i = 0; i < nlocal; i++) {
-		if ((e = one(n, op, &ranks[i], shift))) {
-			if (nlocal > 1) n->GroupEnd();
-			return 1000 + e;
+	for (int it = first; it < first + iters; it++) {
+		size_t shift = op->total_bytes * ((size_t)it % steps);
+		int e = 0;
+		if (nlocal > 1 && (e = n->GroupStart())) return 1000 + e;
+		for (int i = 0; i < nlocal; i++) {
+			if ((e = one(n, op, &ranks[i], shift))) {
+				if (nlocal > 1) n->GroupEnd();
+				return 1000 + e;
+			}
 		}
+		if (nlocal > 1 && (e = n->GroupEnd())) return 1000 + e;
+		if (cancel && *cancel) return -2;
 	}
-	if (nlocal > 1 && (e = n->GroupEnd())) return 1000 + e;
+	return 0;
+}
+
+// async_error is gdr_stream_wait's poll: a communicator's asynchronous error.
+typedef struct {
+	gdr_nccl *n;
+	gdr_ncclComm comm;
+} async_arg;
+
+static int async_error(void *p) {
+	async_arg *a = p;
+	gdr_ncclResult ar = 0;
+	int e = a->n->CommGetAsyncError(a->comm, &ar);
+	if (e) return 1000 + e;
+	if (ar != GDR_ncclSuccess && ar != GDR_ncclInProgress) return 1000 + ar;
 	return 0;
 }
 
 int gdr_nccl_wait(gdr_nccl *n, gdr_cudart *c, gdr_rank *ranks, int nlocal, double deadline, volatile int *cancel, int *bad) {
 	for (int i = 0; i < nlocal; i++) {
 		*bad = i;
-		int ce = c->SetDevice(ranks[i].dev);
-		if (ce) return ce;
-		for (unsigned long spin = 0;; spin++) {
-			int q = c->StreamQuery(ranks[i].stream);
-			if (q == GDR_cudaSuccess) break;
-			if (q != GDR_cudaErrorNotReady) return q;
-			if ((spin & 255) == 0) {
-				gdr_ncclResult ar = 0;
-				int e = n->CommGetAsyncError(ranks[i].comm, &ar);
-				if (e) return 1000 + e;
-				if (ar != GDR_ncclSuccess && ar != GDR_ncclInProgress) return 1000 + ar;
-				if (cancel && *cancel) return -2;
-				if (gdr_now() > deadline) return -1;
-			}
-		}
+		async_arg a = {n, ranks[i].comm};
+		int e = gdr_stream_wait(c, ranks[i].dev, ranks[i].stream, deadline, cancel, async_error, &a);
+		if (e) return e;
 	}
 	*bad = -1;
 	return 0;
@@ -126,12 +131,9 @@ int gdr_nccl_timed(gdr_nccl *n, gdr_cudart *c, const gdr_op *op, gdr_rank *ranks
                    double deadline, volatile int *cancel, double *sec, int *bad) {
 	*bad = -1;
 	double t0 = gdr_now();
-	for (int it = 0; it < iters; it++) {
-		int e = gdr_nccl_enqueue(n, c, op, ranks, nlocal, it);
-		if (e) return e;
-		if (cancel && *cancel) return -2;
-	}
-	int e = gdr_nccl_wait(n, c, ranks, nlocal, deadline, cancel, bad);
+	int e = gdr_nccl_enqueue(n, op, ranks, nlocal, 0, iters, cancel);
+	if (e) return e;
+	e = gdr_nccl_wait(n, c, ranks, nlocal, deadline, cancel, bad);
 	*sec = gdr_now() - t0;
 	return e;
 }

@@ -83,9 +83,11 @@ typedef struct {
 	size_t max_bytes;       // buffer size: successive iterations shift through it
 } gdr_op;
 
-// gdr_nccl_enqueue launches one operation on every local rank (in a group
-// when there are several) at iteration iter (which picks the buffer shift).
-int gdr_nccl_enqueue(gdr_nccl *n, gdr_cudart *c, const gdr_op *op, gdr_rank *ranks, int nlocal, int iter);
+// gdr_nccl_enqueue launches iters operations on every local rank (in a
+// group when there are several), iterations first..first+iters-1 (the
+// iteration picks the buffer shift), watching the cancel flag between
+// them (returns -2).
+int gdr_nccl_enqueue(gdr_nccl *n, const gdr_op *op, gdr_rank *ranks, int nlocal, int first, int iters, volatile int *cancel);
 
 // gdr_nccl_wait spins until every local stream is idle, checking each
 // communicator's asynchronous error, the deadline and the cancel flag.

@@ -90,8 +90,8 @@ func analyzeJSON(name string, r io.Reader) (*Report, error) {
 		}
 		rep.Tests = append(rep.Tests, jsonTest(&f, start))
 		for _, e := range f.Errors {
-			if strings.TrimSpace(e) != "" && len(rep.Failures) < maxQuoted {
-				rep.Failures = append(rep.Failures, Fragment{start, clip(e)})
+			if strings.TrimSpace(e) != "" {
+				rep.Failures = readkit.AddQuote(rep.Failures, start, e)
 			}
 		}
 	}
@@ -152,14 +152,7 @@ func jsonTest(f *jsonFile, line int) *Test {
 			}
 		}
 		r.OutOfPlace, r.InPlace = jr.OutOfPlace.measure(), jr.InPlace.measure()
-		if k := len(t.Rows); k > 0 && r.Size < t.Rows[k-1].Size {
-			t.Unordered = true
-		}
-		if len(t.Rows) < maxRows {
-			t.Rows = append(t.Rows, r)
-		} else {
-			t.DroppedRows++
-		}
+		t.addRow(r)
 	}
 	if o := f.OutOfBounds; o != nil && o.Count.Valid {
 		v := int64(o.Count.V)

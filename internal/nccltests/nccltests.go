@@ -7,11 +7,11 @@
 package nccltests
 
 import (
-	"bufio"
 	"bytes"
 	"io"
 	"regexp"
 
+	"github.com/gdrcheck/gdrcheck/internal/readkit"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -27,20 +27,14 @@ type Report struct {
 	// NCCLLogLines counts NCCL_DEBUG lines mixed into the output.
 	NCCLLogLines int `json:"nccl_log_lines"`
 	// PartialRows lists rows that were started but never completed.
-	PartialRows []Fragment `json:"partial_rows,omitempty"`
+	PartialRows []readkit.Quote `json:"partial_rows,omitempty"`
 	// Failures are "Test NCCL failure" / "Test CUDA failure" / "# error:" lines.
-	Failures []Fragment `json:"failures,omitempty"`
+	Failures []readkit.Quote `json:"failures,omitempty"`
 	// Elided is true when the output contains a literal "..." line (rows cut by the author).
 	Elided bool `json:"elided,omitempty"`
 	// TruncatedLines counts input lines longer than the reader keeps.
 	TruncatedLines int             `json:"truncated_lines,omitempty"`
 	Verdicts       []result.Result `json:"verdicts"`
-}
-
-// Fragment is a line of the input worth quoting.
-type Fragment struct {
-	Line int    `json:"line"`
-	Text string `json:"text"`
 }
 
 // Test is one benchmark run: one collective, one table.
@@ -157,10 +151,9 @@ var (
 
 // Detect reports whether head looks like nccl-tests output (text or -J JSON).
 func Detect(head []byte) bool {
-	t := bytes.TrimLeft(head, " \t\r\n\ufeff")
-	if len(t) > 0 && t[0] == '{' {
-		return bytes.Contains(t, []byte(`"nccl_version"`)) &&
-			(bytes.Contains(t, []byte(`"results"`)) || bytes.Contains(t, []byte(`"config"`)) || bytes.Contains(t, []byte(`"average_bus_bandwidth"`)))
+	if readkit.StartsJSON(head) {
+		return bytes.Contains(head, []byte(`"nccl_version"`)) &&
+			(bytes.Contains(head, []byte(`"results"`)) || bytes.Contains(head, []byte(`"config"`)) || bytes.Contains(head, []byte(`"average_bus_bandwidth"`)))
 	}
 	if reDetectText.Match(head) {
 		return true
@@ -170,38 +163,11 @@ func Detect(head []byte) bool {
 
 // Analyze reads a whole nccl-tests output.
 func Analyze(name string, r io.Reader) (*Report, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var rep *Report
-	var err error
-	if isJSON(br) {
-		rep, err = analyzeJSON(name, br)
-	} else {
-		rep, err = analyzeText(name, br)
-	}
+	rep, err := readkit.TextOrJSON(name, r, analyzeText, analyzeJSON)
 	if err != nil {
 		return nil, err
 	}
 	nameHint(rep, name)
 	rep.Verdicts = verdicts(name, rep)
 	return rep, nil
-}
-
-// isJSON peeks at the first non-blank byte.
-func isJSON(br *bufio.Reader) bool {
-	for n := 1; n <= 4096; n++ {
-		b, err := br.Peek(n)
-		if len(b) < n {
-			return false
-		}
-		c := b[n-1]
-		switch c {
-		case ' ', '\t', '\r', '\n':
-			continue
-		case 0xef, 0xbb, 0xbf: // UTF-8 byte order mark
-			continue
-		}
-		_ = err
-		return c == '{'
-	}
-	return false
 }

@@ -1,54 +1,24 @@
 package nccltests
 
 import (
-	"bytes"
 	"flag"
 	"math"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/readkit/kittest"
+	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-func analyzeFile(t *testing.T, file string) *Report {
-	t.Helper()
-	body := kittest.Sample(t, filepath.Join("testdata", file))
-	if !Detect(body[:min(len(body), 64<<10)]) {
-		t.Errorf("%s: Detect is false", file)
-	}
-	rep, err := Analyze(file, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rep
-}
+var reader = kittest.Reader[*Report]{Detect: Detect, Analyze: Analyze, Verdicts: func(r *Report) []result.Result { return r.Verdicts }}
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
 
-func TestGolden(t *testing.T) {
-	files, _ := filepath.Glob("testdata/*.txt")
-	if len(files) == 0 {
-		t.Fatal("no samples")
-	}
-	for _, f := range files {
-		base := filepath.Base(f)
-		t.Run(base, func(t *testing.T) {
-			rep := analyzeFile(t, base)
-			stem := strings.TrimSuffix(base, ".txt")
-			kittest.Golden(t, filepath.Join("testdata", "golden", stem+".json"), kittest.JSON(t, rep), *update)
-			var buf bytes.Buffer
-			if err := rep.WriteText(&buf); err != nil {
-				t.Fatal(err)
-			}
-			kittest.Golden(t, filepath.Join("testdata", "golden", stem+".txt"), buf.Bytes(), *update)
-		})
-	}
-}
+func TestGolden(t *testing.T) { reader.GoldenSamples(t, *update, nil) }
 
 // sample is what a person reading the sample says about it.
 type sample struct {
@@ -282,21 +252,14 @@ func TestSamples(t *testing.T) {
 	for _, s := range samples {
 		covered[s.file] = true
 		t.Run(s.file, func(t *testing.T) {
-			r := analyzeFile(t, s.file)
-			if miss := kittest.Missing(r.Verdicts, s.verdicts); len(miss) > 0 {
-				t.Errorf("missing verdicts %v; got %v", miss, kittest.Verdicts(r.Verdicts))
-			}
+			r := reader.Sample(t, s.file)
+			kittest.WantVerdicts(t, r.Verdicts, s.verdicts)
 			if s.check != nil {
 				s.check(t, r)
 			}
 		})
 	}
-	files, _ := filepath.Glob("testdata/*.txt")
-	for _, f := range files {
-		if !covered[filepath.Base(f)] {
-			t.Errorf("%s has no assertions in TestSamples", f)
-		}
-	}
+	kittest.Covered(t, covered)
 }
 
 func TestRowParsing(t *testing.T) {
@@ -338,10 +301,7 @@ func TestUnreadable(t *testing.T) {
 		{"{\"nccl_version\": 22602, \"results\": [", "x.txt:1:"},
 		{"{\"foo\": 1}", "x.txt:1:"},
 	} {
-		_, err := Analyze("x.txt", strings.NewReader(c.in))
-		if err == nil || !strings.HasPrefix(err.Error(), c.line) {
-			t.Errorf("%q: error %v, want one starting %q", c.in, err, c.line)
-		}
+		reader.WantError(t, c.in, c.line)
 	}
 }
 
@@ -349,7 +309,7 @@ func TestDetect(t *testing.T) {
 	for _, f := range []string{"../../internal/perftest/testdata/k8s-cx6-ib-write-bw-host-all-sizes-98g.txt", "../../internal/dcgmi/testdata/dcgmi-diag-r2-aws-p4de-a100-dcgm333.txt"} {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			continue
+			t.Fatal(err)
 		}
 		if Detect(b) {
 			t.Errorf("%s detected as nccl-tests", f)
@@ -359,15 +319,7 @@ func TestDetect(t *testing.T) {
 
 func FuzzAnalyze(f *testing.F) {
 	f.Add([]byte("# nThread 1 nGpus 1\n#  size count type\n   8 2 float sum -1 1.0 0.0 0.0 0 1.0 0.0 0.0 0\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		rep, err := Analyze("fuzz.txt", bytes.NewReader(data))
-		if err != nil {
-			kittest.CheckOutcome(t, "fuzz.txt", nil, nil, err)
-			return
-		}
-		kittest.CheckOutcome(t, "fuzz.txt", rep, rep.Verdicts, nil)
-		Detect(data)
-	})
+	f.Fuzz(reader.Fuzz)
 }
 
 // TestHostileLines: long glued tokens and repeated markers must stay linear.
@@ -388,5 +340,19 @@ func TestHostileLines(t *testing.T) {
 	}
 	if rep.TruncatedLines != 1 {
 		t.Errorf("truncated lines %d, want 1", rep.TruncatedLines)
+	}
+}
+
+// TestTypeNames: the datatypes a row may name (typeAlt) are those whose
+// element size typeSize knows.
+func TestTypeNames(t *testing.T) {
+	names := strings.Split(typeAlt, "|")
+	if len(names) != len(typeSize) {
+		t.Errorf("%d type names, %d sizes", len(names), len(typeSize))
+	}
+	for _, n := range names {
+		if typeSize[n] == 0 {
+			t.Errorf("type %s has no size", n)
+		}
 	}
 }

@@ -11,16 +11,9 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/readkit"
 )
 
-// typeAlt are the datatype names nccl-tests prints (current and pre-2.10 builds).
+// typeAlt are the datatype names nccl-tests prints (current and pre-2.10
+// builds): the keys of typeSize.
 const typeAlt = `int8|uint8|int32|uint32|int64|uint64|half|float|double|bfloat16|f8e4m3|f8e5m2|char|int`
-
-var knownTypes = func() map[string]bool {
-	m := map[string]bool{}
-	for _, t := range strings.Split(typeAlt, "|") {
-		m[t] = true
-	}
-	return m
-}()
 
 var (
 	// srun --label puts "rank: " at the start of each line. (mpirun
@@ -32,7 +25,7 @@ var (
 	reLogOp      = regexp.MustCompile(`NCCL INFO (AllReduce|AllGather|ReduceScatter|Broadcast|Reduce|AllToAll|AlltoAll|SendRecv|Send|Recv|Gather|Scatter|HyperCube): opCount`)
 	reVersion    = regexp.MustCompile(`^NCCL version (\S+)`)
 	reBinary     = regexp.MustCompile(`(?:^|[/\s])([a-z][a-z0-9_]*?_perf)(_mpi)?(?:\s|$)`)
-	reFailure    = regexp.MustCompile(`\bTest (?:NCCL |CUDA |MPI )?failure\b|\bTest failure\b`)
+	reFailure    = regexp.MustCompile(`\bTest (?:NCCL |CUDA |MPI )?failure\b`)
 
 	reTestsVersion = regexp.MustCompile(`^nccl-tests version (\S+)`)
 	reStarting     = regexp.MustCompile(`^Collective test starting:\s*(\S+)`)
@@ -65,7 +58,6 @@ var (
 const (
 	maxStreams   = 4096
 	maxHosts     = 4096
-	maxQuoted    = 200
 	maxRowTokens = 64
 	// maxRows bounds the rows kept per test (a benchmark prints tens).
 	maxRows = 1 << 16
@@ -84,7 +76,6 @@ type stream struct {
 }
 
 type textParser struct {
-	name    string
 	rep     *Report
 	streams map[string]*stream
 	tests   []*Test
@@ -128,7 +119,6 @@ func nameHint(rep *Report, name string) {
 
 func analyzeText(name string, r io.Reader) (*Report, error) {
 	p := &textParser{
-		name:    name,
 		rep:     &Report{Format: "text"},
 		streams: map[string]*stream{},
 		hosts:   map[string]bool{},
@@ -393,22 +383,16 @@ func (p *textParser) logLine(st *stream, log string, n int) {
 			st.opHint = m[1]
 		}
 	}
-	if strings.Contains(log, "failure") && reFailure.MatchString(log) {
+	if isFailure(log) {
 		p.quoteFailure(n, log)
 	}
 }
 
-func (p *textParser) quoteFailure(n int, text string) {
-	if len(p.rep.Failures) < maxQuoted {
-		p.rep.Failures = append(p.rep.Failures, Fragment{n, clip(strings.TrimSpace(text))})
-	}
-}
+// isFailure spots "Test NCCL failure" and the like (every line goes through it).
+func isFailure(s string) bool { return strings.Contains(s, "failure") && reFailure.MatchString(s) }
 
-func clip(s string) string {
-	if len(s) > 400 {
-		return s[:400] + "..."
-	}
-	return s
+func (p *textParser) quoteFailure(n int, text string) {
+	p.rep.Failures = readkit.AddQuote(p.rep.Failures, n, strings.TrimSpace(text))
 }
 
 // newTest starts a test on the stream, taking the metadata printed before it.
@@ -450,7 +434,7 @@ func (p *textParser) fragment(st *stream, frag string, terminated bool, n int) {
 	case reVersion.MatchString(t):
 		st.ncclVersion = readkit.Clip(reVersion.FindStringSubmatch(t)[1], 64)
 		return
-	case reFailure.MatchString(t):
+	case isFailure(t):
 		p.quoteFailure(n, t)
 		return
 	}
@@ -477,9 +461,7 @@ func (p *textParser) fragment(st *stream, frag string, terminated bool, n int) {
 }
 
 func (p *textParser) partial(st *stream) {
-	if len(p.rep.PartialRows) < maxQuoted {
-		p.rep.PartialRows = append(p.rep.PartialRows, Fragment{st.pendLn, clip(strings.Join(st.pending, " "))})
-	}
+	p.rep.PartialRows = readkit.AddQuote(p.rep.PartialRows, st.pendLn, strings.Join(st.pending, " "))
 	st.pending = nil
 }
 
@@ -494,14 +476,7 @@ func (p *textParser) finishPending(st *stream) {
 		return
 	}
 	row.Line = st.pendLn
-	if k := len(t.Rows); k > 0 && row.Size < t.Rows[k-1].Size {
-		t.Unordered = true
-	}
-	if len(t.Rows) < maxRows {
-		t.Rows = append(t.Rows, row)
-	} else {
-		t.DroppedRows++
-	}
+	t.addRow(row)
 	st.pending = nil
 }
 
@@ -559,7 +534,7 @@ func (p *textParser) comment(st *stream, c string, n int) {
 	case reAvg.MatchString(c):
 		m := reAvg.FindStringSubmatch(c)
 		t := p.current(st, n, false)
-		if v, err := strconv.ParseFloat(m[1], 64); err == nil && !math.IsNaN(v) && !math.IsInf(v, 0) {
+		if v, ok := readkit.ParseFloat(m[1]); ok {
 			t.AvgBusBW, t.AvgFrom = v, "printed"
 		}
 		t.AvgCheck = m[2]
@@ -572,6 +547,18 @@ func (p *textParser) comment(st *stream, c string, n int) {
 		t.note("JSON output written to " + readkit.Clip(reJSONOut.FindStringSubmatch(c)[1], 256))
 	case reHashError.MatchString(c):
 		p.quoteFailure(n, "# "+c)
+	}
+}
+
+// addRow keeps a row (up to maxRows), noting sizes that go down.
+func (t *Test) addRow(r Row) {
+	if k := len(t.Rows); k > 0 && r.Size < t.Rows[k-1].Size {
+		t.Unordered = true
+	}
+	if len(t.Rows) < maxRows {
+		t.Rows = append(t.Rows, r)
+	} else {
+		t.DroppedRows++
 	}
 }
 
@@ -628,8 +615,8 @@ func atoi(s string) int {
 }
 
 func isNumber(s string) bool {
-	_, err := strconv.ParseFloat(s, 64)
-	return err == nil && s != "" && !strings.ContainsAny(s, "xXpP_") && !strings.EqualFold(s, "nan") && !strings.EqualFold(strings.TrimLeft(s, "+-"), "inf") && !strings.EqualFold(strings.TrimLeft(s, "+-"), "infinity")
+	_, ok := readkit.ParseFloat(s)
+	return ok
 }
 
 func isInt(s string) bool {
@@ -639,7 +626,7 @@ func isInt(s string) bool {
 
 // rowStart: size count type ...
 func rowStart(t []string) bool {
-	if len(t) < 3 || !knownTypes[t[2]] {
+	if len(t) < 3 || typeSize[t[2]] == 0 {
 		return false
 	}
 	a, err1 := strconv.ParseInt(t[0], 10, 64)
@@ -745,16 +732,17 @@ func parseMeasure(t []string) (*Measure, error) {
 			na++
 			continue
 		}
-		if !isNumber(t[k]) {
+		v, ok := readkit.ParseFloat(t[k])
+		if !ok {
 			return nil, rowError("not a number: " + t[k])
 		}
-		*p, _ = strconv.ParseFloat(t[k], 64)
+		*p = v
 	}
 	if t[3] != "N/A" {
-		if !isNumber(t[3]) {
+		f, ok := readkit.ParseFloat(t[3])
+		if !ok {
 			return nil, rowError("#wrong is not a number: " + t[3])
 		}
-		f, _ := strconv.ParseFloat(t[3], 64)
 		if f < 0 || f > math.MaxInt64/2 {
 			return nil, rowError("#wrong out of range: " + t[3])
 		}

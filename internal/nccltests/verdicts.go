@@ -65,7 +65,7 @@ func verdicts(name string, rep *Report) []result.Result {
 	for i, t := range rep.Tests {
 		out = append(out, wrongVerdict(name, t, subj[i]), busbwVerdict(name, t, subj[i]))
 	}
-	out = append(out, runVerdict(name, rep))
+	out = append(out, runVerdict(name, rep, subj))
 	return out
 }
 
@@ -300,14 +300,10 @@ func unstable(name string, t *Test) (finding, bool) {
 	return finding{"BusbwUnstable", fmt.Sprintf("out-of-place and in-place busbw disagree strongly at %s: the measurement is unstable (noisy neighbours, throttling or a flapping path)", strings.Join(firstN(sizes, 6), ", ")), ev}, true
 }
 
-func runVerdict(name string, rep *Report) result.Result {
+func runVerdict(name string, rep *Report, subj []string) result.Result {
 	if len(rep.Failures) > 0 {
-		var ev []result.Evidence
-		for _, f := range rep.Failures {
-			ev = append(ev, readkit.Ev(name, f.Line, f.Text, ""))
-		}
 		v := readkit.Verdict(IDRun, result.Fail, "run", "TestFailure",
-			fmt.Sprintf("the benchmark reported %d failure lines, first: %s", len(rep.Failures), rep.Failures[0].Text), ev...)
+			fmt.Sprintf("the benchmark reported %d failure lines, first: %s", len(rep.Failures), rep.Failures[0].Text), readkit.EvQuotes(name, rep.Failures)...)
 		v.Remedy = "read the NCCL WARN lines before the failure (rerun with NCCL_DEBUG=INFO) for the cause"
 		return v
 	}
@@ -321,7 +317,7 @@ func runVerdict(name string, rep *Report) result.Result {
 	for i, t := range rep.Tests {
 		rows += len(t.Rows)
 		if !t.summary {
-			missing = append(missing, subjects(rep.Tests)[i])
+			missing = append(missing, subj[i])
 		}
 	}
 	if len(missing) > 0 {
@@ -391,9 +387,7 @@ func firstN(s []string, n int) []string {
 	return append(append([]string(nil), s[:n]...), fmt.Sprintf("and %d more", len(s)-n))
 }
 
-func fmtF(v float64) string {
-	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.3f", v), "0"), ".")
-}
+func fmtF(v float64) string { return readkit.FormatFloat(v, 3) }
 
 // Size prints a byte count the way people read nccl-tests sizes: 8 B, 64 KiB, 16 GiB.
 func Size(b int64) string {

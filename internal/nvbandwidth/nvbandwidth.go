@@ -4,10 +4,8 @@
 package nvbandwidth
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"math"
 	"regexp"
@@ -33,7 +31,7 @@ type Report struct {
 	Hostname      string          `json:"hostname,omitempty"`
 	Devices       []Device        `json:"devices,omitempty"`
 	Testcases     []*Testcase     `json:"testcases"`
-	Errors        []Line          `json:"errors,omitempty"`
+	Errors        []readkit.Quote `json:"errors,omitempty"`
 	Verdicts      []result.Result `json:"verdicts"`
 }
 
@@ -74,12 +72,6 @@ type Testcase struct {
 	errLine     int
 }
 
-// Line is a quoted input line.
-type Line struct {
-	Line int    `json:"line"`
-	Text string `json:"text"`
-}
-
 var (
 	reVersion   = regexp.MustCompile(`^nvbandwidth Version:\s*(\S+)`)
 	reGit       = regexp.MustCompile(`^Built from Git version:\s*(\S+)`)
@@ -99,32 +91,23 @@ var (
 
 // Limits keeping memory bounded.
 const (
-	maxDim    = 4096
-	maxCases  = 4096
-	maxQuoted = 200
+	maxDim   = 4096
+	maxCases = 4096
 	// maxCells bounds the matrix cells kept over all testcases.
 	maxCells = 1 << 20
 )
 
 // Detect reports whether head looks like nvbandwidth output.
 func Detect(head []byte) bool {
-	t := bytes.TrimLeft(head, " \t\r\n\ufeff")
-	if len(t) > 0 && t[0] == '{' {
-		return bytes.Contains(t, []byte(`"nvbandwidth"`))
+	if readkit.StartsJSON(head) {
+		return bytes.Contains(head, []byte(`"nvbandwidth"`))
 	}
 	return reDetect.Match(head)
 }
 
 // Analyze reads a whole nvbandwidth output.
 func Analyze(name string, r io.Reader) (*Report, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var rep *Report
-	var err error
-	if firstByte(br) == '{' {
-		rep, err = analyzeJSON(name, br)
-	} else {
-		rep, err = analyzeText(name, br)
-	}
+	rep, err := readkit.TextOrJSON(name, r, analyzeText, analyzeJSON)
 	if err != nil {
 		return nil, err
 	}
@@ -135,25 +118,8 @@ func Analyze(name string, r io.Reader) (*Report, error) {
 	return rep, nil
 }
 
-func firstByte(br *bufio.Reader) byte {
-	for n := 1; n <= 4096; n++ {
-		b, _ := br.Peek(n)
-		if len(b) < n {
-			return 0
-		}
-		switch c := b[n-1]; c {
-		case ' ', '\t', '\r', '\n', 0xef, 0xbb, 0xbf:
-			continue
-		default:
-			return c
-		}
-	}
-	return 0
-}
-
 type textState struct {
 	cells  int
-	name   string
 	rep    *Report
 	cur    *Testcase
 	inMat  bool
@@ -161,7 +127,7 @@ type textState struct {
 }
 
 func analyzeText(name string, r io.Reader) (*Report, error) {
-	st := &textState{name: name, rep: &Report{Format: "text"}}
+	st := &textState{rep: &Report{Format: "text"}}
 	lr := readkit.NewLineReader(name, r)
 	for {
 		line, ok := lr.Next()
@@ -224,7 +190,7 @@ func (st *textState) line(s string, n int) error {
 		st.cur = nil
 		tc := st.testcase(n)
 		tc.Name = readkit.Clip(reRunning.FindStringSubmatch(t)[1], 128)
-	case reDesc.MatchString(t) && strings.Contains(t, "(row)"):
+	case strings.Contains(t, "(row)") && reDesc.MatchString(t):
 		m := reDesc.FindStringSubmatch(t)
 		tc := st.testcase(n)
 		if tc.Description != "" { // a second matrix in one testcase: start another
@@ -274,9 +240,7 @@ func (st *textState) line(s string, n int) error {
 		}
 		tc.errLine = n
 	case strings.HasPrefix(t, "ERROR") || strings.HasPrefix(t, "Error") || strings.Contains(t, "CUDA error") || strings.Contains(t, "failed with error"):
-		if len(rep.Errors) < maxQuoted {
-			rep.Errors = append(rep.Errors, Line{n, readkit.Clip(t, 400)})
-		}
+		rep.Errors = readkit.AddQuote(rep.Errors, n, t)
 		if st.cur != nil && st.cur.Matrix == nil && st.cur.Error == "" {
 			st.cur.Status, st.cur.Error = "Error", readkit.Clip(t, 400)
 		}
@@ -352,12 +316,8 @@ func analyzeJSON(name string, r io.Reader) (*Report, error) {
 	lc := readkit.NewLineCounter(r)
 	dec := json.NewDecoder(lc)
 	var root jsonRoot
-	if err := dec.Decode(&root); err != nil {
-		return nil, lc.JSONError(name, dec, err)
-	}
-	// Read the rest (a trailing newline, or a second object nobody reads).
-	if _, err := io.Copy(io.Discard, io.MultiReader(dec.Buffered(), lc)); err != nil {
-		return nil, readkit.Errorf(name, lc.Lines(), "read: %v", err)
+	if err := lc.DecodeAll(name, dec, &root); err != nil {
+		return nil, err
 	}
 	if root.NVB == nil {
 		return nil, readkit.Errorf(name, 1, `JSON has no "nvbandwidth" object`)
@@ -377,7 +337,7 @@ func analyzeJSON(name string, r io.Reader) (*Report, error) {
 		}
 	}
 	if j.Error != "" {
-		rep.Errors = append(rep.Errors, Line{1, j.Error})
+		rep.Errors = append(rep.Errors, readkit.Quote{Line: 1, Text: j.Error})
 	}
 	for i, jt := range j.Testcases {
 		if i >= maxCases {
@@ -399,7 +359,7 @@ func analyzeJSON(name string, r io.Reader) (*Report, error) {
 			for _, c := range jr {
 				v, na, ok := jsonCell(c)
 				if !ok {
-					return nil, readkit.Errorf(name, 1, "testcase %s: matrix cell [%d][%d] = %s is neither a number nor N/A", jt.Name, ri, len(row), clip(string(c)))
+					return nil, readkit.Errorf(name, 1, "testcase %s: matrix cell [%d][%d] = %s is neither a number nor N/A", jt.Name, ri, len(row), readkit.Clip(string(c), 40))
 				}
 				if na {
 					row = append(row, nil)
@@ -434,13 +394,6 @@ func jsonCell(c json.RawMessage) (v float64, na, ok bool) {
 		return v, false, true
 	}
 	return 0, false, false
-}
-
-func clip(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "..."
-	}
-	return s
 }
 
 // stats clears the 0.00 diagonal of old layouts and computes sum, min,
@@ -478,6 +431,4 @@ func stats(tc *Testcase) {
 	}
 }
 
-func fmtF(v float64) string {
-	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".")
-}
+func fmtF(v float64) string { return readkit.FormatFloat(v, 2) }

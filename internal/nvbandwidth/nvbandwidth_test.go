@@ -8,46 +8,18 @@ import (
 	"testing"
 
 	"github.com/gdrcheck/gdrcheck/internal/readkit/kittest"
+	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-func analyzeFile(t *testing.T, file string) *Report {
-	t.Helper()
-	body := kittest.Sample(t, filepath.Join("testdata", file))
-	if !Detect(body[:min(len(body), 64<<10)]) {
-		t.Errorf("%s: Detect is false", file)
-	}
-	rep, err := Analyze(file, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rep
-}
+var reader = kittest.Reader[*Report]{Detect: Detect, Analyze: Analyze, Verdicts: func(r *Report) []result.Result { return r.Verdicts }}
 
 // notNVBandwidth are corpus samples in this package's folder that are not
 // nvbandwidth output and must not be read as such.
 var notNVBandwidth = map[string]bool{"vastai-4xa100-custom-p2p-bandwidth-nvlink-vs-pcie.txt": true}
 
-func TestGolden(t *testing.T) {
-	files, _ := filepath.Glob("testdata/*.txt")
-	for _, f := range files {
-		base := filepath.Base(f)
-		if notNVBandwidth[base] {
-			continue
-		}
-		t.Run(base, func(t *testing.T) {
-			rep := analyzeFile(t, base)
-			stem := strings.TrimSuffix(base, ".txt")
-			kittest.Golden(t, filepath.Join("testdata", "golden", stem+".json"), kittest.JSON(t, rep), *update)
-			var buf bytes.Buffer
-			if err := rep.WriteText(&buf); err != nil {
-				t.Fatal(err)
-			}
-			kittest.Golden(t, filepath.Join("testdata", "golden", stem+".txt"), buf.Bytes(), *update)
-		})
-	}
-}
+func TestGolden(t *testing.T) { reader.GoldenSamples(t, *update, notNVBandwidth) }
 
 func TestNotNVBandwidth(t *testing.T) {
 	for f := range notNVBandwidth {
@@ -142,21 +114,14 @@ func TestSamples(t *testing.T) {
 	for _, s := range samples {
 		covered[s.file] = true
 		t.Run(s.file, func(t *testing.T) {
-			r := analyzeFile(t, s.file)
-			if miss := kittest.Missing(r.Verdicts, s.verdicts); len(miss) > 0 {
-				t.Errorf("missing verdicts %v; got %v", miss, kittest.Verdicts(r.Verdicts))
-			}
+			r := reader.Sample(t, s.file)
+			kittest.WantVerdicts(t, r.Verdicts, s.verdicts)
 			if s.check != nil {
 				s.check(t, r)
 			}
 		})
 	}
-	files, _ := filepath.Glob("testdata/*.txt")
-	for _, f := range files {
-		if !covered[filepath.Base(f)] {
-			t.Errorf("%s has no assertions in TestSamples", f)
-		}
-	}
+	kittest.Covered(t, covered)
 }
 
 func TestUnreadable(t *testing.T) {
@@ -166,22 +131,11 @@ func TestUnreadable(t *testing.T) {
 		{"{\n\n \"other\": 1}\n", "x.txt:1:"},
 		{"{\n \"nvbandwidth\": {\"testcases\": [{\"bandwidth_matrix\": [[true]]}]}}\n", "x.txt:1:"},
 	} {
-		_, err := Analyze("x.txt", strings.NewReader(c.in))
-		if err == nil || !strings.HasPrefix(err.Error(), c.prefix) {
-			t.Errorf("%q: error %v, want one starting %q", c.in, err, c.prefix)
-		}
+		reader.WantError(t, c.in, c.prefix)
 	}
 }
 
 func FuzzAnalyze(f *testing.F) {
 	f.Add([]byte("Running x_ce.\nmemcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)\n 0 1\n0 N/A 1.0\n1 2.0 N/A\n\nSUM x_ce 3.0\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		rep, err := Analyze("fuzz.txt", bytes.NewReader(data))
-		if err != nil {
-			kittest.CheckOutcome(t, "fuzz.txt", nil, nil, err)
-			return
-		}
-		kittest.CheckOutcome(t, "fuzz.txt", rep, rep.Verdicts, nil)
-		Detect(data)
-	})
+	f.Fuzz(reader.Fuzz)
 }

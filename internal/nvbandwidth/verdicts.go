@@ -53,11 +53,7 @@ func verdicts(name string, rep *Report) []result.Result {
 	}
 	switch {
 	case len(rep.Errors) > 0:
-		var ev []result.Evidence
-		for _, e := range rep.Errors {
-			ev = append(ev, readkit.Ev(name, e.Line, e.Text, ""))
-		}
-		v := readkit.Verdict(IDRun, result.Error, "run", "RunError", "nvbandwidth reported an error: "+rep.Errors[0].Text, ev...)
+		v := readkit.Verdict(IDRun, result.Error, "run", "RunError", "nvbandwidth reported an error: "+rep.Errors[0].Text, readkit.EvQuotes(name, rep.Errors)...)
 		v.Remedy = "check the CUDA driver and that the GPUs are visible to the process (nvidia-smi, CUDA_VISIBLE_DEVICES)"
 		out = append(out, v)
 	case len(rep.Testcases) == 0:

@@ -84,21 +84,20 @@ func (l *live) Collect(ctx context.Context) (*Facts, error) {
 	}
 	defer func() { _ = g.do(context.Background(), "nvmlShutdown", func() { l.lib.Shutdown() }) }()
 
-	c := collector{l: l, g: g, ctx: ctx, f: f}
-	c.str("nvmlSystemGetDriverVersion", func() (string, gonvml.Return) { return l.lib.SystemGetDriverVersion() }, &f.DriverVersion)
-	c.str("nvmlSystemGetNVMLVersion", func() (string, gonvml.Return) { return l.lib.SystemGetNVMLVersion() }, &f.NVMLVersion)
-	var cv int
-	if c.call("nvmlSystemGetCudaDriverVersion", func() gonvml.Return { var r gonvml.Return; cv, r = l.lib.SystemGetCudaDriverVersion(); return r }) {
+	c := &collector{l: l, g: g, ctx: ctx, f: f}
+	f.DriverVersion, _ = get(c, "nvmlSystemGetDriverVersion", l.lib.SystemGetDriverVersion)
+	f.NVMLVersion, _ = get(c, "nvmlSystemGetNVMLVersion", l.lib.SystemGetNVMLVersion)
+	if cv, ok := get(c, "nvmlSystemGetCudaDriverVersion", l.lib.SystemGetCudaDriverVersion); ok {
 		f.CUDADriverVersion = fmt.Sprintf("%d.%d", cv/1000, (cv%1000)/10)
 	}
-	var n int
-	if !c.call("nvmlDeviceGetCount", func() gonvml.Return { var r gonvml.Return; n, r = l.lib.DeviceGetCount(); return r }) {
+	n, ok := get(c, "nvmlDeviceGetCount", l.lib.DeviceGetCount)
+	if !ok {
 		return f, fmt.Errorf("nvmlDeviceGetCount: %s", strings.Join(f.Errors, "; "))
 	}
 	devs := make([]gonvml.Device, 0, n)
 	for i := 0; i < n; i++ {
-		var d gonvml.Device
-		if !c.call(fmt.Sprintf("nvmlDeviceGetHandleByIndex(%d)", i), func() gonvml.Return { var r gonvml.Return; d, r = l.lib.DeviceGetHandleByIndex(i); return r }) {
+		d, ok := get(c, fmt.Sprintf("nvmlDeviceGetHandleByIndex(%d)", i), func() (gonvml.Device, gonvml.Return) { return l.lib.DeviceGetHandleByIndex(i) })
+		if !ok {
 			continue
 		}
 		devs = append(devs, d)
@@ -151,58 +150,54 @@ func (c *collector) call(name string, fn func() gonvml.Return) bool {
 	return false
 }
 
-func (c *collector) str(name string, fn func() (string, gonvml.Return), dst *string) {
-	var s string
-	if c.call(name, func() gonvml.Return { var r gonvml.Return; s, r = fn(); return r }) {
-		*dst = s
+// get runs one NVML getter through call: the value, or the zero value and
+// false when the call failed or is not supported.
+func get[T any](c *collector, name string, fn func() (T, gonvml.Return)) (T, bool) {
+	var v T
+	if !c.call(name, func() gonvml.Return { var r gonvml.Return; v, r = fn(); return r }) {
+		var zero T
+		return zero, false
 	}
+	return v, true
+}
+
+// getPtr is get for a fact that stays nil (unknown) when it cannot be read.
+func getPtr[T any](c *collector, name string, fn func() (T, gonvml.Return)) *T {
+	if v, ok := get(c, name, fn); ok {
+		return &v
+	}
+	return nil
 }
 
 func (c *collector) gpu(i int, d gonvml.Device) GPU {
 	g := GPU{Index: i}
 	pfx := fmt.Sprintf("GPU%d ", i)
-	var pi gonvml.PciInfo
-	if c.call(pfx+"nvmlDeviceGetPciInfo", func() gonvml.Return { var r gonvml.Return; pi, r = d.GetPciInfo(); return r }) {
+	if pi, ok := get(c, pfx+"nvmlDeviceGetPciInfo", d.GetPciInfo); ok {
 		g.BusID = pci.NormalizeBusID(cString(pi.BusId[:]))
 	}
-	c.str(pfx+"nvmlDeviceGetUUID", d.GetUUID, &g.UUID)
-	c.str(pfx+"nvmlDeviceGetName", d.GetName, &g.Name)
-	c.str(pfx+"nvmlDeviceGetSerial", d.GetSerial, &g.Serial)
-	var arch gonvml.DeviceArchitecture
-	if c.call(pfx+"nvmlDeviceGetArchitecture", func() gonvml.Return { var r gonvml.Return; arch, r = d.GetArchitecture(); return r }) {
+	g.UUID, _ = get(c, pfx+"nvmlDeviceGetUUID", d.GetUUID)
+	g.Name, _ = get(c, pfx+"nvmlDeviceGetName", d.GetName)
+	g.Serial, _ = get(c, pfx+"nvmlDeviceGetSerial", d.GetSerial)
+	if arch, ok := get(c, pfx+"nvmlDeviceGetArchitecture", d.GetArchitecture); ok {
 		g.Architecture = archName(arch)
 	}
-	var minor int
-	if c.call(pfx+"nvmlDeviceGetMinorNumber", func() gonvml.Return { var r gonvml.Return; minor, r = d.GetMinorNumber(); return r }) {
-		g.MinorNumber = ptr(minor)
-	}
-	var mem gonvml.Memory
-	if c.call(pfx+"nvmlDeviceGetMemoryInfo", func() gonvml.Return { var r gonvml.Return; mem, r = d.GetMemoryInfo(); return r }) {
+	g.MinorNumber = getPtr(c, pfx+"nvmlDeviceGetMinorNumber", d.GetMinorNumber)
+	if mem, ok := get(c, pfx+"nvmlDeviceGetMemoryInfo", d.GetMemoryInfo); ok {
 		g.MemoryMiB = ptr(mem.Total >> 20)
 	}
-	var numa int
-	if c.call(pfx+"nvmlDeviceGetNumaNodeId", func() gonvml.Return { var r gonvml.Return; numa, r = d.GetNumaNodeId(); return r }) {
-		g.NUMANode = ptr(numa)
-	}
-	var es gonvml.EnableState
-	if c.call(pfx+"nvmlDeviceGetPersistenceMode", func() gonvml.Return { var r gonvml.Return; es, r = d.GetPersistenceMode(); return r }) {
+	g.NUMANode = getPtr(c, pfx+"nvmlDeviceGetNumaNodeId", d.GetNumaNodeId)
+	if es, ok := get(c, pfx+"nvmlDeviceGetPersistenceMode", d.GetPersistenceMode); ok {
 		g.Persistence = ptr(es == gonvml.FEATURE_ENABLED)
 	}
-	var migCur, migPend int
-	if c.call(pfx+"nvmlDeviceGetMigMode", func() gonvml.Return { var r gonvml.Return; migCur, migPend, r = d.GetMigMode(); return r }) {
-		_ = migPend
-		g.MIGEnabled = ptr(migCur == gonvml.DEVICE_MIG_ENABLE)
+	if mig, ok := get(c, pfx+"nvmlDeviceGetMigMode", func() (int, gonvml.Return) { cur, _, r := d.GetMigMode(); return cur, r }); ok {
+		g.MIGEnabled = ptr(mig == gonvml.DEVICE_MIG_ENABLE)
 	}
 	var eccCur, eccPend gonvml.EnableState
 	if c.call(pfx+"nvmlDeviceGetEccMode", func() gonvml.Return { var r gonvml.Return; eccCur, eccPend, r = d.GetEccMode(); return r }) {
 		g.ECC.Current = ptr(eccCur == gonvml.FEATURE_ENABLED)
 		g.ECC.Pending = ptr(eccPend == gonvml.FEATURE_ENABLED)
 		count := func(name string, et gonvml.MemoryErrorType, ct gonvml.EccCounterType) *uint64 {
-			var v uint64
-			if c.call(pfx+name, func() gonvml.Return { var r gonvml.Return; v, r = d.GetTotalEccErrors(et, ct); return r }) {
-				return ptr(v)
-			}
-			return nil
+			return getPtr(c, pfx+name, func() (uint64, gonvml.Return) { return d.GetTotalEccErrors(et, ct) })
 		}
 		g.ECC.VolatileUncorrected = count("nvmlDeviceGetTotalEccErrors(uncorrected,volatile)", gonvml.MEMORY_ERROR_TYPE_UNCORRECTED, gonvml.VOLATILE_ECC)
 		g.ECC.AggregateUncorrected = count("nvmlDeviceGetTotalEccErrors(uncorrected,aggregate)", gonvml.MEMORY_ERROR_TYPE_UNCORRECTED, gonvml.AGGREGATE_ECC)
@@ -215,46 +210,30 @@ func (c *collector) gpu(i int, d gonvml.Device) GPU {
 		g.Remapped = Remapped{Correctable: ptr(uint64(corr)), Uncorrectable: ptr(uint64(unc)), Pending: ptr(pend), Failure: ptr(fail)}
 	} else {
 		// Page retirement is the pre-Ampere mechanism.
-		var pages []uint64
-		if c.call(pfx+"nvmlDeviceGetRetiredPages(sbe)", func() gonvml.Return {
-			var r gonvml.Return
-			pages, r = d.GetRetiredPages(gonvml.PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS)
-			return r
-		}) {
-			g.Retired.SingleBit = ptr(uint64(len(pages)))
+		retired := func(name string, cause gonvml.PageRetirementCause) *uint64 {
+			if pages, ok := get(c, pfx+name, func() ([]uint64, gonvml.Return) { return d.GetRetiredPages(cause) }); ok {
+				return ptr(uint64(len(pages)))
+			}
+			return nil
 		}
-		if c.call(pfx+"nvmlDeviceGetRetiredPages(dbe)", func() gonvml.Return {
-			var r gonvml.Return
-			pages, r = d.GetRetiredPages(gonvml.PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)
-			return r
-		}) {
-			g.Retired.DoubleBit = ptr(uint64(len(pages)))
-		}
-		if c.call(pfx+"nvmlDeviceGetRetiredPagesPendingStatus", func() gonvml.Return { var r gonvml.Return; es, r = d.GetRetiredPagesPendingStatus(); return r }) {
+		g.Retired.SingleBit = retired("nvmlDeviceGetRetiredPages(sbe)", gonvml.PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS)
+		g.Retired.DoubleBit = retired("nvmlDeviceGetRetiredPages(dbe)", gonvml.PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)
+		if es, ok := get(c, pfx+"nvmlDeviceGetRetiredPagesPendingStatus", d.GetRetiredPagesPendingStatus); ok {
 			g.Retired.Pending = ptr(es == gonvml.FEATURE_ENABLED)
 		}
 	}
-	var reasons uint64
-	if c.call(pfx+"nvmlDeviceGetCurrentClocksEventReasons", func() gonvml.Return { var r gonvml.Return; reasons, r = d.GetCurrentClocksEventReasons(); return r }) {
+	if reasons, ok := get(c, pfx+"nvmlDeviceGetCurrentClocksEventReasons", d.GetCurrentClocksEventReasons); ok {
 		g.ClockEvents = ClockEventNames(reasons)
 	}
-	intp := func(name string, fn func() (int, gonvml.Return)) *int {
-		var v int
-		if c.call(pfx+name, func() gonvml.Return { var r gonvml.Return; v, r = fn(); return r }) {
-			return ptr(v)
-		}
-		return nil
-	}
-	g.PCIe.MaxGen = intp("nvmlDeviceGetMaxPcieLinkGeneration", d.GetMaxPcieLinkGeneration)
-	g.PCIe.CurGen = intp("nvmlDeviceGetCurrPcieLinkGeneration", d.GetCurrPcieLinkGeneration)
-	g.PCIe.MaxWidth = intp("nvmlDeviceGetMaxPcieLinkWidth", d.GetMaxPcieLinkWidth)
-	g.PCIe.CurWidth = intp("nvmlDeviceGetCurrPcieLinkWidth", d.GetCurrPcieLinkWidth)
-	if v := intp("nvmlDeviceGetPcieReplayCounter", d.GetPcieReplayCounter); v != nil {
-		g.PCIe.ReplayCounter = ptr(uint64(*v))
+	g.PCIe.MaxGen = getPtr(c, pfx+"nvmlDeviceGetMaxPcieLinkGeneration", d.GetMaxPcieLinkGeneration)
+	g.PCIe.CurGen = getPtr(c, pfx+"nvmlDeviceGetCurrPcieLinkGeneration", d.GetCurrPcieLinkGeneration)
+	g.PCIe.MaxWidth = getPtr(c, pfx+"nvmlDeviceGetMaxPcieLinkWidth", d.GetMaxPcieLinkWidth)
+	g.PCIe.CurWidth = getPtr(c, pfx+"nvmlDeviceGetCurrPcieLinkWidth", d.GetCurrPcieLinkWidth)
+	if v, ok := get(c, pfx+"nvmlDeviceGetPcieReplayCounter", d.GetPcieReplayCounter); ok {
+		g.PCIe.ReplayCounter = ptr(uint64(v))
 	}
 	c.nvlinks(pfx, d, &g)
-	var fi gonvml.GpuFabricInfo
-	if c.call(pfx+"nvmlDeviceGetGpuFabricInfo", func() gonvml.Return { var r gonvml.Return; fi, r = d.GetGpuFabricInfo(); return r }) {
+	if fi, ok := get(c, pfx+"nvmlDeviceGetGpuFabricInfo", d.GetGpuFabricInfo); ok {
 		g.Fabric = Fabric{Supported: fi.State != gonvml.GPU_FABRIC_STATE_NOT_SUPPORTED, State: fabricState(fi.State), CliqueID: ptr(fi.CliqueId)}
 		if g.Fabric.Supported {
 			if gonvml.Return(fi.Status) == gonvml.SUCCESS {
@@ -290,16 +269,13 @@ func (c *collector) nvlinks(pfx string, d gonvml.Device, g *GPU) {
 		g.NVLinkQueried = true
 		nl := NVLink{Link: link, Active: st == gonvml.FEATURE_ENABLED}
 		if nl.Active {
-			var ver uint32
-			if c.call(fmt.Sprintf("%snvmlDeviceGetNvLinkVersion(%d)", pfx, link), func() gonvml.Return { var r gonvml.Return; ver, r = d.GetNvLinkVersion(link); return r }) {
+			if ver, ok := get(c, fmt.Sprintf("%snvmlDeviceGetNvLinkVersion(%d)", pfx, link), func() (uint32, gonvml.Return) { return d.GetNvLinkVersion(link) }); ok {
 				nl.Version = int(ver)
 			}
-			var rp gonvml.PciInfo
-			if c.call(fmt.Sprintf("%snvmlDeviceGetNvLinkRemotePciInfo(%d)", pfx, link), func() gonvml.Return { var r gonvml.Return; rp, r = d.GetNvLinkRemotePciInfo(link); return r }) {
+			if rp, ok := get(c, fmt.Sprintf("%snvmlDeviceGetNvLinkRemotePciInfo(%d)", pfx, link), func() (gonvml.PciInfo, gonvml.Return) { return d.GetNvLinkRemotePciInfo(link) }); ok {
 				nl.RemoteBusID = pci.NormalizeBusID(cString(rp.BusId[:]))
 			}
-			var rt gonvml.IntNvLinkDeviceType
-			if c.call(fmt.Sprintf("%snvmlDeviceGetNvLinkRemoteDeviceType(%d)", pfx, link), func() gonvml.Return { var r gonvml.Return; rt, r = d.GetNvLinkRemoteDeviceType(link); return r }) {
+			if rt, ok := get(c, fmt.Sprintf("%snvmlDeviceGetNvLinkRemoteDeviceType(%d)", pfx, link), func() (gonvml.IntNvLinkDeviceType, gonvml.Return) { return d.GetNvLinkRemoteDeviceType(link) }); ok {
 				nl.RemoteType = remoteType(rt)
 			}
 		}
@@ -308,8 +284,8 @@ func (c *collector) nvlinks(pfx string, d gonvml.Device, g *GPU) {
 }
 
 func (c *collector) p2p(a, b gonvml.Device, idx gonvml.GpuP2PCapsIndex) string {
-	var st gonvml.GpuP2PStatus
-	if !c.call(fmt.Sprintf("nvmlDeviceGetP2PStatus(%d)", idx), func() gonvml.Return { var r gonvml.Return; st, r = c.l.lib.DeviceGetP2PStatus(a, b, idx); return r }) {
+	st, ok := get(c, fmt.Sprintf("nvmlDeviceGetP2PStatus(%d)", idx), func() (gonvml.GpuP2PStatus, gonvml.Return) { return c.l.lib.DeviceGetP2PStatus(a, b, idx) })
+	if !ok {
 		return P2PUnknown
 	}
 	return P2PStatusName(st)

@@ -189,7 +189,7 @@ func TestParseSMIQueryH200(t *testing.T) {
 		t.Fatalf("facts = %+v", f)
 	}
 	g := f.GPUs[0]
-	want := struct {
+	type view struct {
 		Bus, Name string
 		Persist   bool
 		ECC       bool
@@ -198,17 +198,9 @@ func TestParseSMIQueryH200(t *testing.T) {
 		Width     int
 		Events    []string
 		Pending   bool
-	}{"0000:00:06.0", "NVIDIA H200", true, true, 0, 5, 16, []string{"gpu_idle"}, false}
-	got := struct {
-		Bus, Name string
-		Persist   bool
-		ECC       bool
-		Unc       uint64
-		MaxGen    int
-		Width     int
-		Events    []string
-		Pending   bool
-	}{g.BusID, g.Name, *g.Persistence, *g.ECC.Current, *g.ECC.AggregateUncorrected, *g.PCIe.MaxGen, *g.PCIe.CurWidth, g.ClockEvents, *g.Remapped.Pending}
+	}
+	want := view{"0000:00:06.0", "NVIDIA H200", true, true, 0, 5, 16, []string{"gpu_idle"}, false}
+	got := view{g.BusID, g.Name, *g.Persistence, *g.ECC.Current, *g.ECC.AggregateUncorrected, *g.PCIe.MaxGen, *g.PCIe.CurWidth, g.ClockEvents, *g.Remapped.Pending}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("(-want +got)\n%s", d)
 	}

@@ -76,12 +76,6 @@ func (a Address) Less(b Address) bool {
 	return a.Function < b.Function
 }
 
-// SameDevice reports whether two functions belong to one physical device
-// (the two ports of a dual-port NIC, say).
-func (a Address) SameDevice(b Address) bool {
-	return a.Domain == b.Domain && a.Bus == b.Bus && a.Device == b.Device
-}
-
 // NormalizeBusID turns any address form into the sysfs form, or returns the
 // input unchanged (lower-cased) when it is not an address.
 func NormalizeBusID(s string) string {

@@ -19,7 +19,6 @@ const (
 	CapPCIExpress = 0x10
 	ExtCapACS     = 0x000D
 	ExtCapAER     = 0x0001
-	ExtCapATS     = 0x000F
 )
 
 // PortType is the Device/Port Type field of the PCI Express capability.
@@ -280,14 +279,4 @@ func (c *Config) parseExtended(b []byte) {
 		}
 		ptr = next
 	}
-}
-
-// HasExtCap reports whether an extended capability was found.
-func (c *Config) HasExtCap(id uint16) bool {
-	for _, x := range c.ExtCaps {
-		if x == id {
-			return true
-		}
-	}
-	return false
 }

@@ -76,7 +76,7 @@ func analyzeJSON(name string, r io.Reader) (*Report, error) {
 				}
 			}
 		default:
-			return nil, readkit.Errorf(name, n, "not a perftest --out_json line: %q", clip(t))
+			return nil, readkit.Errorf(name, n, "not a perftest --out_json line: %q", readkit.Clip(t, 120))
 		}
 	}
 	if err := lr.Err(); err != nil {
@@ -95,13 +95,6 @@ func analyzeJSON(name string, r io.Reader) (*Report, error) {
 		rep.Params = nil
 	}
 	return rep, nil
-}
-
-func clip(s string) string {
-	if len(s) > 120 {
-		return s[:120] + "..."
-	}
-	return s
 }
 
 func jsonInfo(rep *Report, k, v string) {
@@ -171,19 +164,12 @@ func jsonRow(rep *Report, res map[string]string, line int) error {
 		return nil
 	}
 	lr := LatRow{Bytes: int64(size), Iterations: int64(iters), Line: line}
-	set := func(k string, p **float64) {
+	// avg_lat (--output=latency) last: it wins over t_avg.
+	for _, k := range []string{"t_min", "t_max", "t_typical", "t_avg", "t_stdev", "percentile_99", "percentile_99.9", "avg_lat"} {
 		if v, ok := num(k); ok {
-			*p = &v
+			*lr.field(k) = &v
 		}
 	}
-	set("t_min", &lr.Min)
-	set("t_max", &lr.Max)
-	set("t_typical", &lr.Typical)
-	set("t_avg", &lr.Avg)
-	set("t_stdev", &lr.Stdev)
-	set("percentile_99", &lr.P99)
-	set("percentile_99.9", &lr.P999)
-	set("avg_lat", &lr.Avg)
 	if lr.Avg == nil && lr.Typical == nil && lr.Min == nil {
 		if !okSize {
 			return errString("results object without MsgSize, BW_average or latency fields")

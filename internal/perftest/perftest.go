@@ -7,11 +7,11 @@
 package perftest
 
 import (
-	"bufio"
 	"bytes"
 	"io"
 	"regexp"
 
+	"github.com/gdrcheck/gdrcheck/internal/readkit"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -54,8 +54,8 @@ type Report struct {
 	PeakAvgGbps  float64         `json:"peak_avg_gbps"`
 	PeakAvgBytes int64           `json:"peak_avg_bytes,omitempty"`
 	PeakGbps     float64         `json:"peak_gbps,omitempty"`
-	Errors       []Line          `json:"errors,omitempty"`
-	Warnings     []Line          `json:"warnings,omitempty"`
+	Errors       []readkit.Quote `json:"errors,omitempty"`
+	Warnings     []readkit.Quote `json:"warnings,omitempty"`
 	Verdicts     []result.Result `json:"verdicts"`
 }
 
@@ -67,11 +67,11 @@ type Memory struct {
 	// or "peermem" (ibv_reg_mr on device memory, through nvidia-peermem).
 	Registration string `json:"registration,omitempty"`
 	// DMABufRequested is true when the command line asked for --use_cuda_dmabuf.
-	DMABufRequested bool   `json:"dmabuf_requested,omitempty"`
-	GPU             string `json:"gpu,omitempty"`
-	GPUBusID        string `json:"gpu_bus_id,omitempty"`
-	Integrated      bool   `json:"integrated,omitempty"`
-	Evidence        []Line `json:"evidence,omitempty"`
+	DMABufRequested bool            `json:"dmabuf_requested,omitempty"`
+	GPU             string          `json:"gpu,omitempty"`
+	GPUBusID        string          `json:"gpu_bus_id,omitempty"`
+	Integrated      bool            `json:"integrated,omitempty"`
+	Evidence        []readkit.Quote `json:"evidence,omitempty"`
 }
 
 // Row is one bandwidth result line.
@@ -100,10 +100,27 @@ type LatRow struct {
 	Line       int      `json:"line"`
 }
 
-// Line is a quoted input line.
-type Line struct {
-	Line int    `json:"line"`
-	Text string `json:"text"`
+// field is where a latency column goes, by its name in the text header
+// (t_min, p99.9) or in --out_json (percentile_99.9, avg_lat); nil for
+// other columns.
+func (r *LatRow) field(col string) **float64 {
+	switch col {
+	case "t_min":
+		return &r.Min
+	case "t_max":
+		return &r.Max
+	case "t_typical":
+		return &r.Typical
+	case "t_avg", "avg_lat":
+		return &r.Avg
+	case "t_stdev":
+		return &r.Stdev
+	case "p99", "percentile_99":
+		return &r.P99
+	case "p99.9", "percentile_99.9":
+		return &r.P999
+	}
+	return nil
 }
 
 var (
@@ -115,9 +132,8 @@ var (
 
 // Detect reports whether head looks like perftest output.
 func Detect(head []byte) bool {
-	t := bytes.TrimLeft(head, " \t\r\n\ufeff")
-	if len(t) > 0 && t[0] == '{' {
-		return bytes.Contains(t, []byte(`"test_info"`)) && (bytes.Contains(t, []byte(`"results"`)) || bytes.Contains(t, []byte(`"Link_type"`)))
+	if readkit.StartsJSON(head) {
+		return bytes.Contains(head, []byte(`"test_info"`)) && (bytes.Contains(head, []byte(`"results"`)) || bytes.Contains(head, []byte(`"Link_type"`)))
 	}
 	if reDetectTitle.Match(head) || reDetectResult.Match(head) {
 		return true
@@ -127,34 +143,11 @@ func Detect(head []byte) bool {
 
 // Analyze reads a whole perftest output.
 func Analyze(name string, r io.Reader) (*Report, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var rep *Report
-	var err error
-	if firstByte(br) == '{' {
-		rep, err = analyzeJSON(name, br)
-	} else {
-		rep, err = analyzeText(name, br)
-	}
+	rep, err := readkit.TextOrJSON(name, r, analyzeText, analyzeJSON)
 	if err != nil {
 		return nil, err
 	}
 	finish(rep)
 	rep.Verdicts = verdicts(name, rep)
 	return rep, nil
-}
-
-func firstByte(br *bufio.Reader) byte {
-	for n := 1; n <= 4096; n++ {
-		b, _ := br.Peek(n)
-		if len(b) < n {
-			return 0
-		}
-		switch c := b[n-1]; c {
-		case ' ', '\t', '\r', '\n', 0xef, 0xbb, 0xbf:
-			continue
-		default:
-			return c
-		}
-	}
-	return 0
 }

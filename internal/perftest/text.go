@@ -39,12 +39,10 @@ var (
 
 // Limits keeping memory bounded.
 const (
-	maxRows   = 1 << 16
-	maxQuoted = 200
+	maxRows = 1 << 16
 )
 
 type textState struct {
-	name   string
 	rep    *Report
 	inHead bool
 	table  string // "bw", "lat" or ""
@@ -54,7 +52,7 @@ type textState struct {
 }
 
 func analyzeText(name string, r io.Reader) (*Report, error) {
-	st := &textState{name: name, rep: &Report{Format: "text", Params: map[string]string{}}, seen: map[string]bool{}}
+	st := &textState{rep: &Report{Format: "text", Params: map[string]string{}}, seen: map[string]bool{}}
 	lr := readkit.NewLineReader(name, r)
 	found := false
 	for {
@@ -78,10 +76,8 @@ func analyzeText(name string, r io.Reader) (*Report, error) {
 	return st.rep, nil
 }
 
-func (st *textState) quote(list *[]Line, n int, text string) {
-	if len(*list) < maxQuoted {
-		*list = append(*list, Line{n, readkit.Clip(strings.TrimSpace(text), 400)})
-	}
+func (st *textState) quote(list *[]readkit.Quote, n int, text string) {
+	*list = readkit.AddQuote(*list, n, strings.TrimSpace(text))
 }
 
 // line handles one line; it reports whether the line was perftest's.
@@ -91,17 +87,7 @@ func (st *textState) line(s string, n int) bool {
 	if t == "" {
 		return false
 	}
-	if m := reTool.FindStringSubmatch(t); m != nil && rep.Command == "" {
-		rep.Tool, rep.Command = m[1], readkit.Clip(t, 1024)
-		if strings.Contains(t, "--use_cuda") {
-			rep.Memory.Kind = "cuda"
-		}
-		if strings.Contains(t, "--use_rocm") {
-			rep.Memory.Kind = "rocm"
-		}
-		if strings.Contains(t, "--use_cuda_dmabuf") || strings.Contains(t, "--use_rocm_dmabuf") {
-			rep.Memory.DMABufRequested = true
-		}
+	if rep.Command == "" && st.command(t) {
 		return true
 	}
 	switch {
@@ -183,6 +169,26 @@ func (st *textState) line(s string, n int) bool {
 	return false
 }
 
+// command takes the first line that names the tool as its command line.
+func (st *textState) command(t string) bool {
+	m := reTool.FindStringSubmatch(t)
+	if m == nil {
+		return false
+	}
+	rep := st.rep
+	rep.Tool, rep.Command = m[1], readkit.Clip(t, 1024)
+	if strings.Contains(t, "--use_cuda") {
+		rep.Memory.Kind = "cuda"
+	}
+	if strings.Contains(t, "--use_rocm") {
+		rep.Memory.Kind = "rocm"
+	}
+	if strings.Contains(t, "--use_cuda_dmabuf") || strings.Contains(t, "--use_rocm_dmabuf") {
+		rep.Memory.DMABufRequested = true
+	}
+	return true
+}
+
 func (st *textState) param(k, v string) {
 	rep := st.rep
 	k, v = readkit.Clip(k, 64), readkit.Clip(v, 128)
@@ -229,7 +235,7 @@ func (st *textState) memoryLine(t string, n int) bool {
 		return false
 	}
 	if len(m.Evidence) < 12 {
-		m.Evidence = append(m.Evidence, Line{n, readkit.Clip(t, 400)})
+		m.Evidence = append(m.Evidence, readkit.Quote{Line: n, Text: readkit.Clip(t, readkit.MaxQuoteLen)})
 	}
 	return true
 }
@@ -306,22 +312,9 @@ func (st *textState) row(t string, n int) bool {
 		it, _ := strconv.ParseInt(f[1], 10, 64)
 		lr := LatRow{Bytes: b, Iterations: it, Line: n}
 		for i := 2; i < len(f) && i < len(st.latCol); i++ {
-			v := nums[i]
-			switch st.latCol[i] {
-			case "t_min":
-				lr.Min = &v
-			case "t_max":
-				lr.Max = &v
-			case "t_typical":
-				lr.Typical = &v
-			case "t_avg":
-				lr.Avg = &v
-			case "t_stdev":
-				lr.Stdev = &v
-			case "p99":
-				lr.P99 = &v
-			case "p99.9":
-				lr.P999 = &v
+			if p := lr.field(st.latCol[i]); p != nil {
+				v := nums[i]
+				*p = &v
 			}
 		}
 		rep.LatRows = append(rep.LatRows, lr)

@@ -132,16 +132,8 @@ func verdicts(name string, rep *Report) []result.Result {
 	return out
 }
 
-func evLines(name string, ls []Line) []result.Evidence {
-	var ev []result.Evidence
-	for _, l := range ls {
-		ev = append(ev, readkit.Ev(name, l.Line, l.Text, ""))
-	}
-	return ev
-}
-
 func runVerdict(name string, rep *Report) result.Result {
-	var path, tool []Line
+	var path, tool []readkit.Quote
 	for _, e := range rep.Errors {
 		if reFailPath.MatchString(e.Text) {
 			path = append(path, e)
@@ -174,11 +166,11 @@ func runVerdict(name string, rep *Report) result.Result {
 				msg += fmt.Sprintf(", the last %d B at %s Gb/s", last.Bytes, fmtF(last.AvgGbps))
 			}
 		}
-		v := readkit.Verdict(IDRun, result.Fail, subj, "TransferFailed", msg, evLines(name, path)...)
+		v := readkit.Verdict(IDRun, result.Fail, subj, "TransferFailed", msg, readkit.EvQuotes(name, path)...)
 		v.Remedy = remedy
 		return v
 	case len(tool) > 0:
-		v := readkit.Verdict(IDRun, result.Error, subj, "ToolError", "perftest could not run the test: "+tool[0].Text, evLines(name, tool)...)
+		v := readkit.Verdict(IDRun, result.Error, subj, "ToolError", "perftest could not run the test: "+tool[0].Text, readkit.EvQuotes(name, tool)...)
 		v.Remedy = "fix the set-up the message names (device name, peer address, port, options) and rerun"
 		return v
 	case rows == 0:
@@ -287,7 +279,7 @@ func mtuVerdict(name string, rep *Report) result.Result {
 func memoryVerdict(name string, rep *Report) result.Result {
 	m := rep.Memory
 	subj := subject(rep)
-	ev := evLines(name, m.Evidence)
+	ev := readkit.EvQuotes(name, m.Evidence)
 	gpu := "GPU memory"
 	if m.GPU != "" {
 		gpu += " of " + m.GPU
@@ -315,9 +307,7 @@ func memoryVerdict(name string, rep *Report) result.Result {
 	return readkit.Verdict(IDGPUMemory, result.Unknown, subj, "GPUMemoryUnclear", "GPU memory was requested but the output does not show how it was allocated or registered", ev...)
 }
 
-func fmtF(v float64) string {
-	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.3f", v), "0"), ".")
-}
+func fmtF(v float64) string { return readkit.FormatFloat(v, 3) }
 
 // WriteText prints the verdicts, then the test set-up and its rows.
 func (r *Report) WriteText(w io.Writer) error {

@@ -1,6 +1,7 @@
 package readkit
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -20,10 +21,13 @@ func NewLineCounter(r io.Reader) *LineCounter { return &LineCounter{r: r} }
 
 func (c *LineCounter) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
-	for i := 0; i < n; i++ {
-		if p[i] == '\n' && len(c.nl) < 1<<26 {
-			c.nl = append(c.nl, c.off+int64(i))
+	for i := 0; i < n && len(c.nl) < 1<<26; i++ {
+		k := bytes.IndexByte(p[i:n], '\n')
+		if k < 0 {
+			break
 		}
+		i += k
+		c.nl = append(c.nl, c.off+int64(i))
 	}
 	c.off += int64(n)
 	return n, err
@@ -70,9 +74,22 @@ func (f *FlexFloat) UnmarshalJSON(b []byte) error {
 	case float64:
 		f.V, f.Valid = x, true
 	case string:
-		if g, ok := parseFloatStrict(x); ok {
+		if g, ok := ParseFloat(x); ok {
 			f.V, f.Valid = g, true
 		}
+	}
+	return nil
+}
+
+// DecodeAll decodes the one JSON value that dec (reading c) holds into v,
+// then reads the input to its end (a trailing newline, or a second value
+// nobody reads), so that a read error still names the file.
+func (c *LineCounter) DecodeAll(name string, dec *json.Decoder, v any) error {
+	if err := dec.Decode(v); err != nil {
+		return c.JSONError(name, dec, err)
+	}
+	if _, err := io.Copy(io.Discard, io.MultiReader(dec.Buffered(), c)); err != nil {
+		return Errorf(name, c.Lines(), "read: %v", err)
 	}
 	return nil
 }

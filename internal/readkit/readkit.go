@@ -74,17 +74,10 @@ func (lr *LineReader) Next() (string, bool) {
 		if err == bufio.ErrBufferFull {
 			continue
 		}
-		if err != nil {
-			if err != io.EOF {
-				lr.err = err
-				if len(buf) == 0 {
-					return "", false
-				}
-			} else {
-				lr.err = io.EOF
-				if len(buf) == 0 {
-					return "", false
-				}
+		if err != nil { // io.EOF or a read error: the line read so far is the last
+			lr.err = err
+			if len(buf) == 0 {
+				return "", false
 			}
 		}
 		break
@@ -175,7 +168,7 @@ func WriteVerdicts(w io.Writer, vs []result.Result) error {
 			}
 			val := e.Value
 			if len(val) > 160 {
-				val = val[:157] + "..."
+				val = Clip(val, 157)
 			}
 			fmt.Fprintf(&b, "          %s: %s\n", e.Source, val)
 		}
@@ -194,8 +187,9 @@ func CorpusBody(b []byte) (body []byte, ok bool) {
 	return b[i+5:], true
 }
 
-// parseFloatStrict parses a finite decimal number, spaces allowed around it.
-func parseFloatStrict(s string) (float64, bool) {
+// ParseFloat parses a finite decimal number, spaces allowed around it
+// ("N/A", "nan", "inf", hex and underscores are refused).
+func ParseFloat(s string) (float64, bool) {
 	s = strings.TrimSpace(s)
 	if s == "" || strings.ContainsAny(s, "xXpP_") {
 		return 0, false
@@ -207,10 +201,6 @@ func parseFloatStrict(s string) (float64, bool) {
 	return v, true
 }
 
-// ParseFloat parses a finite decimal number ("N/A", "nan", hex and
-// underscores are refused).
-func ParseFloat(s string) (float64, bool) { return parseFloatStrict(s) }
-
 // Clip shortens s to at most n bytes (on a rune boundary), marking the cut.
 func Clip(s string, n int) string {
 	if len(s) <= n {
@@ -221,4 +211,72 @@ func Clip(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + "..."
+}
+
+// FormatFloat prints v with at most prec decimals, trailing zeros dropped
+// (12.500 prints "12.5", 3.000 "3").
+func FormatFloat(v float64, prec int) string {
+	return strings.TrimRight(strings.TrimRight(strconv.FormatFloat(v, 'f', prec, 64), "0"), ".")
+}
+
+// StartsJSON reports whether head, past blanks and a byte order mark,
+// starts with '{': the Detect functions' test for a JSON output.
+func StartsJSON(head []byte) bool {
+	t := bytes.TrimLeft(head, " \t\r\n\ufeff")
+	return len(t) > 0 && t[0] == '{'
+}
+
+// TextOrJSON reads r with json when its first byte past blanks and a byte
+// order mark (within 4 KiB) is '{', with text otherwise.
+func TextOrJSON[R any](name string, r io.Reader, text, json func(name string, r io.Reader) (R, error)) (R, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	if firstByte(br) == '{' {
+		return json(name, br)
+	}
+	return text(name, br)
+}
+
+func firstByte(br *bufio.Reader) byte {
+	for n := 1; n <= 4096; n++ {
+		b, _ := br.Peek(n)
+		if len(b) < n {
+			return 0
+		}
+		switch c := b[n-1]; c {
+		case ' ', '\t', '\r', '\n', 0xef, 0xbb, 0xbf:
+			continue
+		default:
+			return c
+		}
+	}
+	return 0
+}
+
+// Quote is an input line worth quoting in a report.
+type Quote struct {
+	Line int    `json:"line"`
+	Text string `json:"text"`
+}
+
+// MaxQuotes bounds the quotes of one list, MaxQuoteLen the text of one.
+const (
+	MaxQuotes   = 200
+	MaxQuoteLen = 400
+)
+
+// AddQuote appends the text of a line, clipped, to qs unless qs is full.
+func AddQuote(qs []Quote, line int, text string) []Quote {
+	if len(qs) >= MaxQuotes {
+		return qs
+	}
+	return append(qs, Quote{line, Clip(text, MaxQuoteLen)})
+}
+
+// EvQuotes is the evidence of quoted lines.
+func EvQuotes(name string, qs []Quote) []result.Evidence {
+	var ev []result.Evidence
+	for _, q := range qs {
+		ev = append(ev, Ev(name, q.Line, q.Text, ""))
+	}
+	return ev
 }

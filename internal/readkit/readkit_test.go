@@ -3,6 +3,7 @@ package readkit
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 )
@@ -64,5 +65,52 @@ func TestJSONLines(t *testing.T) {
 	}
 	if !f.A.Valid || f.A.V != 1.5 || !f.B.Valid || f.B.V != 2.5 || f.C.Valid || f.D.Valid {
 		t.Errorf("%+v", f)
+	}
+}
+
+func TestFormatFloat(t *testing.T) {
+	for _, c := range []struct {
+		v    float64
+		prec int
+		want string
+	}{{12.5, 3, "12.5"}, {3, 3, "3"}, {0, 2, "0"}, {1.23456, 2, "1.23"}, {100, 3, "100"}} {
+		if got := FormatFloat(c.v, c.prec); got != c.want {
+			t.Errorf("FormatFloat(%v, %d) = %q, want %q", c.v, c.prec, got, c.want)
+		}
+	}
+}
+
+func TestTextOrJSON(t *testing.T) {
+	read := func(kind string) func(string, io.Reader) (string, error) {
+		return func(_ string, r io.Reader) (string, error) {
+			b, err := io.ReadAll(r)
+			return kind + ":" + string(b), err
+		}
+	}
+	for in, want := range map[string]string{
+		"\ufeff \n{\"a\": 1}": "json:\ufeff \n{\"a\": 1}",
+		"  # text {":          "text:  # text {",
+		"":                    "text:",
+	} {
+		got, err := TextOrJSON("f", strings.NewReader(in), read("text"), read("json"))
+		if err != nil || got != want {
+			t.Errorf("%q: %q %v, want %q", in, got, err, want)
+		}
+		if StartsJSON([]byte(in)) != strings.HasPrefix(want, "json:") {
+			t.Errorf("%q: StartsJSON disagrees", in)
+		}
+	}
+}
+
+func TestAddQuote(t *testing.T) {
+	var qs []Quote
+	for i := 1; i <= MaxQuotes+5; i++ {
+		qs = AddQuote(qs, i, strings.Repeat("x", MaxQuoteLen+1))
+	}
+	if len(qs) != MaxQuotes || qs[0].Line != 1 || len(qs[0].Text) != MaxQuoteLen+3 {
+		t.Errorf("%d quotes, first %d %d bytes", len(qs), qs[0].Line, len(qs[0].Text))
+	}
+	if ev := EvQuotes("f", qs[:2]); len(ev) != 2 || ev[1].Source != "f:2" {
+		t.Errorf("evidence %+v", ev)
 	}
 }

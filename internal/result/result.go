@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"time"
 )
 
 // Status is the outcome of one check on one subject.
@@ -74,15 +73,14 @@ type Evidence struct {
 
 // Result is one check's verdict on one subject.
 type Result struct {
-	ID       string        `json:"id"` // stable check id, e.g. gdr.nic-affinity
-	Title    string        `json:"title,omitempty"`
-	Status   Status        `json:"status"`
-	Subject  string        `json:"subject"` // GPU0, mlx5_0, GPU0-mlx5_0, 0000:16:00.0, node
-	Reason   string        `json:"reason"`  // CamelCase, machine-matchable
-	Message  string        `json:"message"`
-	Evidence []Evidence    `json:"evidence,omitempty"`
-	Remedy   string        `json:"remedy,omitempty"`
-	Duration time.Duration `json:"-"`
+	ID       string     `json:"id"` // stable check id, e.g. gdr.nic-affinity
+	Title    string     `json:"title,omitempty"`
+	Status   Status     `json:"status"`
+	Subject  string     `json:"subject"` // GPU0, mlx5_0, GPU0-mlx5_0, 0000:16:00.0, node
+	Reason   string     `json:"reason"`  // CamelCase, machine-matchable
+	Message  string     `json:"message"`
+	Evidence []Evidence `json:"evidence,omitempty"`
+	Remedy   string     `json:"remedy,omitempty"`
 	// DurationMS is the check's run time (the same for every subject of one check).
 	DurationMS float64 `json:"duration_ms"`
 }

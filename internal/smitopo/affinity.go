@@ -1,8 +1,6 @@
 package smitopo
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -26,7 +24,6 @@ type Report struct {
 	Matrix   *Matrix         `json:"matrix"`
 	Pairing  *Pairing        `json:"pairing"`
 	Verdicts []result.Result `json:"verdicts"`
-	name     string
 }
 
 // Pairing is the GPU→NIC assignment read off a matrix.
@@ -67,26 +64,17 @@ func Detect(head []byte) bool {
 
 // Analyze reads a matrix and judges the GPU→NIC affinity.
 func Analyze(name string, r io.Reader) (*Report, error) {
-	// Parse stops at the first matrix; drain the rest so the whole input is
-	// read (a later read error still names the file).
-	br := bufio.NewReaderSize(r, 64<<10)
-	m, err := Parse(name, br)
+	m, err := Parse(name, r)
 	if err != nil {
-		var pe *ParseError
-		if errors.As(err, &pe) {
-			// The readers share one error type; Parse says line 0 for
-			// empty input.
-			return nil, readkit.Errorf(pe.Name, max(pe.Line, 1), "%s", pe.Msg)
-		}
-		return nil, readkit.Errorf(name, 1, "%v", err)
+		return nil, err
 	}
-	if _, err := io.Copy(io.Discard, br); err != nil {
-		return nil, readkit.Errorf(name, m.HeaderLine, "read: %v", err)
-	}
-	rep := &Report{Matrix: m, Pairing: m.Pair(), name: name}
+	rep := &Report{Matrix: m, Pairing: m.Pair()}
 	rep.Verdicts = rep.affinity(name)
 	return rep, nil
 }
+
+// pciLevels are the PCIe path levels, nearest first.
+var pciLevels = []topology.Level{topology.LevelPIX, topology.LevelPXB, topology.LevelPHB, topology.LevelNODE, topology.LevelSYS}
 
 // level reads a GPU→NIC cell; unreadable cells rank last.
 func level(cell string) topology.Level {
@@ -120,7 +108,7 @@ func (m *Matrix) Pair() *Pairing {
 	for i := range assigned {
 		assigned[i] = -1
 	}
-	for _, lim := range []topology.Level{topology.LevelPIX, topology.LevelPXB, topology.LevelPHB, topology.LevelNODE, topology.LevelSYS} {
+	for _, lim := range pciLevels {
 		fixed := map[int]bool{}
 		for n := range owner {
 			fixed[n] = true
@@ -129,7 +117,7 @@ func (m *Matrix) Pair() *Pairing {
 		try = func(gi int, seen map[int]bool) bool {
 			// A free NIC first, in level then column order; then displace.
 			for pass := 0; pass < 2; pass++ {
-				for _, l := range []topology.Level{topology.LevelPIX, topology.LevelPXB, topology.LevelPHB, topology.LevelNODE, topology.LevelSYS} {
+				for _, l := range pciLevels {
 					if l > lim {
 						break
 					}
@@ -266,13 +254,7 @@ func (r *Report) affinity(name string) []result.Result {
 			if len(e.SharedWith) > 0 {
 				msg += fmt.Sprintf("; the NIC is shared with %s, so each GPU gets part of its bandwidth", strings.Join(e.SharedWith, ", "))
 			}
-			var also []string
-			for _, n := range e.Nearest {
-				if n != e.NIC {
-					also = append(also, n)
-				}
-			}
-			if len(also) > 0 {
+			if also := e.alsoNearest(); len(also) > 0 {
 				msg += fmt.Sprintf("; also at %s: %s", e.Level, strings.Join(also, ", "))
 			}
 			// Reasons and subjects as the check of the same ID gives them.
@@ -307,23 +289,17 @@ func (r *Report) WriteText(w io.Writer) error {
 	if len(r.Pairing.GPUs) > 0 && nics > 0 {
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  GPU\tNIC\tDevice\tPath\tGDR\tShared with\tAlso nearest\tCPU affinity\tNUMA")
-		for i, e := range r.Pairing.GPUs {
+		for _, e := range r.Pairing.GPUs {
 			gdr := "no"
 			if e.GDR {
 				gdr = "yes"
 			}
-			var also []string
-			for _, n := range e.Nearest {
-				if n != e.NIC {
-					also = append(also, n)
-				}
-			}
-			row := indexOf(m.Labels, e.GPU)
+			also := e.alsoNearest()
+			row := m.index(e.GPU)
 			cpu, numa := "", ""
 			if row >= 0 && row < len(m.CPUAffinity) {
 				cpu, numa = m.CPUAffinity[row], m.NUMAAffinity[row]
 			}
-			_ = i
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.GPU, dash(e.NIC), dash(e.Device), e.Level, gdr,
 				dash(strings.Join(e.SharedWith, ",")), dash(strings.Join(also, ",")), dash(cpu), dash(numa))
 		}
@@ -349,11 +325,13 @@ func dash(s string) string {
 	return s
 }
 
-func indexOf(s []string, v string) int {
-	for i, x := range s {
-		if x == v {
-			return i
+// alsoNearest are the GPU's other NICs at its best level.
+func (e GPUNIC) alsoNearest() []string {
+	var also []string
+	for _, n := range e.Nearest {
+		if n != e.NIC {
+			also = append(also, n)
 		}
 	}
-	return -1
+	return also
 }

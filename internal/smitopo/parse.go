@@ -5,12 +5,12 @@
 package smitopo
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"regexp"
 	"strings"
 
+	"github.com/gdrcheck/gdrcheck/internal/readkit"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
@@ -30,40 +30,31 @@ type Matrix struct {
 	HeaderLine int `json:"header_line"`
 	// RowLine maps a row label to its 1-based input line.
 	RowLine map[string]int `json:"-"`
-	// HasNUMAColumn / HasGPUNUMAColumn say which affinity columns the
-	// header had (old drivers print no GPU NUMA ID).
+	// HasGPUNUMAColumn says whether the header had the GPU NUMA ID column
+	// (old drivers print none).
 	HasGPUNUMAColumn bool `json:"has_gpu_numa_column"`
 }
 
-// ParseError names the line a reader could not understand.
-type ParseError struct {
-	Name string
-	Line int
-	Msg  string
-}
-
-func (e *ParseError) Error() string { return fmt.Sprintf("%s:%d: %s", e.Name, e.Line, e.Msg) }
-
 var (
-	reANSI     = regexp.MustCompile(`\x1b\[[0-9;?]*[A-Za-z]`)
 	reLegend   = regexp.MustCompile(`^\s*(NIC\d+)\s*:\s*(\S+)\s*$`)
 	reGPULabel = regexp.MustCompile(`^GPU\d+$`)
 )
 
-// MaxLineLen bounds one input line (a 64-GPU, 64-NIC matrix row is ~700 bytes).
-const MaxLineLen = 1 << 20
-
-// Parse reads the first topology matrix in r. name is used in errors.
+// Parse reads the first topology matrix in r (and the rest of r). name is
+// used in errors, which are *readkit.ParseError.
 func Parse(name string, r io.Reader) (*Matrix, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), MaxLineLen)
+	lr := readkit.NewLineReader(name, r)
 	m := &Matrix{NICNames: map[string]string{}, RowLine: map[string]int{}}
 	lineNo := 0
 	state := 0 // 0: looking for header, 1: rows, 2: after rows, 3: NIC legend
 	seenRow := map[string]bool{}
-	for sc.Scan() {
-		lineNo++
-		line := strings.TrimRight(reANSI.ReplaceAllString(sc.Text(), ""), "\r")
+	for {
+		raw, ok := lr.Next()
+		if !ok {
+			break
+		}
+		lineNo = lr.Line()
+		line := strings.TrimRight(readkit.StripANSI(raw), "\r")
 		trim := strings.TrimSpace(line)
 		switch state {
 		case 0:
@@ -74,24 +65,24 @@ func Parse(name string, r io.Reader) (*Matrix, error) {
 				continue
 			}
 			if err := m.header(f); err != nil {
-				return nil, &ParseError{name, lineNo, err.Error()}
+				return nil, readkit.Errorf(name, lineNo, "%v", err)
 			}
 			m.HeaderLine = lineNo
 			state = 1
 		case 1:
 			if trim == "" || strings.HasPrefix(trim, "Legend") {
 				if len(m.Cells) == 0 {
-					return nil, &ParseError{name, lineNo, "topology header without rows"}
+					return nil, readkit.Errorf(name, lineNo, "topology header without rows")
 				}
 				state = 2
 				continue
 			}
 			label, err := m.row(line)
 			if err != nil {
-				return nil, &ParseError{name, lineNo, err.Error()}
+				return nil, readkit.Errorf(name, lineNo, "%v", err)
 			}
 			if seenRow[label] {
-				return nil, &ParseError{name, lineNo, fmt.Sprintf("row %s appears twice", label)}
+				return nil, readkit.Errorf(name, lineNo, "row %s appears twice", label)
 			}
 			seenRow[label] = true
 			m.RowLine[label] = lineNo
@@ -113,21 +104,20 @@ func Parse(name string, r io.Reader) (*Matrix, error) {
 			}
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return nil, &ParseError{name, lineNo + 1, err.Error()}
+	if err := lr.Err(); err != nil {
+		return nil, err
 	}
 	if state == 0 {
-		return nil, &ParseError{name, lineNo, "no topology matrix found (no header line starting with GPU0)"}
+		return nil, readkit.Errorf(name, max(lineNo, 1), "no topology matrix found (no header line starting with GPU0)")
 	}
 	if len(m.Cells) != len(m.Labels) {
-		return nil, &ParseError{name, lineNo, fmt.Sprintf("matrix has %d rows for %d columns", len(m.Cells), len(m.Labels))}
+		return nil, readkit.Errorf(name, lineNo, "matrix has %d rows for %d columns", len(m.Cells), len(m.Labels))
 	}
 	// Rows must come in header order for the square matrix to mean anything.
-	for i, l := range m.Labels {
+	for _, l := range m.Labels {
 		if m.RowLine[l] == 0 {
-			return nil, &ParseError{name, lineNo, fmt.Sprintf("no row for column %s", l)}
+			return nil, readkit.Errorf(name, lineNo, "no row for column %s", l)
 		}
-		_ = i
 	}
 	for i, l := range m.Labels {
 		if !m.IsGPU[i] {
@@ -258,13 +248,4 @@ func (m *Matrix) row(line string) (string, error) {
 	m.NUMAAffinity = append(m.NUMAAffinity, numa)
 	m.GPUNUMAID = append(m.GPUNUMAID, gnuma)
 	return label, nil
-}
-
-// Cell returns the cell between two labels ("" if either is absent).
-func (m *Matrix) Cell(row, col string) string {
-	i, j := m.index(row), m.index(col)
-	if i < 0 || j < 0 {
-		return ""
-	}
-	return m.Cells[i][j]
 }

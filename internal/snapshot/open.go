@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -57,13 +58,20 @@ func isRootDir(n string) bool { return n == "sys" || n == "proc" || n == host.Co
 
 // Extract unpacks a snapshot archive into dir. Entries with absolute names
 // or ".." are refused; symbolic links are kept as they are (host.Root never
-// lets them escape the root).
+// lets them escape the root). Every entry is written through an os.Root on
+// dir, so none lands outside it, not even through a link an earlier entry
+// made.
 func Extract(archive, dir string) error {
 	f, err := os.Open(archive)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
 	br := bufio.NewReader(f)
 	var r io.Reader = br
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
@@ -97,42 +105,43 @@ func Extract(archive, dir string) error {
 		if strings.HasPrefix(hdr.Name, "/") || hasDotDot(hdr.Name) {
 			return fmt.Errorf("%s: entry %q escapes the archive", archive, hdr.Name)
 		}
-		dst := filepath.Join(dir, filepath.FromSlash(name))
+		rel := filepath.FromSlash(name)
 		switch hdr.Typeflag {
 		case tar.TypeDir:
-			if err := os.MkdirAll(dst, 0o755); err != nil {
-				return err
-			}
+			err = root.MkdirAll(rel, 0o755)
 		case tar.TypeSymlink:
-			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-				return err
-			}
-			if err := os.Symlink(hdr.Linkname, dst); err != nil && !os.IsExist(err) {
-				return fmt.Errorf("%s: %s: %w", archive, name, err)
+			if err = root.MkdirAll(filepath.Dir(rel), 0o755); err == nil {
+				if err = root.Symlink(hdr.Linkname, rel); errors.Is(err, fs.ErrExist) {
+					err = nil
+				}
 			}
 		case tar.TypeReg:
 			total += hdr.Size
 			if total > MaxArchiveBytes {
 				return fmt.Errorf("%s: more than %d bytes", archive, int64(MaxArchiveBytes))
 			}
-			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-				return err
-			}
-			out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-			if err != nil {
-				return err
-			}
-			_, err = io.Copy(out, io.LimitReader(tr, hdr.Size))
-			if cerr := out.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return fmt.Errorf("%s: %s: %w", archive, name, err)
+			if err = root.MkdirAll(filepath.Dir(rel), 0o755); err == nil {
+				err = writeEntry(root, rel, io.LimitReader(tr, hdr.Size))
 			}
 		default:
 			// Hard links, devices, FIFOs: never part of a snapshot.
 		}
+		if err != nil {
+			return fmt.Errorf("%s: %s: %w", archive, name, err)
+		}
 	}
+}
+
+func writeEntry(root *os.Root, rel string, r io.Reader) error {
+	out, err := root.OpenFile(rel, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, r)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func hasDotDot(name string) bool {

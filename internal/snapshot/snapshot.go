@@ -59,7 +59,7 @@ type CommandStatus struct {
 // or with side effects on read or write (remove, reset, bind...).
 var skipNames = map[string]bool{
 	"rom": true, "remove": true, "reset": true, "rescan": true, "bind": true, "unbind": true,
-	"new_id": true, "remove_id": true, "uevent_trigger": true, "reset_method": false,
+	"new_id": true, "remove_id": true, "uevent_trigger": true,
 }
 
 // Skip reports whether a file must never be captured.

@@ -126,6 +126,16 @@ func TestExtractRefusesEscapes(t *testing.T) {
 	if _, err := root.ReadFile("sys/evil"); err == nil {
 		t.Error("a snapshot link read a file of the live host")
 	}
+	// A later entry written through an earlier link must not land outside.
+	outside := t.TempDir()
+	p = tarball(t, tar.Header{Name: "sys/out", Typeflag: tar.TypeSymlink, Linkname: outside},
+		tar.Header{Name: "sys/out/planted", Typeflag: tar.TypeReg})
+	if err := snapshot.Extract(p, t.TempDir()); err == nil {
+		t.Error("an entry was written through a link that leaves the archive")
+	}
+	if _, err := os.Lstat(filepath.Join(outside, "planted")); err == nil {
+		t.Error("an archive entry was written outside the extraction directory")
+	}
 	if _, _, err := snapshot.Open(filepath.Join(t.TempDir(), "missing.tgz")); err == nil {
 		t.Error("missing archive opened")
 	}

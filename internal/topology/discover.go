@@ -23,7 +23,6 @@ type Option func(*options)
 
 type options struct {
 	root    host.Root
-	facts   nvml.Source
 	noFacts bool
 	db      pciids.Interface
 	noNames bool
@@ -31,9 +30,6 @@ type options struct {
 
 // WithRoot reads the host (or snapshot) at r.
 func WithRoot(r host.Root) Option { return func(o *options) { o.root = r } }
-
-// WithGPUFacts replaces the source of driver facts (NVML or the snapshot's).
-func WithGPUFacts(s nvml.Source) Option { return func(o *options) { o.facts = s } }
 
 // WithoutGPUFacts skips the driver entirely (sysfs only).
 func WithoutGPUFacts() Option { return func(o *options) { o.noFacts = true } }
@@ -90,11 +86,7 @@ func Discover(ctx context.Context, opts ...Option) (*Host, error) {
 	d.rdma()
 	d.netdevs()
 	if !o.noFacts {
-		src := o.facts
-		if src == nil {
-			src = nvml.New(nvml.WithRoot(o.root))
-		}
-		f, err := src.Collect(ctx)
+		f, err := nvml.New(nvml.WithRoot(o.root)).Collect(ctx)
 		if err != nil {
 			h.GPUFactsError = err.Error()
 		}
@@ -103,8 +95,7 @@ func Discover(ctx context.Context, opts ...Option) (*Host, error) {
 			d.attachFacts(f)
 		}
 	}
-	h.Duration = time.Since(start)
-	h.DiscoveryMS = float64(h.Duration.Microseconds()) / 1000
+	h.DiscoveryMS = float64(time.Since(start).Microseconds()) / 1000
 	return h, nil
 }
 
@@ -258,9 +249,10 @@ func (d *discoverer) placeInTree(dev *Device, rel string) error {
 func (d *discoverer) attributes(dev *Device) {
 	base := dev.SysPath + "/"
 	hexAttr := func(name string, bits int) uint64 {
+		identifying := name == "class" || name == "vendor" || name == "device"
 		s, ok := d.read(base + name)
 		if !ok {
-			if name == "class" || name == "vendor" || name == "device" {
+			if identifying {
 				d.problem(base+name, fmt.Errorf("missing: every PCI function has it"))
 				dev.Incomplete = true
 			}
@@ -269,7 +261,7 @@ func (d *discoverer) attributes(dev *Device) {
 		v, err := pci.ParseHex(s, bits)
 		if err != nil {
 			d.problem(base+name, err)
-			if name == "class" || name == "vendor" || name == "device" {
+			if identifying {
 				dev.Incomplete = true
 			}
 			return 0

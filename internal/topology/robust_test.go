@@ -56,6 +56,13 @@ func devDir(root, addr string) string {
 	return filepath.Join(root, p)
 }
 
+// writeAttr is a mutation that overwrites one sysfs attribute of a device.
+func writeAttr(addr, attr, content string) func(t *testing.T, root string) {
+	return func(t *testing.T, root string) {
+		mustWrite(t, filepath.Join(devDir(root, addr), attr), content)
+	}
+}
+
 func TestDiscoverSurvivesBadInput(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -97,10 +104,8 @@ func TestDiscoverSurvivesBadInput(t *testing.T) {
 			gpus:    2,
 		},
 		{
-			name: "garbage class",
-			mutate: func(t *testing.T, root string) {
-				mustWrite(t, filepath.Join(devDir(root, "0000:81:00.0"), "class"), "0xZZ0300\n")
-			},
+			name:    "garbage class",
+			mutate:  writeAttr("0000:81:00.0", "class", "0xZZ0300\n"),
 			problem: `hex value "0xZZ0300"`,
 			gpus:    1,
 		},
@@ -115,29 +120,23 @@ func TestDiscoverSurvivesBadInput(t *testing.T) {
 			gpus:    1,
 		},
 		{
-			name: "garbage numa_node",
-			mutate: func(t *testing.T, root string) {
-				mustWrite(t, filepath.Join(devDir(root, "0000:81:00.0"), "numa_node"), "banana\n")
-			},
+			name:    "garbage numa_node",
+			mutate:  writeAttr("0000:81:00.0", "numa_node", "banana\n"),
 			problem: `integer value "banana"`,
 			// numa unknown, and its CPUs (8-15) still place it on node 1
 			cells: map[string]string{"GPU0/GPU1": "SYS"},
 			gpus:  2,
 		},
 		{
-			name: "garbage link speed",
-			mutate: func(t *testing.T, root string) {
-				mustWrite(t, filepath.Join(devDir(root, "0000:03:00.0"), "current_link_speed"), "fast\n")
-			},
+			name:    "garbage link speed",
+			mutate:  writeAttr("0000:03:00.0", "current_link_speed", "fast\n"),
 			problem: `link speed "fast"`,
 			cells:   map[string]string{"GPU0/NIC0": "PIX"},
 			gpus:    2,
 		},
 		{
-			name: "reversed cpu range",
-			mutate: func(t *testing.T, root string) {
-				mustWrite(t, filepath.Join(devDir(root, "0000:03:00.0"), "local_cpulist"), "7-3\n")
-			},
+			name:    "reversed cpu range",
+			mutate:  writeAttr("0000:03:00.0", "local_cpulist", "7-3\n"),
 			problem: `cpu list "7-3"`,
 			cells:   map[string]string{"GPU0/NIC0": "PIX"},
 			gpus:    2,
@@ -168,12 +167,10 @@ func TestDiscoverSurvivesBadInput(t *testing.T) {
 			gpus:  2,
 		},
 		{
-			name: "truncated config space",
-			mutate: func(t *testing.T, root string) {
-				mustWrite(t, filepath.Join(devDir(root, "0000:02:00.0"), "config"), "\x86\x80")
-			},
-			cells: map[string]string{"GPU0/NIC0": "PIX"},
-			gpus:  2,
+			name:   "truncated config space",
+			mutate: writeAttr("0000:02:00.0", "config", "\x86\x80"),
+			cells:  map[string]string{"GPU0/NIC0": "PIX"},
+			gpus:   2,
 		},
 		{
 			name: "config capability loop",

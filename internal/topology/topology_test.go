@@ -6,13 +6,14 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gdrcheck/gdrcheck/internal/fakehost"
+	"github.com/gdrcheck/gdrcheck/internal/readkit"
+	"github.com/gdrcheck/gdrcheck/internal/readkit/kittest"
 	"github.com/gdrcheck/gdrcheck/internal/smitopo"
 	"github.com/gdrcheck/gdrcheck/internal/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
@@ -22,21 +23,11 @@ var update = flag.Bool("update", false, "rewrite golden files")
 
 const hostsDir = "../../testdata/hosts"
 
-var ansi = regexp.MustCompile(`\x1b\[[0-9;]*m`)
-
 // corpusBody returns an expected-output file without its source header
-// (the lines up to "---").
+// and terminal escapes.
 func corpusBody(t *testing.T, path string) string {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, body, ok := strings.Cut(string(b), "\n---\n")
-	if !ok {
-		t.Fatalf("%s: no --- line after the source header", path)
-	}
-	return ansi.ReplaceAllString(body, "")
+	return readkit.StripANSI(string(kittest.Sample(t, path)))
 }
 
 // matrixLines is the header and rows of a matrix text (up to the blank
@@ -115,16 +106,11 @@ func TestMatrixMatchesNvidiaSMI(t *testing.T) {
 			var want string
 			if tc.want == "" {
 				// The snapshot carries nvidia-smi's own output.
-				r, cleanup, err := snapshot.Open(tc.root)
+				b, err := os.ReadFile(filepath.Join(h.Root, "commands/nvidia-smi-topo-m.txt"))
 				if err != nil {
 					t.Fatal(err)
 				}
-				defer cleanup()
-				b, err := os.ReadFile(r.Path("commands/nvidia-smi-topo-m.txt"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				want = ansi.ReplaceAllString(string(b), "")
+				want = readkit.StripANSI(string(b))
 			} else {
 				want = corpusBody(t, tc.want)
 			}
@@ -193,7 +179,7 @@ func compareParsed(t *testing.T, want, got *smitopo.Matrix) {
 	}
 }
 
-// TestGolden pins the full `gdrcheck topo` text and JSON of fixtures.
+// TestPairingGolden pins the full `gdrcheck topo` text and JSON of fixtures.
 func TestPairingGolden(t *testing.T) {
 	fixtures, err := filepath.Glob(hostsDir + "/*.host")
 	if err != nil || len(fixtures) == 0 {
@@ -210,27 +196,7 @@ func TestPairingGolden(t *testing.T) {
 			if err := h.Pair().WriteText(&buf); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, filepath.Join("testdata", "golden", name+".topo.txt"), buf.Bytes())
+			kittest.Golden(t, filepath.Join("testdata", "golden", name+".topo.txt"), buf.Bytes(), *update)
 		})
-	}
-}
-
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if d := cmp.Diff(string(want), string(got)); d != "" {
-		t.Errorf("%s differs (-want +got); go test -update rewrites it:\n%s", path, d)
 	}
 }

@@ -10,8 +10,6 @@
 package topology
 
 import (
-	"time"
-
 	"github.com/gdrcheck/gdrcheck/internal/nvml"
 	"github.com/gdrcheck/gdrcheck/internal/pci"
 )
@@ -33,9 +31,8 @@ type Host struct {
 	GPUFactsError string      `json:"gpu_facts_error,omitempty"`
 	// Problems are reads that failed or returned garbage. Discovery goes on
 	// around them; whatever depended on them is unknown.
-	Problems    []Problem     `json:"problems,omitempty"`
-	DiscoveryMS float64       `json:"discovery_ms"`
-	Duration    time.Duration `json:"-"`
+	Problems    []Problem `json:"problems,omitempty"`
+	DiscoveryMS float64   `json:"discovery_ms"`
 
 	byAddr map[string]*Device
 }
@@ -113,14 +110,8 @@ func (d *Device) IsNVSwitch() bool {
 	return d.Vendor == 0x10de && d.Class>>8 == 0x0680
 }
 
-// IsNetwork reports a network controller (Ethernet, InfiniBand, ...).
-func (d *Device) IsNetwork() bool { return d.Class>>16 == 0x02 }
-
 // ParentDevice is the upstream bridge, nil on a root bus.
 func (d *Device) ParentDevice() *Device { return d.parent }
-
-// PCIAddress is the parsed address.
-func (d *Device) PCIAddress() pci.Address { return d.addr }
 
 // GPU is an NVIDIA GPU.
 type GPU struct {
@@ -178,14 +169,6 @@ type NetDev struct {
 	SpeedMbps int    `json:"speed_mbps,omitempty"`
 	MTU       int    `json:"mtu,omitempty"`
 	RDMA      string `json:"rdma,omitempty"` // the RDMA device on the same function
-}
-
-// Device returns the PCI function at an address, or nil.
-func (h *Host) Device(addr string) *Device {
-	if h.byAddr == nil {
-		return nil
-	}
-	return h.byAddr[pci.NormalizeBusID(addr)]
 }
 
 // GPUByAddress returns the GPU at a PCI address, or nil.

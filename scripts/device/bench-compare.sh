@@ -28,3 +28,4 @@ for c in ${COLLS:-all_reduce all_gather reduce_scatter broadcast reduce alltoall
   echo "$c: $(( $(date +%s) - s )) s"
 done
 python3 scripts/device/compare.py "$OUT/cmp" | tee "$OUT/compare.txt"
+exit "${PIPESTATUS[0]}"

@@ -27,9 +27,10 @@ for r in res:
     g = r["gbps"]
     ratio = g / t["gbps"]
     flag = "" if ratio >= 0.98 else "  < 0.98"
-    if ratio < 0.98:
+    if ratio < 0.98 or not r["valid"]:
         ok = False
     extra = "  (read+write: %.1f vs %.1f)" % (r.get("read_write_gbps", 0), t.get("read_write_gbps", 0)) if r["test"] == "d2d" else ""
     print("%-14s %10.1f GB/s %10.1f GB/s %8.3f%s%s  valid=%s" % (r["test"], g, t["gbps"], ratio, flag, extra, r["valid"]))
 print("COPY WITHIN 2%%: %s" % ("PASS" if ok else "FAIL"))
+sys.exit(0 if ok else 1)
 PY

@@ -22,10 +22,13 @@ say "1. compute-sanitizer memcheck"
 vendor-src/nccl-tests/build/all_reduce_perf -b 8 -e 1M -f 4 -w 1 -n 2 > /dev/null 2>&1 || (cd vendor-src/nccl-tests && make -j"$(nproc)" MPI=0 CUDA_HOME=/usr/local/cuda NCCL_HOME=/usr > /dev/null 2>&1)
 compute-sanitizer --tool memcheck vendor-src/nccl-tests/build/all_reduce_perf -b 8 -e 1M -f 4 -w 1 -n 2 > "$OUT/engine/sanitizer-nccltests.txt" 2>&1
 echo "nccl-tests all_reduce under memcheck (API errors reported): $(grep -c 'cudaErrorNoKernelImageForDevice' "$OUT/engine/sanitizer-nccltests.txt") NCCL-internal API errors; $(grep -h 'ERROR SUMMARY' "$OUT/engine/sanitizer-nccltests.txt" | tail -1)"
+# A memory error (exit 99) or any failed run under memcheck fails this step.
 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 99 $B bench nccl --op all -b 8 -e 1M -f 4 -w 1 -n 2 --no-judge --out "$OUT/engine/san" > "$OUT/engine/sanitizer-nccl.txt" 2>&1
-echo "bench nccl under memcheck: exit $?; $(grep -h 'ERROR SUMMARY' "$OUT/engine/sanitizer-nccl.txt" | tail -1)"
+code=$?
+echo "bench nccl under memcheck: exit $code (want 0); $(grep -h 'ERROR SUMMARY' "$OUT/engine/sanitizer-nccl.txt" | tail -1)"; [ $code -eq 0 ] || rc=1
 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 99 $B bench copy --size 16M -n 2 -w 1 --no-judge --out "$OUT/engine/san2" > "$OUT/engine/sanitizer-copy.txt" 2>&1
-echo "bench copy under memcheck: exit $?; $(grep -h 'ERROR SUMMARY' "$OUT/engine/sanitizer-copy.txt" | tail -1)"
+code=$?
+echo "bench copy under memcheck: exit $code (want 0); $(grep -h 'ERROR SUMMARY' "$OUT/engine/sanitizer-copy.txt" | tail -1)"; [ $code -eq 0 ] || rc=1
 
 say "2. poisoned output"
 $B bench nccl --op all_reduce,all_gather,broadcast -b 1K -e 1M -f 8 -n 2 -w 1 --inject-corruption --no-judge --out "$OUT/engine/poison" > "$OUT/engine/poison.txt" 2>&1

@@ -5,7 +5,8 @@
 //   FAKENCCL_VERSION   version code (default 22803 = 2.28.3)
 //   FAKENCCL_CORRUPT   1: after every collective, corrupt rank 0's first output element
 //   FAKENCCL_ASYNCERR  an ncclResult the communicators report asynchronously
-//   FAKENCCL_NOALLTOALL 1: behave like NCCL < 2.28 (no ncclAlltoAll symbol is used)
+// It has no ncclAlltoAll (as NCCL < 2.28): alltoall runs through the
+// shim's send/recv fallback.
 #include <stdlib.h>
 #include <string.h>
 #include <stdint.h>

@@ -94,7 +94,7 @@ func Verdicts(rs []result.Result) []string {
 	return out
 }
 
-// HasAll reports the wanted verdict strings missing from got.
+// Missing reports the wanted verdict strings missing from got.
 func Missing(got []result.Result, want []string) []string {
 	have := map[string]bool{}
 	for _, s := range Verdicts(got) {
@@ -141,4 +141,95 @@ func CheckOutcome(t testing.TB, name string, rep TextReport, verdicts []result.R
 	if err := rep.WriteText(io.Discard); err != nil {
 		t.Fatalf("WriteText: %v", err)
 	}
+}
+
+// WantVerdicts fails t for each wanted verdict ("status id reason
+// subject") missing from got.
+func WantVerdicts(t testing.TB, got []result.Result, want []string) {
+	t.Helper()
+	if miss := Missing(got, want); len(miss) > 0 {
+		t.Errorf("missing verdicts %v; got %v", miss, Verdicts(got))
+	}
+}
+
+// Covered fails t for each sample testdata/*.txt that covered does not name.
+func Covered(t testing.TB, covered map[string]bool) {
+	t.Helper()
+	files, _ := filepath.Glob("testdata/*.txt")
+	for _, f := range files {
+		if !covered[filepath.Base(f)] {
+			t.Errorf("%s has no assertions in TestSamples", f)
+		}
+	}
+}
+
+// Reader is a reader package under test: its Detect and Analyze, and
+// the verdicts of its report.
+type Reader[R TextReport] struct {
+	Detect   func(head []byte) bool
+	Analyze  func(name string, r io.Reader) (R, error)
+	Verdicts func(R) []result.Result
+}
+
+// Sample analyzes the corpus sample testdata/file, which Detect must
+// recognise from its head.
+func (rd Reader[R]) Sample(t testing.TB, file string) R {
+	t.Helper()
+	body := Sample(t, filepath.Join("testdata", file))
+	if !rd.Detect(body[:min(len(body), readkit.HeadSize)]) {
+		t.Errorf("%s: Detect is false", file)
+	}
+	rep, err := rd.Analyze(file, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// GoldenSamples compares the report of every sample testdata/*.txt but
+// those in except, as JSON and as text, with testdata/golden/<stem>.json
+// and <stem>.txt (rewritten when update is set).
+func (rd Reader[R]) GoldenSamples(t *testing.T, update bool, except map[string]bool) {
+	files, _ := filepath.Glob("testdata/*.txt")
+	if len(files) == 0 {
+		t.Fatal("no samples")
+	}
+	for _, f := range files {
+		base := filepath.Base(f)
+		if except[base] {
+			continue
+		}
+		t.Run(base, func(t *testing.T) {
+			rep := rd.Sample(t, base)
+			stem := strings.TrimSuffix(base, ".txt")
+			Golden(t, filepath.Join("testdata", "golden", stem+".json"), JSON(t, rep), update)
+			var buf bytes.Buffer
+			if err := rep.WriteText(&buf); err != nil {
+				t.Fatal(err)
+			}
+			Golden(t, filepath.Join("testdata", "golden", stem+".txt"), buf.Bytes(), update)
+		})
+	}
+}
+
+// WantError wants Analyze to refuse in (read as "x.txt") with an error
+// that starts with prefix ("x.txt:3:").
+func (rd Reader[R]) WantError(t testing.TB, in, prefix string) {
+	t.Helper()
+	_, err := rd.Analyze("x.txt", strings.NewReader(in))
+	if err == nil || !strings.HasPrefix(err.Error(), prefix) {
+		t.Errorf("%q: error %v, want one starting %q", in, err, prefix)
+	}
+}
+
+// Fuzz is a reader's fuzz target (f.Fuzz(reader.Fuzz)): Detect and
+// Analyze take any input, and the outcome passes CheckOutcome.
+func (rd Reader[R]) Fuzz(t *testing.T, data []byte) {
+	rd.Detect(data)
+	rep, err := rd.Analyze("fuzz.txt", bytes.NewReader(data))
+	if err != nil {
+		CheckOutcome(t, "fuzz.txt", nil, nil, err)
+		return
+	}
+	CheckOutcome(t, "fuzz.txt", rep, rd.Verdicts(rep), nil)
 }
