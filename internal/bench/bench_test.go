@@ -3,6 +3,7 @@ package bench_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -17,12 +18,18 @@ import (
 // the real shims and benchmark code with host memory standing for GPUs.
 func fakes(t *testing.T, devices string) (*cuda.Runtime, *nccl.Library) {
 	t.Helper()
+	return fakesWith(t, devices, fakelib.NCCL(t))
+}
+
+// fakesWith is fakes with a given fake NCCL (fakelib.NCCL or NCCLOld).
+func fakesWith(t *testing.T, devices, ncclPath string) (*cuda.Runtime, *nccl.Library) {
+	t.Helper()
 	t.Setenv("FAKECUDA_DEVICES", devices)
 	rt, err := cuda.Open(fakelib.CUDART(t), cuda.WithCallTimeout(20*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	lib, err := nccl.Open(fakelib.NCCL(t))
+	lib, err := nccl.Open(ncclPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,29 +62,47 @@ var allColls = []string{"all_reduce", "all_gather", "reduce_scatter", "broadcast
 
 // TestCollectivesVerify: every collective, on 1 to 4 ranks, over types and
 // reductions, computes what the check expects (the fake NCCL really
-// reduces, gathers and scatters), with nothing wrong.
+// reduces, gathers and scatters), with nothing wrong, whichever allocator
+// the buffers come from and with an NCCL older than ncclMemAlloc and
+// ncclAlltoAll (the shim's send/recv alltoall).
 func TestCollectivesVerify(t *testing.T) {
 	cases := []struct {
-		ranks    int
-		dtype    string
-		op       string
-		devs     []int
-		rootNote string
+		ranks   int
+		dtype   string
+		op      string
+		devs    []int
+		old     bool          // NCCL 2.18
+		buffers bench.Buffers // "": auto
 	}{
-		{1, "float", "sum", []int{0}, ""},
-		{2, "float", "sum", []int{0, 1}, ""},
-		{4, "half", "sum", []int{0, 1, 2, 3}, ""},
-		{4, "bfloat16", "max", []int{0, 1, 2, 3}, ""},
-		{3, "int8", "prod", []int{0, 1, 2}, ""},
-		{4, "double", "avg", []int{0, 1, 2, 3}, ""},
-		{2, "uint8", "min", []int{0, 1}, ""},
-		{4, "int64", "sum", []int{0, 1, 2, 3}, ""},
+		{1, "float", "sum", []int{0}, false, ""},
+		{2, "float", "sum", []int{0, 1}, false, ""},
+		{4, "half", "sum", []int{0, 1, 2, 3}, false, ""},
+		{4, "bfloat16", "max", []int{0, 1, 2, 3}, false, ""},
+		{3, "int8", "prod", []int{0, 1, 2}, false, bench.BuffersCUDA},
+		{4, "double", "avg", []int{0, 1, 2, 3}, false, ""},
+		{2, "uint8", "min", []int{0, 1}, false, ""},
+		{4, "int64", "sum", []int{0, 1, 2, 3}, false, bench.BuffersNCCL},
+		{1, "float", "sum", []int{0}, true, ""},
+		{4, "float", "sum", []int{0, 1, 2, 3}, true, ""},
+		{3, "int32", "max", []int{0, 1, 2}, true, bench.BuffersCUDA},
 	}
 	for _, tc := range cases {
-		t.Run(tc.dtype+"-"+tc.op+"-"+string(rune('0'+tc.ranks)), func(t *testing.T) {
-			rt, lib := fakes(t, "4")
+		name := fmt.Sprintf("%s-%s-%d", tc.dtype, tc.op, tc.ranks)
+		if tc.old {
+			name += "-nccl2.18"
+		}
+		if tc.buffers != "" {
+			name += "-" + string(tc.buffers)
+		}
+		t.Run(name, func(t *testing.T) {
+			path := fakelib.NCCL(t)
+			if tc.old {
+				path = fakelib.NCCLOld(t)
+			}
+			rt, lib := fakesWith(t, "4", path)
 			cfg := config(t, allColls, tc.dtype, tc.op, tc.devs)
 			cfg.Root = tc.ranks - 1
+			cfg.Buffers = tc.buffers
 			res, err := bench.RunNCCL(context.Background(), rt, lib, cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -214,12 +239,23 @@ func TestDeviceProblems(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rt, lib := fakes(t, "1")
 			t.Setenv(tc.env, "1")
-			_, err := bench.RunNCCL(context.Background(), rt, lib, config(t, []string{"all_reduce"}, "float", "sum", []int{0}))
+			cfg := config(t, []string{"all_reduce"}, "float", "sum", []int{0})
+			cfg.Buffers = bench.BuffersCUDA
+			_, err := bench.RunNCCL(context.Background(), rt, lib, cfg)
 			if !cuda.IsCode(err, tc.code) || !strings.Contains(err.Error(), tc.msg) {
 				t.Errorf("err = %v", err)
 			}
 		})
 	}
+	t.Run("out of memory in ncclMemAlloc", func(t *testing.T) {
+		rt, lib := fakes(t, "1")
+		t.Setenv("FAKECUDA_OOM", "1")
+		_, err := bench.RunNCCL(context.Background(), rt, lib, config(t, []string{"all_reduce"}, "float", "sum", []int{0}))
+		var ne *nccl.Error
+		if !errors.As(err, &ne) || ne.Code != 1 || !strings.Contains(err.Error(), "ncclMemAlloc") || !strings.Contains(err.Error(), "out of memory") {
+			t.Errorf("err = %v", err)
+		}
+	})
 	t.Run("little memory shrinks the largest size", func(t *testing.T) {
 		rt, lib := fakes(t, "1")
 		t.Setenv("FAKECUDA_MEM", "524288")
@@ -235,6 +271,45 @@ func TestDeviceProblems(t *testing.T) {
 			t.Errorf("notes %v, largest size %d", notes, last)
 		}
 	})
+}
+
+// TestResolveBuffers: auto takes ncclMemAlloc where NCCL has it; asking
+// for it from an NCCL without it is an error that says so.
+func TestResolveBuffers(t *testing.T) {
+	for _, tc := range []struct {
+		choice string
+		old    bool
+		want   bench.Buffers
+		err    string
+	}{
+		{"auto", false, bench.BuffersNCCL, ""},
+		{"", false, bench.BuffersNCCL, ""},
+		{"auto", true, bench.BuffersCUDA, ""},
+		{"nccl", false, bench.BuffersNCCL, ""},
+		{"nccl", true, "", "NCCL 2.18.5 at "},
+		{"cuda", false, bench.BuffersCUDA, ""},
+		{"cuda", true, bench.BuffersCUDA, ""},
+		{"cudaMalloc", false, bench.BuffersCUDA, ""},
+		{"managed", false, "", `buffers "managed": want auto, nccl or cuda`},
+	} {
+		t.Run(fmt.Sprintf("%s-old=%v", tc.choice, tc.old), func(t *testing.T) {
+			path := fakelib.NCCL(t)
+			if tc.old {
+				path = fakelib.NCCLOld(t)
+			}
+			_, lib := fakesWith(t, "1", path)
+			got, err := bench.ResolveBuffers(tc.choice, lib)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Errorf("err = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("got %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
 }
 
 func TestCopy(t *testing.T) {

@@ -25,6 +25,9 @@ type NCCLConfig struct {
 	Op          RedOp  // -o
 	Root        int    // -r
 	Devices     []int  // CUDA device ordinals (-g: the first N)
+	// Buffers is how the send and receive buffers are allocated; empty:
+	// ncclMemAlloc where NCCL has it, as nccl-tests does.
+	Buffers Buffers
 	// OpTimeout bounds every wait for GPU work (a timed loop, a checked
 	// run); on expiry the communicators are aborted.
 	OpTimeout   time.Duration
@@ -73,6 +76,38 @@ type NCCLResult struct {
 	Error string `json:"error,omitempty"`
 }
 
+// Buffers names the allocator of the benchmark's device buffers.
+type Buffers string
+
+const (
+	// BuffersNCCL is ncclMemAlloc (NCCL 2.19+): cuMem memory NCCL can
+	// register for zero-copy paths; nccl-tests allocates with it.
+	BuffersNCCL Buffers = "ncclMemAlloc"
+	// BuffersCUDA is cudaMalloc, as most applications allocate.
+	BuffersCUDA Buffers = "cudaMalloc"
+)
+
+// ResolveBuffers turns the --buffers choice ("auto", "nccl", "cuda") into
+// the allocator to use with lib: auto is ncclMemAlloc where lib has it.
+func ResolveBuffers(choice string, lib *nccl.Library) (Buffers, error) {
+	switch choice {
+	case "", "auto":
+		if lib.HasMemAlloc() {
+			return BuffersNCCL, nil
+		}
+		return BuffersCUDA, nil
+	case "nccl", string(BuffersNCCL):
+		if !lib.HasMemAlloc() {
+			v, _, _ := lib.Version()
+			return "", fmt.Errorf("buffers %q: NCCL %s at %s has no ncclMemAlloc (2.19 or later has it)", choice, v, lib.Path)
+		}
+		return BuffersNCCL, nil
+	case "cuda", string(BuffersCUDA):
+		return BuffersCUDA, nil
+	}
+	return "", fmt.Errorf("buffers %q: want auto, nccl or cuda", choice)
+}
+
 // ErrWatchdog marks a GPU operation that overran its deadline; the
 // communicators were aborted.
 var ErrWatchdog = errors.New("watchdog: GPU operation overran its deadline, communicators aborted")
@@ -84,6 +119,7 @@ const stagingBytes = 64 << 20
 type ncclRun struct {
 	cfg     NCCLConfig
 	rt      *cuda.Runtime
+	lib     *nccl.Library
 	comms   *nccl.Comms
 	send    []cuda.Ptr
 	recv    []cuda.Ptr
@@ -109,7 +145,14 @@ func RunNCCL(ctx context.Context, rt *cuda.Runtime, lib *nccl.Library, cfg NCCLC
 	if cfg.InitTimeout <= 0 {
 		cfg.InitTimeout = 2 * time.Minute
 	}
-	r := &ncclRun{cfg: cfg, rt: rt, seed: 99}
+	if cfg.Buffers == "" {
+		b, err := ResolveBuffers("auto", lib)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Buffers = b
+	}
+	r := &ncclRun{cfg: cfg, rt: rt, lib: lib, seed: 99}
 	comms, err := lib.InitAll(ctx, rt, cfg.Devices, cfg.InitTimeout)
 	if err != nil {
 		return nil, err
@@ -161,12 +204,12 @@ func (r *ncclRun) allocate(ctx context.Context) error {
 	}
 	r.bufSize = r.cfg.MaxBytes + 64 // room for any alignment of any type
 	for i, d := range r.cfg.Devices {
-		s, err := r.rt.Malloc(ctx, d, r.bufSize)
+		s, err := r.malloc(ctx, d, r.bufSize)
 		if err != nil {
 			return err
 		}
 		r.send = append(r.send, s)
-		v, err := r.rt.Malloc(ctx, d, r.bufSize)
+		v, err := r.malloc(ctx, d, r.bufSize)
 		if err != nil {
 			return err
 		}
@@ -183,6 +226,22 @@ func (r *ncclRun) allocate(ctx context.Context) error {
 	return nil
 }
 
+// malloc allocates a device buffer with the configured allocator.
+func (r *ncclRun) malloc(ctx context.Context, dev int, n uint64) (cuda.Ptr, error) {
+	if r.cfg.Buffers == BuffersNCCL {
+		return r.lib.MemAlloc(ctx, r.rt, dev, n)
+	}
+	return r.rt.Malloc(ctx, dev, n)
+}
+
+// free releases a buffer from malloc.
+func (r *ncclRun) free(ctx context.Context, dev int, p cuda.Ptr) error {
+	if r.cfg.Buffers == BuffersNCCL {
+		return r.lib.MemFree(ctx, r.rt, dev, p)
+	}
+	return r.rt.Free(ctx, dev, p)
+}
+
 func (r *ncclRun) release(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -191,10 +250,10 @@ func (r *ncclRun) release(ctx context.Context) {
 	}
 	for i, d := range r.cfg.Devices {
 		if i < len(r.send) {
-			_ = r.rt.Free(ctx, d, r.send[i])
+			_ = r.free(ctx, d, r.send[i])
 		}
 		if i < len(r.recv) {
-			_ = r.rt.Free(ctx, d, r.recv[i])
+			_ = r.free(ctx, d, r.recv[i])
 		}
 	}
 	_ = r.rt.FreeHost(ctx, r.staging)

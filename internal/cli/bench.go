@@ -258,7 +258,7 @@ func (ev *NCCLEvidence) collect() {
 
 func newBenchNCCL(g *globals) *cobra.Command {
 	var o benchOptions
-	var minS, maxS, dtype, redop, colls string
+	var minS, maxS, dtype, redop, colls, buffers string
 	var factor, step uint64
 	var warm, iters, check, root, ngpus int
 	var corrupt bool
@@ -305,7 +305,7 @@ topology and graph dumps) is kept with results.json in --out.`,
 				}
 				cfg.Collectives = append(cfg.Collectives, c)
 			}
-			return runBenchNCCL(cmd.Context(), g, o, cfg, ngpus)
+			return runBenchNCCL(cmd.Context(), g, o, cfg, ngpus, buffers)
 		},
 	}
 	f := cmd.Flags()
@@ -321,6 +321,7 @@ topology and graph dumps) is kept with results.json in --out.`,
 	f.StringVarP(&redop, "redop", "o", "sum", "reduction: sum, prod, max, min, avg")
 	f.IntVarP(&root, "root", "r", 0, "root rank of broadcast and reduce")
 	f.StringVar(&colls, "op", "all_reduce", "collectives, comma-separated, or all: all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, sendrecv")
+	f.StringVar(&buffers, "buffers", "auto", "device buffers from auto (ncclMemAlloc where NCCL has it, as nccl-tests), nccl (ncclMemAlloc) or cuda (cudaMalloc)")
 	f.StringVar(&o.nccl, "nccl", "", "path of libnccl.so.2 (default: search the loader path, NCCL_HOME)")
 	f.BoolVar(&corrupt, "inject-corruption", false, "damage an output after each checked run (proves #wrong detects bad data)")
 	_ = f.MarkHidden("inject-corruption")
@@ -328,7 +329,7 @@ topology and graph dumps) is kept with results.json in --out.`,
 	return cmd
 }
 
-func runBenchNCCL(ctx context.Context, g *globals, o benchOptions, cfg bench.NCCLConfig, ngpus int) error {
+func runBenchNCCL(ctx context.Context, g *globals, o benchOptions, cfg bench.NCCLConfig, ngpus int, buffers string) error {
 	e, err := openBench(ctx, g, o, "bench-nccl", ngpus)
 	if err != nil {
 		return err
@@ -339,6 +340,9 @@ func runBenchNCCL(ctx context.Context, g *globals, o benchOptions, cfg bench.NCC
 		return toolError(fmt.Errorf("cannot run NCCL benchmarks: %w", err))
 	}
 	ver, _, _ := lib.Version()
+	if cfg.Buffers, err = bench.ResolveBuffers(buffers, lib); err != nil {
+		return toolError(fmt.Errorf("--%w", err))
+	}
 	cfg.Devices = e.devices
 	if cfg.Root < 0 || cfg.Root >= len(e.devices) {
 		return toolError(fmt.Errorf("-r %d: want a rank in 0..%d", cfg.Root, len(e.devices)-1))
@@ -346,7 +350,8 @@ func runBenchNCCL(ctx context.Context, g *globals, o benchOptions, cfg bench.NCC
 	rep := &NCCLReport{Tool: "gdrcheck " + g.build.Version, StartedAt: time.Now().UTC(), Command: os.Args, NCCL: ver, NCCLPath: lib.Path,
 		CUDARuntime: e.runtime, CUDADriver: e.driver, Evidence: ev,
 		Config: map[string]any{"minbytes": cfg.MinBytes, "maxbytes": cfg.MaxBytes, "stepfactor": cfg.StepFactor, "stepbytes": cfg.StepBytes,
-			"warmup_iters": cfg.Warmup, "iters": cfg.Iters, "check": cfg.Check, "datatype": cfg.DType.Name, "redop": cfg.Op.Name, "root": cfg.Root}}
+			"warmup_iters": cfg.Warmup, "iters": cfg.Iters, "check": cfg.Check, "datatype": cfg.DType.Name, "redop": cfg.Op.Name, "root": cfg.Root,
+			"buffers": cfg.Buffers}}
 	for _, d := range e.devices {
 		rep.Devices = append(rep.Devices, BenchDevice{CUDA: d, BusID: e.busIDs[d], Name: e.gpuName(d)})
 	}
@@ -356,6 +361,7 @@ func runBenchNCCL(ctx context.Context, g *globals, o benchOptions, cfg bench.NCC
 	if text {
 		fmt.Fprintf(w, "# gdrcheck bench nccl: NCCL %s (%s), CUDA runtime %s, driver CUDA %s\n", ver, lib.Path, e.runtime, e.driver)
 		fmt.Fprintf(w, "# minBytes %d maxBytes %d step: %s warmup iters: %d iters: %d validation: %d\n", cfg.MinBytes, cfg.MaxBytes, stepText(cfg), cfg.Warmup, cfg.Iters, cfg.Check)
+		fmt.Fprintf(w, "# device buffers from %s\n", cfg.Buffers)
 		pid := os.Getpid()
 		hn, _ := os.Hostname()
 		for i, d := range e.devices {

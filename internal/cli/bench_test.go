@@ -28,7 +28,7 @@ func TestBenchNCCLCommand(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s\n%s", code, errs, stdout)
 	}
-	for _, want := range []string{"# Collective all_reduce", "#       size         count      type   redop    root     time   algbw   busbw  #wrong", "# Out of bounds values : 0 OK", "# Collective sendrecv", "Rank  1 Group  0"} {
+	for _, want := range []string{"# Collective all_reduce", "#       size         count      type   redop    root     time   algbw   busbw  #wrong", "# Out of bounds values : 0 OK", "# Collective sendrecv", "Rank  1 Group  0", "# device buffers from ncclMemAlloc"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}
@@ -40,6 +40,9 @@ func TestBenchNCCLCommand(t *testing.T) {
 	}
 	if !rep.Complete || len(rep.Results) != 7 || rep.NCCL != "2.28.3" || len(rep.Devices) != 2 || rep.Evidence == nil || rep.Evidence.Debug != "INFO" {
 		t.Errorf("report: complete %v, %d results, nccl %q, %d devices, evidence %+v", rep.Complete, len(rep.Results), rep.NCCL, len(rep.Devices), rep.Evidence)
+	}
+	if rep.Config["buffers"] != "ncclMemAlloc" {
+		t.Errorf("config.buffers = %v", rep.Config["buffers"])
 	}
 	if os.Getenv("NCCL_DEBUG_FILE") != filepath.Join(out, "nccl-debug.%h.%p.log") {
 		t.Errorf("NCCL_DEBUG_FILE = %q", os.Getenv("NCCL_DEBUG_FILE"))
@@ -61,6 +64,8 @@ func TestBenchNCCLFailures(t *testing.T) {
 		{"out of memory", map[string]string{"FAKECUDA_OOM": "1"}, nil, ExitToolErr, "out of memory"},
 		{"no NCCL", map[string]string{"GDRCHECK_NCCL": "/nonexistent/libnccl.so.2"}, []string{"--nccl", "/nonexistent/libnccl.so.2"}, ExitToolErr, "NCCL (libnccl.so.2) not found"},
 		{"bad size", nil, []string{"-b", "lots"}, ExitToolErr, "-b: size"},
+		{"ncclMemAlloc from an NCCL without it", map[string]string{"GDRCHECK_NCCL": fakelib.NCCLOld(t)}, []string{"--buffers", "nccl"}, ExitToolErr, "--buffers \"nccl\": NCCL 2.18.5"},
+		{"bad buffers", nil, []string{"--buffers", "managed"}, ExitToolErr, "want auto, nccl or cuda"},
 		{"bad collective", nil, []string{"--op", "allreduce,gossip"}, ExitToolErr, "--op: collective \"gossip\""},
 	}
 	for _, c := range cases {

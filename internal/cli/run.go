@@ -122,7 +122,7 @@ func runQuickBench(ctx context.Context, g *globals, o runOptions, h *topology.Ho
 	if o.out != "" {
 		bo.out = filepath.Join(o.out, "nccl")
 	}
-	errN := runBenchNCCL(ctx, g, bo, cfg, 0)
+	errN := runBenchNCCL(ctx, g, bo, cfg, 0, "auto")
 	fmt.Fprintln(g.out, "\nCopies:")
 	if o.out != "" {
 		bo.out = filepath.Join(o.out, "copy")

@@ -326,6 +326,9 @@ func (p Ptr) Nil() bool { return p.p == nil }
 // Raw is the address for other cgo packages.
 func (p Ptr) Raw() unsafe.Pointer { return p.p }
 
+// PtrOf wraps an address another cgo package got from C (ncclMemAlloc).
+func PtrOf(p unsafe.Pointer) Ptr { return Ptr{p} }
+
 // Malloc allocates device memory on dev.
 func (r *Runtime) Malloc(ctx context.Context, dev int, bytes uint64) (Ptr, error) {
 	var p unsafe.Pointer

@@ -42,19 +42,31 @@ func buildAll() {
 	}
 	built.dir = dir
 	built.libs = map[string]string{}
-	for name, src := range map[string]string{"libcudart.so.13": cudartSrc, "libnccl.so.2": ncclSrc} {
-		c := filepath.Join(dir, name+".c")
-		if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
+	for _, l := range []struct {
+		name, src string
+		defs      []string
+	}{
+		{"libcudart.so.13", cudartSrc, nil},
+		{"libnccl.so.2", ncclSrc, nil},
+		{filepath.Join("nccl-2.18", "libnccl.so.2"), ncclSrc, []string{"-DFAKENCCL_OLD"}},
+	} {
+		out := filepath.Join(dir, l.name)
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 			built.err = err
 			return
 		}
-		out := filepath.Join(dir, name)
-		cmd := exec.Command("gcc", "-shared", "-fPIC", "-O1", "-Wall", "-o", out, c, "-lpthread", "-lm")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			built.err = fmt.Errorf("gcc %s: %v\n%s", name, err, b)
+		c := out + ".c"
+		if err := os.WriteFile(c, []byte(l.src), 0o644); err != nil {
+			built.err = err
 			return
 		}
-		built.libs[name] = out
+		args := append([]string{"-shared", "-fPIC", "-O1", "-Wall"}, l.defs...)
+		cmd := exec.Command("gcc", append(args, "-o", out, c, "-lpthread", "-lm")...)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("gcc %s: %v\n%s", l.name, err, b)
+			return
+		}
+		built.libs[l.name] = out
 	}
 }
 
@@ -70,8 +82,13 @@ func get(t testing.TB, name string) string {
 // CUDART returns the path of the fake libcudart.so.13.
 func CUDART(t testing.TB) string { return get(t, "libcudart.so.13") }
 
-// NCCL returns the path of the fake libnccl.so.2.
+// NCCL returns the path of the fake libnccl.so.2, an NCCL 2.28 (with
+// ncclAlltoAll and ncclMemAlloc).
 func NCCL(t testing.TB) string { return get(t, "libnccl.so.2") }
+
+// NCCLOld returns the path of a fake NCCL 2.18 (no ncclAlltoAll, no
+// ncclMemAlloc).
+func NCCLOld(t testing.TB) string { return get(t, filepath.Join("nccl-2.18", "libnccl.so.2")) }
 
 // RunTests runs a package's tests and removes the built libraries.
 func RunTests(m *testing.M) int {

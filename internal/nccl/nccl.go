@@ -20,6 +20,7 @@ static gdr_ncclResult gdr_nccl_destroy(gdr_nccl *l, gdr_ncclComm c) { return l->
 static gdr_ncclResult gdr_nccl_abort(gdr_nccl *l, gdr_ncclComm c) { return l->CommAbort(c); }
 static gdr_ncclResult gdr_nccl_rank(gdr_nccl *l, gdr_ncclComm c, int *r) { return l->CommUserRank(c, r); }
 static gdr_rank *gdr_rank_at(gdr_rank *r, int i) { return &r[i]; }
+static int gdr_nccl_has_memalloc(gdr_nccl *l) { return l->MemAlloc != 0; }
 */
 import "C"
 
@@ -84,6 +85,44 @@ func (l *Library) Version() (string, int, error) {
 		return "", 0, l.err("ncclGetVersion", int(r), nil)
 	}
 	return VersionString(int(v)), int(v), nil
+}
+
+// HasMemAlloc reports ncclMemAlloc and ncclMemFree (NCCL 2.19+).
+func (l *Library) HasMemAlloc() bool { return C.gdr_nccl_has_memalloc(l.c) != 0 }
+
+// MemAlloc allocates device memory on dev with ncclMemAlloc: cuMem memory
+// with the granularity and access NCCL wants for buffers it may register
+// (nccl-tests allocates its buffers this way). The library must have it
+// (HasMemAlloc).
+func (l *Library) MemAlloc(ctx context.Context, rt *cuda.Runtime, dev int, bytes uint64) (cuda.Ptr, error) {
+	if !l.HasMemAlloc() {
+		return cuda.Ptr{}, fmt.Errorf("%s has no ncclMemAlloc (NCCL 2.19 or later has it)", l.Path)
+	}
+	var p unsafe.Pointer
+	call := fmt.Sprintf("ncclMemAlloc(%d bytes) on device %d", bytes, dev)
+	err := rt.Do(ctx, "ncclMemAlloc", func() error {
+		return l.status(rt, call, int(C.gdr_nccl_mem_alloc(l.c, (*C.gdr_cudart)(rt.CPtr()), C.int(dev), &p, C.size_t(bytes))))
+	})
+	return cuda.PtrOf(p), err
+}
+
+// MemFree releases memory from MemAlloc.
+func (l *Library) MemFree(ctx context.Context, rt *cuda.Runtime, dev int, p cuda.Ptr) error {
+	if p.Nil() {
+		return nil
+	}
+	return rt.Do(ctx, "ncclMemFree", func() error {
+		return l.status(rt, "ncclMemFree", int(C.gdr_nccl_mem_free(l.c, (*C.gdr_cudart)(rt.CPtr()), C.int(dev), p.Raw())))
+	})
+}
+
+// status turns a shim code that is not about a communicator into an error:
+// 1000 + an ncclResult, or a CUDA error. Call it on the runtime's thread.
+func (l *Library) status(rt *cuda.Runtime, call string, code int) error {
+	if code >= 1000 {
+		return l.err(call, code-1000, nil)
+	}
+	return rt.Check(call, code)
 }
 
 // Error is an NCCL error with the library's own message.
@@ -250,15 +289,11 @@ func (c *Comms) result(call string, code int, bad int) error {
 		return fmt.Errorf("%s: %w", call, cuda.ErrTimeout)
 	case code == -2:
 		return fmt.Errorf("%s: %w", call, context.Canceled)
-	case code >= 1000:
-		var comm C.gdr_ncclComm
-		if bad >= 0 && bad < c.n {
-			comm = C.gdr_rank_at(c.ranks, C.int(bad)).comm
-			call = fmt.Sprintf("%s (GPU %d)", call, c.devs[bad])
-		}
-		return c.lib.err(call, code-1000, comm)
+	case code >= 1000 && bad >= 0 && bad < c.n:
+		comm := C.gdr_rank_at(c.ranks, C.int(bad)).comm
+		return c.lib.err(fmt.Sprintf("%s (GPU %d)", call, c.devs[bad]), code-1000, comm)
 	}
-	return c.rt.Check(call, code)
+	return c.lib.status(c.rt, call, code)
 }
 
 func (c *Comms) check() error {

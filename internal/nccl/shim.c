@@ -32,7 +32,24 @@ const char *gdr_nccl_bind(gdr_nccl *l, void *handle) {
 	// Optional entry points.
 	*(void **)(&l->GetLastError) = dlsym(handle, "ncclGetLastError");
 	*(void **)(&l->AlltoAll) = dlsym(handle, "ncclAlltoAll");
+	*(void **)(&l->MemAlloc) = dlsym(handle, "ncclMemAlloc");
+	*(void **)(&l->MemFree) = dlsym(handle, "ncclMemFree");
+	if (!l->MemAlloc || !l->MemFree) l->MemAlloc = 0, l->MemFree = 0;
 	return 0;
+}
+
+int gdr_nccl_mem_alloc(gdr_nccl *n, gdr_cudart *c, int dev, void **p, size_t bytes) {
+	int e = c->SetDevice(dev);
+	if (e) return e;
+	e = n->MemAlloc(p, bytes);
+	return e ? 1000 + e : 0;
+}
+
+int gdr_nccl_mem_free(gdr_nccl *n, gdr_cudart *c, int dev, void *p) {
+	int e = c->SetDevice(dev);
+	if (e) return e;
+	e = n->MemFree(p);
+	return e ? 1000 + e : 0;
 }
 
 static int one(gdr_nccl *n, const gdr_op *op, gdr_rank *r, size_t shift) {

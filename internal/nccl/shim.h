@@ -41,6 +41,10 @@ typedef struct gdr_nccl {
 	gdr_ncclResult (*Recv)(void *, size_t, int, int, gdr_ncclComm, gdr_stream);
 	// ncclAlltoAll arrived in NCCL 2.28; NULL before (send/recv is used).
 	gdr_ncclResult (*AlltoAll)(const void *, void *, size_t, int, gdr_ncclComm, gdr_stream);
+	// ncclMemAlloc/ncclMemFree arrived in NCCL 2.19 (cuMem memory NCCL can
+	// register); NULL before.
+	gdr_ncclResult (*MemAlloc)(void **, size_t);
+	gdr_ncclResult (*MemFree)(void *);
 } gdr_nccl;
 
 const char *gdr_nccl_bind(gdr_nccl *l, void *handle);
@@ -82,6 +86,12 @@ typedef struct {
 	size_t total_bytes;     // max(send, recv) bytes of one op
 	size_t max_bytes;       // buffer size: successive iterations shift through it
 } gdr_op;
+
+// gdr_nccl_mem_alloc and gdr_nccl_mem_free set the device, then call
+// ncclMemAlloc/ncclMemFree (which work on the current device), in one call.
+// NCCL results come back as 1000 + the result, CUDA errors as they are.
+int gdr_nccl_mem_alloc(gdr_nccl *n, gdr_cudart *c, int dev, void **p, size_t bytes);
+int gdr_nccl_mem_free(gdr_nccl *n, gdr_cudart *c, int dev, void *p);
 
 // gdr_nccl_enqueue launches iters operations on every local rank (in a
 // group when there are several), iterations first..first+iters-1 (the

@@ -2,11 +2,12 @@
 // process (ncclCommInitAll) whose collectives really compute their result
 // on "device memory" that is host memory (see fakecudart.c), at the end of
 // the group that posts them. Steered by environment variables:
-//   FAKENCCL_VERSION   version code (default 22803 = 2.28.3)
+//   FAKENCCL_VERSION   version code (default 22803 = 2.28.3; 21805 built with FAKENCCL_OLD)
 //   FAKENCCL_CORRUPT   1: after every collective, corrupt rank 0's first output element
 //   FAKENCCL_ASYNCERR  an ncclResult the communicators report asynchronously
-// It has no ncclAlltoAll (as NCCL < 2.28): alltoall runs through the
-// shim's send/recv fallback.
+//   FAKECUDA_OOM       1: ncclMemAlloc fails as NCCL does when CUDA is out of memory
+// Built with -DFAKENCCL_OLD it is an NCCL 2.18: no ncclAlltoAll (the shim
+// falls back to send/recv) and no ncclMemAlloc (buffers come from cudaMalloc).
 #include <stdlib.h>
 #include <string.h>
 #include <stdint.h>
@@ -17,7 +18,12 @@ static int envint(const char *name, int def) {
 	return v && *v ? atoi(v) : def;
 }
 
-int ncclGetVersion(int *v) { *v = envint("FAKENCCL_VERSION", 22803); return 0; }
+#ifdef FAKENCCL_OLD
+#define FAKE_VERSION 21805
+#else
+#define FAKE_VERSION 22803
+#endif
+int ncclGetVersion(int *v) { *v = envint("FAKENCCL_VERSION", FAKE_VERSION); return 0; }
 
 const char *ncclGetErrorString(int r) {
 	switch (r) {
@@ -292,3 +298,29 @@ int ncclSend(const void *s, size_t c, int dt, int peer, fcomm *comm, void *st) {
 int ncclRecv(void *r, size_t c, int dt, int peer, fcomm *comm, void *st) {
 	(void)st; return post((pend){C_RECV, dt, 0, 0, peer, 0, comm, NULL, r, c});
 }
+
+#ifndef FAKENCCL_OLD
+// ncclAlltoAll (2.28+): a send to and a receive from every peer, in a group.
+int ncclAlltoAll(const void *s, void *r, size_t c, int dt, fcomm *comm, void *st) {
+	size_t chunk = c * eltsize(dt);
+	int e = ncclGroupStart();
+	for (int p = 0; !e && p < comm->nranks; p++) {
+		e = ncclSend((const char *)s + p * chunk, c, dt, p, comm, st);
+		if (!e) e = ncclRecv((char *)r + p * chunk, c, dt, p, comm, st);
+	}
+	int g = ncclGroupEnd();
+	return e ? e : g;
+}
+
+// ncclMemAlloc (2.19+): "device memory" is host memory here too. Poisoned
+// with a byte no pattern starts with, as fresh device memory is not zero.
+int ncclMemAlloc(void **p, size_t n) {
+	if (envint("FAKECUDA_OOM", 0)) { last = "Cuda failure 2 'out of memory'"; return 1; }
+	*p = malloc(n ? n : 1);
+	if (!*p) { last = "Cuda failure 2 'out of memory'"; return 1; }
+	memset(*p, 0xa5, n);
+	return 0;
+}
+
+int ncclMemFree(void *p) { free(p); return 0; }
+#endif
