@@ -173,14 +173,19 @@ func judgeCopies(e *benchEnv, res []bench.CopyResult, pass float64) []result.Res
 		if err != nil {
 			continue
 		}
-		st, ratio := x.Judge(measuredForModel(r), m)
+		got := measuredForModel(r)
+		st, ratio := x.Judge(got, m)
 		subject := fmt.Sprintf("%s GPU%d", r.Test, r.Dev)
 		if r.Peer >= 0 {
 			subject = fmt.Sprintf("%s GPU%d->GPU%d", r.Test, r.Dev, r.Peer)
 		}
-		out = append(out, result.Result{ID: "bench.copy", Status: st, Subject: subject, Reason: "MeasuredVsExpected",
-			Message:  fmt.Sprintf("%s: %.1f GB/s, expected %.1f GB/s (%s, limited by %s): %.0f%% of expected", subject, measuredForModel(r), x.GBps, x.Description, x.Bottleneck, 100*ratio),
-			Evidence: []result.Evidence{{Source: "model", Value: x.Formula}}})
+		msg := fmt.Sprintf("%s: %.1f GB/s, expected %.1f GB/s (%s, limited by %s): %.0f%% of expected", subject, got, x.GBps, x.Description, x.Bottleneck, 100*ratio)
+		ev := []result.Evidence{{Source: "model", Value: x.Formula}}
+		if x.PeakGBps > 0 {
+			msg += fmt.Sprintf(", %.0f%% of the hardware limit", 100*got/x.PeakGBps)
+			ev = append(ev, result.Evidence{Source: "hardware limit", Value: x.Limit})
+		}
+		out = append(out, result.Result{ID: "bench.copy", Status: st, Subject: subject, Reason: "MeasuredVsExpected", Message: msg, Evidence: ev})
 	}
 	return out
 }

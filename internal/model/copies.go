@@ -31,6 +31,11 @@ type CopyExpectation struct {
 	Formula     string     `json:"formula"`
 	// Loose: an estimate, judged with the loose margin only.
 	Loose bool `json:"loose,omitempty"`
+	// PeakGBps is the hardware limit the copy runs against, in the same
+	// terms as GBps (HBM peak, or a link's raw rate per direction); zero
+	// where no single limit applies. Limit names it.
+	PeakGBps float64 `json:"peak_gbps,omitempty"`
+	Limit    string  `json:"limit,omitempty"`
 }
 
 // Copies lists the copy and perftest expectations that apply.
@@ -48,16 +53,28 @@ func copies(p paths) []CopyExpectation {
 	add := func(t CopyTest, d string, v float64, by Bottleneck, f string, loose bool) {
 		out = append(out, CopyExpectation{Test: t, Description: d, GBps: sig(v), Bottleneck: by, Formula: f, Loose: loose})
 	}
+	// limit sets the hardware limit of the expectation added last.
+	limit := func(gbps float64, what string) {
+		out[len(out)-1].PeakGBps, out[len(out)-1].Limit = sig(gbps), what
+	}
+	pcieRaw := pcieRawGBps(s.PCIeGen, s.PCIeWidth)
+	pcieLimit := fmt.Sprintf("PCIe Gen%d x%d, %.1f GB/s per direction", s.PCIeGen, s.PCIeWidth, pcieRaw)
 	add(CopyDeviceLocal, "device-to-device copy in one GPU's memory, read and write both counted", p.hbm.gbps, ByHBM,
 		fmt.Sprintf("%s (peak × copy efficiency)", p.hbm), false)
+	limit(s.MemGBps, fmt.Sprintf("memory peak %.0f GB/s", s.MemGBps))
 	add(CopyH2DPinned, "host to device, pinned host memory", p.pcie.gbps, ByPCIe, p.pcie.String(), false)
+	limit(pcieRaw, pcieLimit)
 	add(CopyD2HPinned, "device to host, pinned host memory", p.pcie.gbps, ByPCIe, p.pcie.String(), false)
+	limit(pcieRaw, pcieLimit)
 	add(CopyBidirPinned, "host↔device at once, pinned, each direction", p.pcie.gbps*pcieBidirFactor, ByPCIe,
 		fmt.Sprintf("%s × %.2f (both directions at once)", p.pcie, pcieBidirFactor), false)
+	limit(pcieRaw, pcieLimit)
 	staging := term{ByHostStaging, pageableStagingGBps, "staging (estimate)"}
 	pg, pgText := minTerm(p.pcie, staging), boundText(p.pcie, staging)
 	add(CopyH2DPageable, "host to device, pageable host memory", pg.gbps, pg.by, pgText, true)
+	limit(pcieRaw, pcieLimit)
 	add(CopyD2HPageable, "device to host, pageable host memory", pg.gbps, pg.by, pgText, true)
+	limit(pcieRaw, pcieLimit)
 
 	if s.GPUsPerNode > 1 {
 		if s.NVLinkTopology != NVLinkNone {
@@ -72,8 +89,10 @@ func copies(p paths) []CopyExpectation {
 			raw := float64(links) * s.NVLinkLinkGBps
 			add(CopyP2PNVLink, "GPU→GPU copy over NVLink, one pair, one direction (copy engine)", raw*eff, ByNVLink,
 				fmt.Sprintf("%d links × %g GB/s × %.3f (copy-engine efficiency, NVLink%d)", links, s.NVLinkLinkGBps, eff, s.NVLinkGen), false)
+			limit(raw, fmt.Sprintf("NVLink %d links × %g GB/s per direction", links, s.NVLinkLinkGBps))
 			add(CopyP2PNVLinkBidir, "GPU↔GPU copies over NVLink, one pair, both directions summed", 2*raw*bidir, ByNVLink,
 				fmt.Sprintf("2 × %d links × %g GB/s × %.3f", links, s.NVLinkLinkGBps, bidir), false)
+			limit(2*raw, fmt.Sprintf("NVLink %d links × %g GB/s, both directions", links, s.NVLinkLinkGBps))
 		}
 		if s.NVLinkTopology == NVLinkNone || s.NVLinkTopology == NVLinkPartial {
 			pp := p.intra
