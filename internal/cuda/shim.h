@@ -5,6 +5,7 @@
 #define GDR_CUDA_SHIM_H
 #include <stddef.h>
 #include <time.h>
+#include <sched.h>
 
 typedef int gdr_cudaError;
 typedef void *gdr_stream;
@@ -78,6 +79,9 @@ static inline double gdr_now(void) {
 // (returns -1) or *cancel becomes non-zero (returns -2). Every 256 spins it
 // also calls poll (when not NULL), whose non-zero result it returns: the
 // NCCL shim watches each communicator's asynchronous error that way.
+// Between queries it yields the CPU, as nccl-tests' wait does: NCCL's own
+// threads (proxy, and the work behind a self send/recv) get to run, which
+// measured 0.3-1.5 us per small operation on the H200 VM (docs/device-runs.md).
 // Header-inline so the NCCL shim shares it.
 static inline int gdr_stream_wait(gdr_cudart *l, int dev, gdr_stream s, double deadline, volatile int *cancel,
                                   int (*poll)(void *), void *arg) {
@@ -87,6 +91,7 @@ static inline int gdr_stream_wait(gdr_cudart *l, int dev, gdr_stream s, double d
 		e = l->StreamQuery(s);
 		if (e == GDR_cudaSuccess) return 0;
 		if (e != GDR_cudaErrorNotReady) return e;
+		sched_yield();
 		if ((spin & 255) == 0) {
 			if (poll && (e = poll(arg))) return e;
 			if (cancel && *cancel) return -2;
