@@ -15,9 +15,7 @@ B=${GDRCHECK:-bin/gdrcheck}
 export NCCL_NVLS_ENABLE=0
 F=${3:-2}
 ARGS="-b 8 -e $E -f $F -w 5 -n 20 -c 1 -g $G"
-if [ ! -x vendor-src/nccl-tests/build/all_reduce_perf ]; then
-  (cd vendor-src/nccl-tests && make -j"$(nproc)" MPI=0 CUDA_HOME=/usr/local/cuda NCCL_HOME=/usr > "$OUT/nccl-tests-build.log" 2>&1) || { echo "nccl-tests build failed"; tail "$OUT/nccl-tests-build.log"; exit 2; }
-fi
+scripts/device/build-nccl-tests.sh || exit 2
 for c in ${COLLS:-all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv}; do
   # nccl-tests runs under the NCCL environment gdrcheck sets for itself
   # (debug log and dumps to files), so both see the same NCCL.

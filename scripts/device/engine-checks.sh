@@ -19,7 +19,7 @@ say "1. compute-sanitizer memcheck"
 # gets cudaErrorNoKernelImageForDevice (API errors, not memory errors); the
 # same NCCL call from nccl-tests shows them too, so count them for both and
 # judge memory errors with API error reporting off.
-vendor-src/nccl-tests/build/all_reduce_perf -b 8 -e 1M -f 4 -w 1 -n 2 > /dev/null 2>&1 || (cd vendor-src/nccl-tests && make -j"$(nproc)" MPI=0 CUDA_HOME=/usr/local/cuda NCCL_HOME=/usr > /dev/null 2>&1)
+scripts/device/build-nccl-tests.sh || exit 2
 compute-sanitizer --tool memcheck vendor-src/nccl-tests/build/all_reduce_perf -b 8 -e 1M -f 4 -w 1 -n 2 > "$OUT/engine/sanitizer-nccltests.txt" 2>&1
 echo "nccl-tests all_reduce under memcheck (API errors reported): $(grep -c 'cudaErrorNoKernelImageForDevice' "$OUT/engine/sanitizer-nccltests.txt") NCCL-internal API errors; $(grep -h 'ERROR SUMMARY' "$OUT/engine/sanitizer-nccltests.txt" | tail -1)"
 # A memory error (exit 99) or any failed run under memcheck fails this step.
