@@ -92,10 +92,7 @@ const (
 func ResolveBuffers(choice string, lib *nccl.Library) (Buffers, error) {
 	switch choice {
 	case "", "auto":
-		if lib.HasMemAlloc() {
-			return BuffersNCCL, nil
-		}
-		return BuffersCUDA, nil
+		return autoBuffers(lib), nil
 	case "nccl", string(BuffersNCCL):
 		if !lib.HasMemAlloc() {
 			v, _, _ := lib.Version()
@@ -106,6 +103,14 @@ func ResolveBuffers(choice string, lib *nccl.Library) (Buffers, error) {
 		return BuffersCUDA, nil
 	}
 	return "", fmt.Errorf("buffers %q: want auto, nccl or cuda", choice)
+}
+
+// autoBuffers is ncclMemAlloc where lib has it, else cudaMalloc.
+func autoBuffers(lib *nccl.Library) Buffers {
+	if lib.HasMemAlloc() {
+		return BuffersNCCL
+	}
+	return BuffersCUDA
 }
 
 // ErrWatchdog marks a GPU operation that overran its deadline; the
@@ -146,11 +151,7 @@ func RunNCCL(ctx context.Context, rt *cuda.Runtime, lib *nccl.Library, cfg NCCLC
 		cfg.InitTimeout = 2 * time.Minute
 	}
 	if cfg.Buffers == "" {
-		b, err := ResolveBuffers("auto", lib)
-		if err != nil {
-			return nil, err
-		}
-		cfg.Buffers = b
+		cfg.Buffers = autoBuffers(lib)
 	}
 	r := &ncclRun{cfg: cfg, rt: rt, lib: lib, seed: 99}
 	comms, err := lib.InitAll(ctx, rt, cfg.Devices, cfg.InitTimeout)
