@@ -117,7 +117,7 @@ def main():
                     median(r)[0], median(g)[0], mx, vb or "ok", vm or "ok"))
     print("ACCEPTANCE (best of runs): %s" % ("PASS" if ok["best"] else "FAIL"))
     print("ACCEPTANCE (median of runs): %s" % ("PASS" if ok["median"] else "FAIL"))
-    return 0 if ok["best"] or ok["median"] else 1
+    return 0 if ok["best"] and ok["median"] else 1
 
 
 if __name__ == "__main__":
