@@ -40,6 +40,8 @@ type benchOptions struct {
 	opTimeout    time.Duration
 	noJudge      bool
 	margin       float64
+	// buffers is bench nccl's --buffers (empty: auto).
+	buffers string
 	// host is the node already discovered by the caller (run --bench);
 	// nil: openBench discovers it.
 	host *topology.Host
@@ -258,7 +260,7 @@ func (ev *NCCLEvidence) collect() {
 
 func newBenchNCCL(g *globals) *cobra.Command {
 	var o benchOptions
-	var minS, maxS, dtype, redop, colls, buffers string
+	var minS, maxS, dtype, redop, colls string
 	var factor, step uint64
 	var warm, iters, check, root, ngpus int
 	var corrupt bool
@@ -305,7 +307,7 @@ topology and graph dumps) is kept with results.json in --out.`,
 				}
 				cfg.Collectives = append(cfg.Collectives, c)
 			}
-			return runBenchNCCL(cmd.Context(), g, o, cfg, ngpus, buffers)
+			return runBenchNCCL(cmd.Context(), g, o, cfg, ngpus)
 		},
 	}
 	f := cmd.Flags()
@@ -321,7 +323,7 @@ topology and graph dumps) is kept with results.json in --out.`,
 	f.StringVarP(&redop, "redop", "o", "sum", "reduction: sum, prod, max, min, avg")
 	f.IntVarP(&root, "root", "r", 0, "root rank of broadcast and reduce")
 	f.StringVar(&colls, "op", "all_reduce", "collectives, comma-separated, or all: all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, sendrecv")
-	f.StringVar(&buffers, "buffers", "auto", "device buffers from auto (ncclMemAlloc where NCCL has it, as nccl-tests), nccl (ncclMemAlloc) or cuda (cudaMalloc)")
+	f.StringVar(&o.buffers, "buffers", "auto", "device buffers from auto (ncclMemAlloc where NCCL has it, as nccl-tests), nccl (ncclMemAlloc) or cuda (cudaMalloc)")
 	f.StringVar(&o.nccl, "nccl", "", "path of libnccl.so.2 (default: search the loader path, NCCL_HOME)")
 	f.BoolVar(&corrupt, "inject-corruption", false, "damage an output after each checked run (proves #wrong detects bad data)")
 	_ = f.MarkHidden("inject-corruption")
@@ -329,7 +331,7 @@ topology and graph dumps) is kept with results.json in --out.`,
 	return cmd
 }
 
-func runBenchNCCL(ctx context.Context, g *globals, o benchOptions, cfg bench.NCCLConfig, ngpus int, buffers string) error {
+func runBenchNCCL(ctx context.Context, g *globals, o benchOptions, cfg bench.NCCLConfig, ngpus int) error {
 	e, err := openBench(ctx, g, o, "bench-nccl", ngpus)
 	if err != nil {
 		return err
@@ -340,7 +342,7 @@ func runBenchNCCL(ctx context.Context, g *globals, o benchOptions, cfg bench.NCC
 		return toolError(fmt.Errorf("cannot run NCCL benchmarks: %w", err))
 	}
 	ver, _, _ := lib.Version()
-	if cfg.Buffers, err = bench.ResolveBuffers(buffers, lib); err != nil {
+	if cfg.Buffers, err = bench.ResolveBuffers(o.buffers, lib); err != nil {
 		return toolError(fmt.Errorf("--%w", err))
 	}
 	cfg.Devices = e.devices

@@ -122,7 +122,7 @@ func runQuickBench(ctx context.Context, g *globals, o runOptions, h *topology.Ho
 	if o.out != "" {
 		bo.out = filepath.Join(o.out, "nccl")
 	}
-	errN := runBenchNCCL(ctx, g, bo, cfg, 0, "auto")
+	errN := runBenchNCCL(ctx, g, bo, cfg, 0)
 	fmt.Fprintln(g.out, "\nCopies:")
 	if o.out != "" {
 		bo.out = filepath.Join(o.out, "copy")

@@ -16,7 +16,6 @@ const char *gdr_cudart_bind(gdr_cudart *l, void *handle) {
 	BIND(GetLastError, "cudaGetLastError");
 	BIND(GetDeviceCount, "cudaGetDeviceCount");
 	BIND(DeviceGetPCIBusId, "cudaDeviceGetPCIBusId");
-	BIND(DeviceGetAttribute, "cudaDeviceGetAttribute");
 	BIND(SetDevice, "cudaSetDevice");
 	BIND(GetDevice, "cudaGetDevice");
 	BIND(DeviceSynchronize, "cudaDeviceSynchronize");
@@ -32,12 +31,10 @@ const char *gdr_cudart_bind(gdr_cudart *l, void *handle) {
 	BIND(MemsetAsync, "cudaMemsetAsync");
 	BIND(StreamCreateWithFlags, "cudaStreamCreateWithFlags");
 	BIND(StreamDestroy, "cudaStreamDestroy");
-	BIND(StreamSynchronize, "cudaStreamSynchronize");
 	BIND(StreamQuery, "cudaStreamQuery");
 	BIND(EventCreateWithFlags, "cudaEventCreateWithFlags");
 	BIND(EventDestroy, "cudaEventDestroy");
 	BIND(EventRecord, "cudaEventRecord");
-	BIND(EventSynchronize, "cudaEventSynchronize");
 	BIND(EventElapsedTime, "cudaEventElapsedTime");
 	BIND(StreamWaitEvent, "cudaStreamWaitEvent");
 	BIND(DeviceCanAccessPeer, "cudaDeviceCanAccessPeer");

@@ -34,7 +34,6 @@ typedef struct gdr_cudart {
 	gdr_cudaError (*GetLastError)(void);
 	gdr_cudaError (*GetDeviceCount)(int *);
 	gdr_cudaError (*DeviceGetPCIBusId)(char *, int, int);
-	gdr_cudaError (*DeviceGetAttribute)(int *, int, int);
 	gdr_cudaError (*SetDevice)(int);
 	gdr_cudaError (*GetDevice)(int *);
 	gdr_cudaError (*DeviceSynchronize)(void);
@@ -50,12 +49,10 @@ typedef struct gdr_cudart {
 	gdr_cudaError (*MemsetAsync)(void *, int, size_t, gdr_stream);
 	gdr_cudaError (*StreamCreateWithFlags)(gdr_stream *, unsigned int);
 	gdr_cudaError (*StreamDestroy)(gdr_stream);
-	gdr_cudaError (*StreamSynchronize)(gdr_stream);
 	gdr_cudaError (*StreamQuery)(gdr_stream);
 	gdr_cudaError (*EventCreateWithFlags)(gdr_event *, unsigned int);
 	gdr_cudaError (*EventDestroy)(gdr_event);
 	gdr_cudaError (*EventRecord)(gdr_event, gdr_stream);
-	gdr_cudaError (*EventSynchronize)(gdr_event);
 	gdr_cudaError (*EventElapsedTime)(float *, gdr_event, gdr_event);
 	gdr_cudaError (*StreamWaitEvent)(gdr_stream, gdr_event, unsigned int);
 	gdr_cudaError (*DeviceCanAccessPeer)(int *, int, int);

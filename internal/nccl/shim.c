@@ -17,8 +17,6 @@ const char *gdr_nccl_bind(gdr_nccl *l, void *handle) {
 	BIND(CommDestroy, "ncclCommDestroy");
 	BIND(CommAbort, "ncclCommAbort");
 	BIND(CommGetAsyncError, "ncclCommGetAsyncError");
-	BIND(CommCount, "ncclCommCount");
-	BIND(CommCuDevice, "ncclCommCuDevice");
 	BIND(CommUserRank, "ncclCommUserRank");
 	BIND(GroupStart, "ncclGroupStart");
 	BIND(GroupEnd, "ncclGroupEnd");

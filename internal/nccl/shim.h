@@ -27,8 +27,6 @@ typedef struct gdr_nccl {
 	gdr_ncclResult (*CommDestroy)(gdr_ncclComm);
 	gdr_ncclResult (*CommAbort)(gdr_ncclComm);
 	gdr_ncclResult (*CommGetAsyncError)(gdr_ncclComm, gdr_ncclResult *);
-	gdr_ncclResult (*CommCount)(gdr_ncclComm, int *);
-	gdr_ncclResult (*CommCuDevice)(gdr_ncclComm, int *);
 	gdr_ncclResult (*CommUserRank)(gdr_ncclComm, int *);
 	gdr_ncclResult (*GroupStart)(void);
 	gdr_ncclResult (*GroupEnd)(void);

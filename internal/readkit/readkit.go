@@ -226,30 +226,15 @@ func StartsJSON(head []byte) bool {
 	return len(t) > 0 && t[0] == '{'
 }
 
-// TextOrJSON reads r with json when its first byte past blanks and a byte
-// order mark (within 4 KiB) is '{', with text otherwise.
+// TextOrJSON reads r with json when its head (4 KiB) StartsJSON, with text
+// otherwise.
 func TextOrJSON[R any](name string, r io.Reader, text, json func(name string, r io.Reader) (R, error)) (R, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
-	if firstByte(br) == '{' {
+	head, _ := br.Peek(4096) // shorter at the end of the input; the error is the reader's to report
+	if StartsJSON(head) {
 		return json(name, br)
 	}
 	return text(name, br)
-}
-
-func firstByte(br *bufio.Reader) byte {
-	for n := 1; n <= 4096; n++ {
-		b, _ := br.Peek(n)
-		if len(b) < n {
-			return 0
-		}
-		switch c := b[n-1]; c {
-		case ' ', '\t', '\r', '\n', 0xef, 0xbb, 0xbf:
-			continue
-		default:
-			return c
-		}
-	}
-	return 0
 }
 
 // Quote is an input line worth quoting in a report.
