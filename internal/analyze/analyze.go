@@ -11,15 +11,15 @@ import (
 	"os"
 	"strings"
 
-	"github.com/gdrcheck/gdrcheck/internal/dcgmi"
-	"github.com/gdrcheck/gdrcheck/internal/ncclog"
-	"github.com/gdrcheck/gdrcheck/internal/nccltests"
-	"github.com/gdrcheck/gdrcheck/internal/nccltopo"
-	"github.com/gdrcheck/gdrcheck/internal/nvbandwidth"
-	"github.com/gdrcheck/gdrcheck/internal/perftest"
-	"github.com/gdrcheck/gdrcheck/internal/readkit"
+	"github.com/gdrcheck/gdrcheck/internal/analyze/dcgmi"
+	"github.com/gdrcheck/gdrcheck/internal/analyze/ncclog"
+	"github.com/gdrcheck/gdrcheck/internal/analyze/nccltests"
+	"github.com/gdrcheck/gdrcheck/internal/analyze/nccltopo"
+	"github.com/gdrcheck/gdrcheck/internal/analyze/nvbandwidth"
+	"github.com/gdrcheck/gdrcheck/internal/analyze/perftest"
+	"github.com/gdrcheck/gdrcheck/internal/analyze/smitopo"
+	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/result"
-	"github.com/gdrcheck/gdrcheck/internal/smitopo"
 )
 
 // Report is what every reader returns: data that prints itself.
@@ -112,8 +112,8 @@ func (e *KindError) Error() string { return e.File + ": " + e.Msg }
 
 // Detect lists the kinds whose reader recognises head, in detection order.
 func Detect(head []byte) []string {
-	if len(head) > readkit.HeadSize {
-		head = head[:readkit.HeadSize]
+	if len(head) > textio.HeadSize {
+		head = head[:textio.HeadSize]
 	}
 	var out []string
 	for _, r := range Readers() {
@@ -130,7 +130,7 @@ func readHead(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	head := make([]byte, readkit.HeadSize)
+	head := make([]byte, textio.HeadSize)
 	n, err := io.ReadFull(f, head)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%s: %w", path, err)

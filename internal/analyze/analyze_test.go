@@ -11,19 +11,19 @@ import (
 	"testing"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze"
+	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/cli"
-	"github.com/gdrcheck/gdrcheck/internal/readkit"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
 // body copies a sample without its source header into a temporary file.
 func body(t *testing.T, sample string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", sample))
+	b, err := os.ReadFile(sample)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bd, ok := readkit.CorpusBody(b)
+	bd, ok := textio.CorpusBody(b)
 	if !ok {
 		t.Fatalf("%s: no source header", sample)
 	}
@@ -124,7 +124,7 @@ func TestNotRecognised(t *testing.T) {
 func TestForcedKind(t *testing.T) {
 	p := body(t, "dcgmi/testdata/dcgmi-diag-r2-aws-p4de-a100-dcgm333.txt")
 	_, err := analyze.File(p, "perftest")
-	var pe *readkit.ParseError
+	var pe *textio.ParseError
 	if !errors.As(err, &pe) || pe.Name != p || pe.Line < 1 {
 		t.Fatalf("dcgmi output read as perftest: %v, want an error naming the file and a line", err)
 	}

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/bench"
-	"github.com/gdrcheck/gdrcheck/internal/cuda"
-	"github.com/gdrcheck/gdrcheck/internal/fakelib"
-	"github.com/gdrcheck/gdrcheck/internal/nccl"
+	"github.com/gdrcheck/gdrcheck/internal/native/cuda"
+	"github.com/gdrcheck/gdrcheck/internal/native/nccl"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/fakelib"
 )
 
 // fakes loads the fake CUDA runtime and NCCL (built with gcc), which run

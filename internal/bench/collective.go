@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gdrcheck/gdrcheck/internal/nccl"
+	"github.com/gdrcheck/gdrcheck/internal/native/nccl"
 )
 
 // Collective is one NCCL operation with nccl-tests' byte accounting.

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gdrcheck/gdrcheck/internal/cuda"
+	"github.com/gdrcheck/gdrcheck/internal/native/cuda"
 )
 
 // Copy test names.

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/gdrcheck/gdrcheck/internal/fakelib"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/fakelib"
 )
 
 func TestMain(m *testing.M) { os.Exit(fakelib.RunTests(m)) }

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gdrcheck/gdrcheck/internal/cuda"
-	"github.com/gdrcheck/gdrcheck/internal/nccl"
+	"github.com/gdrcheck/gdrcheck/internal/native/cuda"
+	"github.com/gdrcheck/gdrcheck/internal/native/nccl"
 )
 
 // NCCLConfig is what `gdrcheck bench nccl` runs; the flags mirror

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/gdrcheck/gdrcheck/internal/nccl"
+	"github.com/gdrcheck/gdrcheck/internal/native/nccl"
 )
 
 // The data a correctness check writes: small non-zero integers, so that

@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gdrcheck/gdrcheck/internal/host"
+	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
@@ -31,7 +31,7 @@ type Check interface {
 
 // Env is what checks judge.
 type Env struct {
-	Root host.Root
+	Root machine.Root
 	Host *topology.Host
 	// Expect is the site profile (nil: judge against the hardware itself).
 	Expect *Expect

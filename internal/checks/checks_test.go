@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/checks"
-	"github.com/gdrcheck/gdrcheck/internal/fakehost"
-	"github.com/gdrcheck/gdrcheck/internal/host"
+	"github.com/gdrcheck/gdrcheck/internal/machine"
+	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/result"
-	"github.com/gdrcheck/gdrcheck/internal/snapshot"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
@@ -86,7 +86,7 @@ type fixture struct {
 
 func (f fixture) env(t *testing.T) *checks.Env {
 	t.Helper()
-	var root host.Root
+	var root machine.Root
 	switch {
 	case f.snap != "":
 		r, cleanup, err := snapshot.Open(f.snap)

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gdrcheck/gdrcheck/internal/host"
+	"github.com/gdrcheck/gdrcheck/internal/machine"
+	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/result"
-	"github.com/gdrcheck/gdrcheck/internal/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
@@ -350,11 +350,11 @@ const LibrariesFile = "libraries.json"
 // unknown.
 func (env *Env) LoadCaptured() {
 	r := env.Root
-	if b, err := r.ReadFile(host.CommandsDir + "/" + EnvironFile); err == nil {
+	if b, err := r.ReadFile(machine.CommandsDir + "/" + EnvironFile); err == nil {
 		env.Environ = ParseEnviron(b)
 		env.EnvironKnown = true
 	}
-	if b, err := r.ReadFile(host.CommandsDir + "/" + LibrariesFile); err == nil {
+	if b, err := r.ReadFile(machine.CommandsDir + "/" + LibrariesFile); err == nil {
 		var m map[string]string
 		if json.Unmarshal(b, &m) == nil {
 			env.Libraries = m

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gdrcheck/gdrcheck/internal/host"
+	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
@@ -156,7 +156,7 @@ func TestTopoFileReadThroughRoot(t *testing.T) {
 	if err := os.WriteFile(topo, []byte("<system/>\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := &Env{Root: host.NewRoot("/"), Host: &topology.Host{}, EnvironKnown: true}
+	env := &Env{Root: machine.NewRoot("/"), Host: &topology.Host{}, EnvironKnown: true}
 	for _, c := range []struct{ file, reason string }{{topo, "TopoFileOverride"}, {topo + ".missing", "TopoFileMissing"}} {
 		env.Environ = map[string]string{"NCCL_TOPO_FILE": c.file}
 		rs := ncclEnv{}.Run(context.Background(), env)

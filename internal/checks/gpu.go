@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gdrcheck/gdrcheck/internal/host"
-	"github.com/gdrcheck/gdrcheck/internal/nvml"
-	"github.com/gdrcheck/gdrcheck/internal/pci"
+	"github.com/gdrcheck/gdrcheck/internal/collect/nvml"
+	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
+	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
@@ -166,7 +166,7 @@ func fabricResults(ctx context.Context, env *Env) []result.Result {
 	if known {
 		return out
 	}
-	b, err := env.Root.Run(ctx, host.CmdFabricManager)
+	b, err := env.Root.Run(ctx, machine.CmdFabricManager)
 	state := strings.TrimSpace(string(b))
 	e := ev("systemctl is-active nvidia-fabricmanager", state)
 	switch {
@@ -284,7 +284,7 @@ func (gpuHealth) Run(ctx context.Context, env *Env) []result.Result {
 		return []result.Result{res(result.Skip, "node", "NoGPU", "no GPU on this host")}
 	}
 	var out []result.Result
-	logb, logErr := env.Root.Run(ctx, host.CmdDmesg)
+	logb, logErr := env.Root.Run(ctx, machine.CmdDmesg)
 	xids := parseXids(logb)
 	window := env.XidWindow
 	if window <= 0 {

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gdrcheck/gdrcheck/internal/host"
+	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
@@ -169,7 +169,7 @@ func readMemlock(ctx context.Context, env *Env) (int64, result.Evidence, error) 
 			return v / 1024, e, nil
 		}
 	}
-	b, err := env.Root.Run(ctx, host.CmdUlimit)
+	b, err := env.Root.Run(ctx, machine.CmdUlimit)
 	if err != nil {
 		return 0, result.Evidence{}, err
 	}

@@ -16,14 +16,14 @@ import (
 	"github.com/google/renameio/v2"
 	"github.com/spf13/cobra"
 
+	"github.com/gdrcheck/gdrcheck/internal/analyze/ncclog"
 	"github.com/gdrcheck/gdrcheck/internal/bench"
-	"github.com/gdrcheck/gdrcheck/internal/cuda"
-	"github.com/gdrcheck/gdrcheck/internal/dl"
-	"github.com/gdrcheck/gdrcheck/internal/host"
+	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
+	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/model"
-	"github.com/gdrcheck/gdrcheck/internal/nccl"
-	"github.com/gdrcheck/gdrcheck/internal/ncclog"
-	"github.com/gdrcheck/gdrcheck/internal/pci"
+	"github.com/gdrcheck/gdrcheck/internal/native/cuda"
+	"github.com/gdrcheck/gdrcheck/internal/native/dl"
+	"github.com/gdrcheck/gdrcheck/internal/native/nccl"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
@@ -82,7 +82,7 @@ type benchEnv struct {
 func toolError(err error) error { return &exitError{code: ExitToolErr, err: err} }
 
 func openBench(ctx context.Context, g *globals, o benchOptions, kind string, ngpus int) (*benchEnv, error) {
-	if !host.NewRoot(g.root).Live() {
+	if !machine.NewRoot(g.root).Live() {
 		return nil, toolError(fmt.Errorf("benchmarks run on the live host only (--root is %s)", g.root))
 	}
 	if o.format != "text" && o.format != "json" {
@@ -137,7 +137,7 @@ func openBench(ctx context.Context, g *globals, o benchOptions, kind string, ngp
 	// need not be PCI order).
 	e.host = o.host
 	if e.host == nil {
-		if h, err := g.discover(ctx, host.NewRoot("/")); err == nil {
+		if h, err := g.discover(ctx, machine.NewRoot("/")); err == nil {
 			e.host = h
 		}
 	}

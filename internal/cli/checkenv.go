@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/checks"
-	"github.com/gdrcheck/gdrcheck/internal/cuda"
-	"github.com/gdrcheck/gdrcheck/internal/host"
-	"github.com/gdrcheck/gdrcheck/internal/nccl"
+	"github.com/gdrcheck/gdrcheck/internal/machine"
+	"github.com/gdrcheck/gdrcheck/internal/native/cuda"
+	"github.com/gdrcheck/gdrcheck/internal/native/nccl"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
@@ -60,7 +60,7 @@ func ncclState() LibraryState {
 
 // checkEnv assembles what the checks judge: live facts on "/", the
 // snapshot's captured ones otherwise.
-func checkEnv(ctx context.Context, r host.Root, h *topology.Host, expect *checks.Expect, xidWindow time.Duration) *checks.Env {
+func checkEnv(ctx context.Context, r machine.Root, h *topology.Host, expect *checks.Expect, xidWindow time.Duration) *checks.Env {
 	env := &checks.Env{Root: r, Host: h, Expect: expect, XidWindow: xidWindow, Now: time.Now()}
 	if r.Live() {
 		env.Environ = checks.FilterEnviron(os.Environ())

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gdrcheck/gdrcheck/internal/fakehost"
-	"github.com/gdrcheck/gdrcheck/internal/fakelib"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/fakelib"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gdrcheck/gdrcheck/internal/fakehost"
 	"github.com/gdrcheck/gdrcheck/internal/model"
-	"github.com/gdrcheck/gdrcheck/internal/readkit/kittest"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/readertest"
 )
 
 // The golden files of `gdrcheck model` live with the model package.
@@ -44,7 +44,7 @@ func TestModelCommandGolden(t *testing.T) {
 			}
 			// The fixture is materialised under a temporary directory.
 			out = strings.ReplaceAll(out, h200, "HOST")
-			kittest.Golden(t, filepath.Join(modelGoldenDir, tc.name), []byte(out), *update)
+			readertest.Golden(t, filepath.Join(modelGoldenDir, tc.name), []byte(out), *update)
 		})
 	}
 }

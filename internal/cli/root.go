@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gdrcheck/gdrcheck/internal/host"
-	"github.com/gdrcheck/gdrcheck/internal/snapshot"
+	"github.com/gdrcheck/gdrcheck/internal/machine"
+	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
@@ -100,16 +100,16 @@ With no subcommand it runs the main job (gdrcheck run).`,
 }
 
 // openRoot resolves --root; cleanup removes an extracted archive.
-func (g *globals) openRoot() (host.Root, func(), error) {
+func (g *globals) openRoot() (machine.Root, func(), error) {
 	r, cleanup, err := snapshot.Open(g.root)
 	if err != nil {
-		return host.Root{}, nil, &exitError{code: ExitToolErr, err: err}
+		return machine.Root{}, nil, &exitError{code: ExitToolErr, err: err}
 	}
 	return r, cleanup, nil
 }
 
 // discover runs topology discovery under the global deadline.
-func (g *globals) discover(ctx context.Context, r host.Root) (*topology.Host, error) {
+func (g *globals) discover(ctx context.Context, r machine.Root) (*topology.Host, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
 	h, err := topology.Discover(ctx, topology.WithRoot(r))

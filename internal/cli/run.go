@@ -11,7 +11,7 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/checks"
-	"github.com/gdrcheck/gdrcheck/internal/host"
+	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
@@ -107,7 +107,7 @@ func runMain(ctx context.Context, g *globals, o runOptions) error {
 // runQuickBench is the short benchmark pass of `gdrcheck run --bench`.
 // h is the node run discovered: the benchmarks do not discover it again.
 func runQuickBench(ctx context.Context, g *globals, o runOptions, h *topology.Host) error {
-	if !host.NewRoot(g.root).Live() {
+	if !machine.NewRoot(g.root).Live() {
 		return toolError(fmt.Errorf("--bench runs on the live host only"))
 	}
 	bo := benchOptions{format: "text", opTimeout: 5 * time.Minute, margin: 0.85, out: o.out, host: h}

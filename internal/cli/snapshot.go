@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gdrcheck/gdrcheck/internal/checks"
-	"github.com/gdrcheck/gdrcheck/internal/host"
-	"github.com/gdrcheck/gdrcheck/internal/snapshot"
+	"github.com/gdrcheck/gdrcheck/internal/machine"
+	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
@@ -56,10 +56,10 @@ are never read. Any later command can run on the result: gdrcheck topo --root FI
 
 // takeSnapshot reads the host the way every command does, through a
 // recording root, and writes what was read.
-func takeSnapshot(ctx context.Context, g *globals, r host.Root, out string) (*snapshot.Manifest, error) {
+func takeSnapshot(ctx context.Context, g *globals, r machine.Root, out string) (*snapshot.Manifest, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
-	rec := host.NewRecorder()
+	rec := machine.NewRecorder()
 	rr := r.WithRecorder(rec)
 	h, err := topology.Discover(ctx, topology.WithRoot(rr))
 	if err != nil {
@@ -70,7 +70,7 @@ func takeSnapshot(ctx context.Context, g *globals, r host.Root, out string) (*sn
 	env := checkEnv(ctx, rr, h, nil, 0)
 	checks.Run(ctx, env, checks.All(), checks.Options{})
 	// Command outputs a replay may want even if discovery did not need them.
-	for _, c := range host.KnownCommands() {
+	for _, c := range machine.KnownCommands() {
 		_, _ = rr.Run(ctx, c)
 	}
 	for _, rel := range snapshotExtras {

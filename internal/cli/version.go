@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gdrcheck/gdrcheck/internal/nvml"
+	"github.com/gdrcheck/gdrcheck/internal/collect/nvml"
 )
 
 // VersionInfo is what `gdrcheck version` reports.

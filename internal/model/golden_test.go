@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/gdrcheck/gdrcheck/internal/readkit/kittest"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/readertest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -15,7 +15,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // golden compares got with testdata/golden/name (rewriting it with -update).
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	kittest.Golden(t, filepath.Join("testdata", "golden", name), got, *update)
+	readertest.Golden(t, filepath.Join("testdata", "golden", name), got, *update)
 }
 
 func TestReportGolden(t *testing.T) {
@@ -60,7 +60,7 @@ func TestReportGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			golden(t, tc.name+".txt", txt.Bytes())
-			js := kittest.JSON(t, r)
+			js := readertest.JSON(t, r)
 			golden(t, tc.name+".json", js)
 			var back Report
 			if err := json.Unmarshal(js, &back); err != nil || len(back.Collectives) != len(r.Collectives) {

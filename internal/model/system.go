@@ -6,7 +6,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/gdrcheck/gdrcheck/internal/pci"
+	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 

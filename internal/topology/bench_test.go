@@ -6,7 +6,7 @@ import (
 
 	"github.com/NVIDIA/go-nvlib/pkg/pciids"
 
-	"github.com/gdrcheck/gdrcheck/internal/fakehost"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 

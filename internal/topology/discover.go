@@ -13,23 +13,23 @@ import (
 
 	"github.com/NVIDIA/go-nvlib/pkg/pciids"
 
-	"github.com/gdrcheck/gdrcheck/internal/host"
-	"github.com/gdrcheck/gdrcheck/internal/nvml"
-	"github.com/gdrcheck/gdrcheck/internal/pci"
+	"github.com/gdrcheck/gdrcheck/internal/collect/nvml"
+	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
+	"github.com/gdrcheck/gdrcheck/internal/machine"
 )
 
 // Option configures discovery.
 type Option func(*options)
 
 type options struct {
-	root    host.Root
+	root    machine.Root
 	noFacts bool
 	db      pciids.Interface
 	noNames bool
 }
 
 // WithRoot reads the host (or snapshot) at r.
-func WithRoot(r host.Root) Option { return func(o *options) { o.root = r } }
+func WithRoot(r machine.Root) Option { return func(o *options) { o.root = r } }
 
 // WithoutGPUFacts skips the driver entirely (sysfs only).
 func WithoutGPUFacts() Option { return func(o *options) { o.noFacts = true } }
@@ -53,7 +53,7 @@ var (
 // Host.Problems and left unknown.
 func Discover(ctx context.Context, opts ...Option) (*Host, error) {
 	start := time.Now()
-	o := options{root: host.NewRoot("/")}
+	o := options{root: machine.NewRoot("/")}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -100,7 +100,7 @@ func Discover(ctx context.Context, opts ...Option) (*Host, error) {
 }
 
 type discoverer struct {
-	root host.Root
+	root machine.Root
 	h    *Host
 }
 

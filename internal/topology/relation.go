@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gdrcheck/gdrcheck/internal/pci"
+	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
 )
 
 // Level is how two devices are connected, best first, with the meaning

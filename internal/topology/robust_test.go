@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gdrcheck/gdrcheck/internal/fakehost"
-	"github.com/gdrcheck/gdrcheck/internal/host"
+	"github.com/gdrcheck/gdrcheck/internal/machine"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
@@ -52,7 +52,7 @@ func mustWrite(t *testing.T, path, content string) {
 }
 
 func devDir(root, addr string) string {
-	p, _ := host.NewRoot(root).Resolve("sys/bus/pci/devices/" + addr)
+	p, _ := machine.NewRoot(root).Resolve("sys/bus/pci/devices/" + addr)
 	return filepath.Join(root, p)
 }
 
@@ -191,7 +191,7 @@ func TestDiscoverSurvivesBadInput(t *testing.T) {
 		{
 			name: "rdma device link broken",
 			mutate: func(t *testing.T, root string) {
-				ib, _ := host.NewRoot(root).Resolve("sys/class/infiniband/mlx5_0")
+				ib, _ := machine.NewRoot(root).Resolve("sys/class/infiniband/mlx5_0")
 				p := filepath.Join(root, ib, "device")
 				os.Remove(p)
 				if err := os.Symlink("../../../nowhere", p); err != nil {
@@ -206,7 +206,7 @@ func TestDiscoverSurvivesBadInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			root := smallRoot(t, true)
 			tc.mutate(t, root)
-			h, err := topology.Discover(context.Background(), topology.WithRoot(host.NewRoot(root)), topology.WithoutGPUFacts(), topology.WithoutNames())
+			h, err := topology.Discover(context.Background(), topology.WithRoot(machine.NewRoot(root)), topology.WithoutGPUFacts(), topology.WithoutNames())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -295,7 +295,7 @@ func TestUnprivilegedMatchesRoot(t *testing.T) {
 
 func TestDiscoverNoPCI(t *testing.T) {
 	dir := t.TempDir()
-	_, err := topology.Discover(context.Background(), topology.WithRoot(host.NewRoot(dir)), topology.WithoutGPUFacts())
+	_, err := topology.Discover(context.Background(), topology.WithRoot(machine.NewRoot(dir)), topology.WithoutGPUFacts())
 	if !errors.Is(err, topology.ErrNoPCI) {
 		t.Fatalf("empty root: err = %v, want ErrNoPCI", err)
 	}
@@ -303,7 +303,7 @@ func TestDiscoverNoPCI(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustWrite(t, filepath.Join(dir, "sys/bus/pci/devices"), "not a dir")
-	_, err = topology.Discover(context.Background(), topology.WithRoot(host.NewRoot(dir)), topology.WithoutGPUFacts())
+	_, err = topology.Discover(context.Background(), topology.WithRoot(machine.NewRoot(dir)), topology.WithoutGPUFacts())
 	if !errors.Is(err, topology.ErrNoPCI) || !strings.Contains(err.Error(), "sys/bus/pci/devices") {
 		t.Fatalf("devices is a file: err = %v", err)
 	}

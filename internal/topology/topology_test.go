@@ -11,11 +11,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/gdrcheck/gdrcheck/internal/fakehost"
-	"github.com/gdrcheck/gdrcheck/internal/readkit"
-	"github.com/gdrcheck/gdrcheck/internal/readkit/kittest"
-	"github.com/gdrcheck/gdrcheck/internal/smitopo"
-	"github.com/gdrcheck/gdrcheck/internal/snapshot"
+	"github.com/gdrcheck/gdrcheck/internal/analyze/smitopo"
+	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/readertest"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
@@ -27,7 +27,7 @@ const hostsDir = "../../testdata/hosts"
 // and terminal escapes.
 func corpusBody(t *testing.T, path string) string {
 	t.Helper()
-	return readkit.StripANSI(string(kittest.Sample(t, path)))
+	return textio.StripANSI(string(readertest.Sample(t, path)))
 }
 
 // matrixLines is the header and rows of a matrix text (up to the blank
@@ -110,7 +110,7 @@ func TestMatrixMatchesNvidiaSMI(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want = readkit.StripANSI(string(b))
+				want = textio.StripANSI(string(b))
 			} else {
 				want = corpusBody(t, tc.want)
 			}
@@ -196,7 +196,7 @@ func TestPairingGolden(t *testing.T) {
 			if err := h.Pair().WriteText(&buf); err != nil {
 				t.Fatal(err)
 			}
-			kittest.Golden(t, filepath.Join("testdata", "golden", name+".topo.txt"), buf.Bytes(), *update)
+			readertest.Golden(t, filepath.Join("testdata", "golden", name+".topo.txt"), buf.Bytes(), *update)
 		})
 	}
 }

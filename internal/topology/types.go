@@ -10,8 +10,8 @@
 package topology
 
 import (
-	"github.com/gdrcheck/gdrcheck/internal/nvml"
-	"github.com/gdrcheck/gdrcheck/internal/pci"
+	"github.com/gdrcheck/gdrcheck/internal/collect/nvml"
+	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
 )
 
 // Host is the discovered model of one machine.

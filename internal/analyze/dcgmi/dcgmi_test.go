@@ -1,0 +1,150 @@
+package dcgmi
+
+import (
+	"flag"
+	"strings"
+	"testing"
+
+	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/readertest"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+var reader = readertest.Reader[*Report]{Detect: Detect, Analyze: Analyze, Verdicts: func(r *Report) []result.Result { return r.Verdicts }}
+
+func TestGolden(t *testing.T) { reader.GoldenSamples(t, *update, nil) }
+
+type sample struct {
+	file     string
+	verdicts []string
+	check    func(t *testing.T, r *Report)
+}
+
+func test(t *testing.T, r *Report, name string) *Test {
+	t.Helper()
+	for _, x := range r.Tests {
+		if x.Name == name {
+			return x
+		}
+	}
+	t.Fatalf("no test %q", name)
+	return nil
+}
+
+var samples = []sample{
+	{"dcgmi-diag-dcgm423-l40s-x4-pcie-internal-error-k8s.txt", []string{
+		"error dcgmi.diag InternalError pcie", "pass dcgmi.diag Pass software", "pass dcgmi.diag Pass memory", "unknown dcgmi.run Truncated run"},
+		func(t *testing.T, r *Report) {
+			p := test(t, r, "pcie")
+			if p.Result != "Fail" || len(p.GPUs) != 4 || len(p.Warnings) != 4 || r.Complete || r.DCGMVersion != "4.2.3" || len(r.DeviceIDs) != 4 {
+				t.Errorf("pcie %+v complete %v version %s ids %v", p, r.Complete, r.DCGMVersion, r.DeviceIDs)
+			}
+			// DCGM wraps at 45 characters, mid-word: the pieces join back.
+			want := "There was an internal error during the test: 'A child process (152) exited with non-zero status 1' Check DCGM and system logs for errors. Reset GPU. Restart DCGM. Rerun diagnostics."
+			if p.Warnings[0].Text != want {
+				t.Errorf("warning reassembled as %q", p.Warnings[0].Text)
+			}
+			if p.Category != "Integration" || test(t, r, "memory").Category != "Hardware" {
+				t.Errorf("categories %q %q", p.Category, test(t, r, "memory").Category)
+			}
+		}},
+	{"dcgmi-diag-r2-aws-p4de-a100-dcgm333.txt", []string{
+		"pass dcgmi.diag Pass PCIe", "pass dcgmi.diag Pass GPU Memory", "pass dcgmi.diag Pass Denylist", "pass dcgmi.run Completed run"},
+		func(t *testing.T, r *Report) {
+			if len(r.Tests) != 11 || !r.Complete || r.DCGMVersion != "3.3.3" || len(r.DeviceIDs) != 8 || r.DriverVersion != "535.104.12" {
+				t.Errorf("tests %d complete %v version %s ids %d", len(r.Tests), r.Complete, r.DCGMVersion, len(r.DeviceIDs))
+			}
+			if p := test(t, r, "PCIe"); !p.AllGPUs || p.Canonical != "pcie" || test(t, r, "GPU Memory").Canonical != "memory" {
+				t.Errorf("PCIe %+v", p)
+			}
+		}},
+	{"dcgmi-diag-r2-dcgm442-single-gpu-a10g-newformat.txt", []string{
+		"pass dcgmi.diag Pass software", "pass dcgmi.diag Pass memory", "pass dcgmi.diag Pass pcie", "pass dcgmi.run Completed run"},
+		func(t *testing.T, r *Report) {
+			if len(r.Tests) != 3 || r.DCGMVersion != "4.4.2" || len(test(t, r, "pcie").GPUs) != 1 {
+				t.Errorf("tests %+v", r.Tests)
+			}
+		}},
+	{"synthetic-dcgmi-diag-json-dcgm4-internal-error.txt", []string{"error dcgmi.diag InternalError pcie", "pass dcgmi.diag Pass software", "pass dcgmi.run Completed run"},
+		func(t *testing.T, r *Report) {
+			p := test(t, r, "pcie")
+			if r.Format != "json" || r.DCGMVersion != "4.2.3" || len(p.GPUs) != 2 || len(p.Warnings) != 1 || *p.Warnings[0].ErrorID != 44 || len(r.DeviceIDs) != 2 {
+				t.Errorf("json report %+v pcie %+v", r, p)
+			}
+		}},
+	{"synthetic-dcgmi-diag-r3-dcgm3-memory-fail-gpu2.txt", []string{
+		"fail dcgmi.diag TestFailed GPU Memory", "pass dcgmi.diag Pass Targeted Stress", "pass dcgmi.diag Pass PCIe", "pass dcgmi.run Completed run"},
+		func(t *testing.T, r *Report) {
+			m := test(t, r, "GPU Memory")
+			if m.Result != "Fail" || len(m.GPUs) != 8 || len(m.Warnings) != 1 || m.Warnings[0].GPU == nil || *m.Warnings[0].GPU != 2 {
+				t.Fatalf("GPU Memory %+v", m)
+			}
+			if want := "GPU 2 Uncorrectable ECC errors found (1 DBE) in GPU memory; the GPU needs a reset and an RMA if it repeats"; m.Warnings[0].Text != want {
+				t.Errorf("warning %q", m.Warnings[0].Text)
+			}
+			for _, v := range r.Verdicts {
+				if v.Subject == "GPU Memory" && (!strings.Contains(v.Message, "on GPU2:") || !strings.Contains(v.Remedy, "ECC")) {
+					t.Errorf("verdict %+v", v)
+				}
+			}
+		}},
+}
+
+func TestSamples(t *testing.T) {
+	covered := map[string]bool{}
+	for _, s := range samples {
+		covered[s.file] = true
+		t.Run(s.file, func(t *testing.T) {
+			r := reader.Sample(t, s.file)
+			readertest.WantVerdicts(t, r.Verdicts, s.verdicts)
+			if s.check != nil {
+				s.check(t, r)
+			}
+		})
+	}
+	readertest.Covered(t, covered)
+}
+
+// TestFailureKinds is the judgement that matters: a Fail with only
+// internal-error messages is the tool's error; a GPU row that fails, or a
+// plain warning, is a finding.
+func TestFailureKinds(t *testing.T) {
+	i44, c16, c10 := 44, 16, 10
+	for _, c := range []struct {
+		name string
+		t    Test
+		want string
+	}{
+		{"internal text, GPUs pass", Test{Name: "pcie", Result: "Fail", GPUs: []GPUResult{{0, "Pass"}}, Warnings: []Message{{Text: "There was an internal error during the test: 'x'"}}}, "error"},
+		{"internal by code", Test{Name: "pcie", Result: "Fail", Warnings: []Message{{Text: "something", ErrorID: &i44}}}, "error"},
+		{"internal by category", Test{Name: "pcie", Result: "Fail", Warnings: []Message{{Text: "something", Category: &c16}}}, "error"},
+		{"hardware category", Test{Name: "memory", Result: "Fail", Warnings: []Message{{Text: "ECC", Category: &c10}}}, "fail"},
+		{"a GPU fails", Test{Name: "pcie", Result: "Fail", GPUs: []GPUResult{{0, "Fail"}}, Warnings: []Message{{Text: "There was an internal error during the test: 'x'"}}}, "fail"},
+		{"no message", Test{Name: "pcie", Result: "Fail"}, "fail"},
+		{"mixed messages", Test{Name: "pcie", Result: "Fail", Warnings: []Message{{Text: "There was an internal error"}, {Text: "PCIe replay rate exceeded"}}}, "fail"},
+		{"warn", Test{Name: "pcie", Result: "Warn"}, "warn"},
+		{"odd", Test{Name: "pcie", Result: "Maybe"}, "unknown"},
+	} {
+		v := testVerdict("x", &c.t)
+		if string(v.Status) != c.want {
+			t.Errorf("%s: %s (%s), want %s", c.name, v.Status, v.Reason, c.want)
+		}
+	}
+}
+
+func TestUnreadable(t *testing.T) {
+	for _, c := range []struct{ in, prefix string }{
+		{"hello\n", "x.txt:1:"},
+		{"{\"DCGM Diagnostic\": {\"test_categories\": [", "x.txt:1:"},
+		{"{\n\"other\": {}\n}\n", "x.txt:1:"},
+		{"| Diagnostic | Result |\n\x00", "x.txt:2:"},
+	} {
+		reader.WantError(t, c.in, c.prefix)
+	}
+}
+
+func FuzzAnalyze(f *testing.F) {
+	f.Add([]byte("| Diagnostic | Result |\n|-----  Hardware  ----+----|\n| memory | Fail |\n| Warning | GPU 0 bad |\n|  | GPU0: Fail |\n+----+----+\n"))
+	f.Fuzz(reader.Fuzz)
+}

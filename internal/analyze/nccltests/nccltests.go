@@ -1,0 +1,173 @@
+// Package nccltests reads the output of NVIDIA's nccl-tests benchmarks
+// (all_reduce_perf and friends): the text table, including runs whose lines
+// are tagged by mpirun or srun, interleaved between ranks or glued to
+// NCCL_DEBUG lines, and the -J JSON file. It reports every row, the
+// averages, #wrong and out-of-bounds counts, and verdicts on correctness and
+// bus bandwidth.
+package nccltests
+
+import (
+	"bytes"
+	"io"
+	"regexp"
+
+	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/result"
+)
+
+// Kind is the analyzer kind name.
+const Kind = "nccl-tests"
+
+// Report is what one nccl-tests output says.
+type Report struct {
+	Format string  `json:"format"` // "text" or "json"
+	Tests  []*Test `json:"tests"`
+	// Streams counts the output streams seen (mpirun/srun rank tags; 1 when untagged).
+	Streams int `json:"streams"`
+	// NCCLLogLines counts NCCL_DEBUG lines mixed into the output.
+	NCCLLogLines int `json:"nccl_log_lines"`
+	// PartialRows lists rows that were started but never completed.
+	PartialRows []textio.Quote `json:"partial_rows,omitempty"`
+	// Failures are "Test NCCL failure" / "Test CUDA failure" / "# error:" lines.
+	Failures []textio.Quote `json:"failures,omitempty"`
+	// Elided is true when the output contains a literal "..." line (rows cut by the author).
+	Elided bool `json:"elided,omitempty"`
+	// TruncatedLines counts input lines longer than the reader keeps.
+	TruncatedLines int             `json:"truncated_lines,omitempty"`
+	Verdicts       []result.Result `json:"verdicts"`
+}
+
+// Test is one benchmark run: one collective, one table.
+type Test struct {
+	// Collective is the benchmark binary without _perf: all_reduce, all_gather, ...
+	Collective string `json:"collective"`
+	// Binary is the program as printed or run (all_reduce_perf, all_reduce_perf_mpi).
+	Binary string `json:"binary,omitempty"`
+	// CollectiveFrom says where Collective came from: header, command,
+	// json, nccl-log (the NCCL_DEBUG op lines), inferred (from the rows) or
+	// file-name.
+	CollectiveFrom string   `json:"collective_from,omitempty"`
+	Stream         string   `json:"stream,omitempty"` // mpirun/srun tag of the lines ("1,0", "0")
+	TestsVersion   string   `json:"nccl_tests_version,omitempty"`
+	NCCLVersion    string   `json:"nccl_version,omitempty"`
+	Params         Params   `json:"params"`
+	Devices        []Device `json:"devices,omitempty"`
+	Hosts          []string `json:"hosts,omitempty"`
+	// Columns are the table's column names as printed.
+	Columns []string `json:"columns,omitempty"`
+	Rows    []Row    `json:"rows"`
+	// Unordered is true when sizes did not increase down the table
+	// (interleaved or concatenated tables).
+	Unordered bool `json:"unordered,omitempty"`
+	// DroppedRows counts rows beyond the kept maximum.
+	DroppedRows int `json:"dropped_rows,omitempty"`
+
+	OutOfBounds   *int64 `json:"out_of_bounds,omitempty"`
+	OutOfBoundsOK *bool  `json:"out_of_bounds_ok,omitempty"`
+	// AvgBusBW is the "# Avg bus bandwidth" line (GB/s), else the mean of
+	// every busbw cell, as nccl-tests computes it; AvgFrom says which.
+	AvgBusBW float64 `json:"avg_busbw"`
+	AvgFrom  string  `json:"avg_busbw_from"` // printed, computed, none
+	// AvgCheck is the OK/FAILED word nccl-tests prints when run with -G/check.
+	AvgCheck string `json:"avg_busbw_check,omitempty"`
+	// PeakBusBW is the best busbw cell (GB/s), at PeakSize bytes.
+	PeakBusBW float64  `json:"peak_busbw"`
+	PeakSize  int64    `json:"peak_size"`
+	PeakPlace string   `json:"peak_place,omitempty"` // out-of-place or in-place
+	Notes     []string `json:"notes,omitempty"`
+	// Line is where the test's output starts.
+	Line int `json:"line"`
+
+	summary bool // Avg bus bandwidth or out-of-bounds line seen
+}
+
+// Params is the "# nThread ..." line.
+type Params struct {
+	NThread     int    `json:"nthread,omitempty"`
+	NGpus       int    `json:"ngpus,omitempty"`
+	MinBytes    int64  `json:"min_bytes,omitempty"`
+	MaxBytes    int64  `json:"max_bytes,omitempty"`
+	Step        string `json:"step,omitempty"` // "2(factor)", "134217728(bytes)"
+	WarmupIters int    `json:"warmup_iters,omitempty"`
+	Iters       int    `json:"iters,omitempty"`
+	AggIters    int    `json:"agg_iters,omitempty"`
+	Validation  *int   `json:"validation,omitempty"`
+	Graph       int    `json:"graph,omitempty"`
+	// Extra holds further "key: value" fields of newer versions.
+	Extra map[string]string `json:"extra,omitempty"`
+}
+
+// Device is one "#  Rank  0 Group  0 Pid ... on host device  0 [0x18] NVIDIA H100" line.
+type Device struct {
+	Rank   int    `json:"rank"`
+	Group  int    `json:"group"`
+	Pid    int    `json:"pid"`
+	Host   string `json:"host"`
+	Device int    `json:"device"`
+	BusID  string `json:"bus_id"`
+	Name   string `json:"name"`
+}
+
+// Row is one table row.
+type Row struct {
+	Size       int64    `json:"size"`
+	Count      int64    `json:"count"`
+	Type       string   `json:"type"`
+	Redop      string   `json:"redop,omitempty"`
+	Root       *int     `json:"root,omitempty"`
+	OutOfPlace *Measure `json:"out_of_place"`
+	InPlace    *Measure `json:"in_place"`
+	Line       int      `json:"line"`
+}
+
+// Measure is one half of a row.
+type Measure struct {
+	TimeUS float64 `json:"time_us"`
+	AlgBW  float64 `json:"algbw"`
+	BusBW  float64 `json:"busbw"`
+	// Wrong is #wrong; nil when printed as N/A (validation off).
+	Wrong *int64 `json:"wrong"`
+}
+
+// BestBusBW is the better of the row's two busbw cells.
+func (r Row) BestBusBW() (float64, string) {
+	best, place := -1.0, ""
+	if r.OutOfPlace != nil {
+		best, place = r.OutOfPlace.BusBW, "out-of-place"
+	}
+	if r.InPlace != nil && r.InPlace.BusBW > best {
+		best, place = r.InPlace.BusBW, "in-place"
+	}
+	if best < 0 {
+		best = 0
+	}
+	return best, place
+}
+
+var (
+	reDetectText = regexp.MustCompile(`(?m)^(?:\[\d+,\d+\]<std(?:out|err)>:|\d+: )?#\s*(?:nThread \d+ nGpus \d+|nccl-tests version|Collective test starting|\s*size\s+count\s+type|\s*Avg bus bandwidth\s*:|\s*Out of bounds values\s*:)`)
+	reDetectRow  = regexp.MustCompile(`(?m)^(?:\[\d+,\d+\]<std(?:out|err)>:|\d+: )?\s+\d+\s+\d+\s+(?:` + typeAlt + `)\s+`)
+)
+
+// Detect reports whether head looks like nccl-tests output (text or -J JSON).
+func Detect(head []byte) bool {
+	if textio.StartsJSON(head) {
+		return bytes.Contains(head, []byte(`"nccl_version"`)) &&
+			(bytes.Contains(head, []byte(`"results"`)) || bytes.Contains(head, []byte(`"config"`)) || bytes.Contains(head, []byte(`"average_bus_bandwidth"`)))
+	}
+	if reDetectText.Match(head) {
+		return true
+	}
+	return len(reDetectRow.FindAllIndex(head, 3)) >= 3
+}
+
+// Analyze reads a whole nccl-tests output.
+func Analyze(name string, r io.Reader) (*Report, error) {
+	rep, err := textio.TextOrJSON(name, r, analyzeText, analyzeJSON)
+	if err != nil {
+		return nil, err
+	}
+	nameHint(rep, name)
+	rep.Verdicts = verdicts(name, rep)
+	return rep, nil
+}

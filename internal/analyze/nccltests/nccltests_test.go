@@ -1,0 +1,358 @@
+package nccltests
+
+import (
+	"flag"
+	"math"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/readertest"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+var reader = readertest.Reader[*Report]{Detect: Detect, Analyze: Analyze, Verdicts: func(r *Report) []result.Result { return r.Verdicts }}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
+
+func TestGolden(t *testing.T) { reader.GoldenSamples(t, *update, nil) }
+
+// sample is what a person reading the sample says about it.
+type sample struct {
+	file     string
+	verdicts []string // "status id reason subject"
+	check    func(t *testing.T, r *Report)
+}
+
+func one(t *testing.T, r *Report) *Test {
+	t.Helper()
+	if len(r.Tests) != 1 {
+		t.Fatalf("%d tests, want 1", len(r.Tests))
+	}
+	return r.Tests[0]
+}
+
+func wantAvg(t *testing.T, x *Test, avg float64, from string, rows int, peak float64) {
+	t.Helper()
+	if !near(x.AvgBusBW, avg) || x.AvgFrom != from {
+		t.Errorf("avg busbw %v (%s), want %v (%s)", x.AvgBusBW, x.AvgFrom, avg, from)
+	}
+	if len(x.Rows) != rows {
+		t.Errorf("%d rows, want %d", len(x.Rows), rows)
+	}
+	if !near(x.PeakBusBW, peak) {
+		t.Errorf("peak busbw %v, want %v", x.PeakBusBW, peak)
+	}
+}
+
+var samples = []sample{
+	{"aws-p5-2node-efa-ofi-gdrdma-full.txt", []string{
+		"pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.wrong NoWrongResults all_reduce", "pass nccltests.run Completed run"},
+		func(t *testing.T, r *Report) {
+			x := one(t, r)
+			wantAvg(t, x, 124.584, "printed", 32, 488.14)
+			if x.PeakSize != 17179869184 || x.Stream != "1,0" || len(x.Devices) != 16 || len(x.Hosts) != 2 || x.NCCLVersion != "2.22.3+cuda12.2" || x.Collective != "all_reduce" {
+				t.Errorf("peak size %d stream %q devices %d hosts %v nccl %q collective %q", x.PeakSize, x.Stream, len(x.Devices), x.Hosts, x.NCCLVersion, x.Collective)
+			}
+			if r.NCCLLogLines < 2800 {
+				t.Errorf("NCCL log lines %d", r.NCCLLogLines)
+			}
+			if m := x.Rows[0].OutOfPlace; m == nil || !near(m.TimeUS, 85.70) || *m.Wrong != 0 {
+				t.Errorf("first row split by mpirun tags read as %+v", x.Rows[0])
+			}
+		}},
+	{"aws-p5-eks-allreduce-mpirun-tagged.txt", []string{"pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.run Completed run"},
+		func(t *testing.T, r *Report) {
+			wantAvg(t, one(t, r), 52.9753, "printed", 7, 437.89)
+			if !r.Elided {
+				t.Error("the '...' line was not noticed")
+			}
+		}},
+	{"a100pcie-2gpu-allreduce-interleaved-nccl-info.txt", []string{
+		"unknown nccltests.run NoSummary run", "pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.wrong NoWrongResults all_reduce"},
+		func(t *testing.T, r *Report) {
+			x := one(t, r)
+			if len(x.Rows) != 2 || x.Collective != "all_reduce" || x.CollectiveFrom != "nccl-log" {
+				t.Fatalf("rows %d collective %s from %s", len(x.Rows), x.Collective, x.CollectiveFrom)
+			}
+			r0, r1 := x.Rows[0], x.Rows[1]
+			if r0.Size != 8388608 || !near(r0.OutOfPlace.BusBW, 26.66) || !near(r0.InPlace.BusBW, 26.99) || !near(r0.InPlace.TimeUS, 310.8) {
+				t.Errorf("row 0 reassembled as %+v %+v %+v", r0, r0.OutOfPlace, r0.InPlace)
+			}
+			if r1.Size != 16777216 || !near(r1.OutOfPlace.BusBW, 27.67) || !near(r1.InPlace.BusBW, 27.85) {
+				t.Errorf("row 1 reassembled as %+v", r1)
+			}
+			if len(r.PartialRows) != 1 || !strings.HasPrefix(r.PartialRows[0].Text, "33554432 8388608 float sum -1") {
+				t.Errorf("partial rows %+v", r.PartialRows)
+			}
+			if r.NCCLLogLines < 390 {
+				t.Errorf("NCCL lines %d", r.NCCLLogLines)
+			}
+		}},
+	{"a100x8-allgather-superbench.txt", []string{"unknown nccltests.wrong ValidationDisabled all_gather", "pass nccltests.busbw BusbwMeasured all_gather"},
+		func(t *testing.T, r *Report) {
+			x := one(t, r)
+			wantAvg(t, x, 58.2651, "printed", 34, 230.07)
+			if x.CollectiveFrom != "file-name" || x.Params.Validation == nil || *x.Params.Validation != 0 {
+				t.Errorf("collective from %s validation %v", x.CollectiveFrom, x.Params.Validation)
+			}
+		}},
+	{"a100x8-allreduce-superbench.txt", []string{"unknown nccltests.wrong ValidationDisabled all_reduce", "pass nccltests.busbw BusbwMeasured all_reduce"},
+		func(t *testing.T, r *Report) {
+			x := one(t, r)
+			wantAvg(t, x, 68.4048, "printed", 34, 235.26)
+			if x.CollectiveFrom != "inferred" || x.Rows[0].Root != nil || x.Rows[0].Redop != "sum" {
+				t.Errorf("collective from %s, row %+v", x.CollectiveFrom, x.Rows[0])
+			}
+		}},
+	{"a100x8-alltoall-superbench.txt", []string{"pass nccltests.busbw BusbwMeasured alltoall"},
+		func(t *testing.T, r *Report) {
+			x := one(t, r)
+			wantAvg(t, x, 58.6481, "printed", 34, 226.16)
+			if x.Rows[5].Redop != "" || !near(x.Rows[5].OutOfPlace.TimeUS, 89.00) {
+				t.Errorf("blank redop row read as %+v", x.Rows[5])
+			}
+		}},
+	{"a100x8-broadcast-superbench.txt", []string{"pass nccltests.busbw BusbwMeasured broadcast"},
+		func(t *testing.T, r *Report) {
+			x := one(t, r)
+			wantAvg(t, x, 64.8653, "printed", 34, 234.70)
+			if x.Rows[0].Root == nil || *x.Rows[0].Root != 0 || x.Rows[0].Redop != "" {
+				t.Errorf("root column read as %+v", x.Rows[0])
+			}
+		}},
+	{"aws-p4de-2node-allreduce-srun.txt", []string{"unknown nccltests.run NoSummary run", "pass nccltests.busbw BusbwMeasured all_reduce"},
+		func(t *testing.T, r *Report) {
+			x := one(t, r)
+			wantAvg(t, x, 18.5359, "computed", 29, 78.33)
+			if x.Stream != "0" {
+				t.Errorf("srun label stream %q", x.Stream)
+			}
+		}},
+	{"aws-p5-2node-allreduce-srun.txt", []string{"unknown nccltests.run NoSummary run", "pass nccltests.busbw BusbwMeasured all_reduce"},
+		func(t *testing.T, r *Report) { wantAvg(t, one(t, r), 124.5356, "computed", 32, 487.26) }},
+	{"azure-nc96v4-a100pcie-4gpu-allreduce-topo-graph-files.txt", []string{"pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.wrong NoWrongResults all_reduce"},
+		func(t *testing.T, r *Report) { wantAvg(t, one(t, r), 13.7946, "printed", 31, 30.88) }},
+	{"azure-ndmv4-aks-2node-allreduce-ib-189.txt", []string{"pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.run Completed run"},
+		func(t *testing.T, r *Report) { wantAvg(t, one(t, r), 57.347, "printed", 31, 189.28) }},
+	{"dell-xe9680-h100-2node-allreduce-mpi-warnings.txt", []string{"pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.wrong NoWrongResults all_reduce"},
+		func(t *testing.T, r *Report) {
+			x := one(t, r)
+			wantAvg(t, x, 139.56, "printed", 32, 469.21)
+			if x.Binary != "all_reduce_perf_mpi" || x.NCCLVersion != "2.26.2+cuda12.8" || len(x.Devices) != 16 || len(x.Hosts) != 2 {
+				t.Errorf("binary %q nccl %q devices %d hosts %v", x.Binary, x.NCCLVersion, len(x.Devices), x.Hosts)
+			}
+		}},
+	{"dgxc-h100-1node-allreduce-nvls-480.txt", []string{"pass nccltests.busbw BusbwMeasured all_reduce"},
+		func(t *testing.T, r *Report) {
+			x := one(t, r)
+			wantAvg(t, x, 159.151, "printed", 32, 480.16)
+			if x.Params.Extra["direction"] != "H2D" || x.Params.Iters != 20 || x.Params.WarmupIters != 5 || x.Params.AggIters != 1 {
+				t.Errorf("params %+v", x.Params)
+			}
+		}},
+	{"gcp-a3high-tcpx-allgather-2node.txt", []string{"unknown nccltests.wrong ValidationDisabled all_gather", "pass nccltests.busbw BusbwMeasured all_gather"},
+		func(t *testing.T, r *Report) { wantAvg(t, one(t, r), 30.9622, "printed", 10, 71.35) }},
+	{"gcp-a3ultra-rdma-allgather-2node.txt", []string{"pass nccltests.busbw BusbwMeasured all_gather", "pass nccltests.wrong NoWrongResults all_gather"},
+		func(t *testing.T, r *Report) { wantAvg(t, one(t, r), 120.248, "printed", 24, 335.67) }},
+	{"h100-10node-80gpu-5collectives.txt", []string{
+		"pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.busbw BusbwMeasured all_gather", "pass nccltests.busbw BusbwMeasured reduce_scatter",
+		"pass nccltests.busbw BusbwMeasured alltoall", "pass nccltests.busbw BusbwMeasured sendrecv", "pass nccltests.run Completed run"},
+		func(t *testing.T, r *Report) {
+			want := map[string]float64{"all_reduce": 265.631, "all_gather": 218.677, "reduce_scatter": 216.683, "alltoall": 47.1472, "sendrecv": 15.1671}
+			if len(r.Tests) != 5 {
+				t.Fatalf("%d tests", len(r.Tests))
+			}
+			for _, x := range r.Tests {
+				if !near(x.AvgBusBW, want[x.Collective]) || len(x.Rows) != 10 || x.TestsVersion != "2.17.8" || len(x.Devices) != 80 {
+					t.Errorf("%s: avg %v rows %d version %q devices %d", x.Collective, x.AvgBusBW, len(x.Rows), x.TestsVersion, len(x.Devices))
+				}
+			}
+		}},
+	{"h100-8node-64gpu-allreduce-scaleout-drop.txt", []string{"warn nccltests.busbw BusbwUnstable all_reduce", "pass nccltests.wrong NoWrongResults all_reduce"},
+		func(t *testing.T, r *Report) { wantAvg(t, one(t, r), 183.055, "printed", 14, 321.03) }},
+	{"h200-kvm-vm-2node-allreduce-27-no-topo-file.txt", []string{"warn nccltests.busbw BusbwUnstable all_reduce", "pass nccltests.run Completed run"},
+		func(t *testing.T, r *Report) {
+			x := one(t, r)
+			wantAvg(t, x, 27.5091, "printed", 6, 57.78)
+			if x.Params.Step != "3(factor)" {
+				t.Errorf("step %q", x.Params.Step)
+			}
+		}},
+	{"a100pcie-2node-gdr-level-sys-mixed-roce-ib-gather-dropoff.txt", []string{
+		"warn nccltests.busbw BusbwCollapse gather", "unknown nccltests.run NoSummary run", "pass nccltests.wrong NoWrongResults gather"},
+		func(t *testing.T, r *Report) {
+			x := one(t, r)
+			if len(x.Rows) != 85 || x.Binary != "gather_perf" || !near(x.PeakBusBW, 23.61) {
+				t.Errorf("rows %d binary %q peak %v", len(x.Rows), x.Binary, x.PeakBusBW)
+			}
+			v := r.Verdicts[1]
+			if v.ID != IDBusBW || !strings.Contains(v.Message, "from 6 GiB on") {
+				t.Errorf("collapse verdict %+v", v)
+			}
+		}},
+	{"a100pcie-nvbridge-degraded-topo-2ch.txt", []string{"unknown nccltests.busbw NoRows all_reduce", "skip nccltests.wrong NoRows all_reduce", "unknown nccltests.run NoSummary run"},
+		func(t *testing.T, r *Report) {
+			x := one(t, r)
+			if len(x.Columns) == 0 || len(x.Devices) != 2 || x.Devices[1].BusID != "0000:65:00" || x.Devices[1].Name != "NVIDIA A100 80GB PCIe" {
+				t.Errorf("columns %v devices %+v", x.Columns, x.Devices)
+			}
+		}},
+	{"synthetic-allreduce-wrong-oob-failed.txt", []string{"fail nccltests.wrong WrongResults all_reduce", "pass nccltests.run Completed run"},
+		func(t *testing.T, r *Report) {
+			x := one(t, r)
+			if *x.Rows[1].OutOfPlace.Wrong != 1024 || *x.Rows[2].InPlace.Wrong != 2000000 || *x.OutOfBounds != 2 || *x.OutOfBoundsOK || x.AvgCheck != "FAILED" {
+				t.Errorf("wrong counts %d %d oob %d ok %v check %q", *x.Rows[1].OutOfPlace.Wrong, *x.Rows[2].InPlace.Wrong, *x.OutOfBounds, *x.OutOfBoundsOK, x.AvgCheck)
+			}
+			if r.Verdicts[0].Remedy == "" || len(r.Verdicts[0].Evidence) != 2 {
+				t.Errorf("wrong verdict %+v", r.Verdicts[0])
+			}
+		}},
+	{"synthetic-json-allreduce-J.txt", []string{"pass nccltests.wrong NoWrongResults all_reduce", "pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.run Completed run"},
+		func(t *testing.T, r *Report) {
+			x := one(t, r)
+			wantAvg(t, x, 29.02, "printed", 3, 40.52)
+			if r.Format != "json" || x.NCCLVersion != "2.26.2" || x.Rows[0].InPlace.Wrong != nil || *x.Rows[0].Root != -1 || len(x.Hosts) != 2 || x.Params.Step != "2(factor)" {
+				t.Errorf("format %s nccl %s row %+v hosts %v step %q", r.Format, x.NCCLVersion, x.Rows[0], x.Hosts, x.Params.Step)
+			}
+		}},
+	{"synthetic-mpirun-independent-runs-interleaved.txt", []string{"warn nccltests.run IndependentRuns run"},
+		func(t *testing.T, r *Report) {
+			if len(r.Tests) != 2 || r.Streams != 2 {
+				t.Fatalf("%d tests, %d streams", len(r.Tests), r.Streams)
+			}
+			for _, x := range r.Tests {
+				if len(x.Rows) != 2 {
+					t.Errorf("stream %s: %d rows", x.Stream, len(x.Rows))
+				}
+			}
+			if x := r.Tests[1]; x.Stream != "1,1" || !near(x.Rows[0].OutOfPlace.TimeUS, 12.40) {
+				t.Errorf("rank 1's split row read as %+v (stream %s)", x.Rows[0].OutOfPlace, x.Stream)
+			}
+		}},
+	{"synthetic-test-nccl-failure.txt", []string{"fail nccltests.run TestFailure run"},
+		func(t *testing.T, r *Report) {
+			x := one(t, r)
+			if len(x.Rows) != 2 || !near(x.Rows[1].OutOfPlace.TimeUS, 36.03) {
+				t.Errorf("rows %+v", x.Rows)
+			}
+			if len(r.PartialRows) != 1 || len(r.Failures) != 2 {
+				t.Errorf("partial %+v failures %+v", r.PartialRows, r.Failures)
+			}
+		}},
+	{"synthetic-h100-1node-allreduce-quarter-bandwidth.txt", []string{"warn nccltests.busbw BelowExpected all_reduce"},
+		func(t *testing.T, r *Report) { wantAvg(t, one(t, r), 39.7878, "printed", 32, 120.04) }},
+}
+
+func TestSamples(t *testing.T) {
+	covered := map[string]bool{}
+	for _, s := range samples {
+		covered[s.file] = true
+		t.Run(s.file, func(t *testing.T) {
+			r := reader.Sample(t, s.file)
+			readertest.WantVerdicts(t, r.Verdicts, s.verdicts)
+			if s.check != nil {
+				s.check(t, r)
+			}
+		})
+	}
+	readertest.Covered(t, covered)
+}
+
+func TestRowParsing(t *testing.T) {
+	cols := strings.Fields("size count type redop root time algbw busbw #wrong time algbw busbw #wrong")
+	for _, c := range []struct {
+		line string
+		ok   bool
+		root *int
+	}{
+		{"8 2 float sum -1 69.12 0.00 0.00 0 72.43 0.00 0.00 0", true, ptr(-1)},
+		{"0 0 float 1.63 0.00 0.00 N/A 1.38 0.00 0.00 N/A", true, nil},
+		{"8 2 float sum -1 69.12 0.00 0.00 0", false, nil},                  // in-place half missing
+		{"8 2 float sum x 69.12 0.00 0.00 0 72.43 0.00 0.00 0", false, nil}, // second word
+		{"8 2 float sum -1 N/A 0.00 0.00 0 72.43 0.00 0.00 0", false, nil},  // half N/A
+		{"8 2 float sum -1 69.12 0.00 0.00 -3 72.43 0.00 0.00 0", false, nil},
+		{"8 2 float sum -1 69.12 0.00 0.00 0 72.43 0.00 0.00 0 2025-01-02 12:34:56", true, ptr(-1)},
+	} {
+		r, err := parseRow(strings.Fields(c.line), cols)
+		if (err == nil) != c.ok {
+			t.Errorf("%q: err %v, want ok=%v", c.line, err, c.ok)
+			continue
+		}
+		if c.ok && (c.root == nil) != (r.Root == nil) {
+			t.Errorf("%q: root %v", c.line, r.Root)
+		}
+	}
+}
+
+func ptr(v int) *int { return &v }
+
+func TestUnreadable(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		line string
+	}{
+		{"hello\nworld\n", "x.txt:2:"},
+		{"", "x.txt:1:"},
+		{"# nThread 1 nGpus 1\n\x00\x01", "x.txt:2:"},
+		{"{\"nccl_version\": 22602, \"results\": [", "x.txt:1:"},
+		{"{\"foo\": 1}", "x.txt:1:"},
+	} {
+		reader.WantError(t, c.in, c.line)
+	}
+}
+
+func TestDetect(t *testing.T) {
+	for _, f := range []string{"../perftest/testdata/k8s-cx6-ib-write-bw-host-all-sizes-98g.txt", "../dcgmi/testdata/dcgmi-diag-r2-aws-p4de-a100-dcgm333.txt"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if Detect(b) {
+			t.Errorf("%s detected as nccl-tests", f)
+		}
+	}
+}
+
+func FuzzAnalyze(f *testing.F) {
+	f.Add([]byte("# nThread 1 nGpus 1\n#  size count type\n   8 2 float sum -1 1.0 0.0 0.0 0 1.0 0.0 0.0 0\n"))
+	f.Fuzz(reader.Fuzz)
+}
+
+// TestHostileLines: long glued tokens and repeated markers must stay linear.
+func TestHostileLines(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("# nThread 1 nGpus 1\n")
+	b.WriteString("   8 2 float sum -1" + strings.Repeat("7", 900_000) + "h:1:2 [0] NCCL INFO x\n")
+	b.WriteString(strings.Repeat("1] NCCL INFO ", 70_000) + "\n")
+	b.WriteString(strings.Repeat("[1,2]<stdou", 90_000) + "\n")
+	b.WriteString(strings.Repeat("a", 2<<20) + "\n")
+	start := time.Now()
+	rep, err := Analyze("hostile.txt", strings.NewReader(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %v", d)
+	}
+	if rep.TruncatedLines != 1 {
+		t.Errorf("truncated lines %d, want 1", rep.TruncatedLines)
+	}
+}
+
+// TestTypeNames: the datatypes a row may name (typeAlt) are those whose
+// element size typeSize knows.
+func TestTypeNames(t *testing.T) {
+	names := strings.Split(typeAlt, "|")
+	if len(names) != len(typeSize) {
+		t.Errorf("%d type names, %d sizes", len(names), len(typeSize))
+	}
+	for _, n := range names {
+		if typeSize[n] == 0 {
+			t.Errorf("type %s has no size", n)
+		}
+	}
+}

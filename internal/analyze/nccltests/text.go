@@ -1,0 +1,856 @@
+package nccltests
+
+import (
+	"io"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+)
+
+// typeAlt are the datatype names nccl-tests prints (current and pre-2.10
+// builds): the keys of typeSize.
+const typeAlt = `int8|uint8|int32|uint32|int64|uint64|half|float|double|bfloat16|f8e4m3|f8e5m2|char|int`
+
+var (
+	// srun --label puts "rank: " at the start of each line. (mpirun
+	// --tag-output puts "[job,rank]<stdout>:" before every write, so in the
+	// middle of lines too: see findTags.)
+	reSrun = regexp.MustCompile(`^\s*(\d+): `)
+
+	reLogVersion = regexp.MustCompile(`NCCL (?:INFO|VERSION) NCCL version (\S+)`)
+	reLogOp      = regexp.MustCompile(`NCCL INFO (AllReduce|AllGather|ReduceScatter|Broadcast|Reduce|AllToAll|AlltoAll|SendRecv|Send|Recv|Gather|Scatter|HyperCube): opCount`)
+	reVersion    = regexp.MustCompile(`^NCCL version (\S+)`)
+	reBinary     = regexp.MustCompile(`(?:^|[/\s])([a-z][a-z0-9_]*?_perf)(_mpi)?(?:\s|$)`)
+	reFailure    = regexp.MustCompile(`\bTest (?:NCCL |CUDA |MPI )?failure\b`)
+
+	reTestsVersion = regexp.MustCompile(`^nccl-tests version (\S+)`)
+	reStarting     = regexp.MustCompile(`^Collective test starting:\s*(\S+)`)
+	reConcluded    = regexp.MustCompile(`^Collective test concluded:\s*(\S+)`)
+	reNThread      = regexp.MustCompile(`^nThread\s+(\d+)\s+nGpus\s+(\d+)`)
+	reDevice       = regexp.MustCompile(`^Rank\s+(\d+)(?:\s+Group\s+(\d+))?\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)$`)
+	reColumns      = regexp.MustCompile(`^size\s+count\s+type\b`)
+	reOOB          = regexp.MustCompile(`^Out of bounds values\s*:\s*(\d+)\s*(\w*)`)
+	reAvg          = regexp.MustCompile(`^Avg bus bandwidth\s*:\s*(\S+)\s*(\w*)`)
+	reReducing     = regexp.MustCompile(`^Reducing maxBytes to (\d+)`)
+	reHashError    = regexp.MustCompile(`^error:\s*(.+)`)
+	reJSONOut      = regexp.MustCompile(`^Writing JSON output to (\S+)`)
+
+	reParamInt = map[string]*regexp.Regexp{
+		"minBytes": regexp.MustCompile(`\bminBytes\s+(\d+)`),
+		"maxBytes": regexp.MustCompile(`\bmaxBytes\s+(\d+)`),
+		"warmup":   regexp.MustCompile(`\bwarmup iters:\s*(\d+)`),
+		"agg":      regexp.MustCompile(`\bagg iters:\s*(\d+)`),
+		"valid":    regexp.MustCompile(`\bvalidation:\s*(\d+)`),
+		"graph":    regexp.MustCompile(`\bgraph:\s*(\d+)`),
+	}
+	reParamIters = regexp.MustCompile(`(\S+\s+)?iters:\s*(\d+)`)
+	reParamStep  = regexp.MustCompile(`\bstep:\s*(\S+)`)
+	reParamExtra = regexp.MustCompile(`\b([a-z_]+):\s*(\S+)`)
+	reTimestamp  = regexp.MustCompile(`^\d{1,2}:\d{2}:\d{2}(?:\.\d+)?$`)
+	reDate       = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+)
+
+// Limits that keep memory bounded on hostile input.
+const (
+	maxStreams   = 4096
+	maxHosts     = 4096
+	maxRowTokens = 64
+	// maxRows bounds the rows kept per test (a benchmark prints tens).
+	maxRows = 1 << 16
+)
+
+type stream struct {
+	key     string
+	cur     *Test
+	pending []string
+	pendLn  int
+	// Metadata waiting for the next test of this stream.
+	nextVersion, nextBinary string
+	binaryHint, opHint      string
+	ncclVersion             string
+	used                    bool
+}
+
+type textParser struct {
+	rep     *Report
+	streams map[string]*stream
+	tests   []*Test
+	hosts   map[string]bool
+}
+
+// fileHints name collectives in file names, most specific first.
+var fileHints = []struct {
+	re   *regexp.Regexp
+	coll string
+}{
+	{regexp.MustCompile(`all_?reduce`), "all_reduce"},
+	{regexp.MustCompile(`all_?gather`), "all_gather"},
+	{regexp.MustCompile(`reduce_?scatter`), "reduce_scatter"},
+	{regexp.MustCompile(`all_?to_?all`), "alltoall"},
+	{regexp.MustCompile(`broadcast|bcast`), "broadcast"},
+	{regexp.MustCompile(`send_?recv`), "sendrecv"},
+	{regexp.MustCompile(`hypercube`), "hypercube"},
+	{regexp.MustCompile(`gather`), "gather"},
+	{regexp.MustCompile(`scatter`), "scatter"},
+}
+
+// nameHint is the last resort for a table that names no collective.
+func nameHint(rep *Report, name string) {
+	base := strings.ToLower(name)
+	if i := strings.LastIndexAny(base, `/\`); i >= 0 {
+		base = base[i+1:]
+	}
+	for _, t := range rep.Tests {
+		if t.Collective != "unknown" {
+			continue
+		}
+		for _, h := range fileHints {
+			if h.re.MatchString(base) {
+				t.Collective, t.CollectiveFrom = h.coll, "file-name"
+				break
+			}
+		}
+	}
+}
+
+func analyzeText(name string, r io.Reader) (*Report, error) {
+	p := &textParser{
+		rep:     &Report{Format: "text"},
+		streams: map[string]*stream{},
+		hosts:   map[string]bool{},
+	}
+	lr := textio.NewLineReader(name, r)
+	for {
+		line, ok := lr.Next()
+		if !ok {
+			break
+		}
+		p.line(line, lr.Line())
+	}
+	if err := lr.Err(); err != nil {
+		return nil, err
+	}
+	p.rep.TruncatedLines = lr.Truncated
+	keys := make([]string, 0, len(p.streams))
+	for k := range p.streams {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		st := p.streams[k]
+		p.finishPending(st)
+		if st.used {
+			p.rep.Streams++
+		}
+	}
+	found := false
+	for _, t := range p.tests {
+		if len(t.Rows) > 0 || len(t.Columns) > 0 || t.summary || t.Params.NGpus > 0 {
+			found = true
+		}
+	}
+	if !found {
+		return nil, textio.Errorf(name, max(lr.Line(), 1), "no nccl-tests output found (no '# nThread' header, table header, result row or summary line)")
+	}
+	sort.SliceStable(p.tests, func(i, j int) bool { return p.tests[i].Line < p.tests[j].Line })
+	for _, t := range p.tests {
+		finishTest(t, p.streams[t.Stream])
+	}
+	p.rep.Tests = p.tests
+	return p.rep, nil
+}
+
+func (p *textParser) stream(key string) *stream {
+	if st, ok := p.streams[key]; ok {
+		return st
+	}
+	if len(p.streams) >= maxStreams {
+		key = "overflow"
+		if st, ok := p.streams[key]; ok {
+			return st
+		}
+	}
+	st := &stream{key: key}
+	p.streams[key] = st
+	return st
+}
+
+type segment struct {
+	key, text string
+}
+
+// line splits a physical line into per-stream segments: the mpirun tags
+// mark where each rank's write starts; only the last segment ends with the
+// newline.
+func (p *textParser) line(raw string, n int) {
+	s := textio.StripANSI(raw)
+	var segs []segment
+	locs := findTags(s)
+	if len(locs) == 0 {
+		segs = []segment{{"", s}}
+	} else {
+		if locs[0][0] > 0 {
+			segs = append(segs, segment{"", s[:locs[0][0]]})
+		}
+		for i, l := range locs {
+			end := len(s)
+			if i+1 < len(locs) {
+				end = locs[i+1][0]
+			}
+			segs = append(segs, segment{s[l[2]:l[3]], s[l[1]:end]})
+		}
+	}
+	for i, sg := range segs {
+		if i == 0 && sg.key == "" {
+			if m := reSrun.FindStringSubmatch(sg.text); m != nil {
+				sg.key, sg.text = m[1], sg.text[len(m[0]):]
+			}
+		}
+		p.segment(p.stream(sg.key), sg.text, i == len(segs)-1, n)
+	}
+}
+
+// segment handles one stream's piece of a line: table text, possibly with
+// an NCCL_DEBUG line glued after it (the row's newline then comes later).
+func (p *textParser) segment(st *stream, text string, terminated bool, n int) {
+	hs, he, ok := findLog(text)
+	if !ok {
+		p.fragment(st, text, terminated, n)
+		return
+	}
+	split := p.splitGlued(text, hs, he)
+	if frag := text[:split]; strings.TrimSpace(frag) != "" {
+		p.fragment(st, frag, false, n)
+	}
+	p.logLine(st, text[split:], n)
+}
+
+// findTags locates the mpirun tags "[job,rank]<stdout>:" of a line:
+// {start, end, rank-start, rank-end} per tag (the shape of a regexp's
+// submatch index). A hand scan: this runs on every line of large logs.
+func findTags(s string) [][]int {
+	var out [][]int
+	for off := 0; ; {
+		k := strings.Index(s[off:], "]<std")
+		if k < 0 {
+			return out
+		}
+		k += off
+		off = k + 5
+		rest := s[k+5:]
+		if !strings.HasPrefix(rest, "out>:") && !strings.HasPrefix(rest, "err>:") {
+			continue
+		}
+		// Back over "digits,digits" to the '['.
+		i := k - 1
+		for i >= 0 && s[i] >= '0' && s[i] <= '9' {
+			i--
+		}
+		if i < 0 || s[i] != ',' || i == k-1 {
+			continue
+		}
+		comma := i
+		i--
+		for i >= 0 && s[i] >= '0' && s[i] <= '9' {
+			i--
+		}
+		if i < 0 || s[i] != '[' || i == comma-1 {
+			continue
+		}
+		out = append(out, []int{i, k + 10, i + 1, k})
+		off = k + 10
+		if len(out) > 1024 {
+			return out
+		}
+	}
+}
+
+// findLog locates an NCCL_DEBUG line "host:pid:tid [dev] NCCL LEVEL" in
+// text and returns where its host name starts and ends (as reLog would).
+func findLog(text string) (hs, he int, ok bool) {
+	for off := 0; off < len(text); {
+		k := strings.Index(text[off:], "] NCCL ")
+		if k < 0 {
+			return 0, 0, false
+		}
+		k += off
+		off = k + 7
+		lvl := text[k+7:]
+		if !(strings.HasPrefix(lvl, "INFO") || strings.HasPrefix(lvl, "WARN") || strings.HasPrefix(lvl, "TRACE") ||
+			strings.HasPrefix(lvl, "ABORT") || strings.HasPrefix(lvl, "ERROR")) {
+			continue
+		}
+		i := k - 1
+		for i >= 0 && text[i] >= '0' && text[i] <= '9' {
+			i--
+		}
+		if i < 1 || text[i] != '[' || i == k-1 || text[i-1] != ' ' {
+			continue
+		}
+		// tid, pid
+		j := i - 2
+		for part := 0; part < 2; part++ {
+			e := j
+			for j >= 0 && text[j] >= '0' && text[j] <= '9' {
+				j--
+			}
+			if j < 0 || text[j] != ':' || j == e {
+				j = -2
+				break
+			}
+			j--
+		}
+		if j < 0 {
+			continue
+		}
+		he = j + 1 // the ':' before pid
+		h := j
+		for h >= 0 && isHostChar(text[h]) {
+			h--
+		}
+		h++
+		for h < he && !isHostStart(text[h]) {
+			h++
+		}
+		if h >= he {
+			continue
+		}
+		return h, he, true
+	}
+	return 0, 0, false
+}
+
+func isHostChar(c byte) bool { return isHostStart(c) || c == '_' || c == '.' || c == '-' }
+
+// splitGlued finds where table text ends and an NCCL line's host name
+// begins inside one glued token ("-1mew0:6570:6570 [0] NCCL INFO").
+func (p *textParser) splitGlued(text string, hs, he int) int {
+	ts := hs
+	for ts > 0 && text[ts-1] != ' ' && text[ts-1] != '\t' {
+		ts--
+	}
+	// A host name is at most 253 characters and a table token a few dozen:
+	// only the tail of a long glued token can hold the split.
+	if he-ts > 320 {
+		ts = he - 320
+	}
+	if strings.TrimSpace(text[:ts]) == "" {
+		return ts // the log line starts the segment: the whole token is its host
+	}
+	glued := text[ts:he]
+	// A host seen elsewhere in the file decides.
+	for k := 0; k < len(glued); k++ {
+		if p.hosts[glued[k:]] {
+			return ts + k
+		}
+	}
+	if strings.HasPrefix(glued, "N/A") && len(glued) > 3 {
+		return ts + 3
+	}
+	// Otherwise the longest numeric prefix that leaves a valid host name.
+	n := 0
+	for n < len(glued) && n < 40 && strings.IndexByte("0123456789.eE+-", glued[n]) >= 0 {
+		n++
+	}
+	for k := min(n, len(glued)-1); k > 0; k-- {
+		if isNumber(glued[:k]) && isHostStart(glued[k]) {
+			return ts + k
+		}
+	}
+	return ts
+}
+
+func isHostStart(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+func (p *textParser) logLine(st *stream, log string, n int) {
+	p.rep.NCCLLogLines++
+	if i := strings.IndexByte(log, ':'); i > 0 && i <= 253 && len(p.hosts) < maxHosts {
+		p.hosts[log[:i]] = true
+	}
+	if st.ncclVersion == "" && strings.Contains(log, "NCCL version") {
+		if m := reLogVersion.FindStringSubmatch(log); m != nil {
+			st.ncclVersion = textio.Clip(m[1], 64)
+		}
+	}
+	if st.opHint == "" && strings.Contains(log, ": opCount") {
+		if m := reLogOp.FindStringSubmatch(log); m != nil {
+			st.opHint = m[1]
+		}
+	}
+	if isFailure(log) {
+		p.quoteFailure(n, log)
+	}
+}
+
+// isFailure spots "Test NCCL failure" and the like (every line goes through it).
+func isFailure(s string) bool { return strings.Contains(s, "failure") && reFailure.MatchString(s) }
+
+func (p *textParser) quoteFailure(n int, text string) {
+	p.rep.Failures = textio.AddQuote(p.rep.Failures, n, strings.TrimSpace(text))
+}
+
+// newTest starts a test on the stream, taking the metadata printed before it.
+func (p *textParser) newTest(st *stream, n int) *Test {
+	t := &Test{Stream: st.key, Line: n, TestsVersion: st.nextVersion}
+	if st.nextBinary != "" {
+		t.Binary, t.CollectiveFrom = st.nextBinary, "header"
+	}
+	st.nextVersion, st.nextBinary = "", ""
+	st.cur = t
+	st.used = true
+	p.tests = append(p.tests, t)
+	return t
+}
+
+// current returns the stream's test, starting one when fresh is true and
+// the current one already has rows.
+func (p *textParser) current(st *stream, n int, fresh bool) *Test {
+	if st.cur == nil || (fresh && len(st.cur.Rows) > 0) {
+		return p.newTest(st, n)
+	}
+	return st.cur
+}
+
+func (p *textParser) fragment(st *stream, frag string, terminated bool, n int) {
+	t := strings.TrimSpace(frag)
+	if t == "" {
+		return
+	}
+	if t[0] == '#' {
+		p.finishPending(st)
+		p.comment(st, strings.TrimSpace(strings.TrimLeft(t, "#")), n)
+		return
+	}
+	switch {
+	case t == "..." || t == "…":
+		p.rep.Elided = true
+		return
+	case reVersion.MatchString(t):
+		st.ncclVersion = textio.Clip(reVersion.FindStringSubmatch(t)[1], 64)
+		return
+	case isFailure(t):
+		p.quoteFailure(n, t)
+		return
+	}
+	toks := strings.Fields(t)
+	switch {
+	case rowStart(toks):
+		p.finishPending(st)
+		st.pending, st.pendLn = append([]string(nil), toks...), n
+	case len(st.pending) > 0 && allValues(toks):
+		if len(st.pending)+len(toks) > maxRowTokens {
+			p.partial(st)
+			return
+		}
+		st.pending = append(st.pending, toks...)
+	default:
+		if m := reBinary.FindStringSubmatch(t); m != nil && strings.Contains(t, m[1]) {
+			st.binaryHint = textio.Clip(m[1]+m[2], 128)
+		}
+		return
+	}
+	if terminated {
+		p.finishPending(st)
+	}
+}
+
+func (p *textParser) partial(st *stream) {
+	p.rep.PartialRows = textio.AddQuote(p.rep.PartialRows, st.pendLn, strings.Join(st.pending, " "))
+	st.pending = nil
+}
+
+func (p *textParser) finishPending(st *stream) {
+	if len(st.pending) == 0 {
+		return
+	}
+	t := p.current(st, st.pendLn, false)
+	row, err := parseRow(st.pending, t.Columns)
+	if err != nil {
+		p.partial(st)
+		return
+	}
+	row.Line = st.pendLn
+	t.addRow(row)
+	st.pending = nil
+}
+
+func (p *textParser) comment(st *stream, c string, n int) {
+	switch {
+	case reTestsVersion.MatchString(c):
+		st.cur = nil
+		st.nextVersion = textio.Clip(reTestsVersion.FindStringSubmatch(c)[1], 64)
+	case reStarting.MatchString(c):
+		st.cur = nil
+		st.nextBinary = textio.Clip(reStarting.FindStringSubmatch(c)[1], 128)
+	case reConcluded.MatchString(c):
+		st.cur = nil
+	case reNThread.MatchString(c):
+		t := st.cur
+		if t == nil || len(t.Rows) > 0 || len(t.Columns) > 0 || t.Params.NGpus > 0 {
+			t = p.newTest(st, n)
+		}
+		t.Params = parseParams(c)
+	case reDevice.MatchString(c):
+		m := reDevice.FindStringSubmatch(c)
+		t := st.cur
+		if t == nil || len(t.Rows) > 0 || len(t.Columns) > 0 {
+			t = p.newTest(st, n)
+		}
+		d := Device{Rank: atoi(m[1]), Group: atoi(m[2]), Pid: atoi(m[3]), Host: textio.Clip(m[4], 253), Device: atoi(m[5]),
+			BusID: textio.Clip(m[6], 64), Name: textio.Clip(strings.TrimSpace(m[7]), 256)}
+		if len(t.Devices) < 1<<16 {
+			t.Devices = append(t.Devices, d)
+		}
+		if len(p.hosts) < maxHosts && len(m[4]) <= 253 {
+			p.hosts[d.Host] = true
+		}
+	case reColumns.MatchString(c):
+		t := st.cur
+		if t == nil || len(t.Rows) > 0 || len(t.Columns) > 0 {
+			t = p.newTest(st, n)
+		}
+		t.Columns = strings.Fields(c)
+		if len(t.Columns) > maxRowTokens {
+			t.Columns = t.Columns[:maxRowTokens]
+		}
+		for i, col := range t.Columns {
+			t.Columns[i] = textio.Clip(col, 32)
+		}
+	case reOOB.MatchString(c):
+		m := reOOB.FindStringSubmatch(c)
+		t := p.current(st, n, false)
+		v, _ := strconv.ParseInt(m[1], 10, 64)
+		ok := v == 0
+		if m[2] != "" {
+			ok = m[2] == "OK"
+		}
+		t.OutOfBounds, t.OutOfBoundsOK, t.summary = &v, &ok, true
+	case reAvg.MatchString(c):
+		m := reAvg.FindStringSubmatch(c)
+		t := p.current(st, n, false)
+		if v, ok := textio.ParseFloat(m[1]); ok {
+			t.AvgBusBW, t.AvgFrom = v, "printed"
+		}
+		t.AvgCheck = m[2]
+		t.summary = true
+	case reReducing.MatchString(c):
+		t := p.current(st, n, false)
+		t.note("maxBytes reduced to " + textio.Clip(reReducing.FindStringSubmatch(c)[1], 24) + " because of GPU memory")
+	case reJSONOut.MatchString(c):
+		t := p.current(st, n, false)
+		t.note("JSON output written to " + textio.Clip(reJSONOut.FindStringSubmatch(c)[1], 256))
+	case reHashError.MatchString(c):
+		p.quoteFailure(n, "# "+c)
+	}
+}
+
+// addRow keeps a row (up to maxRows), noting sizes that go down.
+func (t *Test) addRow(r Row) {
+	if k := len(t.Rows); k > 0 && r.Size < t.Rows[k-1].Size {
+		t.Unordered = true
+	}
+	if len(t.Rows) < maxRows {
+		t.Rows = append(t.Rows, r)
+	} else {
+		t.DroppedRows++
+	}
+}
+
+func (t *Test) note(s string) {
+	if len(t.Notes) < 16 {
+		t.Notes = append(t.Notes, s)
+	}
+}
+
+func parseParams(c string) Params {
+	var pr Params
+	m := reNThread.FindStringSubmatch(c)
+	pr.NThread, pr.NGpus = atoi(m[1]), atoi(m[2])
+	get := func(k string) string {
+		if mm := reParamInt[k].FindStringSubmatch(c); mm != nil {
+			return mm[1]
+		}
+		return ""
+	}
+	pr.MinBytes, _ = strconv.ParseInt(get("minBytes"), 10, 64)
+	pr.MaxBytes, _ = strconv.ParseInt(get("maxBytes"), 10, 64)
+	pr.WarmupIters = atoi(get("warmup"))
+	pr.AggIters = atoi(get("agg"))
+	for _, mm := range reParamIters.FindAllStringSubmatch(c, 8) {
+		if w := strings.TrimSpace(mm[1]); w != "warmup" && w != "agg" {
+			pr.Iters = atoi(mm[2])
+			break
+		}
+	}
+	if v := get("valid"); v != "" {
+		x := atoi(v)
+		pr.Validation = &x
+	}
+	pr.Graph = atoi(get("graph"))
+	if mm := reParamStep.FindStringSubmatch(c); mm != nil {
+		pr.Step = textio.Clip(mm[1], 32)
+	}
+	known := map[string]bool{"step": true, "iters": true, "validation": true, "graph": true}
+	for _, mm := range reParamExtra.FindAllStringSubmatch(c, 32) {
+		if known[mm[1]] {
+			continue
+		}
+		if pr.Extra == nil {
+			pr.Extra = map[string]string{}
+		}
+		pr.Extra[textio.Clip(mm[1], 32)] = textio.Clip(mm[2], 64)
+	}
+	return pr
+}
+
+func atoi(s string) int {
+	v, _ := strconv.Atoi(s)
+	return v
+}
+
+func isNumber(s string) bool {
+	_, ok := textio.ParseFloat(s)
+	return ok
+}
+
+func isInt(s string) bool {
+	_, err := strconv.ParseInt(s, 10, 64)
+	return err == nil
+}
+
+// rowStart: size count type ...
+func rowStart(t []string) bool {
+	if len(t) < 3 || typeSize[t[2]] == 0 {
+		return false
+	}
+	a, err1 := strconv.ParseInt(t[0], 10, 64)
+	b, err2 := strconv.ParseInt(t[1], 10, 64)
+	return err1 == nil && err2 == nil && a >= 0 && b >= 0
+}
+
+func allValues(t []string) bool {
+	for _, s := range t {
+		if s != "N/A" && !isNumber(s) {
+			return false
+		}
+	}
+	return true
+}
+
+func isWord(s string) bool {
+	if s == "" || s == "N/A" {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// groupWidth is the number of columns of one result group (time algbw
+// busbw #wrong, plus the per-iteration columns when -R prints them).
+func groupWidth(cols []string) int {
+	first := -1
+	for i, c := range cols {
+		if c == "time" || c == "cputime" {
+			if first < 0 {
+				first = i
+				continue
+			}
+			return i - first
+		}
+	}
+	return 4
+}
+
+type rowError string
+
+func (e rowError) Error() string { return string(e) }
+
+// parseRow reads "size count type [redop] [root] time algbw busbw #wrong
+// time algbw busbw #wrong [timestamp]"; redop may be blank and root absent.
+func parseRow(t []string, cols []string) (Row, error) {
+	var r Row
+	if !rowStart(t) {
+		return r, rowError("not a result row")
+	}
+	r.Size, _ = strconv.ParseInt(t[0], 10, 64)
+	r.Count, _ = strconv.ParseInt(t[1], 10, 64)
+	r.Type = t[2]
+	rest := t[3:]
+	// A trailing timestamp column (-T): "2025-01-02 12:34:56" or a bare time.
+	if k := len(rest); k > 0 && reTimestamp.MatchString(rest[k-1]) {
+		rest = rest[:k-1]
+		if k := len(rest); k > 0 && reDate.MatchString(rest[k-1]) {
+			rest = rest[:k-1]
+		}
+	}
+	i := 0
+	if i < len(rest) && isWord(rest[i]) {
+		r.Redop = rest[i]
+		i++
+	}
+	g := groupWidth(cols)
+	if n := len(rest) - i; n == 2*g+1 {
+		if !isInt(rest[i]) {
+			return r, rowError("root is not an integer")
+		}
+		v := atoi(rest[i])
+		r.Root = &v
+		i++
+	}
+	if len(rest)-i != 2*g {
+		return r, rowError("row does not have two result groups")
+	}
+	var err error
+	if r.OutOfPlace, err = parseMeasure(rest[i : i+g]); err != nil {
+		return r, err
+	}
+	if r.InPlace, err = parseMeasure(rest[i+g : i+2*g]); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+func parseMeasure(t []string) (*Measure, error) {
+	if len(t) < 4 {
+		return nil, rowError("short result group")
+	}
+	var m Measure
+	vals := []*float64{&m.TimeUS, &m.AlgBW, &m.BusBW}
+	na := 0
+	for k, p := range vals {
+		if t[k] == "N/A" {
+			na++
+			continue
+		}
+		v, ok := textio.ParseFloat(t[k])
+		if !ok {
+			return nil, rowError("not a number: " + t[k])
+		}
+		*p = v
+	}
+	if t[3] != "N/A" {
+		f, ok := textio.ParseFloat(t[3])
+		if !ok {
+			return nil, rowError("#wrong is not a number: " + t[3])
+		}
+		if f < 0 || f > math.MaxInt64/2 {
+			return nil, rowError("#wrong out of range: " + t[3])
+		}
+		w := int64(f)
+		m.Wrong = &w
+	}
+	if na == 3 {
+		return nil, nil
+	}
+	if na > 0 {
+		return nil, rowError("result group partly N/A")
+	}
+	return &m, nil
+}
+
+var opCollective = map[string]string{
+	"AllReduce": "all_reduce", "AllGather": "all_gather", "ReduceScatter": "reduce_scatter",
+	"Broadcast": "broadcast", "Reduce": "reduce", "AllToAll": "alltoall", "AlltoAll": "alltoall",
+	"SendRecv": "sendrecv", "Send": "sendrecv", "Recv": "sendrecv", "Gather": "gather",
+	"Scatter": "scatter", "HyperCube": "hypercube",
+}
+
+// finishTest derives the collective, hosts, averages and peak.
+func finishTest(t *Test, st *stream) {
+	if st != nil {
+		if t.Binary == "" && st.binaryHint != "" {
+			t.Binary, t.CollectiveFrom = st.binaryHint, "command"
+		}
+		if t.NCCLVersion == "" {
+			t.NCCLVersion = st.ncclVersion
+		}
+		if t.Binary == "" && st.opHint != "" {
+			t.Collective, t.CollectiveFrom = opCollective[st.opHint], "nccl-log"
+		}
+	}
+	derive(t)
+}
+
+var typeSize = map[string]int64{
+	"int8": 1, "uint8": 1, "char": 1, "f8e4m3": 1, "f8e5m2": 1, "half": 2, "bfloat16": 2,
+	"int32": 4, "uint32": 4, "int": 4, "float": 4, "int64": 8, "uint64": 8, "double": 8,
+}
+
+// inferCollective recognises all_reduce from its rows when nothing names
+// the binary: a reduction without root whose element count is the whole
+// buffer (reduce_scatter and the gathers divide it by the rank count).
+func inferCollective(t *Test) string {
+	n := 0
+	for _, r := range t.Rows {
+		ts := typeSize[r.Type]
+		if r.Size == 0 {
+			continue
+		}
+		if r.Redop == "" || r.Redop == "none" || (r.Root != nil && *r.Root != -1) || ts == 0 || r.Count*ts != r.Size {
+			return ""
+		}
+		n++
+	}
+	if n == 0 {
+		return ""
+	}
+	return "all_reduce"
+}
+
+// derive fills the fields computed from rows (shared with the JSON reader).
+func derive(t *Test) {
+	if t.Binary != "" {
+		b := strings.TrimSuffix(t.Binary, "_mpi")
+		t.Collective = strings.TrimSuffix(b, "_perf")
+	}
+	if t.Collective == "" {
+		if c := inferCollective(t); c != "" {
+			t.Collective, t.CollectiveFrom = c, "inferred"
+		} else {
+			t.Collective = "unknown"
+		}
+	}
+	seen := map[string]bool{}
+	for _, d := range t.Devices {
+		if !seen[d.Host] {
+			seen[d.Host] = true
+			t.Hosts = append(t.Hosts, d.Host)
+		}
+	}
+	if t.AvgFrom == "" {
+		sum, n := 0.0, 0
+		for _, r := range t.Rows {
+			for _, m := range []*Measure{r.OutOfPlace, r.InPlace} {
+				if m != nil {
+					sum += m.BusBW
+					n++
+				}
+			}
+		}
+		if n > 0 {
+			t.AvgBusBW, t.AvgFrom = round(sum/float64(n), 4), "computed"
+		} else {
+			t.AvgFrom = "none"
+		}
+	}
+	for _, r := range t.Rows {
+		if bw, place := r.BestBusBW(); bw > t.PeakBusBW || t.PeakPlace == "" && place != "" {
+			t.PeakBusBW, t.PeakSize, t.PeakPlace = bw, r.Size, place
+		}
+	}
+}
+
+func round(v float64, digits int) float64 {
+	p := math.Pow(10, float64(digits))
+	return math.Round(v*p) / p
+}

@@ -1,0 +1,404 @@
+package nccltests
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/result"
+)
+
+// Verdict IDs.
+const (
+	IDWrong = "nccltests.wrong"
+	IDBusBW = "nccltests.busbw"
+	IDRun   = "nccltests.run"
+)
+
+// Thresholds of the bus bandwidth judgement.
+const (
+	// CollapseRatio: a tail of at least two rows after the peak, all below
+	// this share of the peak, is a large-size collapse.
+	CollapseRatio = 0.7
+	// Out-of-place and in-place busbw of one row disagreeing by more than
+	// UnstableLarge (rows of 256 MiB and more) or UnstableMid (1 MiB and
+	// more) make the measurement unstable.
+	UnstableLarge = 0.30
+	UnstableMid   = 0.50
+	// ExpectedShare of a GPU's per-direction NVLink bandwidth is the least
+	// busbw a single-node NVLink/NVSwitch run reaches at 1 GiB and more.
+	ExpectedShare = 0.5
+)
+
+const (
+	mib = int64(1) << 20
+	gib = int64(1) << 30
+)
+
+// nvlinkClass maps GPU names (as CUDA prints them) to the per-direction
+// NVLink bandwidth of the SXM part, from NVIDIA's datasheets (A100: 600
+// GB/s, H100/H200/H20: 900 GB/s, H800/A800: 400 GB/s, B200/B300: 1.8 TB/s,
+// all bidirectional totals).
+var nvlinkClass = []struct {
+	re    *regexp.Regexp
+	gbps  float64
+	label string
+}{
+	{regexp.MustCompile(`A100[- ]SXM`), 300, "A100 SXM, NVLink3: 300 GB/s per direction"},
+	{regexp.MustCompile(`A800[- ]SXM`), 200, "A800 SXM, NVLink: 200 GB/s per direction"},
+	{regexp.MustCompile(`H100 80GB HBM3|H100[- ]SXM`), 450, "H100 SXM, NVLink4: 450 GB/s per direction"},
+	{regexp.MustCompile(`H200$|H200 141GB|H200[- ]SXM`), 450, "H200 SXM, NVLink4: 450 GB/s per direction"},
+	{regexp.MustCompile(`\bH800\b`), 200, "H800 SXM, NVLink4: 200 GB/s per direction"},
+	{regexp.MustCompile(`\bH20\b`), 450, "H20, NVLink4: 450 GB/s per direction"},
+	{regexp.MustCompile(`\bG?B[23]00\b`), 900, "Blackwell, NVLink5: 900 GB/s per direction"},
+}
+
+var expectColl = map[string]bool{
+	"all_reduce": true, "all_gather": true, "reduce_scatter": true, "broadcast": true, "reduce": true, "alltoall": true,
+}
+
+func verdicts(name string, rep *Report) []result.Result {
+	var out []result.Result
+	subj := subjects(rep.Tests)
+	for i, t := range rep.Tests {
+		out = append(out, wrongVerdict(name, t, subj[i]), busbwVerdict(name, t, subj[i]))
+	}
+	out = append(out, runVerdict(name, rep, subj))
+	return out
+}
+
+// subjects names each test by its collective, numbered when repeated.
+func subjects(ts []*Test) []string {
+	count := map[string]int{}
+	for _, t := range ts {
+		count[t.Collective]++
+	}
+	seen := map[string]int{}
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.Collective
+		if count[t.Collective] > 1 {
+			seen[t.Collective]++
+			out[i] = fmt.Sprintf("%s#%d", t.Collective, seen[t.Collective])
+		}
+	}
+	return out
+}
+
+func wrongVerdict(name string, t *Test, subject string) result.Result {
+	if len(t.Rows) == 0 {
+		return textio.Verdict(IDWrong, result.Skip, subject, "NoRows", "the table has no result rows, so there is nothing to validate")
+	}
+	var bad []result.Evidence
+	var badRows []string
+	checked, unchecked := 0, 0
+	for _, r := range t.Rows {
+		var parts []string
+		for _, h := range []struct {
+			place string
+			m     *Measure
+		}{{"out-of-place", r.OutOfPlace}, {"in-place", r.InPlace}} {
+			switch {
+			case h.m == nil:
+			case h.m.Wrong == nil:
+				unchecked++
+			default:
+				checked++
+				if *h.m.Wrong > 0 {
+					parts = append(parts, fmt.Sprintf("%s #wrong %d", h.place, *h.m.Wrong))
+				}
+			}
+		}
+		if len(parts) > 0 {
+			badRows = append(badRows, Size(r.Size))
+			bad = append(bad, textio.Ev(name, r.Line, fmt.Sprintf("size %d: %s", r.Size, strings.Join(parts, ", ")), ""))
+		}
+	}
+	oobBad := t.OutOfBounds != nil && (*t.OutOfBounds > 0 || (t.OutOfBoundsOK != nil && !*t.OutOfBoundsOK))
+	remedy := "data was corrupted in transit: rerun to see whether it repeats, then check GPU memory (dcgmi diag -r 3), NVLink and PCIe error counters (nvidia-smi nvlink -e, AER) and the NICs' counters; NCCL_P2P_DISABLE=1 or NCCL_NET_GDR_LEVEL=LOC bisects the path that corrupts"
+	switch {
+	case len(bad) > 0:
+		v := textio.Verdict(IDWrong, result.Fail, subject, "WrongResults",
+			fmt.Sprintf("%d of %d rows have wrong elements (sizes %s): the collective returned corrupted data", len(bad), len(t.Rows), strings.Join(firstN(badRows, 8), ", ")), bad...)
+		v.Remedy = remedy
+		return v
+	case oobBad:
+		v := textio.Verdict(IDWrong, result.Fail, subject, "OutOfBounds",
+			fmt.Sprintf("nccl-tests reports %d out-of-bounds values: the collective wrote outside its buffers", *t.OutOfBounds))
+		v.Remedy = remedy
+		return v
+	case checked == 0:
+		return textio.Verdict(IDWrong, result.Unknown, subject, "ValidationDisabled",
+			"#wrong is N/A in every row: the run had validation off (-c 0), so the data was not checked")
+	}
+	msg := fmt.Sprintf("#wrong is 0 in all %d checked cells of %d rows", checked, len(t.Rows))
+	if unchecked > 0 {
+		msg += fmt.Sprintf(" (%d cells N/A: not validated)", unchecked)
+	}
+	if t.OutOfBounds != nil {
+		msg += fmt.Sprintf("; out-of-bounds values: %d", *t.OutOfBounds)
+	}
+	return textio.Verdict(IDWrong, result.Pass, subject, "NoWrongResults", msg)
+}
+
+type finding struct {
+	reason, msg string
+	ev          []result.Evidence
+}
+
+func busbwVerdict(name string, t *Test, subject string) result.Result {
+	if len(t.Rows) == 0 {
+		return textio.Verdict(IDBusBW, result.Unknown, subject, "NoRows",
+			"the table header is there but no result row: the output was cut off or the run stopped before the first size")
+	}
+	summary := summaryLine(t)
+	if t.PeakBusBW <= 0 {
+		why := "the sizes are too small to measure bandwidth"
+		if len(t.Devices) == 1 {
+			why = "a single rank exchanges nothing, so busbw is 0 by definition"
+		}
+		return textio.Verdict(IDBusBW, result.Unknown, subject, "NoBandwidth", summary+": every busbw cell is 0: "+why)
+	}
+	var fs []finding
+	if f, ok := expectation(name, t); ok {
+		fs = append(fs, f)
+	}
+	if f, ok := collapse(name, t); ok {
+		fs = append(fs, f)
+	}
+	if f, ok := unstable(name, t); ok {
+		fs = append(fs, f)
+	}
+	if len(fs) == 0 {
+		return textio.Verdict(IDBusBW, result.Pass, subject, "BusbwMeasured", summary+"; no large-size collapse and no out-of-place/in-place disagreement")
+	}
+	var msgs []string
+	var ev []result.Evidence
+	for _, f := range fs {
+		msgs = append(msgs, f.msg)
+		ev = append(ev, f.ev...)
+	}
+	v := textio.Verdict(IDBusBW, result.Warn, subject, fs[0].reason, summary+"; "+strings.Join(msgs, "; "), ev...)
+	switch fs[0].reason {
+	case "BelowExpected":
+		v.Remedy = "check that NCCL uses NVLink (NCCL_DEBUG=INFO: P2P/CUMEM or P2P/IPC, NVLS), that every NVLink is up (nvidia-smi nvlink -s), and that the Fabric Manager runs on NVSwitch systems"
+	case "BusbwCollapse":
+		v.Remedy = "a collapse at large sizes points at a setting that differs between ranks (e.g. an NCCL_* variable not exported to every rank), memory pressure, or a path change at that size; compare the NCCL_DEBUG=INFO logs of the ranks"
+	case "BusbwUnstable":
+		v.Remedy = "rerun with more iterations (-n) and check for other jobs, clock throttling or link errors on these nodes"
+	}
+	return v
+}
+
+func summaryLine(t *Test) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "avg busbw %s GB/s", fmtF(t.AvgBusBW))
+	if t.AvgFrom == "computed" {
+		b.WriteString(" (computed from the rows: no summary line)")
+	}
+	fmt.Fprintf(&b, ", peak %s GB/s at %s", fmtF(t.PeakBusBW), Size(t.PeakSize))
+	if t.PeakPlace != "" {
+		fmt.Fprintf(&b, " (%s)", t.PeakPlace)
+	}
+	fmt.Fprintf(&b, ", %d rows from %s to %s", len(t.Rows), Size(t.Rows[0].Size), Size(t.Rows[len(t.Rows)-1].Size))
+	if n := len(t.Devices); n > 0 {
+		fmt.Fprintf(&b, ", %s on %s", plural(n, "rank"), plural(len(t.Hosts), "host"))
+	}
+	return b.String()
+}
+
+// expectation compares a single-node NVLink run with what the GPU's links give.
+func expectation(name string, t *Test) (finding, bool) {
+	if len(t.Hosts) != 1 || len(t.Devices) < 2 || !expectColl[t.Collective] {
+		return finding{}, false
+	}
+	var largest int64
+	for _, r := range t.Rows {
+		largest = max(largest, r.Size)
+	}
+	if largest < gib {
+		return finding{}, false
+	}
+	model := t.Devices[0].Name
+	for _, d := range t.Devices {
+		if d.Name != model {
+			return finding{}, false
+		}
+	}
+	for _, c := range nvlinkClass {
+		if !c.re.MatchString(model) {
+			continue
+		}
+		floor := ExpectedShare * c.gbps
+		if t.PeakBusBW >= floor {
+			return finding{}, false
+		}
+		return finding{"BelowExpected", fmt.Sprintf("peak busbw %s GB/s is below %s GB/s, half of what %d %s GPUs on one node should reach (%s)",
+			fmtF(t.PeakBusBW), fmtF(floor), len(t.Devices), model, c.label),
+			[]result.Evidence{textio.Ev(name, t.Line, fmt.Sprintf("%d x %s on %s", len(t.Devices), model, t.Hosts[0]), "")}}, true
+	}
+	return finding{}, false
+}
+
+// collapse finds a tail of rows after the peak that stays well below it.
+func collapse(name string, t *Test) (finding, bool) {
+	rows := sortedRows(t.Rows)
+	peakIdx, peak := 0, 0.0
+	for i, r := range rows {
+		if bw, _ := r.BestBusBW(); bw > peak {
+			peakIdx, peak = i, bw
+		}
+	}
+	start := len(rows)
+	for i := len(rows) - 1; i > peakIdx; i-- {
+		if bw, _ := rows[i].BestBusBW(); bw >= CollapseRatio*peak {
+			break
+		}
+		start = i
+	}
+	if n := len(rows) - start; n < 2 {
+		return finding{}, false
+	}
+	var tail []float64
+	for _, r := range rows[start:] {
+		bw, _ := r.BestBusBW()
+		tail = append(tail, bw)
+	}
+	med := median(tail)
+	return finding{"BusbwCollapse", fmt.Sprintf("busbw collapses from %s GB/s (peak at %s) to about %s GB/s (%.0f%% of peak) from %s on, over the last %d rows",
+		fmtF(peak), Size(rows[peakIdx].Size), fmtF(med), 100*med/peak, Size(rows[start].Size), len(rows)-start),
+		[]result.Evidence{
+			textio.Ev(name, rows[peakIdx].Line, fmt.Sprintf("size %d: busbw %s GB/s (peak)", rows[peakIdx].Size, fmtF(peak)), ""),
+			textio.Ev(name, rows[start].Line, fmt.Sprintf("size %d: busbw %s GB/s (collapse starts)", rows[start].Size, fmtF(tail[0])), ""),
+		}}, true
+}
+
+// unstable finds rows whose out-of-place and in-place busbw disagree.
+func unstable(name string, t *Test) (finding, bool) {
+	var ev []result.Evidence
+	var sizes []string
+	for _, r := range t.Rows {
+		if r.OutOfPlace == nil || r.InPlace == nil {
+			continue
+		}
+		a, b := r.OutOfPlace.BusBW, r.InPlace.BusBW
+		hi, lo := max(a, b), min(a, b)
+		if hi <= 0 {
+			continue
+		}
+		d := 1 - lo/hi
+		if (r.Size >= 256*mib && d > UnstableLarge) || (r.Size >= mib && d > UnstableMid) {
+			sizes = append(sizes, Size(r.Size))
+			ev = append(ev, textio.Ev(name, r.Line, fmt.Sprintf("size %d: out-of-place busbw %s vs in-place %s GB/s (%.0f%% apart)", r.Size, fmtF(a), fmtF(b), 100*d), ""))
+		}
+	}
+	if len(ev) == 0 {
+		return finding{}, false
+	}
+	return finding{"BusbwUnstable", fmt.Sprintf("out-of-place and in-place busbw disagree strongly at %s: the measurement is unstable (noisy neighbours, throttling or a flapping path)", strings.Join(firstN(sizes, 6), ", ")), ev}, true
+}
+
+func runVerdict(name string, rep *Report, subj []string) result.Result {
+	if len(rep.Failures) > 0 {
+		v := textio.Verdict(IDRun, result.Fail, "run", "TestFailure",
+			fmt.Sprintf("the benchmark reported %d failure lines, first: %s", len(rep.Failures), rep.Failures[0].Text), textio.EvQuotes(name, rep.Failures)...)
+		v.Remedy = "read the NCCL WARN lines before the failure (rerun with NCCL_DEBUG=INFO) for the cause"
+		return v
+	}
+	if f, ok := independentRuns(name, rep); ok {
+		v := textio.Verdict(IDRun, result.Warn, "run", f.reason, f.msg, f.ev...)
+		v.Remedy = "build nccl-tests with MPI=1 (make MPI=1 MPI_HOME=...) and run the _mpi binaries, or use one process with -g <gpus>"
+		return v
+	}
+	var missing []string
+	rows := 0
+	for i, t := range rep.Tests {
+		rows += len(t.Rows)
+		if !t.summary {
+			missing = append(missing, subj[i])
+		}
+	}
+	if len(missing) > 0 {
+		msg := fmt.Sprintf("no '# Out of bounds values' / '# Avg bus bandwidth' summary for %s: the output is an excerpt or the run did not finish", strings.Join(missing, ", "))
+		if len(rep.PartialRows) > 0 {
+			msg += fmt.Sprintf("; %d row(s) started but never completed (last at line %d)", len(rep.PartialRows), rep.PartialRows[len(rep.PartialRows)-1].Line)
+		}
+		return textio.Verdict(IDRun, result.Unknown, "run", "NoSummary", msg)
+	}
+	msg := fmt.Sprintf("%d test(s), %d rows, every test printed its summary", len(rep.Tests), rows)
+	if len(rep.PartialRows) > 0 {
+		msg += fmt.Sprintf("; %d row(s) could not be reassembled", len(rep.PartialRows))
+	}
+	return textio.Verdict(IDRun, result.Pass, "run", "Completed", msg)
+}
+
+// independentRuns spots mpirun starting copies of a non-MPI build: several
+// tests, each with a single rank.
+func independentRuns(name string, rep *Report) (finding, bool) {
+	if len(rep.Tests) < 2 {
+		return finding{}, false
+	}
+	rank0 := 0
+	var ev []result.Evidence
+	for _, t := range rep.Tests {
+		if len(t.Devices) != 1 || t.Params.NGpus*max(t.Params.NThread, 1) != 1 || t.Devices[0].Rank != 0 {
+			return finding{}, false
+		}
+		rank0++
+		if len(ev) < 4 {
+			d := t.Devices[0]
+			ev = append(ev, textio.Ev(name, t.Line, fmt.Sprintf("rank 0 of a 1-rank run on %s device %d", d.Host, d.Device), ""))
+		}
+	}
+	return finding{"IndependentRuns", fmt.Sprintf("%d separate single-rank runs instead of one %d-rank run: the binary was started once per process but not built with MPI, so no GPU-to-GPU or network traffic was measured", rank0, rank0), ev}, true
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+func sortedRows(rows []Row) []Row {
+	out := append([]Row(nil), rows...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Size < out[j].Size })
+	return out
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func firstN(s []string, n int) []string {
+	if len(s) <= n {
+		return s
+	}
+	return append(append([]string(nil), s[:n]...), fmt.Sprintf("and %d more", len(s)-n))
+}
+
+func fmtF(v float64) string { return textio.FormatFloat(v, 3) }
+
+// Size prints a byte count the way people read nccl-tests sizes: 8 B, 64 KiB, 16 GiB.
+func Size(b int64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	v, u := float64(b), 0
+	for v >= 1024 && u < len(units)-1 {
+		v /= 1024
+		u++
+	}
+	if v == float64(int64(v)) {
+		return fmt.Sprintf("%d %s", int64(v), units[u])
+	}
+	return fmt.Sprintf("%.2f %s", v, units[u])
+}

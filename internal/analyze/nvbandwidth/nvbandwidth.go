@@ -1,0 +1,434 @@
+// Package nvbandwidth reads the output of NVIDIA's nvbandwidth (text of
+// the old and v0.8 layouts, and -j JSON): each testcase's bandwidth matrix
+// and sum, with verdicts that flag outlier and asymmetric cells.
+package nvbandwidth
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/result"
+)
+
+// Kind is the analyzer kind name.
+const Kind = "nvbandwidth"
+
+// Report is what one nvbandwidth output says.
+type Report struct {
+	Format        string          `json:"format"` // text or json
+	Version       string          `json:"version,omitempty"`
+	GitVersion    string          `json:"git_version,omitempty"`
+	CUDARuntime   string          `json:"cuda_runtime_version,omitempty"`
+	CUDADriver    string          `json:"cuda_driver_version,omitempty"`
+	DriverVersion string          `json:"driver_version,omitempty"`
+	Hostname      string          `json:"hostname,omitempty"`
+	Devices       []Device        `json:"devices,omitempty"`
+	Testcases     []*Testcase     `json:"testcases"`
+	Errors        []textio.Quote  `json:"errors,omitempty"`
+	Verdicts      []result.Result `json:"verdicts"`
+}
+
+// Device is a "Device 0: Tesla T4 (00000000:3b:00)" line.
+type Device struct {
+	Index int    `json:"index"`
+	Name  string `json:"name"`
+	BusID string `json:"bus_id,omitempty"`
+}
+
+// Testcase is one nvbandwidth test and its matrix.
+type Testcase struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Engine is CE (copy engine) or SM; Direction "->", "<-" or "<->";
+	// Rows/Cols say what the matrix indexes: GPU or CPU.
+	Engine    string `json:"engine,omitempty"`
+	Direction string `json:"direction,omitempty"`
+	RowKind   string `json:"row_kind,omitempty"`
+	ColKind   string `json:"col_kind,omitempty"`
+	Unit      string `json:"unit,omitempty"`
+	// Columns are the column indices as printed.
+	Columns []int `json:"columns,omitempty"`
+	RowIDs  []int `json:"row_ids,omitempty"`
+	// RowLines are the input lines of the matrix rows (text input).
+	RowLines []int `json:"row_lines,omitempty"`
+	// Matrix[i][j] is nil for N/A (and for the 0.00 diagonal of old versions).
+	Matrix [][]*float64 `json:"matrix"`
+	// Sum is the "SUM name value" line (or the JSON sum); SumComputed adds the cells.
+	Sum         *float64 `json:"sum,omitempty"`
+	SumComputed float64  `json:"sum_computed"`
+	Min         float64  `json:"min"`
+	Median      float64  `json:"median"`
+	Max         float64  `json:"max"`
+	Status      string   `json:"status,omitempty"` // Passed, Waived, Error, Not Found (JSON)
+	Error       string   `json:"error,omitempty"`
+	Line        int      `json:"line"`
+	errLine     int
+}
+
+var (
+	reVersion   = regexp.MustCompile(`^nvbandwidth Version:\s*(\S+)`)
+	reGit       = regexp.MustCompile(`^Built from Git version:\s*(\S+)`)
+	reRuntime   = regexp.MustCompile(`^CUDA Runtime Version:\s*(\S+)`)
+	reCUDADrv   = regexp.MustCompile(`^CUDA Driver Version:\s*(\S+)`)
+	reDriver    = regexp.MustCompile(`^Driver Version:\s*(\S+)`)
+	reDevice    = regexp.MustCompile(`^Device (\d+): (.*?)\s*(?:\(([0-9a-fA-F]+:[0-9a-fA-F]+:[0-9a-fA-F]+(?:\.[0-9a-fA-F])?)\))?\s*$`)
+	reRunning   = regexp.MustCompile(`^Running (\S+?)\.?\s*$`)
+	reDesc      = regexp.MustCompile(`^(?:(memcpy|memory \w+)\s+)?(CE|SM)?\s*(CPU|GPU)\(row\)\s*(->|<-|<->)\s*(CPU|GPU)\(column\)\s*(.*?)\s*(?:\(([^)]+)\))?\s*$`)
+	reSum       = regexp.MustCompile(`^SUM\s+(\S+)\s+(\S+)\s*$`)
+	reColHeader = regexp.MustCompile(`^\s*\d+(\s+\d+)*\s*$`)
+	reWaived    = regexp.MustCompile(`^(Waived|Error|Not Found)\s*:?\s*(.*)$`)
+	reHostname  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]{0,62}$`)
+
+	reDetect = regexp.MustCompile(`(?m)^(?:nvbandwidth Version:|Running \w+_(?:ce|sm)\.|memcpy (?:CE|SM) (?:CPU|GPU)\(row\))`)
+)
+
+// Limits keeping memory bounded.
+const (
+	maxDim   = 4096
+	maxCases = 4096
+	// maxCells bounds the matrix cells kept over all testcases.
+	maxCells = 1 << 20
+)
+
+// Detect reports whether head looks like nvbandwidth output.
+func Detect(head []byte) bool {
+	if textio.StartsJSON(head) {
+		return bytes.Contains(head, []byte(`"nvbandwidth"`))
+	}
+	return reDetect.Match(head)
+}
+
+// Analyze reads a whole nvbandwidth output.
+func Analyze(name string, r io.Reader) (*Report, error) {
+	rep, err := textio.TextOrJSON(name, r, analyzeText, analyzeJSON)
+	if err != nil {
+		return nil, err
+	}
+	for _, tc := range rep.Testcases {
+		stats(tc)
+	}
+	rep.Verdicts = verdicts(name, rep)
+	return rep, nil
+}
+
+type textState struct {
+	cells  int
+	rep    *Report
+	cur    *Testcase
+	inMat  bool
+	sawHdr bool // the version/driver block (a bare hostname line may follow it)
+}
+
+func analyzeText(name string, r io.Reader) (*Report, error) {
+	st := &textState{rep: &Report{Format: "text"}}
+	lr := textio.NewLineReader(name, r)
+	for {
+		line, ok := lr.Next()
+		if !ok {
+			break
+		}
+		if err := st.line(strings.TrimRight(textio.StripANSI(line), " \t"), lr.Line()); err != nil {
+			return nil, err
+		}
+	}
+	if err := lr.Err(); err != nil {
+		return nil, err
+	}
+	if len(st.rep.Testcases) == 0 && st.rep.Version == "" {
+		return nil, textio.Errorf(name, max(lr.Line(), 1), "no nvbandwidth output found (no version line, 'Running <testcase>.' line or bandwidth matrix)")
+	}
+	return st.rep, nil
+}
+
+func (st *textState) testcase(n int) *Testcase {
+	if st.cur == nil || st.cur.Matrix != nil || st.cur.Sum != nil {
+		if len(st.rep.Testcases) >= maxCases {
+			return st.cur
+		}
+		st.cur = &Testcase{Line: n}
+		st.rep.Testcases = append(st.rep.Testcases, st.cur)
+	}
+	return st.cur
+}
+
+func (st *textState) line(s string, n int) error {
+	rep := st.rep
+	t := strings.TrimSpace(s)
+	if st.inMat {
+		if t == "" || !st.matrixRow(t, n) {
+			st.inMat = false
+		} else {
+			return nil
+		}
+	}
+	switch {
+	case t == "":
+	case reVersion.MatchString(t):
+		rep.Version, st.sawHdr = textio.Clip(reVersion.FindStringSubmatch(t)[1], 64), true
+	case reGit.MatchString(t):
+		rep.GitVersion = textio.Clip(reGit.FindStringSubmatch(t)[1], 64)
+	case reRuntime.MatchString(t):
+		rep.CUDARuntime, st.sawHdr = textio.Clip(reRuntime.FindStringSubmatch(t)[1], 32), true
+	case reCUDADrv.MatchString(t):
+		rep.CUDADriver = textio.Clip(reCUDADrv.FindStringSubmatch(t)[1], 32)
+	case reDriver.MatchString(t):
+		rep.DriverVersion, st.sawHdr = textio.Clip(reDriver.FindStringSubmatch(t)[1], 32), true
+	case reDevice.MatchString(t):
+		m := reDevice.FindStringSubmatch(t)
+		idx, _ := strconv.Atoi(m[1])
+		if len(rep.Devices) < maxDim {
+			rep.Devices = append(rep.Devices, Device{Index: idx, Name: textio.Clip(m[2], 128), BusID: m[3]})
+		}
+	case reRunning.MatchString(t):
+		st.cur = nil
+		tc := st.testcase(n)
+		tc.Name = textio.Clip(reRunning.FindStringSubmatch(t)[1], 128)
+	case strings.Contains(t, "(row)") && reDesc.MatchString(t):
+		m := reDesc.FindStringSubmatch(t)
+		tc := st.testcase(n)
+		if tc.Description != "" { // a second matrix in one testcase: start another
+			st.cur = nil
+			name := tc.Name
+			tc = st.testcase(n)
+			tc.Name = name
+		}
+		tc.Description, tc.Engine, tc.RowKind, tc.Direction, tc.ColKind, tc.Unit = textio.Clip(t, 256), m[2], m[3], m[4], m[5], textio.Clip(m[7], 16)
+	case reColHeader.MatchString(t) && st.cur != nil && st.cur.Description != "" && st.cur.Matrix == nil:
+		for _, f := range strings.Fields(t) {
+			v, _ := strconv.Atoi(f)
+			if len(st.cur.Columns) < maxDim {
+				st.cur.Columns = append(st.cur.Columns, v)
+			}
+		}
+		st.cur.Matrix = [][]*float64{}
+		st.inMat = true
+	case reSum.MatchString(t):
+		m := reSum.FindStringSubmatch(t)
+		tc := st.cur
+		name := textio.Clip(m[1], 128)
+		if tc == nil || (tc.Name != "" && tc.Name != name) {
+			st.cur = nil
+			tc = st.testcase(n)
+			tc.Name = name
+		}
+		if tc.Name == "" {
+			tc.Name = name
+		}
+		if v, ok := textio.ParseFloat(m[2]); ok {
+			tc.Sum = &v
+		}
+	case reWaived.MatchString(t) && (st.cur == nil || st.cur.Matrix == nil || strings.HasPrefix(t, "Waived")):
+		// "Waived: " comes without a "Running" line (the testcase's filter
+		// refused it); "Error: ..." follows the "Running" line of its testcase.
+		m := reWaived.FindStringSubmatch(t)
+		tc := st.cur
+		if m[1] == "Waived" || tc == nil || tc.Matrix != nil {
+			st.cur = nil
+			tc = st.testcase(n)
+			tc.Name = "(" + strings.ToLower(m[1]) + ")"
+		}
+		tc.Status, tc.Error = m[1], textio.Clip(m[2], 400)
+		if tc.Line == 0 {
+			tc.Line = n
+		}
+		tc.errLine = n
+	case strings.HasPrefix(t, "ERROR") || strings.HasPrefix(t, "Error") || strings.Contains(t, "CUDA error") || strings.Contains(t, "failed with error"):
+		rep.Errors = textio.AddQuote(rep.Errors, n, t)
+		if st.cur != nil && st.cur.Matrix == nil && st.cur.Error == "" {
+			st.cur.Status, st.cur.Error = "Error", textio.Clip(t, 400)
+		}
+	case st.sawHdr && rep.Hostname == "" && len(rep.Devices) == 0 && len(rep.Testcases) == 0 && reHostname.MatchString(t) && !strings.Contains(t, "..."):
+		// v0.8 prints the host name on its own line before the device list.
+		rep.Hostname = textio.Clip(t, 64)
+	}
+	return nil
+}
+
+// matrixRow reads " 0       N/A     26.34 ...".
+func (st *textState) matrixRow(t string, n int) bool {
+	f := strings.Fields(t)
+	if len(f) < 2 {
+		return false
+	}
+	id, err := strconv.Atoi(f[0])
+	if err != nil {
+		return false
+	}
+	tc := st.cur
+	row := make([]*float64, 0, len(f)-1)
+	for _, c := range f[1:] {
+		if c == "N/A" {
+			row = append(row, nil)
+			continue
+		}
+		v, ok := textio.ParseFloat(c)
+		if !ok {
+			return false
+		}
+		row = append(row, &v)
+	}
+	if len(tc.Columns) > 0 && len(row) != len(tc.Columns) {
+		return false
+	}
+	if len(tc.Matrix) >= maxDim || st.cells+len(row) > maxCells {
+		return true
+	}
+	st.cells += len(row)
+	tc.RowIDs = append(tc.RowIDs, id)
+	tc.RowLines = append(tc.RowLines, n)
+	tc.Matrix = append(tc.Matrix, row)
+	return true
+}
+
+// JSON output (json_output.cpp): {"nvbandwidth": {..., "testcases": [{"name",
+// "status", "bandwidth_description", "bandwidth_matrix": [["N/A","26.3"...]],
+// "sum"}]}}; matrix cells are strings.
+type jsonRoot struct {
+	NVB *struct {
+		Version     string           `json:"version"`
+		GitVersion  string           `json:"git_version"`
+		CUDARuntime textio.FlexFloat `json:"CUDA Runtime Version"`
+		Driver      string           `json:"Driver Version"`
+		Devices     []string         `json:"GPU Device list"`
+		Error       string           `json:"error"`
+		Warning     string           `json:"warning"`
+		Testcases   []struct {
+			Name        string              `json:"name"`
+			Status      string              `json:"status"`
+			Error       string              `json:"error"`
+			Description string              `json:"bandwidth_description"`
+			Matrix      [][]json.RawMessage `json:"bandwidth_matrix"`
+			Sum         textio.FlexFloat    `json:"sum"`
+		} `json:"testcases"`
+	} `json:"nvbandwidth"`
+}
+
+var reJSONDevice = regexp.MustCompile(`^(\d+):\s*(.*?)\s*(?:\(([0-9a-fA-F]+:[0-9a-fA-F]+:[0-9a-fA-F]+)\))?\s*(?::\s*\(([^)]*)\))?\s*$`)
+
+func analyzeJSON(name string, r io.Reader) (*Report, error) {
+	lc := textio.NewLineCounter(r)
+	dec := json.NewDecoder(lc)
+	var root jsonRoot
+	if err := lc.DecodeAll(name, dec, &root); err != nil {
+		return nil, err
+	}
+	if root.NVB == nil {
+		return nil, textio.Errorf(name, 1, `JSON has no "nvbandwidth" object`)
+	}
+	j := root.NVB
+	rep := &Report{Format: "json", Version: j.Version, GitVersion: j.GitVersion, DriverVersion: j.Driver}
+	if j.CUDARuntime.Valid {
+		rep.CUDARuntime = strconv.FormatInt(int64(j.CUDARuntime.V), 10)
+	}
+	for _, d := range j.Devices {
+		if m := reJSONDevice.FindStringSubmatch(d); m != nil && len(rep.Devices) < maxDim {
+			idx, _ := strconv.Atoi(m[1])
+			rep.Devices = append(rep.Devices, Device{Index: idx, Name: m[2], BusID: m[3]})
+			if rep.Hostname == "" {
+				rep.Hostname = m[4]
+			}
+		}
+	}
+	if j.Error != "" {
+		rep.Errors = append(rep.Errors, textio.Quote{Line: 1, Text: j.Error})
+	}
+	for i, jt := range j.Testcases {
+		if i >= maxCases {
+			break
+		}
+		tc := &Testcase{Name: jt.Name, Status: jt.Status, Error: jt.Error, Description: jt.Description, Line: 1}
+		if m := reDesc.FindStringSubmatch(jt.Description); m != nil {
+			tc.Engine, tc.RowKind, tc.Direction, tc.ColKind, tc.Unit = m[2], m[3], m[4], m[5], m[7]
+		}
+		if jt.Sum.Valid {
+			v := jt.Sum.V
+			tc.Sum = &v
+		}
+		for ri, jr := range jt.Matrix {
+			if ri >= maxDim {
+				break
+			}
+			row := make([]*float64, 0, len(jr))
+			for _, c := range jr {
+				v, na, ok := jsonCell(c)
+				if !ok {
+					return nil, textio.Errorf(name, 1, "testcase %s: matrix cell [%d][%d] = %s is neither a number nor N/A", jt.Name, ri, len(row), textio.Clip(string(c), 40))
+				}
+				if na {
+					row = append(row, nil)
+				} else {
+					row = append(row, &v)
+				}
+			}
+			tc.RowIDs = append(tc.RowIDs, ri)
+			tc.Matrix = append(tc.Matrix, row)
+		}
+		if len(tc.Matrix) > 0 {
+			for c := range tc.Matrix[0] {
+				tc.Columns = append(tc.Columns, c)
+			}
+		}
+		rep.Testcases = append(rep.Testcases, tc)
+	}
+	return rep, nil
+}
+
+// jsonCell reads a matrix cell: "12.5", 12.5 or "N/A".
+func jsonCell(c json.RawMessage) (v float64, na, ok bool) {
+	var s string
+	if json.Unmarshal(c, &s) == nil {
+		if strings.TrimSpace(s) == "N/A" {
+			return 0, true, true
+		}
+		v, ok = textio.ParseFloat(s)
+		return v, false, ok
+	}
+	if json.Unmarshal(c, &v) == nil {
+		return v, false, true
+	}
+	return 0, false, false
+}
+
+// stats clears the 0.00 diagonal of old layouts and computes sum, min,
+// median and max of the measured cells.
+func stats(tc *Testcase) {
+	square := tc.RowKind == "GPU" && tc.ColKind == "GPU"
+	var vals []float64
+	sum := 0.0
+	for i, row := range tc.Matrix {
+		for j, c := range row {
+			if c == nil {
+				continue
+			}
+			if square && j < len(tc.Columns) && i < len(tc.RowIDs) && tc.Columns[j] == tc.RowIDs[i] && *c == 0 {
+				row[j] = nil
+				continue
+			}
+			vals = append(vals, *c)
+			sum += *c
+		}
+	}
+	tc.SumComputed = math.Round(sum*100) / 100
+	if len(vals) == 0 {
+		return
+	}
+	sort.Float64s(vals)
+	tc.Min, tc.Max = vals[0], vals[len(vals)-1]
+	if len(vals)%2 == 1 {
+		tc.Median = vals[len(vals)/2]
+	} else {
+		tc.Median = (vals[len(vals)/2-1] + vals[len(vals)/2]) / 2
+	}
+	if tc.Status == "" {
+		tc.Status = "Passed"
+	}
+}
+
+func fmtF(v float64) string { return textio.FormatFloat(v, 2) }

@@ -1,0 +1,141 @@
+package nvbandwidth
+
+import (
+	"bytes"
+	"flag"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/readertest"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+var reader = readertest.Reader[*Report]{Detect: Detect, Analyze: Analyze, Verdicts: func(r *Report) []result.Result { return r.Verdicts }}
+
+// notNVBandwidth are corpus samples in this package's folder that are not
+// nvbandwidth output and must not be read as such.
+var notNVBandwidth = map[string]bool{"vastai-4xa100-custom-p2p-bandwidth-nvlink-vs-pcie.txt": true}
+
+func TestGolden(t *testing.T) { reader.GoldenSamples(t, *update, notNVBandwidth) }
+
+func TestNotNVBandwidth(t *testing.T) {
+	for f := range notNVBandwidth {
+		body := readertest.Sample(t, filepath.Join("testdata", f))
+		if Detect(body) {
+			t.Errorf("%s: detected as nvbandwidth", f)
+		}
+		if _, err := Analyze(f, bytes.NewReader(body)); err == nil || !strings.HasPrefix(err.Error(), f+":") {
+			t.Errorf("%s: error %v, want one naming the file", f, err)
+		}
+	}
+}
+
+type sample struct {
+	file     string
+	verdicts []string
+	check    func(t *testing.T, r *Report)
+}
+
+func cell(t *testing.T, tc *Testcase, i, j int) float64 {
+	t.Helper()
+	c := tc.Matrix[i][j]
+	if c == nil {
+		t.Fatalf("%s[%d][%d] is N/A", tc.Name, i, j)
+	}
+	return *c
+}
+
+var samples = []sample{
+	{"nvbandwidth-d2d-read-ce-6x-rtx-a6000-pcie-two-islands.txt", []string{
+		"pass nvbandwidth.testcase Measured device_to_device_memcpy_read_ce", "pass nvbandwidth.run Completed run"},
+		func(t *testing.T, r *Report) {
+			tc := r.Testcases[0]
+			if r.Version != "v0.8" || r.DriverVersion != "580.95.05" || len(tc.Matrix) != 6 || tc.Matrix[0][0] != nil || *tc.Sum != 715.53 {
+				t.Errorf("version %s driver %s rows %d diag %v sum %v", r.Version, r.DriverVersion, len(tc.Matrix), tc.Matrix[0][0], tc.Sum)
+			}
+			if cell(t, tc, 0, 5) != 21.80 || tc.Median != 22.64 || tc.Engine != "CE" || tc.Direction != "->" {
+				t.Errorf("cell %v median %v engine %s dir %s", cell(t, tc, 0, 5), tc.Median, tc.Engine, tc.Direction)
+			}
+			if r.Hostname != "" {
+				t.Errorf("the '...' line was taken for a host name: %q", r.Hostname)
+			}
+		}},
+	{"nvbandwidth-readme-d2d-write-ce-8gpu-a100.txt", []string{"pass nvbandwidth.testcase Measured device_to_device_memcpy_write_ce"},
+		func(t *testing.T, r *Report) {
+			tc := r.Testcases[0]
+			if tc.Matrix[3][3] != nil || tc.Sum != nil || cell(t, tc, 6, 0) != 274.89 || tc.Direction != "<-" || tc.Min != 274.89 {
+				t.Errorf("old 0.00 diagonal %v sum %v cell %v dir %s min %v", tc.Matrix[3][3], tc.Sum, cell(t, tc, 6, 0), tc.Direction, tc.Min)
+			}
+		}},
+	{"nvbandwidth-readme-h2d-and-bidir-8gpu-pcie4.txt", []string{
+		"pass nvbandwidth.testcase Measured host_to_device_memcpy_ce", "pass nvbandwidth.testcase Measured host_to_device_bidirectional_memcpy_ce"},
+		func(t *testing.T, r *Report) {
+			if len(r.Testcases) != 2 || r.Testcases[1].Direction != "<->" || r.Testcases[0].RowKind != "CPU" || len(r.Testcases[0].Matrix[0]) != 8 || cell(t, r.Testcases[1], 0, 3) != 19.59 {
+				t.Errorf("testcases %+v", r.Testcases)
+			}
+		}},
+	{"nvbandwidth-v08-4x-t4-pcie-gen3-d2d-ce-sm.txt", []string{
+		"pass nvbandwidth.testcase Measured device_to_device_memcpy_read_ce", "pass nvbandwidth.testcase Measured device_to_device_memcpy_read_sm"},
+		func(t *testing.T, r *Report) {
+			if r.Hostname != "4329ebc474e0" || len(r.Devices) != 4 || r.Devices[2].BusID != "00000000:af:00" || r.Devices[0].Name != "Tesla T4" {
+				t.Errorf("host %q devices %+v", r.Hostname, r.Devices)
+			}
+			if tc := r.Testcases[1]; tc.Engine != "SM" || *tc.Sum != 121.14 || tc.SumComputed != 121.14 {
+				t.Errorf("sm testcase %+v", tc)
+			}
+		}},
+	{"synthetic-nvbandwidth-json-t4.txt", []string{
+		"pass nvbandwidth.testcase Measured device_to_device_memcpy_read_ce", "skip nvbandwidth.testcase Waived device_to_device_bidirectional_memcpy_read_ce"},
+		func(t *testing.T, r *Report) {
+			tc := r.Testcases[0]
+			if r.Format != "json" || r.Hostname != "4329ebc474e0" || len(r.Devices) != 4 || cell(t, tc, 3, 0) != 9.97 || tc.Matrix[1][1] != nil || *tc.Sum != 121.93 || r.CUDARuntime != "12020" {
+				t.Errorf("json report %+v testcase %+v", r, tc)
+			}
+		}},
+	{"synthetic-d2d-write-ce-one-slow-link.txt", []string{
+		"warn nvbandwidth.testcase OutlierCells device_to_device_memcpy_write_ce", "skip nvbandwidth.testcase Waived (waived)",
+		"error nvbandwidth.testcase TestcaseError device_to_device_memcpy_read_sm"},
+		func(t *testing.T, r *Report) {
+			v := r.Verdicts[0]
+			if !strings.Contains(v.Message, "GPU2 <- GPU3 130.11 GB/s") || !strings.Contains(v.Message, "vs the reverse") {
+				t.Errorf("outlier verdict %q", v.Message)
+			}
+		}},
+}
+
+func TestSamples(t *testing.T) {
+	covered := map[string]bool{}
+	for f := range notNVBandwidth {
+		covered[f] = true
+	}
+	for _, s := range samples {
+		covered[s.file] = true
+		t.Run(s.file, func(t *testing.T) {
+			r := reader.Sample(t, s.file)
+			readertest.WantVerdicts(t, r.Verdicts, s.verdicts)
+			if s.check != nil {
+				s.check(t, r)
+			}
+		})
+	}
+	readertest.Covered(t, covered)
+}
+
+func TestUnreadable(t *testing.T) {
+	for _, c := range []struct{ in, prefix string }{
+		{"hello\n", "x.txt:1:"},
+		{`{"nvbandwidth": {"testcases": [`, "x.txt:1:"},
+		{"{\n\n \"other\": 1}\n", "x.txt:1:"},
+		{"{\n \"nvbandwidth\": {\"testcases\": [{\"bandwidth_matrix\": [[true]]}]}}\n", "x.txt:1:"},
+	} {
+		reader.WantError(t, c.in, c.prefix)
+	}
+}
+
+func FuzzAnalyze(f *testing.F) {
+	f.Add([]byte("Running x_ce.\nmemcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)\n 0 1\n0 N/A 1.0\n1 2.0 N/A\n\nSUM x_ce 3.0\n"))
+	f.Fuzz(reader.Fuzz)
+}

@@ -1,0 +1,337 @@
+package smitopo
+
+import (
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/topology"
+)
+
+// Kind is the analyzer kind name.
+const Kind = "nvidia-smi-topo"
+
+// IDNICAffinity is the verdict of the checks issue: every GPU needs an
+// RDMA NIC within NCCL's default GDR level.
+const IDNICAffinity = "gdr.nic-affinity"
+
+// Report is a parsed matrix, its GPU→NIC pairing and the verdicts.
+type Report struct {
+	Matrix   *Matrix         `json:"matrix"`
+	Pairing  *Pairing        `json:"pairing"`
+	Verdicts []result.Result `json:"verdicts"`
+}
+
+// Pairing is the GPU→NIC assignment read off a matrix.
+type Pairing struct {
+	GPUs []GPUNIC `json:"gpus"`
+	// Unused are NIC columns no GPU was paired with (front-end, storage).
+	Unused []string `json:"unused_nics"`
+	// NoGDR lists GPUs whose NIC is beyond PXB.
+	NoGDR []string `json:"gpus_without_gdr_nic"`
+}
+
+// GPUNIC is one GPU's NIC.
+type GPUNIC struct {
+	GPU string `json:"gpu"`
+	// NIC is the column label (NIC3, or mlx5_3 in old layouts); Device the
+	// RDMA device name from the NIC legend.
+	NIC    string `json:"nic,omitempty"`
+	Device string `json:"device,omitempty"`
+	Level  string `json:"level"`
+	// Nearest are all NICs at the GPU's best level.
+	Nearest []string `json:"nearest_nics"`
+	// SharedWith names other GPUs paired with the same NIC.
+	SharedWith []string `json:"shared_with,omitempty"`
+	GDR        bool     `json:"gdr"`
+}
+
+var (
+	reHeaderDetect = regexp.MustCompile(`(?m)^\s*GPU0\b[^\n]*\b(?:CPU Affinity|NUMA Affinity)`)
+	reRowDetect    = regexp.MustCompile(`(?m)^\s*GPU0\s+X\b`)
+	reLegendDetect = regexp.MustCompile(`(?m)^\s*X\s+= Self\s*$`)
+)
+
+// Detect reports whether head looks like `nvidia-smi topo -m` output.
+func Detect(head []byte) bool {
+	s := textio.StripANSI(string(head))
+	return reHeaderDetect.MatchString(s) || (reRowDetect.MatchString(s) && reLegendDetect.MatchString(s))
+}
+
+// Analyze reads a matrix and judges the GPU→NIC affinity.
+func Analyze(name string, r io.Reader) (*Report, error) {
+	m, err := Parse(name, r)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Matrix: m, Pairing: m.Pair()}
+	rep.Verdicts = rep.affinity(name)
+	return rep, nil
+}
+
+// pciLevels are the PCIe path levels, nearest first.
+var pciLevels = []topology.Level{topology.LevelPIX, topology.LevelPXB, topology.LevelPHB, topology.LevelNODE, topology.LevelSYS}
+
+// level reads a GPU→NIC cell; unreadable cells rank last.
+func level(cell string) topology.Level {
+	l, _, err := topology.ParseLevel(cell)
+	if err != nil || l == topology.LevelNVLink || l == topology.LevelSelf {
+		return topology.LevelUnknown
+	}
+	return l
+}
+
+// Pair assigns each GPU a NIC: the nearest, a distinct NIC per GPU where
+// the matrix allows (maximum matching level by level, PIX first), column
+// order among equals; with more GPUs than NICs the rest share the least
+// used of their nearest.
+func (m *Matrix) Pair() *Pairing {
+	p := &Pairing{GPUs: []GPUNIC{}, Unused: []string{}, NoGDR: []string{}}
+	var gpus, nics []int
+	for i := range m.Labels {
+		if m.IsGPU[i] {
+			gpus = append(gpus, i)
+		} else {
+			nics = append(nics, i)
+		}
+	}
+	if len(gpus) == 0 {
+		return p
+	}
+	lv := func(g, n int) topology.Level { return level(m.Cells[g][n]) }
+	owner := map[int]int{} // NIC column -> GPU index in gpus
+	assigned := make([]int, len(gpus))
+	for i := range assigned {
+		assigned[i] = -1
+	}
+	for _, lim := range pciLevels {
+		fixed := map[int]bool{}
+		for n := range owner {
+			fixed[n] = true
+		}
+		var try func(gi int, seen map[int]bool) bool
+		try = func(gi int, seen map[int]bool) bool {
+			// A free NIC first, in level then column order; then displace.
+			for pass := 0; pass < 2; pass++ {
+				for _, l := range pciLevels {
+					if l > lim {
+						break
+					}
+					for _, n := range nics {
+						if lv(gpus[gi], n) != l || fixed[n] || seen[n] {
+							continue
+						}
+						cur, busy := owner[n]
+						if pass == 0 && busy {
+							continue
+						}
+						seen[n] = true
+						if !busy || try(cur, seen) {
+							owner[n] = gi
+							assigned[gi] = n
+							return true
+						}
+					}
+				}
+			}
+			return false
+		}
+		for gi := range gpus {
+			if assigned[gi] < 0 {
+				try(gi, map[int]bool{})
+			}
+		}
+	}
+	users := map[int]int{}
+	for _, n := range assigned {
+		if n >= 0 {
+			users[n]++
+		}
+	}
+	for gi, g := range gpus {
+		if assigned[gi] >= 0 || len(nics) == 0 {
+			continue
+		}
+		best := topology.LevelUnknown
+		for _, n := range nics {
+			best = min(best, lv(g, n))
+		}
+		pick := -1
+		for _, n := range nics {
+			if lv(g, n) == best && (pick < 0 || users[n] < users[pick]) {
+				pick = n
+			}
+		}
+		if pick >= 0 {
+			assigned[gi] = pick
+			users[pick]++
+		}
+	}
+	for gi, g := range gpus {
+		e := GPUNIC{GPU: m.Labels[g], Level: "-", Nearest: []string{}}
+		best := topology.LevelUnknown
+		for _, n := range nics {
+			best = min(best, lv(g, n))
+		}
+		for _, n := range nics {
+			if lv(g, n) == best && best != topology.LevelUnknown {
+				e.Nearest = append(e.Nearest, m.Labels[n])
+			}
+		}
+		if n := assigned[gi]; n >= 0 {
+			e.NIC, e.Device = m.Labels[n], m.NICNames[m.Labels[n]]
+			l := lv(g, n)
+			e.Level = l.String()
+			e.GDR = l <= topology.GDRMaxLevel
+			for gj, other := range gpus {
+				if gj != gi && assigned[gj] == n {
+					e.SharedWith = append(e.SharedWith, m.Labels[other])
+				}
+			}
+		}
+		if !e.GDR {
+			p.NoGDR = append(p.NoGDR, e.GPU)
+		}
+		p.GPUs = append(p.GPUs, e)
+	}
+	for _, n := range nics {
+		if users[n] == 0 {
+			p.Unused = append(p.Unused, m.Labels[n])
+		}
+	}
+	return p
+}
+
+var levelMeaning = map[string]string{
+	"PIX":  "at most one PCIe bridge: the same PCIe switch",
+	"PXB":  "several PCIe bridges without the host bridge",
+	"PHB":  "through a PCIe host bridge (the CPU's root complex)",
+	"NODE": "across PCIe host bridges within one NUMA node",
+	"SYS":  "across the inter-socket link between NUMA nodes",
+}
+
+func (m *Matrix) nicName(label string) string {
+	if d := m.NICNames[label]; d != "" && d != label {
+		return fmt.Sprintf("%s (%s)", label, d)
+	}
+	return label
+}
+
+// nicDevice is a NIC column's device name (mlx5_2), else its label.
+func (m *Matrix) nicDevice(label string) string {
+	if d := m.NICNames[label]; d != "" {
+		return d
+	}
+	return label
+}
+
+func (r *Report) affinity(name string) []result.Result {
+	m, p := r.Matrix, r.Pairing
+	nicCols := 0
+	for _, g := range m.IsGPU {
+		if !g {
+			nicCols++
+		}
+	}
+	if nicCols == 0 {
+		return []result.Result{textio.Verdict(IDNICAffinity, result.Skip, "node", "NoRDMADevice",
+			"the matrix has no NIC columns: no RDMA NIC on this host, so GPU Direct RDMA does not apply (inter-node NCCL traffic can only use sockets or a network plugin)")}
+	}
+	var out []result.Result
+	for _, e := range p.GPUs {
+		line := m.RowLine[e.GPU]
+		ev := []result.Evidence{textio.Ev(name, line, fmt.Sprintf("%s row: %s = %s", e.GPU, e.NIC, e.Level), "")}
+		if e.NIC == "" {
+			out = append(out, textio.Verdict(IDNICAffinity, result.Unknown, e.GPU, "NoReadableNIC", "no readable GPU-to-NIC cell in this GPU's row", ev...))
+			continue
+		}
+		if e.GDR {
+			msg := fmt.Sprintf("%s → %s at %s (%s): GPU Direct RDMA works at NCCL's default NCCL_NET_GDR_LEVEL (PXB)", e.GPU, m.nicName(e.NIC), e.Level, levelMeaning[e.Level])
+			if len(e.SharedWith) > 0 {
+				msg += fmt.Sprintf("; the NIC is shared with %s, so each GPU gets part of its bandwidth", strings.Join(e.SharedWith, ", "))
+			}
+			if also := e.alsoNearest(); len(also) > 0 {
+				msg += fmt.Sprintf("; also at %s: %s", e.Level, strings.Join(also, ", "))
+			}
+			// Reasons and subjects as the check of the same ID gives them.
+			out = append(out, textio.Verdict(IDNICAffinity, result.Pass, e.GPU+"-"+m.nicDevice(e.NIC), "NICAt"+e.Level, msg, ev...))
+			continue
+		}
+		v := textio.Verdict(IDNICAffinity, result.Fail, e.GPU+"-"+m.nicDevice(e.NIC), "NICBeyondGDRLevel",
+			fmt.Sprintf("%s's nearest RDMA NIC is %s at %s (%s): NCCL will not use GPU Direct RDMA for this GPU by default (NCCL_NET_GDR_LEVEL defaults to PXB) and stages its network traffic through host memory",
+				e.GPU, m.nicName(e.NIC), e.Level, levelMeaning[e.Level]), ev...)
+		v.Remedy = fmt.Sprintf("place an RDMA NIC on the GPU's PCIe switch (one GPU/NIC pair per switch), or accept the slower path and set NCCL_NET_GDR_LEVEL=%s to force GPU Direct RDMA across it; in VMs expose the host's PCIe switches (or an NCCL_TOPO_FILE) so NCCL sees the real distance", e.Level)
+		out = append(out, v)
+	}
+	return out
+}
+
+// WriteText prints the verdicts, the matrix size and the pairing.
+func (r *Report) WriteText(w io.Writer) error {
+	if err := textio.WriteVerdicts(w, r.Verdicts); err != nil {
+		return err
+	}
+	m := r.Matrix
+	var b strings.Builder
+	gpus, nics := 0, 0
+	for _, g := range m.IsGPU {
+		if g {
+			gpus++
+		} else {
+			nics++
+		}
+	}
+	fmt.Fprintf(&b, "\nnvidia-smi topo -m: %d GPUs, %d NICs (header at line %d)\n", gpus, nics, m.HeaderLine)
+	if len(r.Pairing.GPUs) > 0 && nics > 0 {
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  GPU\tNIC\tDevice\tPath\tGDR\tShared with\tAlso nearest\tCPU affinity\tNUMA")
+		for _, e := range r.Pairing.GPUs {
+			gdr := "no"
+			if e.GDR {
+				gdr = "yes"
+			}
+			also := e.alsoNearest()
+			row := m.index(e.GPU)
+			cpu, numa := "", ""
+			if row >= 0 && row < len(m.CPUAffinity) {
+				cpu, numa = m.CPUAffinity[row], m.NUMAAffinity[row]
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.GPU, dash(e.NIC), dash(e.Device), e.Level, gdr,
+				dash(strings.Join(e.SharedWith, ",")), dash(strings.Join(also, ",")), dash(cpu), dash(numa))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(r.Pairing.Unused) > 0 {
+		var names []string
+		for _, n := range r.Pairing.Unused {
+			names = append(names, m.nicName(n))
+		}
+		fmt.Fprintf(&b, "  NICs no GPU is paired with: %s\n", strings.Join(names, ", "))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// alsoNearest are the GPU's other NICs at its best level.
+func (e GPUNIC) alsoNearest() []string {
+	var also []string
+	for _, n := range e.Nearest {
+		if n != e.NIC {
+			also = append(also, n)
+		}
+	}
+	return also
+}

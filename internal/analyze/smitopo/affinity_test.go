@@ -1,0 +1,114 @@
+package smitopo
+
+import (
+	"flag"
+	"strings"
+	"testing"
+
+	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/readertest"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+var reader = readertest.Reader[*Report]{Detect: Detect, Analyze: Analyze, Verdicts: func(r *Report) []result.Result { return r.Verdicts }}
+
+func TestGolden(t *testing.T) { reader.GoldenSamples(t, *update, nil) }
+
+// pairs is "GPU0=NIC3:PIX GPU1=NIC5:PIX ..." for every GPU.
+func pairs(p *Pairing) string {
+	var s []string
+	for _, e := range p.GPUs {
+		s = append(s, e.GPU+"="+e.NIC+":"+e.Level)
+	}
+	return strings.Join(s, " ")
+}
+
+var samples = []struct {
+	file     string
+	verdicts []string
+	pairs    string
+	unused   string
+}{
+	{"a100pcie-1gpu-4nic-mixed-tabs-spaces-garbled.txt", []string{"fail gdr.nic-affinity NICBeyondGDRLevel GPU0-mlx5_2"},
+		"GPU0=NIC2:NODE", "NIC0 NIC1 NIC3"},
+	{"asus-esc8000a-e12-4x-rtx6000ada-pcie.txt", []string{"fail gdr.nic-affinity NICBeyondGDRLevel GPU0-mlx5_0", "fail gdr.nic-affinity NICBeyondGDRLevel GPU3-mlx5_3"},
+		"GPU0=NIC0:NODE GPU1=NIC1:NODE GPU2=NIC2:NODE GPU3=NIC3:NODE", ""},
+	{"azure-nc96v4-a100pcie-nvbridge-pairs-vm.txt", []string{"skip gdr.nic-affinity NoRDMADevice node"},
+		"GPU0=:- GPU1=:- GPU2=:- GPU3=:-", ""},
+	{"dell-h100-topo-mp-12nic-3nics-on-gpu0-switch.txt", []string{"pass gdr.nic-affinity NICAtPIX GPU0-mlx5_0", "pass gdr.nic-affinity NICAtPIX GPU4-mlx5_6"},
+		"GPU0=NIC0:PIX GPU1=NIC3:PIX GPU2=NIC4:PIX GPU3=NIC5:PIX GPU4=NIC6:PIX GPU5=NIC9:PIX GPU6=NIC10:PIX GPU7=NIC11:PIX", "NIC1 NIC2 NIC7 NIC8"},
+	{"gke-a4-b200-8nic-pix-pairs.txt", []string{"pass gdr.nic-affinity NICAtPIX GPU1-mlx5_1"},
+		"GPU0=NIC0:PIX GPU1=NIC1:PIX GPU2=NIC2:PIX GPU3=NIC3:PIX GPU4=NIC4:PIX GPU5=NIC5:PIX GPU6=NIC6:PIX GPU7=NIC7:PIX", ""},
+	{"h200x8-10nic-gpu3-triple-pix-tabs.txt", []string{"pass gdr.nic-affinity NICAtPIX GPU3-mlx5_0"},
+		"GPU0=NIC3:PIX GPU1=NIC5:PIX GPU2=NIC4:PIX GPU3=NIC0:PIX GPU4=NIC7:PIX GPU5=NIC9:PIX GPU6=NIC8:PIX GPU7=NIC6:PIX", "NIC1 NIC2"},
+	{"h800x4-slice-17nic-no-affinity-tabs.txt", []string{"pass gdr.nic-affinity NICAtPIX GPU0-mlx5_4"},
+		"GPU0=NIC4:PIX GPU1=NIC6:PIX GPU2=NIC7:PIX GPU3=NIC8:PIX", "NIC0 NIC1 NIC2 NIC3 NIC5 NIC9 NIC10 NIC11 NIC12 NIC13 NIC14 NIC15 NIC16"},
+	{"hgx-h100-roce400g-12nic-tabs.txt", []string{"pass gdr.nic-affinity NICAtPIX GPU7-mlx5_11"},
+		"GPU0=NIC0:PIX GPU1=NIC1:PIX GPU2=NIC2:PIX GPU3=NIC5:PIX GPU4=NIC6:PIX GPU5=NIC7:PIX GPU6=NIC8:PIX GPU7=NIC11:PIX", "NIC3 NIC4 NIC9 NIC10"},
+	{"princeton-traverse-4xv100-power9-nv3-pairs-numa8.txt", []string{"fail gdr.nic-affinity NICBeyondGDRLevel GPU2-mlx5_2"},
+		"GPU0=mlx5_0:NODE GPU1=mlx5_1:NODE GPU2=mlx5_2:NODE GPU3=mlx5_3:NODE", ""},
+	{"puget-wrx90-2x-rtx6000ada-pcie.txt", []string{"fail gdr.nic-affinity NICBeyondGDRLevel GPU0-mlx5_0", "fail gdr.nic-affinity NICBeyondGDRLevel GPU1-mlx5_1"},
+		"GPU0=NIC0:NODE GPU1=NIC1:NODE", ""},
+	{"vastai-4xa100-sxm4-nvlink-pairs-nv12-nv10-degraded.txt", []string{"fail gdr.nic-affinity NICBeyondGDRLevel GPU0-mlx5_0"},
+		"GPU0=NIC0:NODE GPU1=NIC1:NODE GPU2=NIC0:NODE GPU3=NIC1:NODE", ""},
+	{"synthetic-2gpu-phb-nic-and-no-nic-gpu.txt", []string{
+		"pass gdr.nic-affinity NICAtPXB GPU0-mlx5_3", "fail gdr.nic-affinity NICBeyondGDRLevel GPU1-mlx5_2", "pass gdr.nic-affinity NICAtPXB GPU2-mlx5_2"},
+		"GPU0=NIC1:PXB GPU1=NIC0:PHB GPU2=NIC0:PXB", ""},
+}
+
+func TestSamples(t *testing.T) {
+	covered := map[string]bool{}
+	for _, s := range samples {
+		covered[s.file] = true
+		t.Run(s.file, func(t *testing.T) {
+			r := reader.Sample(t, s.file)
+			readertest.WantVerdicts(t, r.Verdicts, s.verdicts)
+			if got := pairs(r.Pairing); got != s.pairs {
+				t.Errorf("pairing\n got %s\nwant %s", got, s.pairs)
+			}
+			if got := strings.Join(r.Pairing.Unused, " "); got != s.unused {
+				t.Errorf("unused NICs %q, want %q", got, s.unused)
+			}
+			for _, v := range r.Verdicts {
+				gpu, _, _ := strings.Cut(v.Subject, "-")
+				if v.Status == "fail" && (!strings.Contains(v.Message, "host memory") || !strings.Contains(v.Message, gpu) || v.Remedy == "") {
+					t.Errorf("fail verdict must name the GPU, the path and host-memory staging: %+v", v)
+				}
+			}
+		})
+	}
+	readertest.Covered(t, covered)
+}
+
+func TestPairingDistinctNICs(t *testing.T) {
+	// Two GPUs behind one switch with two NICs, where the first GPU's
+	// first choice is also the second GPU's only PIX NIC: the matching
+	// must move the first GPU to its other NIC.
+	in := "\tGPU0\tGPU1\tNIC0\tNIC1\tCPU Affinity\tNUMA Affinity\n" +
+		"GPU0\t X \tPIX\tPIX\tPIX\t0-7\t0\n" +
+		"GPU1\tPIX\t X \tPIX\tNODE\t0-7\t0\n" +
+		"NIC0\tPIX\tPIX\t X \tPIX\n" +
+		"NIC1\tPIX\tNODE\tPIX\t X \n"
+	r, err := Analyze("m.txt", strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pairs(r.Pairing); got != "GPU0=NIC1:PIX GPU1=NIC0:PIX" {
+		t.Errorf("pairing %s", got)
+	}
+}
+
+func TestUnreadable(t *testing.T) {
+	for _, c := range []struct{ in, prefix string }{
+		{"no matrix here\n", "x.txt:1:"},
+		{"\tGPU0\tNIC0\tCPU Affinity\nGPU0\t X \tBOGUS\t0\n", "x.txt:2:"},
+	} {
+		reader.WantError(t, c.in, c.prefix)
+	}
+}
+
+func FuzzAnalyze(f *testing.F) {
+	f.Add([]byte("\tGPU0\tNIC0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tPIX\t0-7\t0\nNIC0\tPIX\t X \n\nNIC Legend:\n\n  NIC0: mlx5_0\n"))
+	f.Fuzz(reader.Fuzz)
+}

@@ -1,0 +1,251 @@
+// Package smitopo reads `nvidia-smi topo -m` output as people capture and
+// paste it: tab- or space-separated, with ANSI escapes, prose around it,
+// old layouts whose NIC columns are named mlx5_N, NIC legends that do not
+// start at mlx5_0, and empty affinity cells in containers.
+package smitopo
+
+import (
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+
+	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/topology"
+)
+
+// Matrix is a parsed topology matrix.
+type Matrix struct {
+	Labels []string `json:"labels"` // column labels as printed (GPU0, NIC0, mlx5_0)
+	IsGPU  []bool   `json:"-"`
+	// Cells[i][j] is row i's cell for column j, normalised ("X" for self).
+	Cells        [][]string `json:"cells"`
+	CPUAffinity  []string   `json:"cpu_affinity"`
+	NUMAAffinity []string   `json:"numa_affinity"`
+	GPUNUMAID    []string   `json:"gpu_numa_id,omitempty"`
+	// NICNames maps a NIC column to its device name: from the NIC legend,
+	// or the label itself in layouts that print device names.
+	NICNames map[string]string `json:"nic_names"`
+	// HeaderLine is the 1-based line of the header in the input.
+	HeaderLine int `json:"header_line"`
+	// RowLine maps a row label to its 1-based input line.
+	RowLine map[string]int `json:"-"`
+	// HasGPUNUMAColumn says whether the header had the GPU NUMA ID column
+	// (old drivers print none).
+	HasGPUNUMAColumn bool `json:"has_gpu_numa_column"`
+}
+
+var (
+	reLegend   = regexp.MustCompile(`^\s*(NIC\d+)\s*:\s*(\S+)\s*$`)
+	reGPULabel = regexp.MustCompile(`^GPU\d+$`)
+)
+
+// Parse reads the first topology matrix in r (and the rest of r). name is
+// used in errors, which are *textio.ParseError.
+func Parse(name string, r io.Reader) (*Matrix, error) {
+	lr := textio.NewLineReader(name, r)
+	m := &Matrix{NICNames: map[string]string{}, RowLine: map[string]int{}}
+	lineNo := 0
+	state := 0 // 0: looking for header, 1: rows, 2: after rows, 3: NIC legend
+	seenRow := map[string]bool{}
+	for {
+		raw, ok := lr.Next()
+		if !ok {
+			break
+		}
+		lineNo = lr.Line()
+		line := strings.TrimRight(textio.StripANSI(raw), "\r")
+		trim := strings.TrimSpace(line)
+		switch state {
+		case 0:
+			f := strings.Fields(trim)
+			// The header starts with GPU0 and, unlike the GPU0 row, is
+			// not followed by a cell ("X").
+			if len(f) == 0 || f[0] != "GPU0" || (len(f) > 1 && f[1] == "X") {
+				continue
+			}
+			if err := m.header(f); err != nil {
+				return nil, textio.Errorf(name, lineNo, "%v", err)
+			}
+			m.HeaderLine = lineNo
+			state = 1
+		case 1:
+			if trim == "" || strings.HasPrefix(trim, "Legend") {
+				if len(m.Cells) == 0 {
+					return nil, textio.Errorf(name, lineNo, "topology header without rows")
+				}
+				state = 2
+				continue
+			}
+			label, err := m.row(line)
+			if err != nil {
+				return nil, textio.Errorf(name, lineNo, "%v", err)
+			}
+			if seenRow[label] {
+				return nil, textio.Errorf(name, lineNo, "row %s appears twice", label)
+			}
+			seenRow[label] = true
+			m.RowLine[label] = lineNo
+		case 2:
+			if strings.HasPrefix(trim, "NIC Legend") {
+				state = 3
+			}
+		case 3:
+			if trim == "" {
+				if len(m.NICNames) > 0 {
+					state = 4
+				}
+				continue
+			}
+			if mm := reLegend.FindStringSubmatch(line); mm != nil {
+				m.NICNames[mm[1]] = mm[2]
+			} else {
+				state = 4
+			}
+		}
+	}
+	if err := lr.Err(); err != nil {
+		return nil, err
+	}
+	if state == 0 {
+		return nil, textio.Errorf(name, max(lineNo, 1), "no topology matrix found (no header line starting with GPU0)")
+	}
+	if len(m.Cells) != len(m.Labels) {
+		return nil, textio.Errorf(name, lineNo, "matrix has %d rows for %d columns", len(m.Cells), len(m.Labels))
+	}
+	// Rows must come in header order for the square matrix to mean anything.
+	for _, l := range m.Labels {
+		if m.RowLine[l] == 0 {
+			return nil, textio.Errorf(name, lineNo, "no row for column %s", l)
+		}
+	}
+	for i, l := range m.Labels {
+		if !m.IsGPU[i] {
+			if _, ok := m.NICNames[l]; !ok {
+				m.NICNames[l] = l
+			}
+		}
+	}
+	return m, nil
+}
+
+func (m *Matrix) header(f []string) error {
+	i := 0
+	for ; i < len(f); i++ {
+		t := f[i]
+		if t == "CPU" || t == "NUMA" || t == "Affinity" || (t == "GPU" && i+1 < len(f) && f[i+1] == "NUMA") {
+			break
+		}
+		m.Labels = append(m.Labels, t)
+		m.IsGPU = append(m.IsGPU, reGPULabel.MatchString(t))
+	}
+	rest := strings.Join(f[i:], " ")
+	m.HasGPUNUMAColumn = strings.Contains(rest, "GPU NUMA ID")
+	if len(m.Labels) == 0 {
+		return fmt.Errorf("header has no device columns")
+	}
+	seen := map[string]bool{}
+	for _, l := range m.Labels {
+		if seen[l] {
+			return fmt.Errorf("column %s appears twice in the header", l)
+		}
+		seen[l] = true
+	}
+	return nil
+}
+
+func (m *Matrix) index(label string) int {
+	for i, l := range m.Labels {
+		if l == label {
+			return i
+		}
+	}
+	return -1
+}
+
+// row parses one matrix row and returns its label.
+func (m *Matrix) row(line string) (string, error) {
+	n := len(m.Labels)
+	var label string
+	var cells, rest []string
+	if strings.Contains(line, "\t") {
+		fields := strings.Split(line, "\t")
+		k := 0
+		for ; k < len(fields) && strings.TrimSpace(fields[k]) == ""; k++ {
+		}
+		if k == len(fields) {
+			return "", fmt.Errorf("empty row")
+		}
+		label = strings.TrimSpace(fields[k])
+		k++
+		for ; k < len(fields) && len(cells) < n; k++ {
+			t := strings.TrimSpace(fields[k])
+			if t == "" {
+				continue
+			}
+			// A field may hold several space-separated cells when a paste
+			// mixed tabs and spaces.
+			cells = append(cells, strings.Fields(t)...)
+		}
+		for ; k < len(fields); k++ {
+			rest = append(rest, strings.TrimSpace(fields[k]))
+		}
+		if len(cells) > n {
+			rest = append(cells[n:], rest...)
+			cells = cells[:n]
+		}
+	} else {
+		f := strings.Fields(line)
+		label = f[0]
+		f = f[1:]
+		if len(f) < n {
+			cells = f
+		} else {
+			cells, rest = f[:n], f[n:]
+		}
+	}
+	i := m.index(label)
+	if i < 0 {
+		return "", fmt.Errorf("row label %q is not a column of the header", label)
+	}
+	if i != len(m.Cells) {
+		return "", fmt.Errorf("row %s out of order (expected %s)", label, m.Labels[len(m.Cells)])
+	}
+	if len(cells) != n {
+		return "", fmt.Errorf("row %s has %d cells, the header has %d columns", label, len(cells), n)
+	}
+	for j, c := range cells {
+		if c == "X" {
+			if j != i {
+				return "", fmt.Errorf("row %s: X (self) in column %s", label, m.Labels[j])
+			}
+			continue
+		}
+		if _, _, err := topology.ParseLevel(c); err != nil {
+			return "", fmt.Errorf("row %s, column %s: %v", label, m.Labels[j], err)
+		}
+		if j == i {
+			return "", fmt.Errorf("row %s: %q on the diagonal, want X", label, c)
+		}
+	}
+	cpu, numa, gnuma := "", "", ""
+	if len(rest) > 0 {
+		cpu = rest[0]
+	}
+	if len(rest) > 1 {
+		numa = rest[1]
+	}
+	for _, r := range rest[min(2, len(rest)):] {
+		if r != "" {
+			gnuma = r
+		}
+	}
+	if !strings.Contains(line, "\t") && len(rest) == 2 && !m.HasGPUNUMAColumn {
+		cpu, numa = rest[0], rest[1]
+	}
+	m.Cells = append(m.Cells, cells)
+	m.CPUAffinity = append(m.CPUAffinity, cpu)
+	m.NUMAAffinity = append(m.NUMAAffinity, numa)
+	m.GPUNUMAID = append(m.GPUNUMAID, gnuma)
+	return label, nil
+}

@@ -1,0 +1,95 @@
+package textio
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"sort"
+)
+
+// LineCounter wraps a reader and remembers where its newlines are, so that a
+// JSON decoder's byte offset can be turned into a line number.
+type LineCounter struct {
+	r   io.Reader
+	off int64
+	nl  []int64
+}
+
+// NewLineCounter wraps r.
+func NewLineCounter(r io.Reader) *LineCounter { return &LineCounter{r: r} }
+
+func (c *LineCounter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	for i := 0; i < n && len(c.nl) < 1<<26; i++ {
+		k := bytes.IndexByte(p[i:n], '\n')
+		if k < 0 {
+			break
+		}
+		i += k
+		c.nl = append(c.nl, c.off+int64(i))
+	}
+	c.off += int64(n)
+	return n, err
+}
+
+// LineAt is the 1-based line holding byte offset off.
+func (c *LineCounter) LineAt(off int64) int {
+	return 1 + sort.Search(len(c.nl), func(i int) bool { return c.nl[i] >= off })
+}
+
+// Lines is the number of lines read so far.
+func (c *LineCounter) Lines() int { return len(c.nl) + 1 }
+
+// JSONError turns a decoding error into a ParseError naming the line.
+func (c *LineCounter) JSONError(name string, dec *json.Decoder, err error) *ParseError {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return Errorf(name, c.LineAt(se.Offset), "invalid JSON: %v", se)
+	case errors.As(err, &te):
+		return Errorf(name, c.LineAt(te.Offset), "unexpected JSON value: %v", te)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return Errorf(name, c.Lines(), "JSON ends early (truncated file?)")
+	}
+	return Errorf(name, c.LineAt(dec.InputOffset()), "invalid JSON: %v", err)
+}
+
+// FlexFloat is a JSON number that may also be written as a string
+// ("12.5", "nan"); Valid is false for null, NaN and non-numbers.
+type FlexFloat struct {
+	V     float64
+	Valid bool
+}
+
+// UnmarshalJSON accepts numbers, numeric strings and null.
+func (f *FlexFloat) UnmarshalJSON(b []byte) error {
+	*f = FlexFloat{}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	switch x := v.(type) {
+	case float64:
+		f.V, f.Valid = x, true
+	case string:
+		if g, ok := ParseFloat(x); ok {
+			f.V, f.Valid = g, true
+		}
+	}
+	return nil
+}
+
+// DecodeAll decodes the one JSON value that dec (reading c) holds into v,
+// then reads the input to its end (a trailing newline, or a second value
+// nobody reads), so that a read error still names the file.
+func (c *LineCounter) DecodeAll(name string, dec *json.Decoder, v any) error {
+	if err := dec.Decode(v); err != nil {
+		return c.JSONError(name, dec, err)
+	}
+	if _, err := io.Copy(io.Discard, io.MultiReader(dec.Buffered(), c)); err != nil {
+		return Errorf(name, c.Lines(), "read: %v", err)
+	}
+	return nil
+}

@@ -1,0 +1,267 @@
+// Package textio holds what the output readers (nccl-tests, perftest,
+// nvbandwidth, dcgmi, nvidia-smi topo) share: a line reader that numbers
+// lines and survives overlong or binary input, the error that names a file
+// and a line, and the text layout of verdicts.
+package textio
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gdrcheck/gdrcheck/internal/result"
+)
+
+// HeadSize is how much of a file Detect functions are given.
+const HeadSize = 64 << 10
+
+// MaxLine bounds one stored line; the rest of a longer line is dropped
+// (and counted), so a runaway line cannot exhaust memory.
+const MaxLine = 1 << 20
+
+// ParseError names the file and the 1-based line a reader could not read.
+type ParseError struct {
+	Name string
+	Line int
+	Msg  string
+}
+
+func (e *ParseError) Error() string { return fmt.Sprintf("%s:%d: %s", e.Name, e.Line, e.Msg) }
+
+// Errorf makes a ParseError.
+func Errorf(name string, line int, format string, a ...any) *ParseError {
+	return &ParseError{Name: name, Line: line, Msg: fmt.Sprintf(format, a...)}
+}
+
+// LineReader reads numbered lines without a length limit on the input:
+// lines longer than MaxLine are cut (Truncated counts them).
+type LineReader struct {
+	name      string
+	br        *bufio.Reader
+	line      int
+	err       error
+	Truncated int
+}
+
+// NewLineReader reads r; name is used in errors.
+func NewLineReader(name string, r io.Reader) *LineReader {
+	return &LineReader{name: name, br: bufio.NewReaderSize(r, 64<<10)}
+}
+
+// Next returns the next line without its end of line ("\n" or "\r\n").
+// ok is false at the end of input or on a read error (see Err).
+func (lr *LineReader) Next() (string, bool) {
+	if lr.err != nil {
+		return "", false
+	}
+	var buf []byte
+	cut := false
+	for {
+		chunk, err := lr.br.ReadSlice('\n')
+		if len(buf)+len(chunk) <= MaxLine {
+			buf = append(buf, chunk...)
+		} else if !cut {
+			buf = append(buf, chunk[:MaxLine-len(buf)]...)
+			cut = true
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil { // io.EOF or a read error: the line read so far is the last
+			lr.err = err
+			if len(buf) == 0 {
+				return "", false
+			}
+		}
+		break
+	}
+	lr.line++
+	if cut {
+		lr.Truncated++
+	}
+	buf = bytes.TrimSuffix(buf, []byte("\n"))
+	buf = bytes.TrimSuffix(buf, []byte("\r"))
+	if i := bytes.IndexByte(buf, 0); i >= 0 {
+		lr.err = Errorf(lr.name, lr.line, "binary data (NUL byte at column %d): not a text output", i+1)
+		return "", false
+	}
+	return string(buf), true
+}
+
+// Line is the number of the line Next returned last.
+func (lr *LineReader) Line() int { return lr.line }
+
+// Err is the read error that stopped Next (nil at a clean end of input),
+// as a ParseError naming the line.
+func (lr *LineReader) Err() error {
+	if lr.err == nil || lr.err == io.EOF {
+		return nil
+	}
+	var pe *ParseError
+	if errors.As(lr.err, &pe) {
+		return pe
+	}
+	return Errorf(lr.name, lr.line+1, "read: %v", lr.err)
+}
+
+var reANSI = regexp.MustCompile(`\x1b\[[0-9;?]*[A-Za-z]`)
+
+// StripANSI removes terminal escape sequences.
+func StripANSI(s string) string {
+	if !strings.Contains(s, "\x1b") {
+		return s
+	}
+	return reANSI.ReplaceAllString(s, "")
+}
+
+// Source formats an evidence source: "name:line".
+// A line of 0 or less means the whole file (JSON input has no line per item).
+func Source(name string, line int) string {
+	if line <= 0 {
+		return name
+	}
+	return fmt.Sprintf("%s:%d", name, line)
+}
+
+// Ev is one evidence item pointing at a line of the input.
+func Ev(name string, line int, value, note string) result.Evidence {
+	return result.Evidence{Source: Source(name, line), Value: strings.TrimSpace(value), Note: note}
+}
+
+// Verdict builds a result.
+func Verdict(id string, st result.Status, subject, reason, msg string, ev ...result.Evidence) result.Result {
+	return result.Result{ID: id, Status: st, Subject: subject, Reason: reason, Message: msg, Evidence: ev}
+}
+
+var statusWord = map[result.Status]string{
+	result.Pass: "PASS", result.Warn: "WARN", result.Fail: "FAIL",
+	result.Skip: "SKIP", result.Unknown: "UNKNOWN", result.Error: "ERROR",
+}
+
+// WriteVerdicts prints verdicts failures first: status, id, subject, the
+// message, then the remedy and up to three evidence lines.
+func WriteVerdicts(w io.Writer, vs []result.Result) error {
+	sorted := append([]result.Result(nil), vs...)
+	result.Sort(sorted)
+	var b strings.Builder
+	if len(sorted) == 0 {
+		b.WriteString("Verdicts: none\n")
+	} else {
+		b.WriteString("Verdicts:\n")
+	}
+	for _, v := range sorted {
+		fmt.Fprintf(&b, "  %-7s %s [%s] %s: %s\n", statusWord[v.Status], v.ID, v.Reason, v.Subject, v.Message)
+		if v.Remedy != "" {
+			fmt.Fprintf(&b, "          remedy: %s\n", v.Remedy)
+		}
+		for i, e := range v.Evidence {
+			if i == 3 {
+				fmt.Fprintf(&b, "          ... %d more evidence lines\n", len(v.Evidence)-3)
+				break
+			}
+			val := e.Value
+			if len(val) > 160 {
+				val = Clip(val, 157)
+			}
+			fmt.Fprintf(&b, "          %s: %s\n", e.Source, val)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// CorpusBody strips the three-line source header and its "---" line from a
+// corpus sample. ok is false when the sample has no such header.
+func CorpusBody(b []byte) (body []byte, ok bool) {
+	i := bytes.Index(b, []byte("\n---\n"))
+	if i < 0 || !bytes.HasPrefix(b, []byte("source:")) {
+		return b, false
+	}
+	return b[i+5:], true
+}
+
+// ParseFloat parses a finite decimal number, spaces allowed around it
+// ("N/A", "nan", "inf", hex and underscores are refused).
+func ParseFloat(s string) (float64, bool) {
+	s = strings.TrimSpace(s)
+	if s == "" || strings.ContainsAny(s, "xXpP_") {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, false
+	}
+	return v, true
+}
+
+// Clip shortens s to at most n bytes (on a rune boundary), marking the cut.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
+// FormatFloat prints v with at most prec decimals, trailing zeros dropped
+// (12.500 prints "12.5", 3.000 "3").
+func FormatFloat(v float64, prec int) string {
+	return strings.TrimRight(strings.TrimRight(strconv.FormatFloat(v, 'f', prec, 64), "0"), ".")
+}
+
+// StartsJSON reports whether head, past blanks and a byte order mark,
+// starts with '{': the Detect functions' test for a JSON output.
+func StartsJSON(head []byte) bool {
+	t := bytes.TrimLeft(head, " \t\r\n\ufeff")
+	return len(t) > 0 && t[0] == '{'
+}
+
+// TextOrJSON reads r with json when its head (4 KiB) StartsJSON, with text
+// otherwise.
+func TextOrJSON[R any](name string, r io.Reader, text, json func(name string, r io.Reader) (R, error)) (R, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	head, _ := br.Peek(4096) // shorter at the end of the input; the error is the reader's to report
+	if StartsJSON(head) {
+		return json(name, br)
+	}
+	return text(name, br)
+}
+
+// Quote is an input line worth quoting in a report.
+type Quote struct {
+	Line int    `json:"line"`
+	Text string `json:"text"`
+}
+
+// MaxQuotes bounds the quotes of one list, MaxQuoteLen the text of one.
+const (
+	MaxQuotes   = 200
+	MaxQuoteLen = 400
+)
+
+// AddQuote appends the text of a line, clipped, to qs unless qs is full.
+func AddQuote(qs []Quote, line int, text string) []Quote {
+	if len(qs) >= MaxQuotes {
+		return qs
+	}
+	return append(qs, Quote{line, Clip(text, MaxQuoteLen)})
+}
+
+// EvQuotes is the evidence of quoted lines.
+func EvQuotes(name string, qs []Quote) []result.Evidence {
+	var ev []result.Evidence
+	for _, q := range qs {
+		ev = append(ev, Ev(name, q.Line, q.Text, ""))
+	}
+	return ev
+}

@@ -1,0 +1,116 @@
+package textio
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestLineReader(t *testing.T) {
+	long := strings.Repeat("x", MaxLine+10)
+	lr := NewLineReader("f.txt", strings.NewReader("a\r\nb\n"+long+"\nlast"))
+	var got []string
+	for {
+		l, ok := lr.Next()
+		if !ok {
+			break
+		}
+		got = append(got, l)
+	}
+	if lr.Err() != nil || len(got) != 4 || got[0] != "a" || got[1] != "b" || len(got[2]) != MaxLine || got[3] != "last" || lr.Truncated != 1 || lr.Line() != 4 {
+		t.Errorf("lines %q... err %v truncated %d line %d", got[:2], lr.Err(), lr.Truncated, lr.Line())
+	}
+
+	lr = NewLineReader("f.txt", strings.NewReader("ok\nbad\x00line\nmore\n"))
+	for {
+		if _, ok := lr.Next(); !ok {
+			break
+		}
+	}
+	var pe *ParseError
+	if !errors.As(lr.Err(), &pe) || pe.Line != 2 || !strings.HasPrefix(pe.Error(), "f.txt:2: binary data") {
+		t.Errorf("NUL byte: %v", lr.Err())
+	}
+}
+
+func TestClip(t *testing.T) {
+	if Clip("abc", 5) != "abc" || Clip("abcdef", 3) != "abc..." || Clip("aé", 2) != "a..." {
+		t.Errorf("%q %q %q", Clip("abc", 5), Clip("abcdef", 3), Clip("aé", 2))
+	}
+}
+
+func TestCorpusBody(t *testing.T) {
+	b, ok := CorpusBody([]byte("source: x\nhardware: y\nnotes: z\n---\nbody\n"))
+	if !ok || string(b) != "body\n" {
+		t.Errorf("%q %v", b, ok)
+	}
+	if _, ok := CorpusBody([]byte("body only\n")); ok {
+		t.Error("no header taken for one")
+	}
+}
+
+func TestJSONLines(t *testing.T) {
+	lc := NewLineCounter(strings.NewReader("{\n\"a\": 1,\n\"b\": x\n}\n"))
+	dec := json.NewDecoder(lc)
+	var v any
+	err := dec.Decode(&v)
+	if pe := lc.JSONError("j.json", dec, err); pe.Line != 3 {
+		t.Errorf("syntax error at line %d (%v), want 3", pe.Line, pe)
+	}
+	var f struct{ A, B, C, D FlexFloat }
+	if err := json.Unmarshal([]byte(`{"A": 1.5, "B": "2.5", "C": "nan", "D": null}`), &f); err != nil {
+		t.Fatal(err)
+	}
+	if !f.A.Valid || f.A.V != 1.5 || !f.B.Valid || f.B.V != 2.5 || f.C.Valid || f.D.Valid {
+		t.Errorf("%+v", f)
+	}
+}
+
+func TestFormatFloat(t *testing.T) {
+	for _, c := range []struct {
+		v    float64
+		prec int
+		want string
+	}{{12.5, 3, "12.5"}, {3, 3, "3"}, {0, 2, "0"}, {1.23456, 2, "1.23"}, {100, 3, "100"}} {
+		if got := FormatFloat(c.v, c.prec); got != c.want {
+			t.Errorf("FormatFloat(%v, %d) = %q, want %q", c.v, c.prec, got, c.want)
+		}
+	}
+}
+
+func TestTextOrJSON(t *testing.T) {
+	read := func(kind string) func(string, io.Reader) (string, error) {
+		return func(_ string, r io.Reader) (string, error) {
+			b, err := io.ReadAll(r)
+			return kind + ":" + string(b), err
+		}
+	}
+	for in, want := range map[string]string{
+		"\ufeff \n{\"a\": 1}": "json:\ufeff \n{\"a\": 1}",
+		"  # text {":          "text:  # text {",
+		"":                    "text:",
+	} {
+		got, err := TextOrJSON("f", strings.NewReader(in), read("text"), read("json"))
+		if err != nil || got != want {
+			t.Errorf("%q: %q %v, want %q", in, got, err, want)
+		}
+		if StartsJSON([]byte(in)) != strings.HasPrefix(want, "json:") {
+			t.Errorf("%q: StartsJSON disagrees", in)
+		}
+	}
+}
+
+func TestAddQuote(t *testing.T) {
+	var qs []Quote
+	for i := 1; i <= MaxQuotes+5; i++ {
+		qs = AddQuote(qs, i, strings.Repeat("x", MaxQuoteLen+1))
+	}
+	if len(qs) != MaxQuotes || qs[0].Line != 1 || len(qs[0].Text) != MaxQuoteLen+3 {
+		t.Errorf("%d quotes, first %d %d bytes", len(qs), qs[0].Line, len(qs[0].Text))
+	}
+	if ev := EvQuotes("f", qs[:2]); len(ev) != 2 || ev[1].Source != "f:2" {
+		t.Errorf("evidence %+v", ev)
+	}
+}

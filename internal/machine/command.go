@@ -1,0 +1,114 @@
+package machine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// DefaultCommandTimeout bounds every external tool the live host runs.
+const DefaultCommandTimeout = 20 * time.Second
+
+// CommandsDir is where a snapshot keeps captured command outputs.
+const CommandsDir = "commands"
+
+// ErrNotCaptured says a snapshot holds no output for a command.
+var ErrNotCaptured = errors.New("not captured in this snapshot")
+
+// Command is an external tool whose output the tool reads. Live, it is run
+// under a deadline; on a snapshot its output is read from
+// commands/<Key> instead.
+type Command struct {
+	Key     string   // file name under commands/
+	Name    string   // program looked up on PATH
+	Args    []string // arguments
+	Timeout time.Duration
+}
+
+func (c Command) String() string { return strings.Join(append([]string{c.Name}, c.Args...), " ") }
+
+// The commands gdrcheck reads. Snapshots capture all of them.
+var (
+	CmdNvidiaSMITopo   = Command{Key: "nvidia-smi-topo-m.txt", Name: "nvidia-smi", Args: []string{"topo", "-m"}}
+	CmdNvidiaSMIQuery  = Command{Key: "nvidia-smi-q-x.xml", Name: "nvidia-smi", Args: []string{"-q", "-x"}}
+	CmdNvidiaSMINVLink = Command{Key: "nvidia-smi-nvlink-s.txt", Name: "nvidia-smi", Args: []string{"nvlink", "-s"}}
+	CmdUlimit          = Command{Key: "ulimit-a.txt", Name: "sh", Args: []string{"-c", "ulimit -a"}}
+	CmdIbvDevinfo      = Command{Key: "ibv_devinfo-v.txt", Name: "ibv_devinfo", Args: []string{"-v"}}
+	CmdDmesg           = Command{Key: "dmesg.txt", Name: "dmesg", Args: []string{"--time-format", "iso"}}
+	CmdFabricManager   = Command{Key: "systemctl-nvidia-fabricmanager.txt", Name: "systemctl", Args: []string{"is-active", "nvidia-fabricmanager"}}
+)
+
+// KnownCommands lists the commands a snapshot captures, in capture order.
+func KnownCommands() []Command {
+	return []Command{CmdNvidiaSMITopo, CmdNvidiaSMIQuery, CmdNvidiaSMINVLink, CmdUlimit, CmdIbvDevinfo, CmdDmesg, CmdFabricManager}
+}
+
+// Run returns the standard output of cmd: on the live host by running it
+// under its deadline (ctx may shorten it), on a snapshot by reading the
+// captured file. A hung tool becomes an error naming the command.
+func (r Root) Run(ctx context.Context, cmd Command) ([]byte, error) {
+	if !r.Live() {
+		b, err := r.ReadFile(CommandsDir + "/" + cmd.Key)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("%s: %w (%s)", cmd, ErrNotCaptured, r.Display(CommandsDir+"/"+cmd.Key))
+			}
+			return nil, err
+		}
+		return b, nil
+	}
+	out, err := RunLive(ctx, cmd)
+	r.rec.noteCommand(cmd, out, err)
+	return out, err
+}
+
+// RunLive runs cmd on this machine under its deadline, killing its whole
+// process group when the deadline passes.
+func RunLive(ctx context.Context, cmd Command) ([]byte, error) {
+	timeout := cmd.Timeout
+	if timeout <= 0 {
+		timeout = DefaultCommandTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	path, err := exec.LookPath(cmd.Name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cmd, err)
+	}
+	c := exec.CommandContext(ctx, path, cmd.Args...)
+	var stdout, stderr bytes.Buffer
+	c.Stdout = &stdout
+	c.Stderr = &stderr
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.Cancel = func() error {
+		if c.Process != nil {
+			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+		}
+		return nil
+	}
+	c.WaitDelay = 2 * time.Second
+	err = c.Run()
+	if ctx.Err() == context.DeadlineExceeded {
+		return stdout.Bytes(), fmt.Errorf("%s: no answer within %s (killed)", cmd, timeout)
+	}
+	if err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = strings.TrimSpace(stdout.String())
+		}
+		if len(msg) > 400 {
+			msg = msg[:400] + "..."
+		}
+		if msg != "" {
+			return stdout.Bytes(), fmt.Errorf("%s: %w: %s", cmd, err, msg)
+		}
+		return stdout.Bytes(), fmt.Errorf("%s: %w", cmd, err)
+	}
+	return stdout.Bytes(), nil
+}

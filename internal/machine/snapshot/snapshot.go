@@ -1,0 +1,305 @@
+// Package snapshot captures what gdrcheck reads on a host (sysfs and procfs
+// files, captured command outputs, the driver's GPU facts) into a directory
+// or a .tgz, and opens such captures as a machine.Root so every command can run
+// on them with --root.
+//
+// What to capture is not a hand-kept list: the caller runs its readers
+// (discovery, checks) over a recording root, and Write copies exactly the
+// paths they touched, plus the outputs of the commands they ran.
+package snapshot
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/renameio/v2"
+
+	"github.com/gdrcheck/gdrcheck/internal/collect/nvml"
+	"github.com/gdrcheck/gdrcheck/internal/machine"
+)
+
+// ManifestFile describes a snapshot: when, where, by what, and what failed.
+const ManifestFile = "snapshot.json"
+
+// MaxFileSize bounds one captured file.
+const MaxFileSize = 4 << 20
+
+// Manifest is written at the top of every snapshot.
+type Manifest struct {
+	Format    int             `json:"format"`
+	CreatedAt time.Time       `json:"created_at"`
+	Hostname  string          `json:"hostname,omitempty"`
+	Tool      string          `json:"tool"`
+	Files     int             `json:"files"`
+	Links     int             `json:"links"`
+	Skipped   []string        `json:"skipped,omitempty"`
+	Commands  []CommandStatus `json:"commands"`
+	Errors    []string        `json:"errors,omitempty"`
+}
+
+// CommandStatus records one captured command.
+type CommandStatus struct {
+	Key     string `json:"key"`
+	Command string `json:"command"`
+	Error   string `json:"error,omitempty"`
+}
+
+// skipNames are sysfs files never read into a snapshot: huge (BARs, ROM),
+// or with side effects on read or write (remove, reset, bind...).
+var skipNames = map[string]bool{
+	"rom": true, "remove": true, "reset": true, "rescan": true, "bind": true, "unbind": true,
+	"new_id": true, "remove_id": true, "uevent_trigger": true,
+}
+
+// Skip reports whether a file must never be captured.
+func Skip(rel string) bool {
+	base := path.Base(rel)
+	if skipNames[base] {
+		return true
+	}
+	if strings.HasPrefix(base, "resource") && path.Dir(rel) != "proc" {
+		return true
+	}
+	if strings.HasPrefix(rel, "proc/kcore") || strings.HasPrefix(rel, "proc/kmsg") || strings.HasSuffix(rel, "/pagemap") {
+		return true
+	}
+	return false
+}
+
+// Options for Write.
+type Options struct {
+	Tool string // tool name and version for the manifest
+	// Commands are run (live) and captured in addition to those the
+	// recorder saw.
+	Commands []machine.Command
+	// Facts are the driver facts to store as commands/nvml.json (nil: not stored).
+	Facts    *nvml.Facts
+	FactsErr error
+	// Extra are more files to store under commands/ (name -> content).
+	Extra map[string][]byte
+}
+
+// Write copies every path rec saw under src (the live root) to out: a
+// directory, or a .tgz/.tar.gz file written atomically.
+func Write(ctx context.Context, src machine.Root, rec *machine.Recorder, out string, o Options) (*Manifest, error) {
+	if isArchive(out) {
+		tmp, err := os.MkdirTemp("", "gdrcheck-snapshot-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(tmp)
+		m, err := writeDir(ctx, src, rec, tmp, o)
+		if err != nil {
+			return m, err
+		}
+		return m, packTGZ(tmp, out)
+	}
+	return writeDir(ctx, src, rec, out, o)
+}
+
+func isArchive(p string) bool {
+	return strings.HasSuffix(p, ".tgz") || strings.HasSuffix(p, ".tar.gz") || strings.HasSuffix(p, ".tar")
+}
+
+func writeDir(ctx context.Context, src machine.Root, rec *machine.Recorder, out string, o Options) (*Manifest, error) {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	m := &Manifest{Format: 1, CreatedAt: time.Now().UTC(), Tool: o.Tool}
+	if h, err := src.ReadString("proc/sys/kernel/hostname"); err == nil {
+		m.Hostname = h
+	}
+	for _, e := range rec.Entries() {
+		rel := e.Path
+		if Skip(rel) {
+			m.Skipped = append(m.Skipped, rel)
+			continue
+		}
+		if err := copyEntry(src, out, rel, e.Read, m); err != nil {
+			m.Errors = append(m.Errors, err.Error())
+		}
+	}
+	cmds := map[string]bool{}
+	write := func(c machine.Command, b []byte, err error) {
+		cmds[c.Key] = true
+		st := CommandStatus{Key: c.Key, Command: c.String()}
+		if err != nil {
+			st.Error = err.Error()
+		}
+		m.Commands = append(m.Commands, st)
+		// A failed command's output is kept only if it printed something;
+		// the error stays in the manifest.
+		if err == nil || len(b) > 0 {
+			if werr := writeFile(filepath.Join(out, machine.CommandsDir, c.Key), b); werr != nil {
+				m.Errors = append(m.Errors, werr.Error())
+			}
+		}
+	}
+	for _, co := range rec.Commands() {
+		write(co.Command, co.Output, co.Err)
+	}
+	for _, c := range o.Commands {
+		if cmds[c.Key] {
+			continue
+		}
+		b, err := machine.RunLive(ctx, c)
+		write(c, b, err)
+	}
+	if o.Facts != nil {
+		b, err := json.MarshalIndent(o.Facts, "", "  ")
+		if err == nil {
+			err = writeFile(filepath.Join(out, machine.CommandsDir, nvml.FactsFile), b)
+		}
+		if err != nil {
+			m.Errors = append(m.Errors, err.Error())
+		}
+	} else if o.FactsErr != nil {
+		m.Errors = append(m.Errors, "GPU facts: "+o.FactsErr.Error())
+	}
+	for name, b := range o.Extra {
+		if err := writeFile(filepath.Join(out, machine.CommandsDir, filepath.Base(name)), b); err != nil {
+			m.Errors = append(m.Errors, err.Error())
+		}
+	}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return m, err
+	}
+	return m, writeFile(filepath.Join(out, ManifestFile), b)
+}
+
+func writeFile(p string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(p, b, 0o644)
+}
+
+// copyEntry recreates one path: links as links, directories as
+// directories, regular files with their content (bounded) when they were
+// read, empty when they were only seen in a listing.
+func copyEntry(src machine.Root, out, rel string, read bool, m *Manifest) error {
+	sp := src.Path(rel)
+	dp := filepath.Join(out, filepath.FromSlash(rel))
+	fi, err := os.Lstat(sp)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("%s: %v", src.Display(rel), err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dp), 0o755); err != nil {
+		return err
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		t, err := os.Readlink(sp)
+		if err != nil {
+			return fmt.Errorf("%s: %v", src.Display(rel), err)
+		}
+		if _, err := os.Lstat(dp); err == nil {
+			return nil
+		}
+		m.Links++
+		return os.Symlink(t, dp)
+	case fi.IsDir():
+		return os.MkdirAll(dp, 0o755)
+	case fi.Mode().IsRegular():
+		if _, err := os.Lstat(dp); err == nil {
+			return nil
+		}
+		if !read {
+			return os.WriteFile(dp, nil, 0o644)
+		}
+		b, err := src.ReadFileLimit(rel, MaxFileSize)
+		if err != nil {
+			// Unreadable files (permissions, EIO on a dead device) are
+			// skipped; the manifest says so.
+			m.Skipped = append(m.Skipped, rel+": "+err.Error())
+			return nil
+		}
+		m.Files++
+		return os.WriteFile(dp, b, 0o644)
+	}
+	return nil
+}
+
+// packTGZ writes dir as a gzip'd tar at out, atomically.
+func packTGZ(dir, out string) error {
+	t, err := renameio.NewPendingFile(out, renameio.WithPermissions(0o644))
+	if err != nil {
+		return err
+	}
+	defer t.Cleanup()
+	var w io.Writer = t
+	var gz *gzip.Writer
+	if !strings.HasSuffix(out, ".tar") {
+		gz = gzip.NewWriter(t)
+		w = gz
+	}
+	tw := tar.NewWriter(w)
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		link := ""
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			if link, err = os.Readlink(p); err != nil {
+				return err
+			}
+		}
+		hdr, err := tar.FileInfoHeader(fi, link)
+		if err != nil {
+			return err
+		}
+		hdr.Name = filepath.ToSlash(rel)
+		if fi.IsDir() {
+			hdr.Name += "/"
+		}
+		hdr.Uname, hdr.Gname, hdr.Uid, hdr.Gid = "", "", 0, 0
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		if fi.Mode().IsRegular() {
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(tw, f)
+			f.Close()
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	if gz != nil {
+		if err := gz.Close(); err != nil {
+			return err
+		}
+	}
+	return t.CloseAtomicallyReplace()
+}
