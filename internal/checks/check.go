@@ -3,9 +3,11 @@
 // judged on the discovered host, each a small unit with a stable ID that
 // returns one result per subject with evidence and a remedy.
 //
-// Checks never read the machine except through Env.Root, so they run the
-// same live, on a snapshot and on fixtures. A check that could not look
-// says unknown or skip, never pass.
+// Checks are pure: they judge the discovered topology and the node facts
+// collected beforehand (internal/collect/sysinfo) and never read the machine,
+// run a command or load a library themselves, so they run the same live, on
+// a snapshot and on facts built in memory. A check whose fact could not be
+// read says unknown or skip, never pass.
 package checks
 
 import (
@@ -17,7 +19,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gdrcheck/gdrcheck/internal/machine"
+	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
@@ -31,24 +33,17 @@ type Check interface {
 
 // Env is what checks judge.
 type Env struct {
-	Root machine.Root
 	Host *topology.Host
+	// Facts are the node facts collected for Host: modules, driver, IOMMU,
+	// limits, kernel log, the job environment, the libraries found, and how
+	// paths are shown.
+	Facts *sysinfo.Facts
 	// Expect is the site profile (nil: judge against the hardware itself).
 	Expect *Expect
-	// Environ is the environment of the process that will run the job: the
-	// live environment, or what a snapshot captured. EnvironKnown is false
-	// when it could not be had (an old snapshot).
-	Environ      map[string]string
-	EnvironKnown bool
-	// Libraries are the user-space library versions found (nccl, cuda
-	// runtime), or an explanation when not found.
-	Libraries map[string]string
 	// Now anchors time windows (Xid events).
 	Now time.Time
 	// XidWindow is how far back kernel-log Xid events count.
 	XidWindow time.Duration
-	// Privileged is true when running as root (config space readable).
-	Privileged bool
 }
 
 // Report is the outcome of a run of checks.
@@ -210,7 +205,10 @@ func withRemedy(r result.Result, remedy string) result.Result {
 // gpuLabel names a GPU as the matrix does.
 func gpuLabel(g *topology.GPU) string { return fmt.Sprintf("GPU%d", g.Index) }
 
+// display is a root-relative path as a person sees it.
+func display(env *Env, rel string) string { return env.Facts.Paths.Display(rel) }
+
 // sysPath is a device attribute's path as a person sees it.
 func sysPath(env *Env, d *topology.Device, attr string) string {
-	return env.Root.Display(d.SysPath + "/" + attr)
+	return display(env, d.SysPath+"/"+attr)
 }

@@ -2,12 +2,17 @@ package checks_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"os"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/checks"
+	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/result"
@@ -20,6 +25,14 @@ const hostsDir = "../../testdata/hosts"
 // now anchors the Xid window of every fixture.
 var now = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
+// The fixed parts of base's files that the fact tokens complete.
+const (
+	baseModules  = "nvidia nvidia_uvm @peermem mlx5_core mlx5_ib ib_core"
+	baseCmdline  = "BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro @cmdline"
+	baseLimits   = `Limit                     Soft Limit           Hard Limit           Units\nMax locked memory         @memlock            @memlock            bytes\n` // \n as fakehost writes it
+	baseDmesgTop = "2026-12-01T10:00:00,000000+00:00 Linux version 6.8.0-45-generic"
+)
+
 // base is a healthy two-GPU node: each GPU under a PCIe switch with its
 // 400G NIC, NVSwitch-connected GPUs, peermem and the open driver. The
 // @tokens are where cases add attributes; extra lines are appended.
@@ -27,12 +40,12 @@ const base = `
 hostname base
 kernel 6.8.0-45-generic
 numa 0 0-31
-module nvidia nvidia_uvm @peermem mlx5_core mlx5_ib ib_core
+module ` + baseModules + `
 file proc/driver/nvidia/version "@driver\n"
-file proc/cmdline "BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro @cmdline\n"
-file proc/self/limits "Limit                     Soft Limit           Hard Limit           Units\nMax locked memory         @memlock            @memlock            bytes\n"
+file proc/cmdline "` + baseCmdline + `\n"
+file proc/self/limits "` + baseLimits + `"
 command dmesg.txt <<END
-2026-12-01T10:00:00,000000+00:00 Linux version 6.8.0-45-generic
+` + baseDmesgTop + `
 @dmesg
 END
 command environ.txt <<END
@@ -81,69 +94,186 @@ type fixture struct {
 	snap   string            // a snapshot archive instead of base
 	expect string            // site profile YAML
 	noEnv  bool              // environment not captured
-	libs   map[string]string
+	libs   map[string]string // libraries.json
 }
 
-func (f fixture) env(t *testing.T) *checks.Env {
-	t.Helper()
-	var root machine.Root
+// factTokens are base's tokens that only change node facts, not the
+// topology: a case that sets them shares base's discovered host and gets
+// its facts changed in memory, as collection would have read them from the
+// file the token completes.
+var factTokens = map[string]func(f *sysinfo.Facts, v string){
+	"@peermem": func(f *sysinfo.Facts, v string) {
+		f.Modules.Loaded = sysinfo.ParseModules([]byte(strings.ReplaceAll(strings.ReplaceAll(baseModules, "@peermem", v), " ", "\n")))
+		f.Modules.BuiltIn = map[string]bool{}
+	},
+	"@driver": func(f *sysinfo.Facts, v string) { f.Driver = sysinfo.ParseDriver(f.Driver.Source, v) },
+	"@cmdline": func(f *sysinfo.Facts, v string) {
+		f.Cmdline.Value = strings.TrimSpace(strings.ReplaceAll(baseCmdline, "@cmdline", v))
+	},
+	"@memlock": func(f *sysinfo.Facts, v string) {
+		m, ok := sysinfo.ParseLimits(f.Memlock.Source, strings.ReplaceAll(strings.ReplaceAll(baseLimits, "@memlock", v), "\\n", "\n"))
+		if !ok {
+			panic("base's limits have no locked-memory line")
+		}
+		f.Memlock = m
+	},
+	"@dmesg": func(f *sysinfo.Facts, v string) {
+		f.KernelLog.Xids = sysinfo.ParseXids([]byte(baseDmesgTop + "\n" + v + "\n"))
+	},
+	"@environ": func(f *sysinfo.Facts, v string) {
+		f.Environ = sysinfo.Environ{Vars: sysinfo.ParseEnviron([]byte(v + "\n")), Known: true}
+	},
+}
+
+// source is the host description a fixture is discovered from, and the
+// in-memory changes to its facts.
+func (f fixture) source(t *testing.T) (key string, load func() (machine.Root, func(), error), change []func(*sysinfo.Facts)) {
 	switch {
 	case f.snap != "":
-		r, cleanup, err := snapshot.Open(f.snap)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(cleanup)
-		root = r
+		return "snap " + f.snap, func() (machine.Root, func(), error) { return snapshot.Open(f.snap) }, nil
 	case f.file != "":
-		spec, err := fakehost.Load(f.file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if f.extra != "" {
-			more, err := fakehost.Parse("extra", strings.NewReader(f.extra))
+		return "file " + f.file + "\n" + f.extra, func() (machine.Root, func(), error) {
+			spec, err := fakehost.Load(f.file)
 			if err != nil {
-				t.Fatal(err)
+				return machine.Root{}, nil, err
 			}
-			for k, v := range more.Files {
-				spec.Files[k] = v
+			if f.extra != "" {
+				more, err := fakehost.Parse("extra", strings.NewReader(f.extra))
+				if err != nil {
+					return machine.Root{}, nil, err
+				}
+				for k, v := range more.Files {
+					spec.Files[k] = v
+				}
 			}
-		}
-		root = fakehost.MaterializeRoot(t, spec)
-	default:
-		src := base
-		// Longest tokens first: @nvml must not eat @nvml0.
-		toks := make([]string, 0, len(defaults))
-		for k := range defaults {
-			toks = append(toks, k)
-		}
-		sort.Slice(toks, func(i, j int) bool { return len(toks[i]) > len(toks[j]) })
-		for _, k := range toks {
-			v := defaults[k]
-			if r, ok := f.set[k]; ok {
+			return materialize(spec)
+		}, nil
+	}
+	src := base
+	// Longest tokens first: @nvml must not eat @nvml0.
+	toks := make([]string, 0, len(defaults))
+	for k := range defaults {
+		toks = append(toks, k)
+	}
+	sort.Slice(toks, func(i, j int) bool { return len(toks[i]) > len(toks[j]) })
+	for _, k := range toks {
+		v := defaults[k]
+		if r, ok := f.set[k]; ok {
+			if ch, isFact := factTokens[k]; isFact {
+				change = append(change, func(fs *sysinfo.Facts) { ch(fs, r) })
+			} else {
 				v = r
 			}
-			src = strings.ReplaceAll(src, k, v)
 		}
-		src += f.extra
+		src = strings.ReplaceAll(src, k, v)
+	}
+	src += f.extra
+	return "base\n" + src, func() (machine.Root, func(), error) {
 		spec, err := fakehost.Parse("base", strings.NewReader(src))
 		if err != nil {
-			t.Fatalf("%v\n%s", err, src)
+			return machine.Root{}, nil, fmt.Errorf("%v\n%s", err, src)
 		}
-		root = fakehost.MaterializeRoot(t, spec)
-	}
-	h, err := topology.Discover(context.Background(), topology.WithRoot(root))
+		return materialize(spec)
+	}, change
+}
+
+// discovered is one host description, materialised, discovered and
+// collected once for the whole package.
+type discovered struct {
+	once    sync.Once
+	host    *topology.Host
+	facts   *sysinfo.Facts
+	cleanup func()
+	err     error
+}
+
+var (
+	hostsMu sync.Mutex
+	hosts   = map[string]*discovered{}
+	// fixturesDir holds every materialised description (TestMain).
+	fixturesDir string
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "checks-test-")
 	if err != nil {
-		t.Fatal(err)
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
 	}
-	env := &checks.Env{Root: root, Host: h, Now: now, XidWindow: 24 * time.Hour, Libraries: f.libs}
-	env.LoadCaptured()
-	env.Now = now
+	fixturesDir = dir
+	code := m.Run()
+	for _, d := range hosts {
+		if d.cleanup != nil {
+			d.cleanup()
+		}
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func materialize(spec *fakehost.Spec) (machine.Root, func(), error) {
+	dir, err := os.MkdirTemp(fixturesDir, "host-")
+	if err != nil {
+		return machine.Root{}, nil, err
+	}
+	if err := spec.Materialize(dir); err != nil {
+		return machine.Root{}, nil, err
+	}
+	return machine.NewRoot(dir), nil, nil
+}
+
+// load discovers and collects the description under key once; every
+// caller gets its own copy of the facts to change.
+func load(t testing.TB, key string, open func() (machine.Root, func(), error)) (*topology.Host, sysinfo.Facts) {
+	t.Helper()
+	hostsMu.Lock()
+	d, ok := hosts[key]
+	if !ok {
+		d = &discovered{}
+		hosts[key] = d
+	}
+	hostsMu.Unlock()
+	d.once.Do(func() {
+		var root machine.Root
+		root, d.cleanup, d.err = open()
+		if d.err != nil {
+			return
+		}
+		d.host, d.err = topology.Discover(context.Background(), topology.WithRoot(root))
+		if d.err == nil {
+			d.facts = sysinfo.Collect(context.Background(), root, d.host, sysinfo.Options{})
+		}
+	})
+	if d.err != nil {
+		t.Fatal(d.err)
+	}
+	return d.host, *d.facts
+}
+
+// env is what the checks judge for a fixture. The facts are a copy: the
+// in-memory changes replace whole fields, never the shared maps and slices.
+func (f fixture) env(t *testing.T) *checks.Env {
+	t.Helper()
+	key, open, change := f.source(t)
+	h, facts := load(t, key, open)
+	for _, c := range change {
+		c(&facts)
+	}
+	if f.libs != nil {
+		b, err := json.Marshal(f.libs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if facts.Libraries, err = sysinfo.ParseLibraries(b); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if f.noEnv {
-		env.Environ, env.EnvironKnown = nil, false
-	} else if !env.EnvironKnown {
-		env.Environ, env.EnvironKnown = map[string]string{}, true
+		facts.Environ = sysinfo.Environ{}
+	} else if !facts.Environ.Known {
+		facts.Environ = sysinfo.Environ{Vars: map[string]string{}, Known: true}
 	}
+	env := &checks.Env{Host: h, Facts: &facts, Now: now, XidWindow: 24 * time.Hour}
 	if f.expect != "" {
 		e, err := checks.ParseExpect("expect.yaml", []byte(f.expect))
 		if err != nil {
@@ -155,26 +285,35 @@ func (f fixture) env(t *testing.T) *checks.Env {
 }
 
 // TestChecks runs each check on fixtures that make it pass and fail, and
-// asserts the status, reason and subject of a result it must give.
+// asserts the status, reason and subject of a result it must give; a case
+// that passes must give no fail, warn or error on any subject.
 func TestChecks(t *testing.T) {
 	for _, tc := range checkCases {
 		t.Run(tc.check+"/"+tc.name, func(t *testing.T) {
+			t.Parallel()
 			env := tc.fx.env(t)
 			rep := checks.Run(context.Background(), env, checks.All(), checks.Options{Only: []string{tc.check}})
 			var got []string
+			found := false
 			for _, r := range rep.Results {
 				if r.ID != tc.check {
 					t.Errorf("result of %s in a run of %s", r.ID, tc.check)
 				}
-				if r.Status == tc.status && r.Reason == tc.reason && r.Subject == tc.subject {
+				if tc.status == result.Pass && (r.Status == result.Fail || r.Status == result.Warn || r.Status == result.Error) {
+					t.Errorf("a pass case gives %s %s %s: %s", r.Status, r.Reason, r.Subject, r.Message)
+				}
+				if !found && r.Status == tc.status && r.Reason == tc.reason && r.Subject == tc.subject {
 					if r.Message == "" || (r.Status != result.Pass && r.Status != result.Skip && len(r.Evidence) == 0 && r.Reason != "EnvironmentUnknown") {
 						t.Errorf("result without message or evidence: %+v", r)
 					}
-					return
+					found = true
+					continue
 				}
 				got = append(got, string(r.Status)+" "+r.Reason+" "+r.Subject+": "+r.Message)
 			}
-			t.Errorf("no %s %s %s; got:\n  %s", tc.status, tc.reason, tc.subject, strings.Join(got, "\n  "))
+			if !found {
+				t.Errorf("no %s %s %s; got:\n  %s", tc.status, tc.reason, tc.subject, strings.Join(got, "\n  "))
+			}
 		})
 	}
 }
@@ -370,7 +509,9 @@ func BenchmarkChecks8GPU(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	env := &checks.Env{Root: root, Host: h, Now: now, Environ: map[string]string{}, EnvironKnown: true}
+	facts := sysinfo.Collect(context.Background(), root, h, sysinfo.Options{})
+	facts.Environ = sysinfo.Environ{Vars: map[string]string{}, Known: true}
+	env := &checks.Env{Host: h, Facts: facts, Now: now}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		rep := checks.Run(context.Background(), env, checks.All(), checks.Options{})

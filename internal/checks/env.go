@@ -2,61 +2,14 @@ package checks
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
-	"time"
 
-	"github.com/gdrcheck/gdrcheck/internal/machine"
-	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
-
-// EnvironFile is where a snapshot keeps the job-relevant environment.
-const EnvironFile = "environ.txt"
-
-// EnvironPrefixes are the variables a snapshot keeps.
-var EnvironPrefixes = []string{"NCCL_", "CUDA_", "NVIDIA_", "UCX_", "OMPI_MCA_", "FI_", "LD_LIBRARY_PATH", "TORCH_NCCL", "NVSHMEM_"}
-
-// FilterEnviron keeps the variables that shape the data path.
-func FilterEnviron(environ []string) map[string]string {
-	out := map[string]string{}
-	for _, kv := range environ {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			continue
-		}
-		for _, p := range EnvironPrefixes {
-			if strings.HasPrefix(k, p) {
-				out[k] = v
-			}
-		}
-	}
-	return out
-}
-
-// ParseEnviron reads KEY=VALUE lines.
-func ParseEnviron(b []byte) map[string]string {
-	return FilterEnviron(strings.Split(string(b), "\n"))
-}
-
-// FormatEnviron writes KEY=VALUE lines, sorted.
-func FormatEnviron(m map[string]string) []byte {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		b.WriteString(k + "=" + m[k] + "\n")
-	}
-	return []byte(b.String())
-}
 
 type ncclEnv struct{}
 
@@ -96,14 +49,14 @@ func parseHCAList(v string) (entries []hcaEntry, exclude, exact bool) {
 var reNumber = regexp.MustCompile(`^[0-9]+$`)
 
 func (ncclEnv) Run(ctx context.Context, env *Env) []result.Result {
-	if !env.EnvironKnown {
+	if !env.Facts.Environ.Known {
 		return []result.Result{res(result.Unknown, "node", "EnvironmentUnknown", "the job environment was not captured (run gdrcheck inside the job, or take a newer snapshot)")}
 	}
 	h := env.Host
 	hasNIC := len(h.MatrixNICs()) > 0
 	multiGPU := len(h.GPUs) > 1
 	var out []result.Result
-	get := func(k string) (string, bool) { v, ok := env.Environ[k]; return v, ok }
+	get := func(k string) (string, bool) { v, ok := env.Facts.Environ.Vars[k]; return v, ok }
 	e := func(k, v string) result.Evidence { return ev("environment", k+"="+v) }
 	unset := func(k string) string { return "unset " + k }
 	if v, ok := get("NCCL_IB_DISABLE"); ok && v == "1" {
@@ -174,7 +127,7 @@ func (ncclEnv) Run(ctx context.Context, env *Env) []result.Result {
 	}
 	if len(out) == 0 {
 		var names []string
-		for k := range env.Environ {
+		for k := range env.Facts.Environ.Vars {
 			if strings.HasPrefix(k, "NCCL_") {
 				names = append(names, k)
 			}
@@ -276,19 +229,16 @@ func checkHCA(h *topology.Host, v string) []result.Result {
 	return out
 }
 
-// checkTopoFile: live, the file must be readable (a relative path is
-// taken from the current directory, as NCCL in this process would); a
-// snapshot does not hold it, so it is only reported.
+// checkTopoFile: live, the file must be readable (collection reads it, a
+// relative path from the current directory as NCCL in this process would);
+// a snapshot does not hold it, so it is only reported.
 func checkTopoFile(env *Env, v string) result.Result {
 	e := ev("environment", "NCCL_TOPO_FILE="+v)
-	if !env.Root.Live() {
+	t := env.Facts.TopoFile
+	if !t.Checked {
 		return res(result.Warn, "NCCL_TOPO_FILE", "TopoFileOverride", "NCCL_TOPO_FILE replaces NCCL's view of the PCI tree with "+v, e)
 	}
-	p, err := filepath.Abs(v)
-	if err == nil {
-		_, err = env.Root.ReadFile(p)
-	}
-	if err != nil {
+	if err := t.Err; err != nil {
 		return withRemedy(res(result.Fail, "NCCL_TOPO_FILE", "TopoFileMissing", "NCCL_TOPO_FILE names "+v+", which cannot be read: "+err.Error(), e), "fix the path or unset NCCL_TOPO_FILE")
 	}
 	return res(result.Warn, "NCCL_TOPO_FILE", "TopoFileOverride", "NCCL_TOPO_FILE replaces NCCL's view of the PCI tree with "+v+": make sure it matches this machine (gdrcheck analyze can read it)", e)
@@ -306,7 +256,7 @@ func checkIfname(env *Env, v string) []result.Result {
 	}
 	// Every interface is listed there, virtual ones (lo, bonds, bridges)
 	// too; Host.NetDevs holds only those on a PCI function.
-	ifaces, err := env.Root.Names("sys/class/net")
+	ifaces, err := env.Facts.NetInterfaces.Names, env.Facts.NetInterfaces.Err
 	if err != nil {
 		return []result.Result{res(result.Unknown, "NCCL_SOCKET_IFNAME", "CannotRead", "cannot list this host's interfaces: "+err.Error(), evs...)}
 	}
@@ -339,34 +289,4 @@ func keys(m map[string]bool) []string {
 	}
 	sort.Slice(out, func(i, j int) bool { return topology.NaturalLess(out[i], out[j]) })
 	return out
-}
-
-// LibrariesFile is where a snapshot records the user-space libraries found.
-const LibrariesFile = "libraries.json"
-
-// LoadCaptured fills the environment, library versions and the time
-// anchor from what a snapshot captured (commands/environ.txt,
-// commands/libraries.json, snapshot.json). Missing files leave the fields
-// unknown.
-func (env *Env) LoadCaptured() {
-	r := env.Root
-	if b, err := r.ReadFile(machine.CommandsDir + "/" + EnvironFile); err == nil {
-		env.Environ = ParseEnviron(b)
-		env.EnvironKnown = true
-	}
-	if b, err := r.ReadFile(machine.CommandsDir + "/" + LibrariesFile); err == nil {
-		var m map[string]string
-		if json.Unmarshal(b, &m) == nil {
-			env.Libraries = m
-		}
-	}
-	// Time windows are anchored when the snapshot was taken.
-	if b, err := r.ReadFile(snapshot.ManifestFile); err == nil {
-		var m struct {
-			CreatedAt time.Time `json:"created_at"`
-		}
-		if json.Unmarshal(b, &m) == nil && !m.CreatedAt.IsZero() {
-			env.Now = m.CreatedAt
-		}
-	}
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
 )
 
 // Expect is a site profile: what this node must have, so that a missing
@@ -119,7 +121,7 @@ func (e *Expect) validate() error {
 		}
 	}
 	if e.MemlockKB != "" && e.MemlockKB != "unlimited" {
-		if _, err := parseKB(e.MemlockKB); err != nil {
+		if _, err := sysinfo.ParseKB(e.MemlockKB); err != nil {
 			return fmt.Errorf("memlock_kb: %v", err)
 		}
 	}

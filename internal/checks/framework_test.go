@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/xml"
-	"os"
-	"path/filepath"
+	"io/fs"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/gdrcheck/gdrcheck/internal/machine"
+	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
@@ -133,35 +132,32 @@ func TestKernelAtLeast(t *testing.T) {
 	}
 }
 
-func TestParseXids(t *testing.T) {
-	b := []byte("2026-12-01T11:30:00,123456+00:00 NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n[  12.3] NVRM: Xid (PCI:0000:3A:00): 13, pid=1, name=x\nnoise\n")
-	x := parseXids(b)
-	if len(x) != 2 || x[0].code != 79 || x[0].bus != "0000:18:00" || x[0].when.IsZero() || x[1].bus != "0000:3a:00" || !x[1].when.IsZero() {
-		t.Errorf("parsed %+v", x)
-	}
-	// A line longer than any scanner buffer must not hide what follows.
-	long := []byte(strings.Repeat("x", 2<<20) + "\n2026-12-01T11:30:00,123456+00:00 NVRM: Xid (PCI:0000:18:00): 48, pid=1, name=x\n")
-	if x := parseXids(long); len(x) != 1 || x[0].code != 48 {
-		t.Errorf("Xid after an overlong line: parsed %+v", x)
-	}
+func TestXidBus(t *testing.T) {
 	if xidBus("0000:18:00.0") != "0000:18:00" {
 		t.Error("xidBus")
 	}
 }
 
-// TestTopoFileReadThroughRoot: live, NCCL_TOPO_FILE must name a file the
-// root can read; a missing one fails.
-func TestTopoFileReadThroughRoot(t *testing.T) {
-	topo := filepath.Join(t.TempDir(), "topo.xml")
-	if err := os.WriteFile(topo, []byte("<system/>\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	env := &Env{Root: machine.NewRoot("/"), Host: &topology.Host{}, EnvironKnown: true}
-	for _, c := range []struct{ file, reason string }{{topo, "TopoFileOverride"}, {topo + ".missing", "TopoFileMissing"}} {
-		env.Environ = map[string]string{"NCCL_TOPO_FILE": c.file}
+// TestTopoFile: live, NCCL_TOPO_FILE must name a file collection could
+// read; a missing one fails; on a snapshot it is only reported.
+func TestTopoFile(t *testing.T) {
+	const file = "/etc/nccl/topo.xml"
+	for _, c := range []struct {
+		topo   sysinfo.TopoFile
+		reason string
+		status result.Status
+	}{
+		{sysinfo.TopoFile{Checked: true, Size: 10}, "TopoFileOverride", result.Warn},
+		{sysinfo.TopoFile{Checked: true, Err: fs.ErrNotExist}, "TopoFileMissing", result.Fail},
+		{sysinfo.TopoFile{}, "TopoFileOverride", result.Warn},
+	} {
+		env := &Env{Host: &topology.Host{}, Facts: &sysinfo.Facts{
+			Environ:  sysinfo.Environ{Vars: map[string]string{"NCCL_TOPO_FILE": file}, Known: true},
+			TopoFile: c.topo,
+		}}
 		rs := ncclEnv{}.Run(context.Background(), env)
-		if len(rs) != 1 || rs[0].Reason != c.reason {
-			t.Errorf("NCCL_TOPO_FILE=%s: %+v, want %s", c.file, rs, c.reason)
+		if len(rs) != 1 || rs[0].Reason != c.reason || rs[0].Status != c.status {
+			t.Errorf("%+v: %+v, want %s %s", c.topo, rs, c.status, c.reason)
 		}
 	}
 }

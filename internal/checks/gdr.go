@@ -5,66 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
-
-// modules reads the loaded kernel modules: /proc/modules, plus built-in
-// ones that only show in /sys/module.
-type modules struct {
-	loaded  map[string]bool
-	source  string
-	readErr error
-}
-
-func readModules(env *Env) modules {
-	m := modules{loaded: map[string]bool{}, source: env.Root.Display("proc/modules")}
-	b, err := env.Root.ReadFile("proc/modules")
-	if err != nil {
-		m.readErr = err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 0 {
-			m.loaded[f[0]] = true
-		}
-	}
-	return m
-}
-
-// has reports a module as loaded (or built in: /sys/module/NAME exists).
-func (m modules) has(env *Env, name string) bool {
-	if m.loaded[name] {
-		return true
-	}
-	return env.Root.Exists("sys/module/" + name)
-}
-
-// driverInfo is what /proc/driver/nvidia/version says.
-type driverInfo struct {
-	line    string
-	version string
-	open    bool
-	err     error
-}
-
-var reDriverVersion = regexp.MustCompile(`Kernel Module(?: for [a-z0-9_]+)?\s+([0-9]+\.[0-9]+(?:\.[0-9]+)?)`)
-
-func readDriver(env *Env) driverInfo {
-	s, err := env.Root.ReadString("proc/driver/nvidia/version")
-	if err != nil {
-		return driverInfo{err: err}
-	}
-	first := strings.SplitN(s, "\n", 2)[0]
-	d := driverInfo{line: first, open: strings.Contains(first, "Open Kernel Module")}
-	if m := reDriverVersion.FindStringSubmatch(first); m != nil {
-		d.version = m[1]
-	}
-	return d
-}
 
 func majorOf(v string) int {
 	n, _ := strconv.Atoi(strings.SplitN(v, ".", 2)[0])
@@ -93,19 +39,19 @@ func (kernelModule) Title() string {
 }
 
 func (kernelModule) Run(ctx context.Context, env *Env) []result.Result {
-	mods := readModules(env)
-	drv := readDriver(env)
+	mods := env.Facts.Modules
+	drv := env.Facts.Driver
 	var evs []result.Evidence
 	peermem := ""
 	for _, m := range []string{"nvidia_peermem", "nv_peer_mem"} {
-		if mods.has(env, m) {
+		if mods.Has(m) {
 			peermem = m
 		}
 	}
-	if mods.readErr != nil && !errors.Is(mods.readErr, fs.ErrNotExist) {
-		evs = append(evs, ev(mods.source, "unreadable: "+mods.readErr.Error()))
+	if mods.Err != nil && !errors.Is(mods.Err, fs.ErrNotExist) {
+		evs = append(evs, ev(mods.Source, "unreadable: "+mods.Err.Error()))
 	} else {
-		evs = append(evs, evNote(mods.source, "nvidia_peermem/nv_peer_mem: "+yesno(peermem != ""), "also looked in /sys/module for built-in modules"))
+		evs = append(evs, evNote(mods.Source, "nvidia_peermem/nv_peer_mem: "+yesno(peermem != ""), "also looked in /sys/module for built-in modules"))
 	}
 	// dma-buf: open kernel module (r515+), kernel >= 5.12, an RDMA driver
 	// that implements dma-buf memory registration (mlx5_ib since 5.12; efa).
@@ -113,19 +59,19 @@ func (kernelModule) Run(ctx context.Context, env *Env) []result.Result {
 	kernelOK, kernelKnown := kernelAtLeast(env.Host.Kernel, 5, 12)
 	nicDrv := ""
 	for _, d := range []string{"mlx5_ib", "efa", "irdma", "bnxt_re"} {
-		if mods.has(env, d) {
+		if mods.Has(d) {
 			nicDrv = d
 			break
 		}
 	}
 	switch {
-	case drv.err != nil:
-		dmaWhy = "NVIDIA kernel driver version unknown (" + drv.err.Error() + ")"
-		evs = append(evs, ev(env.Root.Display("proc/driver/nvidia/version"), "unreadable: "+drv.err.Error()))
-	case !drv.open:
+	case drv.Err != nil:
+		dmaWhy = "NVIDIA kernel driver version unknown (" + drv.Err.Error() + ")"
+		evs = append(evs, ev(drv.Source, "unreadable: "+drv.Err.Error()))
+	case !drv.Open:
 		dmaWhy = "the proprietary NVIDIA kernel module does not export dma-buf for GPU memory; the open kernel module does (driver 515 and later)"
-	case drv.version != "" && majorOf(drv.version) < 515:
-		dmaWhy = "driver " + drv.version + " predates dma-buf support (515)"
+	case drv.Version != "" && majorOf(drv.Version) < 515:
+		dmaWhy = "driver " + drv.Version + " predates dma-buf support (515)"
 	case !kernelKnown:
 		dmaWhy = "kernel version unknown"
 	case !kernelOK:
@@ -134,13 +80,13 @@ func (kernelModule) Run(ctx context.Context, env *Env) []result.Result {
 		dmaWhy = "no RDMA driver with dma-buf support (mlx5_ib, efa) is loaded"
 	default:
 		dmabuf = true
-		dmaWhy = fmt.Sprintf("open kernel module %s, kernel %s, %s loaded", drv.version, env.Host.Kernel, nicDrv)
+		dmaWhy = fmt.Sprintf("open kernel module %s, kernel %s, %s loaded", drv.Version, env.Host.Kernel, nicDrv)
 	}
-	if drv.err == nil {
-		evs = append(evs, ev(env.Root.Display("proc/driver/nvidia/version"), drv.line))
+	if drv.Err == nil {
+		evs = append(evs, ev(drv.Source, drv.Line))
 	}
 	evs = append(evs, ev("kernel release", env.Host.Kernel))
-	dmaEnv := env.Environ["NCCL_DMABUF_ENABLE"]
+	dmaEnv := env.Facts.Environ.Vars["NCCL_DMABUF_ENABLE"]
 	ncclDmabuf := dmabuf && dmaEnv != "0"
 	summary := fmt.Sprintf("nvidia_peermem: %s; dma-buf: %s (%s)", loadedText(peermem), yesno(dmabuf), dmaWhy)
 	uses := ""
@@ -176,7 +122,7 @@ func (kernelModule) Run(ctx context.Context, env *Env) []result.Result {
 		return []result.Result{res(result.Pass, "node", "DMABufAvailable", summary+"; "+uses, evs...)}
 	case peermem != "":
 		return []result.Result{res(result.Pass, "node", "PeermemLoaded", summary+"; "+uses, evs...)}
-	case drv.err != nil && mods.readErr != nil:
+	case drv.Err != nil && mods.Err != nil:
 		return []result.Result{res(result.Unknown, "node", "CannotRead", "could not read the kernel modules or the NVIDIA driver version; "+summary, evs...)}
 	}
 	return []result.Result{withRemedy(res(result.Fail, "node", "NoGDRPath",
@@ -204,7 +150,7 @@ func loadedText(m string) string {
 // gdrLevel is the GPU Direct RDMA distance limit in force: NCCL's default
 // (PXB) or NCCL_NET_GDR_LEVEL from the job's environment.
 func gdrLevel(env *Env) (topology.Level, string, error) {
-	v, ok := env.Environ["NCCL_NET_GDR_LEVEL"]
+	v, ok := env.Facts.Environ.Vars["NCCL_NET_GDR_LEVEL"]
 	if !ok || v == "" {
 		return topology.GDRMaxLevel, "", nil
 	}

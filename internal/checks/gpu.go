@@ -3,7 +3,6 @@ package checks
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -11,7 +10,7 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/collect/nvml"
 	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
-	"github.com/gdrcheck/gdrcheck/internal/machine"
+	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
@@ -126,7 +125,7 @@ func (nvlinkState) Run(ctx context.Context, env *Env) []result.Result {
 		}
 	}
 	if fabricNeeded {
-		out = append(out, fabricResults(ctx, env)...)
+		out = append(out, fabricResults(env)...)
 	}
 	return out
 }
@@ -144,7 +143,7 @@ func downText(down []int) string {
 
 // fabricResults judges NVSwitch fabric registration per GPU (NVML fabric
 // info, driver 535+) or, failing that, whether fabric manager runs.
-func fabricResults(ctx context.Context, env *Env) []result.Result {
+func fabricResults(env *Env) []result.Result {
 	h := env.Host
 	var out []result.Result
 	known := false
@@ -166,8 +165,8 @@ func fabricResults(ctx context.Context, env *Env) []result.Result {
 	if known {
 		return out
 	}
-	b, err := env.Root.Run(ctx, machine.CmdFabricManager)
-	state := strings.TrimSpace(string(b))
+	fm := env.Facts.FabricManager
+	state, err := fm.Value, fm.Err
 	e := ev("systemctl is-active nvidia-fabricmanager", state)
 	switch {
 	case state == "active":
@@ -234,41 +233,6 @@ var xidInfo = map[int]struct {
 	154: {true, "GPU recovery action changed (reset or reboot required)"},
 }
 
-var reXid = regexp.MustCompile(`NVRM: Xid \(PCI:([0-9a-fA-F:.]+)\): (\d+),`)
-
-type xidEvent struct {
-	when time.Time
-	bus  string // 0000:18:00
-	code int
-	line string
-}
-
-// parseXids reads dmesg --time-format iso output (lines without a
-// timestamp are kept with a zero time: always in the window). No line is
-// too long to read: a log that cannot be read to its end must not look
-// free of Xids.
-func parseXids(b []byte) []xidEvent {
-	var out []xidEvent
-	for line := range strings.Lines(string(b)) {
-		if !strings.Contains(line, "NVRM: Xid") {
-			continue
-		}
-		m := reXid.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		code, _ := strconv.Atoi(m[2])
-		e := xidEvent{bus: strings.ToLower(m[1]), code: code, line: strings.TrimSpace(line)}
-		if f := strings.Fields(line); len(f) > 0 {
-			if t, err := time.Parse("2006-01-02T15:04:05,000000-07:00", f[0]); err == nil {
-				e.when = t
-			}
-		}
-		out = append(out, e)
-	}
-	return out
-}
-
 // xidBus is the bus id form the driver prints: 0000:18:00 (no function).
 func xidBus(addr string) string {
 	a, err := pci.ParseAddress(addr)
@@ -284,8 +248,7 @@ func (gpuHealth) Run(ctx context.Context, env *Env) []result.Result {
 		return []result.Result{res(result.Skip, "node", "NoGPU", "no GPU on this host")}
 	}
 	var out []result.Result
-	logb, logErr := env.Root.Run(ctx, machine.CmdDmesg)
-	xids := parseXids(logb)
+	logErr, xids := env.Facts.KernelLog.Err, env.Facts.KernelLog.Xids
 	window := env.XidWindow
 	if window <= 0 {
 		window = 24 * time.Hour
@@ -308,9 +271,9 @@ func (gpuHealth) Run(ctx context.Context, env *Env) []result.Result {
 		case logErr != nil && len(xids) == 0:
 			out = append(out, withRemedy(res(result.Unknown, label+"-xid", "KernelLogUnreadable", label+": cannot read the kernel log for Xid events: "+logErr.Error(), ev("dmesg", logErr.Error())), "run as root (dmesg_restrict) or capture dmesg in the snapshot"))
 		default:
-			var hits []xidEvent
+			var hits []sysinfo.Xid
 			for _, x := range xids {
-				if x.bus == bus && (x.when.IsZero() || env.Now.Sub(x.when) <= window) {
+				if x.Bus == bus && (x.When.IsZero() || env.Now.Sub(x.When) <= window) {
 					hits = append(hits, x)
 				}
 			}
@@ -320,7 +283,7 @@ func (gpuHealth) Run(ctx context.Context, env *Env) []result.Result {
 	return out
 }
 
-func xidResult(label string, hits []xidEvent, window time.Duration) result.Result {
+func xidResult(label string, hits []sysinfo.Xid, window time.Duration) result.Result {
 	if len(hits) == 0 {
 		return res(result.Pass, label+"-xid", "NoXid", fmt.Sprintf("%s: no Xid event in the kernel log within %s", label, window), ev("dmesg", "no NVRM: Xid line for this GPU"))
 	}
@@ -328,12 +291,12 @@ func xidResult(label string, hits []xidEvent, window time.Duration) result.Resul
 	codes := map[int]int{}
 	var evs []result.Evidence
 	for i, x := range hits {
-		codes[x.code]++
-		if xidInfo[x.code].fail {
+		codes[x.Code]++
+		if xidInfo[x.Code].fail {
 			st = result.Fail
 		}
 		if i < 5 {
-			evs = append(evs, ev("dmesg", x.line))
+			evs = append(evs, ev("dmesg", x.Line))
 		}
 	}
 	keys := make([]int, 0, len(codes))

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"regexp"
-	"strconv"
 	"strings"
 
-	"github.com/gdrcheck/gdrcheck/internal/machine"
+	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
@@ -56,16 +54,16 @@ func cmdlineIOMMU(cmdline string) (params []string, passthrough, off, on bool) {
 
 func (iommuMode) Run(ctx context.Context, env *Env) []result.Result {
 	h := env.Host
-	cmdline, cerr := env.Root.ReadString("proc/cmdline")
-	params, pt, off, on := cmdlineIOMMU(cmdline)
-	cmdEv := ev(env.Root.Display("proc/cmdline"), strings.Join(params, " "))
-	if cerr != nil {
-		cmdEv = ev(env.Root.Display("proc/cmdline"), "unreadable: "+cerr.Error())
+	cmdline := env.Facts.Cmdline
+	params, pt, off, on := cmdlineIOMMU(cmdline.Value)
+	cmdEv := ev(cmdline.Source, strings.Join(params, " "))
+	if cmdline.Err != nil {
+		cmdEv = ev(cmdline.Source, "unreadable: "+cmdline.Err.Error())
 	} else if len(params) == 0 {
 		cmdEv.Value = "no IOMMU parameters"
 	}
-	units, uerr := env.Root.Names("sys/class/iommu")
-	unitEv := ev(env.Root.Display("sys/class/iommu"), "IOMMU units: "+strings.Join(units, " "))
+	units, uerr := env.Facts.IOMMU.Units.Names, env.Facts.IOMMU.Units.Err
+	unitEv := ev(env.Facts.IOMMU.Units.Source, "IOMMU units: "+strings.Join(units, " "))
 	switch {
 	case uerr != nil:
 		unitEv.Value = "unreadable: " + uerr.Error()
@@ -98,9 +96,12 @@ func (iommuMode) Run(ctx context.Context, env *Env) []result.Result {
 			out = append(out, res(result.Pass, label, "IOMMUOff", fmt.Sprintf("%s is not behind an IOMMU: DMA goes to physical addresses", label), cmdEv, unitEv))
 			continue
 		}
-		gdir := fmt.Sprintf("sys/kernel/iommu_groups/%d", *d.IOMMUGroup)
-		typ, err := env.Root.ReadString(gdir + "/type")
-		gEv := ev(env.Root.Display(gdir+"/type"), typ)
+		group, ok := env.Facts.IOMMU.Groups[*d.IOMMUGroup]
+		if !ok {
+			group = sysinfo.Text{Source: display(env, fmt.Sprintf("sys/kernel/iommu_groups/%d/type", *d.IOMMUGroup)), Err: errNotCollected}
+		}
+		typ, err := group.Value, group.Err
+		gEv := ev(group.Source, typ)
 		switch {
 		case err != nil && errors.Is(err, fs.ErrNotExist):
 			// Kernels before 5.11 have no type file: fall back to the command line.
@@ -131,6 +132,10 @@ func (iommuMode) Run(ctx context.Context, env *Env) []result.Result {
 	return out
 }
 
+// errNotCollected: the facts hold no IOMMU group type for a device's group
+// (facts collected for another host).
+var errNotCollected = errors.New("the group type was not collected")
+
 type memlock struct{}
 
 func (memlock) ID() string { return "limits.memlock" }
@@ -142,51 +147,9 @@ func (memlock) Title() string {
 // on a multi-NIC node.
 const minMemlockKB = 64 << 10
 
-var reLimitsMemlock = regexp.MustCompile(`(?m)^Max locked memory\s+(\S+)\s+(\S+)\s+bytes`)
-var reUlimitMemlock = regexp.MustCompile(`(?m)max locked memory\s+\(kbytes, -l\)\s+(\S+)`)
-
-func parseKB(s string) (int64, error) {
-	v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-	if err != nil || v < 0 {
-		return 0, fmt.Errorf("%q is not a size in KiB or unlimited", s)
-	}
-	return v, nil
-}
-
-// readMemlock returns the soft limit in KiB (-1: unlimited) and where it
-// was read.
-func readMemlock(ctx context.Context, env *Env) (int64, result.Evidence, error) {
-	if s, err := env.Root.ReadString("proc/self/limits"); err == nil {
-		if m := reLimitsMemlock.FindStringSubmatch(s); m != nil {
-			e := ev(env.Root.Display("proc/self/limits"), strings.TrimSpace(m[0]))
-			if m[1] == "unlimited" {
-				return -1, e, nil
-			}
-			v, err := strconv.ParseInt(m[1], 10, 64)
-			if err != nil {
-				return 0, e, fmt.Errorf("unreadable limit %q", m[1])
-			}
-			return v / 1024, e, nil
-		}
-	}
-	b, err := env.Root.Run(ctx, machine.CmdUlimit)
-	if err != nil {
-		return 0, result.Evidence{}, err
-	}
-	m := reUlimitMemlock.FindStringSubmatch(string(b))
-	if m == nil {
-		return 0, ev("ulimit -a", "no max locked memory line"), fmt.Errorf("no max locked memory line in ulimit -a")
-	}
-	e := ev("ulimit -a", strings.TrimSpace(m[0]))
-	if m[1] == "unlimited" {
-		return -1, e, nil
-	}
-	v, err := parseKB(m[1])
-	return v, e, err
-}
-
 func (memlock) Run(ctx context.Context, env *Env) []result.Result {
-	kb, e, err := readMemlock(ctx, env)
+	m := env.Facts.Memlock
+	kb, e, err := m.KB, ev(m.Source, m.Line), m.Err
 	const where = "measured in gdrcheck's own process; the job's context (srun, the container runtime, systemd's LimitMEMLOCK, /etc/security/limits.conf for ssh sessions) can differ, so run gdrcheck check there"
 	if err != nil {
 		return []result.Result{res(result.Unknown, "node", "CannotRead", "cannot read the locked-memory limit: "+err.Error()+"; "+where)}
@@ -203,7 +166,7 @@ func (memlock) Run(ctx context.Context, env *Env) []result.Result {
 		if env.Expect.MemlockKB == "unlimited" {
 			min = -1
 		} else {
-			min, _ = parseKB(env.Expect.MemlockKB)
+			min, _ = sysinfo.ParseKB(env.Expect.MemlockKB)
 		}
 	}
 	remedy := "set the memlock limit to unlimited for the job: ulimit -l unlimited, LimitMEMLOCK=infinity for the slurmd/container service, --ulimit memlock=-1 for docker, PropagateResourceLimitsExcept for Slurm"

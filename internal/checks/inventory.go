@@ -3,10 +3,10 @@ package checks
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 
+	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -15,25 +15,6 @@ type inventory struct{}
 func (inventory) ID() string { return "inventory.versions" }
 func (inventory) Title() string {
 	return "Driver, CUDA, NCCL, kernel, rdma-core and NIC firmware versions (recorded for fleet consistency)"
-}
-
-var reVerbs = regexp.MustCompile(`^libibverbs\.so\.1\.[0-9]+\.([0-9]+\.[0-9]+)$`)
-
-// rdmaCoreVersion finds the rdma-core release from libibverbs' file name
-// (libibverbs.so.1.14.50.0 belongs to rdma-core 50.0).
-func rdmaCoreVersion(env *Env) (string, string) {
-	for _, dir := range []string{"usr/lib/x86_64-linux-gnu", "usr/lib/aarch64-linux-gnu", "usr/lib64", "usr/lib"} {
-		names, err := env.Root.Names(dir)
-		if err != nil {
-			continue
-		}
-		for _, n := range names {
-			if m := reVerbs.FindStringSubmatch(n); m != nil {
-				return m[1], env.Root.Display(dir + "/" + n)
-			}
-		}
-	}
-	return "", ""
 }
 
 func (inventory) Run(ctx context.Context, env *Env) []result.Result {
@@ -57,8 +38,8 @@ func (inventory) Run(ctx context.Context, env *Env) []result.Result {
 	driver, dsrc := "", "nvml"
 	if h.GPUFacts != nil && h.GPUFacts.DriverVersion != "" {
 		driver, dsrc = h.GPUFacts.DriverVersion, h.GPUFacts.Source
-	} else if d := readDriver(env); d.version != "" {
-		driver, dsrc = d.version, env.Root.Display("proc/driver/nvidia/version")
+	} else if d := env.Facts.Driver; d.Version != "" {
+		driver, dsrc = d.Version, d.Source
 	}
 	if len(h.GPUs) > 0 || driver != "" {
 		item("driver", driver, dsrc, want.Driver)
@@ -66,37 +47,38 @@ func (inventory) Run(ctx context.Context, env *Env) []result.Result {
 	if h.GPUFacts != nil && h.GPUFacts.CUDADriverVersion != "" {
 		item("cuda-driver", h.GPUFacts.CUDADriverVersion, h.GPUFacts.Source, want.CUDA)
 	}
-	lib := func(key, subject string, expect string) {
-		v := env.Libraries[key]
-		src := "dlopen " + env.Libraries[key+"_path"]
+	lib := func(l sysinfo.Library, subject string, expect string) {
+		v := l.Version
+		src := "dlopen " + l.Path
 		if v == "" {
-			if why := env.Libraries[key+"_error"]; why != "" {
+			if why := l.Error; why != "" {
 				out = append(out, res(result.Unknown, subject, "NotLoadable", subject+" could not be loaded: "+firstLines(why, 1), ev("dlopen", firstLines(why, 1))))
 				return
 			}
 		}
 		item(subject, v, src, expect)
 	}
-	if env.Libraries != nil {
-		lib("cudart", "cuda-runtime", "")
-		lib("nccl", "nccl", want.NCCL)
+	if l := env.Facts.Libraries; l != nil {
+		lib(l.CUDARuntime, "cuda-runtime", "")
+		lib(l.NCCL, "nccl", want.NCCL)
 	}
-	item("kernel", h.Kernel, env.Root.Display("proc/sys/kernel/osrelease"), want.Kernel)
+	item("kernel", h.Kernel, display(env, "proc/sys/kernel/osrelease"), want.Kernel)
 	if len(h.NICs) > 0 {
-		v, src := rdmaCoreVersion(env)
+		rc := env.Facts.RDMACore
+		src := rc.Source
 		if src == "" {
 			src = "libibverbs.so.1.*"
 		}
-		item("rdma-core", v, src, want.RDMACore)
-		if s, err := env.Root.ReadString("sys/module/mlx5_core/version"); err == nil && s != "" {
-			item("mlx5_core", s, env.Root.Display("sys/module/mlx5_core/version"), "")
+		item("rdma-core", rc.Version, src, want.RDMACore)
+		if m := env.Facts.MLX5Core; m.Err == nil && m.Value != "" {
+			item("mlx5_core", m.Value, m.Source, "")
 		}
 	}
 	// NIC firmware: each NIC, and a warning when NICs of one model disagree.
 	byModel := map[string]map[string][]string{}
 	for _, n := range h.NICs {
 		subject := "firmware:" + n.Name
-		item(subject, n.FWVersion, env.Root.Display("sys/class/infiniband/"+n.Name+"/fw_ver"), want.NICFirmware)
+		item(subject, n.FWVersion, display(env, "sys/class/infiniband/"+n.Name+"/fw_ver"), want.NICFirmware)
 		if n.FWVersion == "" {
 			continue
 		}
@@ -124,7 +106,7 @@ func (inventory) Run(ctx context.Context, env *Env) []result.Result {
 		for fw, names := range fws {
 			parts = append(parts, fmt.Sprintf("%s on %s", fw, strings.Join(names, ",")))
 			for _, n := range names {
-				evs = append(evs, ev(env.Root.Display("sys/class/infiniband/"+n+"/fw_ver"), fw))
+				evs = append(evs, ev(display(env, "sys/class/infiniband/"+n+"/fw_ver"), fw))
 			}
 		}
 		sort.Strings(parts)

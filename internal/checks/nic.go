@@ -61,7 +61,7 @@ func (nicPort) Run(ctx context.Context, env *Env) []result.Result {
 	}
 	for _, n := range nics {
 		if len(n.Ports) == 0 {
-			out = append(out, res(result.Unknown, n.Name, "NoPorts", n.Name+" lists no ports", ev(env.Root.Display("sys/class/infiniband/"+n.Name+"/ports"), "empty")))
+			out = append(out, res(result.Unknown, n.Name, "NoPorts", n.Name+" lists no ports", ev(display(env, "sys/class/infiniband/"+n.Name+"/ports"), "empty")))
 			continue
 		}
 		for _, p := range n.Ports {
@@ -75,10 +75,10 @@ func judgePort(env *Env, n *topology.NIC, p topology.Port, rail bool, want float
 	subject := fmt.Sprintf("%s:%d", n.Name, p.Number)
 	base := fmt.Sprintf("sys/class/infiniband/%s/ports/%d/", n.Name, p.Number)
 	evs := []result.Evidence{
-		ev(env.Root.Display(base+"state"), p.State),
-		ev(env.Root.Display(base+"phys_state"), p.PhysState),
-		ev(env.Root.Display(base+"rate"), p.RateText),
-		ev(env.Root.Display(base+"link_layer"), p.LinkLayer),
+		ev(display(env, base+"state"), p.State),
+		ev(display(env, base+"phys_state"), p.PhysState),
+		ev(display(env, base+"rate"), p.RateText),
+		ev(display(env, base+"link_layer"), p.LinkLayer),
 	}
 	role := "rail NIC (paired with a GPU)"
 	downStatus := result.Fail
@@ -108,7 +108,7 @@ func judgePort(env *Env, n *topology.NIC, p topology.Port, rail bool, want float
 			"check the cable/transceiver and the switch port speed; a link that trains low is a cable or optics problem"))
 	}
 	if p.LinkLayer == "Ethernet" && p.NetDev != "" && p.MTU > 0 {
-		mev := ev(env.Root.Display("sys/class/net/"+p.NetDev+"/mtu"), fmt.Sprint(p.MTU))
+		mev := ev(display(env, "sys/class/net/"+p.NetDev+"/mtu"), fmt.Sprint(p.MTU))
 		wantMTU := roceMinMTU
 		if e := env.Expect; e != nil && e.NICs != nil && e.NICs.MTU > 0 {
 			wantMTU = e.NICs.MTU
@@ -133,7 +133,7 @@ func judgePort(env *Env, n *topology.NIC, p topology.Port, rail bool, want float
 	if len(bad) > 0 {
 		out = append(out, withRemedy(res(result.Warn, subject, "ErrorCounters",
 			fmt.Sprintf("%s port %d error counters are not zero: %s (cumulative since the counters were last cleared)", n.Name, p.Number, strings.Join(bad, ", ")),
-			append(evs, ev(env.Root.Display(base+"counters/"), strings.Join(bad, " ")))...),
+			append(evs, ev(display(env, base+"counters/"), strings.Join(bad, " ")))...),
 			"watch whether they grow under load (gdrcheck bench); growing symbol errors mean a bad cable or transceiver"))
 	}
 	if len(out) == 0 {

@@ -2,73 +2,38 @@ package cli
 
 import (
 	"context"
-	"os"
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/checks"
+	"github.com/gdrcheck/gdrcheck/internal/collect/libs"
+	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
-	"github.com/gdrcheck/gdrcheck/internal/native/cuda"
-	"github.com/gdrcheck/gdrcheck/internal/native/nccl"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
-// liveLibraries loads the CUDA runtime and NCCL to record their versions.
-func liveLibraries(ctx context.Context) map[string]string {
-	m := map[string]string{}
-	for key, l := range map[string]LibraryState{"cudart": cudaState(ctx), "nccl": ncclState()} {
-		if l.Path != "" {
-			m[key+"_path"] = l.Path
-		}
-		if l.Error != "" {
-			m[key+"_error"] = l.Error
-		} else {
-			m[key] = l.Version
-		}
-	}
-	return m
-}
-
 // cudaState loads the CUDA runtime and asks its version.
-func cudaState(ctx context.Context) LibraryState {
-	rt, err := cuda.Open("")
-	if err != nil {
-		return LibraryState{Error: err.Error()}
-	}
-	l := LibraryState{Loaded: true, Path: rt.Path}
-	if rv, dv, err := rt.Versions(ctx); err != nil {
-		l.Error = err.Error()
-	} else {
-		l.Version, l.Detail = rv, "driver supports CUDA "+dv
-	}
-	return l
-}
+func cudaState(ctx context.Context) LibraryState { return LibraryState(libs.CUDARuntime(ctx)) }
 
 // ncclState loads NCCL and asks its version.
-func ncclState() LibraryState {
-	lib, err := nccl.Open("")
-	if err != nil {
-		return LibraryState{Error: err.Error()}
+func ncclState() LibraryState { return LibraryState(libs.NCCL()) }
+
+// collectFacts is the collection stage after discovery: the node facts
+// read through r, and live, the libraries loaded into this process.
+func collectFacts(ctx context.Context, r machine.Root, h *topology.Host) *sysinfo.Facts {
+	f := sysinfo.Collect(ctx, r, h, sysinfo.Options{})
+	if r.Live() {
+		f.Libraries = libs.Probe(ctx)
 	}
-	l := LibraryState{Loaded: true, Path: lib.Path}
-	if v, _, err := lib.Version(); err != nil {
-		l.Error = err.Error()
-	} else {
-		l.Version = v
-	}
-	return l
+	return f
 }
 
-// checkEnv assembles what the checks judge: live facts on "/", the
-// snapshot's captured ones otherwise.
+// checkEnv assembles what the checks judge: the host, its facts, and the
+// time anchor (when a snapshot was taken, or now).
 func checkEnv(ctx context.Context, r machine.Root, h *topology.Host, expect *checks.Expect, xidWindow time.Duration) *checks.Env {
-	env := &checks.Env{Root: r, Host: h, Expect: expect, XidWindow: xidWindow, Now: time.Now()}
-	if r.Live() {
-		env.Environ = checks.FilterEnviron(os.Environ())
-		env.EnvironKnown = true
-		env.Libraries = liveLibraries(ctx)
-		env.Privileged = os.Geteuid() == 0
-		return env
+	f := collectFacts(ctx, r, h)
+	now := f.CapturedAt
+	if now.IsZero() {
+		now = time.Now()
 	}
-	env.LoadCaptured()
-	return env
+	return &checks.Env{Host: h, Facts: f, Expect: expect, XidWindow: xidWindow, Now: now}
 }

@@ -2,13 +2,12 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/gdrcheck/gdrcheck/internal/checks"
+	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
@@ -19,10 +18,12 @@ func newSnapshot(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "snapshot -o DIR|FILE.tgz",
 		Short: "Capture everything gdrcheck reads on this host, for later runs with --root",
-		Long: `snapshot runs discovery (and every read-only check) over a recording root, then copies
-exactly the sysfs and procfs files they read, the outputs of the commands they ran
-(nvidia-smi -q -x, nvidia-smi topo -m, ulimit -a, ...) and the driver's GPU facts as
-commands/nvml.json. BARs, ROMs and files with side effects (resource*, rom, remove, reset)
+		Long: `snapshot runs discovery and collection over a recording root, then copies exactly
+the sysfs and procfs files they read, the outputs of the commands they ran (dmesg,
+systemctl is-active nvidia-fabricmanager, ...), the job environment, the libraries
+found and the driver's GPU facts as commands/nvml.json, plus for a person reading it
+nvidia-smi topo -m, nvidia-smi -q -x, nvidia-smi nvlink -s, ibv_devinfo -v and a few
+host files (os-release, cpuinfo, meminfo). BARs, ROMs and files with side effects (resource*, rom, remove, reset)
 are never read. Any later command can run on the result: gdrcheck topo --root FILE.tgz.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -54,8 +55,9 @@ are never read. Any later command can run on the result: gdrcheck topo --root FI
 	return cmd
 }
 
-// takeSnapshot reads the host the way every command does, through a
-// recording root, and writes what was read.
+// takeSnapshot runs discovery and collection, the stages that read the
+// machine, through a recording root, and writes what they read: a snapshot
+// holds what every later command needs by construction.
 func takeSnapshot(ctx context.Context, g *globals, r machine.Root, out string) (*snapshot.Manifest, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
@@ -65,24 +67,20 @@ func takeSnapshot(ctx context.Context, g *globals, r machine.Root, out string) (
 	if err != nil {
 		return nil, err
 	}
-	// Every read-only check reads through the recorder too, so a snapshot
-	// holds what `gdrcheck check --root` needs.
-	env := checkEnv(ctx, rr, h, nil, 0)
-	checks.Run(ctx, env, checks.All(), checks.Options{})
-	// Command outputs a replay may want even if discovery did not need them.
-	for _, c := range machine.KnownCommands() {
+	f := collectFacts(ctx, rr, h)
+	for _, c := range forHumansCommands {
 		_, _ = rr.Run(ctx, c)
 	}
-	for _, rel := range snapshotExtras {
+	for _, rel := range forHumansFiles {
 		_, _ = rr.ReadFile(rel)
 	}
 	o := snapshot.Options{Tool: "gdrcheck " + g.build.Version, Facts: h.GPUFacts, Extra: map[string][]byte{}}
-	if env.EnvironKnown {
-		o.Extra[checks.EnvironFile] = checks.FormatEnviron(env.Environ)
+	if f.Environ.Known {
+		o.Extra[sysinfo.EnvironFile] = sysinfo.FormatEnviron(f.Environ.Vars)
 	}
-	if env.Libraries != nil {
-		if b, err := json.MarshalIndent(env.Libraries, "", "  "); err == nil {
-			o.Extra[checks.LibrariesFile] = b
+	if f.Libraries != nil {
+		if b, err := f.Libraries.Marshal(); err == nil {
+			o.Extra[sysinfo.LibrariesFile] = b
 		}
 	}
 	if h.GPUFactsError != "" {
@@ -91,13 +89,13 @@ func takeSnapshot(ctx context.Context, g *globals, r machine.Root, out string) (
 	return snapshot.Write(ctx, r, rec, out, o)
 }
 
-// snapshotExtras are host facts a person reading a snapshot expects even
-// when no check needed them.
-var snapshotExtras = []string{
-	"proc/cmdline", "proc/version", "proc/modules", "proc/meminfo", "proc/cpuinfo",
-	"proc/driver/nvidia/version", "proc/driver/nvidia/params", "proc/sys/kernel/osrelease",
-	"proc/sys/kernel/hostname", "proc/self/limits", "etc/os-release",
-}
+// forHumansCommands and forHumansFiles are captured although no stage reads
+// them: the vendor tools' own views and the host description a person
+// compares gdrcheck's findings with when reading a snapshot.
+var (
+	forHumansCommands = []machine.Command{machine.CmdNvidiaSMITopo, machine.CmdNvidiaSMIQuery, machine.CmdNvidiaSMINVLink, machine.CmdIbvDevinfo}
+	forHumansFiles    = []string{"proc/version", "proc/meminfo", "proc/cpuinfo", "proc/driver/nvidia/params", "etc/os-release"}
+)
 
 func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {

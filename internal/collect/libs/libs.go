@@ -1,0 +1,49 @@
+// Package libs finds the user-space vendor libraries a job loads (the CUDA
+// runtime and NCCL) by loading them into this process and asking their
+// versions. It is the cgo half of collection; internal/collect/sysinfo holds
+// the types and reads them back from snapshots.
+package libs
+
+import (
+	"context"
+
+	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
+	"github.com/gdrcheck/gdrcheck/internal/native/cuda"
+	"github.com/gdrcheck/gdrcheck/internal/native/nccl"
+)
+
+// Probe loads the CUDA runtime and NCCL and records their versions, or why
+// they could not be loaded.
+func Probe(ctx context.Context) *sysinfo.Libraries {
+	return &sysinfo.Libraries{CUDARuntime: CUDARuntime(ctx), NCCL: NCCL()}
+}
+
+// CUDARuntime loads the CUDA runtime and asks its version.
+func CUDARuntime(ctx context.Context) sysinfo.Library {
+	rt, err := cuda.Open("")
+	if err != nil {
+		return sysinfo.Library{Error: err.Error()}
+	}
+	l := sysinfo.Library{Loaded: true, Path: rt.Path}
+	if rv, dv, err := rt.Versions(ctx); err != nil {
+		l.Error = err.Error()
+	} else {
+		l.Version, l.Detail = rv, "driver supports CUDA "+dv
+	}
+	return l
+}
+
+// NCCL loads NCCL and asks its version.
+func NCCL() sysinfo.Library {
+	lib, err := nccl.Open("")
+	if err != nil {
+		return sysinfo.Library{Error: err.Error()}
+	}
+	l := sysinfo.Library{Loaded: true, Path: lib.Path}
+	if v, _, err := lib.Version(); err != nil {
+		l.Error = err.Error()
+	} else {
+		l.Version = v
+	}
+	return l
+}

@@ -1,0 +1,265 @@
+package sysinfo
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gdrcheck/gdrcheck/internal/machine"
+	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
+	"github.com/gdrcheck/gdrcheck/internal/topology"
+)
+
+// DefaultTimeout bounds each fact's reads and commands.
+const DefaultTimeout = 10 * time.Second
+
+// Options for Collect.
+type Options struct {
+	// Timeout bounds each fact's reads and commands (default
+	// DefaultTimeout). A fact whose reads overrun it carries the error.
+	Timeout time.Duration
+}
+
+// Collect reads the node facts of h's host through r: live on "/", from
+// what a snapshot captured otherwise. It reads only what the checks judge
+// for this host (IOMMU group types of its GPUs and RDMA NICs; rdma-core and
+// mlx5_core versions only when it has RDMA NICs; the kernel log and fabric
+// manager only when it has GPUs). Library versions are not probed here
+// (that needs cgo, see internal/collect/libs); on a snapshot they are read
+// from LibrariesFile.
+func Collect(ctx context.Context, r machine.Root, h *topology.Host, o Options) *Facts {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	f := &Facts{Paths: pathsOf(r), Live: r.Live()}
+	c := collector{ctx: ctx, r: r, timeout: o.Timeout}
+	var wg sync.WaitGroup
+	text := func(dst *Text, source string, read func(context.Context) Text) {
+		fact(&c, &wg, dst, read, func(err error) Text { return Text{Source: source, Err: err} })
+	}
+	fact(&c, &wg, &f.Modules, c.modules, func(err error) Modules {
+		return Modules{Source: r.Display("proc/modules"), Err: err}
+	})
+	text(&f.Cmdline, r.Display("proc/cmdline"), c.file("proc/cmdline"))
+	fact(&c, &wg, &f.Driver, c.driver, func(err error) Driver {
+		return Driver{Source: r.Display(driverFile), Err: err}
+	})
+	fact(&c, &wg, &f.IOMMU, func(context.Context) IOMMU { return c.iommu(h) }, func(err error) IOMMU {
+		return IOMMU{Units: Listing{Source: r.Display("sys/class/iommu"), Err: err}}
+	})
+	fact(&c, &wg, &f.Memlock, c.memlock, func(err error) Memlock { return Memlock{Err: err} })
+	fact(&c, &wg, &f.NetInterfaces, c.listing("sys/class/net"), func(err error) Listing {
+		return Listing{Source: r.Display("sys/class/net"), Err: err}
+	})
+	// The job environment: live, this process's; on a snapshot, what it
+	// captured (a small file of the snapshot itself).
+	f.Environ = c.environ()
+	if len(h.GPUs) > 0 {
+		fact(&c, &wg, &f.KernelLog, c.kernelLog, func(err error) KernelLog { return KernelLog{Source: "dmesg", Err: err} })
+		text(&f.FabricManager, fabricSource, c.fabricManager)
+	}
+	if len(h.NICs) > 0 {
+		fact(&c, &wg, &f.RDMACore, c.rdmaCore, func(error) RDMACore { return RDMACore{} })
+		text(&f.MLX5Core, r.Display(mlx5File), c.file(mlx5File))
+	}
+	if v := f.Environ.Vars["NCCL_TOPO_FILE"]; v != "" && f.Live {
+		fact(&c, &wg, &f.TopoFile, func(context.Context) TopoFile { return c.topoFile(v) }, func(err error) TopoFile {
+			return TopoFile{Checked: true, Err: err}
+		})
+	}
+	if !f.Live {
+		fact(&c, &wg, &f.Libraries, c.libraries, func(error) *Libraries { return nil })
+		fact(&c, &wg, &f.CapturedAt, c.capturedAt, func(error) time.Time { return time.Time{} })
+	}
+	wg.Wait()
+	return f
+}
+
+const (
+	driverFile   = "proc/driver/nvidia/version"
+	mlx5File     = "sys/module/mlx5_core/version"
+	fabricSource = "systemctl is-active nvidia-fabricmanager"
+)
+
+// pathsOf takes the display form from the door itself: Display of any
+// path is a prefix followed by the cleaned path.
+func pathsOf(r machine.Root) Paths {
+	return Paths{Prefix: strings.TrimSuffix(r.Display("x"), "x")}
+}
+
+type collector struct {
+	ctx     context.Context
+	r       machine.Root
+	timeout time.Duration
+}
+
+// fact fills *dst with read's value, or failed's when read overruns the
+// collector's deadline (the read is then abandoned; its late value is
+// dropped).
+func fact[T any](c *collector, wg *sync.WaitGroup, dst *T, read func(context.Context) T, failed func(error) T) {
+	wg.Go(func() {
+		ctx, cancel := context.WithTimeout(c.ctx, c.timeout)
+		defer cancel()
+		done := make(chan T, 1)
+		go func() { done <- read(ctx) }()
+		select {
+		case v := <-done:
+			*dst = v
+		case <-ctx.Done():
+			*dst = failed(fmt.Errorf("no answer within %s: %w", c.timeout, ctx.Err()))
+		}
+	})
+}
+
+func (c *collector) file(rel string) func(context.Context) Text {
+	return func(context.Context) Text {
+		s, err := c.r.ReadString(rel)
+		return Text{Source: c.r.Display(rel), Value: s, Err: err}
+	}
+}
+
+func (c *collector) listing(rel string) func(context.Context) Listing {
+	return func(context.Context) Listing {
+		names, err := c.r.Names(rel)
+		return Listing{Source: c.r.Display(rel), Names: names, Err: err}
+	}
+}
+
+func (c *collector) modules(context.Context) Modules {
+	m := Modules{Source: c.r.Display("proc/modules"), BuiltIn: map[string]bool{}}
+	b, err := c.r.ReadFile("proc/modules")
+	m.Loaded, m.Err = ParseModules(b), err
+	for _, name := range ModulesOfInterest {
+		if !m.Loaded[name] && c.r.Exists("sys/module/"+name) {
+			m.BuiltIn[name] = true
+		}
+	}
+	return m
+}
+
+func (c *collector) driver(context.Context) Driver {
+	s, err := c.r.ReadString(driverFile)
+	if err != nil {
+		return Driver{Source: c.r.Display(driverFile), Err: err}
+	}
+	return ParseDriver(c.r.Display(driverFile), s)
+}
+
+// iommu lists the IOMMU units and reads the group type of every GPU and
+// RDMA NIC that is in a group.
+func (c *collector) iommu(h *topology.Host) IOMMU {
+	out := IOMMU{Units: c.listing("sys/class/iommu")(c.ctx), Groups: map[int]Text{}}
+	var devs []*topology.Device
+	for _, g := range h.GPUs {
+		devs = append(devs, g.Dev)
+	}
+	for _, n := range h.MatrixNICs() {
+		devs = append(devs, n.Dev)
+	}
+	for _, d := range devs {
+		if d == nil || d.IOMMUGroup == nil {
+			continue
+		}
+		if _, ok := out.Groups[*d.IOMMUGroup]; !ok {
+			out.Groups[*d.IOMMUGroup] = c.file(fmt.Sprintf("sys/kernel/iommu_groups/%d/type", *d.IOMMUGroup))(c.ctx)
+		}
+	}
+	return out
+}
+
+// memlock reads /proc/self/limits, or runs `ulimit -a` where that has no
+// locked-memory line.
+func (c *collector) memlock(ctx context.Context) Memlock {
+	if s, err := c.r.ReadString("proc/self/limits"); err == nil {
+		if m, ok := ParseLimits(c.r.Display("proc/self/limits"), s); ok {
+			return m
+		}
+	}
+	b, err := c.r.Run(ctx, machine.CmdUlimit)
+	if err != nil {
+		return Memlock{Err: err}
+	}
+	return ParseUlimit("ulimit -a", string(b))
+}
+
+func (c *collector) kernelLog(ctx context.Context) KernelLog {
+	b, err := c.r.Run(ctx, machine.CmdDmesg)
+	return KernelLog{Source: "dmesg", Xids: ParseXids(b), Err: err}
+}
+
+func (c *collector) fabricManager(ctx context.Context) Text {
+	b, err := c.r.Run(ctx, machine.CmdFabricManager)
+	return Text{Source: fabricSource, Value: strings.TrimSpace(string(b)), Err: err}
+}
+
+func (c *collector) rdmaCore(context.Context) RDMACore {
+	for _, dir := range []string{"usr/lib/x86_64-linux-gnu", "usr/lib/aarch64-linux-gnu", "usr/lib64", "usr/lib"} {
+		names, err := c.r.Names(dir)
+		if err != nil {
+			continue
+		}
+		for _, n := range names {
+			if v := VerbsRelease(n); v != "" {
+				return RDMACore{Version: v, Source: c.r.Display(dir + "/" + n)}
+			}
+		}
+	}
+	return RDMACore{}
+}
+
+func (c *collector) environ() Environ {
+	if c.r.Live() {
+		return Environ{Vars: FilterEnviron(os.Environ()), Known: true}
+	}
+	b, err := c.r.ReadFile(machine.CommandsDir + "/" + EnvironFile)
+	if err != nil {
+		return Environ{}
+	}
+	return Environ{Vars: ParseEnviron(b), Known: true}
+}
+
+func (c *collector) libraries(context.Context) *Libraries {
+	b, err := c.r.ReadFile(machine.CommandsDir + "/" + LibrariesFile)
+	if err != nil {
+		return nil
+	}
+	l, err := ParseLibraries(b)
+	if err != nil {
+		return nil
+	}
+	return l
+}
+
+// capturedAt is when the snapshot was taken, per its manifest.
+func (c *collector) capturedAt(context.Context) time.Time {
+	b, err := c.r.ReadFile(snapshot.ManifestFile)
+	if err != nil {
+		return time.Time{}
+	}
+	var m struct {
+		CreatedAt time.Time `json:"created_at"`
+	}
+	if json.Unmarshal(b, &m) != nil {
+		return time.Time{}
+	}
+	return m.CreatedAt
+}
+
+// topoFile reads the file NCCL_TOPO_FILE names; a relative path is taken
+// from the current directory, as NCCL in this process would.
+func (c *collector) topoFile(v string) TopoFile {
+	t := TopoFile{Checked: true}
+	p, err := filepath.Abs(v)
+	if err == nil {
+		var b []byte
+		b, err = c.r.ReadFile(p)
+		t.Size = len(b)
+	}
+	t.Err = err
+	return t
+}

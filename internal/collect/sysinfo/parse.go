@@ -1,0 +1,120 @@
+package sysinfo
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ParseModules reads /proc/modules: the first field of each line.
+func ParseModules(b []byte) map[string]bool {
+	out := map[string]bool{}
+	for line := range strings.Lines(string(b)) {
+		if f := strings.Fields(line); len(f) > 0 {
+			out[f[0]] = true
+		}
+	}
+	return out
+}
+
+var reDriverVersion = regexp.MustCompile(`Kernel Module(?: for [a-z0-9_]+)?\s+([0-9]+\.[0-9]+(?:\.[0-9]+)?)`)
+
+// ParseDriver reads the first line of /proc/driver/nvidia/version.
+func ParseDriver(source, text string) Driver {
+	first := strings.SplitN(text, "\n", 2)[0]
+	d := Driver{Source: source, Line: first, Open: strings.Contains(first, "Open Kernel Module")}
+	if m := reDriverVersion.FindStringSubmatch(first); m != nil {
+		d.Version = m[1]
+	}
+	return d
+}
+
+var (
+	reLimitsMemlock = regexp.MustCompile(`(?m)^Max locked memory\s+(\S+)\s+(\S+)\s+bytes`)
+	reUlimitMemlock = regexp.MustCompile(`(?m)max locked memory\s+\(kbytes, -l\)\s+(\S+)`)
+)
+
+// ParseKB reads a size in KiB.
+func ParseKB(s string) (int64, error) {
+	v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("%q is not a size in KiB or unlimited", s)
+	}
+	return v, nil
+}
+
+// ParseLimits reads the soft locked-memory limit from /proc/self/limits;
+// ok is false when the file has no such line.
+func ParseLimits(source, text string) (m Memlock, ok bool) {
+	sm := reLimitsMemlock.FindStringSubmatch(text)
+	if sm == nil {
+		return Memlock{}, false
+	}
+	m = Memlock{Source: source, Line: strings.TrimSpace(sm[0])}
+	if sm[1] == "unlimited" {
+		m.KB = -1
+		return m, true
+	}
+	v, err := strconv.ParseInt(sm[1], 10, 64)
+	if err != nil {
+		m.Err = fmt.Errorf("unreadable limit %q", sm[1])
+		return m, true
+	}
+	m.KB = v / 1024
+	return m, true
+}
+
+// ParseUlimit reads the locked-memory limit from `ulimit -a` output.
+func ParseUlimit(source, text string) Memlock {
+	sm := reUlimitMemlock.FindStringSubmatch(text)
+	if sm == nil {
+		return Memlock{Source: source, Line: "no max locked memory line", Err: fmt.Errorf("no max locked memory line in %s", source)}
+	}
+	m := Memlock{Source: source, Line: strings.TrimSpace(sm[0])}
+	if sm[1] == "unlimited" {
+		m.KB = -1
+		return m
+	}
+	m.KB, m.Err = ParseKB(sm[1])
+	return m
+}
+
+var reXid = regexp.MustCompile(`NVRM: Xid \(PCI:([0-9a-fA-F:.]+)\): (\d+),`)
+
+// ParseXids reads the Xid lines of `dmesg --time-format iso` output (lines
+// without a time stamp are kept with a zero time). No line is too long to
+// read: a log that cannot be read to its end must not look free of Xids.
+func ParseXids(b []byte) []Xid {
+	var out []Xid
+	for line := range strings.Lines(string(b)) {
+		if !strings.Contains(line, "NVRM: Xid") {
+			continue
+		}
+		m := reXid.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		code, _ := strconv.Atoi(m[2])
+		x := Xid{Bus: strings.ToLower(m[1]), Code: code, Line: strings.TrimSpace(line)}
+		if f := strings.Fields(line); len(f) > 0 {
+			if t, err := time.Parse("2006-01-02T15:04:05,000000-07:00", f[0]); err == nil {
+				x.When = t
+			}
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+var reVerbs = regexp.MustCompile(`^libibverbs\.so\.1\.[0-9]+\.([0-9]+\.[0-9]+)$`)
+
+// VerbsRelease is the rdma-core release a libibverbs file name belongs to
+// (libibverbs.so.1.14.50.0 belongs to rdma-core 50.0), or "".
+func VerbsRelease(name string) string {
+	if m := reVerbs.FindStringSubmatch(name); m != nil {
+		return m[1]
+	}
+	return ""
+}
