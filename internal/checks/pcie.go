@@ -61,7 +61,7 @@ func p2pPairs(env *Env) []peerPair {
 	var out []peerPair
 	limit, _, _ := gdrLevel(env)
 	if len(h.MatrixNICs()) > 0 {
-		for _, e := range h.Pair().GPUs {
+		for _, e := range h.Pairing().GPUs {
 			if e.NIC == "" || e.Level > limit {
 				continue
 			}
@@ -364,7 +364,7 @@ func (pcieMRR) Run(ctx context.Context, env *Env) []result.Result {
 	}
 	var out []result.Result
 	paired := map[string]bool{}
-	for _, e := range h.Pair().GPUs {
+	for _, e := range h.Pairing().GPUs {
 		if e.NIC != "" {
 			paired[e.NIC] = true
 		}

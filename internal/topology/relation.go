@@ -2,68 +2,26 @@ package topology
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
+	"github.com/gdrcheck/gdrcheck/internal/topology/level"
 )
 
-// Level is how two devices are connected, best first, with the meaning
-// `nvidia-smi topo -m` gives the names.
-type Level int
+// Level is how two devices are connected: the one vocabulary of package
+// level, under the names topology's callers use.
+type Level = level.Level
 
-// Levels, ordered from closest to farthest.
+// Levels, ordered from closest to farthest (see package level).
 const (
-	LevelSelf Level = iota
-	LevelNVLink
-	LevelPIX  // at most one PCIe bridge (a switch counts as one)
-	LevelPXB  // several bridges, no host bridge
-	LevelPHB  // through one PCIe host bridge (the CPU's root complex)
-	LevelNODE // between host bridges of one NUMA node
-	LevelSYS  // across the NUMA interconnect (or NUMA unknown)
-	LevelUnknown
+	LevelSelf    = level.Self
+	LevelNVLink  = level.NVLink
+	LevelPIX     = level.PIX
+	LevelPXB     = level.PXB
+	LevelPHB     = level.PHB
+	LevelNODE    = level.NODE
+	LevelSYS     = level.SYS
+	LevelUnknown = level.Unknown
 )
-
-var levelNames = map[Level]string{
-	LevelSelf: "X", LevelNVLink: "NV", LevelPIX: "PIX", LevelPXB: "PXB", LevelPHB: "PHB",
-	LevelNODE: "NODE", LevelSYS: "SYS", LevelUnknown: "N/A",
-}
-
-func (l Level) String() string { return levelNames[l] }
-
-// MarshalText makes levels readable in JSON.
-func (l Level) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
-
-// UnmarshalText is the inverse of MarshalText.
-func (l *Level) UnmarshalText(b []byte) error {
-	if string(b) == "NV" {
-		*l = LevelNVLink
-		return nil
-	}
-	lv, _, err := ParseLevel(string(b))
-	*l = lv
-	return err
-}
-
-// ParseLevel reads a matrix cell: "X", "NV18", "PIX", ... It returns the
-// NVLink count for NV# cells.
-func ParseLevel(s string) (Level, int, error) {
-	t := strings.TrimSpace(s)
-	if strings.HasPrefix(t, "NV") && len(t) > 2 {
-		var n int
-		if _, err := fmt.Sscanf(t[2:], "%d", &n); err == nil && n > 0 && fmt.Sprint(n) == t[2:] {
-			return LevelNVLink, n, nil
-		}
-	}
-	for l, n := range levelNames {
-		if n == t && l != LevelNVLink && l != LevelUnknown {
-			return l, 0, nil
-		}
-	}
-	if t == "N/A" {
-		return LevelUnknown, 0, nil
-	}
-	return LevelUnknown, 0, fmt.Errorf("topology level %q: want X, NV#, PIX, PXB, PHB, NODE or SYS", s)
-}
 
 // Relation is how one device reaches another.
 type Relation struct {
