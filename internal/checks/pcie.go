@@ -423,8 +423,11 @@ func (pcieP2P) Title() string { return "GPU peer-to-peer access possible between
 
 func (pcieP2P) Run(ctx context.Context, env *Env) []result.Result {
 	h := env.Host
-	if len(h.GPUs) < 2 {
-		return []result.Result{res(result.Skip, "node", "SingleGPU", fmt.Sprintf("%d GPU on this host: no GPU pair", len(h.GPUs)))}
+	switch len(h.GPUs) {
+	case 0:
+		return []result.Result{res(result.Skip, "node", "NoGPU", "no GPU on this host")}
+	case 1:
+		return []result.Result{res(result.Skip, "node", "SingleGPU", "1 GPU on this host: no GPU pair")}
 	}
 	f := h.GPUFacts
 	if f == nil || len(f.P2P) == 0 {

@@ -71,6 +71,7 @@ func Analyze(name string, r io.Reader) (*Report, error) {
 	}
 	rep := &Report{Matrix: m, Pairing: m.Pair()}
 	rep.Verdicts = rep.affinity(name)
+	result.SetSource(rep.Verdicts, Kind)
 	return rep, nil
 }
 
