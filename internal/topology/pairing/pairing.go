@@ -28,19 +28,21 @@ type Choice struct {
 //
 // The nearest NIC wins, and each GPU gets a NIC of its own where the
 // levels allow: a maximum matching level by level, PIX edges first, then
-// PXB, PHB, NODE and SYS, where a NIC matched at a nearer level stays with
-// its GPU. Within a level a GPU takes a free NIC when it has one, and only
-// otherwise displaces another GPU along an augmenting path. Among NICs of
-// one level the higher prefer(g, n) comes first, then the lower column (a
-// nil prefer leaves column order). GPUs left over (more GPUs than NICs, or
-// no known path) share: each takes the least used of its nearest NICs.
+// PXB, PHB, NODE and SYS. Within a level a GPU takes a free NIC when it has
+// one, and only otherwise displaces another GPU along an augmenting path:
+// first among the GPUs matched in this level's round; failing that, a GPU
+// matched at a nearer level may move too, but only to another NIC as near
+// as the one it leaves, so no GPU ever ends farther than it was. Among NICs
+// of one level the higher prefer(g, n) comes first, then the lower column
+// (a nil prefer leaves column order). GPUs left over (more GPUs than NICs,
+// or no known path) share: each takes the least used of its nearest NICs.
 func Assign(levels [][]level.Level, prefer func(gpu, nic int) float64) []Choice {
 	out := make([]Choice, len(levels))
 	if len(levels) == 0 {
 		return out
 	}
 	nics := len(levels[0])
-	m := matcher{levels: levels, order: make([][]int, len(levels)), owner: make([]int, nics), fixed: make([]bool, nics)}
+	m := matcher{levels: levels, order: make([][]int, len(levels)), owner: make([]int, nics), settled: make([]bool, len(levels))}
 	for g := range levels {
 		m.order[g] = m.preference(g, prefer)
 		out[g].NIC = -1
@@ -59,12 +61,12 @@ func Assign(levels [][]level.Level, prefer func(gpu, nic int) float64) []Choice 
 		m.owner[n] = -1
 	}
 	for lim := level.PIX; lim <= level.SYS; lim++ {
-		for n, g := range m.owner {
-			m.fixed[n] = g >= 0
+		for g, n := range m.assigned {
+			m.settled[g] = n >= 0
 		}
 		for g, n := range m.assigned {
-			if n < 0 {
-				m.try(g, lim, make([]bool, nics))
+			if n < 0 && !m.try(g, lim, make([]bool, nics), false) {
+				m.try(g, lim, make([]bool, nics), true)
 			}
 		}
 	}
@@ -98,7 +100,7 @@ type matcher struct {
 	order    [][]int // each GPU's NICs, in preference order
 	owner    []int   // NIC -> GPU, -1 when free
 	assigned []int   // GPU -> NIC, -1 when none yet
-	fixed    []bool  // matched at a nearer level: not to be displaced
+	settled  []bool  // GPU matched in an earlier round, at a nearer level
 }
 
 // at is the level of a GPU→NIC path, unknown unless PIX to SYS.
@@ -128,28 +130,43 @@ func (m *matcher) preference(g int, prefer func(gpu, nic int) float64) []int {
 	return order
 }
 
-// usable reports whether GPU g may take NIC n in the round of level lim.
-func (m *matcher) usable(g, n int, lim level.Level, seen []bool) bool {
-	return m.at(g, n) <= lim && !m.fixed[n] && !seen[n]
+// usable reports whether GPU g may take NIC n at level lim or nearer: a
+// settled GPU's NIC only when settled GPUs may move.
+func (m *matcher) usable(g, n int, lim level.Level, seen []bool, moveSettled bool) bool {
+	if m.at(g, n) > lim || seen[n] {
+		return false
+	}
+	o := m.owner[n]
+	return o < 0 || moveSettled || !m.settled[o]
 }
 
-// try finds GPU g a NIC at or nearer than lim: a free one in preference
+// try finds GPU g a NIC at level lim or nearer: a free one in preference
 // order first, so a GPU keeps its first choice when it can; only then one
-// whose GPU can move elsewhere (an augmenting path).
-func (m *matcher) try(g int, lim level.Level, seen []bool) bool {
+// whose GPU can move elsewhere (an augmenting path). A settled GPU moves
+// only to a NIC as near as the one it has.
+func (m *matcher) try(g int, lim level.Level, seen []bool, moveSettled bool) bool {
 	for _, n := range m.order[g] {
-		if m.usable(g, n, lim, seen) && m.owner[n] < 0 {
+		if m.owner[n] < 0 && m.usable(g, n, lim, seen, moveSettled) {
 			seen[n] = true
 			m.take(g, n)
 			return true
 		}
 	}
 	for _, n := range m.order[g] {
-		if !m.usable(g, n, lim, seen) {
+		if !m.usable(g, n, lim, seen, moveSettled) {
 			continue
 		}
 		seen[n] = true
-		if o := m.owner[n]; o < 0 || m.try(o, lim, seen) {
+		o := m.owner[n]
+		if o < 0 {
+			m.take(g, n)
+			return true
+		}
+		olim := lim
+		if m.settled[o] {
+			olim = m.at(o, n)
+		}
+		if m.try(o, olim, seen, moveSettled) {
 			m.take(g, n)
 			return true
 		}

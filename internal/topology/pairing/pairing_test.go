@@ -63,7 +63,11 @@ func TestAssign(t *testing.T) {
 			"PIX PIX; PIX NODE", nil, "1/0,1 0/0"},
 		{"augmenting path through two GPUs",
 			"PIX PIX SYS; SYS PIX PIX; PIX SYS SYS", nil, "1/0,1 2/1,2 0/0"},
-		{"a later GPU never displaces one matched at a nearer level",
+		{"a GPU matched at a nearer level makes room at that level",
+			"PIX PIX; PXB N/A", nil, "1/0,1 0/0"},
+		{"a GPU with several NICs on its switch leaves one to a neighbour",
+			"PIX PIX PIX; PXB SYS SYS", nil, "1/0,1,2 0/0"},
+		{"a GPU never moves farther to make room",
 			"PIX PXB; PXB N/A", nil, "0/0 0/0"},
 		{"farther levels fill in once nearer ones are taken",
 			"PIX SYS; PIX SYS", nil, "0/0 1/0"},
@@ -95,7 +99,7 @@ func TestAssignEmptyAndRagged(t *testing.T) {
 
 // TestAssignProperties: on random matrices every GPU gets a NIC, Nearest
 // lists exactly the NICs at the GPU's best level, and no GPU leaves an
-// unused NIC nearer than its own.
+// unused NIC nearer than its own, or as near as a NIC it shares.
 func TestAssignProperties(t *testing.T) {
 	cells := []level.Level{level.PIX, level.PXB, level.PHB, level.NODE, level.SYS, level.Unknown}
 	seed := uint32(1)
@@ -135,8 +139,8 @@ func TestAssignProperties(t *testing.T) {
 				if users[n] > 0 || l == level.Unknown {
 					continue
 				}
-				if l < own {
-					t.Fatalf("%v: GPU%d has NIC%d at %v while NIC%d at %v is unused: %s", levels, g, c.NIC, own, n, l, show(got))
+				if l < own || l == own && users[c.NIC] > 1 {
+					t.Fatalf("%v: GPU%d has NIC%d at %v (%d users) while NIC%d at %v is unused: %s", levels, g, c.NIC, own, users[c.NIC], n, l, show(got))
 				}
 			}
 		}
