@@ -497,10 +497,10 @@ func FromHost(h *topology.Host) (System, error) {
 	s.NVLS = spec.NVLS && s.NVLinkTopology == NVLinkSwitch && s.GPUsPerNode > 1
 
 	// The farthest PCIe relation between two GPUs.
-	worst := topology.LevelPIX
+	worst := level.PIX
 	for i, a := range h.GPUs {
 		for _, b := range h.GPUs[i+1:] {
-			if r := h.PCIeRelation(a.Dev, b.Dev); r.Level > worst && r.Level != topology.LevelUnknown {
+			if r := h.PCIeRelation(a.Dev, b.Dev); r.Level > worst && r.Level != level.Unknown {
 				worst = r.Level
 			}
 		}
@@ -520,10 +520,10 @@ func FromHost(h *topology.Host) (System, error) {
 		if !e.GDR {
 			allGDR = false
 		}
-		if e.Level == topology.LevelSYS {
+		if e.Level == level.SYS {
 			remote = true
 		}
-		if e.Level > topology.LevelPXB {
+		if e.Level > level.PXB {
 			shares = false
 		}
 		if seen[e.NIC] {

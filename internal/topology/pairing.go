@@ -18,18 +18,18 @@ const GDRMaxLevel = level.DefaultGDR
 
 // GPUNIC is one GPU's place in the GPU→NIC pairing.
 type GPUNIC struct {
-	GPU        int      `json:"gpu"`
-	GPUAddress string   `json:"gpu_address"`
-	Nearest    []string `json:"nearest_nics"`  // every NIC at the best level
-	Level      Level    `json:"level"`         // the best level reached
-	NIC        string   `json:"nic,omitempty"` // the NIC assigned as this GPU's rail
-	NICAddress string   `json:"nic_address,omitempty"`
-	Port       int      `json:"port,omitempty"`
-	RateGbps   float64  `json:"rate_gbps,omitempty"`
-	LinkLayer  string   `json:"link_layer,omitempty"`
-	PortState  string   `json:"port_state,omitempty"`
-	Rail       int      `json:"rail"`   // -1: none
-	Shared     bool     `json:"shared"` // the NIC also serves another GPU
+	GPU        int         `json:"gpu"`
+	GPUAddress string      `json:"gpu_address"`
+	Nearest    []string    `json:"nearest_nics"`  // every NIC at the best level
+	Level      level.Level `json:"level"`         // the best level reached
+	NIC        string      `json:"nic,omitempty"` // the NIC assigned as this GPU's rail
+	NICAddress string      `json:"nic_address,omitempty"`
+	Port       int         `json:"port,omitempty"`
+	RateGbps   float64     `json:"rate_gbps,omitempty"`
+	LinkLayer  string      `json:"link_layer,omitempty"`
+	PortState  string      `json:"port_state,omitempty"`
+	Rail       int         `json:"rail"`   // -1: none
+	Shared     bool        `json:"shared"` // the NIC also serves another GPU
 	// GDR is true when the assigned NIC is within GDRMaxLevel.
 	GDR  bool     `json:"gdr"`
 	Path []string `json:"path,omitempty"` // the hops between GPU and NIC
@@ -98,14 +98,14 @@ func (h *Host) pair() *Pairing {
 	}
 	if len(nics) == 0 {
 		for _, g := range h.GPUs {
-			p.GPUs = append(p.GPUs, GPUNIC{GPU: g.Index, GPUAddress: g.Address, Level: LevelUnknown, Rail: -1})
+			p.GPUs = append(p.GPUs, GPUNIC{GPU: g.Index, GPUAddress: g.Address, Level: level.Unknown, Rail: -1})
 			p.NoGDR = append(p.NoGDR, g.Index)
 		}
 		p.Notes = append(p.Notes, "no RDMA NIC on this host: inter-node NCCL traffic can only use sockets (or a network plugin)")
 		return p
 	}
 	rels := make([][]Relation, len(h.GPUs))
-	levels := make([][]Level, len(h.GPUs))
+	levels := make([][]level.Level, len(h.GPUs))
 	for i, g := range h.GPUs {
 		for _, n := range nics {
 			r := h.PCIeRelation(g.Dev, n.Dev)
@@ -170,11 +170,11 @@ func (h *Host) pair() *Pairing {
 		p.NCCL["NCCL_IB_HCA"] = "=" + strings.Join(hca, ",")
 	}
 	if len(p.NoGDR) > 0 {
-		worst := LevelPIX
+		worst := level.PIX
 		var names []string
 		for _, i := range p.NoGDR {
 			e := p.GPUs[i]
-			if e.Level > worst && e.Level != LevelUnknown {
+			if e.Level > worst && e.Level != level.Unknown {
 				worst = e.Level
 			}
 			names = append(names, fmt.Sprintf("GPU%d (%s at %s)", e.GPU, e.NIC, e.Level))
@@ -228,11 +228,11 @@ func (p *Pairing) WriteText(w io.Writer) error {
 		if len(also) > 0 {
 			alsoS = strings.Join(also, ",")
 		}
-		level := e.Level.String()
+		lvl := e.Level.String()
 		if e.NIC == "" {
-			level = "-"
+			lvl = "-"
 		}
-		fmt.Fprintf(tw, "GPU%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.GPU, e.GPUAddress, nic, level, rail, port, state, rate, layer, gdr, alsoS)
+		fmt.Fprintf(tw, "GPU%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.GPU, e.GPUAddress, nic, lvl, rail, port, state, rate, layer, gdr, alsoS)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

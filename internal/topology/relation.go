@@ -7,11 +7,12 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/topology/level"
 )
 
-// Level is how two devices are connected: the one vocabulary of package
-// level, under the names topology's callers use.
+// Level is package level's Level, under the name topology's callers
+// outside it (internal/checks) still use; new code names package level.
 type Level = level.Level
 
-// Levels, ordered from closest to farthest (see package level).
+// Levels, ordered from closest to farthest: package level's names, kept
+// for the same callers.
 const (
 	LevelSelf    = level.Self
 	LevelNVLink  = level.NVLink
@@ -25,10 +26,10 @@ const (
 
 // Relation is how one device reaches another.
 type Relation struct {
-	Level   Level `json:"level"`
-	NVLinks int   `json:"nvlinks,omitempty"` // for LevelNVLink
+	Level   level.Level `json:"level"`
+	NVLinks int         `json:"nvlinks,omitempty"` // for level.NVLink
 	// PCIe is the PCIe-only level (what the pair would use without NVLink).
-	PCIe Level `json:"pcie"`
+	PCIe level.Level `json:"pcie"`
 	// Bridges is the number of PCIe bridge hops, each switch counted once.
 	Bridges int `json:"bridges"`
 	// Via names the hops: switch/root-port addresses, host bridges.
@@ -37,7 +38,7 @@ type Relation struct {
 
 // String prints the matrix cell.
 func (r Relation) String() string {
-	if r.Level == LevelNVLink {
+	if r.Level == level.NVLink {
 		return fmt.Sprintf("NV%d", r.NVLinks)
 	}
 	return r.Level.String()
@@ -87,13 +88,13 @@ func treeUnknown(h *Host, d *Device) bool {
 // PCIeRelation is the PCIe-only relation of two devices.
 func (h *Host) PCIeRelation(a, b *Device) Relation {
 	if a == nil || b == nil {
-		return Relation{Level: LevelUnknown, PCIe: LevelUnknown}
+		return Relation{Level: level.Unknown, PCIe: level.Unknown}
 	}
 	if a == b {
-		return Relation{Level: LevelSelf, PCIe: LevelSelf}
+		return Relation{Level: level.Self, PCIe: level.Self}
 	}
 	if treeUnknown(h, a) || treeUnknown(h, b) {
-		return Relation{Level: LevelUnknown, PCIe: LevelUnknown}
+		return Relation{Level: level.Unknown, PCIe: level.Unknown}
 	}
 	ha, hb := bridgeHops(h, a), bridgeHops(h, b)
 	k := 0
@@ -111,9 +112,9 @@ func (h *Host) PCIeRelation(a, b *Device) Relation {
 		}
 		r.Via = via
 		if r.Bridges <= 1 {
-			r.Level = LevelPIX
+			r.Level = level.PIX
 		} else {
-			r.Level = LevelPXB
+			r.Level = level.PXB
 		}
 		r.PCIe = r.Level
 		return r
@@ -121,15 +122,15 @@ func (h *Host) PCIeRelation(a, b *Device) Relation {
 	r.Bridges = len(ha) + len(hb)
 	switch {
 	case a.HostBridge == b.HostBridge && a.HostBridge != "":
-		r.Level = LevelPHB
+		r.Level = level.PHB
 		r.Via = []string{a.HostBridge}
 	default:
 		na, nb := h.NUMAOf(a), h.NUMAOf(b)
 		r.Via = []string{a.HostBridge, b.HostBridge}
 		if na >= 0 && na == nb {
-			r.Level = LevelNODE
+			r.Level = level.NODE
 		} else {
-			r.Level = LevelSYS
+			r.Level = level.SYS
 		}
 	}
 	r.PCIe = r.Level
@@ -172,7 +173,7 @@ func (h *Host) GPURelation(a, b *GPU) Relation {
 	}
 	// NVLink is known from the driver even when the PCIe path is not.
 	if n := NVLinksBetween(a, b); n > 0 {
-		r.Level = LevelNVLink
+		r.Level = level.NVLink
 		r.NVLinks = n
 	}
 	return r
@@ -224,7 +225,7 @@ func (h *Host) Relate(a, b Endpoint) Relation {
 		return h.GPURelation(a.GPU, b.GPU)
 	}
 	if a.NIC != nil && b.NIC != nil && a.NIC == b.NIC {
-		return Relation{Level: LevelSelf, PCIe: LevelSelf}
+		return Relation{Level: level.Self, PCIe: level.Self}
 	}
 	return h.PCIeRelation(a.Dev(), b.Dev())
 }
