@@ -1,5 +1,5 @@
 package topology
 
-// Repair computes the pairing again, for the benchmark (Pairing returns the
-// one Discover computed).
-func Repair(h *Host) *Pairing { return h.pair() }
+// ComputePairing computes the pairing again, for the benchmark (Pairing
+// returns the one Discover computed).
+func ComputePairing(h *Host) *Pairing { return h.pair() }
