@@ -63,11 +63,11 @@ func Readers() []Reader {
 			func(r *nvbandwidth.Report) []result.Result { return r.Verdicts }),
 		newReader(perftest.Kind, "perftest ib_*_bw / ib_*_lat text or --out_json", perftest.Detect, perftest.Analyze,
 			func(r *perftest.Report) []result.Result { return r.Verdicts }),
-		newReader("nccl-topo", "NCCL topology or graph XML (NCCL_TOPO_DUMP_FILE, NCCL_GRAPH_DUMP_FILE, NCCL_TOPO_FILE)", nccltopo.Detect, nccltopo.Analyze,
+		newReader(nccltopo.Kind, "NCCL topology or graph XML (NCCL_TOPO_DUMP_FILE, NCCL_GRAPH_DUMP_FILE, NCCL_TOPO_FILE)", nccltopo.Detect, nccltopo.Analyze,
 			func(r *nccltopo.Report) []result.Result { return r.Verdicts }),
 		newReader(nccltests.Kind, "nccl-tests output (text or -J JSON)", nccltests.Detect, nccltests.Analyze,
 			func(r *nccltests.Report) []result.Result { return r.Verdicts }),
-		newReader("nccl-log", "NCCL_DEBUG=INFO log", ncclog.Detect, ncclog.Analyze,
+		newReader(ncclog.Kind, "NCCL_DEBUG=INFO log", ncclog.Detect, ncclog.Analyze,
 			func(r *ncclog.Report) []result.Result { return r.Verdicts }),
 	}
 }

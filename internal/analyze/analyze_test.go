@@ -74,6 +74,7 @@ func TestDispatch(t *testing.T) {
 		{"dcgmi/testdata/synthetic-dcgmi-diag-json-dcgm4-internal-error.txt", []string{"dcgmi"}, []result.Status{result.Error}},
 		{"smitopo/testdata/h200x8-10nic-gpu3-triple-pix-tabs.txt", []string{"nvidia-smi-topo"}, []result.Status{result.Pass}},
 		{"smitopo/testdata/puget-wrx90-2x-rtx6000ada-pcie.txt", []string{"nvidia-smi-topo"}, []result.Status{result.Fail}},
+		{"nccltopo/testdata/azure-ndv2-v100-topo.txt", []string{"nccl-topo"}, nil},
 	} {
 		t.Run(filepath.Base(c.sample), func(t *testing.T) {
 			outs, err := analyze.FileAll(body(t, c.sample))
@@ -85,6 +86,11 @@ func TestDispatch(t *testing.T) {
 				kinds = append(kinds, o.Kind)
 				if len(o.Verdicts) == 0 {
 					t.Errorf("%s: no verdicts", o.Kind)
+				}
+				for _, v := range o.Verdicts {
+					if v.Source != o.Kind {
+						t.Errorf("%s: verdict %s has source %q", o.Kind, v.ID, v.Source)
+					}
 				}
 			}
 			if !slices.Equal(kinds, c.kinds) {

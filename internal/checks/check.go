@@ -127,6 +127,7 @@ func Run(ctx context.Context, env *Env, checks []Check, o Options) *Report {
 		ms := float64(outs[i].dur.Microseconds()) / 1000
 		for k := range rs {
 			rs[k].ID = c.ID()
+			rs[k].Source = result.SourceCheck
 			if rs[k].Title == "" {
 				rs[k].Title = c.Title()
 			}

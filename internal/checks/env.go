@@ -204,7 +204,7 @@ func checkHCA(h *topology.Host, v string) []result.Result {
 	if len(badPort) > 0 {
 		out = append(out, res(result.Fail, "NCCL_IB_HCA", "AbsentPort", "NCCL_IB_HCA names ports that do not exist: "+strings.Join(badPort, ", "), evs...))
 	}
-	rails := h.Pair().Rails
+	rails := h.Pairing().Rails
 	var unused []string
 	for _, r := range rails {
 		if !matched[r] {

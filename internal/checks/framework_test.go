@@ -48,6 +48,9 @@ func TestRunTurnsBrokenChecksIntoErrors(t *testing.T) {
 		if r.ID != "d.ok" && r.Status != result.Error {
 			t.Errorf("%s: status %s, want error", r.ID, r.Status)
 		}
+		if r.Source != result.SourceCheck {
+			t.Errorf("%s: source %q, want %q", r.ID, r.Source, result.SourceCheck)
+		}
 	}
 	if !rep.Counts.Failed() || rep.Counts[result.Error] != 3 {
 		t.Errorf("counts %v", rep.Counts)
@@ -58,6 +61,24 @@ func TestRunTurnsBrokenChecksIntoErrors(t *testing.T) {
 	only := Run(context.Background(), env, cs, Options{Only: []string{"d."}})
 	if len(only.Results) != 1 || only.Results[0].ID != "d.ok" {
 		t.Errorf("--only d.: %+v", only.Results)
+	}
+}
+
+// TestP2PCountsGPUs: pcie.p2p says NoGPU without a GPU, as every other
+// check does, and SingleGPU with one.
+func TestP2PCountsGPUs(t *testing.T) {
+	for _, c := range []struct {
+		gpus   int
+		reason string
+	}{{0, "NoGPU"}, {1, "SingleGPU"}} {
+		h := &topology.Host{}
+		for i := range c.gpus {
+			h.GPUs = append(h.GPUs, &topology.GPU{Index: i})
+		}
+		rs := pcieP2P{}.Run(context.Background(), &Env{Host: h})
+		if len(rs) != 1 || rs[0].Status != result.Skip || rs[0].Reason != c.reason || rs[0].Subject != "node" {
+			t.Errorf("%d GPUs: %+v, want skip %s node", c.gpus, rs, c.reason)
+		}
 	}
 }
 

@@ -203,7 +203,7 @@ func (nicAffinity) Run(ctx context.Context, env *Env) []result.Result {
 		return []result.Result{withRemedy(res(result.Fail, "node", "BadGDRLevel", "NCCL_NET_GDR_LEVEL: "+err.Error(), ev("environment", "NCCL_NET_GDR_LEVEL="+setting)), "set NCCL_NET_GDR_LEVEL to PIX, PXB, PHB or SYS, or unset it")}
 	}
 	var out []result.Result
-	for _, e := range h.Pair().GPUs {
+	for _, e := range h.Pairing().GPUs {
 		g := h.GPUs[e.GPU]
 		subject := fmt.Sprintf("GPU%d-%s", e.GPU, e.NIC)
 		evs := []result.Evidence{

@@ -31,7 +31,7 @@ func (nicPort) Run(ctx context.Context, env *Env) []result.Result {
 	if len(nics) == 0 {
 		return []result.Result{res(result.Skip, "node", "NoRDMADevice", "no RDMA NIC on this host")}
 	}
-	railNames := h.Pair().Rails
+	railNames := h.Pairing().Rails
 	rails := map[string]bool{}
 	for _, r := range railNames {
 		rails[r] = true

@@ -61,7 +61,7 @@ func p2pPairs(env *Env) []peerPair {
 	var out []peerPair
 	limit, _, _ := gdrLevel(env)
 	if len(h.MatrixNICs()) > 0 {
-		for _, e := range h.Pair().GPUs {
+		for _, e := range h.Pairing().GPUs {
 			if e.NIC == "" || e.Level > limit {
 				continue
 			}
@@ -364,7 +364,7 @@ func (pcieMRR) Run(ctx context.Context, env *Env) []result.Result {
 	}
 	var out []result.Result
 	paired := map[string]bool{}
-	for _, e := range h.Pair().GPUs {
+	for _, e := range h.Pairing().GPUs {
 		if e.NIC != "" {
 			paired[e.NIC] = true
 		}
@@ -423,8 +423,11 @@ func (pcieP2P) Title() string { return "GPU peer-to-peer access possible between
 
 func (pcieP2P) Run(ctx context.Context, env *Env) []result.Result {
 	h := env.Host
-	if len(h.GPUs) < 2 {
-		return []result.Result{res(result.Skip, "node", "SingleGPU", fmt.Sprintf("%d GPU on this host: no GPU pair", len(h.GPUs)))}
+	switch len(h.GPUs) {
+	case 0:
+		return []result.Result{res(result.Skip, "node", "NoGPU", "no GPU on this host")}
+	case 1:
+		return []result.Result{res(result.Skip, "node", "SingleGPU", "1 GPU on this host: no GPU pair")}
 	}
 	f := h.GPUFacts
 	if f == nil || len(f.P2P) == 0 {

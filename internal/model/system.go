@@ -8,6 +8,7 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
+	"github.com/gdrcheck/gdrcheck/internal/topology/level"
 )
 
 // NVLink topologies inside a node.
@@ -97,7 +98,7 @@ func (s System) Validate() error {
 	if s.NVLS && s.NVLinkTopology != NVLinkSwitch {
 		errs = append(errs, errors.New("NVLS needs NVSwitches"))
 	}
-	if _, _, err := topology.ParseLevel(s.GPUPath); err != nil || s.GPUPath == "X" || strings.HasPrefix(s.GPUPath, "NV") {
+	if _, _, err := level.Parse(s.GPUPath); err != nil || s.GPUPath == "X" || strings.HasPrefix(s.GPUPath, "NV") {
 		errs = append(errs, fmt.Errorf("GPU path %q: want PIX, PXB, PHB, NODE or SYS", s.GPUPath))
 	}
 	if s.Nodes > 1 {
@@ -496,10 +497,10 @@ func FromHost(h *topology.Host) (System, error) {
 	s.NVLS = spec.NVLS && s.NVLinkTopology == NVLinkSwitch && s.GPUsPerNode > 1
 
 	// The farthest PCIe relation between two GPUs.
-	worst := topology.LevelPIX
+	worst := level.PIX
 	for i, a := range h.GPUs {
 		for _, b := range h.GPUs[i+1:] {
-			if r := h.PCIeRelation(a.Dev, b.Dev); r.Level > worst && r.Level != topology.LevelUnknown {
+			if r := h.PCIeRelation(a.Dev, b.Dev); r.Level > worst && r.Level != level.Unknown {
 				worst = r.Level
 			}
 		}
@@ -507,7 +508,7 @@ func FromHost(h *topology.Host) (System, error) {
 	s.GPUPath = worst.String()
 
 	// Rails from the pairing: active ports only, the slowest bounds a ring.
-	p := h.Pair()
+	p := h.Pairing()
 	seen := map[string]bool{}
 	var down []string
 	allGDR, remote, shares := true, false, true
@@ -519,10 +520,10 @@ func FromHost(h *topology.Host) (System, error) {
 		if !e.GDR {
 			allGDR = false
 		}
-		if e.Level == topology.LevelSYS {
+		if e.Level == level.SYS {
 			remote = true
 		}
-		if e.Level > topology.LevelPXB {
+		if e.Level > level.PXB {
 			shares = false
 		}
 		if seen[e.NIC] {

@@ -73,7 +73,13 @@ type Evidence struct {
 
 // Result is one check's verdict on one subject.
 type Result struct {
-	ID       string     `json:"id"` // stable check id, e.g. gdr.nic-affinity
+	ID string `json:"id"` // stable check id, e.g. gdr.nic-affinity
+	// Source names the producer: SourceCheck for a readiness check, a
+	// reader's kind ("nvidia-smi-topo", "nccl-log", ...) for a verdict read
+	// off a file. An ID means one thing within one source only: the check
+	// gdr.nic-affinity and the matrix reader's gdr.nic-affinity judge
+	// different inputs.
+	Source   string     `json:"source,omitempty"`
 	Title    string     `json:"title,omitempty"`
 	Status   Status     `json:"status"`
 	Subject  string     `json:"subject"` // GPU0, mlx5_0, GPU0-mlx5_0, 0000:16:00.0, node
@@ -83,6 +89,16 @@ type Result struct {
 	Remedy   string     `json:"remedy,omitempty"`
 	// DurationMS is the check's run time (the same for every subject of one check).
 	DurationMS float64 `json:"duration_ms"`
+}
+
+// SourceCheck is the Source of the readiness checks' results.
+const SourceCheck = "check"
+
+// SetSource names the producer of every result in rs.
+func SetSource(rs []Result, source string) {
+	for i := range rs {
+		rs[i].Source = source
+	}
 }
 
 // Counts tallies results by status.

@@ -37,7 +37,7 @@ func BenchmarkDiscover8GPU10NIC(b *testing.B) {
 	b.Run("matrix-and-pairing", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			h.BuildMatrix()
-			h.Pair()
+			topology.ComputePairing(h)
 		}
 	})
 }

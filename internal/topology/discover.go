@@ -95,6 +95,7 @@ func Discover(ctx context.Context, opts ...Option) (*Host, error) {
 			d.attachFacts(f)
 		}
 	}
+	h.pairing = h.pair()
 	h.DiscoveryMS = float64(time.Since(start).Microseconds()) / 1000
 	return h, nil
 }

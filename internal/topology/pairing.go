@@ -7,26 +7,29 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/gdrcheck/gdrcheck/internal/topology/level"
+	"github.com/gdrcheck/gdrcheck/internal/topology/pairing"
 )
 
 // GDRMaxLevel is the farthest PCIe path over which NCCL uses GPU Direct
 // RDMA by default (NCCL_NET_GDR_LEVEL defaults to PXB).
-const GDRMaxLevel = LevelPXB
+const GDRMaxLevel = level.DefaultGDR
 
 // GPUNIC is one GPU's place in the GPU→NIC pairing.
 type GPUNIC struct {
-	GPU        int      `json:"gpu"`
-	GPUAddress string   `json:"gpu_address"`
-	Nearest    []string `json:"nearest_nics"`  // every NIC at the best level
-	Level      Level    `json:"level"`         // the best level reached
-	NIC        string   `json:"nic,omitempty"` // the NIC assigned as this GPU's rail
-	NICAddress string   `json:"nic_address,omitempty"`
-	Port       int      `json:"port,omitempty"`
-	RateGbps   float64  `json:"rate_gbps,omitempty"`
-	LinkLayer  string   `json:"link_layer,omitempty"`
-	PortState  string   `json:"port_state,omitempty"`
-	Rail       int      `json:"rail"`   // -1: none
-	Shared     bool     `json:"shared"` // the NIC also serves another GPU
+	GPU        int         `json:"gpu"`
+	GPUAddress string      `json:"gpu_address"`
+	Nearest    []string    `json:"nearest_nics"`  // every NIC at the best level
+	Level      level.Level `json:"level"`         // the best level reached
+	NIC        string      `json:"nic,omitempty"` // the NIC assigned as this GPU's rail
+	NICAddress string      `json:"nic_address,omitempty"`
+	Port       int         `json:"port,omitempty"`
+	RateGbps   float64     `json:"rate_gbps,omitempty"`
+	LinkLayer  string      `json:"link_layer,omitempty"`
+	PortState  string      `json:"port_state,omitempty"`
+	Rail       int         `json:"rail"`   // -1: none
+	Shared     bool        `json:"shared"` // the NIC also serves another GPU
 	// GDR is true when the assigned NIC is within GDRMaxLevel.
 	GDR  bool     `json:"gdr"`
 	Path []string `json:"path,omitempty"` // the hops between GPU and NIC
@@ -46,13 +49,6 @@ type Pairing struct {
 	Notes []string          `json:"notes,omitempty"`
 }
 
-type nicCand struct {
-	nic   *NIC
-	rel   Relation
-	port  *Port
-	score float64
-}
-
 // activePort is the first ACTIVE port, else the first port.
 func activePort(n *NIC) *Port {
 	for i := range n.Ports {
@@ -66,12 +62,35 @@ func activePort(n *NIC) *Port {
 	return nil
 }
 
-// Pair assigns each GPU a rail NIC: the nearest by PCIe path, a distinct NIC
-// per GPU where the tree allows (a maximum matching level by level: PIX,
-// then PXB, and so on), the faster and the active port among equals, then
-// name order. With more GPUs than NICs the rest share the least used of
-// their nearest. GPUs whose NIC is beyond PXB are listed in NoGDR.
-func (h *Host) Pair() *Pairing {
+// portScore ranks NICs of one level: an active port first, then the faster.
+func portScore(p *Port) float64 {
+	if p == nil {
+		return 0
+	}
+	s := p.RateGbps
+	if strings.EqualFold(p.State, "ACTIVE") {
+		s += 1e6
+	}
+	return s
+}
+
+// Pairing is the GPU→NIC pairing, computed once when Discover ends; a
+// Host built otherwise gets it computed on each call. It is shared:
+// callers must not modify it.
+func (h *Host) Pairing() *Pairing {
+	if h.pairing != nil {
+		return h.pairing
+	}
+	return h.pair()
+}
+
+// pair assigns each GPU a rail NIC with pairing.Assign: the nearest by PCIe
+// path, a distinct NIC per GPU where the tree allows (a maximum matching
+// level by level: PIX, then PXB, and so on), the active and the faster port
+// among equals, then name order. With more GPUs than NICs the rest share
+// the least used of their nearest. GPUs whose NIC is beyond PXB are listed
+// in NoGDR.
+func (h *Host) pair() *Pairing {
 	p := &Pairing{NCCL: map[string]string{}, GPUs: []GPUNIC{}, Rails: []string{}, NoGDR: []int{}, Unused: []string{}}
 	nics := h.MatrixNICs()
 	if len(h.GPUs) == 0 {
@@ -79,98 +98,60 @@ func (h *Host) Pair() *Pairing {
 	}
 	if len(nics) == 0 {
 		for _, g := range h.GPUs {
-			p.GPUs = append(p.GPUs, GPUNIC{GPU: g.Index, GPUAddress: g.Address, Level: LevelUnknown, Rail: -1})
+			p.GPUs = append(p.GPUs, GPUNIC{GPU: g.Index, GPUAddress: g.Address, Level: level.Unknown, Rail: -1})
 			p.NoGDR = append(p.NoGDR, g.Index)
 		}
 		p.Notes = append(p.Notes, "no RDMA NIC on this host: inter-node NCCL traffic can only use sockets (or a network plugin)")
 		return p
 	}
-	cands := make([][]nicCand, len(h.GPUs))
+	rels := make([][]Relation, len(h.GPUs))
+	levels := make([][]level.Level, len(h.GPUs))
 	for i, g := range h.GPUs {
 		for _, n := range nics {
-			c := nicCand{nic: n, rel: h.PCIeRelation(g.Dev, n.Dev), port: activePort(n)}
-			if c.port != nil {
-				c.score = c.port.RateGbps
-				if strings.EqualFold(c.port.State, "ACTIVE") {
-					c.score += 1e6
-				}
-			}
-			cands[i] = append(cands[i], c)
-		}
-		sort.SliceStable(cands[i], func(a, b int) bool {
-			x, y := cands[i][a], cands[i][b]
-			if x.rel.Level != y.rel.Level {
-				return x.rel.Level < y.rel.Level
-			}
-			if x.score != y.score {
-				return x.score > y.score
-			}
-			return NaturalLess(x.nic.Name, y.nic.Name)
-		})
-	}
-	assigned := make([]*nicCand, len(h.GPUs))
-	taken := map[*NIC]int{}
-	for _, lvl := range []Level{LevelPIX, LevelPXB, LevelPHB, LevelNODE, LevelSYS} {
-		match(cands, assigned, taken, lvl)
-	}
-	// More GPUs than NICs: the rest share, the least used of their nearest.
-	for i := range h.GPUs {
-		if assigned[i] != nil || len(cands[i]) == 0 {
-			continue
-		}
-		best := 0
-		for k, c := range cands[i] {
-			if c.rel.Level != cands[i][0].rel.Level {
-				break
-			}
-			if taken[c.nic] < taken[cands[i][best].nic] {
-				best = k
-			}
-		}
-		c := cands[i][best]
-		assigned[i] = &c
-		taken[c.nic]++
-	}
-	// Count sharing after every GPU has its NIC.
-	users := map[*NIC]int{}
-	for _, a := range assigned {
-		if a != nil {
-			users[a.nic]++
+			r := h.PCIeRelation(g.Dev, n.Dev)
+			rels[i] = append(rels[i], r)
+			levels[i] = append(levels[i], r.Level)
 		}
 	}
-	railOf := map[*NIC]int{}
+	// NICs are in natural name order, so column order is name order.
+	ports := make([]*Port, len(nics))
+	for k, n := range nics {
+		ports[k] = activePort(n)
+	}
+	choices := pairing.Assign(levels, func(_, nic int) float64 { return portScore(ports[nic]) })
+	users := map[int]int{}
+	for _, c := range choices {
+		users[c.NIC]++
+	}
+	railOf := map[int]int{}
 	for i, g := range h.GPUs {
-		a := assigned[i]
-		best := cands[i][0].rel.Level
-		e := GPUNIC{GPU: g.Index, GPUAddress: g.Address, Level: best, Rail: -1}
-		for _, c := range cands[i] {
-			if c.rel.Level == best {
-				e.Nearest = append(e.Nearest, c.nic.Name)
-			}
+		c := choices[i]
+		e := GPUNIC{GPU: g.Index, GPUAddress: g.Address, Level: levels[i][c.Nearest[0]], Rail: -1}
+		for _, k := range c.Nearest {
+			e.Nearest = append(e.Nearest, nics[k].Name)
 		}
-		if a != nil {
-			r, ok := railOf[a.nic]
-			if !ok {
-				r = len(p.Rails)
-				railOf[a.nic] = r
-				p.Rails = append(p.Rails, a.nic.Name)
-			}
-			e.NIC, e.NICAddress, e.Rail = a.nic.Name, a.nic.Address, r
-			e.Shared = users[a.nic] > 1
-			e.GDR = a.rel.Level <= GDRMaxLevel
-			e.Path = a.rel.Via
-			if a.port != nil {
-				e.Port, e.RateGbps, e.LinkLayer, e.PortState = a.port.Number, a.port.RateGbps, a.port.LinkLayer, a.port.State
-			}
-			e.Level = a.rel.Level
+		n, rel := nics[c.NIC], rels[i][c.NIC]
+		r, ok := railOf[c.NIC]
+		if !ok {
+			r = len(p.Rails)
+			railOf[c.NIC] = r
+			p.Rails = append(p.Rails, n.Name)
 		}
+		e.NIC, e.NICAddress, e.Rail = n.Name, n.Address, r
+		e.Shared = users[c.NIC] > 1
+		e.GDR = rel.Level <= GDRMaxLevel
+		e.Path = rel.Via
+		if a := ports[c.NIC]; a != nil {
+			e.Port, e.RateGbps, e.LinkLayer, e.PortState = a.Number, a.RateGbps, a.LinkLayer, a.State
+		}
+		e.Level = rel.Level
 		if !e.GDR {
 			p.NoGDR = append(p.NoGDR, g.Index)
 		}
 		p.GPUs = append(p.GPUs, e)
 	}
-	for _, n := range nics {
-		if _, ok := railOf[n]; !ok {
+	for k, n := range nics {
+		if _, ok := railOf[k]; !ok {
 			p.Unused = append(p.Unused, n.Name)
 		}
 	}
@@ -189,11 +170,11 @@ func (h *Host) Pair() *Pairing {
 		p.NCCL["NCCL_IB_HCA"] = "=" + strings.Join(hca, ",")
 	}
 	if len(p.NoGDR) > 0 {
-		worst := LevelPIX
+		worst := level.PIX
 		var names []string
 		for _, i := range p.NoGDR {
 			e := p.GPUs[i]
-			if e.Level > worst && e.Level != LevelUnknown {
+			if e.Level > worst && e.Level != level.Unknown {
 				worst = e.Level
 			}
 			names = append(names, fmt.Sprintf("GPU%d (%s at %s)", e.GPU, e.NIC, e.Level))
@@ -206,63 +187,6 @@ func (h *Host) Pair() *Pairing {
 		}
 	}
 	return p
-}
-
-// match extends the assignment with a maximum bipartite matching between
-// unassigned GPUs and free NICs over edges at or better than lvl
-// (augmenting paths; candidate order decides ties).
-func match(cands [][]nicCand, assigned []*nicCand, taken map[*NIC]int, lvl Level) {
-	owner := map[*NIC]int{}
-	for i, a := range assigned {
-		if a != nil {
-			owner[a.nic] = i
-		}
-	}
-	fixed := map[*NIC]bool{}
-	for n := range taken {
-		fixed[n] = true
-	}
-	var try func(i int, seen map[*NIC]bool) bool
-	try = func(i int, seen map[*NIC]bool) bool {
-		// A free NIC in preference order first, so a GPU keeps its first
-		// choice when it can; only then displace another GPU.
-		for k := range cands[i] {
-			c := &cands[i][k]
-			if c.rel.Level > lvl || fixed[c.nic] || seen[c.nic] {
-				continue
-			}
-			if _, busy := owner[c.nic]; !busy {
-				seen[c.nic] = true
-				owner[c.nic] = i
-				assigned[i] = c
-				return true
-			}
-		}
-		for k := range cands[i] {
-			c := &cands[i][k]
-			if c.rel.Level > lvl || fixed[c.nic] || seen[c.nic] {
-				continue
-			}
-			seen[c.nic] = true
-			j, busy := owner[c.nic]
-			if !busy || try(j, seen) {
-				owner[c.nic] = i
-				assigned[i] = c
-				return true
-			}
-		}
-		return false
-	}
-	for i := range cands {
-		if assigned[i] == nil {
-			try(i, map[*NIC]bool{})
-		}
-	}
-	for i, a := range assigned {
-		if a != nil && owner[a.nic] == i {
-			taken[a.nic]++
-		}
-	}
 }
 
 // WriteText prints the pairing as a table, then the NCCL settings and notes.
@@ -304,11 +228,11 @@ func (p *Pairing) WriteText(w io.Writer) error {
 		if len(also) > 0 {
 			alsoS = strings.Join(also, ",")
 		}
-		level := e.Level.String()
+		lvl := e.Level.String()
 		if e.NIC == "" {
-			level = "-"
+			lvl = "-"
 		}
-		fmt.Fprintf(tw, "GPU%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.GPU, e.GPUAddress, nic, level, rail, port, state, rate, layer, gdr, alsoS)
+		fmt.Fprintf(tw, "GPU%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.GPU, e.GPUAddress, nic, lvl, rail, port, state, rate, layer, gdr, alsoS)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

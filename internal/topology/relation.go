@@ -2,75 +2,34 @@ package topology
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
+	"github.com/gdrcheck/gdrcheck/internal/topology/level"
 )
 
-// Level is how two devices are connected, best first, with the meaning
-// `nvidia-smi topo -m` gives the names.
-type Level int
+// Level is package level's Level, under the name topology's callers
+// outside it (internal/checks) still use; new code names package level.
+type Level = level.Level
 
-// Levels, ordered from closest to farthest.
+// Levels, ordered from closest to farthest: package level's names, kept
+// for the same callers.
 const (
-	LevelSelf Level = iota
-	LevelNVLink
-	LevelPIX  // at most one PCIe bridge (a switch counts as one)
-	LevelPXB  // several bridges, no host bridge
-	LevelPHB  // through one PCIe host bridge (the CPU's root complex)
-	LevelNODE // between host bridges of one NUMA node
-	LevelSYS  // across the NUMA interconnect (or NUMA unknown)
-	LevelUnknown
+	LevelSelf    = level.Self
+	LevelNVLink  = level.NVLink
+	LevelPIX     = level.PIX
+	LevelPXB     = level.PXB
+	LevelPHB     = level.PHB
+	LevelNODE    = level.NODE
+	LevelSYS     = level.SYS
+	LevelUnknown = level.Unknown
 )
-
-var levelNames = map[Level]string{
-	LevelSelf: "X", LevelNVLink: "NV", LevelPIX: "PIX", LevelPXB: "PXB", LevelPHB: "PHB",
-	LevelNODE: "NODE", LevelSYS: "SYS", LevelUnknown: "N/A",
-}
-
-func (l Level) String() string { return levelNames[l] }
-
-// MarshalText makes levels readable in JSON.
-func (l Level) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
-
-// UnmarshalText is the inverse of MarshalText.
-func (l *Level) UnmarshalText(b []byte) error {
-	if string(b) == "NV" {
-		*l = LevelNVLink
-		return nil
-	}
-	lv, _, err := ParseLevel(string(b))
-	*l = lv
-	return err
-}
-
-// ParseLevel reads a matrix cell: "X", "NV18", "PIX", ... It returns the
-// NVLink count for NV# cells.
-func ParseLevel(s string) (Level, int, error) {
-	t := strings.TrimSpace(s)
-	if strings.HasPrefix(t, "NV") && len(t) > 2 {
-		var n int
-		if _, err := fmt.Sscanf(t[2:], "%d", &n); err == nil && n > 0 && fmt.Sprint(n) == t[2:] {
-			return LevelNVLink, n, nil
-		}
-	}
-	for l, n := range levelNames {
-		if n == t && l != LevelNVLink && l != LevelUnknown {
-			return l, 0, nil
-		}
-	}
-	if t == "N/A" {
-		return LevelUnknown, 0, nil
-	}
-	return LevelUnknown, 0, fmt.Errorf("topology level %q: want X, NV#, PIX, PXB, PHB, NODE or SYS", s)
-}
 
 // Relation is how one device reaches another.
 type Relation struct {
-	Level   Level `json:"level"`
-	NVLinks int   `json:"nvlinks,omitempty"` // for LevelNVLink
+	Level   level.Level `json:"level"`
+	NVLinks int         `json:"nvlinks,omitempty"` // for level.NVLink
 	// PCIe is the PCIe-only level (what the pair would use without NVLink).
-	PCIe Level `json:"pcie"`
+	PCIe level.Level `json:"pcie"`
 	// Bridges is the number of PCIe bridge hops, each switch counted once.
 	Bridges int `json:"bridges"`
 	// Via names the hops: switch/root-port addresses, host bridges.
@@ -79,7 +38,7 @@ type Relation struct {
 
 // String prints the matrix cell.
 func (r Relation) String() string {
-	if r.Level == LevelNVLink {
+	if r.Level == level.NVLink {
 		return fmt.Sprintf("NV%d", r.NVLinks)
 	}
 	return r.Level.String()
@@ -129,13 +88,13 @@ func treeUnknown(h *Host, d *Device) bool {
 // PCIeRelation is the PCIe-only relation of two devices.
 func (h *Host) PCIeRelation(a, b *Device) Relation {
 	if a == nil || b == nil {
-		return Relation{Level: LevelUnknown, PCIe: LevelUnknown}
+		return Relation{Level: level.Unknown, PCIe: level.Unknown}
 	}
 	if a == b {
-		return Relation{Level: LevelSelf, PCIe: LevelSelf}
+		return Relation{Level: level.Self, PCIe: level.Self}
 	}
 	if treeUnknown(h, a) || treeUnknown(h, b) {
-		return Relation{Level: LevelUnknown, PCIe: LevelUnknown}
+		return Relation{Level: level.Unknown, PCIe: level.Unknown}
 	}
 	ha, hb := bridgeHops(h, a), bridgeHops(h, b)
 	k := 0
@@ -153,9 +112,9 @@ func (h *Host) PCIeRelation(a, b *Device) Relation {
 		}
 		r.Via = via
 		if r.Bridges <= 1 {
-			r.Level = LevelPIX
+			r.Level = level.PIX
 		} else {
-			r.Level = LevelPXB
+			r.Level = level.PXB
 		}
 		r.PCIe = r.Level
 		return r
@@ -163,15 +122,15 @@ func (h *Host) PCIeRelation(a, b *Device) Relation {
 	r.Bridges = len(ha) + len(hb)
 	switch {
 	case a.HostBridge == b.HostBridge && a.HostBridge != "":
-		r.Level = LevelPHB
+		r.Level = level.PHB
 		r.Via = []string{a.HostBridge}
 	default:
 		na, nb := h.NUMAOf(a), h.NUMAOf(b)
 		r.Via = []string{a.HostBridge, b.HostBridge}
 		if na >= 0 && na == nb {
-			r.Level = LevelNODE
+			r.Level = level.NODE
 		} else {
-			r.Level = LevelSYS
+			r.Level = level.SYS
 		}
 	}
 	r.PCIe = r.Level
@@ -214,7 +173,7 @@ func (h *Host) GPURelation(a, b *GPU) Relation {
 	}
 	// NVLink is known from the driver even when the PCIe path is not.
 	if n := NVLinksBetween(a, b); n > 0 {
-		r.Level = LevelNVLink
+		r.Level = level.NVLink
 		r.NVLinks = n
 	}
 	return r
@@ -266,7 +225,7 @@ func (h *Host) Relate(a, b Endpoint) Relation {
 		return h.GPURelation(a.GPU, b.GPU)
 	}
 	if a.NIC != nil && b.NIC != nil && a.NIC == b.NIC {
-		return Relation{Level: LevelSelf, PCIe: LevelSelf}
+		return Relation{Level: level.Self, PCIe: level.Self}
 	}
 	return h.PCIeRelation(a.Dev(), b.Dev())
 }

@@ -45,7 +45,7 @@ type GPUSummary struct {
 // Summarize builds the summary.
 func (h *Host) Summarize() *Summary {
 	s := &Summary{Hostname: h.Hostname, Kernel: h.Kernel, Root: h.Root, GPUFactsError: h.GPUFactsError,
-		NUMANodes: h.NUMANodes, NICs: h.NICs, NetDevs: h.NetDevs, Matrix: h.BuildMatrix(), Pairing: h.Pair(),
+		NUMANodes: h.NUMANodes, NICs: h.NICs, NetDevs: h.NetDevs, Matrix: h.BuildMatrix(), Pairing: h.Pairing(),
 		Problems: h.Problems, DiscoveryMS: h.DiscoveryMS, NVSwitches: []string{}}
 	if h.GPUFacts != nil {
 		s.GPUFactsSource = h.GPUFacts.Source

@@ -193,7 +193,7 @@ func TestPairingGolden(t *testing.T) {
 			if err := h.BuildMatrix().WriteText(&buf, topology.RenderOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			if err := h.Pair().WriteText(&buf); err != nil {
+			if err := h.Pairing().WriteText(&buf); err != nil {
 				t.Fatal(err)
 			}
 			readertest.Golden(t, filepath.Join("testdata", "golden", name+".topo.txt"), buf.Bytes(), *update)

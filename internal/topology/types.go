@@ -35,6 +35,8 @@ type Host struct {
 	DiscoveryMS float64   `json:"discovery_ms"`
 
 	byAddr map[string]*Device
+	// pairing is the GPU→NIC pairing, computed when Discover ends.
+	pairing *Pairing
 }
 
 // Problem is one failed or suspicious read.

@@ -87,6 +87,7 @@ func Analyze(name string, r io.Reader) (*Report, error) {
 		t.Canonical = canonical(t.Name)
 	}
 	rep.Verdicts = verdicts(name, rep)
+	result.SetSource(rep.Verdicts, Kind)
 	return rep, nil
 }
 

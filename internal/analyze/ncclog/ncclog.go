@@ -20,6 +20,9 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
+// Kind is the analyzer kind name.
+const Kind = "nccl-log"
+
 // ParseError names the file and the 1-based line at which the input could
 // not be read.
 type ParseError struct {
@@ -389,5 +392,7 @@ func Analyze(name string, r io.Reader) (*Report, error) {
 	if err := a.run(r); err != nil {
 		return nil, err
 	}
-	return a.report(), nil
+	rep := a.report()
+	result.SetSource(rep.Verdicts, Kind)
+	return rep, nil
 }

@@ -169,5 +169,6 @@ func Analyze(name string, r io.Reader) (*Report, error) {
 	}
 	nameHint(rep, name)
 	rep.Verdicts = verdicts(name, rep)
+	result.SetSource(rep.Verdicts, Kind)
 	return rep, nil
 }

@@ -3,6 +3,8 @@ package nccltopo
 import (
 	"sort"
 	"strings"
+
+	"github.com/gdrcheck/gdrcheck/internal/topology/level"
 )
 
 // derive flattens the tree into GPUs and NICs and finds every GPU's nearest
@@ -28,24 +30,23 @@ func derive(s *System) {
 	}
 	s.Paths = nil
 	for _, g := range s.GPUs {
-		best, rank := "", 99
+		best := level.Unknown
 		var nics []string
 		for _, n := range s.NICs {
 			if !n.RDMA {
 				continue
 			}
 			t := pathType(g, n, byBus)
-			r := pathRank[t]
 			label := nicLabel(n)
 			switch {
-			case r < rank:
-				best, rank, nics = t, r, []string{label}
-			case r == rank:
+			case t < best:
+				best, nics = t, []string{label}
+			case t == best:
 				nics = append(nics, label)
 			}
 		}
-		if best != "" {
-			s.Paths = append(s.Paths, GPUPath{GPU: g.BusID, Dev: g.Dev, Type: best, NICs: nics})
+		if best != level.Unknown {
+			s.Paths = append(s.Paths, GPUPath{GPU: g.BusID, Dev: g.Dev, Type: best.String(), NICs: nics})
 		}
 	}
 }
@@ -142,27 +143,26 @@ func nicLabel(n NIC) string {
 	return "nic"
 }
 
-var pathRank = map[string]int{"PIX": 0, "PXB": 1, "PHB": 2, "SYS": 3}
-
-// pathType is the PCI distance between a GPU and a NIC in NCCL's terms.
-func pathType(g GPU, n NIC, byBus map[string]*PCI) string {
+// pathType is the PCI distance between a GPU and a NIC in NCCL's terms:
+// PIX, PXB, PHB or SYS.
+func pathType(g GPU, n NIC, byBus map[string]*PCI) level.Level {
 	if g.CPU != n.CPU {
-		return "SYS"
+		return level.SYS
 	}
 	k := 0
 	for k < len(g.Path) && k < len(n.Path) && g.Path[k] == n.Path[k] {
 		k++
 	}
 	if k == 0 {
-		return "PHB"
+		return level.PHB
 	}
 	if lca := byBus[g.Path[k-1]]; lca != nil && strings.HasPrefix(lca.Class, "0x0600") {
-		return "PHB" // a host bridge, not a PCIe switch
+		return level.PHB // a host bridge, not a PCIe switch
 	}
 	if len(g.Path) == k && len(n.Path) == k {
-		return "PIX"
+		return level.PIX
 	}
-	return "PXB"
+	return level.PXB
 }
 
 // sortedKeys returns the keys of m in order.

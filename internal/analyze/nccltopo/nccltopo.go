@@ -21,6 +21,9 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
+// Kind is the analyzer kind name.
+const Kind = "nccl-topo"
+
 // ParseError names the file and the 1-based line at which the input could
 // not be read at all.
 type ParseError struct {
@@ -277,5 +280,6 @@ func Analyze(name string, r io.Reader) (*Report, error) {
 		derive(rep.System)
 	}
 	rep.Verdicts = verdicts(rep)
+	result.SetSource(rep.Verdicts, Kind)
 	return rep, nil
 }

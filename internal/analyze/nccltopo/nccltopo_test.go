@@ -455,7 +455,7 @@ func TestPathType(t *testing.T) {
 		{GPU{CPU: 0, Path: []string{"sw"}}, GPU{CPU: 1, Path: []string{"sw"}}, "SYS"},
 	} {
 		n := NIC{CPU: tt.n.CPU, Path: tt.n.Path}
-		if got := pathType(tt.g, n, byBus); got != tt.want {
+		if got := pathType(tt.g, n, byBus); got.String() != tt.want {
 			t.Errorf("pathType(%v, %v) = %s, want %s", tt.g.Path, n.Path, got, tt.want)
 		}
 	}

@@ -115,6 +115,7 @@ func Analyze(name string, r io.Reader) (*Report, error) {
 		stats(tc)
 	}
 	rep.Verdicts = verdicts(name, rep)
+	result.SetSource(rep.Verdicts, Kind)
 	return rep, nil
 }
 

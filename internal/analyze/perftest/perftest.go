@@ -149,5 +149,6 @@ func Analyze(name string, r io.Reader) (*Report, error) {
 	}
 	finish(rep)
 	rep.Verdicts = verdicts(name, rep)
+	result.SetSource(rep.Verdicts, Kind)
 	return rep, nil
 }

@@ -9,7 +9,8 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/result"
-	"github.com/gdrcheck/gdrcheck/internal/topology"
+	"github.com/gdrcheck/gdrcheck/internal/topology/level"
+	"github.com/gdrcheck/gdrcheck/internal/topology/pairing"
 )
 
 // Kind is the analyzer kind name.
@@ -70,25 +71,24 @@ func Analyze(name string, r io.Reader) (*Report, error) {
 	}
 	rep := &Report{Matrix: m, Pairing: m.Pair()}
 	rep.Verdicts = rep.affinity(name)
+	result.SetSource(rep.Verdicts, Kind)
 	return rep, nil
 }
 
-// pciLevels are the PCIe path levels, nearest first.
-var pciLevels = []topology.Level{topology.LevelPIX, topology.LevelPXB, topology.LevelPHB, topology.LevelNODE, topology.LevelSYS}
-
-// level reads a GPU→NIC cell; unreadable cells rank last.
-func level(cell string) topology.Level {
-	l, _, err := topology.ParseLevel(cell)
-	if err != nil || l == topology.LevelNVLink || l == topology.LevelSelf {
-		return topology.LevelUnknown
+// cellLevel reads a GPU→NIC cell; unreadable cells, and X or NV# (no
+// GPU→NIC path), are unknown.
+func cellLevel(cell string) level.Level {
+	l, _, err := level.Parse(cell)
+	if err != nil || l < level.PIX {
+		return level.Unknown
 	}
 	return l
 }
 
-// Pair assigns each GPU a NIC: the nearest, a distinct NIC per GPU where
-// the matrix allows (maximum matching level by level, PIX first), column
-// order among equals; with more GPUs than NICs the rest share the least
-// used of their nearest.
+// Pair assigns each GPU a NIC with pairing.Assign: the nearest, a distinct
+// NIC per GPU where the matrix allows (maximum matching level by level,
+// PIX first), column order among equals; with more GPUs than NICs the rest
+// share the least used of their nearest.
 func (m *Matrix) Pair() *Pairing {
 	p := &Pairing{GPUs: []GPUNIC{}, Unused: []string{}, NoGDR: []string{}}
 	var gpus, nics []int
@@ -102,93 +102,32 @@ func (m *Matrix) Pair() *Pairing {
 	if len(gpus) == 0 {
 		return p
 	}
-	lv := func(g, n int) topology.Level { return level(m.Cells[g][n]) }
-	owner := map[int]int{} // NIC column -> GPU index in gpus
-	assigned := make([]int, len(gpus))
-	for i := range assigned {
-		assigned[i] = -1
-	}
-	for _, lim := range pciLevels {
-		fixed := map[int]bool{}
-		for n := range owner {
-			fixed[n] = true
-		}
-		var try func(gi int, seen map[int]bool) bool
-		try = func(gi int, seen map[int]bool) bool {
-			// A free NIC first, in level then column order; then displace.
-			for pass := 0; pass < 2; pass++ {
-				for _, l := range pciLevels {
-					if l > lim {
-						break
-					}
-					for _, n := range nics {
-						if lv(gpus[gi], n) != l || fixed[n] || seen[n] {
-							continue
-						}
-						cur, busy := owner[n]
-						if pass == 0 && busy {
-							continue
-						}
-						seen[n] = true
-						if !busy || try(cur, seen) {
-							owner[n] = gi
-							assigned[gi] = n
-							return true
-						}
-					}
-				}
-			}
-			return false
-		}
-		for gi := range gpus {
-			if assigned[gi] < 0 {
-				try(gi, map[int]bool{})
-			}
+	levels := make([][]level.Level, len(gpus))
+	for gi, g := range gpus {
+		for _, n := range nics {
+			levels[gi] = append(levels[gi], cellLevel(m.Cells[g][n]))
 		}
 	}
+	choices := pairing.Assign(levels, nil)
 	users := map[int]int{}
-	for _, n := range assigned {
-		if n >= 0 {
-			users[n]++
-		}
+	for _, c := range choices {
+		users[c.NIC]++
 	}
 	for gi, g := range gpus {
-		if assigned[gi] >= 0 || len(nics) == 0 {
-			continue
-		}
-		best := topology.LevelUnknown
-		for _, n := range nics {
-			best = min(best, lv(g, n))
-		}
-		pick := -1
-		for _, n := range nics {
-			if lv(g, n) == best && (pick < 0 || users[n] < users[pick]) {
-				pick = n
-			}
-		}
-		if pick >= 0 {
-			assigned[gi] = pick
-			users[pick]++
-		}
-	}
-	for gi, g := range gpus {
+		c := choices[gi]
 		e := GPUNIC{GPU: m.Labels[g], Level: "-", Nearest: []string{}}
-		best := topology.LevelUnknown
-		for _, n := range nics {
-			best = min(best, lv(g, n))
-		}
-		for _, n := range nics {
-			if lv(g, n) == best && best != topology.LevelUnknown {
-				e.Nearest = append(e.Nearest, m.Labels[n])
+		if len(c.Nearest) > 0 && levels[gi][c.Nearest[0]] != level.Unknown {
+			for _, k := range c.Nearest {
+				e.Nearest = append(e.Nearest, m.Labels[nics[k]])
 			}
 		}
-		if n := assigned[gi]; n >= 0 {
-			e.NIC, e.Device = m.Labels[n], m.NICNames[m.Labels[n]]
-			l := lv(g, n)
+		if k := c.NIC; k >= 0 {
+			e.NIC, e.Device = m.Labels[nics[k]], m.NICNames[m.Labels[nics[k]]]
+			l := levels[gi][k]
 			e.Level = l.String()
-			e.GDR = l <= topology.GDRMaxLevel
+			e.GDR = l <= level.DefaultGDR
 			for gj, other := range gpus {
-				if gj != gi && assigned[gj] == n {
+				if gj != gi && choices[gj].NIC == k {
 					e.SharedWith = append(e.SharedWith, m.Labels[other])
 				}
 			}
@@ -198,8 +137,8 @@ func (m *Matrix) Pair() *Pairing {
 		}
 		p.GPUs = append(p.GPUs, e)
 	}
-	for _, n := range nics {
-		if users[n] == 0 {
+	for k, n := range nics {
+		if users[k] == 0 {
 			p.Unused = append(p.Unused, m.Labels[n])
 		}
 	}

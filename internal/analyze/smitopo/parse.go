@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
-	"github.com/gdrcheck/gdrcheck/internal/topology"
+	"github.com/gdrcheck/gdrcheck/internal/topology/level"
 )
 
 // Matrix is a parsed topology matrix.
@@ -221,7 +221,7 @@ func (m *Matrix) row(line string) (string, error) {
 			}
 			continue
 		}
-		if _, _, err := topology.ParseLevel(c); err != nil {
+		if _, _, err := level.Parse(c); err != nil {
 			return "", fmt.Errorf("row %s, column %s: %v", label, m.Labels[j], err)
 		}
 		if j == i {

@@ -20,7 +20,7 @@ func render(t *testing.T, h *topology.Host) string {
 	t.Helper()
 	var b bytes.Buffer
 	h.BuildMatrix().WriteText(&b, topology.RenderOptions{})
-	h.Pair().WriteText(&b)
+	h.Pairing().WriteText(&b)
 	return b.String()
 }
 

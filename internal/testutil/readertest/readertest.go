@@ -131,7 +131,7 @@ func CheckOutcome(t testing.TB, name string, rep TextReport, verdicts []result.R
 		return
 	}
 	for _, v := range verdicts {
-		if !v.Status.Valid() || v.ID == "" || v.Reason == "" || v.Subject == "" {
+		if !v.Status.Valid() || v.ID == "" || v.Source == "" || v.Reason == "" || v.Subject == "" {
 			t.Fatalf("malformed verdict %+v", v)
 		}
 	}
