@@ -85,6 +85,7 @@ def main():
     files = os.listdir(d)
     colls = sorted({f.split(".")[0] for f in files if ".nccltests." in f})
     ok = {"best": True, "median": True}
+    print("reference (ref): %s; measured (gdr): gdrcheck" % os.environ.get("REF_LABEL", "nccl-tests"))
     print("%-15s %12s %5s %4s %10s %10s %7s %7s %7s %10s %10s %7s  %s" % (
         "collective", "size", "place", "runs", "t_ref(us)", "t_gdr(us)", "t_x", "alg_x", "bus_x",
         "tmed_ref", "tmed_gdr", "tmed_x", "verdict (best / median)"))

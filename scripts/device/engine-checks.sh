@@ -6,6 +6,8 @@
 #  3. no NCCL library: a clear error and exit 2
 #  4. a GPU whose memory another process holds: a clear error and exit 2
 #  5. Ctrl-C (SIGINT) mid-run: exit 130 and a valid, partial results.json
+#  6. Ctrl-C twice (the second during the cleanup the first started): the
+#     process ends at once, and results.json is still valid JSON
 set -u
 OUT=${OUT:-out}
 mkdir -p "$OUT/engine"
@@ -66,4 +68,21 @@ import json; r = json.load(open('$OUT/engine/int/results.json'))
 print('results.json: complete=%s interrupted=%s collectives=%d rows=%d' % (r['complete'], r.get('interrupted'), len(r['results']), sum(len(x['rows']) for x in r['results'])))
 "
 echo "exit $code (want 130)"; [ $code -eq 130 ] || rc=1
+
+say "6. SIGINT twice"
+$B bench nccl --op all -b 8 -e 4G -n 50 -w 5 --no-judge --out "$OUT/engine/int2" > "$OUT/engine/int2.txt" 2>&1 &
+p=$!
+sleep 8
+kill -INT $p
+sleep 0.2
+t0=$(date +%s.%N)
+kill -INT $p 2>/dev/null
+wait $p
+code=$?
+t1=$(date +%s.%N)
+python3 -c "
+import json; r = json.load(open('$OUT/engine/int2/results.json'))
+print('results.json: valid JSON, complete=%s rows=%d' % (r['complete'], sum(len(x['rows']) for x in r['results'])))
+" || rc=1
+echo "exit $code (want 130), ended $(python3 -c "print('%.2f' % ($t1 - $t0))") s after the second SIGINT"; [ $code -eq 130 ] || rc=1
 exit $rc
