@@ -1,13 +1,14 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze"
+	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -32,20 +33,22 @@ tool itself broke), 2 when a file cannot be read or its kind is not recognised.`
 		},
 	}
 	cmd.Flags().StringVar(&kind, "kind", "", "read every file as this kind: "+strings.Join(analyze.Kinds(), ", "))
-	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	cmd.Flags().StringVar(&format, "format", "text", "output format: text, json, table, md or junit")
 	return cmd
 }
 
+// analyzeFormats are analyze's output formats: text is each reader's own
+// view; table, md and junit list the verdicts.
+var analyzeFormats = []report.Format{report.Text, report.JSON, report.Table, report.Markdown, report.JUnit}
+
 func runAnalyze(g *globals, files []string, kind, format string) error {
-	if format != "text" && format != "json" {
-		return &exitError{code: ExitToolErr, err: fmt.Errorf("--format %q: want text or json", format)}
+	f, err := report.ParseFormat(format, analyzeFormats...)
+	if err != nil {
+		return toolError(err)
 	}
+	started := g.session.Now()
 	if kind != "" {
-		known := false
-		for _, k := range analyze.Kinds() {
-			known = known || k == kind
-		}
-		if !known {
+		if !slices.Contains(analyze.Kinds(), kind) {
 			return &exitError{code: ExitToolErr, err: fmt.Errorf("--kind %q: want one of %s", kind, strings.Join(analyze.Kinds(), ", "))}
 		}
 	}
@@ -73,26 +76,26 @@ func runAnalyze(g *globals, files []string, kind, format string) error {
 	for _, o := range outs {
 		all = append(all, o.Verdicts...)
 	}
-	switch format {
-	case "json":
-		if err := writeJSON(g.out, outs); err != nil {
-			return &exitError{code: ExitToolErr, err: err}
-		}
-	default:
+	switch f {
+	case report.Text:
 		for i, o := range outs {
 			if i > 0 {
 				fmt.Fprintln(g.out)
 			}
 			if err := o.WriteText(g.out); err != nil {
-				return &exitError{code: ExitToolErr, err: err}
+				return toolError(err)
 			}
+		}
+	default:
+		if err := report.Write(g.out, f, g.envelope("analyze", started, all, outs)); err != nil {
+			return toolError(err)
 		}
 	}
 	switch {
 	case bad > 0:
 		return &exitError{code: ExitToolErr, err: fmt.Errorf("%d of %d file(s) could not be analysed", bad, len(files))}
 	case result.Count(all).Failed():
-		return &exitError{code: ExitFailed, err: errors.New("")}
+		return errFailedQuietly
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gdrcheck/gdrcheck/internal/model"
+	"github.com/gdrcheck/gdrcheck/internal/report"
 )
 
 // modelFlags are gdrcheck model's flags.
@@ -75,9 +76,11 @@ func toolErr(format string, a ...any) error {
 }
 
 func runModel(cmd *cobra.Command, g *globals, f *modelFlags) error {
-	if f.format != "text" && f.format != "json" {
-		return toolErr("--format %q: want text or json", f.format)
+	format, err := report.ParseFormat(f.format, report.Text, report.JSON)
+	if err != nil {
+		return toolError(err)
 	}
+	started := g.session.Now()
 	changed := cmd.Flags().Changed
 	opts := model.ReportOptions{All: f.all, NoCopies: f.noCopies, Margin: model.DefaultMargin()}
 	opts.Margin.Pass, opts.Margin.Warn = f.pass, f.warn
@@ -181,8 +184,8 @@ func runModel(cmd *cobra.Command, g *globals, f *modelFlags) error {
 	if err != nil {
 		return toolErr("%v", err)
 	}
-	if f.format == "json" {
-		return writeJSON(g.out, rep)
+	if format == report.JSON {
+		return report.WriteJSON(g.out, g.envelope("model", started, nil, rep))
 	}
 	return rep.WriteText(g.out)
 }
