@@ -40,11 +40,6 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-// failed makes an error that exits with ExitFailed (a finding, not a tool error).
-func failed(format string, a ...any) error {
-	return &exitError{code: ExitFailed, err: fmt.Errorf(format, a...)}
-}
-
 // errFailedQuietly exits with ExitFailed without a message: the output
 // already says what failed.
 var errFailedQuietly = errors.New("failed (the output says what)")
