@@ -194,7 +194,8 @@ type NCCLOptions struct {
 	Out     string // output directory ("" chooses one)
 	Config  bench.NCCLConfig
 	Judge   Judging
-	// Text receives nccl-tests' text layout as the run goes (nil: none).
+	// Text receives the run's text view (bench.NCCLText) as it goes (nil:
+	// none).
 	Text io.Writer
 	// Warn receives problems that do not stop the run (a results.json
 	// that could not be written).
@@ -232,53 +233,31 @@ func (s *Session) BenchNCCL(ctx context.Context, g *GPUs, o NCCLOptions) (*repor
 			"warmup_iters": cfg.Warmup, "iters": cfg.Iters, "check": cfg.Check, "datatype": cfg.DType.Name, "redop": cfg.Op.Name, "root": cfg.Root,
 			"buffers": cfg.Buffers}}
 	path := filepath.Join(dir, "results.json")
-	w := o.Text
-	if w != nil {
-		fmt.Fprintf(w, "# gdrcheck bench nccl: NCCL %s (%s), CUDA runtime %s, driver CUDA %s\n", ver, lib.Path, g.Runtime, g.Driver)
-		fmt.Fprintf(w, "# minBytes %d maxBytes %d step: %s warmup iters: %d iters: %d validation: %d\n", cfg.MinBytes, cfg.MaxBytes, stepText(cfg), cfg.Warmup, cfg.Iters, cfg.Check)
-		fmt.Fprintf(w, "# device buffers from %s\n", cfg.Buffers)
-		for i, d := range g.Devices {
-			fmt.Fprintf(w, "#  Rank %2d Group  0 Pid %6d on %10s device %2d [%s] %s\n", i, os.Getpid(), s.Host, d, g.BusIDs[d], g.name(d))
-		}
-	}
+	text := bench.NCCLText{W: o.Text}
+	text.Header(rep, cfg, s.Host, os.Getpid())
 	// partial holds the rows finished so far, collective by collective in
 	// the order they ran.
 	var partial []bench.NCCLResult
 	cfg.OnNote = func(n string) {
 		rep.Notes = append(rep.Notes, n)
-		if w != nil {
-			fmt.Fprintf(w, "#\n# %s\n", n)
-		}
+		text.Note(n)
 	}
 	cfg.OnRow = func(coll string, r bench.Row) {
 		if len(partial) == 0 || partial[len(partial)-1].Collective != coll {
 			partial = append(partial, bench.NCCLResult{Collective: coll, Ranks: len(g.Devices)})
-			if w != nil {
-				fmt.Fprintf(w, "#\n# Collective %s\n", coll)
-				io.WriteString(w, bench.TableHeader())
-			}
+			text.Collective(coll)
 		}
-		if w != nil {
-			fmt.Fprintln(w, r.Line())
-		}
+		text.Row(r)
 		cur := &partial[len(partial)-1]
 		cur.Rows = append(cur.Rows, r)
+		// Every finished row is on disk: an interrupted run leaves a
+		// valid, partial results.json.
 		snap := *rep
 		snap.Measurements = partial
 		_ = WriteAtomic(path, s.Envelope("bench-nccl", started, nil, &snap))
 	}
 	results, runErr := bench.RunNCCL(ctx, g.RT, lib, cfg)
-	if w != nil {
-		for _, r := range results {
-			if r.Error != "" {
-				fmt.Fprintf(w, "# ERROR: %s\n", r.Error)
-			}
-			io.WriteString(w, r.Footer())
-		}
-		if runErr != nil && len(results) == 0 {
-			fmt.Fprintf(w, "# ERROR: %v\n", runErr)
-		}
-	}
+	text.Footers(results, runErr)
 	rep.Measurements = results
 	ev.Collect()
 	var judgements []result.Result
@@ -298,23 +277,8 @@ func (s *Session) BenchNCCL(ctx context.Context, g *GPUs, o NCCLOptions) (*repor
 	if err := WriteAtomic(path, env); err != nil && o.Warn != nil {
 		fmt.Fprintf(o.Warn, "gdrcheck: writing %s: %v\n", path, err)
 	}
-	if w != nil {
-		for _, j := range judgements {
-			fmt.Fprintf(w, "# %-7s %s: %s\n", strings.ToUpper(string(j.Status)), j.Subject, j.Message)
-		}
-		for _, l := range ev.Summary {
-			fmt.Fprintf(w, "# NCCL: %s\n", l)
-		}
-		fmt.Fprintf(w, "# Results and NCCL's logs: %s\n", dir)
-	}
+	text.Trailer(judgements, ev, dir)
 	return env, dir, benchOutcome(runErr, results, judgements)
-}
-
-func stepText(cfg bench.NCCLConfig) string {
-	if cfg.StepFactor > 1 {
-		return fmt.Sprintf("%d(factor)", cfg.StepFactor)
-	}
-	return fmt.Sprintf("%d(bytes)", cfg.StepBytes)
 }
 
 // benchOutcome maps a run's outcome to an error: an interrupt
