@@ -2,12 +2,12 @@ package cli
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze"
+	"github.com/gdrcheck/gdrcheck/internal/app"
 	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
@@ -47,38 +47,16 @@ func runAnalyze(g *globals, files []string, kind, format string) error {
 		return toolError(err)
 	}
 	started := g.session.Now()
-	if kind != "" {
-		if !slices.Contains(analyze.Kinds(), kind) {
-			return &exitError{code: ExitToolErr, err: fmt.Errorf("--kind %q: want one of %s", kind, strings.Join(analyze.Kinds(), ", "))}
-		}
+	a, err := app.Analyze(files, kind)
+	if err != nil {
+		return err
 	}
-	outs := []*analyze.Output{}
-	bad := 0
-	for _, f := range files {
-		var got []*analyze.Output
-		var err error
-		if kind != "" {
-			var o *analyze.Output
-			if o, err = analyze.File(f, kind); err == nil {
-				got = []*analyze.Output{o}
-			}
-		} else {
-			got, err = analyze.FileAll(f)
-		}
-		if err != nil {
-			bad++
-			fmt.Fprintln(g.errOut, "gdrcheck: analyze:", err)
-			continue
-		}
-		outs = append(outs, got...)
-	}
-	var all []result.Result
-	for _, o := range outs {
-		all = append(all, o.Verdicts...)
+	for _, err := range a.Unread {
+		fmt.Fprintln(g.errOut, "gdrcheck: analyze:", err)
 	}
 	switch f {
 	case report.Text:
-		for i, o := range outs {
+		for i, o := range a.Outputs {
 			if i > 0 {
 				fmt.Fprintln(g.out)
 			}
@@ -87,14 +65,14 @@ func runAnalyze(g *globals, files []string, kind, format string) error {
 			}
 		}
 	default:
-		if err := report.Write(g.out, f, g.envelope("analyze", started, all, outs)); err != nil {
+		if err := report.Write(g.out, f, g.envelope("analyze", started, a.Results, a.Outputs)); err != nil {
 			return toolError(err)
 		}
 	}
 	switch {
-	case bad > 0:
-		return &exitError{code: ExitToolErr, err: fmt.Errorf("%d of %d file(s) could not be analysed", bad, len(files))}
-	case result.Count(all).Failed():
+	case len(a.Unread) > 0:
+		return toolError(fmt.Errorf("%d of %d file(s) could not be analysed", len(a.Unread), len(files)))
+	case result.Count(a.Results).Failed():
 		return errFailedQuietly
 	}
 	return nil

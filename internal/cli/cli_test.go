@@ -248,3 +248,35 @@ func TestRunOutWritesReport(t *testing.T) {
 		t.Errorf("--bench --format json: exit %d, %q", code, errs)
 	}
 }
+
+// analyze's documents carry the envelope: every verdict in results, the
+// readers' outputs as data; the shared formats render its verdicts.
+func TestAnalyzeCommand(t *testing.T) {
+	failed := "../analyze/perftest/testdata/gke-a3ultra-h200-ib-write-bw-host-failed-status10.txt"
+	out, errs, code := run(t, "analyze", failed, "--format", "json")
+	var doc struct {
+		Schema  string `json:"schema"`
+		Results []struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		} `json:"results"`
+		Data []struct {
+			Kind string `json:"kind"`
+		} `json:"data"`
+	}
+	if code != ExitFailed || errs != "" {
+		t.Errorf("failed transfer: exit %d, stderr %q", code, errs)
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Schema != "gdrcheck.analyze/v1" || len(doc.Data) != 1 || len(doc.Results) == 0 || doc.Results[0].Status != "fail" {
+		t.Errorf("json: %v %+v\n%s", err, doc, out)
+	}
+	for _, f := range []string{"table", "md", "junit"} {
+		out, _, code := run(t, "analyze", failed, "--format", f)
+		if code != ExitFailed || !strings.Contains(out, "TransferFailed") {
+			t.Errorf("--format %s: exit %d\n%s", f, code, out)
+		}
+	}
+	if _, errs, code := run(t, "analyze", failed, "--kind", "tea-leaves"); code != ExitToolErr || !strings.Contains(errs, `--kind "tea-leaves"`) {
+		t.Errorf("unknown kind: exit %d %q", code, errs)
+	}
+}
