@@ -187,13 +187,37 @@ func WriteAtomic(path string, v any) error {
 	return renameio.WriteFile(path, []byte(b.String()), 0o644)
 }
 
+// NCCLSetup is a `bench nccl` run's output directory and NCCL's debug
+// settings, applied to the process.
+type NCCLSetup struct {
+	Dir      string
+	Evidence *bench.NCCLEvidence
+}
+
+// SetupNCCL chooses the output directory (out, or one under
+// gdrcheck-results) and applies NCCL's debug settings pointing into it.
+// It must run before anything loads NCCL (see bench.NCCLDebug.Apply); it
+// does not make the directory.
+func (s *Session) SetupNCCL(out string) (*NCCLSetup, error) {
+	dir := s.OutDir(out, "bench-nccl")
+	ev, err := bench.NCCLDebug{Dir: dir}.Apply()
+	if err != nil {
+		return nil, toolErr(err)
+	}
+	return &NCCLSetup{Dir: dir, Evidence: ev}, nil
+}
+
 // NCCLOptions are a `bench nccl` run's.
 type NCCLOptions struct {
 	Lib     string // path of libnccl.so.2 ("" searches)
 	Buffers string // --buffers
-	Out     string // output directory ("" chooses one)
-	Config  bench.NCCLConfig
-	Judge   Judging
+	Out     string // output directory ("" chooses one), when Setup is nil
+	// Setup is the run's setup when the caller applied it early (run
+	// --bench does, before its checks probe the libraries); nil: BenchNCCL
+	// applies it before it loads NCCL.
+	Setup  *NCCLSetup
+	Config bench.NCCLConfig
+	Judge  Judging
 	// Text receives the run's text view (bench.NCCLText) as it goes (nil:
 	// none).
 	Text io.Writer
@@ -207,11 +231,14 @@ type NCCLOptions struct {
 // evidence into the output directory. The returned error is the run's.
 func (s *Session) BenchNCCL(ctx context.Context, g *GPUs, o NCCLOptions) (*report.Envelope, string, error) {
 	started := s.Now()
-	dir := s.OutDir(o.Out, "bench-nccl")
-	ev, err := bench.NCCLDebug{Dir: dir}.Apply()
-	if err != nil {
-		return nil, dir, toolErr(err)
+	setup := o.Setup
+	if setup == nil {
+		var err error
+		if setup, err = s.SetupNCCL(o.Out); err != nil {
+			return nil, "", err
+		}
 	}
+	dir, ev := setup.Dir, setup.Evidence
 	lib, err := nccl.Open(o.Lib)
 	if err != nil {
 		return nil, dir, toolErr(fmt.Errorf("cannot run NCCL benchmarks: %w", err))

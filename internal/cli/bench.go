@@ -155,12 +155,13 @@ func runBenchNCCL(ctx context.Context, g *globals, o benchOptions, cfg bench.NCC
 		return err
 	}
 	defer gpus.Close()
-	return benchNCCL(ctx, g, gpus, f, o, cfg)
+	return benchNCCL(ctx, g, gpus, f, o, cfg, nil)
 }
 
-// benchNCCL runs the collectives on GPUs already open.
-func benchNCCL(ctx context.Context, g *globals, gpus *app.GPUs, f report.Format, o benchOptions, cfg bench.NCCLConfig) error {
-	no := app.NCCLOptions{Lib: o.nccl, Buffers: o.buffers, Out: o.out, Config: cfg, Judge: o.judging(), Warn: g.errOut}
+// benchNCCL runs the collectives on GPUs already open; setup is NCCL's
+// when the caller applied it (nil: applied here, before NCCL loads).
+func benchNCCL(ctx context.Context, g *globals, gpus *app.GPUs, f report.Format, o benchOptions, cfg bench.NCCLConfig, setup *app.NCCLSetup) error {
+	no := app.NCCLOptions{Lib: o.nccl, Buffers: o.buffers, Out: o.out, Setup: setup, Config: cfg, Judge: o.judging(), Warn: g.errOut}
 	if f == report.Text {
 		no.Text = g.out
 	}

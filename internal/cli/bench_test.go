@@ -143,8 +143,17 @@ func TestRunWithBench(t *testing.T) {
 		t.Fatalf("exit %d %s\n%s", code, errs, stdout)
 	}
 	for _, f := range []string{"run.json", "nccl/results.json", "copy/results.json"} {
-		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
-			t.Error(err)
+		b, err := os.ReadFile(filepath.Join(out, f))
+		var env struct {
+			Schema string `json:"schema"`
 		}
+		if err != nil || json.Unmarshal(b, &env) != nil || !strings.HasPrefix(env.Schema, "gdrcheck.") {
+			t.Errorf("%s: %v, schema %q", f, err, env.Schema)
+		}
+	}
+	// The NCCL settings were applied before the checks loaded NCCL, and
+	// point into the run's folder.
+	if got := os.Getenv("NCCL_DEBUG_FILE"); got != filepath.Join(out, "nccl", "nccl-debug.%h.%p.log") {
+		t.Errorf("NCCL_DEBUG_FILE = %q", got)
 	}
 }

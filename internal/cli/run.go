@@ -69,6 +69,14 @@ func runMain(ctx context.Context, g *globals, o runOptions) error {
 		}
 	}
 	started := g.session.Now()
+	var ncclSetup *app.NCCLSetup
+	if o.bench {
+		// NCCL's debug settings go into the environment before the
+		// checks probe the libraries, which loads NCCL.
+		if ncclSetup, err = g.session.SetupNCCL(subdir(o.out, "nccl")); err != nil {
+			return err
+		}
+	}
 	h, rep, err := g.judgeNode(ctx, o.checks)
 	if err != nil {
 		return err
@@ -102,7 +110,7 @@ func runMain(ctx context.Context, g *globals, o runOptions) error {
 	}
 	var benchErr error
 	if o.bench { // text only: other formats were refused above
-		benchErr = runQuickBench(ctx, g, o, h)
+		benchErr = runQuickBench(ctx, g, o, h, ncclSetup)
 	}
 	if rep.Counts.Failed() {
 		return &exitError{code: ExitFailed, err: fmt.Errorf("%s", rep.CountsLine())}
@@ -113,7 +121,7 @@ func runMain(ctx context.Context, g *globals, o runOptions) error {
 // runQuickBench is the short benchmark pass of `gdrcheck run --bench`.
 // h is the node run discovered: the benchmarks do not discover it again,
 // and both run on one CUDA runtime.
-func runQuickBench(ctx context.Context, g *globals, o runOptions, h *topology.Host) error {
+func runQuickBench(ctx context.Context, g *globals, o runOptions, h *topology.Host, ncclSetup *app.NCCLSetup) error {
 	size, err := bench.ParseSize(o.benchSize)
 	if err != nil {
 		return toolError(fmt.Errorf("--bench-size: %v", err))
@@ -128,14 +136,9 @@ func runQuickBench(ctx context.Context, g *globals, o runOptions, h *topology.Ho
 	cfg := bench.NCCLConfig{Collectives: bench.Collectives(), MinBytes: 8, MaxBytes: size, StepFactor: 4, Warmup: 2, Iters: 10, Check: 1, OpTimeout: bo.opTimeout}
 	cfg.DType, _ = bench.DTypeByName("float")
 	cfg.Op, _ = bench.RedOpByName("sum")
-	if o.out != "" {
-		bo.out = filepath.Join(o.out, "nccl")
-	}
-	errN := benchNCCL(ctx, g, gpus, f, bo, cfg)
+	errN := benchNCCL(ctx, g, gpus, f, bo, cfg, ncclSetup)
 	fmt.Fprintln(g.out, "\nCopies:")
-	if o.out != "" {
-		bo.out = filepath.Join(o.out, "copy")
-	}
+	bo.out = subdir(o.out, "copy")
 	cc := bench.CopyConfig{Bytes: size, Iters: 10, Warmup: 2, Timeout: bo.opTimeout,
 		Tests: []string{bench.CopyD2D, bench.CopyH2DPinned, bench.CopyD2HPinned, bench.CopyBidirPinned, bench.CopyP2P, bench.CopyP2PBidir, bench.CopyLatency}}
 	errC := benchCopy(ctx, g, gpus, f, bo, cc)
@@ -143,4 +146,12 @@ func runQuickBench(ctx context.Context, g *globals, o runOptions, h *topology.Ho
 		return errN
 	}
 	return errC
+}
+
+// subdir is dir/name, or "" (a benchmark chooses its own) when dir is "".
+func subdir(dir, name string) string {
+	if dir == "" {
+		return ""
+	}
+	return filepath.Join(dir, name)
 }
