@@ -66,7 +66,7 @@ type GPUs struct {
 }
 
 // OpenGPUs loads the CUDA runtime and picks the devices.
-func OpenGPUs(ctx context.Context, o GPUOptions) (*GPUs, error) {
+func OpenGPUs(ctx context.Context, o GPUOptions) (_ *GPUs, err error) {
 	rt, err := cuda.Open(o.CUDART)
 	if err != nil {
 		if errors.Is(err, dl.ErrNotFound) {
@@ -75,6 +75,11 @@ func OpenGPUs(ctx context.Context, o GPUOptions) (*GPUs, error) {
 		return nil, toolErr(err)
 	}
 	g := &GPUs{RT: rt, BusIDs: map[int]string{}, GPUs: map[int]*topology.GPU{}, Host: o.Host}
+	defer func() {
+		if err != nil {
+			g.Close()
+		}
+	}()
 	g.Runtime, g.Driver, _ = rt.Versions(ctx)
 	n, err := rt.DeviceCount(ctx)
 	if err != nil {
