@@ -168,13 +168,18 @@ func TestCommand(t *testing.T) {
 		t.Errorf("unrecognised file: exit %d, stderr %q", code, errOut)
 	}
 	code, out, _ = run("analyze", "--format", "json", good, bad)
-	var outs []struct {
-		File     string          `json:"file"`
-		Kind     string          `json:"kind"`
-		Report   json.RawMessage `json:"report"`
-		Verdicts []result.Result `json:"verdicts"`
+	// The outputs are the data of the document's envelope.
+	var doc struct {
+		Data []struct {
+			File     string          `json:"file"`
+			Kind     string          `json:"kind"`
+			Report   json.RawMessage `json:"report"`
+			Verdicts []result.Result `json:"verdicts"`
+		} `json:"data"`
 	}
-	if err := json.Unmarshal([]byte(out), &outs); err != nil || code != 1 || len(outs) != 2 {
+	err := json.Unmarshal([]byte(out), &doc)
+	outs := doc.Data
+	if err != nil || code != 1 || len(outs) != 2 {
 		t.Fatalf("json: exit %d, %v, %d outputs", code, err, len(outs))
 	}
 	if outs[1].Kind != "nvidia-smi-topo" || outs[1].Verdicts[0].ID != "gdr.nic-affinity" || outs[1].Verdicts[0].Status != result.Fail {

@@ -27,6 +27,7 @@ var mayTouchTheMachine = []string{
 	// The native layer: dlopen shims to the vendor libraries.
 	"internal/native/...",
 	// The runners that drive collection and the native layer.
+	"internal/app",
 	"internal/bench",
 	"internal/cli",
 	"cmd/...",

@@ -1,13 +1,14 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze"
+	"github.com/gdrcheck/gdrcheck/internal/app"
+	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -32,67 +33,47 @@ tool itself broke), 2 when a file cannot be read or its kind is not recognised.`
 		},
 	}
 	cmd.Flags().StringVar(&kind, "kind", "", "read every file as this kind: "+strings.Join(analyze.Kinds(), ", "))
-	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	cmd.Flags().StringVar(&format, "format", "text", "output format: text, json, table, md or junit")
 	return cmd
 }
 
+// analyzeFormats are analyze's output formats: text is each reader's own
+// view; table, md and junit list the verdicts.
+var analyzeFormats = []report.Format{report.Text, report.JSON, report.Table, report.Markdown, report.JUnit}
+
 func runAnalyze(g *globals, files []string, kind, format string) error {
-	if format != "text" && format != "json" {
-		return &exitError{code: ExitToolErr, err: fmt.Errorf("--format %q: want text or json", format)}
+	f, err := report.ParseFormat(format, analyzeFormats...)
+	if err != nil {
+		return toolError(err)
 	}
-	if kind != "" {
-		known := false
-		for _, k := range analyze.Kinds() {
-			known = known || k == kind
-		}
-		if !known {
-			return &exitError{code: ExitToolErr, err: fmt.Errorf("--kind %q: want one of %s", kind, strings.Join(analyze.Kinds(), ", "))}
-		}
+	started := g.session.Now()
+	a, err := app.Analyze(files, kind)
+	if err != nil {
+		return err
 	}
-	outs := []*analyze.Output{}
-	bad := 0
-	for _, f := range files {
-		var got []*analyze.Output
-		var err error
-		if kind != "" {
-			var o *analyze.Output
-			if o, err = analyze.File(f, kind); err == nil {
-				got = []*analyze.Output{o}
-			}
-		} else {
-			got, err = analyze.FileAll(f)
-		}
-		if err != nil {
-			bad++
-			fmt.Fprintln(g.errOut, "gdrcheck: analyze:", err)
-			continue
-		}
-		outs = append(outs, got...)
+	for _, err := range a.Unread {
+		fmt.Fprintln(g.errOut, "gdrcheck: analyze:", err)
 	}
-	var all []result.Result
-	for _, o := range outs {
-		all = append(all, o.Verdicts...)
-	}
-	switch format {
-	case "json":
-		if err := writeJSON(g.out, outs); err != nil {
-			return &exitError{code: ExitToolErr, err: err}
-		}
-	default:
-		for i, o := range outs {
+	switch f {
+	case report.Text:
+		for i, o := range a.Outputs {
 			if i > 0 {
 				fmt.Fprintln(g.out)
 			}
 			if err := o.WriteText(g.out); err != nil {
-				return &exitError{code: ExitToolErr, err: err}
+				return toolError(err)
 			}
+		}
+	default:
+		if err := report.Write(g.out, f, g.envelope("analyze", started, a.Results, a.Outputs)); err != nil {
+			return toolError(err)
 		}
 	}
 	switch {
-	case bad > 0:
-		return &exitError{code: ExitToolErr, err: fmt.Errorf("%d of %d file(s) could not be analysed", bad, len(files))}
-	case result.Count(all).Failed():
-		return &exitError{code: ExitFailed, err: errors.New("")}
+	case len(a.Unread) > 0:
+		return toolError(fmt.Errorf("%d of %d file(s) could not be analysed", len(a.Unread), len(files)))
+	case result.Count(a.Results).Failed():
+		return errFailedQuietly
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gdrcheck/gdrcheck/internal/checks"
+	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
@@ -43,21 +44,13 @@ evidence and a remedy. skip and unknown never count as passing. Check IDs:
 Exit code 0 when nothing fails, 1 when something fails, 2 when the tool itself could not run.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			started := g.session.Now()
 			rep, err := runChecks(cmd.Context(), g, o)
 			if err != nil {
 				return err
 			}
-			switch o.format {
-			case "json":
-				err = rep.WriteJSON(g.out)
-			case "md":
-				err = rep.WriteMarkdown(g.out)
-			case "junit":
-				err = rep.WriteJUnit(g.out, "gdrcheck")
-			default:
-				err = rep.WriteTable(g.out)
-			}
-			if err != nil {
+			f, _ := report.ParseFormat(o.format, checkFormats...)
+			if err := report.Write(g.out, f, g.envelope("check", started, rep.Results, rep)); err != nil {
 				return err
 			}
 			if rep.Counts.Failed() {
@@ -71,11 +64,12 @@ Exit code 0 when nothing fails, 1 when something fails, 2 when the tool itself c
 	return cmd
 }
 
+// checkFormats are check's output formats.
+var checkFormats = []report.Format{report.Table, report.JSON, report.Markdown, report.JUnit}
+
 func runChecks(ctx context.Context, g *globals, o checkOptions) (*checks.Report, error) {
-	switch o.format {
-	case "", "table", "json", "md", "junit":
-	default:
-		return nil, &exitError{code: ExitToolErr, err: fmt.Errorf("--format %q: want table, json, md or junit", o.format)}
+	if _, err := report.ParseFormat(o.format, checkFormats...); err != nil {
+		return nil, toolError(err)
 	}
 	_, rep, err := g.judgeNode(ctx, o)
 	return rep, err

@@ -7,7 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/gdrcheck/gdrcheck/internal/app"
+	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakelib"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
@@ -18,8 +21,15 @@ const repo = "../.."
 func run(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := Main(args, &out, &errb, BuildInfo{Version: "test"})
+	code := execute(args, &out, &errb, testSession(args))
 	return out.String(), errb.String(), code
+}
+
+// testSession stamps documents with fixed values: golden files stay
+// stable.
+func testSession(args []string) *app.Session {
+	return &app.Session{Tool: report.Tool{Version: "test", Commit: "test"}, Host: "testhost", Command: append([]string{"gdrcheck"}, args...),
+		Clock: func() time.Time { return time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC) }}
 }
 
 func TestTopoCommand(t *testing.T) {
@@ -125,7 +135,7 @@ func TestVersionWithFakeLibraries(t *testing.T) {
 		}
 	}
 	out, _, _ = run(t, "version", "--format", "json")
-	var vi VersionInfo
+	var vi app.VersionInfo
 	if err := json.Unmarshal([]byte(out), &vi); err != nil || !vi.CUDA.Loaded || vi.NCCL.Version != "2.28.3" {
 		t.Errorf("json version: %v %+v", err, vi)
 	}
@@ -209,6 +219,8 @@ func TestRunOutWritesReport(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got struct {
+				Schema string           `json:"schema"`
+				Run    report.Run       `json:"run"`
 				Host   topology.Summary `json:"host"`
 				Checks struct {
 					Results []struct {
@@ -219,6 +231,9 @@ func TestRunOutWritesReport(t *testing.T) {
 			}
 			if err := json.Unmarshal(b, &got); err != nil {
 				t.Fatalf("run.json: %v", err)
+			}
+			if got.Schema != "gdrcheck.run/v1" || got.Run.Host != "testhost" || got.Run.Version != "test" || len(got.Run.Command) != 8 {
+				t.Errorf("run.json envelope: %q %+v", got.Schema, got.Run)
 			}
 			if len(got.Host.GPUs) != 1 || len(got.Checks.Results) == 0 {
 				t.Errorf("run.json: %d GPUs, %d check results:\n%s", len(got.Host.GPUs), len(got.Checks.Results), b)
@@ -231,5 +246,37 @@ func TestRunOutWritesReport(t *testing.T) {
 	_, errs, code := run(t, "run", "--root", snap, "--format", "json", "--bench")
 	if code != ExitToolErr || !strings.Contains(errs, "--bench prints text") {
 		t.Errorf("--bench --format json: exit %d, %q", code, errs)
+	}
+}
+
+// analyze's documents carry the envelope: every verdict in results, the
+// readers' outputs as data; the shared formats render its verdicts.
+func TestAnalyzeCommand(t *testing.T) {
+	failed := "../analyze/perftest/testdata/gke-a3ultra-h200-ib-write-bw-host-failed-status10.txt"
+	out, errs, code := run(t, "analyze", failed, "--format", "json")
+	var doc struct {
+		Schema  string `json:"schema"`
+		Results []struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		} `json:"results"`
+		Data []struct {
+			Kind string `json:"kind"`
+		} `json:"data"`
+	}
+	if code != ExitFailed || errs != "" {
+		t.Errorf("failed transfer: exit %d, stderr %q", code, errs)
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Schema != "gdrcheck.analyze/v1" || len(doc.Data) != 1 || len(doc.Results) == 0 || doc.Results[0].Status != "fail" {
+		t.Errorf("json: %v %+v\n%s", err, doc, out)
+	}
+	for _, f := range []string{"table", "md", "junit"} {
+		out, _, code := run(t, "analyze", failed, "--format", f)
+		if code != ExitFailed || !strings.Contains(out, "TransferFailed") {
+			t.Errorf("--format %s: exit %d\n%s", f, code, out)
+		}
+	}
+	if _, errs, code := run(t, "analyze", failed, "--kind", "tea-leaves"); code != ExitToolErr || !strings.Contains(errs, `--kind "tea-leaves"`) {
+		t.Errorf("unknown kind: exit %d %q", code, errs)
 	}
 }

@@ -6,7 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gdrcheck/gdrcheck/internal/app"
 	"github.com/gdrcheck/gdrcheck/internal/model"
+	"github.com/gdrcheck/gdrcheck/internal/report"
 )
 
 // modelFlags are gdrcheck model's flags.
@@ -70,19 +72,17 @@ Sizes read like nccl-tests' -b/-e: 8, 1K, 64M, 8G (binary units).`,
 	return cmd
 }
 
-func toolErr(format string, a ...any) error {
-	return &exitError{code: ExitToolErr, err: fmt.Errorf(format, a...)}
-}
-
 func runModel(cmd *cobra.Command, g *globals, f *modelFlags) error {
-	if f.format != "text" && f.format != "json" {
-		return toolErr("--format %q: want text or json", f.format)
+	format, err := report.ParseFormat(f.format, report.Text, report.JSON)
+	if err != nil {
+		return toolError(err)
 	}
+	started := g.session.Now()
 	changed := cmd.Flags().Changed
 	opts := model.ReportOptions{All: f.all, NoCopies: f.noCopies, Margin: model.DefaultMargin()}
 	opts.Margin.Pass, opts.Margin.Warn = f.pass, f.warn
 	if err := opts.Margin.Validate(); err != nil {
-		return toolErr("%v", err)
+		return toolError(fmt.Errorf("%v", err))
 	}
 	if f.collectives != "" {
 		for _, c := range strings.Split(f.collectives, ",") {
@@ -91,7 +91,7 @@ func runModel(cmd *cobra.Command, g *globals, f *modelFlags) error {
 			}
 			coll, err := model.ParseCollective(c)
 			if err != nil {
-				return toolErr("--collective: %v", err)
+				return toolError(fmt.Errorf("--collective: %v", err))
 			}
 			opts.Collectives = append(opts.Collectives, coll)
 		}
@@ -99,12 +99,12 @@ func runModel(cmd *cobra.Command, g *globals, f *modelFlags) error {
 	if f.sizes != "" {
 		sz, err := model.ParseSizes(f.sizes)
 		if err != nil {
-			return toolErr("--size: %v", err)
+			return toolError(fmt.Errorf("--size: %v", err))
 		}
 		opts.Sizes = sz
 	}
 	if changed("nodes") && f.nodes < 1 {
-		return toolErr("--nodes %d: at least 1", f.nodes)
+		return toolError(fmt.Errorf("--nodes %d: at least 1", f.nodes))
 	}
 
 	var s model.System
@@ -114,19 +114,19 @@ func runModel(cmd *cobra.Command, g *globals, f *modelFlags) error {
 			PCIeGen: f.pcieGen, PCIeWidth: f.pcieWidth, GPUPath: f.gpuPath, InterSocket: f.interSocket, HostMemGBps: f.hostMem,
 			SHARP: f.sharp}
 		if changed("gpus-per-node") && f.gpusPerNode < 1 {
-			return toolErr("--gpus-per-node %d: at least 1", f.gpusPerNode)
+			return toolError(fmt.Errorf("--gpus-per-node %d: at least 1", f.gpusPerNode))
 		}
 		if changed("nvls") {
 			p.NVLS = &f.nvls
 		}
 		var err error
 		if s, err = model.NewSystem(p); err != nil {
-			return toolErr("%v", err)
+			return toolError(fmt.Errorf("%v", err))
 		}
 	} else {
 		for _, name := range modelHardwareFlags {
 			if changed(name) {
-				return toolErr("--%s describes hardware: with a host (--root %s) the hardware is read from it; give --gpu to describe it by flags instead", name, g.root)
+				return toolError(fmt.Errorf("--%s describes hardware: with a host (--root %s) the hardware is read from it; give --gpu to describe it by flags instead", name, g.root))
 			}
 		}
 		r, cleanup, err := g.openRoot()
@@ -138,26 +138,12 @@ func runModel(cmd *cobra.Command, g *globals, f *modelFlags) error {
 		if err != nil {
 			return err
 		}
-		if s, err = model.FromHost(h); err != nil {
-			return toolErr("%v", err)
-		}
-		s.Source = "host " + g.root
-		if f.nodes > 0 {
-			s.Nodes = f.nodes
-		}
-		if f.interSocket > 0 {
-			s.InterSocketGBps = f.interSocket
-		}
-		if f.hostMem > 0 {
-			s.HostMemGBps = f.hostMem
-		}
+		hm := app.HostModel{Host: h, Source: "host " + g.root, Nodes: f.nodes, InterSocketGBps: f.interSocket, HostMemGBps: f.hostMem}
 		if changed("nvls") {
-			if s, err = s.WithNVLS(f.nvls); err != nil {
-				return toolErr("--nvls: %v", err)
-			}
+			hm.NVLS = &f.nvls
 		}
-		if err := s.Validate(); err != nil {
-			return toolErr("%v", err)
+		if s, err = hm.System(); err != nil {
+			return err
 		}
 	}
 
@@ -168,21 +154,16 @@ func runModel(cmd *cobra.Command, g *globals, f *modelFlags) error {
 	if f.downtrain != "" {
 		l, err := model.ParsePCIeLink(f.downtrain)
 		if err != nil {
-			return toolErr("--downtrain: %v", err)
+			return toolError(fmt.Errorf("--downtrain: %v", err))
 		}
 		w.Downtrain = &l
 	}
-	s, said, err := s.Apply(w)
+	rep, err := app.Model(s, w, opts)
 	if err != nil {
-		return toolErr("%v", err)
+		return err
 	}
-	opts.WhatIfs = said
-	rep, err := model.BuildReport(s, opts)
-	if err != nil {
-		return toolErr("%v", err)
-	}
-	if f.format == "json" {
-		return writeJSON(g.out, rep)
+	if format == report.JSON {
+		return report.WriteJSON(g.out, g.envelope("model", started, nil, rep))
 	}
 	return rep.WriteText(g.out)
 }

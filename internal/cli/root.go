@@ -1,5 +1,6 @@
-// Package cli is gdrcheck's command line: one cobra command per verb, each a
-// thin layer over the capability packages.
+// Package cli is gdrcheck's command line: one cobra command per verb, each
+// turning flags into options, calling a use-case (package app) and handing
+// its document to a renderer (package report).
 package cli
 
 import (
@@ -14,16 +15,20 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gdrcheck/gdrcheck/internal/app"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
+	"github.com/gdrcheck/gdrcheck/internal/report"
+	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
 // Exit codes.
 const (
-	ExitOK      = 0 // nothing failed
-	ExitFailed  = 1 // a check or benchmark failed
-	ExitToolErr = 2 // the tool itself could not run
+	ExitOK          = 0   // nothing failed
+	ExitFailed      = 1   // a check or benchmark failed
+	ExitToolErr     = 2   // the tool itself could not run
+	ExitInterrupted = 130 // Ctrl-C (the shell's 128+SIGINT)
 )
 
 // exitError carries an exit code through cobra.
@@ -35,16 +40,14 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-// failed makes an error that exits with ExitFailed (a finding, not a tool error).
-func failed(format string, a ...any) error {
-	return &exitError{code: ExitFailed, err: fmt.Errorf(format, a...)}
-}
+// errFailedQuietly exits with ExitFailed without a message: the output
+// already says what failed.
+var errFailedQuietly = errors.New("failed (the output says what)")
 
-// BuildInfo is set by main.
+// BuildInfo is set by main from the linker flags.
 type BuildInfo struct {
 	Version string
 	Commit  string
-	Date    string
 }
 
 // globals are the flags every command shares.
@@ -53,29 +56,49 @@ type globals struct {
 	timeout time.Duration
 	out     io.Writer
 	errOut  io.Writer
-	build   BuildInfo
+	// session stamps every document's envelope.
+	session *app.Session
+	// build is the session's tool (snapshot manifests name it).
+	build BuildInfo
 }
 
 // Main runs the command line and returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer, bi BuildInfo) int {
+	s := &app.Session{Tool: report.ResolveTool(report.Tool(bi)), Host: report.Hostname(), Command: append([]string{"gdrcheck"}, args...)}
+	return execute(args, stdout, stderr, s)
+}
+
+// execute runs the command line in a session (tests give a fixed clock
+// and host).
+func execute(args []string, stdout, stderr io.Writer, s *app.Session) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cmd := newRoot(&globals{out: stdout, errOut: stderr, build: bi})
+	cmd := newRoot(&globals{out: stdout, errOut: stderr, session: s, build: BuildInfo(s.Tool)})
 	cmd.SetArgs(args)
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
 	err := cmd.ExecuteContext(ctx)
-	if err == nil {
-		return ExitOK
+	code := exitCode(err)
+	if code != ExitOK && !errors.Is(err, errFailedQuietly) {
+		fmt.Fprintln(stderr, "gdrcheck:", err)
 	}
+	return code
+}
+
+// exitCode maps a command's error to the process exit code.
+func exitCode(err error) int {
 	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.code != ExitFailed || ee.err.Error() != "" {
-			fmt.Fprintln(stderr, "gdrcheck:", ee.err)
-		}
+	var fe *app.Failure
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ee):
 		return ee.code
+	case errors.As(err, &fe), errors.Is(err, errFailedQuietly):
+		return ExitFailed
+	case errors.Is(err, context.Canceled):
+		return ExitInterrupted
 	}
-	fmt.Fprintln(stderr, "gdrcheck:", err)
 	return ExitToolErr
 }
 
@@ -117,4 +140,12 @@ func (g *globals) discover(ctx context.Context, r machine.Root) (*topology.Host,
 		return nil, &exitError{code: ExitToolErr, err: err}
 	}
 	return h, nil
+}
+
+// toolError marks errors that mean the tool could not run (exit 2).
+func toolError(err error) error { return &exitError{code: ExitToolErr, err: err} }
+
+// envelope wraps a command's results and data for output.
+func (g *globals) envelope(command string, started time.Time, results []result.Result, data any) *report.Envelope {
+	return g.session.Envelope(command, started, results, data)
 }

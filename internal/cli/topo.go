@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
@@ -20,6 +20,11 @@ func newTopo(g *globals) *cobra.Command {
 		Short: "Print the GPU/NIC topology matrix (as nvidia-smi topo -m) and the GPU→NIC pairing",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := report.ParseFormat(format, report.Text, report.JSON)
+			if err != nil {
+				return toolError(err)
+			}
+			started := g.session.Now()
 			r, cleanup, err := g.openRoot()
 			if err != nil {
 				return err
@@ -34,13 +39,11 @@ func newTopo(g *globals) *cobra.Command {
 			if pcie {
 				s.Matrix = h.BuildPCIeMatrix()
 			}
-			switch format {
-			case "json":
-				return writeJSON(g.out, s)
-			case "text":
-				return writeTopoText(g.out, s, useColor(color, g.out))
+			if f == report.JSON {
+				return report.WriteJSON(g.out, g.envelope("topo", started, nil, s))
 			}
-			return &exitError{code: ExitToolErr, err: fmt.Errorf("--format %q: want text or json", format)}
+			// The matrix and the pairing are the topology's own text views.
+			return writeTopoText(g.out, s, useColor(color, g.out))
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
@@ -80,10 +83,4 @@ func useColor(mode string, w io.Writer) bool {
 	}
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

@@ -4,64 +4,22 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gdrcheck/gdrcheck/internal/app"
 	"github.com/gdrcheck/gdrcheck/internal/collect/nvml"
+	"github.com/gdrcheck/gdrcheck/internal/report"
 )
 
-// VersionInfo is what `gdrcheck version` reports.
-type VersionInfo struct {
-	Version   string       `json:"version"`
-	Commit    string       `json:"commit"`
-	GoVersion string       `json:"go_version"`
-	Platform  string       `json:"platform"`
-	NVML      LibraryState `json:"nvml"`
-	CUDA      LibraryState `json:"cuda_runtime"`
-	NCCL      LibraryState `json:"nccl"`
-}
+// LibraryState is app.LibraryState under the name the library probes of
+// this package use.
+type LibraryState = app.LibraryState
 
-// LibraryState is one vendor library: its version, or why it is not there.
-type LibraryState struct {
-	Loaded  bool   `json:"loaded"`
-	Version string `json:"version,omitempty"`
-	Path    string `json:"path,omitempty"`
-	Detail  string `json:"detail,omitempty"`
-	Error   string `json:"error,omitempty"`
-}
-
-func (g *globals) buildInfo() (version, commit string) {
-	version, commit = g.build.Version, g.build.Commit
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if version == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			version = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && commit == "" {
-				commit = s.Value
-				if len(commit) > 12 {
-					commit = commit[:12]
-				}
-			}
-			if s.Key == "vcs.modified" && s.Value == "true" && commit != "" {
-				commit += "-dirty"
-			}
-		}
-	}
-	if version == "" {
-		version = "devel"
-	}
-	if commit == "" {
-		commit = "unknown"
-	}
-	return version, commit
-}
-
-func collectVersions(ctx context.Context, g *globals) VersionInfo {
-	v, c := g.buildInfo()
-	vi := VersionInfo{Version: v, Commit: c, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+func collectVersions(ctx context.Context, g *globals) app.VersionInfo {
+	t := g.session.Tool
+	vi := app.VersionInfo{Version: t.Version, Commit: t.Commit, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	nctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	f, err := nvml.New(nvml.WithoutSMIFallback()).Collect(nctx)
@@ -83,9 +41,14 @@ func newVersion(g *globals) *cobra.Command {
 		Short: "Print gdrcheck's version and the NVML, CUDA and NCCL libraries it can load",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := report.ParseFormat(format, report.Text, report.JSON)
+			if err != nil {
+				return toolError(err)
+			}
+			started := g.session.Now()
 			vi := collectVersions(cmd.Context(), g)
-			if format == "json" {
-				return writeJSON(g.out, vi)
+			if f == report.JSON {
+				return report.WriteJSON(g.out, g.envelope("version", started, nil, vi))
 			}
 			fmt.Fprintf(g.out, "gdrcheck %s (commit %s, %s, %s)\n", vi.Version, vi.Commit, vi.GoVersion, vi.Platform)
 			for _, l := range []struct {

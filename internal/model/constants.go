@@ -261,7 +261,7 @@ const (
 )
 
 // Constant is one of the model's numbers with its provenance, for the docs
-// and for programs (no command prints them yet).
+// and the provenance test.
 type Constant struct {
 	Name   string  `json:"name"`
 	Value  float64 `json:"value"`
@@ -269,8 +269,9 @@ type Constant struct {
 	Source string  `json:"source"`
 }
 
-// Constants lists the model's constants (the GPU table aside: see Specs).
-func Constants() []Constant {
+// constants lists the model's constants with their provenance (the GPU
+// table aside: see Specs); a test holds every one to a source.
+func constants() []Constant {
 	return []Constant{
 		{"nccl_nvlink_bw_sm70", ncclNVLinkBWSM70, "GB/s per link per direction", srcNCCLTopo + " SM70_NVLINK_BW"},
 		{"nccl_nvlink_bw_sm80", ncclNVLinkBWSM80, "GB/s per link per direction", srcNCCLTopo + " SM80_NVLINK_BW"},

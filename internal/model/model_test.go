@@ -513,7 +513,7 @@ func TestTablesCarryProvenance(t *testing.T) {
 		}
 	}
 	seen := map[string]bool{}
-	for _, c := range Constants() {
+	for _, c := range constants() {
 		if c.Source == "" || c.Value <= 0 || seen[c.Name] {
 			t.Errorf("constant %+v: needs a source, a positive value and a unique name", c)
 		}

@@ -30,7 +30,7 @@ for f in sorted(glob.glob(os.path.join(d, "torch.*.json"))):
     for k, v in json.load(open(f)).items():
         torch.setdefault(k, []).append(v)
 for f in sorted(glob.glob(os.path.join(d, "gdr-big.*.json"))) + sorted(glob.glob(os.path.join(d, "gdr-host.*.json"))):
-    for r in json.load(open(f))["results"]:
+    for r in json.load(open(f))["measurements"]:
         if r.get("peer", -1) < 0 and r.get("gbps"):
             gdr.setdefault(r["test"], []).append(r)
 ok = True

@@ -65,7 +65,7 @@ wait $p
 code=$?
 python3 -c "
 import json; r = json.load(open('$OUT/engine/int/results.json'))
-print('results.json: complete=%s interrupted=%s collectives=%d rows=%d' % (r['complete'], r.get('interrupted'), len(r['results']), sum(len(x['rows']) for x in r['results'])))
+print('results.json: complete=%s interrupted=%s collectives=%d rows=%d' % (r['complete'], r.get('interrupted'), len(r['measurements']), sum(len(x['rows']) for x in r['measurements'])))
 "
 echo "exit $code (want 130)"; [ $code -eq 130 ] || rc=1
 

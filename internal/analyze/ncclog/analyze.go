@@ -87,7 +87,6 @@ type hostState struct {
 	hasRanks bool
 	ranks    map[int32]struct{}
 	gpus     []string
-	networks []string
 	boot     string
 	ib       []IBDevice
 	ibOOB    string
@@ -250,10 +249,9 @@ type analyzer struct {
 	transportLines int64
 	collnetLines   int64
 	// offenders seen on untracked lines
-	offNet     []offender // NET without GDRDMA
-	offLoop    []offender // intra-node over NET
-	offSHM     []offender // SHM
-	untrackedN [3]int64
+	offNet  []offender // NET without GDRDMA
+	offLoop []offender // intra-node over NET
+	offSHM  []offender // SHM
 
 	ringLines    int64
 	maxRingTotal int

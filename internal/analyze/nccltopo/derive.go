@@ -1,7 +1,6 @@
 package nccltopo
 
 import (
-	"sort"
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/topology/level"
@@ -163,14 +162,4 @@ func pathType(g GPU, n NIC, byBus map[string]*PCI) level.Level {
 		return level.PIX
 	}
 	return level.PXB
-}
-
-// sortedKeys returns the keys of m in order.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -73,8 +73,6 @@ func (a attrs) str(k string) string {
 	return v
 }
 
-func (a attrs) has(k string) bool { _, ok := a.m[k]; return ok }
-
 func (a attrs) intp(k string) *int {
 	v, ok := a.m[k]
 	delete(a.raw, k)

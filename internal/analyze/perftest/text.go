@@ -48,7 +48,6 @@ type textState struct {
 	table  string // "bw", "lat" or ""
 	latCol []string
 	seen   map[string]bool
-	peakOK bool
 }
 
 func analyzeText(name string, r io.Reader) (*Report, error) {

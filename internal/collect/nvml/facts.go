@@ -176,5 +176,3 @@ func DecodeFacts(name string, b []byte) (*Facts, error) {
 	}
 	return &f, nil
 }
-
-func ptr[T any](v T) *T { return &v }

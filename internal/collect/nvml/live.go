@@ -183,19 +183,19 @@ func (c *collector) gpu(i int, d gonvml.Device) GPU {
 	}
 	g.MinorNumber = getPtr(c, pfx+"nvmlDeviceGetMinorNumber", d.GetMinorNumber)
 	if mem, ok := get(c, pfx+"nvmlDeviceGetMemoryInfo", d.GetMemoryInfo); ok {
-		g.MemoryMiB = ptr(mem.Total >> 20)
+		g.MemoryMiB = new(mem.Total >> 20)
 	}
 	g.NUMANode = getPtr(c, pfx+"nvmlDeviceGetNumaNodeId", d.GetNumaNodeId)
 	if es, ok := get(c, pfx+"nvmlDeviceGetPersistenceMode", d.GetPersistenceMode); ok {
-		g.Persistence = ptr(es == gonvml.FEATURE_ENABLED)
+		g.Persistence = new(es == gonvml.FEATURE_ENABLED)
 	}
 	if mig, ok := get(c, pfx+"nvmlDeviceGetMigMode", func() (int, gonvml.Return) { cur, _, r := d.GetMigMode(); return cur, r }); ok {
-		g.MIGEnabled = ptr(mig == gonvml.DEVICE_MIG_ENABLE)
+		g.MIGEnabled = new(mig == gonvml.DEVICE_MIG_ENABLE)
 	}
 	var eccCur, eccPend gonvml.EnableState
 	if c.call(pfx+"nvmlDeviceGetEccMode", func() gonvml.Return { var r gonvml.Return; eccCur, eccPend, r = d.GetEccMode(); return r }) {
-		g.ECC.Current = ptr(eccCur == gonvml.FEATURE_ENABLED)
-		g.ECC.Pending = ptr(eccPend == gonvml.FEATURE_ENABLED)
+		g.ECC.Current = new(eccCur == gonvml.FEATURE_ENABLED)
+		g.ECC.Pending = new(eccPend == gonvml.FEATURE_ENABLED)
 		count := func(name string, et gonvml.MemoryErrorType, ct gonvml.EccCounterType) *uint64 {
 			return getPtr(c, pfx+name, func() (uint64, gonvml.Return) { return d.GetTotalEccErrors(et, ct) })
 		}
@@ -207,19 +207,19 @@ func (c *collector) gpu(i int, d gonvml.Device) GPU {
 	var corr, unc int
 	var pend, fail bool
 	if c.call(pfx+"nvmlDeviceGetRemappedRows", func() gonvml.Return { var r gonvml.Return; corr, unc, pend, fail, r = d.GetRemappedRows(); return r }) {
-		g.Remapped = Remapped{Correctable: ptr(uint64(corr)), Uncorrectable: ptr(uint64(unc)), Pending: ptr(pend), Failure: ptr(fail)}
+		g.Remapped = Remapped{Correctable: new(uint64(corr)), Uncorrectable: new(uint64(unc)), Pending: new(pend), Failure: new(fail)}
 	} else {
 		// Page retirement is the pre-Ampere mechanism.
 		retired := func(name string, cause gonvml.PageRetirementCause) *uint64 {
 			if pages, ok := get(c, pfx+name, func() ([]uint64, gonvml.Return) { return d.GetRetiredPages(cause) }); ok {
-				return ptr(uint64(len(pages)))
+				return new(uint64(len(pages)))
 			}
 			return nil
 		}
 		g.Retired.SingleBit = retired("nvmlDeviceGetRetiredPages(sbe)", gonvml.PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS)
 		g.Retired.DoubleBit = retired("nvmlDeviceGetRetiredPages(dbe)", gonvml.PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)
 		if es, ok := get(c, pfx+"nvmlDeviceGetRetiredPagesPendingStatus", d.GetRetiredPagesPendingStatus); ok {
-			g.Retired.Pending = ptr(es == gonvml.FEATURE_ENABLED)
+			g.Retired.Pending = new(es == gonvml.FEATURE_ENABLED)
 		}
 	}
 	if reasons, ok := get(c, pfx+"nvmlDeviceGetCurrentClocksEventReasons", d.GetCurrentClocksEventReasons); ok {
@@ -230,11 +230,11 @@ func (c *collector) gpu(i int, d gonvml.Device) GPU {
 	g.PCIe.MaxWidth = getPtr(c, pfx+"nvmlDeviceGetMaxPcieLinkWidth", d.GetMaxPcieLinkWidth)
 	g.PCIe.CurWidth = getPtr(c, pfx+"nvmlDeviceGetCurrPcieLinkWidth", d.GetCurrPcieLinkWidth)
 	if v, ok := get(c, pfx+"nvmlDeviceGetPcieReplayCounter", d.GetPcieReplayCounter); ok {
-		g.PCIe.ReplayCounter = ptr(uint64(v))
+		g.PCIe.ReplayCounter = new(uint64(v))
 	}
 	c.nvlinks(pfx, d, &g)
 	if fi, ok := get(c, pfx+"nvmlDeviceGetGpuFabricInfo", d.GetGpuFabricInfo); ok {
-		g.Fabric = Fabric{Supported: fi.State != gonvml.GPU_FABRIC_STATE_NOT_SUPPORTED, State: fabricState(fi.State), CliqueID: ptr(fi.CliqueId)}
+		g.Fabric = Fabric{Supported: fi.State != gonvml.GPU_FABRIC_STATE_NOT_SUPPORTED, State: fabricState(fi.State), CliqueID: new(fi.CliqueId)}
 		if g.Fabric.Supported {
 			if gonvml.Return(fi.Status) == gonvml.SUCCESS {
 				g.Fabric.Status = "success"

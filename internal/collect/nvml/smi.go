@@ -127,7 +127,7 @@ func ParseSMIQuery(name string, b []byte) (*Facts, error) {
 		g.Persistence = enabledPtr(sg.Persistence)
 		g.MIGEnabled = enabledPtr(sg.MIG.Current)
 		if v := atoiPtr(strings.TrimSuffix(strings.TrimSpace(sg.FB.Total), " MiB")); v != nil {
-			g.MemoryMiB = ptr(uint64(*v))
+			g.MemoryMiB = new(uint64(*v))
 		}
 		g.ECC.Current = enabledPtr(sg.ECCMode.Current)
 		g.ECC.Pending = enabledPtr(sg.ECCMode.Pending)
@@ -162,7 +162,7 @@ func ParseSMIQuery(name string, b []byte) (*Facts, error) {
 			g.Fabric.State = strings.ToLower(strings.ReplaceAll(st, " ", "-"))
 			g.Fabric.Status = strings.ToLower(na(sg.Fabric.Status))
 			if v := atoiPtr(sg.Fabric.Clique); v != nil {
-				g.Fabric.CliqueID = ptr(uint32(*v))
+				g.Fabric.CliqueID = new(uint32(*v))
 			}
 		}
 		f.GPUs = append(f.GPUs, g)
@@ -228,9 +228,9 @@ func sumPtr(ss ...string) *uint64 {
 func enabledPtr(s string) *bool {
 	switch strings.ToLower(na(s)) {
 	case "enabled":
-		return ptr(true)
+		return new(true)
 	case "disabled":
-		return ptr(false)
+		return new(false)
 	}
 	return nil
 }
@@ -238,9 +238,9 @@ func enabledPtr(s string) *bool {
 func yesPtr(s string) *bool {
 	switch strings.ToLower(na(s)) {
 	case "yes":
-		return ptr(true)
+		return new(true)
 	case "no":
-		return ptr(false)
+		return new(false)
 	}
 	return nil
 }

@@ -1,0 +1,398 @@
+package app
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/renameio/v2"
+
+	"github.com/gdrcheck/gdrcheck/internal/bench"
+	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
+	"github.com/gdrcheck/gdrcheck/internal/model"
+	"github.com/gdrcheck/gdrcheck/internal/native/cuda"
+	"github.com/gdrcheck/gdrcheck/internal/native/dl"
+	"github.com/gdrcheck/gdrcheck/internal/native/nccl"
+	"github.com/gdrcheck/gdrcheck/internal/report"
+	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/topology"
+)
+
+// ToolError is an error after which the tool could not run (a missing
+// library, no GPU, a bad option): the command line exits 2 on it.
+type ToolError struct{ Err error }
+
+func (e *ToolError) Error() string { return e.Err.Error() }
+func (e *ToolError) Unwrap() error { return e.Err }
+
+func toolErr(err error) error { return &ToolError{err} }
+
+// Failure is a finding, not a tool error: wrong data, a judgement that
+// failed, a watchdog abort. The command line exits 1 on it.
+type Failure struct{ Err error }
+
+func (e *Failure) Error() string { return e.Err.Error() }
+func (e *Failure) Unwrap() error { return e.Err }
+
+func failure(format string, a ...any) error { return &Failure{fmt.Errorf(format, a...)} }
+
+// GPUOptions choose the CUDA runtime and the devices of a benchmark.
+type GPUOptions struct {
+	CUDART  string // path of libcudart.so ("" searches)
+	Devices string // --devices: CUDA ordinals, comma-separated
+	NGPUs   int    // -g: the first N devices (0: all)
+	// Host is the node already discovered; nil: the benchmark runs
+	// without the mapping to discovered GPUs (and without a model).
+	Host *topology.Host
+}
+
+// GPUs is the CUDA runtime and the devices a benchmark runs on. Close ends
+// the runtime's lifetime: one runtime per process, opened by OpenGPUs and
+// passed to every benchmark of a command.
+type GPUs struct {
+	RT      *cuda.Runtime
+	Devices []int
+	BusIDs  map[int]string
+	GPUs    map[int]*topology.GPU // CUDA ordinal -> discovered GPU
+	Host    *topology.Host
+	Runtime string // CUDA runtime version
+	Driver  string // CUDA version the driver supports
+}
+
+// OpenGPUs loads the CUDA runtime and picks the devices.
+func OpenGPUs(ctx context.Context, o GPUOptions) (_ *GPUs, err error) {
+	rt, err := cuda.Open(o.CUDART)
+	if err != nil {
+		if errors.Is(err, dl.ErrNotFound) {
+			return nil, toolErr(fmt.Errorf("cannot run GPU benchmarks: %w", err))
+		}
+		return nil, toolErr(err)
+	}
+	g := &GPUs{RT: rt, BusIDs: map[int]string{}, GPUs: map[int]*topology.GPU{}, Host: o.Host}
+	defer func() {
+		if err != nil {
+			g.Close()
+		}
+	}()
+	g.Runtime, g.Driver, _ = rt.Versions(ctx)
+	n, err := rt.DeviceCount(ctx)
+	if err != nil {
+		return nil, toolErr(fmt.Errorf("no usable GPU: %w", err))
+	}
+	if n == 0 {
+		return nil, toolErr(fmt.Errorf("no usable GPU: the CUDA runtime sees no device"))
+	}
+	switch {
+	case o.Devices != "":
+		for f := range strings.SplitSeq(o.Devices, ",") {
+			var d int
+			if _, err := fmt.Sscan(strings.TrimSpace(f), &d); err != nil || d < 0 || d >= n {
+				return nil, toolErr(fmt.Errorf("--devices %q: device %q is not one of 0..%d", o.Devices, f, n-1))
+			}
+			g.Devices = append(g.Devices, d)
+		}
+	case o.NGPUs > 0:
+		if o.NGPUs > n {
+			return nil, toolErr(fmt.Errorf("-g %d: only %d GPU(s) visible", o.NGPUs, n))
+		}
+		for d := range o.NGPUs {
+			g.Devices = append(g.Devices, d)
+		}
+	default:
+		for d := range n {
+			g.Devices = append(g.Devices, d)
+		}
+	}
+	// Map CUDA ordinals to the discovered GPUs by bus id (CUDA's order
+	// need not be PCI order).
+	for _, d := range g.Devices {
+		bus, err := rt.PCIBusID(ctx, d)
+		if err != nil {
+			return nil, toolErr(err)
+		}
+		bus = pci.NormalizeBusID(bus)
+		g.BusIDs[d] = bus
+		if g.Host != nil {
+			g.GPUs[d] = g.Host.GPUByAddress(bus)
+		}
+	}
+	return g, nil
+}
+
+// Close ends the CUDA runtime's use by this command. The runtime has no
+// Close of its own yet: the library stays loaded until the process exits,
+// and this is the one place where its lifetime ends.
+func (g *GPUs) Close() {}
+
+func (g *GPUs) name(d int) string {
+	if x := g.GPUs[d]; x != nil && x.Name != "" {
+		return x.Name
+	}
+	return "GPU"
+}
+
+func (g *GPUs) localCPUs(d int) []int {
+	if x := g.GPUs[d]; x != nil && x.Dev != nil {
+		return []int(x.Dev.LocalCPUs)
+	}
+	return nil
+}
+
+func (g *GPUs) devices() []bench.Device {
+	var out []bench.Device
+	for _, d := range g.Devices {
+		out = append(out, bench.Device{CUDA: d, BusID: g.BusIDs[d], Name: g.name(d)})
+	}
+	return out
+}
+
+// system is the model of this host restricted to the devices in use.
+func (g *GPUs) system() (model.System, error) {
+	if g.Host == nil {
+		return model.System{}, fmt.Errorf("host not discovered")
+	}
+	s, err := model.FromHost(g.Host)
+	if err != nil {
+		return s, err
+	}
+	s.GPUsPerNode = len(g.Devices)
+	s.Nodes = 1
+	return s, s.Validate()
+}
+
+// Judging of benchmarks against the model.
+type Judging struct {
+	Off  bool    // --no-judge
+	Pass float64 // --pass-ratio
+}
+
+// OutDir is a benchmark's output directory: Dir, or
+// gdrcheck-results/<kind>-<time> under the working directory. It is made
+// only once the libraries have loaded, so a host without them is left
+// without empty result folders.
+func (s *Session) OutDir(dir, kind string) string {
+	if dir != "" {
+		return dir
+	}
+	return filepath.Join("gdrcheck-results", kind+"-"+s.Now().Format("20060102-150405"))
+}
+
+// WriteAtomic writes a JSON document with renameio (never a torn file).
+func WriteAtomic(path string, v any) error {
+	var b strings.Builder
+	if err := report.WriteJSON(&b, v); err != nil {
+		return err
+	}
+	return renameio.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// NCCLSetup is a `bench nccl` run's output directory and NCCL's debug
+// settings, applied to the process.
+type NCCLSetup struct {
+	Dir      string
+	Evidence *bench.NCCLEvidence
+}
+
+// SetupNCCL chooses the output directory (out, or one under
+// gdrcheck-results) and applies NCCL's debug settings pointing into it.
+// It must run before anything loads NCCL (see bench.NCCLDebug.Apply); it
+// does not make the directory.
+func (s *Session) SetupNCCL(out string) (*NCCLSetup, error) {
+	dir := s.OutDir(out, "bench-nccl")
+	ev, err := bench.NCCLDebug{Dir: dir}.Apply()
+	if err != nil {
+		return nil, toolErr(err)
+	}
+	return &NCCLSetup{Dir: dir, Evidence: ev}, nil
+}
+
+// NCCLOptions are a `bench nccl` run's.
+type NCCLOptions struct {
+	Lib     string // path of libnccl.so.2 ("" searches)
+	Buffers string // --buffers
+	Out     string // output directory ("" chooses one), when Setup is nil
+	// Setup is the run's setup when the caller applied it early (run
+	// --bench does, before its checks probe the libraries); nil: BenchNCCL
+	// applies it before it loads NCCL.
+	Setup  *NCCLSetup
+	Config bench.NCCLConfig
+	Judge  Judging
+	// Text receives the run's text view (bench.NCCLText) as it goes (nil:
+	// none).
+	Text io.Writer
+	// Warn receives problems that do not stop the run (a results.json
+	// that could not be written).
+	Warn io.Writer
+}
+
+// BenchNCCL runs NCCL collectives on g and writes results.json (after every
+// row, so an interrupted run leaves a valid partial document) and NCCL's
+// evidence into the output directory. The returned error is the run's.
+func (s *Session) BenchNCCL(ctx context.Context, g *GPUs, o NCCLOptions) (*report.Envelope, string, error) {
+	started := s.Now()
+	setup := o.Setup
+	if setup == nil {
+		var err error
+		if setup, err = s.SetupNCCL(o.Out); err != nil {
+			return nil, "", err
+		}
+	}
+	dir, ev := setup.Dir, setup.Evidence
+	lib, err := nccl.Open(o.Lib)
+	if err != nil {
+		return nil, dir, toolErr(fmt.Errorf("cannot run NCCL benchmarks: %w", err))
+	}
+	ver, _, _ := lib.Version()
+	cfg := o.Config
+	if cfg.Buffers, err = bench.ResolveBuffers(o.Buffers, lib); err != nil {
+		return nil, dir, toolErr(fmt.Errorf("--%w", err))
+	}
+	cfg.Devices = g.Devices
+	if cfg.Root < 0 || cfg.Root >= len(g.Devices) {
+		return nil, dir, toolErr(fmt.Errorf("-r %d: want a rank in 0..%d", cfg.Root, len(g.Devices)-1))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, dir, toolErr(err)
+	}
+	rep := &bench.NCCLReport{NCCL: ver, NCCLPath: lib.Path, CUDARuntime: g.Runtime, CUDADriver: g.Driver, Evidence: ev, Devices: g.devices(),
+		Config: map[string]any{"minbytes": cfg.MinBytes, "maxbytes": cfg.MaxBytes, "stepfactor": cfg.StepFactor, "stepbytes": cfg.StepBytes,
+			"warmup_iters": cfg.Warmup, "iters": cfg.Iters, "check": cfg.Check, "datatype": cfg.DType.Name, "redop": cfg.Op.Name, "root": cfg.Root,
+			"buffers": cfg.Buffers}}
+	path := filepath.Join(dir, "results.json")
+	text := bench.NCCLText{W: o.Text}
+	text.Header(rep, cfg, s.Host, os.Getpid())
+	// partial holds the rows finished so far, collective by collective in
+	// the order they ran.
+	var partial []bench.NCCLResult
+	cfg.OnNote = func(n string) {
+		rep.Notes = append(rep.Notes, n)
+		text.Note(n)
+	}
+	cfg.OnRow = func(coll string, r bench.Row) {
+		if len(partial) == 0 || partial[len(partial)-1].Collective != coll {
+			partial = append(partial, bench.NCCLResult{Collective: coll, Ranks: len(g.Devices)})
+			text.Collective(coll)
+		}
+		text.Row(r)
+		cur := &partial[len(partial)-1]
+		cur.Rows = append(cur.Rows, r)
+		// Every finished row is on disk: an interrupted run leaves a
+		// valid, partial results.json.
+		snap := *rep
+		snap.Measurements = partial
+		_ = WriteAtomic(path, s.Envelope("bench-nccl", started, nil, &snap))
+	}
+	results, runErr := bench.RunNCCL(ctx, g.RT, lib, cfg)
+	text.Footers(results, runErr)
+	rep.Measurements = results
+	ev.Collect()
+	var judgements []result.Result
+	if !o.Judge.Off {
+		if sys, err := g.system(); err != nil {
+			judgements = bench.NoModel(bench.JudgeNCCLID, err)
+		} else {
+			judgements = bench.JudgeNCCL(sys, results, o.Judge.Pass)
+		}
+	}
+	rep.Complete = runErr == nil
+	if runErr != nil {
+		rep.Error = runErr.Error()
+		rep.Interrupted = errors.Is(runErr, context.Canceled)
+	}
+	env := s.Envelope("bench-nccl", started, judgements, rep)
+	if err := WriteAtomic(path, env); err != nil && o.Warn != nil {
+		fmt.Fprintf(o.Warn, "gdrcheck: writing %s: %v\n", path, err)
+	}
+	text.Trailer(judgements, ev, dir)
+	return env, dir, benchOutcome(runErr, results, judgements)
+}
+
+// benchOutcome maps a run's outcome to an error: an interrupt
+// (context.Canceled), a Failure (a watchdog abort, wrong data, a failed
+// judgement) or a ToolError.
+func benchOutcome(runErr error, results []bench.NCCLResult, js []result.Result) error {
+	if runErr != nil {
+		switch {
+		case errors.Is(runErr, context.Canceled):
+			return runErr
+		case errors.Is(runErr, bench.ErrWatchdog):
+			return &Failure{runErr}
+		}
+		return toolErr(runErr)
+	}
+	var wrong int64
+	for _, r := range results {
+		wrong += r.Wrong
+	}
+	if wrong > 0 {
+		return failure("%d wrong elements: the collectives returned bad data", wrong)
+	}
+	return judged(js)
+}
+
+func judged(js []result.Result) error {
+	for _, j := range js {
+		if j.Status == result.Fail {
+			return failure("%s", j.Message)
+		}
+	}
+	return nil
+}
+
+// CopyOptions are a `bench copy` run's.
+type CopyOptions struct {
+	Out    string
+	Config bench.CopyConfig
+	Judge  Judging
+	Warn   io.Writer
+}
+
+// BenchCopy runs the copy benchmarks on g and writes results.json.
+func (s *Session) BenchCopy(ctx context.Context, g *GPUs, o CopyOptions) (*report.Envelope, string, error) {
+	started := s.Now()
+	dir := s.OutDir(o.Out, "bench-copy")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, dir, toolErr(err)
+	}
+	cfg := o.Config
+	cfg.Devices = g.Devices
+	cfg.LocalCPUs = g.localCPUs
+	rep := &bench.CopyReport{CUDARuntime: g.Runtime, CUDADriver: g.Driver, Devices: g.devices()}
+	res, runErr := bench.RunCopy(ctx, g.RT, cfg)
+	rep.Measurements = res
+	rep.Complete = runErr == nil
+	if runErr != nil {
+		rep.Error = runErr.Error()
+	}
+	var judgements []result.Result
+	if !o.Judge.Off {
+		if sys, err := g.system(); err != nil {
+			judgements = bench.NoModel(bench.JudgeCopyID, err)
+		} else {
+			judgements = bench.JudgeCopies(sys, g.GPUs, res, o.Judge.Pass)
+		}
+	}
+	env := s.Envelope("bench-copy", started, judgements, rep)
+	path := filepath.Join(dir, "results.json")
+	if err := WriteAtomic(path, env); err != nil && o.Warn != nil {
+		fmt.Fprintf(o.Warn, "gdrcheck: writing %s: %v\n", path, err)
+	}
+	if runErr != nil {
+		return env, dir, benchOutcome(runErr, nil, nil)
+	}
+	for _, r := range res {
+		if r.Error != "" || !r.Valid {
+			return env, dir, failure("%s on GPU %d: %s", r.Test, r.Dev, cmp.Or(r.Error, fmt.Sprintf("%d bytes wrong", r.Wrong)))
+		}
+	}
+	return env, dir, judged(judgements)
+}
+
+// QuickBenchTimeout bounds every wait for GPU work of `run --bench`.
+const QuickBenchTimeout = 5 * time.Minute

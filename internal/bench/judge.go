@@ -1,0 +1,104 @@
+package bench
+
+import (
+	"fmt"
+
+	"github.com/gdrcheck/gdrcheck/internal/model"
+	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/topology"
+)
+
+// Judgement IDs.
+const (
+	JudgeNCCLID = "bench.nccl"
+	JudgeCopyID = "bench.copy"
+)
+
+// NoModel is the judgement when there is no model of the node to judge
+// against: unknown, never pass.
+func NoModel(id string, err error) []result.Result {
+	return []result.Result{{ID: id, Status: result.Unknown, Subject: "node", Reason: "NoModel", Message: "no expected performance: " + err.Error()}}
+}
+
+// JudgeNCCL compares the largest size of each collective with the model of
+// s; pass is the fraction of expected that passes.
+func JudgeNCCL(s model.System, results []NCCLResult, pass float64) []result.Result {
+	m := model.DefaultMargin()
+	m.Pass = pass
+	var out []result.Result
+	for _, r := range results {
+		if len(r.Rows) == 0 {
+			continue
+		}
+		row := r.Rows[len(r.Rows)-1]
+		p, err := model.Expect(s, model.Collective(r.Collective), float64(row.Bytes))
+		if err != nil {
+			out = append(out, result.Result{ID: JudgeNCCLID, Status: result.Unknown, Subject: r.Collective, Reason: "NoModel", Message: err.Error()})
+			continue
+		}
+		st, ratio := p.Judge(row.OutOfPlace.AlgBW, m)
+		out = append(out, result.Result{ID: JudgeNCCLID, Status: st, Subject: r.Collective, Reason: "MeasuredVsExpected",
+			Message: fmt.Sprintf("%s at %s: algbw %.1f GB/s (busbw %.1f), expected %.1f GB/s (busbw %.1f) by %s, limited by %s: %.0f%% of expected",
+				r.Collective, model.FormatSize(float64(row.Bytes)), row.OutOfPlace.AlgBW, row.OutOfPlace.BusBW, p.AlgBW, p.BusBW, p.Algorithm, p.Bottleneck, 100*ratio),
+			Evidence: []result.Evidence{{Source: "model", Value: p.Formula}}})
+	}
+	return out
+}
+
+var copyModel = map[string]model.CopyTest{
+	CopyD2D: model.CopyDeviceLocal, CopyH2DPinned: model.CopyH2DPinned, CopyD2HPinned: model.CopyD2HPinned,
+	CopyBidirPinned: model.CopyBidirPinned, CopyH2DPageable: model.CopyH2DPageable, CopyD2HPageable: model.CopyD2HPageable,
+}
+
+// measuredForModel is the number the model's expectation is stated in.
+func measuredForModel(r CopyResult) float64 {
+	switch r.Test {
+	case CopyD2D:
+		return r.ReadWriteGBps
+	case CopyBidirPinned:
+		return r.GBps / 2 // the model states each direction
+	}
+	return r.GBps
+}
+
+// JudgeCopies compares copies with the model of s and states each as a
+// fraction of the hardware limit. gpus maps CUDA ordinals to the
+// discovered GPUs (to tell NVLink peers from PCIe peers).
+func JudgeCopies(s model.System, gpus map[int]*topology.GPU, res []CopyResult, pass float64) []result.Result {
+	m := model.DefaultMargin()
+	m.Pass = pass
+	var out []result.Result
+	for _, r := range res {
+		t, ok := copyModel[r.Test]
+		if r.Test == CopyP2P || r.Test == CopyP2PBidir {
+			t, ok = model.CopyP2PNVLink, true
+			if r.Test == CopyP2PBidir {
+				t = model.CopyP2PNVLinkBidir
+			}
+			if a, b := gpus[r.Dev], gpus[r.Peer]; a != nil && b != nil && topology.NVLinksBetween(a, b) <= 0 {
+				t = model.CopyP2PPCIe
+			}
+		}
+		if !ok || r.Error != "" {
+			continue
+		}
+		x, err := model.ExpectCopy(s, t)
+		if err != nil {
+			continue
+		}
+		got := measuredForModel(r)
+		st, ratio := x.Judge(got, m)
+		subject := fmt.Sprintf("%s GPU%d", r.Test, r.Dev)
+		if r.Peer >= 0 {
+			subject = fmt.Sprintf("%s GPU%d->GPU%d", r.Test, r.Dev, r.Peer)
+		}
+		msg := fmt.Sprintf("%s: %.1f GB/s, expected %.1f GB/s (%s, limited by %s): %.0f%% of expected", subject, got, x.GBps, x.Description, x.Bottleneck, 100*ratio)
+		ev := []result.Evidence{{Source: "model", Value: x.Formula}}
+		if x.PeakGBps > 0 {
+			msg += fmt.Sprintf(", %.0f%% of the hardware limit", 100*got/x.PeakGBps)
+			ev = append(ev, result.Evidence{Source: "hardware limit", Value: x.Limit})
+		}
+		out = append(out, result.Result{ID: JudgeCopyID, Status: st, Subject: subject, Reason: "MeasuredVsExpected", Message: msg, Evidence: ev})
+	}
+	return out
+}

@@ -1,0 +1,115 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gdrcheck/gdrcheck/internal/result"
+)
+
+// Format is an output format.
+type Format string
+
+// Formats. Text is a command's own human view (a topology matrix, a model's
+// tables, nccl-tests' layout); the others are shared and render any
+// envelope.
+const (
+	Text     Format = "text"
+	Table    Format = "table"
+	JSON     Format = "json"
+	Markdown Format = "md"
+	JUnit    Format = "junit"
+)
+
+// ParseFormat checks a --format value against the formats a command offers.
+func ParseFormat(s string, offered ...Format) (Format, error) {
+	names := make([]string, len(offered))
+	for i, f := range offered {
+		if string(f) == s {
+			return f, nil
+		}
+		names[i] = string(f)
+	}
+	want := strings.Join(names, ", ")
+	if i := strings.LastIndex(want, ", "); i >= 0 {
+		want = want[:i] + " or " + want[i+2:]
+	}
+	return "", fmt.Errorf("--format %q: want %s", s, want)
+}
+
+// Write renders e in format f. Text is not shared: a command writes its own
+// text view, and Write refuses it.
+func Write(w io.Writer, f Format, e *Envelope) error {
+	switch f {
+	case JSON:
+		return WriteJSON(w, e)
+	case Table:
+		return WriteTable(w, e.Results, e.Duration())
+	case Markdown:
+		return WriteMarkdown(w, e.Results)
+	case JUnit:
+		return WriteJUnit(w, "gdrcheck", e.Results, e.Duration())
+	}
+	return fmt.Errorf("report: format %q is a command's own view", f)
+}
+
+// WriteJSON writes v as indented JSON (an Envelope in its layout).
+func WriteJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// CountsLine summarises counts, worst first: "2 fail, 1 warn, 30 pass,
+// 3 skip, 1 unknown"; "no results" when there are none.
+func CountsLine(c result.Counts) string {
+	var parts []string
+	for _, s := range []result.Status{result.Fail, result.Error, result.Warn, result.Pass, result.Skip, result.Unknown} {
+		if n := c[s]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, s))
+		}
+	}
+	if len(parts) == 0 {
+		return "no results"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// WriteTable prints one line per result in the given order, with the remedy
+// under each line that is not a pass, then the counts and the time taken.
+func WriteTable(w io.Writer, rs []result.Result, took time.Duration) error {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "STATUS\tCHECK\tSUBJECT\tREASON\tMESSAGE")
+	for _, x := range rs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", strings.ToUpper(string(x.Status)), x.ID, x.Subject, x.Reason, x.Message)
+		if x.Remedy != "" && x.Status != result.Pass {
+			fmt.Fprintf(tw, "\t\t\t\t  → %s\n", x.Remedy)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(&b, "\n%s in %.0f ms\n", CountsLine(result.Count(rs)), ms(took))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteMarkdown writes a table a person pastes into a ticket.
+func WriteMarkdown(w io.Writer, rs []result.Result) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| status | check | subject | reason | message | remedy |\n|---|---|---|---|---|---|\n")
+	esc := strings.NewReplacer("|", "\\|", "\n", " ").Replace
+	for _, x := range rs {
+		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s | %s |\n", x.Status, x.ID, esc(x.Subject), x.Reason, esc(x.Message), esc(x.Remedy))
+	}
+	fmt.Fprintf(&b, "\n%s\n", CountsLine(result.Count(rs)))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,0 +1,90 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gdrcheck/gdrcheck/internal/result"
+)
+
+func TestJUnitNeverPassesSkipOrUnknown(t *testing.T) {
+	rs := []result.Result{
+		{ID: "x.a", Status: result.Pass, Subject: "s1", Reason: "Ok", Message: "fine"},
+		{ID: "x.a", Status: result.Skip, Subject: "s2", Reason: "NoNIC", Message: "n/a"},
+		{ID: "x.b", Status: result.Unknown, Subject: "s3", Reason: "NeedsRoot", Message: "?"},
+		{ID: "x.b", Status: result.Fail, Subject: "s4", Reason: "Bad", Message: "broken", Remedy: "fix"},
+		{ID: "x.c", Status: result.Error, Subject: "s5", Reason: "Timeout", Message: "slow"},
+	}
+	var b bytes.Buffer
+	if err := Write(&b, JUnit, &Envelope{Results: rs}); err != nil {
+		t.Fatal(err)
+	}
+	var s junitSuites
+	if err := xml.Unmarshal(b.Bytes(), &s); err != nil {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+	if s.Tests != 5 || s.Failures != 1 || s.Errors != 1 || s.Skipped != 2 {
+		t.Errorf("tests %d failures %d errors %d skipped %d", s.Tests, s.Failures, s.Errors, s.Skipped)
+	}
+	if !strings.Contains(b.String(), "remedy: fix") || !strings.Contains(b.String(), "unknown: NeedsRoot") {
+		t.Errorf("junit lacks remedy or unknown marker:\n%s", b.String())
+	}
+}
+
+var run = Run{Tool: Tool{Version: "1.0", Commit: "abc"}, Host: "node1",
+	StartedAt: time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC), EndedAt: time.Date(2026, 12, 3, 10, 0, 2, 0, time.UTC),
+	Command: []string{"gdrcheck", "check"}}
+
+// The envelope's members come first, the data's own members follow in
+// their order, and a data list of results equal to the envelope's is
+// written once.
+func TestEnvelopeLayout(t *testing.T) {
+	rs := []result.Result{{ID: "a.b", Status: result.Pass, Subject: "node", Reason: "Ok", Message: "fine"}}
+	data := struct {
+		Results []result.Result `json:"results"`
+		Zeta    int             `json:"zeta"`
+		Alpha   string          `json:"alpha"`
+	}{rs, 1, "x"}
+	b, err := json.Marshal(Envelope{Schema: Schema("check"), Run: run, Results: rs, Data: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"schema":"gdrcheck.check/v1","run":{"version":"1.0","commit":"abc","host":"node1","started_at":"2026-12-03T10:00:00Z","ended_at":"2026-12-03T10:00:02Z","command":["gdrcheck","check"]},` +
+		`"results":[{"id":"a.b","status":"pass","subject":"node","reason":"Ok","message":"fine","duration_ms":0}],"zeta":1,"alpha":"x"}`
+	if string(b) != want {
+		t.Errorf("got  %s\nwant %s", b, want)
+	}
+	b, err = json.Marshal(Envelope{Schema: Schema("analyze"), Run: run, Data: []int{1, 2}})
+	if err != nil || !strings.HasSuffix(string(b), `"results":[],"data":[1,2]}`) {
+		t.Errorf("list data: %v %s", err, b)
+	}
+	for _, bad := range []any{map[string]int{"run": 1}, map[string]any{"results": rs}} {
+		if _, err := json.Marshal(Envelope{Run: run, Data: bad}); err == nil {
+			t.Errorf("data %v: no collision error", bad)
+		}
+	}
+}
+
+func TestFormats(t *testing.T) {
+	rs := []result.Result{{ID: "a.b", Status: result.Fail, Subject: "GPU0", Reason: "Bad", Message: "a|b", Remedy: "fix it"}}
+	e := &Envelope{Run: run, Results: rs}
+	var b bytes.Buffer
+	if err := Write(&b, Table, e); err != nil || !strings.Contains(b.String(), "FAIL    a.b    GPU0     Bad     a|b") ||
+		!strings.Contains(b.String(), "→ fix it") || !strings.HasSuffix(b.String(), "1 fail in 2000 ms\n") {
+		t.Errorf("table: %v\n%s", err, b.String())
+	}
+	b.Reset()
+	if err := Write(&b, Markdown, e); err != nil || !strings.Contains(b.String(), "| fail | `a.b` | GPU0 | Bad | a\\|b | fix it |") {
+		t.Errorf("markdown: %v\n%s", err, b.String())
+	}
+	if err := Write(&b, Text, e); err == nil {
+		t.Error("text is a command's own view, but Write rendered it")
+	}
+	if _, err := ParseFormat("yaml", Text, JSON, Markdown); err == nil || err.Error() != `--format "yaml": want text, json or md` {
+		t.Errorf("ParseFormat: %v", err)
+	}
+}
