@@ -19,6 +19,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/analyze/ncclog"
 	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/model"
 	"github.com/gdrcheck/gdrcheck/internal/native/cuda"
@@ -278,10 +279,10 @@ topology and graph dumps) is kept with results.json in --out.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg := bench.NCCLConfig{StepFactor: factor, StepBytes: step, Warmup: warm, Iters: iters, Check: check, Root: root, OpTimeout: o.opTimeout, CorruptAfterCheck: corrupt}
 			var err error
-			if cfg.MinBytes, err = bench.ParseSize(minS); err != nil {
+			if cfg.MinBytes, err = collective.ParseSize(minS); err != nil {
 				return toolError(fmt.Errorf("-b: %v", err))
 			}
-			if cfg.MaxBytes, err = bench.ParseSize(maxS); err != nil {
+			if cfg.MaxBytes, err = collective.ParseSize(maxS); err != nil {
 				return toolError(fmt.Errorf("-e: %v", err))
 			}
 			if cfg.MinBytes > cfg.MaxBytes {
@@ -296,12 +297,12 @@ topology and graph dumps) is kept with results.json in --out.`,
 			names := strings.Split(colls, ",")
 			if colls == "all" {
 				names = nil
-				for _, c := range bench.Collectives() {
-					names = append(names, c.Name)
+				for _, c := range collective.All() {
+					names = append(names, string(c))
 				}
 			}
 			for _, n := range names {
-				c, err := bench.CollectiveByName(strings.TrimSpace(n))
+				c, err := collective.Parse(n)
 				if err != nil {
 					return toolError(fmt.Errorf("--op: %v", err))
 				}
@@ -379,7 +380,7 @@ func runBenchNCCL(ctx context.Context, g *globals, o benchOptions, cfg bench.NCC
 			fmt.Fprintf(w, "#\n# %s\n", s)
 		}
 	}
-	cfg.OnRow = func(coll string, r bench.Row) {
+	cfg.OnRow = func(coll collective.Collective, r collective.Row) {
 		if len(partial) == 0 || partial[len(partial)-1].Collective != coll {
 			partial = append(partial, bench.NCCLResult{Collective: coll, Ranks: len(e.devices)})
 			if text {
@@ -388,7 +389,7 @@ func runBenchNCCL(ctx context.Context, g *globals, o benchOptions, cfg bench.NCC
 			}
 		}
 		if text {
-			fmt.Fprintln(w, r.Line())
+			fmt.Fprintln(w, bench.Line(r))
 		}
 		cur := &partial[len(partial)-1]
 		cur.Rows = append(cur.Rows, r)
@@ -491,15 +492,18 @@ func judgeNCCL(e *benchEnv, results []bench.NCCLResult, pass float64) []result.R
 			continue
 		}
 		row := r.Rows[len(r.Rows)-1]
-		p, err := model.Expect(s, model.Collective(r.Collective), float64(row.Bytes))
+		if row.OutOfPlace == nil {
+			continue
+		}
+		p, err := model.Expect(s, r.Collective, float64(row.Bytes))
 		if err != nil {
-			out = append(out, result.Result{ID: "bench.nccl", Status: result.Unknown, Subject: r.Collective, Reason: "NoModel", Message: err.Error()})
+			out = append(out, result.Result{ID: "bench.nccl", Status: result.Unknown, Subject: string(r.Collective), Reason: "NoModel", Message: err.Error()})
 			continue
 		}
 		st, ratio := p.Judge(row.OutOfPlace.AlgBW, m)
-		out = append(out, result.Result{ID: "bench.nccl", Status: st, Subject: r.Collective, Reason: "MeasuredVsExpected",
+		out = append(out, result.Result{ID: "bench.nccl", Status: st, Subject: string(r.Collective), Reason: "MeasuredVsExpected",
 			Message: fmt.Sprintf("%s at %s: algbw %.1f GB/s (busbw %.1f), expected %.1f GB/s (busbw %.1f) by %s, limited by %s: %.0f%% of expected",
-				r.Collective, model.FormatSize(float64(row.Bytes)), row.OutOfPlace.AlgBW, row.OutOfPlace.BusBW, p.AlgBW, p.BusBW, p.Algorithm, p.Bottleneck, 100*ratio),
+				r.Collective, collective.FormatSize(row.Bytes), row.OutOfPlace.AlgBW, row.OutOfPlace.BusBW, p.AlgBW, p.BusBW, p.Algorithm, p.Bottleneck, 100*ratio),
 			Evidence: []result.Evidence{{Source: "model", Value: p.Formula}}})
 	}
 	return out

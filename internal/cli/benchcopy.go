@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gdrcheck/gdrcheck/internal/bench"
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/model"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
@@ -45,7 +46,7 @@ peer copy bandwidth one way and both ways and the small-copy latency. Every copy
 validated against the pattern written to its source.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := bench.ParseSize(size)
+			n, err := collective.ParseSize(size)
 			if err != nil {
 				return toolError(fmt.Errorf("--size: %v", err))
 			}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/model"
 )
 
@@ -89,7 +90,7 @@ func runModel(cmd *cobra.Command, g *globals, f *modelFlags) error {
 			if strings.TrimSpace(c) == "" {
 				continue
 			}
-			coll, err := model.ParseCollective(c)
+			coll, err := collective.Parse(c)
 			if err != nil {
 				return toolErr("--collective: %v", err)
 			}
@@ -97,11 +98,13 @@ func runModel(cmd *cobra.Command, g *globals, f *modelFlags) error {
 		}
 	}
 	if f.sizes != "" {
-		sz, err := model.ParseSizes(f.sizes)
+		sz, err := collective.ParseSizes(f.sizes)
 		if err != nil {
 			return toolErr("--size: %v", err)
 		}
-		opts.Sizes = sz
+		for _, b := range sz {
+			opts.Sizes = append(opts.Sizes, float64(b))
+		}
 	}
 	if changed("nodes") && f.nodes < 1 {
 		return toolErr("--nodes %d: at least 1", f.nodes)

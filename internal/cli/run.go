@@ -11,6 +11,7 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/checks"
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
@@ -111,12 +112,12 @@ func runQuickBench(ctx context.Context, g *globals, o runOptions, h *topology.Ho
 		return toolError(fmt.Errorf("--bench runs on the live host only"))
 	}
 	bo := benchOptions{format: "text", opTimeout: 5 * time.Minute, margin: 0.85, out: o.out, host: h}
-	size, err := bench.ParseSize(o.benchSize)
+	size, err := collective.ParseSize(o.benchSize)
 	if err != nil {
 		return toolError(fmt.Errorf("--bench-size: %v", err))
 	}
 	fmt.Fprintln(g.out, "\nNCCL collectives:")
-	cfg := bench.NCCLConfig{Collectives: bench.Collectives(), MinBytes: 8, MaxBytes: size, StepFactor: 4, Warmup: 2, Iters: 10, Check: 1, OpTimeout: bo.opTimeout}
+	cfg := bench.NCCLConfig{Collectives: collective.All(), MinBytes: 8, MaxBytes: size, StepFactor: 4, Warmup: 2, Iters: 10, Check: 1, OpTimeout: bo.opTimeout}
 	cfg.DType, _ = bench.DTypeByName("float")
 	cfg.Op, _ = bench.RedOpByName("sum")
 	if o.out != "" {
