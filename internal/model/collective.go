@@ -198,7 +198,7 @@ func log2i(n int) int {
 	return l
 }
 
-func hwName(h hw) string { return [...]string{"NVLink", "PCI", "network"}[h] }
+func hwName(h hop) string { return [...]string{"NVLink", "PCI", "network"}[h] }
 
 func candidates(p paths, c collective.Collective) []candidate {
 	s := p.s

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
+	"github.com/gdrcheck/gdrcheck/internal/hw"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
@@ -142,7 +143,7 @@ type Params struct {
 
 // NewSystem builds a system from parameters and the GPU table.
 func NewSystem(p Params) (System, error) {
-	spec, err := LookupSpec(p.GPU)
+	spec, err := hw.LookupGPU(p.GPU)
 	if err != nil {
 		return System{}, err
 	}
@@ -357,7 +358,7 @@ func (s System) Apply(w WhatIf) (System, []string, error) {
 // NVSwitches.
 func (s System) WithNVLS(on bool) (System, error) {
 	if on {
-		spec, ok := specByKey(s.GPU)
+		spec, ok := hw.GPUByKey(s.GPU)
 		if !ok || !spec.NVLS || s.NVLinkTopology != NVLinkSwitch {
 			return s, fmt.Errorf("NVLS needs a Hopper or newer SXM GPU on NVSwitches (have %s, NVLink %s)", s.GPUName, s.NVLinkTopology)
 		}
@@ -376,11 +377,11 @@ func FromHost(h *topology.Host) (System, error) {
 	if h == nil || len(h.GPUs) == 0 {
 		return System{}, errors.New("no NVIDIA GPU on this host: nothing to predict")
 	}
-	var spec GPUSpec
+	var spec hw.GPU
 	var ok bool
 	first := h.GPUs[0]
-	if spec, ok = SpecForName(first.Name); !ok && first.Dev != nil {
-		spec, ok = SpecForDevice(first.Dev.DeviceID)
+	if spec, ok = hw.GPUByName(first.Name); !ok && first.Dev != nil {
+		spec, ok = hw.GPUByDevice(first.Dev.DeviceID)
 	}
 	if !ok {
 		name := first.Name
@@ -586,7 +587,7 @@ func FromHost(h *topology.Host) (System, error) {
 // gpuLink is a GPU's PCIe link as the model uses it: the maximum speed both
 // the GPU and its slot can do (the driver's max generation, else sysfs of
 // the GPU and its upstream port), at the current width.
-func gpuLink(g *topology.GPU, spec GPUSpec) (int, int) {
+func gpuLink(g *topology.GPU, spec hw.GPU) (int, int) {
 	gen, width := 0, 0
 	if g.Facts != nil && g.Facts.PCIe.MaxGen != nil {
 		gen = *g.Facts.PCIe.MaxGen
@@ -615,19 +616,6 @@ func gpuLink(g *topology.GPU, spec GPUSpec) (int, int) {
 		width = spec.PCIeWidth
 	}
 	return gen, width
-}
-
-// pcieRawGBps is a link's encoded data rate per direction in GB/s.
-func pcieRawGBps(gen, width int) float64 {
-	gts := float64(pci.SpeedOfGen(gen))
-	enc := 128.0 / 130
-	switch {
-	case gen <= 2:
-		enc = 0.8
-	case gen >= 6:
-		enc = 236.0 / 256
-	}
-	return gts * float64(width) * enc / 8
 }
 
 // sig rounds to 6 significant digits: outputs stay readable and stable
