@@ -2,12 +2,12 @@ package nccltests
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/collective"
+	"github.com/gdrcheck/gdrcheck/internal/hw"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -38,22 +38,16 @@ const (
 	gib = uint64(1) << 30
 )
 
-// nvlinkClass maps GPU names (as CUDA prints them) to the per-direction
-// NVLink bandwidth of the SXM part, from NVIDIA's datasheets (A100: 600
-// GB/s, H100/H200/H20: 900 GB/s, H800/A800: 400 GB/s, B200/B300: 1.8 TB/s,
-// all bidirectional totals).
-var nvlinkClass = []struct {
-	re    *regexp.Regexp
-	gbps  float64
-	label string
-}{
-	{regexp.MustCompile(`A100[- ]SXM`), 300, "A100 SXM, NVLink3: 300 GB/s per direction"},
-	{regexp.MustCompile(`A800[- ]SXM`), 200, "A800 SXM, NVLink: 200 GB/s per direction"},
-	{regexp.MustCompile(`H100 80GB HBM3|H100[- ]SXM`), 450, "H100 SXM, NVLink4: 450 GB/s per direction"},
-	{regexp.MustCompile(`H200$|H200 141GB|H200[- ]SXM`), 450, "H200 SXM, NVLink4: 450 GB/s per direction"},
-	{regexp.MustCompile(`\bH800\b`), 200, "H800 SXM, NVLink4: 200 GB/s per direction"},
-	{regexp.MustCompile(`\bH20\b`), 450, "H20, NVLink4: 450 GB/s per direction"},
-	{regexp.MustCompile(`\bG?B[23]00\b`), 900, "Blackwell, NVLink5: 900 GB/s per direction"},
+// nvlinkExpect is the per-direction NVLink bandwidth (GB/s) of a GPU
+// model, by the name CUDA prints, on an NVSwitch board, from the hardware
+// catalogue, with a label naming it; false for other GPUs (PCIe cards,
+// bridged pairs, unknown models).
+func nvlinkExpect(name string) (float64, string, bool) {
+	g, ok := hw.GPUByName(name)
+	if !ok || !g.NVSwitchBoard {
+		return 0, "", false
+	}
+	return g.NVLinkGBps(), fmt.Sprintf("%s, NVLink%d: %g GB/s per direction", g.Short, g.NVLinkGen, g.NVLinkGBps()), true
 }
 
 func verdicts(name string, rep *Report) []result.Result {
@@ -224,19 +218,17 @@ func expectation(name string, t *Test) (finding, bool) {
 			return finding{}, false
 		}
 	}
-	for _, c := range nvlinkClass {
-		if !c.re.MatchString(model) {
-			continue
-		}
-		floor := ExpectedShare * c.gbps
-		if t.PeakBusBW >= floor {
-			return finding{}, false
-		}
-		return finding{"BelowExpected", fmt.Sprintf("peak busbw %s GB/s is below %s GB/s, half of what %d %s GPUs on one node should reach (%s)",
-			fmtF(t.PeakBusBW), fmtF(floor), len(t.Devices), model, c.label),
-			[]result.Evidence{textio.Ev(name, t.Line, fmt.Sprintf("%d x %s on %s", len(t.Devices), model, t.Hosts[0]), "")}}, true
+	gbps, label, ok := nvlinkExpect(model)
+	if !ok {
+		return finding{}, false
 	}
-	return finding{}, false
+	floor := ExpectedShare * gbps
+	if t.PeakBusBW >= floor {
+		return finding{}, false
+	}
+	return finding{"BelowExpected", fmt.Sprintf("peak busbw %s GB/s is below %s GB/s, half of what %d %s GPUs on one node should reach (%s)",
+		fmtF(t.PeakBusBW), fmtF(floor), len(t.Devices), model, label),
+		[]result.Evidence{textio.Ev(name, t.Line, fmt.Sprintf("%d x %s on %s", len(t.Devices), model, t.Hosts[0]), "")}}, true
 }
 
 // expectBusBW reports whether a single-node run of the collective should
