@@ -313,3 +313,14 @@ func PCIeGenOfSM(sm int) (int, bool) {
 	}
 	return gen, gen > 0
 }
+
+// DeviceIDs lists the NVIDIA PCI device IDs known for the GPU's model.
+func (g GPU) DeviceIDs() []uint16 {
+	var out []uint16
+	for _, s := range gpus {
+		if s.Key == g.Key {
+			out = append(out, s.deviceIDs...)
+		}
+	}
+	return out
+}

@@ -61,6 +61,11 @@ func TestTablesCarryProvenance(t *testing.T) {
 		if g, ok := hw.GPUByName(s.Name); !ok || g.Key != s.Key {
 			t.Errorf("GPU %s: its own name %q finds %q", s.Key, s.Name, g.Key)
 		}
+		for _, id := range s.DeviceIDs() {
+			if g, ok := hw.GPUByDevice(id); !ok || g.Key != s.Key {
+				t.Errorf("GPU %s: its device ID %04x finds %q", s.Key, id, g.Key)
+			}
+		}
 		for _, a := range append([]string{s.Key}, s.Aliases...) {
 			if g, err := hw.LookupGPU(a); err != nil || g.Key != s.Key {
 				t.Errorf("GPU %s: %q finds %q, %v", s.Key, a, g.Key, err)
