@@ -312,7 +312,7 @@ topology and graph dumps) is kept with results.json in --out.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&minS, "minbytes", "b", "8", "smallest size (bytes, K, M, G)")
+	f.StringVarP(&minS, "minbytes", "b", "8", "smallest size: bytes, or with a binary unit K, M, G or T (64K, 8G, 8GiB)")
 	f.StringVarP(&maxS, "maxbytes", "e", "128M", "largest size")
 	f.Uint64VarP(&factor, "stepfactor", "f", 2, "multiply the size by this each step")
 	f.Uint64VarP(&step, "stepbytes", "i", 0, "add this to the size each step (when -f is 1)")

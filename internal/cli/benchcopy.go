@@ -71,7 +71,7 @@ validated against the pattern written to its source.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&size, "size", "1G", "bytes per copy (K, M, G)")
+	f.StringVar(&size, "size", "1G", "bytes per copy, or with a binary unit K, M, G or T (1G, 1GiB)")
 	f.IntVarP(&iters, "iters", "n", 20, "timed copies")
 	f.IntVarP(&warm, "warmup_iters", "w", 3, "warm-up copies")
 	f.IntVarP(&ngpus, "ngpus", "g", 0, "number of GPUs (default: all)")

@@ -6,7 +6,6 @@ import (
 	"math"
 	"strings"
 
-	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
 	"github.com/gdrcheck/gdrcheck/internal/hw"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
@@ -83,7 +82,7 @@ func (s System) Validate() error {
 	if s.MemGBps <= 0 {
 		errs = append(errs, fmt.Errorf("memory bandwidth unknown"))
 	}
-	if pci.SpeedOfGen(s.PCIeGen) == 0 || s.PCIeWidth < 1 || s.PCIeWidth > 32 {
+	if hw.PCIeGTs(s.PCIeGen) == 0 || s.PCIeWidth < 1 || s.PCIeWidth > 32 {
 		errs = append(errs, fmt.Errorf("PCIe Gen%d x%d: want generation 1-7 and width 1-32", s.PCIeGen, s.PCIeWidth))
 	}
 	switch s.NVLinkTopology {
@@ -106,7 +105,7 @@ func (s System) Validate() error {
 			errs = append(errs, fmt.Errorf("%d nodes need NICs: %d per node at %g Gb/s", s.Nodes, s.NICsPerNode, s.NICRateGbps))
 		}
 	}
-	if s.NICsPerNode > 0 && (pci.SpeedOfGen(s.NICPCIeGen) == 0 || s.NICPCIeWidth < 1) {
+	if s.NICsPerNode > 0 && (hw.PCIeGTs(s.NICPCIeGen) == 0 || s.NICPCIeWidth < 1) {
 		errs = append(errs, fmt.Errorf("NIC PCIe Gen%d x%d: want generation 1-7 and a width", s.NICPCIeGen, s.NICPCIeWidth))
 	}
 	if s.InterSocketGBps <= 0 {
@@ -278,7 +277,7 @@ func ParsePCIeLink(s string) (PCIeLink, error) {
 		return l, fmt.Errorf("PCIe link %q: want GENxWIDTH, e.g. gen4x8 or x8", s)
 	}
 	if g != "" {
-		if _, err := fmt.Sscanf(g, "%d", &l.Gen); err != nil || pci.SpeedOfGen(l.Gen) == 0 || fmt.Sprint(l.Gen) != g {
+		if _, err := fmt.Sscanf(g, "%d", &l.Gen); err != nil || hw.PCIeGTs(l.Gen) == 0 || fmt.Sprint(l.Gen) != g {
 			return l, fmt.Errorf("PCIe link %q: generation %q not 1-7", s, g)
 		}
 	}
