@@ -21,7 +21,7 @@ func TestRowLine(t *testing.T) {
 		OutOfPlace: &collective.Measure{TimeUS: 508.32, AlgBW: 2112.3, BusBW: 0, Wrong: new(int64(0))},
 		InPlace:    &collective.Measure{TimeUS: 0.70, AlgBW: 1.5e6, BusBW: 0}}
 	want := "  1073741824     268435456     float     sum      -1   508.32  2112.3    0.00       0     0.70   2e+06    0.00    N/A"
-	if got := Line(r); got != want {
+	if got := RowLine(r); got != want {
 		t.Errorf("line\n got %q\nwant %q", got, want)
 	}
 }

@@ -35,9 +35,9 @@ func TableHeader() string {
 	return b.String()
 }
 
-// Line prints a row as nccl-tests does; a half that was not measured is
+// RowLine prints a row as nccl-tests does; a half that was not measured is
 // left blank.
-func Line(r collective.Row) string {
+func RowLine(r collective.Row) string {
 	var b strings.Builder
 	root := -1
 	if r.Root != nil {
@@ -75,7 +75,7 @@ func (r NCCLResult) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	b.WriteString(TableHeader())
 	for _, row := range r.Rows {
-		b.WriteString(Line(row) + "\n")
+		b.WriteString(RowLine(row) + "\n")
 	}
 	if r.Error != "" {
 		fmt.Fprintf(&b, "# ERROR: %s\n", r.Error)

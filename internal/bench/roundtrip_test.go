@@ -65,7 +65,7 @@ func TestTableRoundTrip(t *testing.T) {
 
 func sameRow(t *testing.T, coll string, got, want collective.Row) {
 	t.Helper()
-	line := bench.Line(want)
+	line := bench.RowLine(want)
 	if got.Bytes != want.Bytes || got.Count != want.Count || got.Type != want.Type || got.RedOp != want.RedOp ||
 		got.Root == nil || want.Root == nil || *got.Root != *want.Root || got.Line == 0 {
 		t.Errorf("%s: read %+v, want %+v\n%s", coll, got, want, line)

@@ -389,7 +389,7 @@ func runBenchNCCL(ctx context.Context, g *globals, o benchOptions, cfg bench.NCC
 			}
 		}
 		if text {
-			fmt.Fprintln(w, bench.Line(r))
+			fmt.Fprintln(w, bench.RowLine(r))
 		}
 		cur := &partial[len(partial)-1]
 		cur.Rows = append(cur.Rows, r)
