@@ -15,6 +15,7 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/model"
 	"github.com/gdrcheck/gdrcheck/internal/native/cuda"
 	"github.com/gdrcheck/gdrcheck/internal/native/dl"
@@ -274,7 +275,7 @@ func (s *Session) BenchNCCL(ctx context.Context, g *GPUs, o NCCLOptions) (*repor
 		rep.Notes = append(rep.Notes, n)
 		text.Note(n)
 	}
-	cfg.OnRow = func(coll string, r bench.Row) {
+	cfg.OnRow = func(coll collective.Collective, r collective.Row) {
 		if len(partial) == 0 || partial[len(partial)-1].Collective != coll {
 			partial = append(partial, bench.NCCLResult{Collective: coll, Ranks: len(g.Devices)})
 			text.Collective(coll)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/bench"
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/native/cuda"
 	"github.com/gdrcheck/gdrcheck/internal/native/nccl"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakelib"
@@ -38,9 +39,9 @@ func fakesWith(t *testing.T, devices, ncclPath string) (*cuda.Runtime, *nccl.Lib
 
 func config(t *testing.T, colls []string, dtype, op string, devs []int) bench.NCCLConfig {
 	t.Helper()
-	var cs []bench.Collective
+	var cs []collective.Collective
 	for _, n := range colls {
-		c, err := bench.CollectiveByName(n)
+		c, err := collective.Parse(n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,16 +119,24 @@ func TestCollectivesVerify(t *testing.T) {
 					t.Errorf("%s: %d wrong elements\n%s", r.Collective, r.Wrong, table(r))
 				}
 				for _, row := range r.Rows {
-					if !row.OutOfPlace.Checked || row.OutOfPlace.TimeUS <= 0 || row.OutOfPlace.AlgBW <= 0 {
+					if row.OutOfPlace == nil || row.OutOfPlace.Wrong == nil || row.OutOfPlace.TimeUS <= 0 || row.OutOfPlace.AlgBW <= 0 {
 						t.Errorf("%s %d: out-of-place %+v", r.Collective, row.Bytes, row.OutOfPlace)
 					}
-					if (r.Collective == "alltoall" || r.Collective == "sendrecv") && row.InPlace.Checked {
+					if (r.Collective == "alltoall" || r.Collective == "sendrecv") && row.InPlace.Wrong != nil {
 						t.Errorf("%s in-place was checked", r.Collective)
 					}
 				}
 			}
 		})
 	}
+}
+
+// wrong is a half's #wrong, 0 when it was not measured or not checked.
+func wrong(m *collective.Measure) int64 {
+	if m == nil || m.Wrong == nil {
+		return 0
+	}
+	return *m.Wrong
 }
 
 func table(r bench.NCCLResult) string {
@@ -174,8 +183,8 @@ func TestWrongResultsDetected(t *testing.T) {
 				t.Errorf("%s: no rows", r.Collective)
 			}
 			for _, row := range r.Rows {
-				if row.OutOfPlace.Wrong == 0 || row.InPlace.Wrong == 0 {
-					t.Errorf("%s %d: wrong %d/%d", r.Collective, row.Bytes, row.OutOfPlace.Wrong, row.InPlace.Wrong)
+				if wrong(row.OutOfPlace) == 0 || wrong(row.InPlace) == 0 {
+					t.Errorf("%s %d: wrong %d/%d", r.Collective, row.Bytes, wrong(row.OutOfPlace), wrong(row.InPlace))
 				}
 			}
 		}

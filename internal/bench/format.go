@@ -5,6 +5,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 )
 
 // floatCell prints a number in at most width characters as nccl-tests
@@ -33,18 +35,22 @@ func TableHeader() string {
 	return b.String()
 }
 
-// Line prints a row as nccl-tests does.
-func (r Row) Line() string {
+// RowLine prints a row as nccl-tests does; a half that was not measured is
+// left blank.
+func RowLine(r collective.Row) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%12d  %12d  %8s  %6s  %6s", r.Bytes, r.Count, r.Type, r.RedOp, fmt.Sprintf("%6d", r.Root))
-	for _, m := range []Measure{r.OutOfPlace, r.InPlace} {
-		if m.NA {
+	root := -1
+	if r.Root != nil {
+		root = *r.Root
+	}
+	fmt.Fprintf(&b, "%12d  %12d  %8s  %6s  %6d", r.Bytes, r.Count, r.Type, r.RedOp, root)
+	for _, m := range []*collective.Measure{r.OutOfPlace, r.InPlace} {
+		switch {
+		case m == nil:
 			b.WriteString("                                ")
-			continue
-		}
-		if m.Checked {
-			fmt.Fprintf(&b, "  %7s  %6s  %6s  %6s", floatCell(m.TimeUS, 7), floatCell(m.AlgBW, 6), floatCell(m.BusBW, 6), strconv.FormatFloat(float64(m.Wrong), 'g', 6, 64))
-		} else {
+		case m.Wrong != nil:
+			fmt.Fprintf(&b, "  %7s  %6s  %6s  %6s", floatCell(m.TimeUS, 7), floatCell(m.AlgBW, 6), floatCell(m.BusBW, 6), strconv.FormatFloat(float64(*m.Wrong), 'g', 6, 64))
+		default:
 			fmt.Fprintf(&b, "  %7s  %6s  %6s    N/A", floatCell(m.TimeUS, 7), floatCell(m.AlgBW, 6), floatCell(m.BusBW, 6))
 		}
 	}
@@ -69,7 +75,7 @@ func (r NCCLResult) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	b.WriteString(TableHeader())
 	for _, row := range r.Rows {
-		b.WriteString(row.Line() + "\n")
+		b.WriteString(RowLine(row) + "\n")
 	}
 	if r.Error != "" {
 		fmt.Fprintf(&b, "# ERROR: %s\n", r.Error)

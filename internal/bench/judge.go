@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 
 	"github.com/gdrcheck/gdrcheck/internal/model"
 	"github.com/gdrcheck/gdrcheck/internal/result"
@@ -31,15 +32,18 @@ func JudgeNCCL(s model.System, results []NCCLResult, pass float64) []result.Resu
 			continue
 		}
 		row := r.Rows[len(r.Rows)-1]
-		p, err := model.Expect(s, model.Collective(r.Collective), float64(row.Bytes))
+		if row.OutOfPlace == nil {
+			continue
+		}
+		p, err := model.Expect(s, r.Collective, float64(row.Bytes))
 		if err != nil {
-			out = append(out, result.Result{ID: JudgeNCCLID, Status: result.Unknown, Subject: r.Collective, Reason: "NoModel", Message: err.Error()})
+			out = append(out, result.Result{ID: JudgeNCCLID, Status: result.Unknown, Subject: string(r.Collective), Reason: "NoModel", Message: err.Error()})
 			continue
 		}
 		st, ratio := p.Judge(row.OutOfPlace.AlgBW, m)
-		out = append(out, result.Result{ID: JudgeNCCLID, Status: st, Subject: r.Collective, Reason: "MeasuredVsExpected",
+		out = append(out, result.Result{ID: JudgeNCCLID, Status: st, Subject: string(r.Collective), Reason: "MeasuredVsExpected",
 			Message: fmt.Sprintf("%s at %s: algbw %.1f GB/s (busbw %.1f), expected %.1f GB/s (busbw %.1f) by %s, limited by %s: %.0f%% of expected",
-				r.Collective, model.FormatSize(float64(row.Bytes)), row.OutOfPlace.AlgBW, row.OutOfPlace.BusBW, p.AlgBW, p.BusBW, p.Algorithm, p.Bottleneck, 100*ratio),
+				r.Collective, collective.FormatSize(row.Bytes), row.OutOfPlace.AlgBW, row.OutOfPlace.BusBW, p.AlgBW, p.BusBW, p.Algorithm, p.Bottleneck, 100*ratio),
 			Evidence: []result.Evidence{{Source: "model", Value: p.Formula}}})
 	}
 	return out

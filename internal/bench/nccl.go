@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/native/cuda"
 	"github.com/gdrcheck/gdrcheck/internal/native/nccl"
 )
@@ -13,7 +14,7 @@ import (
 // NCCLConfig is what `gdrcheck bench nccl` runs; the flags mirror
 // nccl-tests' where they overlap.
 type NCCLConfig struct {
-	Collectives []Collective
+	Collectives []collective.Collective
 	MinBytes    uint64 // -b
 	MaxBytes    uint64 // -e
 	StepFactor  uint64 // -f
@@ -34,7 +35,7 @@ type NCCLConfig struct {
 	InitTimeout time.Duration
 	// OnRow is called after each finished row (streaming output and
 	// partial results survive an interrupt).
-	OnRow func(coll string, r Row)
+	OnRow func(coll collective.Collective, r collective.Row)
 	// OnNote receives remarks nccl-tests would print ("Reducing maxBytes").
 	OnNote func(string)
 	// CorruptAfterCheck overwrites part of one output after the checked
@@ -42,32 +43,11 @@ type NCCLConfig struct {
 	CorruptAfterCheck bool
 }
 
-// Measure is one half of a row: out-of-place or in-place.
-type Measure struct {
-	TimeUS  float64 `json:"time_us"`
-	AlgBW   float64 `json:"algbw_gbs"`
-	BusBW   float64 `json:"busbw_gbs"`
-	Wrong   int64   `json:"wrong"`   // elements that differed in the checked runs
-	Checked bool    `json:"checked"` // #wrong is meaningful
-	NA      bool    `json:"na,omitempty"`
-}
-
-// Row is one size of one collective, as nccl-tests prints it.
-type Row struct {
-	Bytes      uint64  `json:"size_bytes"`
-	Count      uint64  `json:"count"`
-	Type       string  `json:"type"`
-	RedOp      string  `json:"redop"`
-	Root       int     `json:"root"`
-	OutOfPlace Measure `json:"out_of_place"`
-	InPlace    Measure `json:"in_place"`
-}
-
 // NCCLResult is one collective's run.
 type NCCLResult struct {
-	Collective string `json:"collective"`
-	Ranks      int    `json:"ranks"`
-	Rows       []Row  `json:"rows"`
+	Collective collective.Collective `json:"collective"`
+	Ranks      int                   `json:"ranks"`
+	Rows       []collective.Row      `json:"rows"`
 	// AvgBusBW is nccl-tests' "Avg bus bandwidth": the mean busbw of every
 	// measurement (out-of-place and in-place) of every row.
 	AvgBusBW float64 `json:"avg_busbw_gbs"`
@@ -261,8 +241,8 @@ func (r *ncclRun) release(ctx context.Context) {
 }
 
 // op is the shim's description of collective c at a size.
-func (r *ncclRun) op(c Collective, l Layout, inPlace bool) nccl.Op {
-	return nccl.Op{Coll: c.Coll, Count: l.Count, DType: r.cfg.DType.NCCL, RedOp: r.cfg.Op.NCCL, Root: r.cfg.Root,
+func (r *ncclRun) op(c collective.Collective, l collective.Layout, inPlace bool) nccl.Op {
+	return nccl.Op{Coll: c, Count: l.Count, DType: r.cfg.DType.NCCL, RedOp: r.cfg.Op.NCCL, Root: r.cfg.Root,
 		InPlace: inPlace, SendInplaceOff: l.SendInplaceOff, RecvInplaceOff: l.RecvInplaceOff, Elt: r.cfg.DType.Size,
 		TotalBytes: l.Bytes, MaxBytes: r.cfg.MaxBytes}
 }
@@ -288,15 +268,15 @@ func (r *ncclRun) guard(err error) error {
 	return fmt.Errorf("%s: %w", r.doing, err)
 }
 
-func (r *ncclRun) collective(ctx context.Context, c Collective) (NCCLResult, error) {
+func (r *ncclRun) collective(ctx context.Context, c collective.Collective) (NCCLResult, error) {
 	n := r.comms.World()
-	res := NCCLResult{Collective: c.Name, Ranks: n}
+	res := NCCLResult{Collective: c, Ranks: n}
 	elt := r.cfg.DType.Size
 	// Warm-up at every power-of-two size, as nccl-tests does.
 	for size := r.cfg.MinBytes; size <= r.cfg.MaxBytes && size > 0; size *= 2 {
 		l := c.LayoutFor(size, elt, n)
 		op := r.op(c, l, false)
-		r.doing = fmt.Sprintf("%s warm-up at %d bytes", c.Name, l.Bytes)
+		r.doing = fmt.Sprintf("%s warm-up at %d bytes", c, l.Bytes)
 		if err := r.comms.Enqueue(ctx, op, 0, r.cfg.Warmup); err != nil {
 			return res, r.guard(err)
 		}
@@ -307,24 +287,22 @@ func (r *ncclRun) collective(ctx context.Context, c Collective) (NCCLResult, err
 	var bwSum float64
 	var bwN int
 	root := -1
-	if c.Rooted {
+	if c.Rooted() {
 		root = r.cfg.Root
 	}
 	redop := "none"
-	if c.Reduces {
+	if c.Reduces() {
 		redop = r.cfg.Op.Name
 	}
 	for _, size := range Sizes(r.cfg.MinBytes, r.cfg.MaxBytes, r.cfg.StepFactor, r.cfg.StepBytes) {
 		l := c.LayoutFor(size, elt, n)
-		row := Row{Bytes: l.Bytes, Count: l.Count, Type: r.cfg.DType.Name, RedOp: redop, Root: root}
+		row := collective.Row{Bytes: l.Bytes, Count: l.Count, Type: r.cfg.DType.Name, RedOp: redop, Root: new(root)}
 		for _, inPlace := range []bool{false, true} {
-			m := &row.OutOfPlace
+			m := &collective.Measure{}
 			if inPlace {
-				m = &row.InPlace
-			}
-			if inPlace && !c.InPlace {
-				m.NA = true
-				continue
+				row.InPlace = m
+			} else {
+				row.OutOfPlace = m
 			}
 			if err := r.bench(ctx, c, l, inPlace, m); err != nil {
 				res.Rows = append(res.Rows, row)
@@ -333,11 +311,13 @@ func (r *ncclRun) collective(ctx context.Context, c Collective) (NCCLResult, err
 			}
 			bwSum += m.BusBW
 			bwN++
-			res.Wrong += m.Wrong
+			if m.Wrong != nil {
+				res.Wrong += *m.Wrong
+			}
 		}
 		res.Rows = append(res.Rows, row)
 		if r.cfg.OnRow != nil {
-			r.cfg.OnRow(c.Name, row)
+			r.cfg.OnRow(c, row)
 		}
 	}
 	if bwN > 0 {
@@ -348,7 +328,7 @@ func (r *ncclRun) collective(ctx context.Context, c Collective) (NCCLResult, err
 
 // bench is nccl-tests' BenchTime: one synchronising run, the timed
 // iterations, then the checked runs.
-func (r *ncclRun) bench(ctx context.Context, c Collective, l Layout, inPlace bool, m *Measure) error {
+func (r *ncclRun) bench(ctx context.Context, c collective.Collective, l collective.Layout, inPlace bool, m *collective.Measure) error {
 	op := r.op(c, l, inPlace)
 	place := "out-of-place"
 	if inPlace {
@@ -356,23 +336,23 @@ func (r *ncclRun) bench(ctx context.Context, c Collective, l Layout, inPlace boo
 	}
 	n := r.comms.World()
 	checks := r.cfg.Check
-	if inPlace && !c.CheckInPlace {
+	if inPlace && !c.CheckInPlace() {
 		checks = 0
 	}
 	if checks > 0 {
-		r.doing = fmt.Sprintf("%s %s at %d bytes (data init)", c.Name, place, l.Bytes)
+		r.doing = fmt.Sprintf("%s %s at %d bytes (data init)", c, place, l.Bytes)
 		if err := r.prepare(ctx, c, l, inPlace); err != nil {
 			return r.guard(err)
 		}
 	}
-	r.doing = fmt.Sprintf("%s %s at %d bytes (sync run)", c.Name, place, l.Bytes)
+	r.doing = fmt.Sprintf("%s %s at %d bytes (sync run)", c, place, l.Bytes)
 	if err := r.comms.Enqueue(ctx, op, 0, 1); err != nil {
 		return r.guard(err)
 	}
 	if err := r.comms.Wait(ctx, r.cfg.OpTimeout); err != nil {
 		return r.guard(err)
 	}
-	r.doing = fmt.Sprintf("%s %s at %d bytes (%d timed iterations)", c.Name, place, l.Bytes, r.cfg.Iters)
+	r.doing = fmt.Sprintf("%s %s at %d bytes (%d timed iterations)", c, place, l.Bytes, r.cfg.Iters)
 	sec, err := r.comms.Timed(ctx, op, r.cfg.Iters, r.cfg.OpTimeout)
 	if err != nil {
 		return r.guard(err)
@@ -381,7 +361,7 @@ func (r *ncclRun) bench(ctx context.Context, c Collective, l Layout, inPlace boo
 	m.TimeUS = delta * 1e6
 	m.AlgBW, m.BusBW = c.Bandwidths(l.Count, r.cfg.DType.Size, delta, n)
 	for k := 0; k < checks; k++ {
-		r.doing = fmt.Sprintf("%s %s at %d bytes (checked run)", c.Name, place, l.Bytes)
+		r.doing = fmt.Sprintf("%s %s at %d bytes (checked run)", c, place, l.Bytes)
 		if err := r.prepare(ctx, c, l, inPlace); err != nil {
 			return r.guard(err)
 		}
@@ -400,8 +380,7 @@ func (r *ncclRun) bench(ctx context.Context, c Collective, l Layout, inPlace boo
 		if err != nil {
 			return r.guard(err)
 		}
-		m.Checked = true
-		m.Wrong += w
+		m.Wrong = new(w + deref(m.Wrong))
 		if w > 0 {
 			break
 		}
@@ -410,7 +389,7 @@ func (r *ncclRun) bench(ctx context.Context, c Collective, l Layout, inPlace boo
 }
 
 // regions of local rank i: where its input lives and its output goes.
-func (r *ncclRun) regions(i int, l Layout, inPlace bool) (in, out cuda.Ptr) {
+func (r *ncclRun) regions(i int, l collective.Layout, inPlace bool) (in, out cuda.Ptr) {
 	rank := uint64(r.comms.Rank(i))
 	out = r.recv[i]
 	in = r.send[i]
@@ -422,7 +401,7 @@ func (r *ncclRun) regions(i int, l Layout, inPlace bool) (in, out cuda.Ptr) {
 }
 
 // prepare poisons every output and writes fresh inputs.
-func (r *ncclRun) prepare(ctx context.Context, c Collective, l Layout, inPlace bool) error {
+func (r *ncclRun) prepare(ctx context.Context, c collective.Collective, l collective.Layout, inPlace bool) error {
 	r.seed++
 	p := newPattern(r.cfg.DType, r.cfg.Op, r.comms.World(), r.seed)
 	elt := r.cfg.DType.Size
@@ -448,13 +427,13 @@ func (r *ncclRun) prepare(ctx context.Context, c Collective, l Layout, inPlace b
 
 // verify counts the wrong output elements of every local rank that has an
 // output to check (reduce: the root only).
-func (r *ncclRun) verify(ctx context.Context, c Collective, l Layout, inPlace bool) (int64, error) {
+func (r *ncclRun) verify(ctx context.Context, c collective.Collective, l collective.Layout, inPlace bool) (int64, error) {
 	p := newPattern(r.cfg.DType, r.cfg.Op, r.comms.World(), r.seed)
 	elt := r.cfg.DType.Size
 	var wrong int64
 	for i := 0; i < r.comms.Local(); i++ {
 		rank := r.comms.Rank(i)
-		if c.Coll == nccl.Reduce && rank != r.cfg.Root {
+		if c == collective.Reduce && rank != r.cfg.Root {
 			continue
 		}
 		dev := r.comms.Device(i)
@@ -474,9 +453,9 @@ func (r *ncclRun) verify(ctx context.Context, c Collective, l Layout, inPlace bo
 
 // corrupt overwrites the first 256 bytes (or the whole output, if
 // smaller) of the first checked rank's output.
-func (r *ncclRun) corrupt(ctx context.Context, c Collective, l Layout, inPlace bool) error {
+func (r *ncclRun) corrupt(ctx context.Context, c collective.Collective, l collective.Layout, inPlace bool) error {
 	for i := 0; i < r.comms.Local(); i++ {
-		if c.Coll == nccl.Reduce && r.comms.Rank(i) != r.cfg.Root {
+		if c == collective.Reduce && r.comms.Rank(i) != r.cfg.Root {
 			continue
 		}
 		_, out := r.regions(i, l, inPlace)
@@ -484,4 +463,12 @@ func (r *ncclRun) corrupt(ctx context.Context, c Collective, l Layout, inPlace b
 		return r.rt.Memset(ctx, r.comms.Device(i), out, 0x5A, n)
 	}
 	return nil
+}
+
+// deref is *p, 0 for nil.
+func deref(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }

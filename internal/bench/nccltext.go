@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"io"
 	"strings"
 
@@ -41,7 +42,7 @@ func (t NCCLText) Note(s string) {
 }
 
 // Collective starts a collective's table.
-func (t NCCLText) Collective(name string) {
+func (t NCCLText) Collective(name collective.Collective) {
 	if t.W != nil {
 		fmt.Fprintf(t.W, "#\n# Collective %s\n", name)
 		io.WriteString(t.W, TableHeader())
@@ -49,9 +50,9 @@ func (t NCCLText) Collective(name string) {
 }
 
 // Row is one finished size.
-func (t NCCLText) Row(r Row) {
+func (t NCCLText) Row(r collective.Row) {
 	if t.W != nil {
-		fmt.Fprintln(t.W, r.Line())
+		fmt.Fprintln(t.W, RowLine(r))
 	}
 }
 

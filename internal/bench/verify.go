@@ -7,7 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/gdrcheck/gdrcheck/internal/native/nccl"
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 )
 
 // The data a correctness check writes: small non-zero integers, so that
@@ -273,17 +273,17 @@ type source func(o uint64) (rank int, idx uint64, reduce bool)
 
 // outputSource is the expected content of local rank k's output, per
 // collective.
-func outputSource(c Collective, k, n, root int, count uint64) source {
-	switch c.Coll {
-	case nccl.AllGather:
+func outputSource(c collective.Collective, k, n, root int, count uint64) source {
+	switch c {
+	case collective.AllGather:
 		return func(o uint64) (int, uint64, bool) { return int(o / count), o % count, false }
-	case nccl.ReduceScatter:
+	case collective.ReduceScatter:
 		return func(o uint64) (int, uint64, bool) { return 0, uint64(k)*count + o, true }
-	case nccl.Broadcast:
+	case collective.Broadcast:
 		return func(o uint64) (int, uint64, bool) { return root, o, false }
-	case nccl.AlltoAll:
+	case collective.AllToAll:
 		return func(o uint64) (int, uint64, bool) { return int(o / count), uint64(k)*count + o%count, false }
-	case nccl.SendRecv:
+	case collective.SendRecv:
 		from := (k - 1 + n) % n
 		return func(o uint64) (int, uint64, bool) { return from, o, false }
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/collect/nvml"
 	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
 	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
+	"github.com/gdrcheck/gdrcheck/internal/hw"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
@@ -22,34 +23,23 @@ func (nvlinkState) Title() string {
 	return "Every NVLink up, the expected count per GPU, and the NVSwitch fabric healthy"
 }
 
-// nvlinksOf is the NVLink count of GPU models per their datasheets (SXM/HGX
-// boards; PCIe cards with bridges vary and are judged against their peers).
-var nvlinksOf = []struct {
-	match string
-	links int
-	src   string
-}{
-	{"H100 80GB HBM3", 18, "NVIDIA H100 datasheet: 18 NVLink 4 links, 900 GB/s"},
-	{"H200", 18, "NVIDIA H200 datasheet: 18 NVLink 4 links, 900 GB/s"},
-	{"H800", 8, "H800 SXM: NVLink limited to 400 GB/s (8 links), per NVIDIA's China-market spec"},
-	{"H20", 18, "H20: NVLink 4, 900 GB/s"},
-	{"B200", 18, "NVIDIA HGX B200: 18 NVLink 5 links, 1.8 TB/s"},
-	{"B300", 18, "NVIDIA HGX B300: 18 NVLink 5 links"},
-	{"A100-SXM", 12, "NVIDIA A100 datasheet: 12 NVLink 3 links, 600 GB/s"},
-	{"A800-SXM", 8, "A800 SXM: NVLink 400 GB/s (8 links)"},
-	{"V100-SXM2", 6, "NVIDIA V100 datasheet: 6 NVLink 2 links, 300 GB/s"},
+// nvlinksOf is the NVLink count of a GPU model on an SXM/HGX board, from
+// the hardware catalogue, and where it comes from; 0 for GPUs without
+// NVLink and for PCIe cards with bridges, which vary and are judged
+// against their peers.
+func nvlinksOf(name string) (int, string) {
+	g, ok := hw.GPUByName(name)
+	if !ok || g.NVLinks == 0 || g.NVLinkBridge {
+		return 0, ""
+	}
+	return g.NVLinks, fmt.Sprintf("%s: %d NVLink %d links, %g GB/s; %s", g.Short, g.NVLinks, g.NVLinkGen, 2*g.NVLinkGBps(), g.Source)
 }
 
 func expectedNVLinks(env *Env, g *topology.GPU) (int, string) {
 	if e := env.Expect; e != nil && e.GPUs != nil && e.GPUs.NVLinks > 0 {
 		return e.GPUs.NVLinks, "site profile"
 	}
-	for _, m := range nvlinksOf {
-		if strings.Contains(g.Name, m.match) {
-			return m.links, m.src
-		}
-	}
-	return 0, ""
+	return nvlinksOf(g.Name)
 }
 
 func activeLinks(g *topology.GPU) (active int, down []int, toSwitch int) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/app"
 	"github.com/gdrcheck/gdrcheck/internal/bench"
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
@@ -96,10 +97,10 @@ topology and graph dumps) is kept with results.json in --out.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg := bench.NCCLConfig{StepFactor: factor, StepBytes: step, Warmup: warm, Iters: iters, Check: check, Root: root, OpTimeout: o.opTimeout, CorruptAfterCheck: corrupt}
 			var err error
-			if cfg.MinBytes, err = bench.ParseSize(minS); err != nil {
+			if cfg.MinBytes, err = collective.ParseSize(minS); err != nil {
 				return toolError(fmt.Errorf("-b: %v", err))
 			}
-			if cfg.MaxBytes, err = bench.ParseSize(maxS); err != nil {
+			if cfg.MaxBytes, err = collective.ParseSize(maxS); err != nil {
 				return toolError(fmt.Errorf("-e: %v", err))
 			}
 			if cfg.MinBytes > cfg.MaxBytes {
@@ -114,12 +115,12 @@ topology and graph dumps) is kept with results.json in --out.`,
 			names := strings.Split(colls, ",")
 			if colls == "all" {
 				names = nil
-				for _, c := range bench.Collectives() {
-					names = append(names, c.Name)
+				for _, c := range collective.All() {
+					names = append(names, string(c))
 				}
 			}
 			for _, n := range names {
-				c, err := bench.CollectiveByName(strings.TrimSpace(n))
+				c, err := collective.Parse(n)
 				if err != nil {
 					return toolError(fmt.Errorf("--op: %v", err))
 				}
@@ -129,7 +130,7 @@ topology and graph dumps) is kept with results.json in --out.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&minS, "minbytes", "b", "8", "smallest size (bytes, K, M, G)")
+	f.StringVarP(&minS, "minbytes", "b", "8", "smallest size: bytes, or with a binary unit K, M, G or T (64K, 8G, 8GiB)")
 	f.StringVarP(&maxS, "maxbytes", "e", "128M", "largest size")
 	f.Uint64VarP(&factor, "stepfactor", "f", 2, "multiply the size by this each step")
 	f.Uint64VarP(&step, "stepbytes", "i", 0, "add this to the size each step (when -f is 1)")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/app"
 	"github.com/gdrcheck/gdrcheck/internal/bench"
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/report"
 )
 
@@ -28,7 +29,7 @@ peer copy bandwidth one way and both ways and the small-copy latency. Every copy
 validated against the pattern written to its source.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := bench.ParseSize(size)
+			n, err := collective.ParseSize(size)
 			if err != nil {
 				return toolError(fmt.Errorf("--size: %v", err))
 			}
@@ -49,7 +50,7 @@ validated against the pattern written to its source.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&size, "size", "1G", "bytes per copy (K, M, G)")
+	f.StringVar(&size, "size", "1G", "bytes per copy, or with a binary unit K, M, G or T (1G, 1GiB)")
 	f.IntVarP(&iters, "iters", "n", 20, "timed copies")
 	f.IntVarP(&warm, "warmup_iters", "w", 3, "warm-up copies")
 	f.IntVarP(&ngpus, "ngpus", "g", 0, "number of GPUs (default: all)")

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gdrcheck/gdrcheck/internal/app"
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/model"
 	"github.com/gdrcheck/gdrcheck/internal/report"
 )
@@ -89,7 +90,7 @@ func runModel(cmd *cobra.Command, g *globals, f *modelFlags) error {
 			if strings.TrimSpace(c) == "" {
 				continue
 			}
-			coll, err := model.ParseCollective(c)
+			coll, err := collective.Parse(c)
 			if err != nil {
 				return toolError(fmt.Errorf("--collective: %v", err))
 			}
@@ -97,11 +98,13 @@ func runModel(cmd *cobra.Command, g *globals, f *modelFlags) error {
 		}
 	}
 	if f.sizes != "" {
-		sz, err := model.ParseSizes(f.sizes)
+		sz, err := collective.ParseSizes(f.sizes)
 		if err != nil {
 			return toolError(fmt.Errorf("--size: %v", err))
 		}
-		opts.Sizes = sz
+		for _, b := range sz {
+			opts.Sizes = append(opts.Sizes, float64(b))
+		}
 	}
 	if changed("nodes") && f.nodes < 1 {
 		return toolError(fmt.Errorf("--nodes %d: at least 1", f.nodes))

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/model"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/readertest"
@@ -65,7 +66,7 @@ func TestModelCommandMatchesPackage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := model.Expect(s, model.AllReduce, 8<<30)
+	want, err := model.Expect(s, collective.AllReduce, 8<<30)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func TestModelCommandErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"--gpu", "h900"}, "not in the model's table"},
-		{[]string{"--gpu", "h100", "--size", "8T"}, "--size"},
+		{[]string{"--gpu", "h100", "--size", "8P"}, "--size"},
 		{[]string{"--gpu", "h100", "--collective", "allreduce2"}, "--collective"},
 		{[]string{"--gpu", "h100", "--format", "yaml"}, "--format"},
 		{[]string{"--gpu", "h100", "--nodes", "2"}, "need NICs"},

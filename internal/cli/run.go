@@ -12,6 +12,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/app"
 	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/checks"
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
@@ -122,7 +123,7 @@ func runMain(ctx context.Context, g *globals, o runOptions) error {
 // h is the node run discovered: the benchmarks do not discover it again,
 // and both run on one CUDA runtime.
 func runQuickBench(ctx context.Context, g *globals, o runOptions, h *topology.Host, ncclSetup *app.NCCLSetup) error {
-	size, err := bench.ParseSize(o.benchSize)
+	size, err := collective.ParseSize(o.benchSize)
 	if err != nil {
 		return toolError(fmt.Errorf("--bench-size: %v", err))
 	}
@@ -133,7 +134,7 @@ func runQuickBench(ctx context.Context, g *globals, o runOptions, h *topology.Ho
 		return err
 	}
 	defer gpus.Close()
-	cfg := bench.NCCLConfig{Collectives: bench.Collectives(), MinBytes: 8, MaxBytes: size, StepFactor: 4, Warmup: 2, Iters: 10, Check: 1, OpTimeout: bo.opTimeout}
+	cfg := bench.NCCLConfig{Collectives: collective.All(), MinBytes: 8, MaxBytes: size, StepFactor: 4, Warmup: 2, Iters: 10, Check: 1, OpTimeout: bo.opTimeout}
 	cfg.DType, _ = bench.DTypeByName("float")
 	cfg.Op, _ = bench.RedOpByName("sum")
 	errN := benchNCCL(ctx, g, gpus, f, bo, cfg, ncclSetup)

@@ -5,73 +5,9 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 )
-
-// Collective is an NCCL operation, named as nccl-tests names its binaries
-// (all_reduce_perf measures all_reduce).
-type Collective string
-
-// Collectives.
-const (
-	AllReduce     Collective = "all_reduce"
-	AllGather     Collective = "all_gather"
-	ReduceScatter Collective = "reduce_scatter"
-	Broadcast     Collective = "broadcast"
-	Reduce        Collective = "reduce"
-	AllToAll      Collective = "alltoall"
-	SendRecv      Collective = "sendrecv"
-)
-
-// Collectives lists them in nccl-tests' order.
-func Collectives() []Collective {
-	return []Collective{AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AllToAll, SendRecv}
-}
-
-// ParseCollective reads "all_reduce", "allreduce", "all_reduce_perf",
-// "all-reduce".
-func ParseCollective(s string) (Collective, error) {
-	t := strings.ToLower(strings.TrimSpace(s))
-	t = strings.TrimSuffix(t, "_perf")
-	t = strings.NewReplacer("-", "", "_", "").Replace(t)
-	for _, c := range Collectives() {
-		if strings.ReplaceAll(string(c), "_", "") == t {
-			return c, nil
-		}
-	}
-	var names []string
-	for _, c := range Collectives() {
-		names = append(names, string(c))
-	}
-	return "", fmt.Errorf("collective %q: want one of %s", s, strings.Join(names, ", "))
-}
-
-// BusFactor is nccl-tests' busbw = algbw × factor for n ranks
-// (NVIDIA/nccl-tests doc/PERFORMANCE.md and src/*.cu GetBw): all_reduce
-// 2(n-1)/n; all_gather, reduce_scatter and alltoall (n-1)/n; broadcast,
-// reduce and sendrecv 1.
-func (c Collective) BusFactor(n int) float64 {
-	if n < 1 {
-		return 0
-	}
-	nf := float64(n)
-	switch c {
-	case AllReduce:
-		return 2 * (nf - 1) / nf
-	case AllGather, ReduceScatter, AllToAll:
-		return (nf - 1) / nf
-	}
-	return 1
-}
-
-func (c Collective) factorText() string {
-	switch c {
-	case AllReduce:
-		return "2(n-1)/n"
-	case AllGather, ReduceScatter, AllToAll:
-		return "(n-1)/n"
-	}
-	return "1"
-}
 
 // Algorithm is how the collective is carried out.
 type Algorithm string
@@ -103,15 +39,15 @@ const (
 // Prediction is the expected result of one collective at one size, in
 // nccl-tests' terms (size, time, algbw, busbw of the out-of-place run).
 type Prediction struct {
-	Collective Collective `json:"collective"`
-	Algorithm  Algorithm  `json:"algorithm"`
-	Protocol   string     `json:"protocol"`
-	Bytes      float64    `json:"bytes"`
-	Ranks      int        `json:"ranks"`
-	TimeUS     float64    `json:"time_us"`
-	LatencyUS  float64    `json:"latency_us"` // the alpha term
-	AlgBW      float64    `json:"algbw_gbps"`
-	BusBW      float64    `json:"busbw_gbps"`
+	Collective collective.Collective `json:"collective"`
+	Algorithm  Algorithm             `json:"algorithm"`
+	Protocol   string                `json:"protocol"`
+	Bytes      float64               `json:"bytes"`
+	Ranks      int                   `json:"ranks"`
+	TimeUS     float64               `json:"time_us"`
+	LatencyUS  float64               `json:"latency_us"` // the alpha term
+	AlgBW      float64               `json:"algbw_gbps"`
+	BusBW      float64               `json:"busbw_gbps"`
 	// PeakBusBW is the large-message asymptote of this algorithm.
 	PeakBusBW float64 `json:"peak_busbw_gbps"`
 	// Bottleneck is what limits this size: "latency" when fixed costs are
@@ -146,8 +82,8 @@ type candidate struct {
 // Predict gives every algorithm that applies to the collective on the
 // system at a size in bytes (nccl-tests' size: the whole buffer for
 // all_gather/reduce_scatter/alltoall), fastest first; the first is Best.
-// c may be spelt any way ParseCollective reads.
-func Predict(s System, c Collective, bytes float64) ([]Prediction, error) {
+// c may be spelt any way collective.Parse reads.
+func Predict(s System, c collective.Collective, bytes float64) ([]Prediction, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -156,11 +92,11 @@ func Predict(s System, c Collective, bytes float64) ([]Prediction, error) {
 
 // predict is Predict on a validated system's paths; the predictions name
 // the collective canonically.
-func predict(p paths, c Collective, bytes float64) ([]Prediction, error) {
+func predict(p paths, c collective.Collective, bytes float64) ([]Prediction, error) {
 	if bytes < 1 || math.IsInf(bytes, 0) || math.IsNaN(bytes) {
 		return nil, fmt.Errorf("size %g: at least one byte", bytes)
 	}
-	c, err := ParseCollective(string(c))
+	c, err := collective.Parse(string(c))
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +123,7 @@ func predict(p paths, c Collective, bytes float64) ([]Prediction, error) {
 }
 
 // Expect is the best prediction: what a healthy system should measure.
-func Expect(s System, c Collective, bytes float64) (Prediction, error) {
+func Expect(s System, c collective.Collective, bytes float64) (Prediction, error) {
 	ps, err := Predict(s, c, bytes)
 	if err != nil {
 		return Prediction{}, err
@@ -195,7 +131,7 @@ func Expect(s System, c Collective, bytes float64) (Prediction, error) {
 	return ps[0], nil
 }
 
-func evaluate(p paths, c Collective, cd candidate, pr proto, bytes float64) Prediction {
+func evaluate(p paths, c collective.Collective, cd candidate, pr proto, bytes float64) Prediction {
 	n := p.n
 	factor := c.BusFactor(n)
 	alg := cd.bw.gbps
@@ -248,7 +184,7 @@ func evaluate(p paths, c Collective, cd candidate, pr proto, bytes float64) Pred
 		pred.Regime, pred.Bottleneck = RegimeTransition, cd.bw.by
 	}
 	pred.Formula = fmt.Sprintf("%s %s (%s): t = α + S/algbw; %s%s; α = %s µs; busbw = algbw × %s",
-		cd.algo, c, pred.Protocol, cd.bwText, protoNote, latText, c.factorText())
+		cd.algo, c, pred.Protocol, cd.bwText, protoNote, latText, c.BusFactorText())
 	return pred
 }
 
@@ -262,9 +198,9 @@ func log2i(n int) int {
 	return l
 }
 
-func hwName(h hw) string { return [...]string{"NVLink", "PCI", "network"}[h] }
+func hwName(h hop) string { return [...]string{"NVLink", "PCI", "network"}[h] }
 
-func candidates(p paths, c Collective) []candidate {
+func candidates(p paths, c collective.Collective) []candidate {
 	s := p.s
 	n, g, N := p.n, s.GPUsPerNode, s.Nodes
 	protos := []proto{protoLL, protoSimple}
@@ -290,12 +226,12 @@ func candidates(p paths, c Collective) []candidate {
 	ringBusText := "busbw = " + boundText(p.intra, p.inter)
 	nsteps, nInter := n, 0
 	switch c {
-	case AllReduce:
+	case collective.AllReduce:
 		nsteps = 2 * (n - 1)
 		if N > 1 {
 			nInter = 2 * (N - 1)
 		}
-	case AllGather, ReduceScatter:
+	case collective.AllGather, collective.ReduceScatter:
 		nsteps = n - 1
 		if N > 1 {
 			nInter = N - 1
@@ -303,7 +239,7 @@ func candidates(p paths, c Collective) []candidate {
 	}
 	ringLat := func(pr proto) (float64, string) {
 		base := baseLatUS[algoRing][pr]
-		if c == Broadcast || c == Reduce {
+		if c == collective.Broadcast || c == collective.Reduce {
 			h := p.intraHW
 			if N > 1 {
 				h = hwNet
@@ -331,7 +267,7 @@ func candidates(p paths, c Collective) []candidate {
 	ring := func() candidate {
 		f := c.BusFactor(n)
 		return candidate{algo: AlgoRing, bw: term{ringBus.by, ringBus.gbps / f, ringBus.text},
-			bwText: fmt.Sprintf("algbw = busbw / %s, %s", c.factorText(), ringBusText),
+			bwText: fmt.Sprintf("algbw = busbw / %s, %s", c.BusFactorText(), ringBusText),
 			protos: protos, busbwNCCL: f, lat: ringLat}
 	}
 
@@ -346,10 +282,10 @@ func candidates(p paths, c Collective) []candidate {
 	}
 
 	switch c {
-	case Broadcast, Reduce:
+	case collective.Broadcast, collective.Reduce:
 		return []candidate{ring()}
 
-	case AllGather, ReduceScatter:
+	case collective.AllGather, collective.ReduceScatter:
 		out := []candidate{ring()}
 		if s.NVLS && N == 1 {
 			e := p.nvlsEfficiency()
@@ -360,7 +296,7 @@ func candidates(p paths, c Collective) []candidate {
 		}
 		return out
 
-	case AllToAll:
+	case collective.AllToAll:
 		// Each rank sends S/n to every other rank: g-1 peers over NVLink or
 		// PCIe, n-g over the node's rails (shared by its g GPUs).
 		intraT := math.Inf(1)
@@ -398,7 +334,7 @@ func candidates(p paths, c Collective) []candidate {
 			bwText: fmt.Sprintf("time per byte = max(%s)", strings.Join(parts, ", ")),
 			protos: []proto{protoLL, protoSimple}, busbwNCCL: c.BusFactor(n), lat: p2pLat}}
 
-	case SendRecv:
+	case collective.SendRecv:
 		// nccl-tests: rank r sends S to r+1; the slowest pair bounds it.
 		b := p.pair
 		txt := fmt.Sprintf("algbw = %s", p.pair)

@@ -139,16 +139,16 @@ var baseLatUS = [...][3]float64{
 	algoNVLSTree:      {0, 0, 0},
 }
 
-// hw is the kind of hop a latency is paid on.
-type hw int
+// hop is the kind of hop a latency is paid on.
+type hop int
 
 const (
-	hwNVLink hw = iota
+	hwNVLink hop = iota
 	hwPCI
 	hwNet
 )
 
-// hwLatUS is tuning.cc's hwLatencies (µs), [hw][algorithm][LL, LL128, Simple].
+// hwLatUS is tuning.cc's hwLatencies (µs), [hop][algorithm][LL, LL128, Simple].
 var hwLatUS = [...][6][3]float64{
 	hwNVLink: {
 		algoTree: {0.6, 1.25, 4.0}, algoRing: {0.6, 1.9, 3.4},

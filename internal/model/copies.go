@@ -1,6 +1,10 @@
 package model
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/gdrcheck/gdrcheck/internal/hw"
+)
 
 // CopyTest names a copy or perftest benchmark.
 type CopyTest string
@@ -57,7 +61,7 @@ func copies(p paths) []CopyExpectation {
 	limit := func(gbps float64, what string) {
 		out[len(out)-1].PeakGBps, out[len(out)-1].Limit = sig(gbps), what
 	}
-	pcieRaw := pcieRawGBps(s.PCIeGen, s.PCIeWidth)
+	pcieRaw := hw.PCIeGBps(s.PCIeGen, s.PCIeWidth)
 	pcieLimit := fmt.Sprintf("PCIe Gen%d x%d, %.1f GB/s per direction", s.PCIeGen, s.PCIeWidth, pcieRaw)
 	add(CopyDeviceLocal, "device-to-device copy in one GPU's memory, read and write both counted", p.hbm.gbps, ByHBM,
 		fmt.Sprintf("%s (peak × copy efficiency)", p.hbm), false)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
@@ -86,7 +87,7 @@ func TestFromHost(t *testing.T) {
 					t.Errorf("notes lack %q:\n%s", n, notes)
 				}
 			}
-			e, err := Expect(s, AllReduce, 16*gib)
+			e, err := Expect(s, collective.AllReduce, 16*gib)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,7 +105,7 @@ func TestFromHostAsCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Nodes = 4
-	ps, err := Predict(s, AllReduce, 16*gib)
+	ps, err := Predict(s, collective.AllReduce, 16*gib)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/readertest"
 )
 
@@ -46,9 +47,9 @@ func TestReportGolden(t *testing.T) {
 		o    ReportOptions
 	}{
 		{"hgx-h200-8gpu-10nic", h200, ReportOptions{Sizes: []float64{8, 1 << 20, 16 << 30}}},
-		{"pcie-l40s-remote-nic-2nodes", l40s, ReportOptions{Collectives: []Collective{AllReduce, AllGather, SendRecv}, Sizes: []float64{4096, 8 << 30}, All: true}},
-		{"h200x1-vm", vm, ReportOptions{Collectives: []Collective{AllReduce, Broadcast}}},
-		{"h100-8nodes-whatif", whatIf, ReportOptions{Collectives: []Collective{AllReduce}, Sizes: []float64{8 << 30}, All: true, WhatIfs: said, NoCopies: true}},
+		{"pcie-l40s-remote-nic-2nodes", l40s, ReportOptions{Collectives: []collective.Collective{collective.AllReduce, collective.AllGather, collective.SendRecv}, Sizes: []float64{4096, 8 << 30}, All: true}},
+		{"h200x1-vm", vm, ReportOptions{Collectives: []collective.Collective{collective.AllReduce, collective.Broadcast}}},
+		{"h100-8nodes-whatif", whatIf, ReportOptions{Collectives: []collective.Collective{collective.AllReduce}, Sizes: []float64{8 << 30}, All: true, WhatIfs: said, NoCopies: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := BuildReport(tc.s, tc.o)
@@ -83,7 +84,7 @@ func TestBuildReportRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Collectives) != len(Collectives())*len(DefaultSizes()) || len(r.Copies) == 0 {
+	if len(r.Collectives) != len(collective.All())*len(DefaultSizes()) || len(r.Copies) == 0 {
 		t.Errorf("default report: %d predictions, %d copies", len(r.Collectives), len(r.Copies))
 	}
 }

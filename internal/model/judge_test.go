@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -65,9 +66,9 @@ func TestJudge(t *testing.T) {
 // A prediction is judged strictly only in the bandwidth regime.
 func TestPredictionJudge(t *testing.T) {
 	s := mustSystem(t, Params{GPU: "h100", GPUsPerNode: 8})
-	big, _ := Expect(s, AllReduce, 8*gib)
-	small, _ := Expect(s, AllReduce, 8)
-	mid, _ := Expect(s, AllReduce, 64*mib)
+	big, _ := Expect(s, collective.AllReduce, 8*gib)
+	small, _ := Expect(s, collective.AllReduce, 8)
+	mid, _ := Expect(s, collective.AllReduce, 64*mib)
 	m := DefaultMargin()
 	// 60% of expected: fails at 8G, passes loosely at 8 B and at 64M.
 	if st, r := big.Judge(0.6*big.AlgBW, m); st != result.Fail || !near(r, 0.6, 1e-9) {
@@ -92,13 +93,13 @@ func TestPredictionJudge(t *testing.T) {
 	}
 	// One rank: judged on algbw although busbw is 0.
 	one := mustSystem(t, Params{GPU: "h200", GPUsPerNode: 1})
-	e, _ := Expect(one, AllReduce, 8*gib)
+	e, _ := Expect(one, collective.AllReduce, 8*gib)
 	if st, _ := e.Judge(0.9*e.AlgBW, m); e.BusBW != 0 || st != result.Pass {
 		t.Errorf("one rank: busbw %g status %s", e.BusBW, st)
 	}
 	// Multi-node sendrecv is only an upper bound: judged loosely.
 	mn := mustSystem(t, Params{GPU: "h100", Nodes: 10, NICsPerNode: 8, NICRateGbps: 400})
-	sr, _ := Expect(mn, SendRecv, 16*gib)
+	sr, _ := Expect(mn, collective.SendRecv, 16*gib)
 	if st, r := sr.Judge(15.22, m); !sr.Loose || st != result.Warn || !near(r, 15.22/48, 1e-4) {
 		t.Errorf("10-node sendrecv at 15.22 GB/s: loose %v %s %g, want loose warn", sr.Loose, st, r)
 	}

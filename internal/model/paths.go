@@ -3,6 +3,8 @@ package model
 import (
 	"fmt"
 	"math"
+
+	"github.com/gdrcheck/gdrcheck/internal/hw"
 )
 
 // Bottleneck names what limits a prediction.
@@ -53,7 +55,7 @@ type paths struct {
 	n int // ranks
 
 	intra   term // per GPU, ring/chain traffic inside a node (+Inf with one GPU)
-	intraHW hw   // what NCCL's latency table charges per intra-node hop
+	intraHW hop  // what NCCL's latency table charges per intra-node hop
 	nvl     term // NCCL-effective NVLink per GPU; zero when no NVLink
 	pair    term // one GPU pair inside a node (sendrecv)
 	a2aPair term // one pair's direct links (mesh) for alltoall
@@ -70,14 +72,14 @@ type paths struct {
 func newPaths(s System) paths {
 	p := paths{s: s, n: s.Ranks(), intraHW: hwPCI}
 	g := s.GPUsPerNode
-	p.pcie = term{ByPCIe, pcieRawGBps(s.PCIeGen, s.PCIeWidth) * pcieDMAEfficiency,
-		fmt.Sprintf("PCIe Gen%d x%d %.1f GB/s × %.2f =", s.PCIeGen, s.PCIeWidth, pcieRawGBps(s.PCIeGen, s.PCIeWidth), pcieDMAEfficiency)}
+	p.pcie = term{ByPCIe, hw.PCIeGBps(s.PCIeGen, s.PCIeWidth) * pcieDMAEfficiency,
+		fmt.Sprintf("PCIe Gen%d x%d %.1f GB/s × %.2f =", s.PCIeGen, s.PCIeWidth, hw.PCIeGBps(s.PCIeGen, s.PCIeWidth), pcieDMAEfficiency)}
 	p.hbm = term{ByHBM, s.MemGBps * hbmCopyEfficiency, fmt.Sprintf("HBM %.0f GB/s × %.3f =", s.MemGBps, hbmCopyEfficiency)}
 	if s.MemGBps < 1500 {
 		p.hbm.text = fmt.Sprintf("memory %.0f GB/s × %.3f =", s.MemGBps, hbmCopyEfficiency)
 	}
 
-	p.viaCPU = term{ByPCIe, p.pcie.gbps * pcieViaCPUFactor, fmt.Sprintf("PCIe Gen%d x%d %.1f × %.2f × %.2f (through the CPU) =", s.PCIeGen, s.PCIeWidth, pcieRawGBps(s.PCIeGen, s.PCIeWidth), pcieDMAEfficiency, pcieViaCPUFactor)}
+	p.viaCPU = term{ByPCIe, p.pcie.gbps * pcieViaCPUFactor, fmt.Sprintf("PCIe Gen%d x%d %.1f × %.2f × %.2f (through the CPU) =", s.PCIeGen, s.PCIeWidth, hw.PCIeGBps(s.PCIeGen, s.PCIeWidth), pcieDMAEfficiency, pcieViaCPUFactor)}
 
 	// A PCIe path between two GPUs of the node.
 	pcieP2P := p.pcie
@@ -123,7 +125,7 @@ func newPaths(s System) paths {
 	if s.NICsPerNode > 0 {
 		nic := s.NICRateGbps / 8 * ncclNetEfficiency
 		nicT := term{ByNIC, nic, fmt.Sprintf("NIC %g Gb/s / 8 × %.2f =", s.NICRateGbps, ncclNetEfficiency)}
-		p.nicPCIe = term{ByPCIe, pcieRawGBps(s.NICPCIeGen, s.NICPCIeWidth) * pcieDMAEfficiency,
+		p.nicPCIe = term{ByPCIe, hw.PCIeGBps(s.NICPCIeGen, s.NICPCIeWidth) * pcieDMAEfficiency,
 			fmt.Sprintf("NIC PCIe Gen%d x%d × %.2f =", s.NICPCIeGen, s.NICPCIeWidth, pcieDMAEfficiency)}
 		one := []term{nicT, p.nicPCIe, p.pcie}
 		if !s.GDR && s.NICSharesSwitch {

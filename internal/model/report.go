@@ -6,12 +6,14 @@ import (
 	"math"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 )
 
 // ReportOptions choose what a report predicts.
 type ReportOptions struct {
-	Collectives []Collective // nil: all
-	Sizes       []float64    // nil: DefaultSizes
+	Collectives []collective.Collective // nil: all
+	Sizes       []float64               // nil: DefaultSizes
 	// All lists every applicable algorithm, not only the fastest.
 	All bool
 	// WhatIfs are the lines System.Apply returned, to print with the system.
@@ -57,7 +59,7 @@ func BuildReport(s System, o ReportOptions) (*Report, error) {
 	}
 	colls := o.Collectives
 	if len(colls) == 0 {
-		colls = Collectives()
+		colls = collective.All()
 	}
 	sizes := o.Sizes
 	if len(sizes) == 0 {
@@ -190,7 +192,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		if p.Loose {
 			algo += " (loose)"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%s\t%s\t%s\n", p.Collective, FormatSize(p.Bytes), algo, p.Protocol,
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%s\t%s\t%s\n", p.Collective, collective.FormatSize(uint64(p.Bytes)), algo, p.Protocol,
 			FormatTime(p.TimeUS), p.AlgBW, p.BusBW, p.Bottleneck, p.Regime, ref(p.Formula))
 	}
 	if err := tw.Flush(); err != nil {

@@ -6,7 +6,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
+	"github.com/gdrcheck/gdrcheck/internal/hw"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 	"github.com/gdrcheck/gdrcheck/internal/topology/level"
 )
@@ -83,7 +83,7 @@ func (s System) Validate() error {
 	if s.MemGBps <= 0 {
 		errs = append(errs, fmt.Errorf("memory bandwidth unknown"))
 	}
-	if pci.SpeedOfGen(s.PCIeGen) == 0 || s.PCIeWidth < 1 || s.PCIeWidth > 32 {
+	if hw.PCIeGTs(s.PCIeGen) == 0 || s.PCIeWidth < 1 || s.PCIeWidth > 32 {
 		errs = append(errs, fmt.Errorf("PCIe Gen%d x%d: want generation 1-7 and width 1-32", s.PCIeGen, s.PCIeWidth))
 	}
 	switch s.NVLinkTopology {
@@ -106,7 +106,7 @@ func (s System) Validate() error {
 			errs = append(errs, fmt.Errorf("%d nodes need NICs: %d per node at %g Gb/s", s.Nodes, s.NICsPerNode, s.NICRateGbps))
 		}
 	}
-	if s.NICsPerNode > 0 && (pci.SpeedOfGen(s.NICPCIeGen) == 0 || s.NICPCIeWidth < 1) {
+	if s.NICsPerNode > 0 && (hw.PCIeGTs(s.NICPCIeGen) == 0 || s.NICPCIeWidth < 1) {
 		errs = append(errs, fmt.Errorf("NIC PCIe Gen%d x%d: want generation 1-7 and a width", s.NICPCIeGen, s.NICPCIeWidth))
 	}
 	if s.InterSocketGBps <= 0 {
@@ -143,7 +143,7 @@ type Params struct {
 
 // NewSystem builds a system from parameters and the GPU table.
 func NewSystem(p Params) (System, error) {
-	spec, err := LookupSpec(p.GPU)
+	spec, err := hw.LookupGPU(p.GPU)
 	if err != nil {
 		return System{}, err
 	}
@@ -278,7 +278,7 @@ func ParsePCIeLink(s string) (PCIeLink, error) {
 		return l, fmt.Errorf("PCIe link %q: want GENxWIDTH, e.g. gen4x8 or x8", s)
 	}
 	if g != "" {
-		if _, err := fmt.Sscanf(g, "%d", &l.Gen); err != nil || pci.SpeedOfGen(l.Gen) == 0 || fmt.Sprint(l.Gen) != g {
+		if _, err := fmt.Sscanf(g, "%d", &l.Gen); err != nil || hw.PCIeGTs(l.Gen) == 0 || fmt.Sprint(l.Gen) != g {
 			return l, fmt.Errorf("PCIe link %q: generation %q not 1-7", s, g)
 		}
 	}
@@ -358,7 +358,7 @@ func (s System) Apply(w WhatIf) (System, []string, error) {
 // NVSwitches.
 func (s System) WithNVLS(on bool) (System, error) {
 	if on {
-		spec, ok := specByKey(s.GPU)
+		spec, ok := hw.GPUByKey(s.GPU)
 		if !ok || !spec.NVLS || s.NVLinkTopology != NVLinkSwitch {
 			return s, fmt.Errorf("NVLS needs a Hopper or newer SXM GPU on NVSwitches (have %s, NVLink %s)", s.GPUName, s.NVLinkTopology)
 		}
@@ -377,11 +377,11 @@ func FromHost(h *topology.Host) (System, error) {
 	if h == nil || len(h.GPUs) == 0 {
 		return System{}, errors.New("no NVIDIA GPU on this host: nothing to predict")
 	}
-	var spec GPUSpec
+	var spec hw.GPU
 	var ok bool
 	first := h.GPUs[0]
-	if spec, ok = SpecForName(first.Name); !ok && first.Dev != nil {
-		spec, ok = SpecForDevice(first.Dev.DeviceID)
+	if spec, ok = hw.GPUByName(first.Name); !ok && first.Dev != nil {
+		spec, ok = hw.GPUByDevice(first.Dev.DeviceID)
 	}
 	if !ok {
 		name := first.Name
@@ -587,7 +587,7 @@ func FromHost(h *topology.Host) (System, error) {
 // gpuLink is a GPU's PCIe link as the model uses it: the maximum speed both
 // the GPU and its slot can do (the driver's max generation, else sysfs of
 // the GPU and its upstream port), at the current width.
-func gpuLink(g *topology.GPU, spec GPUSpec) (int, int) {
+func gpuLink(g *topology.GPU, spec hw.GPU) (int, int) {
 	gen, width := 0, 0
 	if g.Facts != nil && g.Facts.PCIe.MaxGen != nil {
 		gen = *g.Facts.PCIe.MaxGen
@@ -616,19 +616,6 @@ func gpuLink(g *topology.GPU, spec GPUSpec) (int, int) {
 		width = spec.PCIeWidth
 	}
 	return gen, width
-}
-
-// pcieRawGBps is a link's encoded data rate per direction in GB/s.
-func pcieRawGBps(gen, width int) float64 {
-	gts := float64(pci.SpeedOfGen(gen))
-	enc := 128.0 / 130
-	switch {
-	case gen <= 2:
-		enc = 0.8
-	case gen >= 6:
-		enc = 236.0 / 256
-	}
-	return gts * float64(width) * enc / 8
 }
 
 // sig rounds to 6 significant digits: outputs stay readable and stable

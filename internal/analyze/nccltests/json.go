@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 )
 
 // The -J output of nccl-tests (src/util.cu: version, args, env,
@@ -138,7 +139,7 @@ func jsonTest(f *jsonFile, line int) *Test {
 		}
 	}
 	for _, jr := range f.Results {
-		r := Row{Size: int64(jr.Size.V), Count: int64(jr.Count.V), Type: jr.Type, Redop: strings.TrimSpace(jr.Redop), Line: line}
+		r := collective.Row{Bytes: uint64(max(jr.Size.V, 0)), Count: uint64(max(jr.Count.V, 0)), Type: jr.Type, RedOp: strings.TrimSpace(jr.Redop), Line: line}
 		var rs string
 		if json.Unmarshal(jr.Root, &rs) == nil {
 			if v, err := strconv.Atoi(strings.TrimSpace(rs)); err == nil {
@@ -172,7 +173,7 @@ func jsonTest(f *jsonFile, line int) *Test {
 	return t
 }
 
-func (m *jsonMeasure) measure() *Measure {
+func (m *jsonMeasure) measure() *collective.Measure {
 	if m == nil {
 		return nil
 	}
@@ -183,7 +184,7 @@ func (m *jsonMeasure) measure() *Measure {
 	if !tm.Valid && !m.AlgBW.Valid && !m.BusBW.Valid {
 		return nil
 	}
-	out := &Measure{TimeUS: tm.V, AlgBW: m.AlgBW.V, BusBW: m.BusBW.V}
+	out := &collective.Measure{TimeUS: tm.V, AlgBW: m.AlgBW.V, BusBW: m.BusBW.V}
 	if m.NWrong.Valid && m.NWrong.V >= 0 {
 		w := int64(m.NWrong.V)
 		out.Wrong = &w

@@ -12,6 +12,7 @@ import (
 	"regexp"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -54,8 +55,8 @@ type Test struct {
 	Devices        []Device `json:"devices,omitempty"`
 	Hosts          []string `json:"hosts,omitempty"`
 	// Columns are the table's column names as printed.
-	Columns []string `json:"columns,omitempty"`
-	Rows    []Row    `json:"rows"`
+	Columns []string         `json:"columns,omitempty"`
+	Rows    []collective.Row `json:"rows"`
 	// Unordered is true when sizes did not increase down the table
 	// (interleaved or concatenated tables).
 	Unordered bool `json:"unordered,omitempty"`
@@ -72,7 +73,7 @@ type Test struct {
 	AvgCheck string `json:"avg_busbw_check,omitempty"`
 	// PeakBusBW is the best busbw cell (GB/s), at PeakSize bytes.
 	PeakBusBW float64  `json:"peak_busbw"`
-	PeakSize  int64    `json:"peak_size"`
+	PeakSize  uint64   `json:"peak_size"`
 	PeakPlace string   `json:"peak_place,omitempty"` // out-of-place or in-place
 	Notes     []string `json:"notes,omitempty"`
 	// Line is where the test's output starts.
@@ -106,42 +107,6 @@ type Device struct {
 	Device int    `json:"device"`
 	BusID  string `json:"bus_id"`
 	Name   string `json:"name"`
-}
-
-// Row is one table row.
-type Row struct {
-	Size       int64    `json:"size"`
-	Count      int64    `json:"count"`
-	Type       string   `json:"type"`
-	Redop      string   `json:"redop,omitempty"`
-	Root       *int     `json:"root,omitempty"`
-	OutOfPlace *Measure `json:"out_of_place"`
-	InPlace    *Measure `json:"in_place"`
-	Line       int      `json:"line"`
-}
-
-// Measure is one half of a row.
-type Measure struct {
-	TimeUS float64 `json:"time_us"`
-	AlgBW  float64 `json:"algbw"`
-	BusBW  float64 `json:"busbw"`
-	// Wrong is #wrong; nil when printed as N/A (validation off).
-	Wrong *int64 `json:"wrong"`
-}
-
-// BestBusBW is the better of the row's two busbw cells.
-func (r Row) BestBusBW() (float64, string) {
-	best, place := -1.0, ""
-	if r.OutOfPlace != nil {
-		best, place = r.OutOfPlace.BusBW, "out-of-place"
-	}
-	if r.InPlace != nil && r.InPlace.BusBW > best {
-		best, place = r.InPlace.BusBW, "in-place"
-	}
-	if best < 0 {
-		best = 0
-	}
-	return best, place
 }
 
 var (

@@ -79,10 +79,10 @@ var samples = []sample{
 				t.Fatalf("rows %d collective %s from %s", len(x.Rows), x.Collective, x.CollectiveFrom)
 			}
 			r0, r1 := x.Rows[0], x.Rows[1]
-			if r0.Size != 8388608 || !near(r0.OutOfPlace.BusBW, 26.66) || !near(r0.InPlace.BusBW, 26.99) || !near(r0.InPlace.TimeUS, 310.8) {
+			if r0.Bytes != 8388608 || !near(r0.OutOfPlace.BusBW, 26.66) || !near(r0.InPlace.BusBW, 26.99) || !near(r0.InPlace.TimeUS, 310.8) {
 				t.Errorf("row 0 reassembled as %+v %+v %+v", r0, r0.OutOfPlace, r0.InPlace)
 			}
-			if r1.Size != 16777216 || !near(r1.OutOfPlace.BusBW, 27.67) || !near(r1.InPlace.BusBW, 27.85) {
+			if r1.Bytes != 16777216 || !near(r1.OutOfPlace.BusBW, 27.67) || !near(r1.InPlace.BusBW, 27.85) {
 				t.Errorf("row 1 reassembled as %+v", r1)
 			}
 			if len(r.PartialRows) != 1 || !strings.HasPrefix(r.PartialRows[0].Text, "33554432 8388608 float sum -1") {
@@ -104,7 +104,7 @@ var samples = []sample{
 		func(t *testing.T, r *Report) {
 			x := one(t, r)
 			wantAvg(t, x, 68.4048, "printed", 34, 235.26)
-			if x.CollectiveFrom != "inferred" || x.Rows[0].Root != nil || x.Rows[0].Redop != "sum" {
+			if x.CollectiveFrom != "inferred" || x.Rows[0].Root != nil || x.Rows[0].RedOp != "sum" {
 				t.Errorf("collective from %s, row %+v", x.CollectiveFrom, x.Rows[0])
 			}
 		}},
@@ -112,7 +112,7 @@ var samples = []sample{
 		func(t *testing.T, r *Report) {
 			x := one(t, r)
 			wantAvg(t, x, 58.6481, "printed", 34, 226.16)
-			if x.Rows[5].Redop != "" || !near(x.Rows[5].OutOfPlace.TimeUS, 89.00) {
+			if x.Rows[5].RedOp != "" || !near(x.Rows[5].OutOfPlace.TimeUS, 89.00) {
 				t.Errorf("blank redop row read as %+v", x.Rows[5])
 			}
 		}},
@@ -120,7 +120,7 @@ var samples = []sample{
 		func(t *testing.T, r *Report) {
 			x := one(t, r)
 			wantAvg(t, x, 64.8653, "printed", 34, 234.70)
-			if x.Rows[0].Root == nil || *x.Rows[0].Root != 0 || x.Rows[0].Redop != "" {
+			if x.Rows[0].Root == nil || *x.Rows[0].Root != 0 || x.Rows[0].RedOp != "" {
 				t.Errorf("root column read as %+v", x.Rows[0])
 			}
 		}},

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 )
 
 // typeAlt are the datatype names nccl-tests prints (current and pre-2.10
@@ -551,8 +552,8 @@ func (p *textParser) comment(st *stream, c string, n int) {
 }
 
 // addRow keeps a row (up to maxRows), noting sizes that go down.
-func (t *Test) addRow(r Row) {
-	if k := len(t.Rows); k > 0 && r.Size < t.Rows[k-1].Size {
+func (t *Test) addRow(r collective.Row) {
+	if k := len(t.Rows); k > 0 && r.Bytes < t.Rows[k-1].Bytes {
 		t.Unordered = true
 	}
 	if len(t.Rows) < maxRows {
@@ -677,13 +678,13 @@ func (e rowError) Error() string { return string(e) }
 
 // parseRow reads "size count type [redop] [root] time algbw busbw #wrong
 // time algbw busbw #wrong [timestamp]"; redop may be blank and root absent.
-func parseRow(t []string, cols []string) (Row, error) {
-	var r Row
+func parseRow(t []string, cols []string) (collective.Row, error) {
+	var r collective.Row
 	if !rowStart(t) {
 		return r, rowError("not a result row")
 	}
-	r.Size, _ = strconv.ParseInt(t[0], 10, 64)
-	r.Count, _ = strconv.ParseInt(t[1], 10, 64)
+	r.Bytes, _ = strconv.ParseUint(t[0], 10, 64)
+	r.Count, _ = strconv.ParseUint(t[1], 10, 64)
 	r.Type = t[2]
 	rest := t[3:]
 	// A trailing timestamp column (-T): "2025-01-02 12:34:56" or a bare time.
@@ -695,7 +696,7 @@ func parseRow(t []string, cols []string) (Row, error) {
 	}
 	i := 0
 	if i < len(rest) && isWord(rest[i]) {
-		r.Redop = rest[i]
+		r.RedOp = rest[i]
 		i++
 	}
 	g := groupWidth(cols)
@@ -720,11 +721,11 @@ func parseRow(t []string, cols []string) (Row, error) {
 	return r, nil
 }
 
-func parseMeasure(t []string) (*Measure, error) {
+func parseMeasure(t []string) (*collective.Measure, error) {
 	if len(t) < 4 {
 		return nil, rowError("short result group")
 	}
-	var m Measure
+	var m collective.Measure
 	vals := []*float64{&m.TimeUS, &m.AlgBW, &m.BusBW}
 	na := 0
 	for k, p := range vals {
@@ -781,7 +782,7 @@ func finishTest(t *Test, st *stream) {
 	derive(t)
 }
 
-var typeSize = map[string]int64{
+var typeSize = map[string]uint64{
 	"int8": 1, "uint8": 1, "char": 1, "f8e4m3": 1, "f8e5m2": 1, "half": 2, "bfloat16": 2,
 	"int32": 4, "uint32": 4, "int": 4, "float": 4, "int64": 8, "uint64": 8, "double": 8,
 }
@@ -793,10 +794,10 @@ func inferCollective(t *Test) string {
 	n := 0
 	for _, r := range t.Rows {
 		ts := typeSize[r.Type]
-		if r.Size == 0 {
+		if r.Bytes == 0 {
 			continue
 		}
-		if r.Redop == "" || r.Redop == "none" || (r.Root != nil && *r.Root != -1) || ts == 0 || r.Count*ts != r.Size {
+		if r.RedOp == "" || r.RedOp == "none" || (r.Root != nil && *r.Root != -1) || ts == 0 || r.Count*ts != r.Bytes {
 			return ""
 		}
 		n++
@@ -830,7 +831,7 @@ func derive(t *Test) {
 	if t.AvgFrom == "" {
 		sum, n := 0.0, 0
 		for _, r := range t.Rows {
-			for _, m := range []*Measure{r.OutOfPlace, r.InPlace} {
+			for _, m := range []*collective.Measure{r.OutOfPlace, r.InPlace} {
 				if m != nil {
 					sum += m.BusBW
 					n++
@@ -845,7 +846,7 @@ func derive(t *Test) {
 	}
 	for _, r := range t.Rows {
 		if bw, place := r.BestBusBW(); bw > t.PeakBusBW || t.PeakPlace == "" && place != "" {
-			t.PeakBusBW, t.PeakSize, t.PeakPlace = bw, r.Size, place
+			t.PeakBusBW, t.PeakSize, t.PeakPlace = bw, r.Bytes, place
 		}
 	}
 }

@@ -2,11 +2,12 @@ package nccltests
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/collective"
+	"github.com/gdrcheck/gdrcheck/internal/hw"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -33,30 +34,20 @@ const (
 )
 
 const (
-	mib = int64(1) << 20
-	gib = int64(1) << 30
+	mib = uint64(1) << 20
+	gib = uint64(1) << 30
 )
 
-// nvlinkClass maps GPU names (as CUDA prints them) to the per-direction
-// NVLink bandwidth of the SXM part, from NVIDIA's datasheets (A100: 600
-// GB/s, H100/H200/H20: 900 GB/s, H800/A800: 400 GB/s, B200/B300: 1.8 TB/s,
-// all bidirectional totals).
-var nvlinkClass = []struct {
-	re    *regexp.Regexp
-	gbps  float64
-	label string
-}{
-	{regexp.MustCompile(`A100[- ]SXM`), 300, "A100 SXM, NVLink3: 300 GB/s per direction"},
-	{regexp.MustCompile(`A800[- ]SXM`), 200, "A800 SXM, NVLink: 200 GB/s per direction"},
-	{regexp.MustCompile(`H100 80GB HBM3|H100[- ]SXM`), 450, "H100 SXM, NVLink4: 450 GB/s per direction"},
-	{regexp.MustCompile(`H200$|H200 141GB|H200[- ]SXM`), 450, "H200 SXM, NVLink4: 450 GB/s per direction"},
-	{regexp.MustCompile(`\bH800\b`), 200, "H800 SXM, NVLink4: 200 GB/s per direction"},
-	{regexp.MustCompile(`\bH20\b`), 450, "H20, NVLink4: 450 GB/s per direction"},
-	{regexp.MustCompile(`\bG?B[23]00\b`), 900, "Blackwell, NVLink5: 900 GB/s per direction"},
-}
-
-var expectColl = map[string]bool{
-	"all_reduce": true, "all_gather": true, "reduce_scatter": true, "broadcast": true, "reduce": true, "alltoall": true,
+// nvlinkExpect is the per-direction NVLink bandwidth (GB/s) of a GPU
+// model, by the name CUDA prints, on an NVSwitch board, from the hardware
+// catalogue, with a label naming it; false for other GPUs (PCIe cards,
+// bridged pairs, unknown models).
+func nvlinkExpect(name string) (float64, string, bool) {
+	g, ok := hw.GPUByName(name)
+	if !ok || !g.NVSwitchBoard {
+		return 0, "", false
+	}
+	return g.NVLinkGBps(), fmt.Sprintf("%s, NVLink%d: %g GB/s per direction", g.Short, g.NVLinkGen, g.NVLinkGBps()), true
 }
 
 func verdicts(name string, rep *Report) []result.Result {
@@ -98,7 +89,7 @@ func wrongVerdict(name string, t *Test, subject string) result.Result {
 		var parts []string
 		for _, h := range []struct {
 			place string
-			m     *Measure
+			m     *collective.Measure
 		}{{"out-of-place", r.OutOfPlace}, {"in-place", r.InPlace}} {
 			switch {
 			case h.m == nil:
@@ -112,8 +103,8 @@ func wrongVerdict(name string, t *Test, subject string) result.Result {
 			}
 		}
 		if len(parts) > 0 {
-			badRows = append(badRows, Size(r.Size))
-			bad = append(bad, textio.Ev(name, r.Line, fmt.Sprintf("size %d: %s", r.Size, strings.Join(parts, ", ")), ""))
+			badRows = append(badRows, Size(r.Bytes))
+			bad = append(bad, textio.Ev(name, r.Line, fmt.Sprintf("size %d: %s", r.Bytes, strings.Join(parts, ", ")), ""))
 		}
 	}
 	oobBad := t.OutOfBounds != nil && (*t.OutOfBounds > 0 || (t.OutOfBoundsOK != nil && !*t.OutOfBoundsOK))
@@ -202,7 +193,7 @@ func summaryLine(t *Test) string {
 	if t.PeakPlace != "" {
 		fmt.Fprintf(&b, " (%s)", t.PeakPlace)
 	}
-	fmt.Fprintf(&b, ", %d rows from %s to %s", len(t.Rows), Size(t.Rows[0].Size), Size(t.Rows[len(t.Rows)-1].Size))
+	fmt.Fprintf(&b, ", %d rows from %s to %s", len(t.Rows), Size(t.Rows[0].Bytes), Size(t.Rows[len(t.Rows)-1].Bytes))
 	if n := len(t.Devices); n > 0 {
 		fmt.Fprintf(&b, ", %s on %s", plural(n, "rank"), plural(len(t.Hosts), "host"))
 	}
@@ -211,12 +202,12 @@ func summaryLine(t *Test) string {
 
 // expectation compares a single-node NVLink run with what the GPU's links give.
 func expectation(name string, t *Test) (finding, bool) {
-	if len(t.Hosts) != 1 || len(t.Devices) < 2 || !expectColl[t.Collective] {
+	if len(t.Hosts) != 1 || len(t.Devices) < 2 || !expectBusBW(t.Collective) {
 		return finding{}, false
 	}
-	var largest int64
+	var largest uint64
 	for _, r := range t.Rows {
-		largest = max(largest, r.Size)
+		largest = max(largest, r.Bytes)
 	}
 	if largest < gib {
 		return finding{}, false
@@ -227,19 +218,25 @@ func expectation(name string, t *Test) (finding, bool) {
 			return finding{}, false
 		}
 	}
-	for _, c := range nvlinkClass {
-		if !c.re.MatchString(model) {
-			continue
-		}
-		floor := ExpectedShare * c.gbps
-		if t.PeakBusBW >= floor {
-			return finding{}, false
-		}
-		return finding{"BelowExpected", fmt.Sprintf("peak busbw %s GB/s is below %s GB/s, half of what %d %s GPUs on one node should reach (%s)",
-			fmtF(t.PeakBusBW), fmtF(floor), len(t.Devices), model, c.label),
-			[]result.Evidence{textio.Ev(name, t.Line, fmt.Sprintf("%d x %s on %s", len(t.Devices), model, t.Hosts[0]), "")}}, true
+	gbps, label, ok := nvlinkExpect(model)
+	if !ok {
+		return finding{}, false
 	}
-	return finding{}, false
+	floor := ExpectedShare * gbps
+	if t.PeakBusBW >= floor {
+		return finding{}, false
+	}
+	return finding{"BelowExpected", fmt.Sprintf("peak busbw %s GB/s is below %s GB/s, half of what %d %s GPUs on one node should reach (%s)",
+		fmtF(t.PeakBusBW), fmtF(floor), len(t.Devices), model, label),
+		[]result.Evidence{textio.Ev(name, t.Line, fmt.Sprintf("%d x %s on %s", len(t.Devices), model, t.Hosts[0]), "")}}, true
+}
+
+// expectBusBW reports whether a single-node run of the collective should
+// reach a share of NVLink bandwidth: every collective but sendrecv (one
+// peer per rank) and those outside gdrcheck's vocabulary.
+func expectBusBW(name string) bool {
+	c := collective.Collective(name)
+	return c.Known() && c != collective.SendRecv
 }
 
 // collapse finds a tail of rows after the peak that stays well below it.
@@ -268,10 +265,10 @@ func collapse(name string, t *Test) (finding, bool) {
 	}
 	med := median(tail)
 	return finding{"BusbwCollapse", fmt.Sprintf("busbw collapses from %s GB/s (peak at %s) to about %s GB/s (%.0f%% of peak) from %s on, over the last %d rows",
-		fmtF(peak), Size(rows[peakIdx].Size), fmtF(med), 100*med/peak, Size(rows[start].Size), len(rows)-start),
+		fmtF(peak), Size(rows[peakIdx].Bytes), fmtF(med), 100*med/peak, Size(rows[start].Bytes), len(rows)-start),
 		[]result.Evidence{
-			textio.Ev(name, rows[peakIdx].Line, fmt.Sprintf("size %d: busbw %s GB/s (peak)", rows[peakIdx].Size, fmtF(peak)), ""),
-			textio.Ev(name, rows[start].Line, fmt.Sprintf("size %d: busbw %s GB/s (collapse starts)", rows[start].Size, fmtF(tail[0])), ""),
+			textio.Ev(name, rows[peakIdx].Line, fmt.Sprintf("size %d: busbw %s GB/s (peak)", rows[peakIdx].Bytes, fmtF(peak)), ""),
+			textio.Ev(name, rows[start].Line, fmt.Sprintf("size %d: busbw %s GB/s (collapse starts)", rows[start].Bytes, fmtF(tail[0])), ""),
 		}}, true
 }
 
@@ -289,9 +286,9 @@ func unstable(name string, t *Test) (finding, bool) {
 			continue
 		}
 		d := 1 - lo/hi
-		if (r.Size >= 256*mib && d > UnstableLarge) || (r.Size >= mib && d > UnstableMid) {
-			sizes = append(sizes, Size(r.Size))
-			ev = append(ev, textio.Ev(name, r.Line, fmt.Sprintf("size %d: out-of-place busbw %s vs in-place %s GB/s (%.0f%% apart)", r.Size, fmtF(a), fmtF(b), 100*d), ""))
+		if (r.Bytes >= 256*mib && d > UnstableLarge) || (r.Bytes >= mib && d > UnstableMid) {
+			sizes = append(sizes, Size(r.Bytes))
+			ev = append(ev, textio.Ev(name, r.Line, fmt.Sprintf("size %d: out-of-place busbw %s vs in-place %s GB/s (%.0f%% apart)", r.Bytes, fmtF(a), fmtF(b), 100*d), ""))
 		}
 	}
 	if len(ev) == 0 {
@@ -362,9 +359,9 @@ func plural(n int, word string) string {
 	return fmt.Sprintf("%d %ss", n, word)
 }
 
-func sortedRows(rows []Row) []Row {
-	out := append([]Row(nil), rows...)
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Size < out[j].Size })
+func sortedRows(rows []collective.Row) []collective.Row {
+	out := append([]collective.Row(nil), rows...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Bytes < out[j].Bytes })
 	return out
 }
 
@@ -390,15 +387,15 @@ func firstN(s []string, n int) []string {
 func fmtF(v float64) string { return textio.FormatFloat(v, 3) }
 
 // Size prints a byte count the way people read nccl-tests sizes: 8 B, 64 KiB, 16 GiB.
-func Size(b int64) string {
+func Size(b uint64) string {
 	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
 	v, u := float64(b), 0
 	for v >= 1024 && u < len(units)-1 {
 		v /= 1024
 		u++
 	}
-	if v == float64(int64(v)) {
-		return fmt.Sprintf("%d %s", int64(v), units[u])
+	if v == float64(uint64(v)) {
+		return fmt.Sprintf("%d %s", uint64(v), units[u])
 	}
 	return fmt.Sprintf("%.2f %s", v, units[u])
 }

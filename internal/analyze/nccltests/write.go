@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 )
 
 // WriteText prints the verdicts, then each test's summary and table.
@@ -57,7 +58,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "  size\tcount\ttype\toop time(us)\toop busbw\toop #wrong\tip time(us)\tip busbw\tip #wrong\t")
 		for _, row := range t.Rows {
-			fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", row.Size, row.Count, row.Type,
+			fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", row.Bytes, row.Count, row.Type,
 				mTime(row.OutOfPlace), mBW(row.OutOfPlace), mWrong(row.OutOfPlace),
 				mTime(row.InPlace), mBW(row.InPlace), mWrong(row.InPlace))
 		}
@@ -75,21 +76,21 @@ func (r *Report) WriteText(w io.Writer) error {
 	return err
 }
 
-func mTime(m *Measure) string {
+func mTime(m *collective.Measure) string {
 	if m == nil {
 		return "-"
 	}
 	return fmtF(m.TimeUS)
 }
 
-func mBW(m *Measure) string {
+func mBW(m *collective.Measure) string {
 	if m == nil {
 		return "-"
 	}
 	return fmtF(m.BusBW)
 }
 
-func mWrong(m *Measure) string {
+func mWrong(m *collective.Measure) string {
 	switch {
 	case m == nil:
 		return "-"

@@ -3,8 +3,10 @@ package nccltopo
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
+	"github.com/gdrcheck/gdrcheck/internal/hw"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -186,10 +188,32 @@ func findGPU(s *System, bus string) GPU {
 	return GPU{BusID: bus}
 }
 
-// nvlinksPerGPU is how many NVLinks a GPU of an SM generation has to an
-// NVSwitch: A100 SXM 12 (NVLink 3), H100/H200 SXM 18 (NVLink 4), B200 18
-// (NVLink 5) (NVIDIA's product documentation).
-var nvlinksPerGPU = map[int]int{80: 12, 90: 18, 100: 18}
+// catalogueGPU is the hardware catalogue's entry of a GPU, by its PCI
+// device ID.
+func catalogueGPU(g GPU) (hw.GPU, bool) {
+	v, d, ok := strings.Cut(g.VendorDevice, ":")
+	if !ok || v != "10de" {
+		return hw.GPU{}, false
+	}
+	id, err := strconv.ParseUint(d, 16, 16)
+	if err != nil {
+		return hw.GPU{}, false
+	}
+	return hw.GPUByDevice(uint16(id))
+}
+
+// nvswitchLinks is how many NVLinks a GPU has to the NVSwitches, from the
+// hardware catalogue: its part's by PCI device ID, else its SM's where
+// every NVSwitch part of that SM agrees (not sm_90: H100 18, H800 8).
+func nvswitchLinks(g GPU) (int, bool) {
+	if c, ok := catalogueGPU(g); ok {
+		return c.NVLinks, c.NVSwitchBoard
+	}
+	if g.SM != nil {
+		return hw.NVSwitchLinksOfSM(*g.SM)
+	}
+	return 0, false
+}
 
 func isNVSwitchTarget(l NVLink, gpus map[string]bool) bool {
 	return l.TClass == "0x068000" || !gpus[l.Target] && strings.HasPrefix(l.Target, "fffffff")
@@ -262,10 +286,8 @@ func (j judge) nvlink() result.Result {
 			continue
 		}
 		want := best
-		if x.g.SM != nil {
-			if n, ok := nvlinksPerGPU[*x.g.SM]; ok && n > want {
-				want = n
-			}
+		if n, ok := nvswitchLinks(x.g); ok && n > want {
+			want = n
 		}
 		if cnt(x.l) < want {
 			add(&fails, fmt.Sprintf("%s has %d NVLinks to the NVSwitches, expected %d", gpuName(x.g), cnt(x.l), want),
@@ -307,15 +329,29 @@ func joinN(list []string, n int) string {
 	return strings.Join(list, "; ")
 }
 
-// gpuGen is the PCIe link speed (GT/s) a GPU of an SM generation supports:
-// V100/T4 Gen3, A100/A10/L40 Gen4, H100/H200/B200 and RTX Blackwell Gen5
-// (NVIDIA's product specifications).
-var gpuGen = map[int]float64{70: 8, 75: 8, 80: 16, 86: 16, 89: 16, 90: 32, 100: 32, 120: 32}
+// gpuPCIeGTs is the PCIe link speed (GT/s) a GPU supports, from the
+// hardware catalogue: its part's by PCI device ID, else the least of the
+// parts of its SM; 0 when unknown.
+func gpuPCIeGTs(g GPU) float64 {
+	if c, ok := catalogueGPU(g); ok {
+		return hw.PCIeGTs(c.PCIeGen)
+	}
+	if g.SM != nil {
+		if gen, ok := hw.PCIeGenOfSM(*g.SM); ok {
+			return hw.PCIeGTs(gen)
+		}
+	}
+	return 0
+}
 
-// nicGen is the PCIe link speed of Mellanox/NVIDIA adapters by PCI device
-// id (the PCI ID repository, pci-ids.ucw.cz): ConnectX-5 Gen3, ConnectX-5
-// Ex/6/6 Dx/6 Lx Gen4, ConnectX-7 Gen5.
-var nicGen = map[string]float64{"15b3:1017": 8, "15b3:1019": 16, "15b3:101b": 16, "15b3:101d": 16, "15b3:101f": 16, "15b3:1021": 32}
+// nicPCIeGTs is the PCIe link speed (GT/s) of a NIC by its PCI ID, from
+// the hardware catalogue; 0 when unknown.
+func nicPCIeGTs(vendorDevice string) float64 {
+	if n, ok := hw.NICByID(vendorDevice); ok {
+		return hw.PCIeGTs(n.PCIeGen)
+	}
+	return 0
+}
 
 func (j judge) pcie() result.Result {
 	const id = "nccl.topo.pcie"
@@ -347,11 +383,7 @@ func (j judge) pcie() result.Result {
 	}
 	var eps []ep
 	for _, g := range s.GPUs {
-		e := ep{name: gpuName(g), bus: g.BusID, speed: g.LinkSpeedGTs, width: g.LinkWidth, path: g.Path, line: g.Line}
-		if g.SM != nil {
-			e.want = gpuGen[*g.SM]
-		}
-		eps = append(eps, e)
+		eps = append(eps, ep{name: gpuName(g), bus: g.BusID, speed: g.LinkSpeedGTs, width: g.LinkWidth, want: gpuPCIeGTs(g), path: g.Path, line: g.Line})
 	}
 	for _, n := range s.NICs {
 		if n.BusID == "" {
@@ -361,7 +393,7 @@ func (j judge) pcie() result.Result {
 		if len(n.Nets) > 0 {
 			label = "NIC " + nicLabel(n)
 		}
-		eps = append(eps, ep{name: label, bus: n.BusID, speed: n.LinkSpeedGTs, width: n.LinkWidth, want: nicGen[n.VendorDevice], path: n.Path, line: n.Line})
+		eps = append(eps, ep{name: label, bus: n.BusID, speed: n.LinkSpeedGTs, width: n.LinkWidth, want: nicPCIeGTs(n.VendorDevice), path: n.Path, line: n.Line})
 	}
 	for _, e := range eps {
 		w := deref(e.width)

@@ -33,6 +33,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/native/cuda"
 	"github.com/gdrcheck/gdrcheck/internal/native/dl"
 )
@@ -237,7 +238,7 @@ func (c *Comms) SetBuffers(i int, send, recv cuda.Ptr) {
 
 // Op is one collective as the timed loop enqueues it.
 type Op struct {
-	Coll           int // ALL_REDUCE...
+	Coll           collective.Collective
 	Count          uint64
 	DType          int
 	RedOp          int
@@ -250,20 +251,35 @@ type Op struct {
 	MaxBytes       uint64 // buffer size
 }
 
-// Collective numbers (the shim's).
-const (
-	AllReduce     = 0
-	AllGather     = 1
-	ReduceScatter = 2
-	Broadcast     = 3
-	Reduce        = 4
-	AlltoAll      = 5
-	SendRecv      = 6
-)
+// CollNumber is the shim's number of a collective (gdr_op.coll), false
+// for one the shim does not run. The numbers are shim.h's enum as cgo reads
+// it, so Go and C cannot disagree; a test checks that each enum name is the
+// collective it is returned for and that shim.c runs it.
+func CollNumber(c collective.Collective) (int, bool) {
+	switch c {
+	case collective.AllReduce:
+		return C.GDR_ALL_REDUCE, true
+	case collective.AllGather:
+		return C.GDR_ALL_GATHER, true
+	case collective.ReduceScatter:
+		return C.GDR_REDUCE_SCATTER, true
+	case collective.Broadcast:
+		return C.GDR_BROADCAST, true
+	case collective.Reduce:
+		return C.GDR_REDUCE, true
+	case collective.AllToAll:
+		return C.GDR_ALLTOALL, true
+	case collective.SendRecv:
+		return C.GDR_SENDRECV, true
+	}
+	return -1, false
+}
 
 func (c *Comms) cop(op Op) *C.gdr_op {
 	o := (*C.gdr_op)(C.calloc(1, C.size_t(unsafe.Sizeof(C.gdr_op{}))))
-	o.coll = C.int(op.Coll)
+	// An unknown collective stays -1: the shim answers ncclInvalidArgument.
+	coll, _ := CollNumber(op.Coll)
+	o.coll = C.int(coll)
 	o.count = C.size_t(op.Count)
 	o.dtype = C.int(op.DType)
 	o.redop = C.int(op.RedOp)

@@ -47,7 +47,8 @@ typedef struct gdr_nccl {
 
 const char *gdr_nccl_bind(gdr_nccl *l, void *handle);
 
-// Collectives, numbered as gdrcheck's bench package does.
+// Collectives. Go reads these numbers through cgo (nccl.CollNumber);
+// TestCollNumbersMatchShim checks each name against gdrcheck's collectives.
 enum {
 	GDR_ALL_REDUCE = 0,
 	GDR_ALL_GATHER = 1,
