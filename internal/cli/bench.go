@@ -81,7 +81,9 @@ type benchEnv struct {
 // toolError marks errors that mean the tool could not run (exit 2).
 func toolError(err error) error { return &exitError{code: ExitToolErr, err: err} }
 
-func openBench(ctx context.Context, g *globals, o benchOptions, kind string, ngpus int) (*benchEnv, error) {
+// openBench opens the CUDA runtime and picks the devices; the caller
+// closes the runtime (e.rt.Close).
+func openBench(ctx context.Context, g *globals, o benchOptions, kind string, ngpus int) (_ *benchEnv, err error) {
 	if !machine.NewRoot(g.root).Live() {
 		return nil, toolError(fmt.Errorf("benchmarks run on the live host only (--root is %s)", g.root))
 	}
@@ -104,6 +106,11 @@ func openBench(ctx context.Context, g *globals, o benchOptions, kind string, ngp
 		return nil, toolError(err)
 	}
 	e.rt = rt
+	defer func() {
+		if err != nil {
+			_ = rt.Close()
+		}
+	}()
 	e.runtime, e.driver, _ = rt.Versions(ctx)
 	n, err := rt.DeviceCount(ctx)
 	if err != nil {
@@ -336,11 +343,13 @@ func runBenchNCCL(ctx context.Context, g *globals, o benchOptions, cfg bench.NCC
 	if err != nil {
 		return err
 	}
+	defer e.rt.Close()
 	ev := ncclEvidenceEnv(e.outDir)
 	lib, err := nccl.Open(o.nccl)
 	if err != nil {
 		return toolError(fmt.Errorf("cannot run NCCL benchmarks: %w", err))
 	}
+	defer lib.Close()
 	ver, _, _ := lib.Version()
 	if cfg.Buffers, err = bench.ResolveBuffers(o.buffers, lib); err != nil {
 		return toolError(fmt.Errorf("--%w", err))

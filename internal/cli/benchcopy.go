@@ -86,6 +86,7 @@ func runBenchCopy(ctx context.Context, g *globals, o benchOptions, cfg bench.Cop
 	if err != nil {
 		return err
 	}
+	defer e.rt.Close()
 	cfg.Devices = e.devices
 	cfg.LocalCPUs = e.localCPUs
 	rep := &CopyReport{Tool: "gdrcheck " + g.build.Version, StartedAt: time.Now().UTC(), CUDARuntime: e.runtime, CUDADriver: e.driver}

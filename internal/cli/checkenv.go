@@ -34,6 +34,7 @@ func cudaState(ctx context.Context) LibraryState {
 	if err != nil {
 		return LibraryState{Error: err.Error()}
 	}
+	defer rt.Close()
 	l := LibraryState{Loaded: true, Path: rt.Path}
 	if rv, dv, err := rt.Versions(ctx); err != nil {
 		l.Error = err.Error()
@@ -49,6 +50,7 @@ func ncclState() LibraryState {
 	if err != nil {
 		return LibraryState{Error: err.Error()}
 	}
+	defer lib.Close()
 	l := LibraryState{Loaded: true, Path: lib.Path}
 	if v, _, err := lib.Version(); err != nil {
 		l.Error = err.Error()

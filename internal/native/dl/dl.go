@@ -15,6 +15,8 @@ static void *gdr_dlopen(const char *path, char **err) {
 	}
 	return h;
 }
+
+static int gdr_dlclose(void *h) { return dlclose(h); }
 */
 import "C"
 
@@ -35,6 +37,20 @@ type Library struct {
 
 // Handle is the dlopen handle, for cgo code that resolves symbols itself.
 func (l *Library) Handle() unsafe.Pointer { return l.handle }
+
+// Close releases the handle (dlclose). Nothing resolved from the library
+// may be called afterwards; a second Close does nothing.
+func (l *Library) Close() error {
+	if l.handle == nil {
+		return nil
+	}
+	h := l.handle
+	l.handle = nil
+	if C.gdr_dlclose(h) != 0 {
+		return fmt.Errorf("dlclose %s failed", l.Path)
+	}
+	return nil
+}
 
 // NotFoundError lists every place a library was looked for.
 type NotFoundError struct {
