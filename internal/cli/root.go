@@ -58,7 +58,7 @@ type globals struct {
 
 // Main runs the command line and returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer, bi BuildInfo) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	defer stop()
 	cmd := newRoot(&globals{out: stdout, errOut: stderr, build: bi})
 	cmd.SetArgs(args)
@@ -77,6 +77,15 @@ func Main(args []string, stdout, stderr io.Writer, bi BuildInfo) int {
 	}
 	fmt.Fprintln(stderr, "gdrcheck:", err)
 	return ExitToolErr
+}
+
+// signalContext ends at the first SIGINT or SIGTERM, and then stops
+// catching them: a second one ends the process at once (the default
+// action), even while the first one's cleanup runs.
+func signalContext() (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	context.AfterFunc(ctx, stop)
+	return ctx, stop
 }
 
 func newRoot(g *globals) *cobra.Command {
