@@ -160,17 +160,13 @@ func WithGrace(d time.Duration) Option { return func(r *Runtime) { r.grace = d }
 // Open loads the CUDA runtime: path if given, else the usual search. The
 // caller must Close it.
 func Open(path string, opts ...Option) (*Runtime, error) {
-	lib, err := dl.Open(LibrarySpec(), path)
+	lib, err := dl.OpenTable(LibrarySpec(), path, unsafe.Sizeof(C.gdr_cudart{}), func(t, h unsafe.Pointer) string {
+		return C.GoString(C.gdr_cudart_bind((*C.gdr_cudart)(t), h))
+	}, "not a CUDA runtime, or older than 11.0?")
 	if err != nil {
 		return nil, err
 	}
-	c := (*C.gdr_cudart)(C.calloc(1, C.size_t(unsafe.Sizeof(C.gdr_cudart{}))))
-	if missing := C.gdr_cudart_bind(c, lib.Handle()); missing != nil {
-		C.free(unsafe.Pointer(c))
-		err := fmt.Errorf("%s: missing entry point %s (not a CUDA runtime, or older than 11.0?)", lib.Path, C.GoString(missing))
-		_ = lib.Close()
-		return nil, err
-	}
+	c := (*C.gdr_cudart)(lib.Table())
 	r := &Runtime{Path: lib.Resolved(), lib: lib, c: c, timeout: DefaultCallTimeout, grace: DefaultGrace,
 		cancel: (*C.int)(C.calloc(1, C.size_t(unsafe.Sizeof(C.int(0))))),
 		calls:  make(chan func()), quit: make(chan struct{}), exited: make(chan struct{}), guard: watchdog.New(ErrHung)}
@@ -215,9 +211,8 @@ func (r *Runtime) worker() {
 		case f := <-r.calls:
 			f()
 		case <-r.quit:
-			C.free(unsafe.Pointer(r.c))
 			C.free(unsafe.Pointer(r.cancel))
-			_ = r.lib.Close()
+			_ = r.lib.Close() // and the table r.c
 			return
 		}
 	}
@@ -487,7 +482,6 @@ const (
 	HostToDevice   = 1
 	DeviceToHost   = 2
 	DeviceToDevice = 3
-	Default        = 4
 	PeerToPeer     = -1 // gdrcheck's own: cudaMemcpyPeerAsync
 )
 

@@ -33,14 +33,43 @@ import (
 type Library struct {
 	Path   string // what dlopen was given
 	handle unsafe.Pointer
+	table  unsafe.Pointer // C memory: the entry points OpenTable resolved
 }
 
-// Handle is the dlopen handle, for cgo code that resolves symbols itself.
-func (l *Library) Handle() unsafe.Pointer { return l.handle }
+// Table is the C table of entry points OpenTable filled (nil after Open).
+func (l *Library) Table() unsafe.Pointer { return l.table }
 
-// Close releases the handle (dlclose). Nothing resolved from the library
-// may be called afterwards; a second Close does nothing.
+// Bind fills a C table of entry points from a dlopen handle; it returns
+// the name of the first required entry point missing, or "".
+type Bind func(table, handle unsafe.Pointer) string
+
+// OpenTable opens a library as Open does, then resolves its entry points
+// with bind into a zeroed C table of size bytes, which lives until Close.
+// unbound says what a library that lacks one probably is.
+func OpenTable(s Spec, explicit string, size uintptr, bind Bind, unbound string) (*Library, error) {
+	l, err := Open(s, explicit)
+	if err != nil {
+		return nil, err
+	}
+	t := C.calloc(1, C.size_t(size))
+	if missing := bind(t, l.handle); missing != "" {
+		C.free(t)
+		err := fmt.Errorf("%s: missing entry point %s (%s)", l.Path, missing, unbound)
+		_ = l.Close()
+		return nil, err
+	}
+	l.table = t
+	return l, nil
+}
+
+// Close frees the table and releases the handle (dlclose). Nothing
+// resolved from the library may be called afterwards; a second Close does
+// nothing.
 func (l *Library) Close() error {
+	if l.table != nil {
+		C.free(l.table)
+		l.table = nil
+	}
 	if l.handle == nil {
 		return nil
 	}

@@ -65,18 +65,13 @@ type Library struct {
 
 // Open loads NCCL: path if given, else the usual search.
 func Open(path string) (*Library, error) {
-	lib, err := dl.Open(LibrarySpec(), path)
+	lib, err := dl.OpenTable(LibrarySpec(), path, unsafe.Sizeof(C.gdr_nccl{}), func(t, h unsafe.Pointer) string {
+		return C.GoString(C.gdr_nccl_bind((*C.gdr_nccl)(t), h))
+	}, "not NCCL, or older than 2.7?")
 	if err != nil {
 		return nil, err
 	}
-	c := (*C.gdr_nccl)(C.calloc(1, C.size_t(unsafe.Sizeof(C.gdr_nccl{}))))
-	if missing := C.gdr_nccl_bind(c, lib.Handle()); missing != nil {
-		C.free(unsafe.Pointer(c))
-		err := fmt.Errorf("%s: missing entry point %s (not NCCL, or older than 2.7?)", lib.Path, C.GoString(missing))
-		_ = lib.Close()
-		return nil, err
-	}
-	return &Library{Path: lib.Resolved(), lib: lib, c: c}, nil
+	return &Library{Path: lib.Resolved(), lib: lib, c: (*C.gdr_nccl)(lib.Table())}, nil
 }
 
 // Close frees the entry-point table and releases the library. Call it
@@ -88,9 +83,8 @@ func (l *Library) Close() error {
 	if l.kept.Load() {
 		return fmt.Errorf("%s kept loaded: a wedged CUDA thread may still be inside it: %w", l.Path, cuda.ErrHung)
 	}
-	C.free(unsafe.Pointer(l.c))
 	l.c = nil
-	return l.lib.Close()
+	return l.lib.Close() // and the table l.c
 }
 
 // VersionString turns NCCL's version code into "2.28.3".
