@@ -143,6 +143,10 @@ type Runtime struct {
 	quit     chan struct{} // closed by Close
 	exited   chan struct{} // closed when the worker has returned
 	quitOnce sync.Once
+	// life is held for reading by every Do, for writing by the worker
+	// while it frees the C memory: a Do may still lower the cancel flag
+	// after its task ended.
+	life     sync.RWMutex
 	guard    *watchdog.Guard
 	origCPUs unix.CPUSet // the worker thread's own
 }
@@ -211,8 +215,10 @@ func (r *Runtime) worker() {
 		case f := <-r.calls:
 			f()
 		case <-r.quit:
+			r.life.Lock()
 			C.free(unsafe.Pointer(r.cancel))
 			_ = r.lib.Close() // and the table r.c
+			r.life.Unlock()
 			return
 		}
 	}
@@ -254,6 +260,8 @@ func (r *Runtime) Do(ctx context.Context, name string, fn func() error) error {
 // does not return within the grace, or overruns the deadline, wedges the
 // runtime (ErrHung, now and for every later call).
 func (r *Runtime) DoTimeout(ctx context.Context, name string, timeout time.Duration, fn func() error) error {
+	r.life.RLock()
+	defer r.life.RUnlock()
 	if r.closed() {
 		return fmt.Errorf("%s: %w", name, ErrClosed)
 	}
