@@ -112,7 +112,7 @@ func (g *Guard) Do(ctx context.Context, c Call, fn func() error) error {
 		case ctx.Err() != nil:
 			return fmt.Errorf("%s: %w", c.Name, ctx.Err())
 		case deadline.Err() != nil:
-			return fmt.Errorf("%s: the runner is busy (no answer within %s): %w", c.Name, c.Timeout, g.hung)
+			return fmt.Errorf("%s: not started within %s (busy with an earlier call): %w", c.Name, c.Timeout, g.hung)
 		}
 		return err
 	}
