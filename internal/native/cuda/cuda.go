@@ -181,7 +181,8 @@ func Open(path string, opts ...Option) (*Runtime, error) {
 	return r, nil
 }
 
-// Close ends the runtime's thread and frees its C memory; it waits for a
+// Close ends the runtime's thread and frees its C memory (libcudart stays
+// loaded: see dl.Library.Release); it waits for a
 // call in progress. A runtime whose thread is wedged in a call is not
 // freed (that thread may still use it): Close then returns an error at
 // once. Calls after Close return ErrClosed; a second Close does nothing.
@@ -217,7 +218,7 @@ func (r *Runtime) worker() {
 		case <-r.quit:
 			r.life.Lock()
 			C.free(unsafe.Pointer(r.cancel))
-			_ = r.lib.Close() // and the table r.c
+			r.lib.Release() // the table r.c; libcudart stays loaded
 			r.life.Unlock()
 			return
 		}

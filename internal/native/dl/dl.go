@@ -62,19 +62,26 @@ func OpenTable(s Spec, explicit string, size uintptr, bind Bind, unbound string)
 	return l, nil
 }
 
-// Close frees the table and releases the handle (dlclose). Nothing
-// resolved from the library may be called afterwards; a second Close does
-// nothing.
-func (l *Library) Close() error {
+// Release frees the table and forgets the handle but leaves the library
+// loaded: vendor runtimes (libcudart, libnccl) register teardown that runs
+// at process exit, and unloading such a library is known to crash then.
+// Opening it again maps nothing new. A second Release does nothing.
+func (l *Library) Release() {
 	if l.table != nil {
 		C.free(l.table)
 		l.table = nil
 	}
-	if l.handle == nil {
+	l.handle = nil
+}
+
+// Close is Release, then unloads the library (dlclose): only for a
+// library none of whose code has run (a failed bind).
+func (l *Library) Close() error {
+	h := l.handle
+	l.Release()
+	if h == nil {
 		return nil
 	}
-	h := l.handle
-	l.handle = nil
 	if C.gdr_dlclose(h) != 0 {
 		return fmt.Errorf("dlclose %s failed", l.Path)
 	}

@@ -74,7 +74,8 @@ func Open(path string) (*Library, error) {
 	return &Library{Path: lib.Resolved(), lib: lib, c: (*C.gdr_nccl)(lib.Table())}, nil
 }
 
-// Close frees the entry-point table and releases the library. Call it
+// Close frees the entry-point table; libnccl stays loaded (see
+// dl.Library.Release). Call it
 // once every Comms is destroyed or aborted; a second Close does nothing.
 func (l *Library) Close() error {
 	if l.c == nil {
@@ -84,7 +85,8 @@ func (l *Library) Close() error {
 		return fmt.Errorf("%s kept loaded: a wedged CUDA thread may still be inside it: %w", l.Path, cuda.ErrHung)
 	}
 	l.c = nil
-	return l.lib.Close() // and the table l.c
+	l.lib.Release() // the table l.c; libnccl stays loaded
+	return nil
 }
 
 // VersionString turns NCCL's version code into "2.28.3".
