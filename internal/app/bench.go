@@ -126,10 +126,11 @@ func OpenGPUs(ctx context.Context, o GPUOptions) (_ *GPUs, err error) {
 	return g, nil
 }
 
-// Close ends the CUDA runtime's use by this command. The runtime has no
-// Close of its own yet: the library stays loaded until the process exits,
-// and this is the one place where its lifetime ends.
-func (g *GPUs) Close() {}
+// Close ends the CUDA runtime's use by this command: this is the one place
+// where its lifetime ends. Its thread ends and its C memory is freed;
+// libcudart stays loaded (see cuda.Runtime.Close), and a runtime wedged in
+// a call is kept as it is.
+func (g *GPUs) Close() { _ = g.RT.Close() }
 
 func (g *GPUs) name(d int) string {
 	if x := g.GPUs[d]; x != nil && x.Name != "" {
@@ -249,6 +250,7 @@ func (s *Session) BenchNCCL(ctx context.Context, g *GPUs, o NCCLOptions) (*repor
 	if err != nil {
 		return nil, dir, toolErr(fmt.Errorf("cannot run NCCL benchmarks: %w", err))
 	}
+	defer lib.Close() // after RunNCCL has destroyed or aborted its communicators
 	ver, _, _ := lib.Version()
 	cfg := o.Config
 	if cfg.Buffers, err = bench.ResolveBuffers(o.Buffers, lib); err != nil {

@@ -179,16 +179,16 @@ func countWrong(b []byte, first uint64, salt byte) int64 {
 }
 
 // devFill puts the pattern into device memory through a pinned staging buffer.
-func (c *copyRun) devFill(ctx context.Context, dev int, p cuda.Ptr, n uint64, salt byte, stage cuda.Ptr, stageN uint64) error {
-	for off := uint64(0); off < n; off += stageN {
-		k := min(stageN, n-off)
-		b := cuda.Bytes(stage, k)
+func (c *copyRun) devFill(ctx context.Context, dev int, p cuda.DevPtr, n uint64, salt byte, stage cuda.HostPtr) error {
+	for off := uint64(0); off < n; off += stage.Len() {
+		k := min(stage.Len(), n-off)
+		b := stage.Bytes()[:k]
 		parallel(k, func(lo, hi uint64) {
 			for i := lo; i < hi; i++ {
 				b[i] = copyByte(off+i, salt)
 			}
 		})
-		if err := c.rt.Memcpy(ctx, dev, p.Add(off), stage, k, cuda.HostToDevice); err != nil {
+		if err := c.rt.Memcpy(ctx, dev, p.Add(off), stage, k); err != nil {
 			return err
 		}
 	}
@@ -196,14 +196,14 @@ func (c *copyRun) devFill(ctx context.Context, dev int, p cuda.Ptr, n uint64, sa
 }
 
 // devCheck counts device bytes that differ from the pattern.
-func (c *copyRun) devCheck(ctx context.Context, dev int, p cuda.Ptr, n uint64, salt byte, stage cuda.Ptr, stageN uint64) (int64, error) {
+func (c *copyRun) devCheck(ctx context.Context, dev int, p cuda.DevPtr, n uint64, salt byte, stage cuda.HostPtr) (int64, error) {
 	var wrong int64
-	for off := uint64(0); off < n; off += stageN {
-		k := min(stageN, n-off)
-		if err := c.rt.Memcpy(ctx, dev, stage, p.Add(off), k, cuda.DeviceToHost); err != nil {
+	for off := uint64(0); off < n; off += stage.Len() {
+		k := min(stage.Len(), n-off)
+		if err := c.rt.Memcpy(ctx, dev, stage, p.Add(off), k); err != nil {
 			return wrong, err
 		}
-		wrong += countWrong(cuda.Bytes(stage, k), off, salt)
+		wrong += countWrong(stage.Bytes()[:k], off, salt)
 	}
 	return wrong, nil
 }
@@ -213,7 +213,7 @@ type resources struct {
 	free []func()
 }
 
-func (r *resources) dev(ctx context.Context, dev int, n uint64) (cuda.Ptr, error) {
+func (r *resources) dev(ctx context.Context, dev int, n uint64) (cuda.DevPtr, error) {
 	p, err := r.rt.Malloc(ctx, dev, n)
 	if err == nil {
 		r.free = append(r.free, func() { _ = r.rt.Free(context.Background(), dev, p) })
@@ -221,7 +221,7 @@ func (r *resources) dev(ctx context.Context, dev int, n uint64) (cuda.Ptr, error
 	return p, err
 }
 
-func (r *resources) pinned(ctx context.Context, dev int, n uint64) (cuda.Ptr, error) {
+func (r *resources) pinned(ctx context.Context, dev int, n uint64) (cuda.HostPtr, error) {
 	p, err := r.rt.HostAlloc(ctx, dev, n)
 	if err == nil {
 		r.free = append(r.free, func() { _ = r.rt.FreeHost(context.Background(), p) })
@@ -229,7 +229,7 @@ func (r *resources) pinned(ctx context.Context, dev int, n uint64) (cuda.Ptr, er
 	return p, err
 }
 
-func (r *resources) pageable(ctx context.Context, n uint64) (cuda.Ptr, error) {
+func (r *resources) pageable(ctx context.Context, n uint64) (cuda.HostPtr, error) {
 	p, err := r.rt.PageableAlloc(ctx, n)
 	if err == nil {
 		r.free = append(r.free, func() { r.rt.PageableFree(p) })
@@ -238,7 +238,7 @@ func (r *resources) pageable(ctx context.Context, n uint64) (cuda.Ptr, error) {
 }
 
 // host allocates the host side of a copy: pageable or pinned memory.
-func (r *resources) host(ctx context.Context, dev int, n uint64, pageable bool) (cuda.Ptr, error) {
+func (r *resources) host(ctx context.Context, dev int, n uint64, pageable bool) (cuda.HostPtr, error) {
 	if pageable {
 		return r.pageable(ctx, n)
 	}
@@ -293,7 +293,7 @@ func (c *copyRun) single(ctx context.Context, test string, dev int) (CopyResult,
 		if err != nil {
 			return c.fail(res, err)
 		}
-		if err := c.devFill(ctx, dev, src, n, salt, stage, copyStage); err != nil {
+		if err := c.devFill(ctx, dev, src, n, salt, stage); err != nil {
 			return c.fail(res, err)
 		}
 		spec.Src, spec.Dst, spec.Kind = src, dst, cuda.DeviceToDevice
@@ -301,7 +301,7 @@ func (c *copyRun) single(ctx context.Context, test string, dev int) (CopyResult,
 			if err := c.corrupt(ctx, dev, dst, n); err != nil {
 				return 0, err
 			}
-			return c.devCheck(ctx, dev, dst, n, salt, stage, copyStage)
+			return c.devCheck(ctx, dev, dst, n, salt, stage)
 		}
 	case CopyH2DPinned, CopyH2DPageable, CopyBidirPinned:
 		host, err := rs.host(ctx, dev, n, test == CopyH2DPageable)
@@ -312,9 +312,9 @@ func (c *copyRun) single(ctx context.Context, test string, dev int) (CopyResult,
 		if err != nil {
 			return c.fail(res, err)
 		}
-		fillHost(cuda.Bytes(host, n), salt)
+		fillHost(host.Bytes()[:n], salt)
 		spec.Src, spec.Dst, spec.Kind = host, dst, cuda.HostToDevice
-		var hostBack cuda.Ptr
+		var hostBack cuda.HostPtr
 		if test == CopyBidirPinned {
 			devSrc, err := rs.dev(ctx, dev, n)
 			if err != nil {
@@ -323,7 +323,7 @@ func (c *copyRun) single(ctx context.Context, test string, dev int) (CopyResult,
 			if hostBack, err = rs.pinned(ctx, dev, n); err != nil {
 				return c.fail(res, err)
 			}
-			if err := c.devFill(ctx, dev, devSrc, n, salt^0xff, stage, copyStage); err != nil {
+			if err := c.devFill(ctx, dev, devSrc, n, salt^0xff, stage); err != nil {
 				return c.fail(res, err)
 			}
 			s2, err := rs.stream(ctx, dev)
@@ -337,9 +337,9 @@ func (c *copyRun) single(ctx context.Context, test string, dev int) (CopyResult,
 			if err := c.corrupt(ctx, dev, dst, n); err != nil {
 				return 0, err
 			}
-			w, err := c.devCheck(ctx, dev, dst, n, salt, stage, copyStage)
+			w, err := c.devCheck(ctx, dev, dst, n, salt, stage)
 			if err == nil && test == CopyBidirPinned {
-				w += checkHost(cuda.Bytes(hostBack, n), salt^0xff)
+				w += checkHost(hostBack.Bytes()[:n], salt^0xff)
 			}
 			return w, err
 		}
@@ -352,12 +352,12 @@ func (c *copyRun) single(ctx context.Context, test string, dev int) (CopyResult,
 		if err != nil {
 			return c.fail(res, err)
 		}
-		if err := c.devFill(ctx, dev, src, n, salt, stage, copyStage); err != nil {
+		if err := c.devFill(ctx, dev, src, n, salt, stage); err != nil {
 			return c.fail(res, err)
 		}
 		spec.Src, spec.Dst, spec.Kind = src, host, cuda.DeviceToHost
 		check = func() (int64, error) {
-			b := cuda.Bytes(host, n)
+			b := host.Bytes()[:n]
 			if c.cfg.Corrupt {
 				b[0] ^= 0xff
 			}
@@ -373,7 +373,7 @@ func (c *copyRun) single(ctx context.Context, test string, dev int) (CopyResult,
 // configuration asks for it (the pattern's byte 0 is never 0, so the
 // validation must catch it); a failure to damage it is an error, not a
 // silent pass.
-func (c *copyRun) corrupt(ctx context.Context, dev int, p cuda.Ptr, n uint64) error {
+func (c *copyRun) corrupt(ctx context.Context, dev int, p cuda.DevPtr, n uint64) error {
 	if !c.cfg.Corrupt {
 		return nil
 	}
@@ -398,7 +398,7 @@ func (c *copyRun) timeAndCheck(ctx context.Context, res CopyResult, spec cuda.Co
 	res.US = sec * 1e6
 	if sec > 0 {
 		res.GBps = float64(spec.Bytes) / sec / 1e9
-		if !spec.RevDst.Nil() {
+		if spec.RevDst != nil {
 			res.GBps *= 2
 		}
 		if spec.Kind == cuda.DeviceToDevice {
@@ -469,11 +469,11 @@ func (c *copyRun) peer(ctx context.Context, test string, a, b int) (CopyResult, 
 		return c.fail(res, err)
 	}
 	const salt = 0x5a
-	if err := c.devFill(ctx, a, src, n, salt, stage, copyStage); err != nil {
+	if err := c.devFill(ctx, a, src, n, salt, stage); err != nil {
 		return c.fail(res, err)
 	}
 	spec := cuda.CopySpec{Dev: a, Dst: dst, Src: src, Bytes: n, Kind: cuda.PeerToPeer, DstDev: b, SrcDev: a, Stream: s1, Timeout: c.cfg.Timeout}
-	var revDst cuda.Ptr
+	var revDst cuda.DevPtr
 	if test == CopyP2PBidir {
 		revSrc, err := rs.dev(ctx, b, n)
 		if err != nil {
@@ -482,7 +482,7 @@ func (c *copyRun) peer(ctx context.Context, test string, a, b int) (CopyResult, 
 		if revDst, err = rs.dev(ctx, a, n); err != nil {
 			return c.fail(res, err)
 		}
-		if err := c.devFill(ctx, b, revSrc, n, salt^0xff, stage, copyStage); err != nil {
+		if err := c.devFill(ctx, b, revSrc, n, salt^0xff, stage); err != nil {
 			return c.fail(res, err)
 		}
 		s2, err := rs.stream(ctx, a)
@@ -495,10 +495,10 @@ func (c *copyRun) peer(ctx context.Context, test string, a, b int) (CopyResult, 
 		if err := c.corrupt(ctx, b, dst, n); err != nil {
 			return 0, err
 		}
-		w, err := c.devCheck(ctx, b, dst, n, salt, stage, copyStage)
+		w, err := c.devCheck(ctx, b, dst, n, salt, stage)
 		if err == nil && test == CopyP2PBidir {
 			var w2 int64
-			w2, err = c.devCheck(ctx, a, revDst, n, salt^0xff, stage, copyStage)
+			w2, err = c.devCheck(ctx, a, revDst, n, salt^0xff, stage)
 			w += w2
 		}
 		return w, err
@@ -540,7 +540,7 @@ func (c *copyRun) latency(ctx context.Context, a, b int) (CopyResult, error) {
 		return c.fail(res, err)
 	}
 	const salt = 0x69
-	if err := c.devFill(ctx, a, src, n, salt, stage, n); err != nil {
+	if err := c.devFill(ctx, a, src, n, salt, stage); err != nil {
 		return c.fail(res, err)
 	}
 	spec := cuda.CopySpec{Dev: a, Dst: dst, Src: src, Bytes: n, Kind: cuda.DeviceToDevice, Stream: s, Timeout: c.cfg.Timeout, Iters: 10}
@@ -559,7 +559,7 @@ func (c *copyRun) latency(ctx context.Context, a, b int) (CopyResult, error) {
 	if err := c.corrupt(ctx, dstDev, dst, n); err != nil {
 		return c.fail(res, err)
 	}
-	w, err := c.devCheck(ctx, dstDev, dst, n, salt, stage, n)
+	w, err := c.devCheck(ctx, dstDev, dst, n, salt, stage)
 	if err != nil {
 		return c.fail(res, err)
 	}

@@ -106,9 +106,9 @@ type ncclRun struct {
 	rt      *cuda.Runtime
 	lib     *nccl.Library
 	comms   *nccl.Comms
-	send    []cuda.Ptr
-	recv    []cuda.Ptr
-	staging cuda.Ptr
+	send    []cuda.DevPtr
+	recv    []cuda.DevPtr
+	staging cuda.HostPtr
 	bufSize uint64
 	seed    uint32
 	doing   string // what is running, for watchdog messages
@@ -195,7 +195,9 @@ func (r *ncclRun) allocate(ctx context.Context) error {
 			return err
 		}
 		r.recv = append(r.recv, v)
-		r.comms.SetBuffers(i, s, v)
+		if err := r.comms.SetBuffers(i, s, v); err != nil {
+			return err
+		}
 	}
 	if r.cfg.Check > 0 {
 		st, err := r.rt.HostAlloc(ctx, r.cfg.Devices[0], stagingBytes)
@@ -208,7 +210,7 @@ func (r *ncclRun) allocate(ctx context.Context) error {
 }
 
 // malloc allocates a device buffer with the configured allocator.
-func (r *ncclRun) malloc(ctx context.Context, dev int, n uint64) (cuda.Ptr, error) {
+func (r *ncclRun) malloc(ctx context.Context, dev int, n uint64) (cuda.DevPtr, error) {
 	if r.cfg.Buffers == BuffersNCCL {
 		return r.lib.MemAlloc(ctx, r.rt, dev, n)
 	}
@@ -216,7 +218,7 @@ func (r *ncclRun) malloc(ctx context.Context, dev int, n uint64) (cuda.Ptr, erro
 }
 
 // free releases a buffer from malloc.
-func (r *ncclRun) free(ctx context.Context, dev int, p cuda.Ptr) error {
+func (r *ncclRun) free(ctx context.Context, dev int, p cuda.DevPtr) error {
 	if r.cfg.Buffers == BuffersNCCL {
 		return r.lib.MemFree(ctx, r.rt, dev, p)
 	}
@@ -254,10 +256,9 @@ func (r *ncclRun) guard(err error) error {
 		return nil
 	}
 	if errors.Is(err, cuda.ErrTimeout) || errors.Is(err, cuda.ErrHung) {
-		abortErrs := r.comms.Abort()
 		msg := "while running " + r.doing
-		if len(abortErrs) > 0 {
-			msg += fmt.Sprintf(" (abort: %v)", abortErrs[0])
+		if abortErr := r.comms.Abort(); abortErr != nil {
+			msg += fmt.Sprintf(" (abort: %v)", abortErr)
 		}
 		return fmt.Errorf("%w %s: %w", ErrWatchdog, msg, err)
 	}
@@ -269,7 +270,7 @@ func (r *ncclRun) guard(err error) error {
 }
 
 func (r *ncclRun) collective(ctx context.Context, c collective.Collective) (NCCLResult, error) {
-	n := r.comms.World()
+	n := r.comms.Size()
 	res := NCCLResult{Collective: c, Ranks: n}
 	elt := r.cfg.DType.Size
 	// Warm-up at every power-of-two size, as nccl-tests does.
@@ -334,7 +335,7 @@ func (r *ncclRun) bench(ctx context.Context, c collective.Collective, l collecti
 	if inPlace {
 		place = "in-place"
 	}
-	n := r.comms.World()
+	n := r.comms.Size()
 	checks := r.cfg.Check
 	if inPlace && !c.CheckInPlace() {
 		checks = 0
@@ -389,7 +390,7 @@ func (r *ncclRun) bench(ctx context.Context, c collective.Collective, l collecti
 }
 
 // regions of local rank i: where its input lives and its output goes.
-func (r *ncclRun) regions(i int, l collective.Layout, inPlace bool) (in, out cuda.Ptr) {
+func (r *ncclRun) regions(i int, l collective.Layout, inPlace bool) (in, out cuda.DevPtr) {
 	rank := uint64(r.comms.Rank(i))
 	out = r.recv[i]
 	in = r.send[i]
@@ -403,9 +404,9 @@ func (r *ncclRun) regions(i int, l collective.Layout, inPlace bool) (in, out cud
 // prepare poisons every output and writes fresh inputs.
 func (r *ncclRun) prepare(ctx context.Context, c collective.Collective, l collective.Layout, inPlace bool) error {
 	r.seed++
-	p := newPattern(r.cfg.DType, r.cfg.Op, r.comms.World(), r.seed)
+	p := newPattern(r.cfg.DType, r.cfg.Op, r.comms.Size(), r.seed)
 	elt := r.cfg.DType.Size
-	for i := 0; i < r.comms.Local(); i++ {
+	for i := 0; i < r.comms.Size(); i++ {
 		dev := r.comms.Device(i)
 		in, out := r.regions(i, l, inPlace)
 		if err := r.rt.Memset(ctx, dev, out, poisonByte, l.RecvCount*elt); err != nil {
@@ -415,9 +416,9 @@ func (r *ncclRun) prepare(ctx context.Context, c collective.Collective, l collec
 		total := l.SendCount * elt
 		for off := uint64(0); off < total; off += stagingBytes {
 			nb := min(stagingBytes, total-off)
-			buf := cuda.Bytes(r.staging, nb)
+			buf := r.staging.Bytes()[:nb]
 			p.fill(buf, off/elt, rank)
-			if err := r.rt.Memcpy(ctx, dev, in.Add(off), r.staging, nb, cuda.HostToDevice); err != nil {
+			if err := r.rt.Memcpy(ctx, dev, in.Add(off), r.staging, nb); err != nil {
 				return err
 			}
 		}
@@ -428,24 +429,24 @@ func (r *ncclRun) prepare(ctx context.Context, c collective.Collective, l collec
 // verify counts the wrong output elements of every local rank that has an
 // output to check (reduce: the root only).
 func (r *ncclRun) verify(ctx context.Context, c collective.Collective, l collective.Layout, inPlace bool) (int64, error) {
-	p := newPattern(r.cfg.DType, r.cfg.Op, r.comms.World(), r.seed)
+	p := newPattern(r.cfg.DType, r.cfg.Op, r.comms.Size(), r.seed)
 	elt := r.cfg.DType.Size
 	var wrong int64
-	for i := 0; i < r.comms.Local(); i++ {
+	for i := 0; i < r.comms.Size(); i++ {
 		rank := r.comms.Rank(i)
 		if c == collective.Reduce && rank != r.cfg.Root {
 			continue
 		}
 		dev := r.comms.Device(i)
 		_, out := r.regions(i, l, inPlace)
-		src := outputSource(c, rank, r.comms.World(), r.cfg.Root, l.Count)
+		src := outputSource(c, rank, r.comms.Size(), r.cfg.Root, l.Count)
 		total := l.RecvCount * elt
 		for off := uint64(0); off < total; off += stagingBytes {
 			nb := min(stagingBytes, total-off)
-			if err := r.rt.Memcpy(ctx, dev, r.staging, out.Add(off), nb, cuda.DeviceToHost); err != nil {
+			if err := r.rt.Memcpy(ctx, dev, r.staging, out.Add(off), nb); err != nil {
 				return wrong, err
 			}
-			wrong += p.compare(cuda.Bytes(r.staging, nb), off/elt, src)
+			wrong += p.compare(r.staging.Bytes()[:nb], off/elt, src)
 		}
 	}
 	return wrong, nil
@@ -454,7 +455,7 @@ func (r *ncclRun) verify(ctx context.Context, c collective.Collective, l collect
 // corrupt overwrites the first 256 bytes (or the whole output, if
 // smaller) of the first checked rank's output.
 func (r *ncclRun) corrupt(ctx context.Context, c collective.Collective, l collective.Layout, inPlace bool) error {
-	for i := 0; i < r.comms.Local(); i++ {
+	for i := 0; i < r.comms.Size(); i++ {
 		if c == collective.Reduce && r.comms.Rank(i) != r.cfg.Root {
 			continue
 		}

@@ -71,7 +71,7 @@ func Main(args []string, stdout, stderr io.Writer, bi BuildInfo) int {
 // execute runs the command line in a session (tests give a fixed clock
 // and host).
 func execute(args []string, stdout, stderr io.Writer, s *app.Session) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	defer stop()
 	cmd := newRoot(&globals{out: stdout, errOut: stderr, session: s, build: BuildInfo(s.Tool)})
 	cmd.SetArgs(args)
@@ -100,6 +100,15 @@ func exitCode(err error) int {
 		return ExitInterrupted
 	}
 	return ExitToolErr
+}
+
+// signalContext ends at the first SIGINT or SIGTERM, and then stops
+// catching them: a second one ends the process at once (the default
+// action), even while the first one's cleanup runs.
+func signalContext() (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	context.AfterFunc(ctx, stop)
+	return ctx, stop
 }
 
 func newRoot(g *globals) *cobra.Command {

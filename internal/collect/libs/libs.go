@@ -24,6 +24,7 @@ func CUDARuntime(ctx context.Context) sysinfo.Library {
 	if err != nil {
 		return sysinfo.Library{Error: err.Error()}
 	}
+	defer rt.Close()
 	l := sysinfo.Library{Loaded: true, Path: rt.Path}
 	if rv, dv, err := rt.Versions(ctx); err != nil {
 		l.Error = err.Error()
@@ -39,6 +40,7 @@ func NCCL() sysinfo.Library {
 	if err != nil {
 		return sysinfo.Library{Error: err.Error()}
 	}
+	defer lib.Close()
 	l := sysinfo.Library{Loaded: true, Path: lib.Path}
 	if v, _, err := lib.Version(); err != nil {
 		l.Error = err.Error()

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
+	"github.com/gdrcheck/gdrcheck/internal/watchdog"
 )
 
 // ErrNoLibrary means libnvidia-ml.so.1 could not be loaded: no driver.
@@ -29,37 +29,15 @@ const DefaultCallTimeout = 5 * time.Second
 // call fails at once: the hung call still owns the driver lock.
 type guard struct {
 	timeout time.Duration
-	mu      sync.Mutex
-	stuck   string
+	w       *watchdog.Guard
+}
+
+func newGuard(timeout time.Duration) *guard {
+	return &guard{timeout: timeout, w: watchdog.New(ErrHung)}
 }
 
 func (g *guard) do(ctx context.Context, name string, f func()) error {
-	g.mu.Lock()
-	stuck := g.stuck
-	g.mu.Unlock()
-	if stuck != "" {
-		return fmt.Errorf("%s not attempted: %s did not return earlier: %w", name, stuck, ErrHung)
-	}
-	done := make(chan any, 1)
-	go func() {
-		defer func() { done <- recover() }()
-		f()
-	}()
-	t := time.NewTimer(g.timeout)
-	defer t.Stop()
-	select {
-	case p := <-done:
-		if p != nil {
-			return fmt.Errorf("%s: panicked: %v", name, p)
-		}
-		return nil
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	g.mu.Lock()
-	g.stuck = name
-	g.mu.Unlock()
-	return fmt.Errorf("%s: no answer within %s: %w", name, g.timeout, ErrHung)
+	return g.w.Do(ctx, watchdog.Call{Name: name, Timeout: g.timeout}, func() error { f(); return nil })
 }
 
 // live collects Facts from an NVML implementation (the real library, or
@@ -70,7 +48,7 @@ type live struct {
 }
 
 func (l *live) Collect(ctx context.Context) (*Facts, error) {
-	g := &guard{timeout: l.timeout}
+	g := newGuard(l.timeout)
 	f := &Facts{Source: "nvml", CollectedAt: time.Now().UTC()}
 	var ret gonvml.Return
 	if err := g.do(ctx, "nvmlInit", func() { ret = l.lib.Init() }); err != nil {

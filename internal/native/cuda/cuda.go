@@ -2,8 +2,13 @@
 // small cgo shim that dlopens it at run time with our own prototypes. Every
 // call runs on one dedicated OS thread (the runtime's current device is per
 // thread, so "set device, then work" always happens inside one C call on
-// that thread) under a deadline: a call that does not return in time marks
-// the runtime wedged and becomes an error, never a hang of the caller.
+// that thread) under a deadline (package watchdog): a call that does not
+// return in time marks the runtime wedged and becomes an error, never a
+// hang of the caller. Close ends the thread and frees the C memory.
+//
+// Device and host memory have distinct types: DevPtr and HostPtr. Only a
+// HostPtr can be seen as a Go slice, and both carry the length of their
+// allocation, so offsets and copies past the end are caught in Go.
 package cuda
 
 /*
@@ -60,12 +65,14 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/gdrcheck/gdrcheck/internal/native/dl"
+	"github.com/gdrcheck/gdrcheck/internal/watchdog"
 )
 
 // LibrarySpec is how the CUDA runtime is found.
@@ -117,17 +124,31 @@ func IsCode(err error, code int) bool {
 	return errors.As(err, &e) && e.Code == code
 }
 
+// ErrClosed is returned by calls on a closed Runtime.
+var ErrClosed = errors.New("CUDA runtime closed")
+
+// DefaultGrace is how long a call may overrun the deadline of its own GPU
+// wait, or ignore a cancel, before its thread counts as wedged.
+const DefaultGrace = 10 * time.Second
+
 // Runtime is a loaded CUDA runtime.
 type Runtime struct {
 	Path     string // the file that was loaded
 	lib      *dl.Library
 	c        *C.gdr_cudart
-	cancel   *C.int // set to 1 to stop a spinning wait
+	cancel   *C.int // raised (atomically) to stop a spinning wait
 	timeout  time.Duration
+	grace    time.Duration
 	calls    chan func()
-	mu       sync.Mutex
-	wedged   string
-	origCPUs unix.CPUSet
+	quit     chan struct{} // closed by Close
+	exited   chan struct{} // closed when the worker has returned
+	quitOnce sync.Once
+	// life is held for reading by every Do, for writing by the worker
+	// while it frees the C memory: a Do may still lower the cancel flag
+	// after its task ended.
+	life     sync.RWMutex
+	guard    *watchdog.Guard
+	origCPUs unix.CPUSet // the worker thread's own
 }
 
 // Option configures Open.
@@ -136,19 +157,23 @@ type Option func(*Runtime)
 // WithCallTimeout sets the deadline of each call.
 func WithCallTimeout(d time.Duration) Option { return func(r *Runtime) { r.timeout = d } }
 
-// Open loads the CUDA runtime: path if given, else the usual search.
+// WithGrace sets how long a GPU wait may overrun its own deadline, or a
+// call ignore a cancel, before the runtime counts as wedged (DefaultGrace).
+func WithGrace(d time.Duration) Option { return func(r *Runtime) { r.grace = d } }
+
+// Open loads the CUDA runtime: path if given, else the usual search. The
+// caller must Close it.
 func Open(path string, opts ...Option) (*Runtime, error) {
-	lib, err := dl.Open(LibrarySpec(), path)
+	lib, err := dl.OpenTable(LibrarySpec(), path, unsafe.Sizeof(C.gdr_cudart{}), func(t, h unsafe.Pointer) string {
+		return C.GoString(C.gdr_cudart_bind((*C.gdr_cudart)(t), h))
+	}, "not a CUDA runtime, or older than 11.0?")
 	if err != nil {
 		return nil, err
 	}
-	c := (*C.gdr_cudart)(C.calloc(1, C.size_t(unsafe.Sizeof(C.gdr_cudart{}))))
-	if missing := C.gdr_cudart_bind(c, lib.Handle()); missing != nil {
-		C.free(unsafe.Pointer(c))
-		return nil, fmt.Errorf("%s: missing entry point %s (not a CUDA runtime, or older than 11.0?)", lib.Path, C.GoString(missing))
-	}
-	r := &Runtime{Path: lib.Resolved(), lib: lib, c: c, timeout: DefaultCallTimeout, calls: make(chan func()),
-		cancel: (*C.int)(C.calloc(1, C.size_t(unsafe.Sizeof(C.int(0)))))}
+	c := (*C.gdr_cudart)(lib.Table())
+	r := &Runtime{Path: lib.Resolved(), lib: lib, c: c, timeout: DefaultCallTimeout, grace: DefaultGrace,
+		cancel: (*C.int)(C.calloc(1, C.size_t(unsafe.Sizeof(C.int(0))))),
+		calls:  make(chan func()), quit: make(chan struct{}), exited: make(chan struct{}), guard: watchdog.New(ErrHung)}
 	for _, o := range opts {
 		o(r)
 	}
@@ -156,21 +181,73 @@ func Open(path string, opts ...Option) (*Runtime, error) {
 	return r, nil
 }
 
+// Close ends the runtime's thread and frees its C memory (libcudart stays
+// loaded: see dl.Library.Release); it waits for a
+// call in progress. A runtime whose thread is wedged in a call is not
+// freed (that thread may still use it): Close then returns an error at
+// once. Calls after Close return ErrClosed; a second Close does nothing.
+func (r *Runtime) Close() error {
+	r.quitOnce.Do(func() { close(r.quit) })
+	select {
+	case <-r.exited:
+		return nil
+	case <-r.guard.WedgedC():
+		return fmt.Errorf("CUDA runtime kept: %s never returned: %w", r.guard.Wedged(), ErrHung)
+	}
+}
+
 // CPtr is the shim's function table, for other cgo packages (NCCL's timed
 // loops) that include shim.h. Use it only inside Do.
 func (r *Runtime) CPtr() unsafe.Pointer { return unsafe.Pointer(r.c) }
 
-// CancelPtr is the flag spinning waits watch; Do sets it when the caller's
-// context ends.
+// CancelPtr is the flag spinning waits watch (read it with gdr_flag); Do
+// raises it when the caller's context ends. Use it only inside Do.
 func (r *Runtime) CancelPtr() unsafe.Pointer { return unsafe.Pointer(r.cancel) }
 
-// worker runs every call on one locked OS thread.
+// worker runs every call on one locked OS thread. It never unlocks it:
+// when the worker returns, the thread (its CUDA state, its CPU binding) is
+// discarded with it.
 func (r *Runtime) worker() {
 	runtime.LockOSThread()
+	defer close(r.exited)
 	_ = unix.SchedGetaffinity(0, &r.origCPUs)
-	for f := range r.calls {
-		f()
+	for {
+		select {
+		case f := <-r.calls:
+			f()
+		case <-r.quit:
+			r.life.Lock()
+			C.free(unsafe.Pointer(r.cancel))
+			r.lib.Release() // the table r.c; libcudart stays loaded
+			r.life.Unlock()
+			return
+		}
 	}
+}
+
+// start hands a task to the worker.
+func (r *Runtime) start(ctx context.Context, task func()) error {
+	select {
+	case <-r.quit:
+		return ErrClosed
+	default:
+	}
+	select {
+	case r.calls <- task:
+		return nil
+	case <-r.quit:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// interrupt raises the cancel flag for a spinning wait; the returned
+// function lowers it once the call came back.
+func (r *Runtime) interrupt() func() {
+	flag := (*int32)(unsafe.Pointer(r.cancel))
+	atomic.StoreInt32(flag, 1)
+	return func() { atomic.StoreInt32(flag, 0) }
 }
 
 // Do runs fn on the runtime's thread under the call deadline (or ctx's,
@@ -179,57 +256,36 @@ func (r *Runtime) Do(ctx context.Context, name string, fn func() error) error {
 	return r.DoTimeout(ctx, name, r.timeout, fn)
 }
 
-// DoTimeout is Do with an explicit deadline. While fn runs, the end of ctx
-// raises the cancel flag so a spinning wait inside fn returns.
+// DoTimeout is Do with an explicit deadline. When ctx ends while fn runs,
+// the cancel flag is raised so a spinning wait inside fn returns; fn that
+// does not return within the grace, or overruns the deadline, wedges the
+// runtime (ErrHung, now and for every later call).
 func (r *Runtime) DoTimeout(ctx context.Context, name string, timeout time.Duration, fn func() error) error {
-	r.mu.Lock()
-	w := r.wedged
-	r.mu.Unlock()
-	if w != "" {
-		return fmt.Errorf("%s not attempted: %s did not return earlier: %w", name, w, ErrHung)
+	r.life.RLock()
+	defer r.life.RUnlock()
+	if r.closed() {
+		return fmt.Errorf("%s: %w", name, ErrClosed)
 	}
-	done := make(chan error, 1)
-	task := func() {
-		defer func() {
-			if p := recover(); p != nil {
-				done <- fmt.Errorf("%s: panicked: %v", name, p)
-			}
-		}()
-		done <- fn()
-	}
-	t := time.NewTimer(timeout)
-	defer t.Stop()
+	return r.guard.Do(ctx, watchdog.Call{Name: name, Timeout: timeout, Start: r.start, Interrupt: r.interrupt, Grace: r.grace}, fn)
+}
+
+// DoWait runs fn, a call that waits for GPU work with its own deadline
+// (gdr_now() seconds, as fn receives it) wait from now, on the runtime's
+// thread; the call itself may take the grace longer before it counts as
+// hung.
+func (r *Runtime) DoWait(ctx context.Context, name string, wait time.Duration, fn func(deadline float64) error) error {
+	return r.DoTimeout(ctx, name, wait+r.grace, func() error {
+		return fn(float64(C.gdr_now()) + wait.Seconds())
+	})
+}
+
+func (r *Runtime) closed() bool {
 	select {
-	case r.calls <- task:
-	case <-t.C:
-		return fmt.Errorf("%s: the CUDA thread is busy (no answer within %s): %w", name, timeout, ErrHung)
-	case <-ctx.Done():
-		return fmt.Errorf("%s: %w", name, ctx.Err())
+	case <-r.quit:
+		return true
+	default:
+		return false
 	}
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		// Ask a spinning wait to give up, then give it a moment.
-		*r.cancel = 1
-		select {
-		case err := <-done:
-			*r.cancel = 0
-			if err == nil {
-				err = ctx.Err()
-			}
-			return err
-		case <-time.After(5 * time.Second):
-		}
-	case <-t.C:
-	}
-	r.mu.Lock()
-	r.wedged = name
-	r.mu.Unlock()
-	if ctx.Err() != nil {
-		return fmt.Errorf("%s: interrupted while the GPU was working: %w", name, ctx.Err())
-	}
-	return fmt.Errorf("%s: no answer within %s: %w", name, timeout, ErrHung)
 }
 
 // Check turns a CUDA status into an error with the library's own words;
@@ -314,32 +370,91 @@ func (r *Runtime) MemInfo(ctx context.Context, dev int) (free, total uint64, err
 	return
 }
 
-// Ptr is an address in device or pinned host memory (never Go memory).
-type Ptr struct{ p unsafe.Pointer }
+// DevPtr is an address in device memory and the bytes from there to the
+// end of its allocation. It cannot be seen from Go.
+type DevPtr struct {
+	p unsafe.Pointer
+	n uint64
+}
 
-// Add offsets a pointer.
-func (p Ptr) Add(off uint64) Ptr { return Ptr{unsafe.Add(p.p, uintptr(off))} }
+// HostPtr is an address in host memory that CUDA allocated or that
+// PageableAlloc gave (never Go memory), and the bytes from there to the
+// end of its allocation.
+type HostPtr struct {
+	p unsafe.Pointer
+	n uint64
+}
+
+// Mem is memory a copy reads or writes: a DevPtr or a HostPtr.
+type Mem interface {
+	base() unsafe.Pointer
+	size() uint64
+	device() bool
+}
+
+func (p DevPtr) base() unsafe.Pointer  { return p.p }
+func (p DevPtr) size() uint64          { return p.n }
+func (p DevPtr) device() bool          { return true }
+func (p HostPtr) base() unsafe.Pointer { return p.p }
+func (p HostPtr) size() uint64         { return p.n }
+func (p HostPtr) device() bool         { return false }
+
+// offset is p+off with the bytes left; past the end is a bug of the caller.
+func offset(p unsafe.Pointer, n, off uint64) (unsafe.Pointer, uint64) {
+	if off > n {
+		panic(fmt.Sprintf("cuda: offset %d past the end of a %d-byte allocation", off, n))
+	}
+	return unsafe.Add(p, uintptr(off)), n - off
+}
+
+// Add offsets a pointer; it panics past the end of the allocation.
+func (p DevPtr) Add(off uint64) DevPtr { q, n := offset(p.p, p.n, off); return DevPtr{q, n} }
+
+// Add offsets a pointer; it panics past the end of the allocation.
+func (p HostPtr) Add(off uint64) HostPtr { q, n := offset(p.p, p.n, off); return HostPtr{q, n} }
 
 // Nil reports a null pointer.
-func (p Ptr) Nil() bool { return p.p == nil }
+func (p DevPtr) Nil() bool { return p.p == nil }
+
+// Nil reports a null pointer.
+func (p HostPtr) Nil() bool { return p.p == nil }
+
+// Len is the number of bytes from p to the end of its allocation.
+func (p DevPtr) Len() uint64 { return p.n }
+
+// Len is the number of bytes from p to the end of its allocation.
+func (p HostPtr) Len() uint64 { return p.n }
+
+// Bytes views the memory from p to the end of its allocation as a Go
+// slice (nil for a null pointer). It is valid until the memory is freed.
+func (p HostPtr) Bytes() []byte {
+	if p.p == nil {
+		return nil
+	}
+	return unsafe.Slice((*byte)(p.p), p.n)
+}
 
 // Raw is the address for other cgo packages.
-func (p Ptr) Raw() unsafe.Pointer { return p.p }
+func (p DevPtr) Raw() unsafe.Pointer { return p.p }
 
-// PtrOf wraps an address another cgo package got from C (ncclMemAlloc).
-func PtrOf(p unsafe.Pointer) Ptr { return Ptr{p} }
+// DevPtrOf wraps n bytes of device memory another cgo package got from C
+// (ncclMemAlloc).
+func DevPtrOf(p unsafe.Pointer, n uint64) DevPtr { return DevPtr{p, n} }
 
 // Malloc allocates device memory on dev.
-func (r *Runtime) Malloc(ctx context.Context, dev int, bytes uint64) (Ptr, error) {
+func (r *Runtime) Malloc(ctx context.Context, dev int, bytes uint64) (DevPtr, error) {
 	var p unsafe.Pointer
 	err := r.Do(ctx, "cudaMalloc", func() error {
 		return r.Check(fmt.Sprintf("cudaMalloc(%d bytes) on device %d", bytes, dev), int(C.gdr_malloc(r.c, C.int(dev), &p, C.size_t(bytes))))
 	})
-	return Ptr{p}, err
+	if err != nil {
+		return DevPtr{}, err
+	}
+	return DevPtr{p, bytes}, nil
 }
 
 // Free releases device memory.
-func (r *Runtime) Free(ctx context.Context, dev int, p Ptr) error {
+func (r *Runtime) Free(ctx context.Context, dev int, p DevPtr) error {
 	if p.Nil() {
 		return nil
 	}
@@ -350,16 +465,19 @@ func (r *Runtime) Free(ctx context.Context, dev int, p Ptr) error {
 
 // HostAlloc allocates pinned (page-locked) host memory. The pages are
 // placed by the calling thread's NUMA policy: pin the thread first.
-func (r *Runtime) HostAlloc(ctx context.Context, dev int, bytes uint64) (Ptr, error) {
+func (r *Runtime) HostAlloc(ctx context.Context, dev int, bytes uint64) (HostPtr, error) {
 	var p unsafe.Pointer
 	err := r.Do(ctx, "cudaHostAlloc", func() error {
 		return r.Check(fmt.Sprintf("cudaHostAlloc(%d bytes)", bytes), int(C.gdr_hostalloc(r.c, C.int(dev), &p, C.size_t(bytes))))
 	})
-	return Ptr{p}, err
+	if err != nil {
+		return HostPtr{}, err
+	}
+	return HostPtr{p, bytes}, nil
 }
 
 // FreeHost releases pinned host memory.
-func (r *Runtime) FreeHost(ctx context.Context, p Ptr) error {
+func (r *Runtime) FreeHost(ctx context.Context, p HostPtr) error {
 	if p.Nil() {
 		return nil
 	}
@@ -373,19 +491,52 @@ const (
 	HostToDevice   = 1
 	DeviceToHost   = 2
 	DeviceToDevice = 3
-	Default        = 4
 	PeerToPeer     = -1 // gdrcheck's own: cudaMemcpyPeerAsync
 )
 
-// Memcpy copies synchronously (with dev current).
-func (r *Runtime) Memcpy(ctx context.Context, dev int, dst, src Ptr, bytes uint64, kind int) error {
+// kindOf is the cudaMemcpyKind of a copy between these kinds of memory.
+func kindOf(dst, src Mem) int {
+	switch {
+	case dst.device() && src.device():
+		return DeviceToDevice
+	case dst.device():
+		return HostToDevice
+	case src.device():
+		return DeviceToHost
+	}
+	return hostToHost
+}
+
+const hostToHost = 0 // cudaMemcpyHostToHost
+
+// fits checks that bytes lie inside every one of mems.
+func fits(call string, bytes uint64, mems ...Mem) error {
+	for _, m := range mems {
+		if m != nil && bytes > m.size() {
+			return fmt.Errorf("%s: %d bytes do not fit a %d-byte buffer", call, bytes, m.size())
+		}
+	}
+	return nil
+}
+
+// Memcpy copies synchronously (with dev current); the direction follows
+// from the kinds of memory.
+func (r *Runtime) Memcpy(ctx context.Context, dev int, dst, src Mem, bytes uint64) error {
+	kind := kindOf(dst, src)
+	call := fmt.Sprintf("cudaMemcpy(%d bytes, kind %d)", bytes, kind)
+	if err := fits(call, bytes, dst, src); err != nil {
+		return err
+	}
 	return r.Do(ctx, "cudaMemcpy", func() error {
-		return r.Check(fmt.Sprintf("cudaMemcpy(%d bytes, kind %d)", bytes, kind), int(C.gdr_memcpy(r.c, C.int(dev), dst.p, src.p, C.size_t(bytes), C.int(kind))))
+		return r.Check(call, int(C.gdr_memcpy(r.c, C.int(dev), dst.base(), src.base(), C.size_t(bytes), C.int(kind))))
 	})
 }
 
 // Memset fills device memory with a byte value and waits for it.
-func (r *Runtime) Memset(ctx context.Context, dev int, p Ptr, value byte, bytes uint64) error {
+func (r *Runtime) Memset(ctx context.Context, dev int, p DevPtr, value byte, bytes uint64) error {
+	if err := fits("cudaMemset", bytes, p); err != nil {
+		return err
+	}
 	return r.Do(ctx, "cudaMemset", func() error {
 		return r.Check("cudaMemset", int(C.gdr_memset(r.c, C.int(dev), p.p, C.int(value), C.size_t(bytes))))
 	})
@@ -432,7 +583,7 @@ func (r *Runtime) EnablePeer(ctx context.Context, dev, peer int) error {
 // CopySpec is one timed copy loop.
 type CopySpec struct {
 	Dev      int // current device for the loop (and its stream)
-	Dst, Src Ptr
+	Dst, Src Mem
 	Bytes    uint64
 	Kind     int // HostToDevice, DeviceToHost, DeviceToDevice or PeerToPeer
 	DstDev   int // for PeerToPeer
@@ -440,29 +591,51 @@ type CopySpec struct {
 	Stream   Stream
 	// RevDst/RevSrc/Stream2 run the opposite direction at the same time
 	// (bidirectional); nil for one-way.
-	RevDst, RevSrc Ptr
+	RevDst, RevSrc Mem
 	Stream2        Stream
 	Iters          int
 	Timeout        time.Duration
 }
 
+// check catches a copy whose buffers are too small or whose kind does
+// not match its kinds of memory.
+func (s CopySpec) check() error {
+	call := fmt.Sprintf("timed copy (%d bytes, kind %d)", s.Bytes, s.Kind)
+	if s.Dst == nil || s.Src == nil || (s.RevDst == nil) != (s.RevSrc == nil) {
+		return fmt.Errorf("%s: a buffer is missing", call)
+	}
+	want := kindOf(s.Dst, s.Src)
+	if s.Kind == PeerToPeer && want == DeviceToDevice {
+		want = PeerToPeer
+	}
+	if s.Kind != want || (s.RevDst != nil && kindOf(s.RevDst, s.RevSrc) != kindOf(s.Src, s.Dst)) {
+		return fmt.Errorf("%s: the buffers' kinds of memory do not match", call)
+	}
+	return fits(call, s.Bytes, s.Dst, s.Src, s.RevDst, s.RevSrc)
+}
+
+// addr is a Mem's address, NULL for none.
+func addr(m Mem) unsafe.Pointer {
+	if m == nil {
+		return nil
+	}
+	return m.base()
+}
+
 // CopyTimed enqueues the copies between two events and returns the
 // milliseconds the GPU took for all of them.
 func (r *Runtime) CopyTimed(ctx context.Context, s CopySpec) (float64, error) {
+	if err := s.check(); err != nil {
+		return 0, err
+	}
 	var ms C.float
-	err := r.DoTimeout(ctx, "timed copy", s.Timeout+10*time.Second, func() error {
-		deadline := float64(C.gdr_now()) + s.Timeout.Seconds()
+	err := r.DoWait(ctx, "timed copy", s.Timeout, func(deadline float64) error {
 		return r.Check(fmt.Sprintf("timed copy (%d x %d bytes, kind %d)", s.Iters, s.Bytes, s.Kind), int(C.gdr_copy_timed(r.c, C.int(s.Dev),
-			s.Dst.p, s.Src.p, C.size_t(s.Bytes), C.int(s.Kind), C.int(s.DstDev), C.int(s.SrcDev),
-			C.gdr_stream(s.Stream.h), s.RevDst.p, s.RevSrc.p, C.gdr_stream(s.Stream2.h),
-			C.int(s.Iters), C.double(deadline), (*C.int)(r.cancel), &ms)))
+			addr(s.Dst), addr(s.Src), C.size_t(s.Bytes), C.int(s.Kind), C.int(s.DstDev), C.int(s.SrcDev),
+			C.gdr_stream(s.Stream.h), addr(s.RevDst), addr(s.RevSrc), C.gdr_stream(s.Stream2.h),
+			C.int(s.Iters), C.double(deadline), r.cancel, &ms)))
 	})
 	return float64(ms), err
-}
-
-// Bytes views pinned host memory as a Go slice (never device memory).
-func Bytes(p Ptr, n uint64) []byte {
-	return unsafe.Slice((*byte)(p.p), n)
 }
 
 // StreamOf wraps a stream handle another cgo package holds.
@@ -471,7 +644,7 @@ func StreamOf(h unsafe.Pointer) Stream { return Stream{h} }
 // PageableAlloc allocates ordinary (pageable) host memory and touches every
 // page from the runtime's thread, so the pages land on that thread's NUMA
 // node (pin it first with PinThread).
-func (r *Runtime) PageableAlloc(ctx context.Context, bytes uint64) (Ptr, error) {
+func (r *Runtime) PageableAlloc(ctx context.Context, bytes uint64) (HostPtr, error) {
 	var p unsafe.Pointer
 	err := r.Do(ctx, "malloc", func() error {
 		// Page-aligned, as allocators for large buffers give it.
@@ -481,11 +654,14 @@ func (r *Runtime) PageableAlloc(ctx context.Context, bytes uint64) (Ptr, error) 
 		C.memset(p, 0, C.size_t(bytes))
 		return nil
 	})
-	return Ptr{p}, err
+	if err != nil {
+		return HostPtr{}, err
+	}
+	return HostPtr{p, bytes}, nil
 }
 
 // PageableFree releases memory from PageableAlloc.
-func (r *Runtime) PageableFree(p Ptr) {
+func (r *Runtime) PageableFree(p HostPtr) {
 	if !p.Nil() {
 		C.free(p.p)
 	}

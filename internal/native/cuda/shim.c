@@ -1,51 +1,47 @@
-#include <dlfcn.h>
 #include "shim.h"
 
-#define BIND(field, sym)                            \
-	do {                                            \
-		*(void **)(&l->field) = dlsym(handle, sym); \
-		if (!l->field) return sym;                  \
-	} while (0)
+#define SYM(f) GDR_SYM(gdr_cudart, "cuda", f)
+
+static const gdr_sym cudart_syms[] = {
+	SYM(RuntimeGetVersion),
+	SYM(DriverGetVersion),
+	SYM(GetErrorString),
+	SYM(GetErrorName),
+	SYM(GetLastError),
+	SYM(GetDeviceCount),
+	SYM(DeviceGetPCIBusId),
+	SYM(SetDevice),
+	SYM(DeviceSynchronize),
+	SYM(MemGetInfo),
+	SYM(Malloc),
+	SYM(Free),
+	SYM(HostAlloc),
+	SYM(FreeHost),
+	SYM(Memcpy),
+	SYM(MemcpyAsync),
+	SYM(MemcpyPeerAsync),
+	SYM(Memset),
+	SYM(StreamCreateWithFlags),
+	SYM(StreamDestroy),
+	SYM(StreamQuery),
+	SYM(EventCreateWithFlags),
+	SYM(EventDestroy),
+	SYM(EventRecord),
+	SYM(EventElapsedTime),
+	SYM(StreamWaitEvent),
+	SYM(DeviceCanAccessPeer),
+	SYM(DeviceEnablePeerAccess),
+};
 
 const char *gdr_cudart_bind(gdr_cudart *l, void *handle) {
 	l->h = handle;
-	BIND(RuntimeGetVersion, "cudaRuntimeGetVersion");
-	BIND(DriverGetVersion, "cudaDriverGetVersion");
-	BIND(GetErrorString, "cudaGetErrorString");
-	BIND(GetErrorName, "cudaGetErrorName");
-	BIND(GetLastError, "cudaGetLastError");
-	BIND(GetDeviceCount, "cudaGetDeviceCount");
-	BIND(DeviceGetPCIBusId, "cudaDeviceGetPCIBusId");
-	BIND(SetDevice, "cudaSetDevice");
-	BIND(GetDevice, "cudaGetDevice");
-	BIND(DeviceSynchronize, "cudaDeviceSynchronize");
-	BIND(MemGetInfo, "cudaMemGetInfo");
-	BIND(Malloc, "cudaMalloc");
-	BIND(Free, "cudaFree");
-	BIND(HostAlloc, "cudaHostAlloc");
-	BIND(FreeHost, "cudaFreeHost");
-	BIND(Memcpy, "cudaMemcpy");
-	BIND(MemcpyAsync, "cudaMemcpyAsync");
-	BIND(MemcpyPeerAsync, "cudaMemcpyPeerAsync");
-	BIND(Memset, "cudaMemset");
-	BIND(MemsetAsync, "cudaMemsetAsync");
-	BIND(StreamCreateWithFlags, "cudaStreamCreateWithFlags");
-	BIND(StreamDestroy, "cudaStreamDestroy");
-	BIND(StreamQuery, "cudaStreamQuery");
-	BIND(EventCreateWithFlags, "cudaEventCreateWithFlags");
-	BIND(EventDestroy, "cudaEventDestroy");
-	BIND(EventRecord, "cudaEventRecord");
-	BIND(EventElapsedTime, "cudaEventElapsedTime");
-	BIND(StreamWaitEvent, "cudaStreamWaitEvent");
-	BIND(DeviceCanAccessPeer, "cudaDeviceCanAccessPeer");
-	BIND(DeviceEnablePeerAccess, "cudaDeviceEnablePeerAccess");
-	return 0;
+	return gdr_bind(handle, l, cudart_syms, sizeof cudart_syms / sizeof cudart_syms[0]);
 }
 
 int gdr_copy_timed(gdr_cudart *l, int dev, void *dst, const void *src, size_t bytes, int kind,
                    int dst_dev, int src_dev, gdr_stream s,
                    void *rev_dst, const void *rev_src, gdr_stream s2,
-                   int iters, double deadline, volatile int *cancel, float *ms) {
+                   int iters, double deadline, int *cancel, float *ms) {
 	gdr_event a = 0, b = 0, j = 0;
 	// The reverse direction's kind, decided once, not per copy.
 	int rk = kind == GDR_cudaMemcpyHostToDevice ? GDR_cudaMemcpyDeviceToHost : kind == GDR_cudaMemcpyDeviceToHost ? GDR_cudaMemcpyHostToDevice : kind;

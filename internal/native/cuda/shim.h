@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <time.h>
 #include <sched.h>
+#include "../dl/bind.h"
 
 typedef int gdr_cudaError;
 typedef void *gdr_stream;
@@ -35,7 +36,6 @@ typedef struct gdr_cudart {
 	gdr_cudaError (*GetDeviceCount)(int *);
 	gdr_cudaError (*DeviceGetPCIBusId)(char *, int, int);
 	gdr_cudaError (*SetDevice)(int);
-	gdr_cudaError (*GetDevice)(int *);
 	gdr_cudaError (*DeviceSynchronize)(void);
 	gdr_cudaError (*MemGetInfo)(size_t *, size_t *);
 	gdr_cudaError (*Malloc)(void **, size_t);
@@ -46,7 +46,6 @@ typedef struct gdr_cudart {
 	gdr_cudaError (*MemcpyAsync)(void *, const void *, size_t, int, gdr_stream);
 	gdr_cudaError (*MemcpyPeerAsync)(void *, int, const void *, int, size_t, gdr_stream);
 	gdr_cudaError (*Memset)(void *, int, size_t);
-	gdr_cudaError (*MemsetAsync)(void *, int, size_t, gdr_stream);
 	gdr_cudaError (*StreamCreateWithFlags)(gdr_stream *, unsigned int);
 	gdr_cudaError (*StreamDestroy)(gdr_stream);
 	gdr_cudaError (*StreamQuery)(gdr_stream);
@@ -73,14 +72,15 @@ static inline double gdr_now(void) {
 // gdr_stream_wait spins on cudaStreamQuery (as nccl-tests does: blocking
 // synchronisation adds latency to small operations) until the stream is
 // idle, an error comes back, the deadline (gdr_now() seconds) passes
-// (returns -1) or *cancel becomes non-zero (returns -2). Every 256 spins it
+// (returns -1) or the cancel flag is raised (returns -2; read with
+// gdr_flag: Go raises it from another thread). Every 256 spins it
 // also calls poll (when not NULL), whose non-zero result it returns: the
 // NCCL shim watches each communicator's asynchronous error that way.
 // Between queries it yields the CPU, as nccl-tests' wait does: NCCL's own
 // threads (proxy, and the work behind a self send/recv) get to run, which
 // measured 0.3-1.5 us per small operation on the H200 VM (docs/device-runs.md).
 // Header-inline so the NCCL shim shares it.
-static inline int gdr_stream_wait(gdr_cudart *l, int dev, gdr_stream s, double deadline, volatile int *cancel,
+static inline int gdr_stream_wait(gdr_cudart *l, int dev, gdr_stream s, double deadline, int *cancel,
                                   int (*poll)(void *), void *arg) {
 	int e = l->SetDevice(dev);
 	if (e) return e;
@@ -91,7 +91,7 @@ static inline int gdr_stream_wait(gdr_cudart *l, int dev, gdr_stream s, double d
 		sched_yield();
 		if ((spin & 255) == 0) {
 			if (poll && (e = poll(arg))) return e;
-			if (cancel && *cancel) return -2;
+			if (gdr_flag(cancel)) return -2;
 			if (gdr_now() > deadline) return -1;
 		}
 	}
@@ -105,6 +105,6 @@ static inline int gdr_stream_wait(gdr_cudart *l, int dev, gdr_stream s, double d
 int gdr_copy_timed(gdr_cudart *l, int dev, void *dst, const void *src, size_t bytes, int kind,
                    int dst_dev, int src_dev, gdr_stream s,
                    void *rev_dst, const void *rev_src, gdr_stream s2,
-                   int iters, double deadline, volatile int *cancel, float *ms);
+                   int iters, double deadline, int *cancel, float *ms);
 
 #endif

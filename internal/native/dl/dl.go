@@ -15,6 +15,8 @@ static void *gdr_dlopen(const char *path, char **err) {
 	}
 	return h;
 }
+
+static int gdr_dlclose(void *h) { return dlclose(h); }
 */
 import "C"
 
@@ -31,10 +33,60 @@ import (
 type Library struct {
 	Path   string // what dlopen was given
 	handle unsafe.Pointer
+	table  unsafe.Pointer // C memory: the entry points OpenTable resolved
 }
 
-// Handle is the dlopen handle, for cgo code that resolves symbols itself.
-func (l *Library) Handle() unsafe.Pointer { return l.handle }
+// Table is the C table of entry points OpenTable filled (nil after Open).
+func (l *Library) Table() unsafe.Pointer { return l.table }
+
+// Bind fills a C table of entry points from a dlopen handle; it returns
+// the name of the first required entry point missing, or "".
+type Bind func(table, handle unsafe.Pointer) string
+
+// OpenTable opens a library as Open does, then resolves its entry points
+// with bind into a zeroed C table of size bytes, which lives until Close.
+// unbound says what a library that lacks one probably is.
+func OpenTable(s Spec, explicit string, size uintptr, bind Bind, unbound string) (*Library, error) {
+	l, err := Open(s, explicit)
+	if err != nil {
+		return nil, err
+	}
+	t := C.calloc(1, C.size_t(size))
+	if missing := bind(t, l.handle); missing != "" {
+		C.free(t)
+		err := fmt.Errorf("%s: missing entry point %s (%s)", l.Path, missing, unbound)
+		_ = l.Close()
+		return nil, err
+	}
+	l.table = t
+	return l, nil
+}
+
+// Release frees the table and forgets the handle but leaves the library
+// loaded: vendor runtimes (libcudart, libnccl) register teardown that runs
+// at process exit, and unloading such a library is known to crash then.
+// Opening it again maps nothing new. A second Release does nothing.
+func (l *Library) Release() {
+	if l.table != nil {
+		C.free(l.table)
+		l.table = nil
+	}
+	l.handle = nil
+}
+
+// Close is Release, then unloads the library (dlclose): only for a
+// library none of whose code has run (a failed bind).
+func (l *Library) Close() error {
+	h := l.handle
+	l.Release()
+	if h == nil {
+		return nil
+	}
+	if C.gdr_dlclose(h) != 0 {
+		return fmt.Errorf("dlclose %s failed", l.Path)
+	}
+	return nil
+}
 
 // NotFoundError lists every place a library was looked for.
 type NotFoundError struct {

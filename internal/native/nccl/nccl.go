@@ -2,9 +2,11 @@
 // dlopens it at run time, with our own prototypes. Communicators and the
 // timed loops run on the CUDA runtime's own thread (see package cuda), so
 // "set device, then enqueue" never crosses threads; waits spin with a
-// deadline and watch each communicator's asynchronous error, and a
-// communicator that overruns is aborted (ncclCommAbort) from the caller's
-// thread.
+// deadline and watch each communicator's asynchronous error. That thread
+// also owns the abort: Abort raises a flag the loops check before each
+// poll, and the thread that polls calls ncclCommAbort itself. Only when
+// that thread is wedged does another thread abort, as a last resort, and
+// the communicators are then never used (or freed) again.
 package nccl
 
 /*
@@ -19,7 +21,6 @@ static gdr_ncclResult gdr_nccl_init_all(gdr_nccl *l, gdr_ncclComm *comms, int n,
 static gdr_ncclResult gdr_nccl_destroy(gdr_nccl *l, gdr_ncclComm c) { return l->CommDestroy(c); }
 static gdr_ncclResult gdr_nccl_abort(gdr_nccl *l, gdr_ncclComm c) { return l->CommAbort(c); }
 static gdr_ncclResult gdr_nccl_rank(gdr_nccl *l, gdr_ncclComm c, int *r) { return l->CommUserRank(c, r); }
-static gdr_rank *gdr_rank_at(gdr_rank *r, int i) { return &r[i]; }
 static int gdr_nccl_has_memalloc(gdr_nccl *l) { return l->MemAlloc != 0; }
 */
 import "C"
@@ -28,14 +29,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/native/cuda"
 	"github.com/gdrcheck/gdrcheck/internal/native/dl"
+	"github.com/gdrcheck/gdrcheck/internal/watchdog"
 )
 
 // LibrarySpec is how NCCL is found.
@@ -55,20 +59,35 @@ type Library struct {
 	Path string
 	lib  *dl.Library
 	c    *C.gdr_nccl
+	// kept is set when a wedged CUDA thread may still call into the
+	// library (a Comms it served was kept): Close then releases nothing.
+	kept atomic.Bool
 }
 
 // Open loads NCCL: path if given, else the usual search.
 func Open(path string) (*Library, error) {
-	lib, err := dl.Open(LibrarySpec(), path)
+	lib, err := dl.OpenTable(LibrarySpec(), path, unsafe.Sizeof(C.gdr_nccl{}), func(t, h unsafe.Pointer) string {
+		return C.GoString(C.gdr_nccl_bind((*C.gdr_nccl)(t), h))
+	}, "not NCCL, or older than 2.7?")
 	if err != nil {
 		return nil, err
 	}
-	c := (*C.gdr_nccl)(C.calloc(1, C.size_t(unsafe.Sizeof(C.gdr_nccl{}))))
-	if missing := C.gdr_nccl_bind(c, lib.Handle()); missing != nil {
-		C.free(unsafe.Pointer(c))
-		return nil, fmt.Errorf("%s: missing entry point %s (not NCCL, or older than 2.7?)", lib.Path, C.GoString(missing))
+	return &Library{Path: lib.Resolved(), lib: lib, c: (*C.gdr_nccl)(lib.Table())}, nil
+}
+
+// Close frees the entry-point table; libnccl stays loaded (see
+// dl.Library.Release). Call it
+// once every Comms is destroyed or aborted; a second Close does nothing.
+func (l *Library) Close() error {
+	if l.c == nil {
+		return nil
 	}
-	return &Library{Path: lib.Resolved(), lib: lib, c: c}, nil
+	if l.kept.Load() {
+		return fmt.Errorf("%s kept loaded: a wedged CUDA thread may still be inside it: %w", l.Path, cuda.ErrHung)
+	}
+	l.c = nil
+	l.lib.Release() // the table l.c; libnccl stays loaded
+	return nil
 }
 
 // VersionString turns NCCL's version code into "2.28.3".
@@ -95,20 +114,23 @@ func (l *Library) HasMemAlloc() bool { return C.gdr_nccl_has_memalloc(l.c) != 0 
 // with the granularity and access NCCL wants for buffers it may register
 // (nccl-tests allocates its buffers this way). The library must have it
 // (HasMemAlloc).
-func (l *Library) MemAlloc(ctx context.Context, rt *cuda.Runtime, dev int, bytes uint64) (cuda.Ptr, error) {
+func (l *Library) MemAlloc(ctx context.Context, rt *cuda.Runtime, dev int, bytes uint64) (cuda.DevPtr, error) {
 	if !l.HasMemAlloc() {
-		return cuda.Ptr{}, fmt.Errorf("%s has no ncclMemAlloc (NCCL 2.19 or later has it)", l.Path)
+		return cuda.DevPtr{}, fmt.Errorf("%s has no ncclMemAlloc (NCCL 2.19 or later has it)", l.Path)
 	}
 	var p unsafe.Pointer
 	call := fmt.Sprintf("ncclMemAlloc(%d bytes) on device %d", bytes, dev)
 	err := rt.Do(ctx, "ncclMemAlloc", func() error {
 		return l.status(rt, call, int(C.gdr_nccl_mem_alloc(l.c, (*C.gdr_cudart)(rt.CPtr()), C.int(dev), &p, C.size_t(bytes))))
 	})
-	return cuda.PtrOf(p), err
+	if err != nil {
+		return cuda.DevPtr{}, err
+	}
+	return cuda.DevPtrOf(p, bytes), nil
 }
 
 // MemFree releases memory from MemAlloc.
-func (l *Library) MemFree(ctx context.Context, rt *cuda.Runtime, dev int, p cuda.Ptr) error {
+func (l *Library) MemFree(ctx context.Context, rt *cuda.Runtime, dev int, p cuda.DevPtr) error {
 	if p.Nil() {
 		return nil
 	}
@@ -160,14 +182,25 @@ var ErrAborted = errors.New("communicator aborted")
 // Comms are the communicators of the GPUs this process drives, one rank
 // each, with a stream per rank.
 type Comms struct {
-	lib    *Library
-	rt     *cuda.Runtime
-	ranks  *C.gdr_rank // C array of n
-	n      int         // local ranks: in one process, also the world
-	devs   []int
-	mu     sync.Mutex
+	lib   *Library
+	rt    *cuda.Runtime
+	devs  []int // local rank -> CUDA device
+	ranks []int // local rank -> global rank
+	// mu is held for reading by every call that hands cs to the CUDA
+	// thread, and for writing by Abort and Destroy.
+	mu     sync.RWMutex
 	closed bool
+	kept   bool // another thread may still use cs: never free it
+	// csMu guards cs's lifetime for Abort, which raises the flag before it
+	// takes mu (a wait holding mu for reading must see the flag to end).
+	csMu sync.Mutex
+	cs   *C.gdr_comms // C memory the CUDA thread reads; nil once freed
 }
+
+// lastResortWait is how long Abort lets a CUDA thread that counts as
+// wedged, but may still be polling, answer the abort flag itself before
+// another thread aborts.
+const lastResortWait = time.Second
 
 // InitAll makes one communicator per local device in one process
 // (ncclCommInitAll), under a deadline.
@@ -176,8 +209,10 @@ func (l *Library) InitAll(ctx context.Context, rt *cuda.Runtime, devs []int, tim
 		return nil, fmt.Errorf("ncclCommInitAll: no device")
 	}
 	n := len(devs)
-	c := &Comms{lib: l, rt: rt, n: n, devs: append([]int(nil), devs...)}
-	c.ranks = (*C.gdr_rank)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.gdr_rank{}))))
+	c := &Comms{lib: l, rt: rt, devs: slices.Clone(devs), ranks: make([]int, n)}
+	c.cs = (*C.gdr_comms)(C.calloc(1, C.size_t(unsafe.Sizeof(C.gdr_comms{}))))
+	c.cs.n = C.int(n)
+	c.cs.ranks = (*C.gdr_rank)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.gdr_rank{}))))
 	err := rt.DoTimeout(ctx, "ncclCommInitAll", timeout, func() error {
 		comms := (*C.gdr_ncclComm)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.gdr_ncclComm(nil)))))
 		defer C.free(unsafe.Pointer(comms))
@@ -190,21 +225,26 @@ func (l *Library) InitAll(ctx context.Context, rt *cuda.Runtime, devs []int, tim
 		if r := C.gdr_nccl_init_all(l.c, comms, C.int(n), cdevs); r != 0 {
 			return l.err(fmt.Sprintf("ncclCommInitAll(%d devices)", n), int(r), nil)
 		}
-		cs := unsafe.Slice(comms, n)
-		for i := range devs {
-			rk := C.gdr_rank_at(c.ranks, C.int(i))
-			rk.dev = C.int(devs[i])
-			rk.comm = cs[i]
+		rks := c.view()
+		for i, comm := range unsafe.Slice(comms, n) {
+			rks[i].dev = C.int(devs[i])
+			rks[i].comm = comm
+		}
+		for i, comm := range unsafe.Slice(comms, n) {
 			var rank C.int
-			if r := C.gdr_nccl_rank(l.c, cs[i], &rank); r != 0 {
-				return l.err("ncclCommUserRank", int(r), cs[i])
+			if r := C.gdr_nccl_rank(l.c, comm, &rank); r != 0 {
+				return l.err("ncclCommUserRank", int(r), comm)
 			}
-			rk.rank = rank
+			rks[i].rank = rank
+			c.ranks[i] = int(rank)
 		}
 		return nil
 	})
 	if err != nil {
-		C.free(unsafe.Pointer(c.ranks))
+		if errors.Is(err, cuda.ErrHung) {
+			c.keep() // the CUDA thread may still write into cs
+		}
+		c.Abort()
 		return nil, err
 	}
 	for i, d := range devs {
@@ -213,27 +253,38 @@ func (l *Library) InitAll(ctx context.Context, rt *cuda.Runtime, devs []int, tim
 			c.Abort()
 			return nil, err
 		}
-		C.gdr_rank_at(c.ranks, C.int(i)).stream = C.gdr_stream(s.Raw())
+		c.view()[i].stream = C.gdr_stream(s.Raw())
 	}
 	return c, nil
 }
 
-// Local is the number of local ranks; World the communicator size (the
-// same: every rank is in this process).
-func (c *Comms) Local() int { return c.n }
-func (c *Comms) World() int { return c.n }
+// view is the C array of ranks as a Go slice: every index is checked.
+func (c *Comms) view() []C.gdr_rank { return unsafe.Slice(c.cs.ranks, len(c.devs)) }
+
+// Size is the number of ranks: every rank is in this process, so it is
+// both the number of local ranks and the communicator size.
+func (c *Comms) Size() int { return len(c.devs) }
 
 // Device of local rank i.
 func (c *Comms) Device(i int) int { return c.devs[i] }
 
 // Rank is local rank i's global rank.
-func (c *Comms) Rank(i int) int { return int(C.gdr_rank_at(c.ranks, C.int(i)).rank) }
+func (c *Comms) Rank(i int) int { return c.ranks[i] }
 
 // SetBuffers gives local rank i its send and receive buffers.
-func (c *Comms) SetBuffers(i int, send, recv cuda.Ptr) {
-	rk := C.gdr_rank_at(c.ranks, C.int(i))
+func (c *Comms) SetBuffers(i int, send, recv cuda.DevPtr) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrAborted
+	}
+	if i < 0 || i >= len(c.devs) {
+		return fmt.Errorf("SetBuffers: local rank %d of %d", i, len(c.devs))
+	}
+	rk := &c.view()[i]
 	rk.send = (*C.char)(send.Raw())
 	rk.recv = (*C.char)(recv.Raw())
+	return nil
 }
 
 // Op is one collective as the timed loop enqueues it.
@@ -284,7 +335,7 @@ func (c *Comms) cop(op Op) *C.gdr_op {
 	o.dtype = C.int(op.DType)
 	o.redop = C.int(op.RedOp)
 	o.root = C.int(op.Root)
-	o.nranks = C.int(c.n)
+	o.nranks = C.int(len(c.devs))
 	if op.InPlace {
 		o.inplace = 1
 	}
@@ -296,7 +347,8 @@ func (c *Comms) cop(op Op) *C.gdr_op {
 	return o
 }
 
-// result turns a shim return code into an error.
+// result turns a shim return code into an error. Call it on the
+// runtime's thread.
 func (c *Comms) result(call string, code int, bad int) error {
 	switch {
 	case code == 0:
@@ -305,47 +357,53 @@ func (c *Comms) result(call string, code int, bad int) error {
 		return fmt.Errorf("%s: %w", call, cuda.ErrTimeout)
 	case code == -2:
 		return fmt.Errorf("%s: %w", call, context.Canceled)
-	case code >= 1000 && bad >= 0 && bad < c.n:
-		comm := C.gdr_rank_at(c.ranks, C.int(bad)).comm
+	case code == C.GDR_ABORTED:
+		return fmt.Errorf("%s: %w", call, ErrAborted)
+	case code >= 1000 && bad >= 0 && bad < len(c.devs):
+		comm := C.gdr_ncclComm(atomicLoadPointer(&c.view()[bad].comm))
 		return c.lib.err(fmt.Sprintf("%s (GPU %d)", call, c.devs[bad]), code-1000, comm)
 	}
 	return c.lib.status(c.rt, call, code)
 }
 
-func (c *Comms) check() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// atomicLoadPointer reads a pointer the C side exchanges atomically.
+func atomicLoadPointer(p *C.gdr_ncclComm) unsafe.Pointer {
+	return atomic.LoadPointer((*unsafe.Pointer)(unsafe.Pointer(p)))
+}
+
+// use runs fn, which hands cs to the CUDA thread, unless the
+// communicators are closed; Abort and Destroy wait for it.
+func (c *Comms) use(fn func() error) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if c.closed {
 		return ErrAborted
 	}
-	return nil
+	return fn()
 }
 
 // Enqueue launches iters operations on every local rank, iterations
 // first..first+iters-1 (which pick the buffer shift), in one call to the
 // CUDA thread, without waiting for them.
 func (c *Comms) Enqueue(ctx context.Context, op Op, first, iters int) error {
-	if err := c.check(); err != nil {
-		return err
-	}
-	o := c.cop(op)
-	defer C.free(unsafe.Pointer(o))
-	return c.rt.Do(ctx, "NCCL enqueue", func() error {
-		code := C.gdr_nccl_enqueue(c.lib.c, o, c.ranks, C.int(c.n), C.int(first), C.int(iters), (*C.int)(c.rt.CancelPtr()))
-		return c.result("NCCL enqueue", int(code), -1)
+	return c.use(func() error {
+		o := c.cop(op)
+		defer C.free(unsafe.Pointer(o))
+		return c.rt.Do(ctx, "NCCL enqueue", func() error {
+			code := C.gdr_nccl_enqueue(c.lib.c, o, c.cs, C.int(first), C.int(iters), (*C.int)(c.rt.CancelPtr()))
+			return c.result("NCCL enqueue", int(code), -1)
+		})
 	})
 }
 
 // Wait waits until every local stream is idle, at most timeout.
 func (c *Comms) Wait(ctx context.Context, timeout time.Duration) error {
-	if err := c.check(); err != nil {
-		return err
-	}
-	return c.rt.DoTimeout(ctx, "NCCL wait", timeout+10*time.Second, func() error {
-		var bad C.int
-		deadline := float64(C.gdr_now()) + timeout.Seconds()
-		code := C.gdr_nccl_wait(c.lib.c, (*C.gdr_cudart)(c.rt.CPtr()), c.ranks, C.int(c.n), C.double(deadline), (*C.int)(c.rt.CancelPtr()), &bad)
-		return c.result("NCCL wait", int(code), int(bad))
+	return c.use(func() error {
+		return c.rt.DoWait(ctx, "NCCL wait", timeout, func(deadline float64) error {
+			var bad C.int
+			code := C.gdr_nccl_wait(c.lib.c, (*C.gdr_cudart)(c.rt.CPtr()), c.cs, C.double(deadline), (*C.int)(c.rt.CancelPtr()), &bad)
+			return c.result("NCCL wait", int(code), int(bad))
+		})
 	})
 }
 
@@ -353,75 +411,122 @@ func (c *Comms) Wait(ctx context.Context, timeout time.Duration) error {
 // the host-clock seconds from the first enqueue to the end (nccl-tests'
 // timing).
 func (c *Comms) Timed(ctx context.Context, op Op, iters int, timeout time.Duration) (float64, error) {
-	if err := c.check(); err != nil {
-		return 0, err
-	}
-	o := c.cop(op)
-	defer C.free(unsafe.Pointer(o))
 	var sec C.double
-	err := c.rt.DoTimeout(ctx, "NCCL timed loop", timeout+10*time.Second, func() error {
-		var bad C.int
-		deadline := float64(C.gdr_now()) + timeout.Seconds()
-		code := C.gdr_nccl_timed(c.lib.c, (*C.gdr_cudart)(c.rt.CPtr()), o, c.ranks, C.int(c.n), C.int(iters), C.double(deadline), (*C.int)(c.rt.CancelPtr()), &sec, &bad)
-		return c.result("NCCL timed loop", int(code), int(bad))
+	err := c.use(func() error {
+		o := c.cop(op)
+		defer C.free(unsafe.Pointer(o))
+		return c.rt.DoWait(ctx, "NCCL timed loop", timeout, func(deadline float64) error {
+			var bad C.int
+			code := C.gdr_nccl_timed(c.lib.c, (*C.gdr_cudart)(c.rt.CPtr()), o, c.cs, C.int(iters), C.double(deadline), (*C.int)(c.rt.CancelPtr()), &sec, &bad)
+			return c.result("NCCL timed loop", int(code), int(bad))
+		})
 	})
 	return float64(sec), err
 }
 
-// close marks the communicators closed; false when they already were.
-func (c *Comms) close() bool {
+// Abort aborts every communicator (ncclCommAbort) and frees the C memory.
+// The CUDA thread does it: Abort raises the abort flag, which a wait in
+// progress there sees before its next poll (it aborts and returns
+// ErrAborted), then waits for the calls in progress and runs the abort on
+// that thread. Only when the thread is wedged does Abort, as a last
+// resort, call ncclCommAbort from a goroutine of its own, under a
+// deadline; the C memory is then kept, since the wedged thread may still
+// read it. Safe to call more than once; the Comms are unusable afterwards.
+func (c *Comms) Abort() error {
+	c.csMu.Lock()
+	if c.cs != nil {
+		atomic.StoreInt32((*int32)(unsafe.Pointer(&c.cs.abort)), 1)
+	}
+	c.csMu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	was := c.closed
+	if c.closed {
+		return nil
+	}
 	c.closed = true
-	return !was
-}
-
-// Abort aborts every communicator (ncclCommAbort), from the caller's own
-// thread so it works even when the CUDA thread is stuck in NCCL. Safe to
-// call more than once.
-func (c *Comms) Abort() []error {
-	if !c.close() {
+	ctx := context.Background()
+	var code C.int
+	err := c.rt.Do(ctx, "ncclCommAbort", func() error {
+		code = C.gdr_nccl_abort_all(c.lib.c, c.cs)
+		if code == 0 {
+			code = c.cs.abort_result
+		}
 		return nil
-	}
-	var errs []error
-	for i := 0; i < c.n; i++ {
-		rk := C.gdr_rank_at(c.ranks, C.int(i))
-		if rk.comm == nil {
-			continue
+	})
+	if err == nil {
+		if code != 0 {
+			err = c.lib.err("ncclCommAbort", int(code)-1000, nil)
 		}
-		if r := C.gdr_nccl_abort(c.lib.c, rk.comm); r != 0 {
-			errs = append(errs, c.lib.err("ncclCommAbort", int(r), nil))
-		}
-		rk.comm = nil
+		c.free()
+		return err
 	}
-	return errs
+	c.keep()
+	// Last resort: the CUDA thread is stuck. If it still polls, it sees
+	// the flag and aborts by itself; give it that chance first.
+	for t := time.Now(); time.Since(t) < lastResortWait; time.Sleep(10 * time.Millisecond) {
+		if atomic.LoadInt32((*int32)(unsafe.Pointer(&c.cs.aborted))) != 0 {
+			return err
+		}
+	}
+	last := watchdog.New(cuda.ErrHung).Do(ctx, watchdog.Call{Name: "ncclCommAbort from another thread", Timeout: cuda.DefaultCallTimeout}, func() error {
+		if r := C.gdr_nccl_abort_all(c.lib.c, c.cs); r != 0 {
+			return c.lib.err("ncclCommAbort", int(r)-1000, nil)
+		}
+		return nil
+	})
+	return errors.Join(err, last)
 }
 
-// Destroy releases the communicators and streams cleanly.
+// keep marks the C memory (and the library) as possibly still in use by
+// a wedged CUDA thread: neither is ever freed.
+func (c *Comms) keep() {
+	c.kept = true
+	c.lib.kept.Store(true)
+}
+
+// free releases the C memory unless another thread may still use it.
+func (c *Comms) free() {
+	c.csMu.Lock()
+	defer c.csMu.Unlock()
+	if c.kept || c.cs == nil {
+		return
+	}
+	C.free(unsafe.Pointer(c.cs.ranks))
+	C.free(unsafe.Pointer(c.cs))
+	c.cs = nil
+}
+
+// Destroy releases the communicators and streams cleanly, and the C
+// memory unless the CUDA thread hung on the way.
 func (c *Comms) Destroy(ctx context.Context) error {
-	if !c.close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
 		return nil
 	}
-	var first error
-	for i := 0; i < c.n; i++ {
-		rk := C.gdr_rank_at(c.ranks, C.int(i))
-		if rk.comm != nil {
-			err := c.rt.Do(ctx, "ncclCommDestroy", func() error {
-				if r := C.gdr_nccl_destroy(c.lib.c, rk.comm); r != 0 {
+	c.closed = true
+	var errs []error
+	for i, d := range c.devs {
+		err := c.rt.Do(ctx, "ncclCommDestroy", func() error {
+			rk := &c.view()[i]
+			comm := C.gdr_ncclComm(atomic.SwapPointer((*unsafe.Pointer)(unsafe.Pointer(&rk.comm)), nil))
+			if comm != nil {
+				if r := C.gdr_nccl_destroy(c.lib.c, comm); r != 0 {
 					return c.lib.err("ncclCommDestroy", int(r), nil)
 				}
-				return nil
-			})
-			if err != nil && first == nil {
-				first = err
 			}
-			rk.comm = nil
+			return nil
+		})
+		errs = append(errs, err)
+		if errors.Is(err, cuda.ErrHung) {
+			c.keep()
+			break
 		}
-		if rk.stream != nil {
-			_ = c.rt.StreamDestroy(ctx, c.devs[i], cuda.StreamOf(unsafe.Pointer(rk.stream)))
-			rk.stream = nil
+		if s := c.view()[i].stream; s != nil {
+			errs = append(errs, c.rt.StreamDestroy(ctx, d, cuda.StreamOf(unsafe.Pointer(s))))
+			c.view()[i].stream = nil
 		}
 	}
-	return first
+	c.free()
+	return errors.Join(errs...)
 }

@@ -7,9 +7,6 @@
 
 typedef int gdr_ncclResult;
 typedef void *gdr_ncclComm;
-typedef struct {
-	char internal[128];
-} gdr_ncclUniqueId;
 
 enum {
 	GDR_ncclSuccess = 0,
@@ -21,8 +18,6 @@ typedef struct gdr_nccl {
 	gdr_ncclResult (*GetVersion)(int *);
 	const char *(*GetErrorString)(gdr_ncclResult);
 	const char *(*GetLastError)(gdr_ncclComm);
-	gdr_ncclResult (*GetUniqueId)(gdr_ncclUniqueId *);
-	gdr_ncclResult (*CommInitRank)(gdr_ncclComm *, int, gdr_ncclUniqueId, int);
 	gdr_ncclResult (*CommInitAll)(gdr_ncclComm *, int, const int *);
 	gdr_ncclResult (*CommDestroy)(gdr_ncclComm);
 	gdr_ncclResult (*CommAbort)(gdr_ncclComm);
@@ -63,11 +58,34 @@ enum {
 typedef struct {
 	int dev;
 	int rank;  // global rank
+	// comm is read and cleared with __atomic builtins: whoever aborts
+	// takes it (exchanges it for NULL), so no communicator is aborted twice
+	// and none is used after its abort by the thread that aborted it.
 	gdr_ncclComm comm;
 	gdr_stream stream;
 	char *send; // base of the send buffer
 	char *recv; // base of the receive buffer
 } gdr_rank;
+
+// gdr_comms are the communicators of one process. abort is raised by Go
+// (atomically) to ask the CUDA thread, which polls them, to abort them:
+// the loops check it before each poll of a communicator and between
+// launches, abort every communicator themselves and return GDR_ABORTED.
+// aborted is set once they did; abort_result is the first failure of
+// ncclCommAbort (1000 + the result), or 0.
+typedef struct {
+	int abort;
+	int aborted;
+	int abort_result;
+	int n;
+	gdr_rank *ranks;
+} gdr_comms;
+
+enum { GDR_ABORTED = -3 };
+
+// gdr_nccl_abort_all aborts every communicator not aborted yet and
+// returns the first failure (1000 + the result), or 0.
+int gdr_nccl_abort_all(gdr_nccl *n, gdr_comms *cs);
 
 // gdr_op describes the operation the loop enqueues (byte offsets as
 // nccl-tests computes them).
@@ -94,19 +112,20 @@ int gdr_nccl_mem_free(gdr_nccl *n, gdr_cudart *c, int dev, void *p);
 
 // gdr_nccl_enqueue launches iters operations on every local rank (in a
 // group when there are several), iterations first..first+iters-1 (the
-// iteration picks the buffer shift), watching the cancel flag between
-// them (returns -2).
-int gdr_nccl_enqueue(gdr_nccl *n, const gdr_op *op, gdr_rank *ranks, int nlocal, int first, int iters, volatile int *cancel);
+// iteration picks the buffer shift), watching the cancel flag (returns
+// -2) and the abort flag (returns GDR_ABORTED) between them.
+int gdr_nccl_enqueue(gdr_nccl *n, const gdr_op *op, gdr_comms *cs, int first, int iters, int *cancel);
 
 // gdr_nccl_wait spins until every local stream is idle, checking each
-// communicator's asynchronous error, the deadline and the cancel flag.
-// Returns 0, a negative code (-1 timeout, -2 cancelled), or 1000+the NCCL
-// error / the CUDA error as is; *bad is the index of the failing rank.
-int gdr_nccl_wait(gdr_nccl *n, gdr_cudart *c, gdr_rank *ranks, int nlocal, double deadline, volatile int *cancel, int *bad);
+// communicator's asynchronous error, the abort flag, the deadline and the
+// cancel flag. Returns 0, a negative code (-1 timeout, -2 cancelled,
+// GDR_ABORTED), or 1000+the NCCL error / the CUDA error as is; *bad is the
+// index of the failing rank.
+int gdr_nccl_wait(gdr_nccl *n, gdr_cudart *c, gdr_comms *cs, double deadline, int *cancel, int *bad);
 
 // gdr_nccl_timed enqueues iters operations and waits for them, timing the
 // whole with the host clock as nccl-tests does; *sec is the total.
-int gdr_nccl_timed(gdr_nccl *n, gdr_cudart *c, const gdr_op *op, gdr_rank *ranks, int nlocal, int iters,
-                   double deadline, volatile int *cancel, double *sec, int *bad);
+int gdr_nccl_timed(gdr_nccl *n, gdr_cudart *c, const gdr_op *op, gdr_comms *cs, int iters,
+                   double deadline, int *cancel, double *sec, int *bad);
 
 #endif

@@ -9,12 +9,15 @@
 //   FAKECUDA_BUSY       1: the devices are in use by another process (exclusive mode)
 //   FAKECUDA_OOM        1: every cudaMalloc fails with out of memory
 //   FAKECUDA_HANG       1: streams never become idle (a hung kernel)
+//   FAKECUDA_WEDGE      a file name: while that file exists, cudaStreamQuery
+//                       does not return (a driver call that never comes back)
 //   FAKECUDA_NOPEER     1: no peer access between devices
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static int envint(const char *name, int def) {
 	const char *v = getenv(name);
@@ -87,23 +90,11 @@ int cudaSetDevice(int dev) {
 	return 0;
 }
 
-int cudaGetDevice(int *dev) { *dev = cur_dev; return 0; }
 int cudaDeviceSynchronize(void) { return 0; }
 
 int cudaDeviceGetPCIBusId(char *buf, int len, int dev) {
 	if (bad_dev(dev)) return fail(101);
 	snprintf(buf, len, "0000:%02X:00.0", 0x18 + dev);
-	return 0;
-}
-
-int cudaDeviceGetAttribute(int *v, int attr, int dev) {
-	if (bad_dev(dev)) return fail(101);
-	switch (attr) {
-	case 16: *v = 132; break;  // multiprocessors
-	case 75: *v = 9; break;    // compute major
-	case 76: *v = 0; break;
-	default: *v = 0;
-	}
 	return 0;
 }
 
@@ -164,7 +155,6 @@ int cudaMemcpyPeerAsync(void *dst, int dd, const void *src, int sd, size_t n, vo
 }
 
 int cudaMemset(void *p, int v, size_t n) { memset(p, v, n); return 0; }
-int cudaMemsetAsync(void *p, int v, size_t n, void *s) { (void)s; return cudaMemset(p, v, n); }
 
 int cudaStreamCreateWithFlags(void **s, unsigned int flags) {
 	(void)flags;
@@ -176,10 +166,10 @@ int cudaStreamDestroy(void *s) { free(s); return 0; }
 
 int cudaStreamQuery(void *s) {
 	(void)s;
+	const char *wedge = getenv("FAKECUDA_WEDGE");
+	while (wedge && *wedge && access(wedge, F_OK) == 0) usleep(1000);
 	return envint("FAKECUDA_HANG", 0) ? 600 : 0;
 }
-
-int cudaStreamSynchronize(void *s) { return cudaStreamQuery(s) == 0 ? 0 : 600; }
 
 int cudaEventCreateWithFlags(void **e, unsigned int flags) {
 	(void)flags;
@@ -189,7 +179,6 @@ int cudaEventCreateWithFlags(void **e, unsigned int flags) {
 
 int cudaEventDestroy(void *e) { free(e); return 0; }
 int cudaEventRecord(void *e, void *s) { (void)s; *(double *)e = now(); return 0; }
-int cudaEventSynchronize(void *e) { (void)e; return 0; }
 int cudaStreamWaitEvent(void *s, void *e, unsigned int f) { (void)s; (void)e; (void)f; return 0; }
 
 int cudaEventElapsedTime(float *ms, void *a, void *b) {

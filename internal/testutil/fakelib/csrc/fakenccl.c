@@ -6,12 +6,19 @@
 //   FAKENCCL_CORRUPT   1: after every collective, corrupt rank 0's first output element
 //   FAKENCCL_ASYNCERR  an ncclResult the communicators report asynchronously
 //   FAKECUDA_OOM       1: ncclMemAlloc fails as NCCL does when CUDA is out of memory
+// It also enforces the rule the real one leaves to luck: a communicator is
+// aborted by the thread that polls it (ncclCommGetAsyncError), if any, and
+// never used after its abort; a breach is an ncclInvalidUsage whose
+// ncclGetLastError says so.
 // Built with -DFAKENCCL_OLD it is an NCCL 2.18: no ncclAlltoAll (the shim
 // falls back to send/recv) and no ncclMemAlloc (buffers come from cudaMalloc).
+#define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
 #include <stdint.h>
 #include <math.h>
+#include <unistd.h>
+#include <sys/syscall.h>
 
 static int envint(const char *name, int def) {
 	const char *v = getenv(name);
@@ -40,16 +47,16 @@ const char *ncclGetErrorString(int r) {
 }
 
 typedef struct fcomm {
-	int nranks, rank, dev, aborted;
+	int nranks, rank, dev;
+	int aborted; // atomic
+	long poller; // atomic: the thread that last polled the asynchronous error
 	struct fcomm **clique;
 } fcomm;
 
 static const char *last = "";
 const char *ncclGetLastError(void *comm) { (void)comm; return last; }
 
-typedef struct { char internal[128]; } uid;
-int ncclGetUniqueId(uid *id) { memset(id, 0, sizeof *id); return 0; }
-int ncclCommInitRank(fcomm **c, int n, uid id, int rank) { (void)c; (void)n; (void)id; (void)rank; last = "fake NCCL supports ncclCommInitAll only"; return 5; }
+static long tid(void) { return (long)syscall(SYS_gettid); }
 
 int ncclCommInitAll(fcomm **comms, int n, const int *devs) {
 	if (n < 1) return 4;
@@ -67,10 +74,20 @@ int ncclCommInitAll(fcomm **comms, int n, const int *devs) {
 }
 
 int ncclCommDestroy(fcomm *c) { (void)c; return 0; }
-int ncclCommAbort(fcomm *c) { if (c) c->aborted = 1; return 0; }
-int ncclCommGetAsyncError(fcomm *c, int *r) { (void)c; *r = envint("FAKENCCL_ASYNCERR", 0); return 0; }
-int ncclCommCount(fcomm *c, int *n) { *n = c->nranks; return 0; }
-int ncclCommCuDevice(fcomm *c, int *d) { *d = c->dev; return 0; }
+int ncclCommAbort(fcomm *c) {
+	if (!c) return 0;
+	if (__atomic_exchange_n(&c->aborted, 1, __ATOMIC_SEQ_CST)) { last = "ncclCommAbort: communicator aborted twice"; return 5; }
+	long p = __atomic_load_n(&c->poller, __ATOMIC_SEQ_CST);
+	if (p && p != tid()) { last = "ncclCommAbort: called from another thread than the one polling the communicator"; return 5; }
+	return 0;
+}
+
+int ncclCommGetAsyncError(fcomm *c, int *r) {
+	__atomic_store_n(&c->poller, tid(), __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&c->aborted, __ATOMIC_SEQ_CST)) { last = "ncclCommGetAsyncError: communicator used after ncclCommAbort"; return 5; }
+	*r = envint("FAKENCCL_ASYNCERR", 0);
+	return 0;
+}
 int ncclCommUserRank(fcomm *c, int *r) { *r = c->rank; return 0; }
 
 // Element access by NCCL data type, through double (exact for the small
@@ -264,7 +281,7 @@ static int flush(void) {
 }
 
 static int post(pend p) {
-	if (p.comm->aborted) { last = "communicator aborted"; return 5; }
+	if (__atomic_load_n(&p.comm->aborted, __ATOMIC_SEQ_CST)) { last = "communicator used after ncclCommAbort"; return 5; }
 	if (np >= MAXP) return 2;
 	P[np++] = p;
 	return depth ? 0 : flush();
