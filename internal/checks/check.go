@@ -12,8 +12,8 @@ package checks
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -22,6 +22,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
+	"github.com/gdrcheck/gdrcheck/internal/watchdog"
 )
 
 // Check is one readiness check.
@@ -145,27 +146,23 @@ func Run(ctx context.Context, env *Env, checks []Check, o Options) *Report {
 func runOne(ctx context.Context, env *Env, c Check, timeout time.Duration) []result.Result {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	done := make(chan []result.Result, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				done <- []result.Result{{Status: result.Error, Subject: "node", Reason: "CheckPanicked",
-					Message: fmt.Sprintf("the check itself failed: %v", p), Evidence: []result.Evidence{{Source: "stack", Value: firstLines(string(debug.Stack()), 8)}}}}
-			}
-		}()
-		rs := c.Run(ctx, env)
-		if len(rs) == 0 {
-			rs = []result.Result{{Status: result.Error, Subject: "node", Reason: "NoResult", Message: "the check returned no result"}}
-		}
-		done <- rs
-	}()
-	select {
-	case rs := <-done:
-		return rs
-	case <-ctx.Done():
+	var rs []result.Result // read only once the call has returned
+	err := watchdog.New(nil).Do(ctx, watchdog.Call{Name: c.ID()}, func() error {
+		rs = c.Run(ctx, env)
+		return nil
+	})
+	var pe *watchdog.PanicError
+	switch {
+	case errors.As(err, &pe):
+		return []result.Result{{Status: result.Error, Subject: "node", Reason: "CheckPanicked",
+			Message: fmt.Sprintf("the check itself failed: %v", pe.Value), Evidence: []result.Evidence{{Source: "stack", Value: firstLines(string(pe.Stack), 8)}}}}
+	case err != nil:
 		return []result.Result{{Status: result.Error, Subject: "node", Reason: "Timeout",
 			Message: fmt.Sprintf("the check did not finish within %s: %v", timeout, ctx.Err())}}
+	case len(rs) == 0:
+		return []result.Result{{Status: result.Error, Subject: "node", Reason: "NoResult", Message: "the check returned no result"}}
 	}
+	return rs
 }
 
 func firstLines(s string, n int) string {
