@@ -142,3 +142,25 @@ func TestOnlyCollectionTouchesTheMachine(t *testing.T) {
 		t.Error("no package touches the machine at all: the import rule is not looking")
 	}
 }
+
+// TestTestSupportOnlyInTests: the test doubles under internal/testutil are
+// imported by test files only (go list's Imports leaves test imports out),
+// so no fake library or fixture builder reaches the binary.
+func TestTestSupportOnlyInTests(t *testing.T) {
+	const prefix = module + "/internal/testutil/"
+	sawTestutil := false
+	for _, p := range listPackages(t) {
+		if strings.HasPrefix(p.ImportPath, prefix) {
+			sawTestutil = true
+			continue // the doubles may build on each other
+		}
+		for _, imp := range p.Imports {
+			if strings.HasPrefix(imp, prefix) {
+				t.Errorf("%s imports %s outside its tests", p.ImportPath, imp)
+			}
+		}
+	}
+	if !sawTestutil {
+		t.Error("go list reported no package under internal/testutil: the rule is not looking")
+	}
+}
