@@ -14,6 +14,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakelib"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
+	"github.com/gdrcheck/gdrcheck/internal/topology/level"
 )
 
 const repo = "../.."
@@ -51,7 +52,7 @@ func TestTopoCommand(t *testing.T) {
 	if code != ExitOK || json.Unmarshal([]byte(out), &s) != nil {
 		t.Fatalf("json: exit %d: %s", code, out)
 	}
-	if len(s.GPUs) != 8 || len(s.NICs) != 10 || len(s.Pairing.Rails) != 8 || s.Matrix.Cells[0][11].Level != topology.LevelPIX {
+	if len(s.GPUs) != 8 || len(s.NICs) != 10 || len(s.Pairing.Rails) != 8 || s.Matrix.Cells[0][11].Level != level.PIX {
 		t.Errorf("json summary: %d GPUs %d NICs %d rails cell %v", len(s.GPUs), len(s.NICs), len(s.Pairing.Rails), s.Matrix.Cells[0][11])
 	}
 	out, _, _ = run(t, "topo", "--root", root, "--pcie", "--color", "always")
