@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -44,12 +43,16 @@ evidence and a remedy. skip and unknown never count as passing. Check IDs:
 Exit code 0 when nothing fails, 1 when something fails, 2 when the tool itself could not run.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := report.ParseFormat(o.format, checkFormats...)
+			if err != nil {
+				return toolError(err)
+			}
 			started := g.session.Now()
-			rep, err := runChecks(cmd.Context(), g, o)
+			j, err := app.Check(cmd.Context(), g.node(), o.options())
 			if err != nil {
 				return err
 			}
-			f, _ := report.ParseFormat(o.format, checkFormats...)
+			rep := j.Checks
 			if err := report.Write(g.out, f, g.envelope("check", started, rep.Results, rep)); err != nil {
 				return err
 			}
@@ -74,14 +77,3 @@ func (o *checkOptions) options() app.CheckOptions {
 
 // node is the node every command reads: --root, discovered under --timeout.
 func (g *globals) node() app.NodeOptions { return app.NodeOptions{Root: g.root, Timeout: g.timeout} }
-
-func runChecks(ctx context.Context, g *globals, o checkOptions) (*checks.Report, error) {
-	if _, err := report.ParseFormat(o.format, checkFormats...); err != nil {
-		return nil, toolError(err)
-	}
-	j, err := app.Check(ctx, g.node(), o.options())
-	if err != nil {
-		return nil, err
-	}
-	return j.Checks, nil
-}
