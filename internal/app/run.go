@@ -71,9 +71,10 @@ var quickJudging = Judging{Pass: 0.85}
 // Run is `gdrcheck run`: it discovers the node, runs the readiness checks
 // and writes run.json into Out before anything slower runs, so an
 // interrupted benchmark pass still leaves the node's report. With Bench
-// it opens the process's one CUDA runtime before the checks, so that the
-// checks' library probe and the benchmarks share it; failing to open it
-// is the benchmarks' error (BenchErr), not the checks'.
+// it loads the process's one CUDA runtime before the checks, so that the
+// checks' library probe and the benchmarks share it, and picks the devices
+// after them; failing at either is the benchmarks' error (BenchErr), not
+// the checks'.
 func (s *Session) Run(ctx context.Context, o RunOptions) (_ *NodeRun, err error) {
 	if o.Out != "" {
 		if err := os.MkdirAll(o.Out, 0o755); err != nil {
@@ -99,14 +100,16 @@ func (s *Session) Run(ctx context.Context, o RunOptions) (_ *NodeRun, err error)
 		return nil, err
 	}
 	defer cleanup()
+	// One CUDA runtime per process: the benchmarks' is loaded before the
+	// checks, whose library probe asks it instead of loading its own.
 	var rt *cuda.Runtime
 	if o.Bench {
-		nr.gpus, nr.BenchErr = openBenchGPUs(ctx, r, o.Node.Root, h)
-		if nr.gpus != nil {
-			rt = nr.gpus.RT
-		}
+		rt, nr.BenchErr = openBenchRuntime(r, o.Node.Root)
 	}
 	nr.Checks = p.judge(ctx, r, h, rt)
+	if rt != nil {
+		nr.gpus, nr.BenchErr = useGPUs(ctx, rt, GPUOptions{Host: h})
+	}
 	nr.Summary = h.Summarize()
 	nr.Summary.Root = o.Node.Root
 	c := nr.Checks
@@ -120,13 +123,13 @@ func (s *Session) Run(ctx context.Context, o RunOptions) (_ *NodeRun, err error)
 	return nr, nil
 }
 
-// openBenchGPUs opens the CUDA runtime and every device of the live host
-// h, mapped to h's GPUs.
-func openBenchGPUs(ctx context.Context, r machine.Root, root string, h *topology.Host) (*GPUs, error) {
+// openBenchRuntime loads the CUDA runtime of the benchmark pass, which
+// runs on the live host only.
+func openBenchRuntime(r machine.Root, root string) (*cuda.Runtime, error) {
 	if !r.Live() {
 		return nil, toolErr(fmt.Errorf("benchmarks run on the live host only (--root is %s)", root))
 	}
-	return OpenGPUs(ctx, GPUOptions{Host: h})
+	return openRuntime("")
 }
 
 // quickBench configures the benchmark pass of `run --bench`: every

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/report"
+	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/fakelib"
 )
 
 const h200Snapshot = "../../testdata/snapshots/h200x1-vm.tgz"
@@ -74,5 +76,39 @@ func TestCheckOptionsFirst(t *testing.T) {
 		if !strings.HasPrefix(r.ID, "pcie.") {
 			t.Errorf("--only pcie. ran %s", r.ID)
 		}
+	}
+}
+
+// With --bench on a host whose runtime sees no GPU, the checks still run
+// and record the runtime the benchmarks loaded; the pass says why it
+// cannot run.
+func TestRunBenchWithoutGPU(t *testing.T) {
+	t.Setenv("GDRCHECK_CUDART", fakelib.CUDART(t))
+	t.Setenv("GDRCHECK_NCCL", fakelib.NCCL(t))
+	t.Setenv("FAKECUDA_DEVICES", "0")
+	for _, k := range []string{"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "NCCL_TOPO_DUMP_FILE", "NCCL_GRAPH_DUMP_FILE"} {
+		t.Setenv(k, "")
+	}
+	t.Chdir(t.TempDir())
+	nr, err := testSession().Run(t.Context(), RunOptions{Node: NodeOptions{Root: "/", Timeout: time.Minute},
+		Checks: CheckOptions{Only: []string{"inventory.versions"}}, Bench: true, BenchSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nr.Close()
+	if nr.BenchErr == nil || !strings.Contains(nr.BenchErr.Error(), "no usable GPU") {
+		t.Errorf("BenchErr = %v", nr.BenchErr)
+	}
+	found := false
+	for _, r := range nr.Checks.Results {
+		if r.Subject == "cuda-runtime" {
+			found = true
+			if r.Status != result.Pass || !strings.Contains(r.Message, "13.0") {
+				t.Errorf("cuda-runtime: %+v", r)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no cuda-runtime result in %+v", nr.Checks.Results)
 	}
 }
