@@ -67,14 +67,29 @@ type GPUs struct {
 }
 
 // OpenGPUs loads the CUDA runtime and picks the devices.
-func OpenGPUs(ctx context.Context, o GPUOptions) (_ *GPUs, err error) {
-	rt, err := cuda.Open(o.CUDART)
+func OpenGPUs(ctx context.Context, o GPUOptions) (*GPUs, error) {
+	rt, err := openRuntime(o.CUDART)
+	if err != nil {
+		return nil, err
+	}
+	return useGPUs(ctx, rt, o)
+}
+
+// openRuntime loads the CUDA runtime of the benchmarks.
+func openRuntime(path string) (*cuda.Runtime, error) {
+	rt, err := cuda.Open(path)
 	if err != nil {
 		if errors.Is(err, dl.ErrNotFound) {
 			return nil, toolErr(fmt.Errorf("cannot run GPU benchmarks: %w", err))
 		}
 		return nil, toolErr(err)
 	}
+	return rt, nil
+}
+
+// useGPUs picks the devices of o on the open runtime rt; when it fails,
+// rt's lifetime ends with it. o.CUDART is not used.
+func useGPUs(ctx context.Context, rt *cuda.Runtime, o GPUOptions) (_ *GPUs, err error) {
 	g := &GPUs{RT: rt, BusIDs: map[int]string{}, GPUs: map[int]*topology.GPU{}, Host: o.Host}
 	defer func() {
 		if err != nil {

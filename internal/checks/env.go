@@ -9,6 +9,7 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
+	"github.com/gdrcheck/gdrcheck/internal/topology/level"
 )
 
 type ncclEnv struct{}
@@ -83,7 +84,7 @@ func (ncclEnv) Run(ctx context.Context, env *Env) []result.Result {
 		switch {
 		case err != nil:
 			out = append(out, res(result.Fail, "NCCL_P2P_LEVEL", "BadValue", "NCCL_P2P_LEVEL: "+err.Error(), e("NCCL_P2P_LEVEL", v)))
-		case l < topology.LevelNVLink || l == topology.LevelNVLink && multiGPU && !allNVLink(h):
+		case l < level.NVLink || l == level.NVLink && multiGPU && !allNVLink(h):
 			out = append(out, withRemedy(res(result.Fail, "NCCL_P2P_LEVEL", "P2PRestricted", "NCCL_P2P_LEVEL="+v+" keeps NCCL from using peer-to-peer between this host's GPUs", e("NCCL_P2P_LEVEL", v)), unset("NCCL_P2P_LEVEL")))
 		default:
 			out = append(out, res(result.Warn, "NCCL_P2P_LEVEL", "Overridden", "NCCL_P2P_LEVEL="+v+" overrides NCCL's own choice of P2P paths", e("NCCL_P2P_LEVEL", v)))
@@ -97,9 +98,9 @@ func (ncclEnv) Run(ctx context.Context, env *Env) []result.Result {
 		switch {
 		case err != nil:
 			out = append(out, res(result.Fail, "NCCL_NET_GDR_LEVEL", "BadValue", "NCCL_NET_GDR_LEVEL: "+err.Error(), e("NCCL_NET_GDR_LEVEL", v)))
-		case l <= topology.LevelSelf:
+		case l <= level.Self:
 			out = append(out, withRemedy(res(result.Fail, "NCCL_NET_GDR_LEVEL", "GDRDisabled", "NCCL_NET_GDR_LEVEL="+v+" disables GPU Direct RDMA: network traffic is staged through host memory", e("NCCL_NET_GDR_LEVEL", v)), unset("NCCL_NET_GDR_LEVEL")))
-		case l > topology.GDRMaxLevel:
+		case l > level.DefaultGDR:
 			out = append(out, res(result.Warn, "NCCL_NET_GDR_LEVEL", "GDRWidened", "NCCL_NET_GDR_LEVEL="+v+" lets NCCL use GPU Direct RDMA across paths beyond PXB (see gdr.nic-affinity)", e("NCCL_NET_GDR_LEVEL", v)))
 		default:
 			out = append(out, res(result.Warn, "NCCL_NET_GDR_LEVEL", "GDRNarrowed", "NCCL_NET_GDR_LEVEL="+v+" is stricter than NCCL's default PXB", e("NCCL_NET_GDR_LEVEL", v)))

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/result"
-	"github.com/gdrcheck/gdrcheck/internal/topology"
+	"github.com/gdrcheck/gdrcheck/internal/topology/level"
 )
 
 func majorOf(v string) int {
@@ -149,38 +149,38 @@ func loadedText(m string) string {
 
 // gdrLevel is the GPU Direct RDMA distance limit in force: NCCL's default
 // (PXB) or NCCL_NET_GDR_LEVEL from the job's environment.
-func gdrLevel(env *Env) (topology.Level, string, error) {
+func gdrLevel(env *Env) (level.Level, string, error) {
 	v, ok := env.Facts.Environ.Vars["NCCL_NET_GDR_LEVEL"]
 	if !ok || v == "" {
-		return topology.GDRMaxLevel, "", nil
+		return level.DefaultGDR, "", nil
 	}
 	l, err := parseNCCLLevel(v)
 	if err != nil {
-		return topology.GDRMaxLevel, v, err
+		return level.DefaultGDR, v, err
 	}
 	return l, v, nil
 }
 
 // parseNCCLLevel reads NCCL's path-level settings (NCCL_NET_GDR_LEVEL,
 // NCCL_P2P_LEVEL): names, or the legacy integers 0..4 (LOC, PIX, PXB, PHB, SYS).
-func parseNCCLLevel(v string) (topology.Level, error) {
+func parseNCCLLevel(v string) (level.Level, error) {
 	switch strings.ToUpper(strings.TrimSpace(v)) {
 	case "LOC", "0":
-		return topology.LevelSelf, nil
+		return level.Self, nil
 	case "NVL":
-		return topology.LevelNVLink, nil
+		return level.NVLink, nil
 	case "PIX", "1":
-		return topology.LevelPIX, nil
+		return level.PIX, nil
 	case "PXB", "2":
-		return topology.LevelPXB, nil
+		return level.PXB, nil
 	case "PHB", "3":
-		return topology.LevelPHB, nil
+		return level.PHB, nil
 	case "NODE":
-		return topology.LevelNODE, nil
+		return level.NODE, nil
 	case "SYS", "4":
-		return topology.LevelSYS, nil
+		return level.SYS, nil
 	}
-	return topology.LevelUnknown, fmt.Errorf("%q is not an NCCL path level (LOC, PIX, PXB, PHB, NODE, SYS)", v)
+	return level.Unknown, fmt.Errorf("%q is not an NCCL path level (LOC, PIX, PXB, PHB, NODE, SYS)", v)
 }
 
 type nicAffinity struct{}
@@ -220,7 +220,7 @@ func (nicAffinity) Run(ctx context.Context, env *Env) []result.Result {
 			shared = " (the NIC also serves another GPU)"
 		}
 		switch {
-		case e.Level <= topology.GDRMaxLevel && e.Level <= limit:
+		case e.Level <= level.DefaultGDR && e.Level <= limit:
 			out = append(out, res(result.Pass, subject, "NICAt"+e.Level.String(),
 				fmt.Sprintf("%s reaches %s at %s: GPU Direct RDMA is used%s", gpuLabel(g), e.NIC, e.Level, shared), evs...))
 		case e.Level <= limit:

@@ -1,16 +1,15 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gdrcheck/gdrcheck/internal/app"
 	"github.com/gdrcheck/gdrcheck/internal/checks"
 	"github.com/gdrcheck/gdrcheck/internal/report"
-	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
 type checkOptions struct {
@@ -44,12 +43,16 @@ evidence and a remedy. skip and unknown never count as passing. Check IDs:
 Exit code 0 when nothing fails, 1 when something fails, 2 when the tool itself could not run.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := report.ParseFormat(o.format, checkFormats...)
+			if err != nil {
+				return toolError(err)
+			}
 			started := g.session.Now()
-			rep, err := runChecks(cmd.Context(), g, o)
+			j, err := app.Check(cmd.Context(), g.node(), o.options())
 			if err != nil {
 				return err
 			}
-			f, _ := report.ParseFormat(o.format, checkFormats...)
+			rep := j.Checks
 			if err := report.Write(g.out, f, g.envelope("check", started, rep.Results, rep)); err != nil {
 				return err
 			}
@@ -67,48 +70,10 @@ Exit code 0 when nothing fails, 1 when something fails, 2 when the tool itself c
 // checkFormats are check's output formats.
 var checkFormats = []report.Format{report.Table, report.JSON, report.Markdown, report.JUnit}
 
-func runChecks(ctx context.Context, g *globals, o checkOptions) (*checks.Report, error) {
-	if _, err := report.ParseFormat(o.format, checkFormats...); err != nil {
-		return nil, toolError(err)
-	}
-	_, rep, err := g.judgeNode(ctx, o)
-	return rep, err
+// options are the use-case's options from the flags.
+func (o *checkOptions) options() app.CheckOptions {
+	return app.CheckOptions{Expect: o.expect, Only: o.only, Timeout: o.timeout, XidWindow: o.xidWindow}
 }
 
-// judgeNode discovers the host at --root and runs the readiness checks on
-// it (check and run share it).
-func (g *globals) judgeNode(ctx context.Context, o checkOptions) (*topology.Host, *checks.Report, error) {
-	var expect *checks.Expect
-	if o.expect != "" {
-		e, err := checks.LoadExpect(o.expect)
-		if err != nil {
-			return nil, nil, &exitError{code: ExitToolErr, err: err}
-		}
-		expect = e
-	}
-	for _, id := range o.only {
-		if !knownCheck(id) {
-			return nil, nil, &exitError{code: ExitToolErr, err: fmt.Errorf("--only %q: no such check (known: %s)", id, strings.Join(checks.IDs(), ", "))}
-		}
-	}
-	r, cleanup, err := g.openRoot()
-	if err != nil {
-		return nil, nil, err
-	}
-	defer cleanup()
-	h, err := g.discover(ctx, r)
-	if err != nil {
-		return nil, nil, err
-	}
-	env := checkEnv(ctx, r, h, expect, o.xidWindow)
-	return h, checks.Run(ctx, env, checks.All(), checks.Options{Timeout: o.timeout, Only: o.only}), nil
-}
-
-func knownCheck(id string) bool {
-	for _, k := range checks.IDs() {
-		if k == id || strings.HasSuffix(id, ".") && strings.HasPrefix(k, id) {
-			return true
-		}
-	}
-	return false
-}
+// node is the node every command reads: --root, discovered under --timeout.
+func (g *globals) node() app.NodeOptions { return app.NodeOptions{Root: g.root, Timeout: g.timeout} }

@@ -3,17 +3,21 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/app"
 	"github.com/gdrcheck/gdrcheck/internal/report"
+	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakelib"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
+	"github.com/gdrcheck/gdrcheck/internal/topology/level"
 )
 
 const repo = "../.."
@@ -51,7 +55,7 @@ func TestTopoCommand(t *testing.T) {
 	if code != ExitOK || json.Unmarshal([]byte(out), &s) != nil {
 		t.Fatalf("json: exit %d: %s", code, out)
 	}
-	if len(s.GPUs) != 8 || len(s.NICs) != 10 || len(s.Pairing.Rails) != 8 || s.Matrix.Cells[0][11].Level != topology.LevelPIX {
+	if len(s.GPUs) != 8 || len(s.NICs) != 10 || len(s.Pairing.Rails) != 8 || s.Matrix.Cells[0][11].Level != level.PIX {
 		t.Errorf("json summary: %d GPUs %d NICs %d rails cell %v", len(s.GPUs), len(s.NICs), len(s.Pairing.Rails), s.Matrix.Cells[0][11])
 	}
 	out, _, _ = run(t, "topo", "--root", root, "--pcie", "--color", "always")
@@ -219,15 +223,11 @@ func TestRunOutWritesReport(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got struct {
-				Schema string           `json:"schema"`
-				Run    report.Run       `json:"run"`
-				Host   topology.Summary `json:"host"`
-				Checks struct {
-					Results []struct {
-						ID     string `json:"id"`
-						Status string `json:"status"`
-					} `json:"results"`
-				} `json:"checks"`
+				Schema  string                     `json:"schema"`
+				Run     report.Run                 `json:"run"`
+				Results []result.Result            `json:"results"`
+				Host    topology.Summary           `json:"host"`
+				Checks  map[string]json.RawMessage `json:"checks"`
 			}
 			if err := json.Unmarshal(b, &got); err != nil {
 				t.Fatalf("run.json: %v", err)
@@ -235,8 +235,17 @@ func TestRunOutWritesReport(t *testing.T) {
 			if got.Schema != "gdrcheck.run/v1" || got.Run.Host != "testhost" || got.Run.Version != "test" || len(got.Run.Command) != 8 {
 				t.Errorf("run.json envelope: %q %+v", got.Schema, got.Run)
 			}
-			if len(got.Host.GPUs) != 1 || len(got.Checks.Results) == 0 {
-				t.Errorf("run.json: %d GPUs, %d check results:\n%s", len(got.Host.GPUs), len(got.Checks.Results), b)
+			if len(got.Host.GPUs) != 1 || len(got.Results) == 0 {
+				t.Errorf("run.json: %d GPUs, %d check results:\n%s", len(got.Host.GPUs), len(got.Results), b)
+			}
+			// Each result once: in the envelope's results, not again under
+			// checks, which keeps the counts and the per-check runs.
+			var counts result.Counts
+			if err := json.Unmarshal(got.Checks["counts"], &counts); err != nil || !maps.Equal(counts, result.Count(got.Results)) {
+				t.Errorf("run.json: checks.counts %v (%v) for %d results", counts, err, len(got.Results))
+			}
+			if _, dup := got.Checks["results"]; dup || got.Checks["checks"] == nil {
+				t.Errorf("run.json: checks holds %v", slices.Collect(maps.Keys(got.Checks)))
 			}
 			if format == "json" && !bytes.Equal(bytes.TrimSpace([]byte(stdout)), bytes.TrimSpace(b)) {
 				t.Errorf("--format json output and run.json differ")

@@ -3,18 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gdrcheck/gdrcheck/internal/app"
 	"github.com/gdrcheck/gdrcheck/internal/bench"
-	"github.com/gdrcheck/gdrcheck/internal/checks"
 	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/report"
-	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
 type runOptions struct {
@@ -46,12 +42,6 @@ the tool itself could not run.`,
 	return cmd
 }
 
-// runReport is `gdrcheck run --format json`.
-type runReport struct {
-	Host   *topology.Summary `json:"host"`
-	Checks *checks.Report    `json:"checks"`
-}
-
 // runFormats are run's output formats: text is the inventory, the
 // topology and the checks' table.
 var runFormats = []report.Format{report.Text, report.JSON, report.Markdown, report.JUnit}
@@ -61,47 +51,31 @@ func runMain(ctx context.Context, g *globals, o runOptions) error {
 	if err != nil {
 		return toolError(err)
 	}
-	if o.bench && f != report.Text {
-		return toolError(fmt.Errorf("--bench prints text: use --format text, and --out DIR for the results as JSON"))
-	}
-	if o.out != "" {
-		if err := os.MkdirAll(o.out, 0o755); err != nil {
-			return toolError(fmt.Errorf("--out: %w", err))
-		}
-	}
-	started := g.session.Now()
-	var ncclSetup *app.NCCLSetup
+	ro := app.RunOptions{Node: g.node(), Checks: o.checks.options(), Out: o.out, Bench: o.bench}
 	if o.bench {
-		// NCCL's debug settings go into the environment before the
-		// checks probe the libraries, which loads NCCL.
-		if ncclSetup, err = g.session.SetupNCCL(subdir(o.out, "nccl")); err != nil {
-			return err
+		if f != report.Text {
+			return toolError(fmt.Errorf("--bench prints text: use --format text, and --out DIR for the results as JSON"))
+		}
+		if ro.BenchSize, err = collective.ParseSize(o.benchSize); err != nil {
+			return toolError(fmt.Errorf("--bench-size: %v", err))
 		}
 	}
-	h, rep, err := g.judgeNode(ctx, o.checks)
+	nr, err := g.session.Run(ctx, ro)
 	if err != nil {
 		return err
 	}
-	s := h.Summarize()
-	s.Root = g.root
-	env := g.envelope("run", started, rep.Results, runReport{Host: s, Checks: rep})
-	if o.out != "" {
-		// Written before anything slower runs, so an interrupted
-		// benchmark pass still leaves the node's report.
-		if err := app.WriteAtomic(filepath.Join(o.out, "run.json"), env); err != nil {
-			return toolError(fmt.Errorf("--out: %w", err))
-		}
-	}
+	defer nr.Close()
+	rep := nr.Checks
 	if f != report.Text {
-		if err := report.Write(g.out, f, env); err != nil {
+		if err := report.Write(g.out, f, nr.Envelope); err != nil {
 			return err
 		}
 	} else {
-		if err := s.WriteInventory(g.out); err != nil {
+		if err := nr.Summary.WriteInventory(g.out); err != nil {
 			return err
 		}
 		fmt.Fprintln(g.out)
-		if err := writeTopoText(g.out, s, useColor("auto", g.out)); err != nil {
+		if err := writeTopoText(g.out, nr.Summary, useColor("auto", g.out)); err != nil {
 			return err
 		}
 		fmt.Fprintln(g.out, "\nReadiness checks:")
@@ -111,7 +85,7 @@ func runMain(ctx context.Context, g *globals, o runOptions) error {
 	}
 	var benchErr error
 	if o.bench { // text only: other formats were refused above
-		benchErr = runQuickBench(ctx, g, o, h, ncclSetup)
+		benchErr = runQuickBench(ctx, g, nr)
 	}
 	if rep.Counts.Failed() {
 		return &exitError{code: ExitFailed, err: fmt.Errorf("%s", rep.CountsLine())}
@@ -119,40 +93,22 @@ func runMain(ctx context.Context, g *globals, o runOptions) error {
 	return benchErr
 }
 
-// runQuickBench is the short benchmark pass of `gdrcheck run --bench`.
-// h is the node run discovered: the benchmarks do not discover it again,
-// and both run on one CUDA runtime.
-func runQuickBench(ctx context.Context, g *globals, o runOptions, h *topology.Host, ncclSetup *app.NCCLSetup) error {
-	size, err := collective.ParseSize(o.benchSize)
-	if err != nil {
-		return toolError(fmt.Errorf("--bench-size: %v", err))
-	}
-	bo := benchOptions{format: "text", opTimeout: app.QuickBenchTimeout, margin: 0.85}
+// runQuickBench prints the short benchmark pass of `gdrcheck run --bench`
+// as it runs, on the CUDA runtime the run opened.
+func runQuickBench(ctx context.Context, g *globals, nr *app.NodeRun) error {
 	fmt.Fprintln(g.out, "\nNCCL collectives:")
-	f, gpus, err := openGPUs(ctx, g, bo, 0, h)
-	if err != nil {
-		return err
+	if nr.BenchErr != nil {
+		return nr.BenchErr
 	}
-	defer gpus.Close()
-	cfg := bench.NCCLConfig{Collectives: collective.All(), MinBytes: 8, MaxBytes: size, StepFactor: 4, Warmup: 2, Iters: 10, Check: 1, OpTimeout: bo.opTimeout}
-	cfg.DType, _ = bench.DTypeByName("float")
-	cfg.Op, _ = bench.RedOpByName("sum")
-	errN := benchNCCL(ctx, g, gpus, f, bo, cfg, ncclSetup)
+	_, errN := nr.BenchNCCL(ctx, g.out, g.errOut)
 	fmt.Fprintln(g.out, "\nCopies:")
-	bo.out = subdir(o.out, "copy")
-	cc := bench.CopyConfig{Bytes: size, Iters: 10, Warmup: 2, Timeout: bo.opTimeout,
-		Tests: []string{bench.CopyD2D, bench.CopyH2DPinned, bench.CopyD2HPinned, bench.CopyBidirPinned, bench.CopyP2P, bench.CopyP2PBidir, bench.CopyLatency}}
-	errC := benchCopy(ctx, g, gpus, f, bo, cc)
+	env, dir, errC := nr.BenchCopy(ctx, g.errOut)
+	if env != nil {
+		bench.WriteCopyText(g.out, env.Data.(*bench.CopyReport), nr.Copy, env.Results)
+		fmt.Fprintf(g.out, "Results: %s\n", dir+"/results.json")
+	}
 	if errN != nil {
-		return errN
+		return benchError(errN)
 	}
-	return errC
-}
-
-// subdir is dir/name, or "" (a benchmark chooses its own) when dir is "".
-func subdir(dir, name string) string {
-	if dir == "" {
-		return ""
-	}
-	return filepath.Join(dir, name)
+	return benchError(errC)
 }

@@ -1,16 +1,12 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
-	"github.com/gdrcheck/gdrcheck/internal/machine"
-	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
-	"github.com/gdrcheck/gdrcheck/internal/topology"
+	"github.com/gdrcheck/gdrcheck/internal/app"
 )
 
 func newSnapshot(g *globals) *cobra.Command {
@@ -30,14 +26,9 @@ are never read. Any later command can run on the result: gdrcheck topo --root FI
 			if out == "" {
 				return &exitError{code: ExitToolErr, err: fmt.Errorf("snapshot needs -o DIR or -o FILE.tgz")}
 			}
-			r, cleanup, err := g.openRoot()
+			m, err := g.session.Snapshot(cmd.Context(), app.SnapshotOptions{Node: g.node(), Out: out})
 			if err != nil {
 				return err
-			}
-			defer cleanup()
-			m, err := takeSnapshot(cmd.Context(), g, r, out)
-			if err != nil {
-				return &exitError{code: ExitToolErr, err: err}
 			}
 			fmt.Fprintf(g.out, "snapshot of %s written to %s: %d files, %d links, %d command outputs\n", m.Hostname, out, m.Files, m.Links, len(m.Commands))
 			for _, c := range m.Commands {
@@ -54,48 +45,6 @@ are never read. Any later command can run on the result: gdrcheck topo --root FI
 	cmd.Flags().StringVarP(&out, "output", "o", "", "where to write: a directory, or a .tgz/.tar.gz file")
 	return cmd
 }
-
-// takeSnapshot runs discovery and collection, the stages that read the
-// machine, through a recording root, and writes what they read: a snapshot
-// holds what every later command needs by construction.
-func takeSnapshot(ctx context.Context, g *globals, r machine.Root, out string) (*snapshot.Manifest, error) {
-	ctx, cancel := context.WithTimeout(ctx, g.timeout)
-	defer cancel()
-	rec := machine.NewRecorder()
-	rr := r.WithRecorder(rec)
-	h, err := topology.Discover(ctx, topology.WithRoot(rr))
-	if err != nil {
-		return nil, err
-	}
-	f := collectFacts(ctx, rr, h)
-	for _, c := range forHumansCommands {
-		_, _ = rr.Run(ctx, c)
-	}
-	for _, rel := range forHumansFiles {
-		_, _ = rr.ReadFile(rel)
-	}
-	o := snapshot.Options{Tool: "gdrcheck " + g.build.Version, Facts: h.GPUFacts, Extra: map[string][]byte{}}
-	if f.Environ.Known {
-		o.Extra[sysinfo.EnvironFile] = sysinfo.FormatEnviron(f.Environ.Vars)
-	}
-	if f.Libraries != nil {
-		if b, err := f.Libraries.Marshal(); err == nil {
-			o.Extra[sysinfo.LibrariesFile] = b
-		}
-	}
-	if h.GPUFactsError != "" {
-		o.FactsErr = fmt.Errorf("%s", h.GPUFactsError)
-	}
-	return snapshot.Write(ctx, r, rec, out, o)
-}
-
-// forHumansCommands and forHumansFiles are captured although no stage reads
-// them: the vendor tools' own views and the host description a person
-// compares gdrcheck's findings with when reading a snapshot.
-var (
-	forHumansCommands = []machine.Command{machine.CmdNvidiaSMITopo, machine.CmdNvidiaSMIQuery, machine.CmdNvidiaSMINVLink, machine.CmdIbvDevinfo}
-	forHumansFiles    = []string{"proc/version", "proc/meminfo", "proc/cpuinfo", "proc/driver/nvidia/params", "etc/os-release"}
-)
 
 func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {

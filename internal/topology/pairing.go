@@ -12,10 +12,6 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/topology/pairing"
 )
 
-// GDRMaxLevel is the farthest PCIe path over which NCCL uses GPU Direct
-// RDMA by default (NCCL_NET_GDR_LEVEL defaults to PXB).
-const GDRMaxLevel = level.DefaultGDR
-
 // GPUNIC is one GPU's place in the GPU→NIC pairing.
 type GPUNIC struct {
 	GPU        int         `json:"gpu"`
@@ -30,7 +26,7 @@ type GPUNIC struct {
 	PortState  string      `json:"port_state,omitempty"`
 	Rail       int         `json:"rail"`   // -1: none
 	Shared     bool        `json:"shared"` // the NIC also serves another GPU
-	// GDR is true when the assigned NIC is within GDRMaxLevel.
+	// GDR is true when the assigned NIC is within level.DefaultGDR.
 	GDR  bool     `json:"gdr"`
 	Path []string `json:"path,omitempty"` // the hops between GPU and NIC
 }
@@ -139,7 +135,7 @@ func (h *Host) pair() *Pairing {
 		}
 		e.NIC, e.NICAddress, e.Rail = n.Name, n.Address, r
 		e.Shared = users[c.NIC] > 1
-		e.GDR = rel.Level <= GDRMaxLevel
+		e.GDR = rel.Level <= level.DefaultGDR
 		e.Path = rel.Via
 		if a := ports[c.NIC]; a != nil {
 			e.Port, e.RateGbps, e.LinkLayer, e.PortState = a.Number, a.RateGbps, a.LinkLayer, a.State

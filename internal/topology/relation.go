@@ -7,23 +7,6 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/topology/level"
 )
 
-// Level is package level's Level, under the name topology's callers
-// outside it (internal/checks) still use; new code names package level.
-type Level = level.Level
-
-// Levels, ordered from closest to farthest: package level's names, kept
-// for the same callers.
-const (
-	LevelSelf    = level.Self
-	LevelNVLink  = level.NVLink
-	LevelPIX     = level.PIX
-	LevelPXB     = level.PXB
-	LevelPHB     = level.PHB
-	LevelNODE    = level.NODE
-	LevelSYS     = level.SYS
-	LevelUnknown = level.Unknown
-)
-
 // Relation is how one device reaches another.
 type Relation struct {
 	Level   level.Level `json:"level"`

@@ -12,10 +12,18 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/native/nccl"
 )
 
-// Probe loads the CUDA runtime and NCCL and records their versions, or why
-// they could not be loaded.
-func Probe(ctx context.Context) *sysinfo.Libraries {
-	return &sysinfo.Libraries{CUDARuntime: CUDARuntime(ctx), NCCL: NCCL()}
+// Probe records the versions of the CUDA runtime and NCCL, or why they
+// could not be loaded. rt is the CUDA runtime the process already opened
+// (one runtime per process); nil: Probe loads it.
+func Probe(ctx context.Context, rt *cuda.Runtime) *sysinfo.Libraries {
+	l := &sysinfo.Libraries{}
+	if rt != nil {
+		l.CUDARuntime = Runtime(ctx, rt)
+	} else {
+		l.CUDARuntime = CUDARuntime(ctx)
+	}
+	l.NCCL = NCCL()
+	return l
 }
 
 // CUDARuntime loads the CUDA runtime and asks its version.
@@ -25,6 +33,12 @@ func CUDARuntime(ctx context.Context) sysinfo.Library {
 		return sysinfo.Library{Error: err.Error()}
 	}
 	defer rt.Close()
+	return Runtime(ctx, rt)
+}
+
+// Runtime asks an open CUDA runtime its version and where it was loaded
+// from.
+func Runtime(ctx context.Context, rt *cuda.Runtime) sysinfo.Library {
 	l := sysinfo.Library{Loaded: true, Path: rt.Path}
 	if rv, dv, err := rt.Versions(ctx); err != nil {
 		l.Error = err.Error()

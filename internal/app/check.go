@@ -1,0 +1,131 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gdrcheck/gdrcheck/internal/checks"
+	"github.com/gdrcheck/gdrcheck/internal/collect/libs"
+	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
+	"github.com/gdrcheck/gdrcheck/internal/machine"
+	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
+	"github.com/gdrcheck/gdrcheck/internal/native/cuda"
+	"github.com/gdrcheck/gdrcheck/internal/topology"
+)
+
+// NodeOptions say which node a command reads and how long discovery may
+// take.
+type NodeOptions struct {
+	Root    string        // --root: "/" (this host), a host or snapshot directory, or a snapshot .tgz
+	Timeout time.Duration // deadline of discovery (--timeout)
+}
+
+// openNode opens the root and discovers the host behind it; cleanup
+// removes an extracted archive.
+func openNode(ctx context.Context, n NodeOptions) (machine.Root, func(), *topology.Host, error) {
+	r, cleanup, err := snapshot.Open(n.Root)
+	if err != nil {
+		return machine.Root{}, nil, nil, toolErr(err)
+	}
+	dctx, cancel := context.WithTimeout(ctx, n.Timeout)
+	defer cancel()
+	h, err := topology.Discover(dctx, topology.WithRoot(r))
+	if err != nil {
+		cleanup()
+		return machine.Root{}, nil, nil, toolErr(err)
+	}
+	return r, cleanup, h, nil
+}
+
+// CheckOptions choose and configure the readiness checks.
+type CheckOptions struct {
+	Expect    string        // --expect: a site profile ("" judges against the hardware itself)
+	Only      []string      // --only: check IDs or prefixes ending in "."
+	Timeout   time.Duration // deadline of each check
+	XidWindow time.Duration // how far back kernel-log Xid events count
+}
+
+// checkPlan is a run of checks whose options were read and validated.
+type checkPlan struct {
+	o      CheckOptions
+	expect *checks.Expect
+}
+
+// planChecks loads the site profile and validates --only, before anything
+// reads the node.
+func planChecks(o CheckOptions) (*checkPlan, error) {
+	p := &checkPlan{o: o}
+	if o.Expect != "" {
+		e, err := checks.LoadExpect(o.Expect)
+		if err != nil {
+			return nil, toolErr(err)
+		}
+		p.expect = e
+	}
+	for _, id := range o.Only {
+		if !knownCheck(id) {
+			return nil, toolErr(fmt.Errorf("--only %q: no such check (known: %s)", id, strings.Join(checks.IDs(), ", ")))
+		}
+	}
+	return p, nil
+}
+
+func knownCheck(id string) bool {
+	return slices.ContainsFunc(checks.IDs(), func(k string) bool {
+		return k == id || strings.HasSuffix(id, ".") && strings.HasPrefix(k, id)
+	})
+}
+
+// judge collects the node facts of h (rt: the process's CUDA runtime when
+// one is open) and runs the checks on them.
+func (p *checkPlan) judge(ctx context.Context, r machine.Root, h *topology.Host, rt *cuda.Runtime) *checks.Report {
+	env := checkEnv(ctx, r, h, rt, p.expect, p.o.XidWindow)
+	return checks.Run(ctx, env, checks.All(), checks.Options{Timeout: p.o.Timeout, Only: p.o.Only})
+}
+
+// Judged is a node discovered and judged.
+type Judged struct {
+	Host   *topology.Host
+	Checks *checks.Report
+}
+
+// Check is `gdrcheck check`: it discovers the node and runs the readiness
+// checks on it. Its errors are ToolErrors; failed checks are in the
+// report, not an error.
+func Check(ctx context.Context, n NodeOptions, o CheckOptions) (*Judged, error) {
+	p, err := planChecks(o)
+	if err != nil {
+		return nil, err
+	}
+	r, cleanup, h, err := openNode(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	return &Judged{Host: h, Checks: p.judge(ctx, r, h, nil)}, nil
+}
+
+// collectFacts is the collection stage after discovery: the node facts
+// read through r, and live, the libraries loaded into this process (rt:
+// the CUDA runtime already open, nil: the probe loads it).
+func collectFacts(ctx context.Context, r machine.Root, h *topology.Host, rt *cuda.Runtime) *sysinfo.Facts {
+	f := sysinfo.Collect(ctx, r, h, sysinfo.Options{})
+	if r.Live() {
+		f.Libraries = libs.Probe(ctx, rt)
+	}
+	return f
+}
+
+// checkEnv assembles what the checks judge: the host, its facts, and the
+// time anchor (when a snapshot was taken, or now).
+func checkEnv(ctx context.Context, r machine.Root, h *topology.Host, rt *cuda.Runtime, expect *checks.Expect, xidWindow time.Duration) *checks.Env {
+	f := collectFacts(ctx, r, h, rt)
+	now := f.CapturedAt
+	if now.IsZero() {
+		now = time.Now()
+	}
+	return &checks.Env{Host: h, Facts: f, Expect: expect, XidWindow: xidWindow, Now: now}
+}

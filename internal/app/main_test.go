@@ -1,0 +1,10 @@
+package app
+
+import (
+	"os"
+	"testing"
+
+	"github.com/gdrcheck/gdrcheck/internal/testutil/fakelib"
+)
+
+func TestMain(m *testing.M) { os.Exit(fakelib.RunTests(m)) }

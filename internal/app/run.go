@@ -1,0 +1,180 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/gdrcheck/gdrcheck/internal/bench"
+	"github.com/gdrcheck/gdrcheck/internal/checks"
+	"github.com/gdrcheck/gdrcheck/internal/collective"
+	"github.com/gdrcheck/gdrcheck/internal/machine"
+	"github.com/gdrcheck/gdrcheck/internal/native/cuda"
+	"github.com/gdrcheck/gdrcheck/internal/report"
+	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/topology"
+)
+
+// RunOptions are a `gdrcheck run` run's.
+type RunOptions struct {
+	Node   NodeOptions
+	Checks CheckOptions
+	// Out is the directory for run.json and, with Bench, the benchmarks'
+	// results ("": no run.json, and the benchmarks choose their folders).
+	Out string
+	// Bench adds the short benchmark pass: every NCCL collective and the
+	// copies, up to BenchSize bytes.
+	Bench     bool
+	BenchSize uint64
+}
+
+// RunReport is run.json's data beside the envelope's results: the node's
+// summary and the checks' own outcome.
+type RunReport struct {
+	Host   *topology.Summary `json:"host"`
+	Checks ChecksRun         `json:"checks"`
+}
+
+// ChecksRun is a run of checks without its results, which the envelope
+// holds (once).
+type ChecksRun struct {
+	Counts     result.Counts     `json:"counts"`
+	DurationMS float64           `json:"duration_ms"`
+	Checks     []checks.CheckRun `json:"checks"`
+}
+
+// NodeRun is a node discovered, judged and written down by Run. With
+// RunOptions.Bench it holds the CUDA runtime of its benchmark pass until
+// Close.
+type NodeRun struct {
+	Envelope *report.Envelope // run.json's document
+	Summary  *topology.Summary
+	Checks   *checks.Report
+	// NCCL and Copy configure the benchmark pass.
+	NCCL bench.NCCLConfig
+	Copy bench.CopyConfig
+	// BenchErr says why the benchmark pass cannot run (no CUDA runtime,
+	// no GPU, not the live host); nil when it can.
+	BenchErr error
+
+	s         *Session
+	out       string
+	gpus      *GPUs
+	ncclSetup *NCCLSetup
+}
+
+// quickJudging judges the benchmark pass of `run --bench`.
+var quickJudging = Judging{Pass: 0.85}
+
+// Run is `gdrcheck run`: it discovers the node, runs the readiness checks
+// and writes run.json into Out before anything slower runs, so an
+// interrupted benchmark pass still leaves the node's report. With Bench
+// it loads the process's one CUDA runtime before the checks, so that the
+// checks' library probe and the benchmarks share it, and picks the devices
+// after them; failing at either is the benchmarks' error (BenchErr), not
+// the checks'.
+func (s *Session) Run(ctx context.Context, o RunOptions) (_ *NodeRun, err error) {
+	if o.Out != "" {
+		if err := os.MkdirAll(o.Out, 0o755); err != nil {
+			return nil, toolErr(fmt.Errorf("--out: %w", err))
+		}
+	}
+	started := s.Now()
+	nr := &NodeRun{s: s, out: o.Out}
+	if o.Bench {
+		// NCCL's debug settings go into the environment before the
+		// checks probe the libraries, which loads NCCL.
+		if nr.ncclSetup, err = s.SetupNCCL(subdir(o.Out, "nccl")); err != nil {
+			return nil, err
+		}
+		nr.NCCL, nr.Copy = quickBench(o.BenchSize)
+	}
+	p, err := planChecks(o.Checks)
+	if err != nil {
+		return nil, err
+	}
+	r, cleanup, h, err := openNode(ctx, o.Node)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	// One CUDA runtime per process: the benchmarks' is loaded before the
+	// checks, whose library probe asks it instead of loading its own.
+	var rt *cuda.Runtime
+	if o.Bench {
+		rt, nr.BenchErr = openBenchRuntime(r, o.Node.Root)
+	}
+	nr.Checks = p.judge(ctx, r, h, rt)
+	if rt != nil {
+		nr.gpus, nr.BenchErr = useGPUs(ctx, rt, GPUOptions{Host: h})
+	}
+	nr.Summary = h.Summarize()
+	nr.Summary.Root = o.Node.Root
+	c := nr.Checks
+	nr.Envelope = s.Envelope("run", started, c.Results, RunReport{Host: nr.Summary, Checks: ChecksRun{Counts: c.Counts, DurationMS: c.DurationMS, Checks: c.Checks}})
+	if o.Out != "" {
+		if err := WriteAtomic(filepath.Join(o.Out, "run.json"), nr.Envelope); err != nil {
+			nr.Close()
+			return nil, toolErr(fmt.Errorf("--out: %w", err))
+		}
+	}
+	return nr, nil
+}
+
+// openBenchRuntime loads the CUDA runtime of the benchmark pass, which
+// runs on the live host only.
+func openBenchRuntime(r machine.Root, root string) (*cuda.Runtime, error) {
+	if !r.Live() {
+		return nil, toolErr(fmt.Errorf("benchmarks run on the live host only (--root is %s)", root))
+	}
+	return openRuntime("")
+}
+
+// quickBench configures the benchmark pass of `run --bench`: every
+// collective from 8 bytes to size by factors of 4, and the copies of size
+// bytes that need no pageable memory.
+func quickBench(size uint64) (bench.NCCLConfig, bench.CopyConfig) {
+	n := bench.NCCLConfig{Collectives: collective.All(), MinBytes: 8, MaxBytes: size, StepFactor: 4, Warmup: 2, Iters: 10, Check: 1, OpTimeout: QuickBenchTimeout}
+	n.DType, _ = bench.DTypeByName("float")
+	n.Op, _ = bench.RedOpByName("sum")
+	c := bench.CopyConfig{Bytes: size, Iters: 10, Warmup: 2, Timeout: QuickBenchTimeout,
+		Tests: []string{bench.CopyD2D, bench.CopyH2DPinned, bench.CopyD2HPinned, bench.CopyBidirPinned, bench.CopyP2P, bench.CopyP2PBidir, bench.CopyLatency}}
+	return n, c
+}
+
+// BenchNCCL runs the pass's collectives (BenchErr when it cannot run);
+// their text goes to text as they run, problems that do not stop the run
+// to warn.
+func (nr *NodeRun) BenchNCCL(ctx context.Context, text, warn io.Writer) (*report.Envelope, error) {
+	if nr.BenchErr != nil {
+		return nil, nr.BenchErr
+	}
+	env, _, err := nr.s.BenchNCCL(ctx, nr.gpus, NCCLOptions{Setup: nr.ncclSetup, Config: nr.NCCL, Judge: quickJudging, Text: text, Warn: warn})
+	return env, err
+}
+
+// BenchCopy runs the pass's copies (BenchErr when it cannot run) and
+// returns their document and output directory.
+func (nr *NodeRun) BenchCopy(ctx context.Context, warn io.Writer) (*report.Envelope, string, error) {
+	if nr.BenchErr != nil {
+		return nil, "", nr.BenchErr
+	}
+	return nr.s.BenchCopy(ctx, nr.gpus, CopyOptions{Out: subdir(nr.out, "copy"), Config: nr.Copy, Judge: quickJudging, Warn: warn})
+}
+
+// Close ends the benchmark pass's CUDA runtime.
+func (nr *NodeRun) Close() {
+	if nr.gpus != nil {
+		nr.gpus.Close()
+	}
+}
+
+// subdir is dir/name, or "" (a benchmark chooses its own) when dir is "".
+func subdir(dir, name string) string {
+	if dir == "" {
+		return ""
+	}
+	return filepath.Join(dir, name)
+}

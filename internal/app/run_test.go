@@ -1,0 +1,114 @@
+package app
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gdrcheck/gdrcheck/internal/report"
+	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/fakelib"
+)
+
+const h200Snapshot = "../../testdata/snapshots/h200x1-vm.tgz"
+
+func testSession() *Session {
+	return &Session{Tool: report.Tool{Version: "test"}, Host: "testhost",
+		Clock: func() time.Time { return time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC) }}
+}
+
+// Run judges the node and writes run.json before any benchmark; on a
+// snapshot the benchmark pass cannot run, which is its own error, not the
+// checks'.
+func TestRunOnSnapshot(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "report")
+	nr, err := testSession().Run(t.Context(), RunOptions{Node: NodeOptions{Root: h200Snapshot, Timeout: time.Minute},
+		Checks: CheckOptions{Timeout: 10 * time.Second}, Out: out, Bench: true, BenchSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nr.Close()
+	var te *ToolError
+	if !errors.As(nr.BenchErr, &te) || !strings.Contains(te.Error(), "live host only") {
+		t.Errorf("BenchErr = %v", nr.BenchErr)
+	}
+	if _, err := nr.BenchNCCL(t.Context(), nil, nil); err != nr.BenchErr {
+		t.Errorf("BenchNCCL: %v", err)
+	}
+	if len(nr.Checks.Results) == 0 || nr.Summary.Root != h200Snapshot || nr.Copy.Bytes != 1<<20 || nr.NCCL.MaxBytes != 1<<20 {
+		t.Errorf("run: %d results, root %q, sizes %d %d", len(nr.Checks.Results), nr.Summary.Root, nr.Copy.Bytes, nr.NCCL.MaxBytes)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Results []json.RawMessage          `json:"results"`
+		Checks  map[string]json.RawMessage `json:"checks"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil || len(doc.Results) != len(nr.Checks.Results) {
+		t.Fatalf("run.json: %v, %d results", err, len(doc.Results))
+	}
+	if _, dup := doc.Checks["results"]; dup {
+		t.Error("run.json holds the results twice")
+	}
+}
+
+// The options are read before the node: a bad --only or profile is the
+// tool's error whatever --root is.
+func TestCheckOptionsFirst(t *testing.T) {
+	for _, o := range []CheckOptions{{Only: []string{"pcie.nothing"}}, {Expect: "/nonexistent/site.yaml"}} {
+		_, err := Check(t.Context(), NodeOptions{Root: "/nonexistent/root", Timeout: time.Minute}, o)
+		var te *ToolError
+		if !errors.As(err, &te) || strings.Contains(err.Error(), "/nonexistent/root") {
+			t.Errorf("%+v: %v", o, err)
+		}
+	}
+	j, err := Check(t.Context(), NodeOptions{Root: h200Snapshot, Timeout: time.Minute}, CheckOptions{Only: []string{"pcie."}})
+	if err != nil || len(j.Checks.Results) == 0 || len(j.Host.GPUs) != 1 {
+		t.Fatalf("check: %v", err)
+	}
+	for _, r := range j.Checks.Results {
+		if !strings.HasPrefix(r.ID, "pcie.") {
+			t.Errorf("--only pcie. ran %s", r.ID)
+		}
+	}
+}
+
+// With --bench on a host whose runtime sees no GPU, the checks still run
+// and record the runtime the benchmarks loaded; the pass says why it
+// cannot run.
+func TestRunBenchWithoutGPU(t *testing.T) {
+	t.Setenv("GDRCHECK_CUDART", fakelib.CUDART(t))
+	t.Setenv("GDRCHECK_NCCL", fakelib.NCCL(t))
+	t.Setenv("FAKECUDA_DEVICES", "0")
+	for _, k := range []string{"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "NCCL_TOPO_DUMP_FILE", "NCCL_GRAPH_DUMP_FILE"} {
+		t.Setenv(k, "")
+	}
+	t.Chdir(t.TempDir())
+	nr, err := testSession().Run(t.Context(), RunOptions{Node: NodeOptions{Root: "/", Timeout: time.Minute},
+		Checks: CheckOptions{Only: []string{"inventory.versions"}}, Bench: true, BenchSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nr.Close()
+	if nr.BenchErr == nil || !strings.Contains(nr.BenchErr.Error(), "no usable GPU") {
+		t.Errorf("BenchErr = %v", nr.BenchErr)
+	}
+	found := false
+	for _, r := range nr.Checks.Results {
+		if r.Subject == "cuda-runtime" {
+			found = true
+			if r.Status != result.Pass || !strings.Contains(r.Message, "13.0") {
+				t.Errorf("cuda-runtime: %+v", r)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no cuda-runtime result in %+v", nr.Checks.Results)
+	}
+}

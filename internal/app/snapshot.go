@@ -1,0 +1,71 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
+	"github.com/gdrcheck/gdrcheck/internal/machine"
+	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
+	"github.com/gdrcheck/gdrcheck/internal/topology"
+)
+
+// SnapshotOptions are a `gdrcheck snapshot` run's.
+type SnapshotOptions struct {
+	// Node is what the snapshot reads; its Timeout bounds the whole
+	// snapshot, not only discovery.
+	Node NodeOptions
+	Out  string // a directory, or a .tgz/.tar.gz file
+}
+
+// Snapshot is `gdrcheck snapshot`: it runs discovery and collection, the
+// stages that read the machine, through a recording root, and writes what
+// they read, so a snapshot holds what every later command needs by
+// construction. The manifest names the session's tool.
+func (s *Session) Snapshot(ctx context.Context, o SnapshotOptions) (*snapshot.Manifest, error) {
+	r, cleanup, err := snapshot.Open(o.Node.Root)
+	if err != nil {
+		return nil, toolErr(err)
+	}
+	defer cleanup()
+	ctx, cancel := context.WithTimeout(ctx, o.Node.Timeout)
+	defer cancel()
+	rec := machine.NewRecorder()
+	rr := r.WithRecorder(rec)
+	h, err := topology.Discover(ctx, topology.WithRoot(rr))
+	if err != nil {
+		return nil, toolErr(err)
+	}
+	f := collectFacts(ctx, rr, h, nil)
+	for _, c := range forHumansCommands {
+		_, _ = rr.Run(ctx, c)
+	}
+	for _, rel := range forHumansFiles {
+		_, _ = rr.ReadFile(rel)
+	}
+	so := snapshot.Options{Tool: "gdrcheck " + s.Tool.Version, Facts: h.GPUFacts, Extra: map[string][]byte{}}
+	if f.Environ.Known {
+		so.Extra[sysinfo.EnvironFile] = sysinfo.FormatEnviron(f.Environ.Vars)
+	}
+	if f.Libraries != nil {
+		if b, err := f.Libraries.Marshal(); err == nil {
+			so.Extra[sysinfo.LibrariesFile] = b
+		}
+	}
+	if h.GPUFactsError != "" {
+		so.FactsErr = fmt.Errorf("%s", h.GPUFactsError)
+	}
+	m, err := snapshot.Write(ctx, r, rec, o.Out, so)
+	if err != nil {
+		return nil, toolErr(err)
+	}
+	return m, nil
+}
+
+// forHumansCommands and forHumansFiles are captured although no stage reads
+// them: the vendor tools' own views and the host description a person
+// compares gdrcheck's findings with when reading a snapshot.
+var (
+	forHumansCommands = []machine.Command{machine.CmdNvidiaSMITopo, machine.CmdNvidiaSMIQuery, machine.CmdNvidiaSMINVLink, machine.CmdIbvDevinfo}
+	forHumansFiles    = []string{"proc/version", "proc/meminfo", "proc/cpuinfo", "proc/driver/nvidia/params", "etc/os-release"}
+)
