@@ -59,6 +59,13 @@ func TestJSONLines(t *testing.T) {
 	if pe := lc.JSONError("j.json", dec, err); pe.Line != 3 {
 		t.Errorf("syntax error at line %d (%v), want 3", pe.Line, pe)
 	}
+	var pe *ParseError
+	for in, line := range map[string]int{"{\n\"a\": 1,\n\"b\": x\n}\n": 3, "{\n\"a\":\n\"s\"}": 3, "{\n\"a\": 1,\n": 3} {
+		var a struct{ A int }
+		if err := UnmarshalJSON("u.json", []byte(in), &a); !errors.As(err, &pe) || pe.Line != line || pe.Name != "u.json" {
+			t.Errorf("UnmarshalJSON(%q): %v, want a ParseError at line %d", in, err, line)
+		}
+	}
 	var f struct{ A, B, C, D FlexFloat }
 	if err := json.Unmarshal([]byte(`{"A": 1.5, "B": "2.5", "C": "nan", "D": null}`), &f); err != nil {
 		t.Fatal(err)
