@@ -14,6 +14,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/cli"
 	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/readertest"
 )
 
 // body copies a sample without its source header into a temporary file.
@@ -23,7 +24,7 @@ func body(t *testing.T, sample string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bd, ok := textio.CorpusBody(b)
+	bd, ok := readertest.CorpusBody(b)
 	if !ok {
 		t.Fatalf("%s: no source header", sample)
 	}

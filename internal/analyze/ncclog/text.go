@@ -5,13 +5,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/analyze/verdict"
 )
-
-var statusWord = map[result.Status]string{
-	result.Pass: "PASS", result.Warn: "WARN", result.Fail: "FAIL",
-	result.Skip: "SKIP", result.Unknown: "UNKNOWN", result.Error: "ERROR",
-}
 
 // WriteText prints a human summary: the verdicts first (status, reason,
 // message, remedy and some evidence), then what the log says.
@@ -24,21 +19,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.LongLines > 0 {
 		fmt.Fprintf(&b, ", %d overlong lines read in part", r.LongLines)
 	}
-	b.WriteString("\n\nVerdicts:\n")
-	vs := append([]result.Result(nil), r.Verdicts...)
-	result.Sort(vs)
-	for _, v := range vs {
-		fmt.Fprintf(&b, "  %-7s %s [%s] %s: %s\n", statusWord[v.Status], v.ID, v.Reason, v.Subject, v.Message)
-		if v.Remedy != "" {
-			fmt.Fprintf(&b, "          remedy: %s\n", v.Remedy)
-		}
-		for i, e := range v.Evidence {
-			if i == 3 {
-				fmt.Fprintf(&b, "          ... %d more evidence lines\n", len(v.Evidence)-3)
-				break
-			}
-			fmt.Fprintf(&b, "          %s: %s\n", e.Source, short(e.Value, 160))
-		}
+	b.WriteString("\n\n")
+	if err := (verdict.Text{}).Write(&b, r.Verdicts); err != nil {
+		return err
 	}
 
 	if len(r.Versions) > 0 {

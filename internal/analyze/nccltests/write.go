@@ -6,12 +6,12 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/analyze/verdict"
 )
 
 // WriteText prints the verdicts, then each test's summary and table.
 func (r *Report) WriteText(w io.Writer) error {
-	if err := textio.WriteVerdicts(w, r.Verdicts); err != nil {
+	if err := (verdict.Text{}).Write(w, r.Verdicts); err != nil {
 		return err
 	}
 	var b strings.Builder

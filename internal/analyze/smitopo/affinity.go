@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/analyze/verdict"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
@@ -238,15 +239,15 @@ func (r *Report) affinity(name string) []result.Result {
 		}
 	}
 	if nicCols == 0 {
-		return []result.Result{textio.Verdict(IDNICAffinity, result.Skip, "node", "NoRDMADevice",
+		return []result.Result{verdict.New(IDNICAffinity, result.Skip, "node", "NoRDMADevice",
 			"the matrix has no NIC columns: no RDMA NIC on this host, so GPU Direct RDMA does not apply (inter-node NCCL traffic can only use sockets or a network plugin)")}
 	}
 	var out []result.Result
 	for _, e := range p.GPUs {
 		line := m.RowLine[e.GPU]
-		ev := []result.Evidence{textio.Ev(name, line, fmt.Sprintf("%s row: %s = %s", e.GPU, e.NIC, e.Level), "")}
+		ev := []result.Evidence{verdict.Ev(name, line, fmt.Sprintf("%s row: %s = %s", e.GPU, e.NIC, e.Level), "")}
 		if e.NIC == "" {
-			out = append(out, textio.Verdict(IDNICAffinity, result.Unknown, e.GPU, "NoReadableNIC", "no readable GPU-to-NIC cell in this GPU's row", ev...))
+			out = append(out, verdict.New(IDNICAffinity, result.Unknown, e.GPU, "NoReadableNIC", "no readable GPU-to-NIC cell in this GPU's row", ev...))
 			continue
 		}
 		if e.GDR {
@@ -258,10 +259,10 @@ func (r *Report) affinity(name string) []result.Result {
 				msg += fmt.Sprintf("; also at %s: %s", e.Level, strings.Join(also, ", "))
 			}
 			// Reasons and subjects as the check of the same ID gives them.
-			out = append(out, textio.Verdict(IDNICAffinity, result.Pass, e.GPU+"-"+m.nicDevice(e.NIC), "NICAt"+e.Level, msg, ev...))
+			out = append(out, verdict.New(IDNICAffinity, result.Pass, e.GPU+"-"+m.nicDevice(e.NIC), "NICAt"+e.Level, msg, ev...))
 			continue
 		}
-		v := textio.Verdict(IDNICAffinity, result.Fail, e.GPU+"-"+m.nicDevice(e.NIC), "NICBeyondGDRLevel",
+		v := verdict.New(IDNICAffinity, result.Fail, e.GPU+"-"+m.nicDevice(e.NIC), "NICBeyondGDRLevel",
 			fmt.Sprintf("%s's nearest RDMA NIC is %s at %s (%s): NCCL will not use GPU Direct RDMA for this GPU by default (NCCL_NET_GDR_LEVEL defaults to PXB) and stages its network traffic through host memory",
 				e.GPU, m.nicName(e.NIC), e.Level, levelMeaning[e.Level]), ev...)
 		v.Remedy = fmt.Sprintf("place an RDMA NIC on the GPU's PCIe switch (one GPU/NIC pair per switch), or accept the slower path and set NCCL_NET_GDR_LEVEL=%s to force GPU Direct RDMA across it; in VMs expose the host's PCIe switches (or an NCCL_TOPO_FILE) so NCCL sees the real distance", e.Level)
@@ -272,7 +273,7 @@ func (r *Report) affinity(name string) []result.Result {
 
 // WriteText prints the verdicts, the matrix size and the pairing.
 func (r *Report) WriteText(w io.Writer) error {
-	if err := textio.WriteVerdicts(w, r.Verdicts); err != nil {
+	if err := (verdict.Text{}).Write(w, r.Verdicts); err != nil {
 		return err
 	}
 	m := r.Matrix

@@ -41,16 +41,6 @@ func TestClip(t *testing.T) {
 	}
 }
 
-func TestCorpusBody(t *testing.T) {
-	b, ok := CorpusBody([]byte("source: x\nhardware: y\nnotes: z\n---\nbody\n"))
-	if !ok || string(b) != "body\n" {
-		t.Errorf("%q %v", b, ok)
-	}
-	if _, ok := CorpusBody([]byte("body only\n")); ok {
-		t.Error("no header taken for one")
-	}
-}
-
 func TestJSONLines(t *testing.T) {
 	lc := NewLineCounter(strings.NewReader("{\n\"a\": 1,\n\"b\": x\n}\n"))
 	dec := json.NewDecoder(lc)
@@ -116,8 +106,5 @@ func TestAddQuote(t *testing.T) {
 	}
 	if len(qs) != MaxQuotes || qs[0].Line != 1 || len(qs[0].Text) != MaxQuoteLen+3 {
 		t.Errorf("%d quotes, first %d %d bytes", len(qs), qs[0].Line, len(qs[0].Text))
-	}
-	if ev := EvQuotes("f", qs[:2]); len(ev) != 2 || ev[1].Source != "f:2" {
-		t.Errorf("evidence %+v", ev)
 	}
 }

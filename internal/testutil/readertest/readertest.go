@@ -25,11 +25,21 @@ func Sample(t testing.TB, path string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, ok := textio.CorpusBody(b)
+	body, ok := CorpusBody(b)
 	if !ok {
 		t.Fatalf("%s: no source header (source:/hardware:/notes: then ---)", path)
 	}
 	return body
+}
+
+// CorpusBody strips the three-line source header and its "---" line from a
+// corpus sample. ok is false when the sample has no such header.
+func CorpusBody(b []byte) (body []byte, ok bool) {
+	i := bytes.Index(b, []byte("\n---\n"))
+	if i < 0 || !bytes.HasPrefix(b, []byte("source:")) {
+		return b, false
+	}
+	return b[i+5:], true
 }
 
 // Golden compares got with the golden file, or rewrites it when update is set.
