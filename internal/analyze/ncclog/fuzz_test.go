@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 )
 
 var writeSeeds = flag.Bool("write-seeds", false, "rewrite the fuzz seeds in testdata/fuzz from the samples")
@@ -67,7 +69,7 @@ func FuzzAnalyze(f *testing.F) {
 		const name = "fuzz.log"
 		r, err := Analyze(name, bytes.NewReader(b))
 		if err != nil {
-			var pe *ParseError
+			var pe *textio.ParseError
 			if !errors.As(err, &pe) || pe.Name != name || pe.Line < 1 || !strings.HasPrefix(err.Error(), name+":") {
 				t.Fatalf("error %v does not name the file and a line", err)
 			}

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"errors"
 	"io"
+
+	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 )
 
 // header is one NCCL message header found in a physical line:
@@ -202,7 +204,7 @@ func cleanPrefix(p []byte) bool {
 func (a *analyzer) run(r io.Reader) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		return &ParseError{Name: a.name, Line: 1, Msg: "gzip-compressed data: decompress it first"}
+		return &textio.ParseError{Name: a.name, Line: 1, Msg: "gzip-compressed data: decompress it first"}
 	}
 	var lineNo int64
 	var long []byte
@@ -241,14 +243,14 @@ func (a *analyzer) run(r io.Reader) error {
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		return &ParseError{Name: a.name, Line: int(lineNo + 1), Msg: "read: " + err.Error()}
+		return &textio.ParseError{Name: a.name, Line: int(lineNo + 1), Msg: "read: " + err.Error()}
 	}
 	a.nlines = lineNo
 	if a.nbytes == 0 {
-		return &ParseError{Name: a.name, Line: 1, Msg: "empty input"}
+		return &textio.ParseError{Name: a.name, Line: 1, Msg: "empty input"}
 	}
 	if a.ncclLines == 0 && a.nulLine > 0 {
-		return &ParseError{Name: a.name, Line: int(a.nulLine), Msg: "binary data (NUL byte), not a text log"}
+		return &textio.ParseError{Name: a.name, Line: int(a.nulLine), Msg: "binary data (NUL byte), not a text log"}
 	}
 	return nil
 }

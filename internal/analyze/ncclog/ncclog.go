@@ -14,21 +14,10 @@ package ncclog
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
-
-// ParseError names the file and the 1-based line at which the input could
-// not be read.
-type ParseError struct {
-	Name string
-	Line int
-	Msg  string
-}
-
-func (e *ParseError) Error() string { return fmt.Sprintf("%s:%d: %s", e.Name, e.Line, e.Msg) }
 
 // Report is what one log says.
 type Report struct {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/google/go-cmp/cmp"
 )
@@ -742,7 +743,7 @@ func TestInputErrors(t *testing.T) {
 		{"readerr", io.MultiReader(strings.NewReader("h:1:1 [0] NCCL INFO a\nh:1:1 [0] NCCL INFO b\n"), errReader{}), 3, "read: disk on fire"},
 	} {
 		_, err := Analyze(tt.name, tt.in)
-		var pe *ParseError
+		var pe *textio.ParseError
 		if !errors.As(err, &pe) {
 			t.Errorf("%s: err = %v, want a ParseError", tt.name, err)
 			continue

@@ -15,21 +15,10 @@ package nccltopo
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
-
-// ParseError names the file and the 1-based line at which the input could
-// not be read at all.
-type ParseError struct {
-	Name string
-	Line int
-	Msg  string
-}
-
-func (e *ParseError) Error() string { return fmt.Sprintf("%s:%d: %s", e.Name, e.Line, e.Msg) }
 
 // Report is what one topology or graph file says.
 type Report struct {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/google/go-cmp/cmp"
 )
@@ -391,7 +392,7 @@ func TestInputErrors(t *testing.T) {
 		{"binary.xml", "\x00\x01<\x02", 1, "not XML"},
 	} {
 		_, err := Analyze(tt.name, strings.NewReader(tt.in))
-		var pe *ParseError
+		var pe *textio.ParseError
 		if !errors.As(err, &pe) {
 			t.Errorf("%s: err = %v, want a ParseError", tt.name, err)
 			continue
