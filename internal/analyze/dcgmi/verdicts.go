@@ -174,8 +174,8 @@ func countTests(rep *Report) int {
 }
 
 // WriteText prints the verdicts, then the table as read.
-func (r *Report) WriteText(w io.Writer) error {
-	if err := (verdict.Text{}).Write(w, r.Verdicts); err != nil {
+func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
+	if err := (verdict.Text{}).Write(w, vs); err != nil {
 		return err
 	}
 	var b strings.Builder

@@ -19,6 +19,9 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
+// Kind is the analyzer kind name.
+const Kind = "nccl-log"
+
 // Report is what one log says.
 type Report struct {
 	File  string `json:"file"`
@@ -49,8 +52,6 @@ type Report struct {
 	ErrorCount   int64   `json:"error_count"`
 	Warnings     []Event `json:"warnings,omitempty"`
 	WarningCount int64   `json:"warning_count"`
-
-	Verdicts []result.Result `json:"verdicts"`
 }
 
 // Version is one NCCL (or CUDA driver, or plugin) version and who printed it.
@@ -373,10 +374,11 @@ func Detect(head []byte) bool {
 // Analyze reads a whole NCCL log from r, streaming; name is used in
 // evidence and errors. It fails only on input it cannot read at all (a
 // read error, empty or binary input), naming the file and line.
-func Analyze(name string, r io.Reader) (*Report, error) {
+func Analyze(name string, r io.Reader) (*Report, []result.Result, error) {
 	a := newAnalyzer(name)
 	if err := a.run(r); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return a.report(), nil
+	rep, vs := a.report()
+	return rep, vs, nil
 }

@@ -2,116 +2,43 @@ package ncclog
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/result"
-	"github.com/google/go-cmp/cmp"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/readertest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
-// sampleBody reads a testdata sample and strips its source/hardware/notes
-// header (which every sample must have: the corpus provenance).
-func sampleBody(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, h := range []string{"source: ", "hardware: ", "notes: "} {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 || !bytes.HasPrefix(b, []byte(h)) {
-			t.Fatalf("%s: missing %q header line", name, strings.TrimSpace(h))
-		}
-		b = b[i+1:]
-	}
-	if !bytes.HasPrefix(b, []byte("---\n")) {
-		t.Fatalf("%s: missing --- after the header", name)
-	}
-	return b[4:]
-}
+var reader = readertest.Reader[*Report]{Detect: Detect, Analyze: Analyze, RawJSON: true, Undetected: notLogs}
 
-func samples(t testing.TB) []string {
-	t.Helper()
-	m, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(m) == 0 {
-		t.Fatalf("no samples: %v", err)
-	}
-	var out []string
-	for _, p := range m {
-		out = append(out, filepath.Base(p))
-	}
-	sort.Strings(out)
-	return out
+// notLogs are nccl-tests outputs with at most one NCCL line: not detected
+// as logs, yet read as such when forced.
+var notLogs = map[string]bool{"aws-p5-2node-allreduce-srun.txt": true, "aws-p5-eks-allreduce-mpirun-tagged.txt": true, "gcp-a3high-tcpx-allgather-2node.txt": true}
+
+// sampleBody is a sample of testdata without its source header.
+func sampleBody(t testing.TB, name string) []byte {
+	return readertest.Sample(t, filepath.Join("testdata", name))
 }
 
 func analyzeSample(t testing.TB, name string) *Report {
 	t.Helper()
-	r, err := Analyze(name, bytes.NewReader(sampleBody(t, name)))
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
+	r, _ := reader.Sample(t, name)
 	return r
 }
 
-func checkGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if d := cmp.Diff(string(want), string(got)); d != "" {
-		t.Errorf("%s differs (-want +got); go test -update rewrites it:\n%s", path, d)
-	}
-}
-
-// TestGolden keeps the whole report (JSON) and the text summary of every
-// sample; the verdicts in them are asserted one by one in TestVerdicts.
-func TestGolden(t *testing.T) {
-	for _, name := range samples(t) {
-		t.Run(name, func(t *testing.T) {
-			r := analyzeSample(t, name)
-			var j bytes.Buffer
-			enc := json.NewEncoder(&j)
-			enc.SetEscapeHTML(false)
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(r); err != nil {
-				t.Fatal(err)
-			}
-			base := strings.TrimSuffix(name, ".txt")
-			checkGolden(t, filepath.Join("testdata", "golden", base+".json"), j.Bytes())
-			var txt bytes.Buffer
-			if err := r.WriteText(&txt); err != nil {
-				t.Fatal(err)
-			}
-			checkGolden(t, filepath.Join("testdata", "golden", base+".txt"), txt.Bytes())
-		})
-	}
-}
-
-type wantVerdict struct {
-	id      string
-	status  result.Status
-	reason  string
-	subject string
-}
+// TestGolden keeps the whole report (JSON, with the verdicts) and the text
+// summary of every sample; the verdicts are asserted one by one in
+// TestVerdicts.
+func TestGolden(t *testing.T) { reader.GoldenSamples(t, *update, nil) }
 
 const (
 	pass = result.Pass
@@ -121,17 +48,17 @@ const (
 	unk  = result.Unknown
 )
 
-func v(id string, st result.Status, reason string) wantVerdict {
-	return wantVerdict{id, st, reason, "job"}
+func v(id string, st result.Status, reason string) readertest.Want {
+	return readertest.Want{ID: id, Status: st, Reason: reason, Subject: "job"}
 }
 
-func vs(id string, st result.Status, reason, subject string) wantVerdict {
-	return wantVerdict{id, st, reason, subject}
+func vs(id string, st result.Status, reason, subject string) readertest.Want {
+	return readertest.Want{ID: id, Status: st, Reason: reason, Subject: subject}
 }
 
 // wantVerdicts is what a person reading each log concludes. Every verdict
 // a sample gets must be listed here, and nothing else.
-var wantVerdicts = map[string][]wantVerdict{
+var wantVerdicts = map[string][]readertest.Want{
 	// Four ranks of one process on one host talk through the NIC
 	// (loopback) although they share the machine; GDRDMA is on.
 	"a100-intranode-ranks-via-net-ib-gdrdma-excerpt.txt": {
@@ -255,8 +182,8 @@ var wantVerdicts = map[string][]wantVerdict{
 	},
 }
 
-func allUnknown(reason string) []wantVerdict {
-	var out []wantVerdict
+func allUnknown(reason string) []readertest.Want {
+	var out []readertest.Want
 	for _, id := range []string{"nccl.gdr", "nccl.p2p", "nccl.net", "nccl.version", "nccl.errors", "nccl.channels", "nccl.topology"} {
 		out = append(out, v(id, unk, reason))
 	}
@@ -264,45 +191,20 @@ func allUnknown(reason string) []wantVerdict {
 }
 
 func TestVerdicts(t *testing.T) {
-	for _, name := range samples(t) {
+	for _, name := range readertest.Samples(t) {
 		t.Run(name, func(t *testing.T) {
 			want, ok := wantVerdicts[name]
 			if !ok {
 				t.Fatalf("no expected verdicts for %s: add them to wantVerdicts", name)
 			}
-			r := analyzeSample(t, name)
-			got := map[[2]string]result.Result{}
-			for _, x := range r.Verdicts {
-				k := [2]string{x.ID, x.Subject}
-				if _, dup := got[k]; dup {
-					t.Errorf("two verdicts %s for %s", x.ID, x.Subject)
-				}
-				got[k] = x
-			}
-			for _, w := range want {
-				x, ok := got[[2]string{w.id, w.subject}]
-				if !ok {
-					t.Errorf("%s for %s: missing", w.id, w.subject)
-					continue
-				}
-				delete(got, [2]string{w.id, w.subject})
-				if x.Status != w.status || x.Reason != w.reason {
-					t.Errorf("%s for %s = %s %s, want %s %s (%s)", w.id, w.subject, x.Status, x.Reason, w.status, w.reason, x.Message)
-				}
-				if x.Message == "" || x.Title == "" {
-					t.Errorf("%s: empty message or title", w.id)
-				}
-				if (x.Status == fail || x.Status == warn) && len(x.Evidence) == 0 && x.Reason != "NCCLWarnings" {
-					t.Errorf("%s %s has no evidence", w.id, x.Status)
-				}
+			_, vs := reader.Sample(t, name)
+			readertest.ExactVerdicts(t, vs, want, func(x result.Result) bool { return x.Reason == "NCCLWarnings" })
+			for _, x := range vs {
 				for _, e := range x.Evidence {
 					if !strings.HasPrefix(e.Source, name+":") || e.Value == "" {
-						t.Errorf("%s: evidence %+v does not point at a line of %s", w.id, e, name)
+						t.Errorf("%s: evidence %+v does not point at a line of %s", x.ID, e, name)
 					}
 				}
-			}
-			for k, x := range got {
-				t.Errorf("unexpected verdict %s for %s: %s %s", k[0], k[1], x.Status, x.Reason)
 			}
 		})
 	}
@@ -311,11 +213,11 @@ func TestVerdicts(t *testing.T) {
 // TestEvidenceLines checks that evidence line numbers point at the line
 // that says it (after the header is stripped).
 func TestEvidenceLines(t *testing.T) {
-	for _, name := range samples(t) {
+	for _, name := range readertest.Samples(t) {
 		body := sampleBody(t, name)
 		lines := strings.Split(string(body), "\n")
-		r := analyzeSample(t, name)
-		for _, x := range r.Verdicts {
+		_, vs := reader.Sample(t, name)
+		for _, x := range vs {
 			for _, e := range x.Evidence {
 				var n int
 				if _, err := fmt.Sscan(strings.TrimPrefix(e.Source, name+":"), &n); err != nil || n < 1 || n > len(lines) {
@@ -561,12 +463,8 @@ func env(r *Report, name string) string {
 }
 
 func TestDetect(t *testing.T) {
-	for _, name := range samples(t) {
-		want := true
-		switch name {
-		case "aws-p5-2node-allreduce-srun.txt", "aws-p5-eks-allreduce-mpirun-tagged.txt", "gcp-a3high-tcpx-allgather-2node.txt":
-			want = false // nccl-tests outputs, at most one NCCL line
-		}
+	for _, name := range readertest.Samples(t) {
+		want := !notLogs[name]
 		if got := Detect(sampleBody(t, name)); got != want {
 			t.Errorf("Detect(%s) = %v, want %v", name, got, want)
 		}
@@ -713,7 +611,7 @@ b:4:41 [1] NCCL INFO comm 0x6 rank 1 nranks 2 cudaDev 1 busId 2000 commId 0xs - 
 a:2:20 [1] NCCL INFO Channel 00/0 : 1[1] -> 2[0] [send] via NET/IB/0/GDRDMA
 b:3:31 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA
 `
-	r, err := Analyze("comm.log", strings.NewReader(log))
+	r, vs, err := Analyze("comm.log", strings.NewReader(log))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -723,7 +621,7 @@ b:3:31 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA
 	}
 	eq(t, "world a 1->2", loc["a12"], "inter-node")
 	eq(t, "sub b 0->1", loc["b01"], "intra-node")
-	for _, x := range r.Verdicts {
+	for _, x := range vs {
 		if x.ID == "nccl.p2p" && (x.Status != fail || x.Reason != "IntraNodeOverNet") {
 			t.Errorf("nccl.p2p = %s %s: %s", x.Status, x.Reason, x.Message)
 		}
@@ -742,7 +640,7 @@ func TestInputErrors(t *testing.T) {
 		{"gzip", bytes.NewReader([]byte{0x1f, 0x8b, 8, 0, 0, 0}), 1, "gzip"},
 		{"readerr", io.MultiReader(strings.NewReader("h:1:1 [0] NCCL INFO a\nh:1:1 [0] NCCL INFO b\n"), errReader{}), 3, "read: disk on fire"},
 	} {
-		_, err := Analyze(tt.name, tt.in)
+		_, _, err := Analyze(tt.name, tt.in)
 		var pe *textio.ParseError
 		if !errors.As(err, &pe) {
 			t.Errorf("%s: err = %v, want a ParseError", tt.name, err)
@@ -769,7 +667,7 @@ func TestLongAndOddLines(t *testing.T) {
 	b.WriteString("h1:1:1 [0] NCCL INFO Trees " + strings.Repeat("[0] -1/-1/-1->0->1 ", MaxLine/16) + "\n")
 	b.WriteString("\x00\x00\x00garbage\n")
 	b.WriteString("h1:1:1 [0] NCCL INFO Using network IB\r\n")
-	r, err := Analyze("odd.log", strings.NewReader(b.String()))
+	r, _, err := Analyze("odd.log", strings.NewReader(b.String()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -797,7 +695,7 @@ func TestUntrackedConnections(t *testing.T) {
 		b.WriteString("[0] [send] via NET/IB/0/GDRDMA\n")
 	}
 	b.WriteString("a:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0\n")
-	r, err := Analyze("many.log", &b)
+	r, vs, err := Analyze("many.log", &b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -805,7 +703,7 @@ func TestUntrackedConnections(t *testing.T) {
 	eq(t, "untracked", r.Channels.ConnectionsUntracked, int64(1001))
 	eq(t, "lines", r.Channels.TransportLines, int64(n+1))
 	eq(t, "records", len(r.Channels.Records), maxRecords)
-	for _, x := range r.Verdicts {
+	for _, x := range vs {
 		if x.ID == "nccl.gdr" {
 			if x.Status != fail || len(x.Evidence) == 0 || !strings.Contains(x.Evidence[0].Value, "via NET/IB/0") {
 				t.Errorf("nccl.gdr = %s %s %+v", x.Status, x.Reason, x.Evidence)
@@ -816,12 +714,13 @@ func TestUntrackedConnections(t *testing.T) {
 
 // TestInvariants: the counts of a report add up, for every sample.
 func TestInvariants(t *testing.T) {
-	for _, name := range samples(t) {
-		checkInvariants(t, name, analyzeSample(t, name))
+	for _, name := range readertest.Samples(t) {
+		r, vs := reader.Sample(t, name)
+		checkInvariants(t, name, r, vs)
 	}
 }
 
-func checkInvariants(t testing.TB, name string, r *Report) {
+func checkInvariants(t testing.TB, name string, r *Report, vs []result.Result) {
 	t.Helper()
 	var sum, intra, inter, unknown int64
 	for _, x := range r.Channels.ByTransport {
@@ -846,7 +745,7 @@ func checkInvariants(t testing.TB, name string, r *Report) {
 	if r.NCCLLines > 0 && r.SplicedLines == 0 && r.NCCLLines > r.Lines {
 		t.Errorf("%s: %d NCCL messages in %d unspliced lines", name, r.NCCLLines, r.Lines)
 	}
-	for _, x := range r.Verdicts {
+	for _, x := range vs {
 		for _, e := range x.Evidence {
 			var n int64
 			if _, err := fmt.Sscan(strings.TrimPrefix(e.Source, name+":"), &n); err != nil || n < 1 || n > r.Lines {
@@ -855,7 +754,7 @@ func checkInvariants(t testing.TB, name string, r *Report) {
 		}
 	}
 	ids := map[string]bool{}
-	for _, x := range r.Verdicts {
+	for _, x := range vs {
 		if !x.Status.Valid() || x.ID == "" || x.Reason == "" || x.Subject == "" || x.Message == "" {
 			t.Errorf("%s: incomplete verdict %+v", name, x)
 		}

@@ -3,6 +3,8 @@ package ncclog
 import (
 	"sort"
 	"strings"
+
+	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
 // summary is what the verdicts are decided from, computed once the whole
@@ -34,7 +36,7 @@ type summary struct {
 	nvlink                             bool
 }
 
-func (a *analyzer) report() *Report {
+func (a *analyzer) report() (*Report, []result.Result) {
 	s := a.summarize()
 	r := &Report{
 		File:         a.name,
@@ -344,8 +346,7 @@ func (a *analyzer) report() *Report {
 		}
 	}
 
-	r.Verdicts = a.verdicts(r, s)
-	return r
+	return r, a.verdicts(r, s)
 }
 
 var dirName = [...]string{"", "send", "receive"}

@@ -6,11 +6,12 @@ import (
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/verdict"
+	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
 // WriteText prints a human summary: the verdicts first (status, reason,
 // message, remedy and some evidence), then what the log says.
-func (r *Report) WriteText(w io.Writer) error {
+func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "NCCL log %s: %d lines, %d NCCL messages", r.File, r.Lines, r.NCCLLines)
 	if r.SplicedLines > 0 {
@@ -20,7 +21,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, ", %d overlong lines read in part", r.LongLines)
 	}
 	b.WriteString("\n\n")
-	if err := (verdict.Text{}).Write(&b, r.Verdicts); err != nil {
+	if err := (verdict.Text{}).Write(&b, vs); err != nil {
 		return err
 	}
 

@@ -7,11 +7,12 @@ import (
 	"text/tabwriter"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/verdict"
+	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
 // WriteText prints the verdicts, then each test's summary and table.
-func (r *Report) WriteText(w io.Writer) error {
-	if err := (verdict.Text{}).Write(w, r.Verdicts); err != nil {
+func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
+	if err := (verdict.Text{}).Write(w, vs); err != nil {
 		return err
 	}
 	var b strings.Builder

@@ -20,6 +20,9 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
+// Kind is the analyzer kind name.
+const Kind = "nccl-topo"
+
 // Report is what one topology or graph file says.
 type Report struct {
 	File string `json:"file"`
@@ -36,8 +39,6 @@ type Report struct {
 	UnknownElements []string `json:"unknown_elements,omitempty"`
 	System          *System  `json:"system,omitempty"`
 	Graphs          []Graph  `json:"graphs,omitempty"`
-
-	Verdicts []result.Result `json:"verdicts"`
 }
 
 // System is a <system> topology.
@@ -257,14 +258,13 @@ func rootKind(head []byte) string {
 // Analyze reads a topology or graph file from r; name is used in evidence
 // and errors. It fails only when no topology or graph element can be read
 // at all, naming the file and line.
-func Analyze(name string, r io.Reader) (*Report, error) {
+func Analyze(name string, r io.Reader) (*Report, []result.Result, error) {
 	rep, err := parse(name, r)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if rep.System != nil {
 		derive(rep.System)
 	}
-	rep.Verdicts = verdicts(rep)
-	return rep, nil
+	return rep, verdicts(rep), nil
 }

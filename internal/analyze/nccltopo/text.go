@@ -6,11 +6,12 @@ import (
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/verdict"
+	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
 // WriteText prints a human summary: the verdicts first (status, reason,
 // message, remedy and some evidence), then the GPUs, NICs and graphs.
-func (r *Report) WriteText(w io.Writer) error {
+func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
 	var b strings.Builder
 	kind := "topology"
 	if r.Kind == "graphs" {
@@ -21,7 +22,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		b.WriteString(", TRUNCATED")
 	}
 	b.WriteString("\n\n")
-	if err := (verdict.Text{Notes: true}).Write(&b, r.Verdicts); err != nil {
+	if err := (verdict.Text{Notes: true}).Write(&b, vs); err != nil {
 		return err
 	}
 	if s := r.System; s != nil {

@@ -186,8 +186,8 @@ func cells(tc *Testcase) int {
 }
 
 // WriteText prints the verdicts, then each testcase's matrix.
-func (r *Report) WriteText(w io.Writer) error {
-	if err := (verdict.Text{}).Write(w, r.Verdicts); err != nil {
+func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
+	if err := (verdict.Text{}).Write(w, vs); err != nil {
 		return err
 	}
 	var b strings.Builder

@@ -311,8 +311,8 @@ func memoryVerdict(name string, rep *Report) result.Result {
 func fmtF(v float64) string { return textio.FormatFloat(v, 3) }
 
 // WriteText prints the verdicts, then the test set-up and its rows.
-func (r *Report) WriteText(w io.Writer) error {
-	if err := (verdict.Text{}).Write(w, r.Verdicts); err != nil {
+func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
+	if err := (verdict.Text{}).Write(w, vs); err != nil {
 		return err
 	}
 	var b strings.Builder

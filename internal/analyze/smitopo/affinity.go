@@ -22,9 +22,8 @@ const IDNICAffinity = "gdr.nic-affinity"
 
 // Report is a parsed matrix, its GPU→NIC pairing and the verdicts.
 type Report struct {
-	Matrix   *Matrix         `json:"matrix"`
-	Pairing  *Pairing        `json:"pairing"`
-	Verdicts []result.Result `json:"verdicts"`
+	Matrix  *Matrix  `json:"matrix"`
+	Pairing *Pairing `json:"pairing"`
 }
 
 // Pairing is the GPU→NIC assignment read off a matrix.
@@ -64,14 +63,13 @@ func Detect(head []byte) bool {
 }
 
 // Analyze reads a matrix and judges the GPU→NIC affinity.
-func Analyze(name string, r io.Reader) (*Report, error) {
+func Analyze(name string, r io.Reader) (*Report, []result.Result, error) {
 	m, err := Parse(name, r)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rep := &Report{Matrix: m, Pairing: m.Pair()}
-	rep.Verdicts = rep.affinity(name)
-	return rep, nil
+	return rep, rep.affinity(name), nil
 }
 
 // pciLevels are the PCIe path levels, nearest first.
@@ -272,8 +270,8 @@ func (r *Report) affinity(name string) []result.Result {
 }
 
 // WriteText prints the verdicts, the matrix size and the pairing.
-func (r *Report) WriteText(w io.Writer) error {
-	if err := (verdict.Text{}).Write(w, r.Verdicts); err != nil {
+func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
+	if err := (verdict.Text{}).Write(w, vs); err != nil {
 		return err
 	}
 	m := r.Matrix
