@@ -3,6 +3,7 @@ package ncclog
 import (
 	"bytes"
 	"regexp"
+	"slices"
 	"strconv"
 )
 
@@ -87,7 +88,6 @@ type hostState struct {
 	hasRanks bool
 	ranks    map[int32]struct{}
 	gpus     []string
-	networks []string
 	boot     string
 	ib       []IBDevice
 	ibOOB    string
@@ -234,9 +234,9 @@ type analyzer struct {
 	globalRank map[int32]int32
 	testRanks  map[int32]int32 // from the nccl-tests "# Rank" header
 
-	rankRecs    []Rank
-	rankRecIdx  map[rankKey]int
-	ranksOmited int
+	rankRecs     []Rank
+	rankRecIdx   map[rankKey]int
+	ranksOmitted int
 
 	transports []*transport
 	trIdx      map[string]int16
@@ -250,10 +250,9 @@ type analyzer struct {
 	transportLines int64
 	collnetLines   int64
 	// offenders seen on untracked lines
-	offNet     []offender // NET without GDRDMA
-	offLoop    []offender // intra-node over NET
-	offSHM     []offender // SHM
-	untrackedN [3]int64
+	offNet  []offender // NET without GDRDMA
+	offLoop []offender // intra-node over NET
+	offSHM  []offender // SHM
 
 	ringLines    int64
 	maxRingTotal int
@@ -564,9 +563,7 @@ func (a *analyzer) message(h *header, host int32, m, raw []byte, spliced bool, n
 			if host >= 0 {
 				if d, err := strconv.Atoi(string(firstToken(m[len(pfxDMABuf):]))); err == nil {
 					hs := a.hosts[host]
-					if !hasInt(hs.dmabuf, d) && a.spend() {
-						hs.dmabuf = addInt(hs.dmabuf, d, maxSmallSet)
-					}
+					hs.dmabuf = addHostSet(hs.dmabuf, d, &a.setBudget)
 				}
 			}
 			return
@@ -829,7 +826,7 @@ func (a *analyzer) addRankRec(k rankKey, r Rank) {
 		return
 	}
 	if len(a.rankRecs) >= maxRankRecs {
-		a.ranksOmited++
+		a.ranksOmitted++
 		return
 	}
 	a.rankRecIdx[k] = len(a.rankRecs)
@@ -980,9 +977,7 @@ func (a *analyzer) commLine(h *header, host int32, p *procState, m []byte, splic
 		a.placeRank(ci, int32(rank), host)
 		if busID != "" {
 			hs := a.hosts[host]
-			if !hasStr(hs.gpus, busID) && a.spend() {
-				hs.gpus = addStr(hs.gpus, busID, maxSmallSet)
-			}
+			hs.gpus = addHostSet(hs.gpus, busID, &a.setBudget)
 		}
 	}
 	r := Rank{Rank: rank, CUDADev: cudaDev, NVMLDev: nvmlDev, BusID: busID, CommID: commID,
@@ -1039,46 +1034,22 @@ func clip(b []byte) string {
 	return string(b)
 }
 
-func addStr(s []string, v string, max int) []string {
-	for _, x := range s {
-		if x == v {
-			return s
-		}
-	}
-	if len(s) >= max {
+// addCapped appends v to s unless s holds it already or has max entries.
+func addCapped[T comparable](s []T, v T, max int) []T {
+	if len(s) >= max || slices.Contains(s, v) {
 		return s
 	}
 	return append(s, v)
 }
 
-func hasStr(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
-func hasInt(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
-func addInt(s []int, v int, max int) []int {
-	for _, x := range s {
-		if x == v {
-			return s
-		}
-	}
-	if len(s) >= max {
+// addHostSet adds v to a per-host set of at most maxSmallSet entries; a
+// value not in it yet is paid for from budget, shared by all per-host sets.
+func addHostSet[T comparable](s []T, v T, budget *int) []T {
+	if slices.Contains(s, v) || *budget <= 0 {
 		return s
 	}
-	return append(s, v)
+	*budget--
+	return addCapped(s, v, maxSmallSet)
 }
 
 func (a *analyzer) envLine(m []byte, no int64) {
@@ -1148,9 +1119,7 @@ func (a *analyzer) netLine(host int32, p *procState, m, raw []byte, no int64) {
 			for _, t := range bytes.Fields(r[len("Using "):]) {
 				if t[0] == '[' {
 					if k := bytes.IndexByte(t, ']'); k > 0 {
-						if v := string(t[k+1:]); !hasStr(hs.socket, v) && a.spend() {
-							hs.socket = addStr(hs.socket, v, maxSmallSet)
-						}
+						hs.socket = addHostSet(hs.socket, string(t[k+1:]), &a.setBudget)
 					}
 				}
 			}

@@ -97,7 +97,7 @@ func (a *analyzer) report() (*Report, []result.Result) {
 			g.ranks[rk] = struct{}{}
 		}
 		for _, x := range hs.gpus {
-			g.h.GPUs = addStr(g.h.GPUs, x, maxSmallSet)
+			g.h.GPUs = addCapped(g.h.GPUs, x, maxSmallSet)
 		}
 		if g.h.Bootstrap == "" {
 			g.h.Bootstrap = hs.boot
@@ -108,10 +108,10 @@ func (a *analyzer) report() (*Report, []result.Result) {
 		}
 		g.h.NoIBDevice = g.h.NoIBDevice || hs.noIB
 		for _, x := range hs.socket {
-			g.h.SocketIfaces = addStr(g.h.SocketIfaces, x, maxSmallSet)
+			g.h.SocketIfaces = addCapped(g.h.SocketIfaces, x, maxSmallSet)
 		}
 		for _, x := range hs.dmabuf {
-			g.h.DMABufGPUs = addInt(g.h.DMABufGPUs, x, maxSmallSet)
+			g.h.DMABufGPUs = addCapped(g.h.DMABufGPUs, x, maxSmallSet)
 		}
 	}
 	type hostPID struct {
@@ -122,7 +122,7 @@ func (a *analyzer) report() (*Report, []result.Result) {
 	for _, p := range procs {
 		g := aggs[s.alias[p.host]]
 		if p.network != "" {
-			g.h.Networks = addStr(g.h.Networks, p.network, maxSmallSet)
+			g.h.Networks = addCapped(g.h.Networks, p.network, maxSmallSet)
 		}
 		if len(g.h.PIDs) < maxSmallSet {
 			g.h.PIDs = append(g.h.PIDs, p.pid)
@@ -169,7 +169,7 @@ func (a *analyzer) report() (*Report, []result.Result) {
 		}
 		return srcOrder[x.Source] < srcOrder[y.Source]
 	})
-	r.RanksOmitted = a.ranksOmited
+	r.RanksOmitted = a.ranksOmitted
 
 	// communicators
 	for _, c := range a.comms {
@@ -209,10 +209,10 @@ func (a *analyzer) report() (*Report, []result.Result) {
 	sort.SliceStable(r.Network.Selected, func(i, j int) bool { return r.Network.Selected[i].Line < r.Network.Selected[j].Line })
 	for _, t := range a.transports {
 		if t.class == clNET && t.netName != "" {
-			r.Network.NetTransports = addStr(r.Network.NetTransports, "NET/"+t.netName, maxSmallSet)
+			r.Network.NetTransports = addCapped(r.Network.NetTransports, "NET/"+t.netName, maxSmallSet)
 		}
 		if t.class == clCollNet && t.netName != "" {
-			r.Network.NetTransports = addStr(r.Network.NetTransports, "COLLNET/"+t.netName, maxSmallSet)
+			r.Network.NetTransports = addCapped(r.Network.NetTransports, "COLLNET/"+t.netName, maxSmallSet)
 		}
 	}
 	r.Network.PluginMessages = a.pluginMsgs
@@ -386,7 +386,7 @@ func aggregate(procs []*procState, a *analyzer, get func(*procState) (string, in
 			o.Line, o.Text = line, text
 		}
 		if p.host >= 0 {
-			o.Hosts = addStr(o.Hosts, a.hosts[p.host].name, 16)
+			o.Hosts = addCapped(o.Hosts, a.hosts[p.host].name, 16)
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Line < out[j].Line })

@@ -91,7 +91,7 @@ func hcaState(r *Report) (allDisabled bool, names []string, lines []HCAGDR) {
 			if h.Host != "" {
 				label += " on " + h.Host
 			}
-			names = addStr(names, label, 8)
+			names = addCapped(names, label, 8)
 		}
 	}
 	return n > 0 && allDisabled, names, lines
@@ -267,12 +267,12 @@ func (a *analyzer) vNet(r *Report, s *summary) result.Result {
 		if x.Name == "Socket" {
 			sockSel, sockLine, sockText = true, x.Line, x.Text
 		} else {
-			rdma = addStr(rdma, x.Name, 8)
+			rdma = addCapped(rdma, x.Name, 8)
 		}
 	}
 	for n := range s.netNames {
 		if n != "Socket" && n != "" {
-			rdma = addStr(rdma, n, 8)
+			rdma = addCapped(rdma, n, 8)
 		}
 	}
 	sort.Strings(rdma)
