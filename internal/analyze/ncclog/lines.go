@@ -211,7 +211,7 @@ func (a *analyzer) run(r io.Reader) error {
 	inLong, cut := false, false
 	for {
 		chunk, err := br.ReadSlice('\n')
-		a.nbytes += int64(len(chunk))
+		a.stats.bytes += int64(len(chunk))
 		if err == bufio.ErrBufferFull || inLong {
 			room := MaxLine - len(long)
 			if room < len(chunk) {
@@ -232,7 +232,7 @@ func (a *analyzer) run(r io.Reader) error {
 		if len(line) > 0 {
 			lineNo++
 			if cut {
-				a.longLines++
+				a.stats.long++
 			}
 			a.line(trimEOL(line), lineNo, cut)
 		}
@@ -245,12 +245,12 @@ func (a *analyzer) run(r io.Reader) error {
 		}
 		return &textio.ParseError{Name: a.name, Line: int(lineNo + 1), Msg: "read: " + err.Error()}
 	}
-	a.nlines = lineNo
-	if a.nbytes == 0 {
+	a.stats.lines = lineNo
+	if a.stats.bytes == 0 {
 		return &textio.ParseError{Name: a.name, Line: 1, Msg: "empty input"}
 	}
-	if a.ncclLines == 0 && a.nulLine > 0 {
-		return &textio.ParseError{Name: a.name, Line: int(a.nulLine), Msg: "binary data (NUL byte), not a text log"}
+	if a.stats.nccl == 0 && a.stats.nulLine > 0 {
+		return &textio.ParseError{Name: a.name, Line: int(a.stats.nulLine), Msg: "binary data (NUL byte), not a text log"}
 	}
 	return nil
 }

@@ -40,25 +40,25 @@ func (a *analyzer) report() (*Report, []result.Result) {
 	s := a.summarize()
 	r := &Report{
 		File:         a.name,
-		Lines:        a.nlines,
-		Bytes:        a.nbytes,
-		NCCLLines:    a.ncclLines,
-		SplicedLines: a.spliced,
-		LongLines:    a.longLines,
-		ErrorCount:   a.errCount,
-		WarningCount: a.warnCount,
+		Lines:        a.stats.lines,
+		Bytes:        a.stats.bytes,
+		NCCLLines:    a.stats.nccl,
+		SplicedLines: a.stats.spliced,
+		LongLines:    a.stats.long,
+		ErrorCount:   a.events.errCount,
+		WarningCount: a.events.warnCount,
 	}
 	name := func(id int32) string {
 		if id < 0 {
 			return ""
 		}
-		return a.hosts[s.alias[id]].name
+		return a.hosts.all[s.alias[id]].name
 	}
 	procs := a.sortedProcs()
 
 	// versions
 	r.Versions = aggregate(procs, a, func(p *procState) (string, int64, string) { return p.version, p.versionLine, p.versionText })
-	for _, bv := range a.bareVersion {
+	for _, bv := range a.hosts.bareVersion {
 		found := false
 		for i := range r.Versions {
 			if r.Versions[i].Version == bv.Version {
@@ -82,11 +82,11 @@ func (a *analyzer) report() (*Report, []result.Result) {
 	}
 	aggs := map[int32]*hostAgg{}
 	var order []int32
-	for id, hs := range a.hosts {
+	for id, hs := range a.hosts.all {
 		c := s.alias[id]
 		g := aggs[c]
 		if g == nil {
-			ch := a.hosts[c]
+			ch := a.hosts.all[c]
 			g = &hostAgg{h: Host{Name: ch.name}, ranks: map[int32]struct{}{}}
 			aggs[c] = g
 			order = append(order, c)
@@ -128,7 +128,7 @@ func (a *analyzer) report() (*Report, []result.Result) {
 			g.h.PIDs = append(g.h.PIDs, p.pid)
 		}
 		if p.version != "" {
-			procVersion[hostPID{a.hosts[p.host].name, p.pid}] = p.version
+			procVersion[hostPID{a.hosts.all[p.host].name, p.pid}] = p.version
 		}
 	}
 	for _, c := range order {
@@ -147,10 +147,10 @@ func (a *analyzer) report() (*Report, []result.Result) {
 
 	// ranks
 	hostName := map[string]string{}
-	for id, hs := range a.hosts {
+	for id, hs := range a.hosts.all {
 		hostName[hs.name] = name(int32(id))
 	}
-	r.Ranks = append([]Rank{}, a.rankRecs...)
+	r.Ranks = append([]Rank{}, a.comms.recs...)
 	for i := range r.Ranks {
 		rk := &r.Ranks[i]
 		rk.Version = procVersion[hostPID{rk.Host, rk.PID}]
@@ -169,10 +169,10 @@ func (a *analyzer) report() (*Report, []result.Result) {
 		}
 		return srcOrder[x.Source] < srcOrder[y.Source]
 	})
-	r.RanksOmitted = a.ranksOmitted
+	r.RanksOmitted = a.comms.omitted
 
 	// communicators
-	for _, c := range a.comms {
+	for _, c := range a.comms.all {
 		if c.id == "(unknown)" && len(c.ranks) == 0 {
 			continue
 		}
@@ -207,7 +207,7 @@ func (a *analyzer) report() (*Report, []result.Result) {
 		r.Network.Selected = append(r.Network.Selected, *sel[n])
 	}
 	sort.SliceStable(r.Network.Selected, func(i, j int) bool { return r.Network.Selected[i].Line < r.Network.Selected[j].Line })
-	for _, t := range a.transports {
+	for _, t := range a.chans.transports {
 		if t.class == clNET && t.netName != "" {
 			r.Network.NetTransports = addCapped(r.Network.NetTransports, "NET/"+t.netName, maxSmallSet)
 		}
@@ -215,29 +215,29 @@ func (a *analyzer) report() (*Report, []result.Result) {
 			r.Network.NetTransports = addCapped(r.Network.NetTransports, "COLLNET/"+t.netName, maxSmallSet)
 		}
 	}
-	r.Network.PluginMessages = a.pluginMsgs
+	r.Network.PluginMessages = a.net.pluginMsgs
 	r.Network.PluginVersions = aggregate(procs, a, func(p *procState) (string, int64, string) { return p.ofiVersion, p.ofiLine, p.ofiText })
-	r.Network.OFIProvider = a.ofiProvider
-	r.Network.OFINICs = a.ofiNICs
-	r.Network.Libfabric = a.libfabric
-	r.Network.NonDevicePlugin = a.nonDevice
+	r.Network.OFIProvider = a.net.ofiProvider
+	r.Network.OFINICs = a.net.ofiNICs
+	r.Network.Libfabric = a.net.libfabric
+	r.Network.NonDevicePlugin = a.net.nonDevice
 
 	// GDR
-	for _, e := range a.hcaGDR {
+	for _, e := range a.net.hcaGDR {
 		if e.Host != "" {
 			e.Host = hostName[e.Host]
 		}
 		r.GDR.HCAs = append(r.GDR.HCAs, e)
 	}
-	for _, e := range a.gpuGDR {
+	for _, e := range a.net.gpuGDR {
 		if e.Host != "" {
 			e.Host = hostName[e.Host]
 		}
 		r.GDR.GPUs = append(r.GDR.GPUs, e)
 	}
-	r.GDR.DMABuf = a.dmabuf
-	for _, k := range a.envOrder {
-		v := a.env[k]
+	r.GDR.DMABuf = a.net.dmabuf
+	for _, k := range a.net.envOrder {
+		v := a.net.env[k]
 		r.Env = append(r.Env, EnvVar{Name: k.name, Value: k.value, Processes: v.procs, Line: v.line})
 		if k.name == "NCCL_NET_GDR_LEVEL" && r.GDR.Level == "" {
 			r.GDR.Level = k.value
@@ -246,26 +246,26 @@ func (a *analyzer) report() (*Report, []result.Result) {
 
 	// channels
 	ch := &r.Channels
-	ch.TransportLines = a.transportLines
-	ch.GarbledLines = a.garbled
-	ch.Connections = len(a.conns)
-	ch.ConnectionsUntracked = a.untracked
-	ch.RingLines = a.ringLines
-	ch.MinRingChannels = a.minRingTotal
-	ch.MaxRingChannels = a.maxRingTotal
-	ch.ConnectedRings, ch.ConnectedTrees, ch.ConnectedNVLS = a.connRings, a.connTrees, a.connNVLS
-	ch.NVLSSupported = a.nvlsSup
-	ch.CollNetLines = a.collnetLines
-	tc := make([]TransportCount, len(a.transports))
-	for i, t := range a.transports {
+	ch.TransportLines = a.chans.transportLines
+	ch.GarbledLines = a.chans.garbled
+	ch.Connections = len(a.chans.conns)
+	ch.ConnectionsUntracked = a.chans.untracked
+	ch.RingLines = a.graph.ringLines
+	ch.MinRingChannels = a.graph.minRingTotal
+	ch.MaxRingChannels = a.graph.maxRingTotal
+	ch.ConnectedRings, ch.ConnectedTrees, ch.ConnectedNVLS = a.graph.connRings, a.graph.connTrees, a.graph.connNVLS
+	ch.NVLSSupported = a.graph.nvlsSup
+	ch.CollNetLines = a.chans.collnetLines
+	tc := make([]TransportCount, len(a.chans.transports))
+	for i, t := range a.chans.transports {
 		tc[i] = TransportCount{Transport: t.name, Class: className(t.class)}
 		tc[i].Unknown += t.untracked[locUnknown]
 		tc[i].Intra += t.untracked[locIntra]
 		tc[i].Inter += t.untracked[locInter]
 	}
 	ch.Records = []ChannelRecord{}
-	for _, k := range a.connOrder {
-		c := a.conns[k]
+	for _, k := range a.chans.connOrder {
+		c := a.chans.conns[k]
 		loc := a.locality(k, s.alias)
 		t := &tc[k.tr]
 		switch loc {
@@ -277,7 +277,7 @@ func (a *analyzer) report() (*Report, []result.Result) {
 			t.Unknown += c.lines
 		}
 		if len(ch.Records) < maxRecords {
-			tp := a.transports[k.tr]
+			tp := a.chans.transports[k.tr]
 			ch.Records = append(ch.Records, ChannelRecord{
 				Channel: int(c.channel), ConnIndex: int(c.conn), From: int(k.from), To: int(k.to),
 				Dir: dirName[k.dir], Transport: tp.name, Class: className(tp.class), GDRDMA: tp.gdr,
@@ -296,17 +296,17 @@ func (a *analyzer) report() (*Report, []result.Result) {
 	}
 	ch.ByTransport = tc
 	sort.SliceStable(ch.ByTransport, func(i, j int) bool { return ch.ByTransport[i].Lines > ch.ByTransport[j].Lines })
-	for _, k := range a.countOrder {
-		v := a.counts[k]
+	for _, k := range a.graph.countOrder {
+		v := a.graph.counts[k]
 		ch.Counts = append(ch.Counts, ChannelCount{Coll: k.coll, CollNet: k.collnet, NVLS: k.nvls, P2P: k.p2p,
 			P2PPerPeer: k.perPeer, Processes: v.procs, Line: v.line, Text: v.text})
 	}
-	ch.Patterns = a.patterns
+	ch.Patterns = a.graph.patterns
 
 	// topology
-	for _, t := range a.trees {
+	for _, t := range a.trees.all {
 		t.analyze()
-		hs := a.hosts[t.host]
+		hs := a.hosts.all[t.host]
 		st := SystemTree{Host: name(t.host), MaxBW: t.maxBW, TotalBW: t.totalBW, Line: t.line,
 			Links: t.links, LinksOmitted: t.omitted, Findings: t.findings, FindingsOmitted: t.findOmit,
 			GPUNetPaths: hs.paths, Complete: t.complete}
@@ -330,8 +330,8 @@ func (a *analyzer) report() (*Report, []result.Result) {
 	}
 
 	// errors and warnings
-	for _, k := range a.eventOrder {
-		e := a.events[k]
+	for _, k := range a.events.order {
+		e := a.events.kinds[k]
 		ev := Event{Line: e.line, Host: name(e.host), Message: e.message, Count: e.count}
 		if e.level == 'e' {
 			ev.Level = "error"
@@ -351,59 +351,17 @@ func (a *analyzer) report() (*Report, []result.Result) {
 
 var dirName = [...]string{"", "send", "receive"}
 
-func (a *analyzer) sortedProcs() []*procState {
-	ps := make([]*procState, 0, len(a.procs))
-	for _, p := range a.procs {
-		ps = append(ps, p)
-	}
-	sort.Slice(ps, func(i, j int) bool {
-		if ps[i].host != ps[j].host {
-			return ps[i].host < ps[j].host
-		}
-		return ps[i].pid < ps[j].pid
-	})
-	return ps
-}
-
-// aggregate groups processes by a version-like string.
-func aggregate(procs []*procState, a *analyzer, get func(*procState) (string, int64, string)) []Version {
-	idx := map[string]int{}
-	var out []Version
-	for _, p := range procs {
-		v, line, text := get(p)
-		if v == "" {
-			continue
-		}
-		i, ok := idx[v]
-		if !ok {
-			i = len(out)
-			idx[v] = i
-			out = append(out, Version{Version: v, Line: line, Text: text})
-		}
-		o := &out[i]
-		o.Processes++
-		if line < o.Line {
-			o.Line, o.Text = line, text
-		}
-		if p.host >= 0 {
-			o.Hosts = addCapped(o.Hosts, a.hosts[p.host].name, 16)
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Line < out[j].Line })
-	return out
-}
-
 // summarize decides where every rank is and what every channel is.
 func (a *analyzer) summarize() *summary {
 	s := &summary{p2pKinds: map[string]int64{}, netNames: map[string]int64{}}
-	s.alias = make([]int32, len(a.hosts))
-	for i, h := range a.hosts {
+	s.alias = make([]int32, len(a.hosts.all))
+	for i, h := range a.hosts.all {
 		s.alias[i] = int32(i)
 		if h.trusted {
 			continue
 		}
 		for j := 1; j < len(h.name); j++ {
-			if id, ok := a.hostIdx[h.name[j:]]; ok && a.hosts[id].trusted {
+			if id, ok := a.hosts.idx[h.name[j:]]; ok && a.hosts.all[id].trusted {
 				s.alias[i] = id
 				break
 			}
@@ -411,43 +369,43 @@ func (a *analyzer) summarize() *summary {
 	}
 	withRanks := map[int32]bool{}
 	lines := map[int32]int64{}
-	for i, h := range a.hosts {
+	for i, h := range a.hosts.all {
 		c := s.alias[i]
 		lines[c] += h.lines
 		if h.hasRanks && len(h.ranks) > 0 {
 			withRanks[c] = true
 		}
 	}
-	for i := range a.hosts {
+	for i := range a.hosts.all {
 		c := int32(i)
 		if s.alias[i] != c || !withRanks[c] {
 			continue
 		}
 		s.hostsWithRanks = append(s.hostsWithRanks, c)
 		if lines[c] == 0 {
-			s.silentHosts = append(s.silentHosts, a.hosts[c].name)
+			s.silentHosts = append(s.silentHosts, a.hosts.all[c].name)
 		}
 	}
 	known := map[int32]bool{}
-	for rk, h := range a.globalRank {
+	for rk, h := range a.comms.global {
 		if h != ambiguous {
 			known[rk] = true
 		}
 	}
-	for rk := range a.testRanks {
+	for rk := range a.comms.tests {
 		known[rk] = true
 	}
 	s.ranksKnown = len(known)
-	for _, c := range a.comms {
+	for _, c := range a.comms.all {
 		s.maxNRanks = max(s.maxNRanks, c.nranks)
 		s.maxNNodes = max(s.maxNNodes, c.nnodes)
 		s.mnnvl = s.mnnvl || c.mnnvl
 	}
-	for _, rr := range a.rankRecs {
+	for _, rr := range a.comms.recs {
 		s.maxNRanks = max(s.maxNRanks, rr.NRanks)
 	}
 	// The nccl-tests header lists every rank of the test's communicator.
-	s.maxNRanks = max(s.maxNRanks, len(a.testRanks))
+	s.maxNRanks = max(s.maxNRanks, len(a.comms.tests))
 
 	note := func(list []offender, o offender) []offender {
 		if len(list) >= maxOffenders || o.line < 0 {
@@ -510,19 +468,19 @@ func (a *analyzer) summarize() *summary {
 			s.offSHM = note(s.offSHM, o)
 		}
 	}
-	for _, k := range a.connOrder {
-		c := a.conns[k]
+	for _, k := range a.chans.connOrder {
+		c := a.chans.conns[k]
 		loc := a.locality(k, s.alias)
 		text := ""
 		if c.text >= 0 {
-			text = a.texts[c.text]
+			text = a.chans.texts[c.text]
 		}
-		count(a.transports[k.tr], loc, c.lines, offender{line: c.first, host: k.printer, text: text, loc: loc})
+		count(a.chans.transports[k.tr], loc, c.lines, offender{line: c.first, host: k.printer, text: text, loc: loc})
 		if loc == locInter {
 			s.multiNode = true
 		}
 	}
-	for _, t := range a.transports {
+	for _, t := range a.chans.transports {
 		for loc, n := range t.untracked {
 			if n > 0 {
 				count(t, loc, n, offender{line: -1, loc: loc})
@@ -530,13 +488,13 @@ func (a *analyzer) summarize() *summary {
 		}
 	}
 	// offenders of untracked lines carry their text
-	for _, o := range a.offNet {
+	for _, o := range a.chans.offNet {
 		s.offNoGDR = note(s.offNoGDR, o)
 	}
-	for _, o := range a.offLoop {
+	for _, o := range a.chans.offLoop {
 		s.offLoop = note(s.offLoop, o)
 	}
-	for _, o := range a.offSHM {
+	for _, o := range a.chans.offSHM {
 		s.offSHM = note(s.offSHM, o)
 	}
 
@@ -547,7 +505,7 @@ func (a *analyzer) summarize() *summary {
 		s.singleNode = s.maxNNodes == 1 || s.maxNRanks == 1 ||
 			len(s.hostsWithRanks) == 1 && s.maxNRanks > 0 && s.ranksKnown >= s.maxNRanks
 	}
-	for _, t := range a.trees {
+	for _, t := range a.trees.all {
 		for _, l := range t.links {
 			if l.Type == "NVL" {
 				s.nvlink = true
@@ -555,7 +513,7 @@ func (a *analyzer) summarize() *summary {
 			}
 		}
 	}
-	for _, p := range a.patterns {
+	for _, p := range a.graph.patterns {
 		if p.TypeIntra == "NVL" || p.TypeIntra == "NVB" {
 			s.nvlink = true
 		}

@@ -7,6 +7,13 @@ import (
 	"strings"
 )
 
+// treeTracker owns the system trees (the first one of every host) and the
+// GPU to NET paths.
+type treeTracker struct {
+	all       []*treeState
+	pathCount int
+}
+
 // NetPath is one GPU to NET path from the lines NCCL prints after the
 // system tree ("GPU/0-17000 :GPU/0-17000 (0/5000.0/LOC) ... NET/1 (3/24.0/PHB)").
 type NetPath struct {
@@ -45,8 +52,8 @@ func (a *analyzer) treeStart(host int32, p *procState, tid int64, m []byte, no i
 	if host < 0 {
 		return
 	}
-	hs := a.hosts[host]
-	if hs.treeDone || hs.tree != nil || len(a.trees) >= maxTrees {
+	hs := a.hosts.all[host]
+	if hs.treeDone || hs.tree != nil || len(a.trees.all) >= maxTrees {
 		return
 	}
 	t := &treeState{host: host, line: no, nodes: map[string]bool{}}
@@ -61,7 +68,7 @@ func (a *analyzer) treeStart(host int32, p *procState, tid int64, m []byte, no i
 	}
 	hs.tree = t
 	p.tree, p.treeTid = t, tid
-	a.trees = append(a.trees, t)
+	a.trees.all = append(a.trees.all, t)
 }
 
 // treeLine consumes one line of a tree being printed; it reports false
@@ -143,7 +150,7 @@ func (a *analyzer) treeEnd(p *procState) {
 		return
 	}
 	t.complete = true
-	hs := a.hosts[t.host]
+	hs := a.hosts.all[t.host]
 	hs.tree = nil
 	hs.treeDone = true
 }
@@ -247,14 +254,14 @@ func (t *treeState) analyze() {
 // NET/0-0 (3/1.2/PHB)" and keeps the GPU to NET paths of the first
 // process of a host that prints them.
 func (a *analyzer) pathLine(host int32, p *procState, m []byte) {
-	if host < 0 || p == nil || a.pathCount >= maxPathsTotal {
+	if host < 0 || p == nil || a.trees.pathCount >= maxPathsTotal {
 		return
 	}
 	ft := firstToken(m)
 	if len(m) < len(ft)+2 || string(m[len(ft):len(ft)+2]) != " :" {
 		return
 	}
-	hs := a.hosts[host]
+	hs := a.hosts.all[host]
 	if hs.pathPID == 0 {
 		hs.pathPID = p.pid + 1
 	} else if hs.pathPID != p.pid+1 {
@@ -279,9 +286,9 @@ func (a *analyzer) pathLine(host int32, p *procState, m []byte) {
 				break
 			}
 		}
-		if !dup && len(hs.paths) < maxNetPaths && a.pathCount < maxPathsTotal {
+		if !dup && len(hs.paths) < maxNetPaths && a.trees.pathCount < maxPathsTotal {
 			hs.paths = append(hs.paths, np)
-			a.pathCount++
+			a.trees.pathCount++
 		}
 	}
 }

@@ -26,8 +26,8 @@ func (a *analyzer) offEvidence(list []offender, note string) []result.Evidence {
 }
 
 func (a *analyzer) verdicts(r *Report, s *summary) []result.Result {
-	if a.ncclLines == 0 {
-		msg := fmt.Sprintf("no NCCL debug lines (\"host:pid:tid [dev] NCCL INFO ...\") in %d lines; run with NCCL_DEBUG=INFO", a.nlines)
+	if a.stats.nccl == 0 {
+		msg := fmt.Sprintf("no NCCL debug lines (\"host:pid:tid [dev] NCCL INFO ...\") in %d lines; run with NCCL_DEBUG=INFO", a.stats.lines)
 		var out []result.Result
 		for _, id := range []string{"nccl.gdr", "nccl.p2p", "nccl.net", "nccl.version", "nccl.errors", "nccl.channels", "nccl.topology"} {
 			out = append(out, result.Result{ID: id, Title: titles[id], Status: result.Unknown, Subject: "job",
@@ -119,7 +119,7 @@ func (a *analyzer) vGDR(r *Report, s *summary) result.Result {
 	const id = "nccl.gdr"
 	allDis, disNames, disLines := hcaState(r)
 	if s.netLines == 0 {
-		if a.transportLines == 0 && !s.singleNode {
+		if a.chans.transportLines == 0 && !s.singleNode {
 			if allDis {
 				msg := fmt.Sprintf("NCCL reported GPU Direct RDMA Disabled for every RDMA HCA it found (%s) and the log has no network channel lines: traffic between hosts would be staged through host memory", strings.Join(disNames, ", "))
 				if s.maxNRanks > 0 {
@@ -144,8 +144,8 @@ func (a *analyzer) vGDR(r *Report, s *summary) result.Result {
 		}
 		msg := "no channel goes over the network"
 		switch {
-		case a.transportLines > 0:
-			msg = fmt.Sprintf("none of the %d channel transport lines goes over the network", a.transportLines)
+		case a.chans.transportLines > 0:
+			msg = fmt.Sprintf("none of the %d channel transport lines goes over the network", a.chans.transportLines)
 		case s.singleNode:
 			msg += fmt.Sprintf(": all %d rank(s) are on one host", max(s.maxNRanks, s.ranksKnown))
 		}
@@ -211,7 +211,7 @@ const gdrRemedy = "Make GPU memory registrable by the NIC: load nvidia-peermem (
 func (a *analyzer) vP2P(r *Report, s *summary) result.Result {
 	const id = "nccl.p2p"
 	if s.intraLines == 0 {
-		if a.transportLines == 0 {
+		if a.chans.transportLines == 0 {
 			if s.maxNRanks == 1 {
 				return res(id, result.Skip, "job", "SingleRank", "one rank: no peers", nil)
 			}
@@ -219,9 +219,9 @@ func (a *analyzer) vP2P(r *Report, s *summary) result.Result {
 				"no channel transport lines in the log (NCCL_DEBUG_SUBSYS must include INIT; NCCL >= 2.22 connects at the first collective)", nil)
 		}
 		msg := "no channel joins two ranks of the same host"
-		if a.garbled > 0 && a.garbled == a.transportLines {
+		if a.chans.garbled > 0 && a.chans.garbled == a.chans.transportLines {
 			return res(id, result.Unknown, "job", "GarbledChannelLines",
-				fmt.Sprintf("all %d channel transport lines were cut by other writers", a.garbled), nil)
+				fmt.Sprintf("all %d channel transport lines were cut by other writers", a.chans.garbled), nil)
 		}
 		return res(id, result.Skip, "job", "NoIntraNodePeers", msg, nil)
 	}
@@ -406,7 +406,7 @@ func (a *analyzer) vVersion(r *Report) result.Result {
 	}
 	v := r.Versions[0]
 	msg := "NCCL " + v.Version
-	nprocs := len(a.procs)
+	nprocs := len(a.hosts.procs)
 	switch {
 	case v.Processes > 0 && v.Processes == nprocs:
 		msg += fmt.Sprintf(" on all %d process(es)", nprocs)
@@ -466,7 +466,7 @@ func (a *analyzer) vErrors(r *Report) result.Result {
 		return res(id, result.Warn, "job", "NCCLWarnings",
 			fmt.Sprintf("%d warning %s: %s", r.WarningCount, plural(r.WarningCount, "line", "lines"), first(r.Warnings)), evs(r.Warnings))
 	}
-	return res(id, result.Pass, "job", "NoErrors", fmt.Sprintf("no NCCL WARN or error lines in %d NCCL lines", a.ncclLines), nil)
+	return res(id, result.Pass, "job", "NoErrors", fmt.Sprintf("no NCCL WARN or error lines in %d NCCL lines", a.stats.nccl), nil)
 }
 
 func (a *analyzer) vChannels(r *Report, s *summary) result.Result {
@@ -482,10 +482,10 @@ func (a *analyzer) vChannels(r *Report, s *summary) result.Result {
 	what := "coll channels"
 	switch {
 	case minColl >= 0:
-	case a.minRingTotal > 0:
-		minColl, what = a.minRingTotal, "ring channels (\"Channel nn/N\")"
-	case a.ringLines > 0:
-		minColl, what = a.maxRingID+1, "rings (ring order lines)"
+	case a.graph.minRingTotal > 0:
+		minColl, what = a.graph.minRingTotal, "ring channels (\"Channel nn/N\")"
+	case a.graph.ringLines > 0:
+		minColl, what = a.graph.maxRingID+1, "rings (ring order lines)"
 	}
 	if minColl < 0 {
 		return res(id, result.Unknown, "job", "NoChannelCount", "the log does not say how many channels NCCL built (\"N coll channels, ...\")", nil)

@@ -1,0 +1,307 @@
+package ncclog
+
+import (
+	"bytes"
+	"regexp"
+	"strconv"
+)
+
+// commTracker owns the communicators and where their ranks are.
+type commTracker struct {
+	all    []*commState
+	idx    map[string]int32
+	ranks  int             // rank placements kept, over all communicators
+	global map[int32]int32 // rank -> host over all communicators (or ambiguous)
+	tests  map[int32]int32 // rank -> host from the nccl-tests "# Rank" header
+	// recs are the ranks in detail (the first maxRankRecs; omitted counts
+	// the rest).
+	recs    []Rank
+	recIdx  map[rankKey]int
+	omitted int
+}
+
+func newCommTracker() commTracker {
+	return commTracker{idx: map[string]int32{}, global: map[int32]int32{}, tests: map[int32]int32{}, recIdx: map[rankKey]int{}}
+}
+
+type commState struct {
+	id       string
+	nranks   int
+	nnodes   int
+	mnnvl    bool
+	ranks    map[int32]int32 // rank -> host
+	complete int
+	line     int64
+}
+
+type rankKey struct {
+	comm int32
+	rank int32
+}
+
+var reTestRank = regexp.MustCompile(`#\s*Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]`)
+
+func (a *analyzer) testRankLine(b []byte, no int64) {
+	m := reTestRank.FindSubmatch(b)
+	if m == nil {
+		return
+	}
+	rank, err := strconv.Atoi(string(m[1]))
+	if err != nil || rank < 0 || rank > 1<<30 {
+		return
+	}
+	id, ok := a.hosts.idx[string(m[3])]
+	if !ok {
+		id = a.newHost(string(m[3]), true)
+		if id < 0 {
+			return
+		}
+	}
+	a.hosts.all[id].trusted = true
+	a.hosts.all[id].hasRanks = true
+	a.addHostRank(id, int32(rank))
+	if len(a.comms.tests) < maxGlobalRanks {
+		a.comms.tests[int32(rank)] = id
+	}
+	pid, _ := strconv.ParseInt(string(m[2]), 10, 64)
+	dev, _ := strconv.Atoi(string(m[4]))
+	a.addRankRec(rankKey{comm: -3, rank: int32(rank)}, Rank{
+		Rank: rank, Host: a.hosts.all[id].name, PID: pid, CUDADev: &dev, BusID: string(m[5]),
+		Source: "nccl-tests", Line: no,
+	})
+}
+
+func (a *analyzer) addRankRec(k rankKey, r Rank) {
+	if i, ok := a.comms.recIdx[k]; ok {
+		old := &a.comms.recs[i]
+		if old.BusID == "" {
+			old.BusID = r.BusID
+		}
+		if old.CUDADev == nil {
+			old.CUDADev = r.CUDADev
+		}
+		if old.NVMLDev == nil {
+			old.NVMLDev = r.NVMLDev
+		}
+		if old.NRanks == 0 {
+			old.NRanks = r.NRanks
+		}
+		if r.InitComplete {
+			old.InitComplete = true
+		}
+		return
+	}
+	if len(a.comms.recs) >= maxRankRecs {
+		a.comms.omitted++
+		return
+	}
+	a.comms.recIdx[k] = len(a.comms.recs)
+	a.comms.recs = append(a.comms.recs, r)
+}
+
+// placeRank records that rank lives on host, in comm (or -1 when the
+// communicator is not known).
+func (a *analyzer) placeRank(comm int32, rank int32, host int32) {
+	if host < 0 || rank < 0 {
+		return
+	}
+	a.hosts.all[host].hasRanks = true
+	a.addHostRank(host, rank)
+	if comm >= 0 {
+		c := a.comms.all[comm]
+		if old, ok := c.ranks[rank]; !ok {
+			if a.comms.ranks < maxCommRanks {
+				c.ranks[rank] = host
+				a.comms.ranks++
+			}
+		} else if old != host && old != ambiguous {
+			c.ranks[rank] = ambiguous
+		}
+	}
+	if old, ok := a.comms.global[rank]; !ok {
+		if len(a.comms.global) < maxGlobalRanks {
+			a.comms.global[rank] = host
+		}
+	} else if old != host && old != ambiguous {
+		a.comms.global[rank] = ambiguous
+	}
+}
+
+func (a *analyzer) comm(id string, line int64) int32 {
+	if i, ok := a.comms.idx[id]; ok {
+		return i
+	}
+	if len(a.comms.all) >= maxComms {
+		return -1
+	}
+	i := int32(len(a.comms.all))
+	a.comms.all = append(a.comms.all, &commState{id: id, ranks: map[int32]int32{}, line: line})
+	a.comms.idx[id] = i
+	return i
+}
+
+// commLine reads "comm 0x.. rank R nranks N cudaDev D [nvmlDev E] busId B
+// [commId C] - Init START|COMPLETE" (also Destroy/Abort), and
+// "comm 0x.. rank R nRanks N nNodes K localRanks L localRank l MNNVL m".
+func (a *analyzer) commLine(h *header, host int32, p *procState, m []byte, spliced bool, no int64) {
+	f := bytes.Fields(m)
+	if spliced && len(f) > 0 {
+		f = f[:len(f)-1] // the last field may be cut
+	}
+	if len(f) < 4 {
+		return
+	}
+	ptr := string(f[1])
+	var rank, nranks, nnodes = -1, -1, -1
+	var cudaDev, nvmlDev *int
+	var busID, commID string
+	mnnvl := false
+	for i := 2; i+1 < len(f); i++ {
+		v := f[i+1]
+		switch string(f[i]) {
+		case "rank":
+			rank = atoiOr(v, -1)
+		case "nranks", "nRanks":
+			nranks = atoiOr(v, -1)
+		case "nNodes":
+			nnodes = atoiOr(v, -1)
+		case "cudaDev":
+			if d := atoiOr(v, -1); d >= 0 {
+				cudaDev = &d
+			}
+		case "nvmlDev":
+			if d := atoiOr(v, -1); d >= 0 {
+				nvmlDev = &d
+			}
+		case "busId":
+			busID = string(v)
+		case "commId":
+			commID = string(v)
+		case "MNNVL":
+			mnnvl = string(v) == "1"
+		default:
+			continue
+		}
+		i++
+	}
+	if rank < 0 || rank > 1<<30 {
+		return
+	}
+	complete := bytes.Contains(m, []byte("Init COMPLETE"))
+	ci := int32(-1)
+	if commID != "" {
+		ci = a.comm(commID, no)
+	} else if p != nil && p.ptrs != nil {
+		if c, ok := p.ptrs[ptr]; ok {
+			ci = c
+		}
+	}
+	if ci >= 0 {
+		c := a.comms.all[ci]
+		if nranks > 0 && c.nranks == 0 {
+			c.nranks = nranks
+		}
+		if nnodes > 0 {
+			c.nnodes = nnodes
+		}
+		if mnnvl {
+			c.mnnvl = true
+		}
+		if complete {
+			c.complete++
+		}
+		if p != nil {
+			if p.ptrs == nil {
+				p.ptrs = map[string]int32{}
+			}
+			if len(p.ptrs) >= maxProcComms {
+				clear(p.ptrs)
+			}
+			p.ptrs[ptr] = ci
+			found := false
+			for _, pc := range p.comms {
+				if pc.comm == ci {
+					found = true
+					break
+				}
+			}
+			if !found {
+				if len(p.comms) >= maxProcComms { // keep the latest ones
+					p.comms = append(p.comms[:0], p.comms[1:]...)
+				}
+				p.comms = append(p.comms, procComm{comm: ci, tid: h.tid})
+			}
+		}
+	} else if nnodes > 0 {
+		// topology line of a communicator we only know by pointer
+		a.orphanNNodes(nnodes)
+	}
+	if nnodes > 0 {
+		return // the nNodes line carries no device facts
+	}
+	if host >= 0 {
+		a.placeRank(ci, int32(rank), host)
+		if busID != "" {
+			hs := a.hosts.all[host]
+			hs.gpus = addHostSet(hs.gpus, busID, &a.hosts.budget)
+		}
+	}
+	r := Rank{Rank: rank, CUDADev: cudaDev, NVMLDev: nvmlDev, BusID: busID, CommID: commID,
+		Source: "init", InitComplete: complete, Line: no}
+	if nranks > 0 {
+		r.NRanks = nranks
+	}
+	if host >= 0 {
+		r.Host = a.hosts.all[host].name
+	}
+	if h.hasPID {
+		r.PID = h.pid
+	}
+	a.addRankRec(rankKey{comm: ci, rank: int32(rank)}, r)
+}
+
+// orphanNNodes keeps nNodes of communicators known only by pointer in a
+// pseudo communicator so that "several nodes" is still known.
+func (a *analyzer) orphanNNodes(n int) {
+	ci := a.comm("(unknown)", 0)
+	if ci >= 0 && n > a.comms.all[ci].nnodes {
+		a.comms.all[ci].nnodes = n
+	}
+}
+
+func (a *analyzer) commFor(p *procState, tid int64) int32 {
+	if len(p.comms) == 1 {
+		return p.comms[0].comm
+	}
+	for i := len(p.comms) - 1; i >= 0; i-- { // the latest communicator this thread set up
+		if p.comms[i].tid == tid {
+			return p.comms[i].comm
+		}
+	}
+	return -1
+}
+
+// hostOf says where a rank is: from its communicator, else from the ranks
+// of all communicators when they agree, else from the nccl-tests header.
+func (a *analyzer) hostOf(comm, rank int32, alias []int32) int32 {
+	h := int32(-1)
+	if comm >= 0 {
+		if x, ok := a.comms.all[comm].ranks[rank]; ok && x != ambiguous {
+			h = x
+		}
+	}
+	if h < 0 {
+		if x, ok := a.comms.global[rank]; ok {
+			if x == ambiguous {
+				return -1
+			}
+			h = x
+		} else if x, ok := a.comms.tests[rank]; ok {
+			h = x
+		}
+	}
+	if h >= 0 && alias != nil {
+		h = alias[h]
+	}
+	return h
+}

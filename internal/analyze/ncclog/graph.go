@@ -1,0 +1,134 @@
+package ncclog
+
+import (
+	"bytes"
+	"strconv"
+)
+
+// graphTracker owns what NCCL said about its graphs: ring orders, the
+// "Connected all rings/trees/NVLS" lines, channel counts and search
+// patterns.
+type graphTracker struct {
+	ringLines    int64
+	minRingTotal int
+	maxRingTotal int
+	maxRingID    int
+	connRings    int64
+	connTrees    int64
+	connNVLS     int64
+	nvlsSup      bool
+	counts       map[countKey]*countVal
+	countOrder   []countKey
+	patterns     []Pattern
+	patternSeen  map[Pattern]bool
+}
+
+func newGraphTracker() graphTracker {
+	return graphTracker{counts: map[countKey]*countVal{}, patternSeen: map[Pattern]bool{}}
+}
+
+type countKey struct{ coll, collnet, nvls, p2p, perPeer int }
+
+type countVal struct {
+	procs int
+	line  int64
+	text  string
+}
+
+// countsLine reads "24 coll channels, 24 collnet channels, 0 nvls channels,
+// 32 p2p channels, 32 p2p channels per peer" (older releases print fewer).
+func (a *analyzer) countsLine(m, raw []byte, spliced bool, no int64) {
+	var k countKey
+	k.collnet, k.nvls, k.p2p, k.perPeer = -1, -1, -1, -1
+	got := 0
+	parts := bytes.Split(m, []byte(","))
+	if spliced && len(parts) > 0 {
+		parts = parts[:len(parts)-1]
+	}
+	for _, part := range parts {
+		f := bytes.Fields(part)
+		if len(f) < 3 {
+			continue
+		}
+		n := atoiOr(f[0], -1)
+		if n < 0 {
+			continue
+		}
+		switch {
+		case string(f[1]) == "coll":
+			k.coll = n
+			got++
+		case string(f[1]) == "collnet":
+			k.collnet = n
+		case string(f[1]) == "nvls":
+			k.nvls = n
+		case string(f[1]) == "p2p" && len(f) >= 5 && string(f[3]) == "per":
+			k.perPeer = n
+		case string(f[1]) == "p2p":
+			k.p2p = n
+		}
+	}
+	if got == 0 {
+		return
+	}
+	if v := a.graph.counts[k]; v != nil {
+		v.procs++
+		return
+	}
+	if len(a.graph.counts) >= maxCounts {
+		return
+	}
+	a.graph.counts[k] = &countVal{procs: 1, line: no, text: clip(raw)}
+	a.graph.countOrder = append(a.graph.countOrder, k)
+}
+
+var patternNames = map[int]string{
+	1: "balanced tree", 2: "split tree", 3: "tree", 4: "ring", 5: "nvls", 6: "collnet direct",
+}
+
+// patternLine reads "Pattern 4, crossNic 0, nChannels 12, bw 20.000000/20.000000,
+// type NVL/PIX, sameChannels 1".
+func (a *analyzer) patternLine(host int32, m []byte, no int64) {
+	if len(a.graph.patterns) >= maxPatterns {
+		return
+	}
+	var pt Pattern
+	ok := false
+	for _, part := range bytes.Split(m, []byte(",")) {
+		f := bytes.Fields(part)
+		if len(f) != 2 {
+			continue
+		}
+		switch string(f[0]) {
+		case "Pattern":
+			pt.Pattern = atoiOr(f[1], -1)
+			ok = pt.Pattern >= 0
+		case "crossNic":
+			pt.CrossNIC = atoiOr(f[1], 0)
+		case "nChannels":
+			pt.NChannels = atoiOr(f[1], 0)
+		case "bw":
+			if s := bytes.IndexByte(f[1], '/'); s >= 0 {
+				pt.BWIntra, _ = strconv.ParseFloat(string(f[1][:s]), 64)
+				pt.BWInter, _ = strconv.ParseFloat(string(f[1][s+1:]), 64)
+			}
+		case "type":
+			if s := bytes.IndexByte(f[1], '/'); s >= 0 {
+				pt.TypeIntra, pt.TypeInter = string(f[1][:s]), string(f[1][s+1:])
+			}
+		}
+	}
+	if !ok {
+		return
+	}
+	pt.Name = patternNames[pt.Pattern]
+	if host >= 0 {
+		pt.Host = a.hosts.all[host].name
+	}
+	if a.graph.patternSeen[pt] {
+		return
+	}
+	a.graph.patternSeen[pt] = true
+	pt.Line = no
+	a.graph.patterns = append(a.graph.patterns, pt)
+}

@@ -1,0 +1,252 @@
+package ncclog
+
+import "bytes"
+
+// netTracker owns what NCCL said about the network plugin, GPU Direct
+// RDMA and the environment.
+type netTracker struct {
+	hcaGDR      []HCAGDR
+	hcaSeen     map[gpuGDRKey]bool
+	gpuGDR      []GPUGDR
+	gpuSeen     map[gpuGDRKey]bool
+	dmabuf      bool
+	env         map[envKey]*envVal
+	envOrder    []envKey
+	pluginMsgs  []Event
+	pluginSeen  map[string]bool
+	nonDevice   bool
+	ofiProvider string
+	ofiNICs     int
+	libfabric   string
+}
+
+func newNetTracker() netTracker {
+	return netTracker{hcaSeen: map[gpuGDRKey]bool{}, gpuSeen: map[gpuGDRKey]bool{}, env: map[envKey]*envVal{}, pluginSeen: map[string]bool{}}
+}
+
+type envKey struct{ name, value string }
+
+type envVal struct {
+	procs int
+	line  int64
+}
+
+type gpuGDRKey struct {
+	host int32
+	gpu  string
+	hca  int
+}
+
+func (a *analyzer) envLine(m []byte, no int64) {
+	i := bytes.Index(m, sEnvTo)
+	if i < 0 {
+		return
+	}
+	name := string(m[:i])
+	val := bytes.TrimSpace(m[i+len(sEnvTo):])
+	val = bytes.TrimSuffix(val, []byte("."))
+	k := envKey{name, clip(val)}
+	if v := a.net.env[k]; v != nil {
+		v.procs++
+		return
+	}
+	if len(a.net.env) >= maxEnv {
+		return
+	}
+	a.net.env[k] = &envVal{procs: 1, line: no}
+	a.net.envOrder = append(a.net.envOrder, k)
+}
+
+func (a *analyzer) pluginMsg(host int32, m []byte, no int64) {
+	k := reDigits.ReplaceAllString(string(m), "#")
+	if a.net.pluginSeen[k] || len(a.net.pluginMsgs) >= maxPluginMsgs {
+		return
+	}
+	a.net.pluginSeen[k] = true
+	ev := Event{Line: no, Level: "info", Message: clip(m), Count: 1}
+	if host >= 0 {
+		ev.Host = a.hosts.all[host].name
+	}
+	a.net.pluginMsgs = append(a.net.pluginMsgs, ev)
+}
+
+// netLine handles "NET/<plugin> ..." lines.
+func (a *analyzer) netLine(host int32, p *procState, m, raw []byte, no int64) {
+	r := m[len(pfxNET):]
+	j := 0
+	for j < len(r) && r[j] != ' ' && r[j] != ':' {
+		j++
+	}
+	plugin := r[:j]
+	r = bytes.TrimLeft(r[j:], " ")
+	colon := len(r) > 0 && r[0] == ':'
+	if colon {
+		r = bytes.TrimLeft(r[1:], " ")
+	}
+	var hs *hostState
+	if host >= 0 {
+		hs = a.hosts.all[host]
+	}
+	switch {
+	case string(plugin) == "Plugin":
+		a.pluginMsg(host, m, no)
+	case string(plugin) == "OFI":
+		a.ofiLine(p, r, raw, no)
+	case bytes.HasPrefix(r, pfxGPUDirect):
+		a.hcaGDRLine(host, string(plugin), r[len(pfxGPUDirect):], raw, no)
+	case bytes.HasPrefix(r, []byte("Using ")) && colon:
+		if hs == nil {
+			return
+		}
+		if string(plugin) == "IB" {
+			a.ibUsing(hs, r[len("Using "):], no)
+		} else if string(plugin) == "Socket" {
+			for _, t := range bytes.Fields(r[len("Using "):]) {
+				if t[0] == '[' {
+					if k := bytes.IndexByte(t, ']'); k > 0 {
+						hs.socket = addHostSet(hs.socket, string(t[k+1:]), &a.hosts.budget)
+					}
+				}
+			}
+		}
+	case bytes.HasPrefix(r, []byte("No device found")):
+		if hs != nil && string(plugin) == "IB" {
+			hs.noIB = true
+		}
+		a.pluginMsg(host, m, no)
+	default:
+		if string(plugin) != "IB" && string(plugin) != "Socket" &&
+			(bytes.Contains(r, []byte("ver")) || bytes.Contains(r, []byte("plugin"))) {
+			a.pluginMsg(host, m, no)
+		}
+	}
+}
+
+// ibUsing reads "[0]mlx5_0:1/RoCE [1]mlx5_2:1/IB [RO]; OOB ib0:10.0.0.1<0>".
+func (a *analyzer) ibUsing(hs *hostState, r []byte, no int64) {
+	if len(hs.ib) > 0 {
+		return
+	}
+	if i := bytes.Index(r, []byte("OOB ")); i >= 0 {
+		hs.ibOOB = string(firstToken(r[i+4:]))
+		r = r[:i]
+	}
+	for _, t := range bytes.Fields(r) {
+		t = bytes.TrimRight(t, ";")
+		if len(t) < 3 || t[0] != '[' {
+			continue
+		}
+		k := bytes.IndexByte(t, ']')
+		if k < 0 {
+			continue
+		}
+		idx := atoiOr(t[1:k], -1)
+		if idx < 0 {
+			continue // [RO]
+		}
+		d := IBDevice{Index: idx, Line: no}
+		rest := t[k+1:]
+		if s := bytes.IndexByte(rest, '/'); s >= 0 {
+			d.LinkLayer = string(rest[s+1:])
+			rest = rest[:s]
+		}
+		if c := bytes.LastIndexByte(rest, ':'); c >= 0 {
+			d.Port = atoiOr(rest[c+1:], 0)
+			rest = rest[:c]
+		}
+		d.Name = string(rest)
+		if len(hs.ib) < maxSmallSet && a.spend() {
+			hs.ib = append(hs.ib, d)
+		}
+	}
+}
+
+func (a *analyzer) ofiLine(p *procState, r, raw []byte, no int64) {
+	switch {
+	case bytes.HasPrefix(r, []byte("Selected Provider is ")):
+		s := r[len("Selected Provider is "):]
+		a.net.ofiProvider = string(firstToken(s))
+		if i := bytes.Index(s, []byte("(found ")); i >= 0 {
+			a.net.ofiNICs = atoiOr(firstToken(s[i+7:]), 0)
+		}
+	case bytes.HasPrefix(r, []byte("Initializing ")):
+		if p != nil && p.ofiVersion == "" {
+			p.ofiVersion = string(bytes.TrimSpace(r[len("Initializing "):]))
+			p.ofiLine, p.ofiText = no, clip(raw)
+		}
+	case bytes.HasPrefix(r, []byte("Using Libfabric version ")):
+		a.net.libfabric = string(firstToken(r[len("Using Libfabric version "):]))
+	}
+}
+
+// hcaGDRLine reads "Enabled for HCA 0 'mlx5_0'" (after "GPU Direct RDMA ").
+func (a *analyzer) hcaGDRLine(host int32, plugin string, r, raw []byte, no int64) {
+	var enabled bool
+	switch {
+	case bytes.HasPrefix(r, []byte("Enabled")):
+		enabled = true
+	case bytes.HasPrefix(r, []byte("Disabled")):
+	default:
+		return
+	}
+	i := bytes.Index(r, []byte("HCA "))
+	if i < 0 {
+		return
+	}
+	s := r[i+4:]
+	idx := atoiOr(firstToken(s), -1)
+	name := ""
+	if q := bytes.IndexByte(s, '\''); q >= 0 {
+		if q2 := bytes.IndexByte(s[q+1:], '\''); q2 >= 0 {
+			name = string(s[q+1 : q+1+q2])
+		}
+	}
+	k := gpuGDRKey{host: host, gpu: plugin + "/" + name, hca: idx}
+	if a.net.hcaSeen[k] || len(a.net.hcaGDR) >= maxHCAGDR {
+		return
+	}
+	a.net.hcaSeen[k] = true
+	e := HCAGDR{Plugin: plugin, Index: idx, Name: name, Enabled: enabled, Line: no, Text: clip(raw)}
+	if host >= 0 {
+		e.Host = a.hosts.all[host].name
+	}
+	a.net.hcaGDR = append(a.net.hcaGDR, e)
+}
+
+// gpuGDRLine reads "GPU Direct RDMA Enabled for GPU 81000 / HCA 1 (distance
+// 6 <= 7), read 0" and its Disabled form.
+func (a *analyzer) gpuGDRLine(host int32, m, raw []byte, no int64) {
+	r := m[len(pfxGPUDirect):]
+	var enabled bool
+	switch {
+	case bytes.HasPrefix(r, []byte("Enabled for GPU ")):
+		enabled, r = true, r[len("Enabled for GPU "):]
+	case bytes.HasPrefix(r, []byte("Disabled for GPU ")):
+		r = r[len("Disabled for GPU "):]
+	default:
+		return
+	}
+	gpu := string(firstToken(r))
+	hca := -1
+	if i := bytes.Index(r, []byte("HCA ")); i >= 0 {
+		hca = atoiOr(bytes.TrimRight(firstToken(r[i+4:]), ",)"), -1)
+	}
+	dist, lim := -1, -1
+	if i := bytes.Index(r, []byte("distance ")); i >= 0 {
+		f := bytes.Fields(r[i+9:])
+		if len(f) >= 3 {
+			dist = atoiOr(f[0], -1)
+			lim = atoiOr(bytes.TrimRight(f[2], "),"), -1)
+		}
+	}
+	k := gpuGDRKey{host: host, gpu: gpu, hca: hca}
+	if a.net.gpuSeen[k] || len(a.net.gpuGDR) >= maxGPUGDR {
+		return
+	}
+	a.net.gpuSeen[k] = true
+	e := GPUGDR{GPU: gpu, HCA: hca, Enabled: enabled, Distance: dist, Limit: lim, Line: no, Text: clip(raw)}
+	if host >= 0 {
+		e.Host = a.hosts.all[host].name
+	}
+	a.net.gpuGDR = append(a.net.gpuGDR, e)
+}
