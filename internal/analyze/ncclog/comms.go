@@ -3,6 +3,7 @@ package ncclog
 import (
 	"bytes"
 	"regexp"
+	"sort"
 	"strconv"
 )
 
@@ -304,4 +305,73 @@ func (a *analyzer) hostOf(comm, rank int32, alias []int32) int32 {
 		h = alias[h]
 	}
 	return h
+}
+
+// reportRanks is every rank in detail, with canonical host names and the
+// NCCL version of its process, sorted by communicator and rank.
+func (c *commTracker) reportRanks(canonical map[string]string, procVersion map[hostPID]string) ([]Rank, int) {
+	rs := append([]Rank{}, c.recs...)
+	for i := range rs {
+		rk := &rs[i]
+		rk.Version = procVersion[hostPID{rk.Host, rk.PID}]
+		if n, ok := canonical[rk.Host]; ok {
+			rk.Host = n
+		}
+	}
+	srcOrder := map[string]int{"init": 0, "nccl-tests": 1, "channel": 2}
+	sort.SliceStable(rs, func(i, j int) bool {
+		x, y := rs[i], rs[j]
+		if x.CommID != y.CommID {
+			return x.CommID < y.CommID
+		}
+		if x.Rank != y.Rank {
+			return x.Rank < y.Rank
+		}
+		return srcOrder[x.Source] < srcOrder[y.Source]
+	})
+	return rs, c.omitted
+}
+
+// report is every communicator, with the hosts its ranks are on.
+func (c *commTracker) report(alias []int32) []Comm {
+	var out []Comm
+	for _, cs := range c.all {
+		if cs.id == "(unknown)" && len(cs.ranks) == 0 {
+			continue
+		}
+		hs := map[int32]bool{}
+		for _, h := range cs.ranks {
+			if h >= 0 {
+				hs[alias[h]] = true
+			}
+		}
+		out = append(out, Comm{ID: cs.id, NRanks: cs.nranks, NNodes: cs.nnodes, MNNVL: cs.mnnvl,
+			RanksSeen: len(cs.ranks), Hosts: len(hs), InitComplete: cs.complete, Line: cs.line})
+	}
+	return out
+}
+
+// summarize counts the ranks whose host is known and the largest
+// communicator.
+func (c *commTracker) summarize(s *summary) {
+	known := map[int32]bool{}
+	for rk, h := range c.global {
+		if h != ambiguous {
+			known[rk] = true
+		}
+	}
+	for rk := range c.tests {
+		known[rk] = true
+	}
+	s.ranksKnown = len(known)
+	for _, cs := range c.all {
+		s.maxNRanks = max(s.maxNRanks, cs.nranks)
+		s.maxNNodes = max(s.maxNNodes, cs.nnodes)
+		s.mnnvl = s.mnnvl || cs.mnnvl
+	}
+	for _, rr := range c.recs {
+		s.maxNRanks = max(s.maxNRanks, rr.NRanks)
+	}
+	// The nccl-tests header lists every rank of the test's communicator.
+	s.maxNRanks = max(s.maxNRanks, len(c.tests))
 }

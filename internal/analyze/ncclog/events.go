@@ -105,3 +105,23 @@ func (a *analyzer) event(level byte, host int32, m []byte, no int64) {
 	a.events.kinds[k] = &eventKind{level: lv, line: no, host: host, message: clip(m), count: 1}
 	a.events.order = append(a.events.order, k)
 }
+
+// report is the errors and the warnings, the first maxEventsOut of each.
+func (e *eventTracker) report(name func(int32) string) (errs, warns []Event) {
+	for _, k := range e.order {
+		x := e.kinds[k]
+		ev := Event{Line: x.line, Host: name(x.host), Message: x.message, Count: x.count}
+		if x.level == 'e' {
+			ev.Level = "error"
+			if len(errs) < maxEventsOut {
+				errs = append(errs, ev)
+			}
+		} else {
+			ev.Level = "warning"
+			if len(warns) < maxEventsOut {
+				warns = append(warns, ev)
+			}
+		}
+	}
+	return errs, warns
+}

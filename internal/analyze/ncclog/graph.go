@@ -132,3 +132,28 @@ func (a *analyzer) patternLine(host int32, m []byte, no int64) {
 	pt.Line = no
 	a.graph.patterns = append(a.graph.patterns, pt)
 }
+
+// fill puts the ring, count and pattern lines into ch.
+func (g *graphTracker) fill(ch *Channels) {
+	ch.RingLines = g.ringLines
+	ch.MinRingChannels = g.minRingTotal
+	ch.MaxRingChannels = g.maxRingTotal
+	ch.ConnectedRings, ch.ConnectedTrees, ch.ConnectedNVLS = g.connRings, g.connTrees, g.connNVLS
+	ch.NVLSSupported = g.nvlsSup
+	for _, k := range g.countOrder {
+		v := g.counts[k]
+		ch.Counts = append(ch.Counts, ChannelCount{Coll: k.coll, CollNet: k.collnet, NVLS: k.nvls, P2P: k.p2p,
+			P2PPerPeer: k.perPeer, Processes: v.procs, Line: v.line, Text: v.text})
+	}
+	ch.Patterns = g.patterns
+}
+
+// nvlink says whether a graph search found NVLink between GPUs.
+func (g *graphTracker) nvlink() bool {
+	for _, p := range g.patterns {
+		if p.TypeIntra == "NVL" || p.TypeIntra == "NVB" {
+			return true
+		}
+	}
+	return false
+}

@@ -180,9 +180,9 @@ func addHostSet[T comparable](s []T, v T, budget *int) []T {
 	return addCapped(s, v, maxSmallSet)
 }
 
-func (a *analyzer) sortedProcs() []*procState {
-	ps := make([]*procState, 0, len(a.hosts.procs))
-	for _, p := range a.hosts.procs {
+func (t *hostTracker) sortedProcs() []*procState {
+	ps := make([]*procState, 0, len(t.procs))
+	for _, p := range t.procs {
 		ps = append(ps, p)
 	}
 	sort.Slice(ps, func(i, j int) bool {
@@ -195,7 +195,7 @@ func (a *analyzer) sortedProcs() []*procState {
 }
 
 // aggregate groups processes by a version-like string.
-func aggregate(procs []*procState, a *analyzer, get func(*procState) (string, int64, string)) []Version {
+func aggregate(procs []*procState, hosts []*hostState, get func(*procState) (string, int64, string)) []Version {
 	idx := map[string]int{}
 	var out []Version
 	for _, p := range procs {
@@ -215,9 +215,168 @@ func aggregate(procs []*procState, a *analyzer, get func(*procState) (string, in
 			o.Line, o.Text = line, text
 		}
 		if p.host >= 0 {
-			o.Hosts = addCapped(o.Hosts, a.hosts.all[p.host].name, 16)
+			o.Hosts = addCapped(o.Hosts, hosts[p.host].name, 16)
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Line < out[j].Line })
 	return out
+}
+
+// name is the canonical name of host id ("" for none).
+func (t *hostTracker) name(alias []int32, id int32) string {
+	if id < 0 {
+		return ""
+	}
+	return t.all[alias[id]].name
+}
+
+// canonicalNames maps every host name to its canonical one: a host token
+// glued to other text becomes the trusted host it ends with.
+func (t *hostTracker) canonicalNames(alias []int32) map[string]string {
+	m := map[string]string{}
+	for id, hs := range t.all {
+		m[hs.name] = t.name(alias, int32(id))
+	}
+	return m
+}
+
+// versions are the NCCL versions the processes printed (and those printed
+// without a rank header), and the CUDA driver versions.
+func (t *hostTracker) versions(procs []*procState) (nccl, cuda []Version) {
+	nccl = aggregate(procs, t.all, func(p *procState) (string, int64, string) { return p.version, p.versionLine, p.versionText })
+	for _, bv := range t.bareVersion {
+		found := false
+		for i := range nccl {
+			if nccl[i].Version == bv.Version {
+				found = true
+				if bv.Line < nccl[i].Line {
+					nccl[i].Line, nccl[i].Text = bv.Line, bv.Text
+				}
+			}
+		}
+		if !found {
+			nccl = append(nccl, bv)
+		}
+	}
+	sort.SliceStable(nccl, func(i, j int) bool { return nccl[i].Line < nccl[j].Line })
+	cuda = aggregate(procs, t.all, func(p *procState) (string, int64, string) { return p.cuda, p.cudaLine, p.cudaText })
+	return nccl, cuda
+}
+
+type hostPID struct {
+	host string
+	pid  int64
+}
+
+// report is one Host per canonical host, and the NCCL version of every
+// process.
+func (t *hostTracker) report(alias []int32, procs []*procState) ([]Host, map[hostPID]string) {
+	type hostAgg struct {
+		h     Host
+		ranks map[int32]struct{}
+	}
+	aggs := map[int32]*hostAgg{}
+	var order []int32
+	for id, hs := range t.all {
+		c := alias[id]
+		g := aggs[c]
+		if g == nil {
+			g = &hostAgg{h: Host{Name: t.all[c].name}, ranks: map[int32]struct{}{}}
+			aggs[c] = g
+			order = append(order, c)
+		}
+		for rk := range hs.ranks {
+			g.ranks[rk] = struct{}{}
+		}
+		hs.merge(&g.h)
+	}
+	procVersion := map[hostPID]string{}
+	for _, p := range procs {
+		g := aggs[alias[p.host]]
+		if p.network != "" {
+			g.h.Networks = addCapped(g.h.Networks, p.network, maxSmallSet)
+		}
+		if len(g.h.PIDs) < maxSmallSet {
+			g.h.PIDs = append(g.h.PIDs, p.pid)
+		}
+		if p.version != "" {
+			procVersion[hostPID{t.all[p.host].name, p.pid}] = p.version
+		}
+	}
+	var out []Host
+	for _, c := range order {
+		g := aggs[c]
+		if len(g.ranks) > 0 {
+			g.h.Ranks = make([]int, 0, len(g.ranks))
+			for rk := range g.ranks {
+				g.h.Ranks = append(g.h.Ranks, int(rk))
+			}
+			sort.Ints(g.h.Ranks)
+		}
+		sort.Ints(g.h.DMABufGPUs)
+		g.h.Silent = g.h.Lines == 0 && len(g.ranks) > 0
+		out = append(out, g.h)
+	}
+	return out, procVersion
+}
+
+// merge adds what one host token said to the Host of its canonical host.
+func (hs *hostState) merge(h *Host) {
+	h.Processes += hs.procs
+	h.Lines += hs.lines
+	for _, x := range hs.gpus {
+		h.GPUs = addCapped(h.GPUs, x, maxSmallSet)
+	}
+	if h.Bootstrap == "" {
+		h.Bootstrap = hs.boot
+	}
+	if len(h.IBDevices) == 0 {
+		h.IBDevices = hs.ib
+		h.IBOOB = hs.ibOOB
+	}
+	h.NoIBDevice = h.NoIBDevice || hs.noIB
+	for _, x := range hs.socket {
+		h.SocketIfaces = addCapped(h.SocketIfaces, x, maxSmallSet)
+	}
+	for _, x := range hs.dmabuf {
+		h.DMABufGPUs = addCapped(h.DMABufGPUs, x, maxSmallSet)
+	}
+}
+
+// summarize gives every host its canonical host (a token glued to other
+// text is the trusted host it ends with), and lists the hosts that hold
+// ranks and those of them that printed nothing.
+func (t *hostTracker) summarize(s *summary) {
+	s.alias = make([]int32, len(t.all))
+	for i, h := range t.all {
+		s.alias[i] = int32(i)
+		if h.trusted {
+			continue
+		}
+		for j := 1; j < len(h.name); j++ {
+			if id, ok := t.idx[h.name[j:]]; ok && t.all[id].trusted {
+				s.alias[i] = id
+				break
+			}
+		}
+	}
+	withRanks := map[int32]bool{}
+	lines := map[int32]int64{}
+	for i, h := range t.all {
+		c := s.alias[i]
+		lines[c] += h.lines
+		if h.hasRanks && len(h.ranks) > 0 {
+			withRanks[c] = true
+		}
+	}
+	for i := range t.all {
+		c := int32(i)
+		if s.alias[i] != c || !withRanks[c] {
+			continue
+		}
+		s.hostsWithRanks = append(s.hostsWithRanks, c)
+		if lines[c] == 0 {
+			s.silentHosts = append(s.silentHosts, t.all[c].name)
+		}
+	}
 }

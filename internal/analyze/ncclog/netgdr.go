@@ -1,6 +1,9 @@
 package ncclog
 
-import "bytes"
+import (
+	"bytes"
+	"sort"
+)
 
 // netTracker owns what NCCL said about the network plugin, GPU Direct
 // RDMA and the environment.
@@ -249,4 +252,73 @@ func (a *analyzer) gpuGDRLine(host int32, m, raw []byte, no int64) {
 		e.Host = a.hosts.all[host].name
 	}
 	a.net.gpuGDR = append(a.net.gpuGDR, e)
+}
+
+// network is what the processes and the channel transports say about the
+// network and its plugin.
+func (n *netTracker) network(procs []*procState, transports []*transport, hosts []*hostState) Network {
+	var nw Network
+	sel := map[string]*Selected{}
+	var selOrder []string
+	for _, p := range procs {
+		if p.network == "" {
+			continue
+		}
+		if x := sel[p.network]; x != nil {
+			x.Processes++
+			if p.networkLine < x.Line {
+				x.Line, x.Text = p.networkLine, p.networkText
+			}
+			continue
+		}
+		sel[p.network] = &Selected{Name: p.network, Processes: 1, Line: p.networkLine, Text: p.networkText}
+		selOrder = append(selOrder, p.network)
+	}
+	for _, name := range selOrder {
+		nw.Selected = append(nw.Selected, *sel[name])
+	}
+	sort.SliceStable(nw.Selected, func(i, j int) bool { return nw.Selected[i].Line < nw.Selected[j].Line })
+	for _, t := range transports {
+		if t.class == clNET && t.netName != "" {
+			nw.NetTransports = addCapped(nw.NetTransports, "NET/"+t.netName, maxSmallSet)
+		}
+		if t.class == clCollNet && t.netName != "" {
+			nw.NetTransports = addCapped(nw.NetTransports, "COLLNET/"+t.netName, maxSmallSet)
+		}
+	}
+	nw.PluginMessages = n.pluginMsgs
+	nw.PluginVersions = aggregate(procs, hosts, func(p *procState) (string, int64, string) { return p.ofiVersion, p.ofiLine, p.ofiText })
+	nw.OFIProvider = n.ofiProvider
+	nw.OFINICs = n.ofiNICs
+	nw.Libfabric = n.libfabric
+	nw.NonDevicePlugin = n.nonDevice
+	return nw
+}
+
+// gdr is the GPU Direct RDMA lines with canonical host names, and the
+// environment (NCCL_NET_GDR_LEVEL goes into the GDR part too).
+func (n *netTracker) gdr(canonical map[string]string) (GDR, []EnvVar) {
+	var g GDR
+	for _, e := range n.hcaGDR {
+		if e.Host != "" {
+			e.Host = canonical[e.Host]
+		}
+		g.HCAs = append(g.HCAs, e)
+	}
+	for _, e := range n.gpuGDR {
+		if e.Host != "" {
+			e.Host = canonical[e.Host]
+		}
+		g.GPUs = append(g.GPUs, e)
+	}
+	g.DMABuf = n.dmabuf
+	var env []EnvVar
+	for _, k := range n.envOrder {
+		v := n.env[k]
+		env = append(env, EnvVar{Name: k.name, Value: k.value, Processes: v.procs, Line: v.line})
+		if k.name == "NCCL_NET_GDR_LEVEL" && g.Level == "" {
+			g.Level = k.value
+		}
+	}
+	return g, env
 }

@@ -292,3 +292,44 @@ func (a *analyzer) pathLine(host int32, p *procState, m []byte) {
 		}
 	}
 }
+
+// report is every system tree with its findings.
+func (tt *treeTracker) report(hosts []*hostState, name func(int32) string) []SystemTree {
+	var out []SystemTree
+	for _, t := range tt.all {
+		t.analyze()
+		st := SystemTree{Host: name(t.host), MaxBW: t.maxBW, TotalBW: t.totalBW, Line: t.line,
+			Links: t.links, LinksOmitted: t.omitted, Findings: t.findings, FindingsOmitted: t.findOmit,
+			GPUNetPaths: hosts[t.host].paths, Complete: t.complete}
+		if st.Links == nil {
+			st.Links = []TreeLink{}
+		}
+		for n := range t.nodes {
+			switch {
+			case strings.HasPrefix(n, "GPU/"):
+				st.GPUs++
+			case strings.HasPrefix(n, "NIC/"):
+				st.NICs++
+			}
+		}
+		for _, l := range t.links {
+			if l.Type == "NVL" {
+				st.NVLinks++
+			}
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// nvlink says whether a tree has an NVLink link.
+func (tt *treeTracker) nvlink() bool {
+	for _, t := range tt.all {
+		for _, l := range t.links {
+			if l.Type == "NVL" {
+				return true
+			}
+		}
+	}
+	return false
+}
