@@ -165,10 +165,10 @@ func (a *analyzer) plainLine(b []byte, no int64) {
 		r := b[i:]
 		switch {
 		case bytes.HasPrefix(r, pfxVersion):
-			a.addBareVersion(firstToken(r[len(pfxVersion):]), no, b)
+			a.hosts.addBareVersion(firstToken(r[len(pfxVersion):]), no, b)
 			return
 		case bytes.HasPrefix(r, []byte("NCCL error")), bytes.HasPrefix(r, []byte("NCCL failure")):
-			a.event('E', -1, bytes.TrimSpace(b), no)
+			a.events.add('E', -1, bytes.TrimSpace(b), no)
 			return
 		}
 	}
@@ -177,7 +177,7 @@ func (a *analyzer) plainLine(b []byte, no int64) {
 		return
 	}
 	if bytes.Contains(b, []byte("nccl")) && bytes.Contains(b, []byte("Error")) && strongError(b) {
-		a.event('E', -1, bytes.TrimSpace(b), no)
+		a.events.add('E', -1, bytes.TrimSpace(b), no)
 	}
 }
 

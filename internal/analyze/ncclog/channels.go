@@ -62,14 +62,7 @@ func (a *analyzer) channelLine(h *header, host int32, p *procState, r, raw []byt
 			return
 		}
 		if len(r) > 0 && isDigit(r[0]) {
-			a.graph.ringLines++
-			a.graph.maxRingID = max(a.graph.maxRingID, ch)
-			if slash > a.graph.maxRingTotal {
-				a.graph.maxRingTotal = slash
-			}
-			if slash > 0 && (a.graph.minRingTotal == 0 || slash < a.graph.minRingTotal) {
-				a.graph.minRingTotal = slash
-			}
+			a.graph.ringLine(ch, slash)
 		}
 		return
 	}

@@ -72,7 +72,7 @@ var reDigits = regexp.MustCompile(`0x[0-9a-fA-F]+|[0-9]+`)
 
 // event records an error ('E' or a WARN line), or a warning ('I': an INFO
 // line that mentions an error).
-func (a *analyzer) event(level byte, host int32, m []byte, no int64) {
+func (e *eventTracker) add(level byte, host int32, m []byte, no int64) {
 	isErr := level == 'E'
 	if level == 'W' {
 		isErr = true
@@ -86,24 +86,24 @@ func (a *analyzer) event(level byte, host int32, m []byte, no int64) {
 	lv := byte('w')
 	if isErr {
 		lv = 'e'
-		a.events.errCount++
+		e.errCount++
 	} else {
-		a.events.warnCount++
+		e.warnCount++
 	}
 	key := m
 	if len(key) > 200 {
 		key = key[:200]
 	}
 	k := string(lv) + reDigits.ReplaceAllString(string(key), "#")
-	if ev := a.events.kinds[k]; ev != nil {
+	if ev := e.kinds[k]; ev != nil {
 		ev.count++
 		return
 	}
-	if len(a.events.kinds) >= maxEventKinds {
+	if len(e.kinds) >= maxEventKinds {
 		return
 	}
-	a.events.kinds[k] = &eventKind{level: lv, line: no, host: host, message: clip(m), count: 1}
-	a.events.order = append(a.events.order, k)
+	e.kinds[k] = &eventKind{level: lv, line: no, host: host, message: clip(m), count: 1}
+	e.order = append(e.order, k)
 }
 
 // report is the errors and the warnings, the first maxEventsOut of each.
@@ -124,4 +124,22 @@ func (e *eventTracker) report(name func(int32) string) (errs, warns []Event) {
 		}
 	}
 	return errs, warns
+}
+
+// fromInfo records the errors NCCL reports at INFO level: propagated return
+// codes ("transport/net.cc:1302 -> 6") and error texts; a line that only
+// mentions an error or a retry is a warning.
+func (e *eventTracker) fromInfo(host int32, m []byte, no int64) {
+	switch {
+	case isPropagation(m):
+		e.add('E', host, m, no)
+	case bytes.Contains(m, sRror):
+		if strongError(m) {
+			e.add('E', host, m, no)
+		} else {
+			e.add('I', host, m, no)
+		}
+	case bytes.Contains(m, sRetry):
+		e.add('I', host, m, no)
+	}
 }

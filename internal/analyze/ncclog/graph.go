@@ -37,7 +37,7 @@ type countVal struct {
 
 // countsLine reads "24 coll channels, 24 collnet channels, 0 nvls channels,
 // 32 p2p channels, 32 p2p channels per peer" (older releases print fewer).
-func (a *analyzer) countsLine(m, raw []byte, spliced bool, no int64) {
+func (g *graphTracker) countsLine(m, raw []byte, spliced bool, no int64) {
 	var k countKey
 	k.collnet, k.nvls, k.p2p, k.perPeer = -1, -1, -1, -1
 	got := 0
@@ -71,15 +71,15 @@ func (a *analyzer) countsLine(m, raw []byte, spliced bool, no int64) {
 	if got == 0 {
 		return
 	}
-	if v := a.graph.counts[k]; v != nil {
+	if v := g.counts[k]; v != nil {
 		v.procs++
 		return
 	}
-	if len(a.graph.counts) >= maxCounts {
+	if len(g.counts) >= maxCounts {
 		return
 	}
-	a.graph.counts[k] = &countVal{procs: 1, line: no, text: clip(raw)}
-	a.graph.countOrder = append(a.graph.countOrder, k)
+	g.counts[k] = &countVal{procs: 1, line: no, text: clip(raw)}
+	g.countOrder = append(g.countOrder, k)
 }
 
 var patternNames = map[int]string{
@@ -88,8 +88,8 @@ var patternNames = map[int]string{
 
 // patternLine reads "Pattern 4, crossNic 0, nChannels 12, bw 20.000000/20.000000,
 // type NVL/PIX, sameChannels 1".
-func (a *analyzer) patternLine(host int32, m []byte, no int64) {
-	if len(a.graph.patterns) >= maxPatterns {
+func (g *graphTracker) patternLine(host string, m []byte, no int64) {
+	if len(g.patterns) >= maxPatterns {
 		return
 	}
 	var pt Pattern
@@ -122,15 +122,13 @@ func (a *analyzer) patternLine(host int32, m []byte, no int64) {
 		return
 	}
 	pt.Name = patternNames[pt.Pattern]
-	if host >= 0 {
-		pt.Host = a.hosts.all[host].name
-	}
-	if a.graph.patternSeen[pt] {
+	pt.Host = host
+	if g.patternSeen[pt] {
 		return
 	}
-	a.graph.patternSeen[pt] = true
+	g.patternSeen[pt] = true
 	pt.Line = no
-	a.graph.patterns = append(a.graph.patterns, pt)
+	g.patterns = append(g.patterns, pt)
 }
 
 // fill puts the ring, count and pattern lines into ch.
@@ -156,4 +154,30 @@ func (g *graphTracker) nvlink() bool {
 		}
 	}
 	return false
+}
+
+// connectedLine reads what follows "Connected ": "all rings", "all trees",
+// "NVLS ...".
+func (g *graphTracker) connectedLine(r []byte) {
+	switch {
+	case bytes.HasPrefix(r, []byte("all rings")):
+		g.connRings++
+	case bytes.HasPrefix(r, []byte("all trees")):
+		g.connTrees++
+	case bytes.HasPrefix(r, []byte("NVLS")):
+		g.connNVLS++
+	}
+}
+
+// ringLine counts a ring order line "Channel 00/24 :    0   1" of channel
+// ch; total is the channel total after the slash (-1 when none).
+func (g *graphTracker) ringLine(ch, total int) {
+	g.ringLines++
+	g.maxRingID = max(g.maxRingID, ch)
+	if total > g.maxRingTotal {
+		g.maxRingTotal = total
+	}
+	if total > 0 && (g.minRingTotal == 0 || total < g.minRingTotal) {
+		g.minRingTotal = total
+	}
 }

@@ -129,17 +129,17 @@ func (a *analyzer) proc(host int32, pid int64) *procState {
 	return p
 }
 
-func (a *analyzer) addBareVersion(v []byte, no int64, raw []byte) {
+func (t *hostTracker) addBareVersion(v []byte, no int64, raw []byte) {
 	if len(v) == 0 {
 		return
 	}
-	for i := range a.hosts.bareVersion {
-		if a.hosts.bareVersion[i].Version == string(v) {
+	for i := range t.bareVersion {
+		if t.bareVersion[i].Version == string(v) {
 			return
 		}
 	}
-	if len(a.hosts.bareVersion) < maxSmallSet {
-		a.hosts.bareVersion = append(a.hosts.bareVersion, Version{Version: string(v), Line: no, Text: clip(raw)})
+	if len(t.bareVersion) < maxSmallSet {
+		t.bareVersion = append(t.bareVersion, Version{Version: string(v), Line: no, Text: clip(raw)})
 	}
 }
 
@@ -379,4 +379,12 @@ func (t *hostTracker) summarize(s *summary) {
 			s.silentHosts = append(s.silentHosts, t.all[c].name)
 		}
 	}
+}
+
+// nameOf is the name of host id as printed ("" for none).
+func (t *hostTracker) nameOf(id int32) string {
+	if id < 0 {
+		return ""
+	}
+	return t.all[id].name
 }

@@ -51,173 +51,192 @@ func (a *analyzer) message(h *header, host int32, m, raw []byte, spliced bool, n
 		}
 	}
 	if h.level == 'W' {
-		a.event(h.level, host, m, no)
+		a.events.add(h.level, host, m, no)
 		return
 	}
 	if len(m) == 0 {
 		return
 	}
+	msg := msgLine{h: h, host: host, p: p, m: m, raw: raw, spliced: spliced, no: no}
+	if a.dispatch(&msg) {
+		return
+	}
+	if isDigit(m[0]) && bytes.Contains(m, sCollCh) {
+		a.graph.countsLine(m, raw, spliced, no)
+		return
+	}
+	a.events.fromInfo(host, m, no)
+}
+
+// msgLine is one NCCL message and where it comes from.
+type msgLine struct {
+	h       *header
+	host    int32
+	p       *procState
+	m, raw  []byte
+	spliced bool
+	no      int64
+}
+
+// dispatch sends a message to its tracker by the text it starts with; it
+// reports false for a message no tracker takes.
+func (a *analyzer) dispatch(x *msgLine) bool {
+	m := x.m
 	switch m[0] {
 	case 'C':
-		switch {
-		case bytes.HasPrefix(m, pfxChannel):
-			a.channelLine(h, host, p, m[len(pfxChannel):], raw, spliced, no, false)
-			return
-		case bytes.HasPrefix(m, pfxCollNet):
-			a.channelLine(h, host, p, m[len(pfxCollNet):], raw, spliced, no, true)
-			return
-		case bytes.HasPrefix(m, pfxConnected):
-			r := m[len(pfxConnected):]
-			switch {
-			case bytes.HasPrefix(r, []byte("all rings")):
-				a.graph.connRings++
-			case bytes.HasPrefix(r, []byte("all trees")):
-				a.graph.connTrees++
-			case bytes.HasPrefix(r, []byte("NVLS")):
-				a.graph.connNVLS++
-			}
-			return
-		}
+		return a.cMessage(x)
 	case 'R':
 		if bytes.HasPrefix(m, pfxRing) {
-			a.channelLine(h, host, p, m[len(pfxRing):], raw, spliced, no, false)
-			return
+			a.channelLine(x.h, x.host, x.p, m[len(pfxRing):], x.raw, x.spliced, x.no, false)
+			return true
 		}
 	case 'N':
-		switch {
-		case bytes.HasPrefix(m, pfxVersion):
-			if p != nil && p.version == "" {
-				p.version = string(firstToken(m[len(pfxVersion):]))
-				p.versionLine, p.versionText = no, clip(raw)
-			} else if p == nil {
-				a.addBareVersion(firstToken(m[len(pfxVersion):]), no, raw)
-			}
-			return
-		case bytes.HasPrefix(m, pfxNET):
-			a.netLine(host, p, m, raw, no)
-			return
-		case bytes.HasPrefix(m, pfxNCCLEnv):
-			a.envLine(m, no)
-			return
-		case bytes.HasPrefix(m, pfxNVLSSup):
-			a.graph.nvlsSup = true
-			return
-		}
-	case 'U':
-		switch {
-		case bytes.HasPrefix(m, pfxUsingNet):
-			if p != nil && p.network == "" {
-				p.network = string(m[len(pfxUsingNet):])
-				p.networkLine, p.networkText = no, clip(raw)
-			}
-			return
-		case bytes.HasPrefix(m, pfxNonDevice):
-			a.net.nonDevice = true
-			a.pluginMsg(host, m, no)
-			return
-		}
-	case 'A':
-		if bytes.HasPrefix(m, pfxAssigned) {
-			if p != nil && p.network == "" {
-				n := m[len(pfxAssigned):]
-				if i := bytes.Index(n, []byte(" to comm")); i >= 0 {
-					n = n[:i]
-				}
-				p.network = string(n)
-				p.networkLine, p.networkText = no, clip(raw)
-			}
-			return
-		}
-	case 'I':
-		if bytes.HasPrefix(m, pfxInitNET) {
-			a.pluginMsg(host, m, no)
-			return
-		}
-	case 'F':
-		if bytes.HasPrefix(m, pfxFailNET) {
-			a.pluginMsg(host, m, no)
-			return
-		}
+		return a.nMessage(x)
+	case 'U', 'A', 'I', 'F':
+		return a.pluginMessage(x)
 	case 'G':
 		if bytes.HasPrefix(m, pfxGPUDirect) {
-			a.gpuGDRLine(host, m, raw, no)
-			return
+			a.net.gpuGDRLine(x.host, a.hosts.nameOf(x.host), m, x.raw, x.no)
+			return true
 		}
 		if bytes.HasPrefix(m, []byte("GPU/")) {
-			a.pathLine(host, p, m)
-			return
+			a.pathLine(x.host, x.p, m)
+			return true
 		}
 	case 'D':
 		if bytes.HasPrefix(m, pfxDMABuf) {
-			a.net.dmabuf = true
-			if host >= 0 {
-				if d, err := strconv.Atoi(string(firstToken(m[len(pfxDMABuf):]))); err == nil {
-					hs := a.hosts.all[host]
-					hs.dmabuf = addHostSet(hs.dmabuf, d, &a.hosts.budget)
-				}
-			}
-			return
+			a.dmabufLine(x.host, m)
+			return true
 		}
-	case 'c':
-		if bytes.HasPrefix(m, pfxCUDADrv) {
-			if p != nil && p.cuda == "" {
-				p.cuda = string(firstToken(m[len(pfxCUDADrv):]))
-				p.cudaLine, p.cudaText = no, clip(raw)
-			}
-			return
-		}
-		if bytes.HasPrefix(m, pfxComm) {
-			a.commLine(h, host, p, m, spliced, no)
-			return
-		}
-	case 'n':
-		// ncclCommInitRank comm 0x..., ncclCommInitRankConfig comm 0x...
-		if i := bytes.Index(m, sCommSp); i >= 0 && i < 40 && bytes.HasPrefix(m, []byte("nccl")) {
-			a.commLine(h, host, p, m[i+1:], spliced, no)
-			return
-		}
+	case 'c', 'n':
+		return a.commMessage(x)
 	case '=':
-		if bytes.HasPrefix(m, pfxSystem) && p != nil {
-			a.treeStart(host, p, h.tid, m, no)
-			return
+		if bytes.HasPrefix(m, pfxSystem) && x.p != nil {
+			a.treeStart(x.host, x.p, x.h.tid, m, x.no)
+			return true
 		}
 	case 'P':
 		if bytes.HasPrefix(m, pfxPattern) {
-			a.patternLine(host, m, no)
-			return
+			a.graph.patternLine(a.hosts.nameOf(x.host), m, x.no)
+			return true
 		}
 	case 'B':
-		if bytes.HasPrefix(m, pfxBootstrap) && host >= 0 {
+		if bytes.HasPrefix(m, pfxBootstrap) && x.host >= 0 {
 			if i := bytes.Index(m, []byte("Using ")); i >= 0 && i < 16 {
-				hs := a.hosts.all[host]
-				if hs.boot == "" {
+				if hs := a.hosts.all[x.host]; hs.boot == "" {
 					hs.boot = string(firstToken(m[i+6:]))
 				}
 			}
-			return
+			return true
 		}
 	}
-	if m[0] >= '0' && m[0] <= '9' {
-		if bytes.Contains(m, sCollCh) {
-			a.countsLine(m, raw, spliced, no)
-			return
-		}
+	return false
+}
+
+// cMessage takes channel lines and "Connected all rings|trees|NVLS".
+func (a *analyzer) cMessage(x *msgLine) bool {
+	m := x.m
+	switch {
+	case bytes.HasPrefix(m, pfxChannel):
+		a.channelLine(x.h, x.host, x.p, m[len(pfxChannel):], x.raw, x.spliced, x.no, false)
+	case bytes.HasPrefix(m, pfxCollNet):
+		a.channelLine(x.h, x.host, x.p, m[len(pfxCollNet):], x.raw, x.spliced, x.no, true)
+	case bytes.HasPrefix(m, pfxConnected):
+		a.graph.connectedLine(m[len(pfxConnected):])
+	default:
+		return false
 	}
-	// Errors reported at INFO level: propagated return codes
-	// ("transport/net.cc:1302 -> 6") and error texts.
-	if isPropagation(m) {
-		a.event('E', host, m, no)
+	return true
+}
+
+// nMessage takes "NCCL version", "NET/...", "NCCL_X set by environment"
+// and the NVLS support line.
+func (a *analyzer) nMessage(x *msgLine) bool {
+	m, p := x.m, x.p
+	switch {
+	case bytes.HasPrefix(m, pfxVersion):
+		if p != nil && p.version == "" {
+			p.version = string(firstToken(m[len(pfxVersion):]))
+			p.versionLine, p.versionText = x.no, clip(x.raw)
+		} else if p == nil {
+			a.hosts.addBareVersion(firstToken(m[len(pfxVersion):]), x.no, x.raw)
+		}
+	case bytes.HasPrefix(m, pfxNET):
+		a.netLine(x.host, p, m, x.raw, x.no)
+	case bytes.HasPrefix(m, pfxNCCLEnv):
+		a.net.envLine(m, x.no)
+	case bytes.HasPrefix(m, pfxNVLSSup):
+		a.graph.nvlsSup = true
+	default:
+		return false
+	}
+	return true
+}
+
+// pluginMessage takes the network choice of a process ("Using network X",
+// "Assigned NET plugin X to comm") and the plugin loading lines.
+func (a *analyzer) pluginMessage(x *msgLine) bool {
+	m, p := x.m, x.p
+	switch {
+	case bytes.HasPrefix(m, pfxUsingNet):
+		if p != nil && p.network == "" {
+			p.network = string(m[len(pfxUsingNet):])
+			p.networkLine, p.networkText = x.no, clip(x.raw)
+		}
+	case bytes.HasPrefix(m, pfxNonDevice):
+		a.net.nonDevice = true
+		a.net.pluginMsg(a.hosts.nameOf(x.host), m, x.no)
+	case bytes.HasPrefix(m, pfxAssigned):
+		if p != nil && p.network == "" {
+			n := m[len(pfxAssigned):]
+			if i := bytes.Index(n, []byte(" to comm")); i >= 0 {
+				n = n[:i]
+			}
+			p.network = string(n)
+			p.networkLine, p.networkText = x.no, clip(x.raw)
+		}
+	case bytes.HasPrefix(m, pfxInitNET), bytes.HasPrefix(m, pfxFailNET):
+		a.net.pluginMsg(a.hosts.nameOf(x.host), m, x.no)
+	default:
+		return false
+	}
+	return true
+}
+
+// commMessage takes "cudaDriverVersion N", "comm 0x..." and
+// "ncclCommInitRank comm 0x..." lines.
+func (a *analyzer) commMessage(x *msgLine) bool {
+	m, p := x.m, x.p
+	if m[0] == 'n' {
+		// ncclCommInitRank comm 0x..., ncclCommInitRankConfig comm 0x...
+		if i := bytes.Index(m, sCommSp); i >= 0 && i < 40 && bytes.HasPrefix(m, []byte("nccl")) {
+			a.commLine(x.h, x.host, p, m[i+1:], x.spliced, x.no)
+			return true
+		}
+		return false
+	}
+	switch {
+	case bytes.HasPrefix(m, pfxCUDADrv):
+		if p != nil && p.cuda == "" {
+			p.cuda = string(firstToken(m[len(pfxCUDADrv):]))
+			p.cudaLine, p.cudaText = x.no, clip(x.raw)
+		}
+	case bytes.HasPrefix(m, pfxComm):
+		a.commLine(x.h, x.host, p, m, x.spliced, x.no)
+	default:
+		return false
+	}
+	return true
+}
+
+// dmabufLine reads "DMA-BUF is available on GPU device N".
+func (a *analyzer) dmabufLine(host int32, m []byte) {
+	a.net.dmabuf = true
+	if host < 0 {
 		return
 	}
-	if bytes.Contains(m, sRror) {
-		if strongError(m) {
-			a.event('E', host, m, no)
-		} else {
-			a.event('I', host, m, no)
-		}
-		return
-	}
-	if bytes.Contains(m, sRetry) {
-		a.event('I', host, m, no)
+	if d, err := strconv.Atoi(string(firstToken(m[len(pfxDMABuf):]))); err == nil {
+		hs := a.hosts.all[host]
+		hs.dmabuf = addHostSet(hs.dmabuf, d, &a.hosts.budget)
 	}
 }

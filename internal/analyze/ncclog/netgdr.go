@@ -40,7 +40,7 @@ type gpuGDRKey struct {
 	hca  int
 }
 
-func (a *analyzer) envLine(m []byte, no int64) {
+func (n *netTracker) envLine(m []byte, no int64) {
 	i := bytes.Index(m, sEnvTo)
 	if i < 0 {
 		return
@@ -49,28 +49,25 @@ func (a *analyzer) envLine(m []byte, no int64) {
 	val := bytes.TrimSpace(m[i+len(sEnvTo):])
 	val = bytes.TrimSuffix(val, []byte("."))
 	k := envKey{name, clip(val)}
-	if v := a.net.env[k]; v != nil {
+	if v := n.env[k]; v != nil {
 		v.procs++
 		return
 	}
-	if len(a.net.env) >= maxEnv {
+	if len(n.env) >= maxEnv {
 		return
 	}
-	a.net.env[k] = &envVal{procs: 1, line: no}
-	a.net.envOrder = append(a.net.envOrder, k)
+	n.env[k] = &envVal{procs: 1, line: no}
+	n.envOrder = append(n.envOrder, k)
 }
 
-func (a *analyzer) pluginMsg(host int32, m []byte, no int64) {
+func (n *netTracker) pluginMsg(host string, m []byte, no int64) {
 	k := reDigits.ReplaceAllString(string(m), "#")
-	if a.net.pluginSeen[k] || len(a.net.pluginMsgs) >= maxPluginMsgs {
+	if n.pluginSeen[k] || len(n.pluginMsgs) >= maxPluginMsgs {
 		return
 	}
-	a.net.pluginSeen[k] = true
-	ev := Event{Line: no, Level: "info", Message: clip(m), Count: 1}
-	if host >= 0 {
-		ev.Host = a.hosts.all[host].name
-	}
-	a.net.pluginMsgs = append(a.net.pluginMsgs, ev)
+	n.pluginSeen[k] = true
+	ev := Event{Line: no, Host: host, Level: "info", Message: clip(m), Count: 1}
+	n.pluginMsgs = append(n.pluginMsgs, ev)
 }
 
 // netLine handles "NET/<plugin> ..." lines.
@@ -92,11 +89,11 @@ func (a *analyzer) netLine(host int32, p *procState, m, raw []byte, no int64) {
 	}
 	switch {
 	case string(plugin) == "Plugin":
-		a.pluginMsg(host, m, no)
+		a.net.pluginMsg(a.hosts.nameOf(host), m, no)
 	case string(plugin) == "OFI":
-		a.ofiLine(p, r, raw, no)
+		a.net.ofiLine(p, r, raw, no)
 	case bytes.HasPrefix(r, pfxGPUDirect):
-		a.hcaGDRLine(host, string(plugin), r[len(pfxGPUDirect):], raw, no)
+		a.net.hcaGDRLine(host, a.hosts.nameOf(host), string(plugin), r[len(pfxGPUDirect):], raw, no)
 	case bytes.HasPrefix(r, []byte("Using ")) && colon:
 		if hs == nil {
 			return
@@ -116,11 +113,11 @@ func (a *analyzer) netLine(host int32, p *procState, m, raw []byte, no int64) {
 		if hs != nil && string(plugin) == "IB" {
 			hs.noIB = true
 		}
-		a.pluginMsg(host, m, no)
+		a.net.pluginMsg(a.hosts.nameOf(host), m, no)
 	default:
 		if string(plugin) != "IB" && string(plugin) != "Socket" &&
 			(bytes.Contains(r, []byte("ver")) || bytes.Contains(r, []byte("plugin"))) {
-			a.pluginMsg(host, m, no)
+			a.net.pluginMsg(a.hosts.nameOf(host), m, no)
 		}
 	}
 }
@@ -164,13 +161,13 @@ func (a *analyzer) ibUsing(hs *hostState, r []byte, no int64) {
 	}
 }
 
-func (a *analyzer) ofiLine(p *procState, r, raw []byte, no int64) {
+func (n *netTracker) ofiLine(p *procState, r, raw []byte, no int64) {
 	switch {
 	case bytes.HasPrefix(r, []byte("Selected Provider is ")):
 		s := r[len("Selected Provider is "):]
-		a.net.ofiProvider = string(firstToken(s))
+		n.ofiProvider = string(firstToken(s))
 		if i := bytes.Index(s, []byte("(found ")); i >= 0 {
-			a.net.ofiNICs = atoiOr(firstToken(s[i+7:]), 0)
+			n.ofiNICs = atoiOr(firstToken(s[i+7:]), 0)
 		}
 	case bytes.HasPrefix(r, []byte("Initializing ")):
 		if p != nil && p.ofiVersion == "" {
@@ -178,12 +175,12 @@ func (a *analyzer) ofiLine(p *procState, r, raw []byte, no int64) {
 			p.ofiLine, p.ofiText = no, clip(raw)
 		}
 	case bytes.HasPrefix(r, []byte("Using Libfabric version ")):
-		a.net.libfabric = string(firstToken(r[len("Using Libfabric version "):]))
+		n.libfabric = string(firstToken(r[len("Using Libfabric version "):]))
 	}
 }
 
 // hcaGDRLine reads "Enabled for HCA 0 'mlx5_0'" (after "GPU Direct RDMA ").
-func (a *analyzer) hcaGDRLine(host int32, plugin string, r, raw []byte, no int64) {
+func (n *netTracker) hcaGDRLine(host int32, hostName, plugin string, r, raw []byte, no int64) {
 	var enabled bool
 	switch {
 	case bytes.HasPrefix(r, []byte("Enabled")):
@@ -205,20 +202,18 @@ func (a *analyzer) hcaGDRLine(host int32, plugin string, r, raw []byte, no int64
 		}
 	}
 	k := gpuGDRKey{host: host, gpu: plugin + "/" + name, hca: idx}
-	if a.net.hcaSeen[k] || len(a.net.hcaGDR) >= maxHCAGDR {
+	if n.hcaSeen[k] || len(n.hcaGDR) >= maxHCAGDR {
 		return
 	}
-	a.net.hcaSeen[k] = true
+	n.hcaSeen[k] = true
 	e := HCAGDR{Plugin: plugin, Index: idx, Name: name, Enabled: enabled, Line: no, Text: clip(raw)}
-	if host >= 0 {
-		e.Host = a.hosts.all[host].name
-	}
-	a.net.hcaGDR = append(a.net.hcaGDR, e)
+	e.Host = hostName
+	n.hcaGDR = append(n.hcaGDR, e)
 }
 
 // gpuGDRLine reads "GPU Direct RDMA Enabled for GPU 81000 / HCA 1 (distance
 // 6 <= 7), read 0" and its Disabled form.
-func (a *analyzer) gpuGDRLine(host int32, m, raw []byte, no int64) {
+func (n *netTracker) gpuGDRLine(host int32, hostName string, m, raw []byte, no int64) {
 	r := m[len(pfxGPUDirect):]
 	var enabled bool
 	switch {
@@ -243,15 +238,13 @@ func (a *analyzer) gpuGDRLine(host int32, m, raw []byte, no int64) {
 		}
 	}
 	k := gpuGDRKey{host: host, gpu: gpu, hca: hca}
-	if a.net.gpuSeen[k] || len(a.net.gpuGDR) >= maxGPUGDR {
+	if n.gpuSeen[k] || len(n.gpuGDR) >= maxGPUGDR {
 		return
 	}
-	a.net.gpuSeen[k] = true
+	n.gpuSeen[k] = true
 	e := GPUGDR{GPU: gpu, HCA: hca, Enabled: enabled, Distance: dist, Limit: lim, Line: no, Text: clip(raw)}
-	if host >= 0 {
-		e.Host = a.hosts.all[host].name
-	}
-	a.net.gpuGDR = append(a.net.gpuGDR, e)
+	e.Host = hostName
+	n.gpuGDR = append(n.gpuGDR, e)
 }
 
 // network is what the processes and the channel transports say about the
