@@ -79,7 +79,7 @@ func (a *analyzer) channelLine(h *header, host int32, p *procState, r, raw []byt
 		a.chans.garbled++
 		return
 	}
-	tr := a.transport(bytes.TrimSpace(r[via+len(sVia):]))
+	tr := a.chans.transport(bytes.TrimSpace(r[via+len(sVia):]))
 	printer := from
 	if dir == 2 && to >= 0 {
 		printer = to
@@ -101,48 +101,58 @@ func (a *analyzer) channelLine(h *header, host int32, p *procState, r, raw []byt
 				PID: h.pid, Source: "channel", Line: no})
 		}
 	}
+	if !a.chans.track(k, ch, slash, raw, no) {
+		// Too many distinct connections: judge this line now with what
+		// is known so far and count it.
+		a.chans.untrackedLine(k, a.locality(k, nil), no, raw)
+	}
+}
+
+// track keeps a new connection of channel ch (connection index slash, or
+// -1), first printed on line no; it reports false past maxConns.
+func (c *channelTracker) track(k connKey, ch, slash int, raw []byte, no int64) bool {
+	if len(c.conns) >= maxConns {
+		return false
+	}
 	conn := int8(-1)
 	if slash >= 0 && slash < 128 {
 		conn = int8(slash)
 	}
-	if len(a.chans.conns) < maxConns {
-		c := &connState{lines: 1, first: no, channel: int16(min(ch, 1<<14)), conn: conn, text: -1}
-		if a.chans.textBytes < maxTextBytes {
-			t := clip(raw)
-			c.text = int32(len(a.chans.texts))
-			a.chans.texts = append(a.chans.texts, t)
-			a.chans.textBytes += len(t)
-		}
-		a.chans.conns[k] = c
-		a.chans.connOrder = append(a.chans.connOrder, k)
-		return
+	cs := &connState{lines: 1, first: no, channel: int16(min(ch, 1<<14)), conn: conn, text: -1}
+	if c.textBytes < maxTextBytes {
+		t := clip(raw)
+		cs.text = int32(len(c.texts))
+		c.texts = append(c.texts, t)
+		c.textBytes += len(t)
 	}
-	// Too many distinct connections: judge this line now with what is
-	// known so far and count it.
-	a.chans.untracked++
-	loc := a.locality(k, nil)
-	t := a.chans.transports[tr]
-	t.untracked[loc]++
-	a.noteOffender(t, loc, no, host, raw)
+	c.conns[k] = cs
+	c.connOrder = append(c.connOrder, k)
+	return true
 }
 
-func (a *analyzer) noteOffender(t *transport, loc int, no int64, host int32, raw []byte) {
+// untrackedLine counts a line of a connection past the cap at locality
+// loc, and keeps it as an offender (NET without GDRDMA, intra-node over
+// NET, SHM).
+func (c *channelTracker) untrackedLine(k connKey, loc int, no int64, raw []byte) {
+	c.untracked++
+	t := c.transports[k.tr]
+	t.untracked[loc]++
 	o := func(list []offender) []offender {
 		if len(list) >= maxOffenders {
 			return list
 		}
-		return append(list, offender{line: no, host: host, text: clip(raw), loc: loc})
+		return append(list, offender{line: no, host: k.printer, text: clip(raw), loc: loc})
 	}
 	switch {
 	case (t.class == clNET || t.class == clCollNet) && loc == locIntra:
-		a.chans.offLoop = o(a.chans.offLoop)
+		c.offLoop = o(c.offLoop)
 		if !t.gdr {
-			a.chans.offNet = o(a.chans.offNet)
+			c.offNet = o(c.offNet)
 		}
 	case (t.class == clNET || t.class == clCollNet) && !t.gdr:
-		a.chans.offNet = o(a.chans.offNet)
+		c.offNet = o(c.offNet)
 	case t.class == clSHM:
-		a.chans.offSHM = o(a.chans.offSHM)
+		c.offSHM = o(c.offSHM)
 	}
 }
 
@@ -209,24 +219,24 @@ func parseEnds(b []byte, collnet bool) (from, to int32, dir int8, ok bool) {
 }
 
 // transport interns a transport string ("P2P/CUMEM/read", "NET/IB/0/GDRDMA").
-func (a *analyzer) transport(t []byte) int16 {
-	if i, ok := a.chans.trIdx[string(t)]; ok {
+func (c *channelTracker) transport(t []byte) int16 {
+	if i, ok := c.trIdx[string(t)]; ok {
 		return i
 	}
-	if len(a.chans.transports) >= maxTransports {
+	if len(c.transports) >= maxTransports {
 		// one shared bucket for the rest
-		if i, ok := a.chans.trIdx["(other)"]; ok {
+		if i, ok := c.trIdx["(other)"]; ok {
 			return i
 		}
-		i := int16(len(a.chans.transports))
-		a.chans.transports = append(a.chans.transports, &transport{name: "(other)", class: clOther, netDev: -1})
-		a.chans.trIdx["(other)"] = i
+		i := int16(len(c.transports))
+		c.transports = append(c.transports, &transport{name: "(other)", class: clOther, netDev: -1})
+		c.trIdx["(other)"] = i
 		return i
 	}
 	tp := classify(string(t))
-	i := int16(len(a.chans.transports))
-	a.chans.transports = append(a.chans.transports, tp)
-	a.chans.trIdx[tp.name] = i
+	i := int16(len(c.transports))
+	c.transports = append(c.transports, tp)
+	c.trIdx[tp.name] = i
 	return i
 }
 

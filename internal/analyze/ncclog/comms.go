@@ -3,6 +3,7 @@ package ncclog
 import (
 	"bytes"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 )
@@ -141,124 +142,138 @@ func (a *analyzer) comm(id string, line int64) int32 {
 	return i
 }
 
-// commLine reads "comm 0x.. rank R nranks N cudaDev D [nvmlDev E] busId B
-// [commId C] - Init START|COMPLETE" (also Destroy/Abort), and
-// "comm 0x.. rank R nRanks N nNodes K localRanks L localRank l MNNVL m".
-func (a *analyzer) commLine(h *header, host int32, p *procState, m []byte, spliced bool, no int64) {
+// commFields are the fields of a "comm 0x..." line.
+type commFields struct {
+	ptr                  string
+	rank, nranks, nnodes int
+	cudaDev, nvmlDev     *int
+	busID, commID        string
+	mnnvl, complete      bool
+}
+
+// parseCommLine reads the fields of a "comm 0x..." line; ok is false
+// without a rank.
+func parseCommLine(m []byte, spliced bool) (c commFields, ok bool) {
 	f := bytes.Fields(m)
 	if spliced && len(f) > 0 {
 		f = f[:len(f)-1] // the last field may be cut
 	}
 	if len(f) < 4 {
-		return
+		return c, false
 	}
-	ptr := string(f[1])
-	var rank, nranks, nnodes = -1, -1, -1
-	var cudaDev, nvmlDev *int
-	var busID, commID string
-	mnnvl := false
+	c = commFields{ptr: string(f[1]), rank: -1, nranks: -1, nnodes: -1}
 	for i := 2; i+1 < len(f); i++ {
 		v := f[i+1]
 		switch string(f[i]) {
 		case "rank":
-			rank = atoiOr(v, -1)
+			c.rank = atoiOr(v, -1)
 		case "nranks", "nRanks":
-			nranks = atoiOr(v, -1)
+			c.nranks = atoiOr(v, -1)
 		case "nNodes":
-			nnodes = atoiOr(v, -1)
+			c.nnodes = atoiOr(v, -1)
 		case "cudaDev":
 			if d := atoiOr(v, -1); d >= 0 {
-				cudaDev = &d
+				c.cudaDev = &d
 			}
 		case "nvmlDev":
 			if d := atoiOr(v, -1); d >= 0 {
-				nvmlDev = &d
+				c.nvmlDev = &d
 			}
 		case "busId":
-			busID = string(v)
+			c.busID = string(v)
 		case "commId":
-			commID = string(v)
+			c.commID = string(v)
 		case "MNNVL":
-			mnnvl = string(v) == "1"
+			c.mnnvl = string(v) == "1"
 		default:
 			continue
 		}
 		i++
 	}
-	if rank < 0 || rank > 1<<30 {
+	c.complete = bytes.Contains(m, []byte("Init COMPLETE"))
+	return c, c.rank >= 0 && c.rank <= 1<<30
+}
+
+// commLine reads "comm 0x.. rank R nranks N cudaDev D [nvmlDev E] busId B
+// [commId C] - Init START|COMPLETE" (also Destroy/Abort), and
+// "comm 0x.. rank R nRanks N nNodes K localRanks L localRank l MNNVL m".
+func (a *analyzer) commLine(h *header, host int32, p *procState, m []byte, spliced bool, no int64) {
+	f, ok := parseCommLine(m, spliced)
+	if !ok {
 		return
 	}
-	complete := bytes.Contains(m, []byte("Init COMPLETE"))
 	ci := int32(-1)
-	if commID != "" {
-		ci = a.comm(commID, no)
+	if f.commID != "" {
+		ci = a.comm(f.commID, no)
 	} else if p != nil && p.ptrs != nil {
-		if c, ok := p.ptrs[ptr]; ok {
+		if c, ok := p.ptrs[f.ptr]; ok {
 			ci = c
 		}
 	}
 	if ci >= 0 {
-		c := a.comms.all[ci]
-		if nranks > 0 && c.nranks == 0 {
-			c.nranks = nranks
-		}
-		if nnodes > 0 {
-			c.nnodes = nnodes
-		}
-		if mnnvl {
-			c.mnnvl = true
-		}
-		if complete {
-			c.complete++
-		}
+		a.comms.all[ci].update(f)
 		if p != nil {
-			if p.ptrs == nil {
-				p.ptrs = map[string]int32{}
-			}
-			if len(p.ptrs) >= maxProcComms {
-				clear(p.ptrs)
-			}
-			p.ptrs[ptr] = ci
-			found := false
-			for _, pc := range p.comms {
-				if pc.comm == ci {
-					found = true
-					break
-				}
-			}
-			if !found {
-				if len(p.comms) >= maxProcComms { // keep the latest ones
-					p.comms = append(p.comms[:0], p.comms[1:]...)
-				}
-				p.comms = append(p.comms, procComm{comm: ci, tid: h.tid})
-			}
+			p.noteComm(f.ptr, ci, h.tid)
 		}
-	} else if nnodes > 0 {
+	} else if f.nnodes > 0 {
 		// topology line of a communicator we only know by pointer
-		a.orphanNNodes(nnodes)
+		a.orphanNNodes(f.nnodes)
 	}
-	if nnodes > 0 {
+	if f.nnodes > 0 {
 		return // the nNodes line carries no device facts
 	}
+	r := Rank{Rank: f.rank, CUDADev: f.cudaDev, NVMLDev: f.nvmlDev, BusID: f.busID, CommID: f.commID,
+		Source: "init", InitComplete: f.complete, Line: no}
+	if f.nranks > 0 {
+		r.NRanks = f.nranks
+	}
 	if host >= 0 {
-		a.placeRank(ci, int32(rank), host)
-		if busID != "" {
-			hs := a.hosts.all[host]
-			hs.gpus = addHostSet(hs.gpus, busID, &a.hosts.budget)
+		a.placeRank(ci, int32(f.rank), host)
+		hs := a.hosts.all[host]
+		if f.busID != "" {
+			hs.gpus = addHostSet(hs.gpus, f.busID, &a.hosts.budget)
 		}
-	}
-	r := Rank{Rank: rank, CUDADev: cudaDev, NVMLDev: nvmlDev, BusID: busID, CommID: commID,
-		Source: "init", InitComplete: complete, Line: no}
-	if nranks > 0 {
-		r.NRanks = nranks
-	}
-	if host >= 0 {
-		r.Host = a.hosts.all[host].name
+		r.Host = hs.name
 	}
 	if h.hasPID {
 		r.PID = h.pid
 	}
-	a.addRankRec(rankKey{comm: ci, rank: int32(rank)}, r)
+	a.addRankRec(rankKey{comm: ci, rank: int32(f.rank)}, r)
+}
+
+// update takes what a comm line says about its communicator.
+func (c *commState) update(f commFields) {
+	if f.nranks > 0 && c.nranks == 0 {
+		c.nranks = f.nranks
+	}
+	if f.nnodes > 0 {
+		c.nnodes = f.nnodes
+	}
+	if f.mnnvl {
+		c.mnnvl = true
+	}
+	if f.complete {
+		c.complete++
+	}
+}
+
+// noteComm remembers that the process's communicator pointer ptr is ci,
+// set up by thread tid (the latest maxProcComms of each are kept).
+func (p *procState) noteComm(ptr string, ci int32, tid int64) {
+	if p.ptrs == nil {
+		p.ptrs = map[string]int32{}
+	}
+	if len(p.ptrs) >= maxProcComms {
+		clear(p.ptrs)
+	}
+	p.ptrs[ptr] = ci
+	if slices.ContainsFunc(p.comms, func(pc procComm) bool { return pc.comm == ci }) {
+		return
+	}
+	if len(p.comms) >= maxProcComms { // keep the latest ones
+		p.comms = append(p.comms[:0], p.comms[1:]...)
+	}
+	p.comms = append(p.comms, procComm{comm: ci, tid: tid})
 }
 
 // orphanNNodes keeps nNodes of communicators known only by pointer in a
