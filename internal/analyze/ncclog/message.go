@@ -57,8 +57,7 @@ func (a *analyzer) message(h *header, host int32, m, raw []byte, spliced bool, n
 	if len(m) == 0 {
 		return
 	}
-	msg := msgLine{h: h, host: host, p: p, m: m, raw: raw, spliced: spliced, no: no}
-	if a.dispatch(&msg) {
+	if a.dispatch(h, host, p, m, raw, spliced, no) {
 		return
 	}
 	if isDigit(m[0]) && bytes.Contains(m, sCollCh) {
@@ -68,62 +67,51 @@ func (a *analyzer) message(h *header, host int32, m, raw []byte, spliced bool, n
 	a.events.fromInfo(host, m, no)
 }
 
-// msgLine is one NCCL message and where it comes from.
-type msgLine struct {
-	h       *header
-	host    int32
-	p       *procState
-	m, raw  []byte
-	spliced bool
-	no      int64
-}
-
 // dispatch sends a message to its tracker by the text it starts with; it
 // reports false for a message no tracker takes.
-func (a *analyzer) dispatch(x *msgLine) bool {
-	m := x.m
+func (a *analyzer) dispatch(h *header, host int32, p *procState, m, raw []byte, spliced bool, no int64) bool {
 	switch m[0] {
 	case 'C':
-		return a.cMessage(x)
+		return a.cMessage(h, host, p, m, raw, spliced, no)
 	case 'R':
 		if bytes.HasPrefix(m, pfxRing) {
-			a.channelLine(x.h, x.host, x.p, m[len(pfxRing):], x.raw, x.spliced, x.no, false)
+			a.channelLine(h, host, p, m[len(pfxRing):], raw, spliced, no, false)
 			return true
 		}
 	case 'N':
-		return a.nMessage(x)
+		return a.nMessage(host, p, m, raw, no)
 	case 'U', 'A', 'I', 'F':
-		return a.pluginMessage(x)
+		return a.pluginMessage(host, p, m, raw, no)
 	case 'G':
 		if bytes.HasPrefix(m, pfxGPUDirect) {
-			a.net.gpuGDRLine(x.host, a.hosts.nameOf(x.host), m, x.raw, x.no)
+			a.net.gpuGDRLine(host, a.hosts.nameOf(host), m, raw, no)
 			return true
 		}
 		if bytes.HasPrefix(m, []byte("GPU/")) {
-			a.pathLine(x.host, x.p, m)
+			a.pathLine(host, p, m)
 			return true
 		}
 	case 'D':
 		if bytes.HasPrefix(m, pfxDMABuf) {
-			a.dmabufLine(x.host, m)
+			a.dmabufLine(host, m)
 			return true
 		}
 	case 'c', 'n':
-		return a.commMessage(x)
+		return a.commMessage(h, host, p, m, raw, spliced, no)
 	case '=':
-		if bytes.HasPrefix(m, pfxSystem) && x.p != nil {
-			a.treeStart(x.host, x.p, x.h.tid, m, x.no)
+		if bytes.HasPrefix(m, pfxSystem) && p != nil {
+			a.treeStart(host, p, h.tid, m, no)
 			return true
 		}
 	case 'P':
 		if bytes.HasPrefix(m, pfxPattern) {
-			a.graph.patternLine(a.hosts.nameOf(x.host), m, x.no)
+			a.graph.patternLine(a.hosts.nameOf(host), m, no)
 			return true
 		}
 	case 'B':
-		if bytes.HasPrefix(m, pfxBootstrap) && x.host >= 0 {
+		if bytes.HasPrefix(m, pfxBootstrap) && host >= 0 {
 			if i := bytes.Index(m, []byte("Using ")); i >= 0 && i < 16 {
-				if hs := a.hosts.all[x.host]; hs.boot == "" {
+				if hs := a.hosts.all[host]; hs.boot == "" {
 					hs.boot = string(firstToken(m[i+6:]))
 				}
 			}
@@ -134,13 +122,12 @@ func (a *analyzer) dispatch(x *msgLine) bool {
 }
 
 // cMessage takes channel lines and "Connected all rings|trees|NVLS".
-func (a *analyzer) cMessage(x *msgLine) bool {
-	m := x.m
+func (a *analyzer) cMessage(h *header, host int32, p *procState, m, raw []byte, spliced bool, no int64) bool {
 	switch {
 	case bytes.HasPrefix(m, pfxChannel):
-		a.channelLine(x.h, x.host, x.p, m[len(pfxChannel):], x.raw, x.spliced, x.no, false)
+		a.channelLine(h, host, p, m[len(pfxChannel):], raw, spliced, no, false)
 	case bytes.HasPrefix(m, pfxCollNet):
-		a.channelLine(x.h, x.host, x.p, m[len(pfxCollNet):], x.raw, x.spliced, x.no, true)
+		a.channelLine(h, host, p, m[len(pfxCollNet):], raw, spliced, no, true)
 	case bytes.HasPrefix(m, pfxConnected):
 		a.graph.connectedLine(m[len(pfxConnected):])
 	default:
@@ -151,20 +138,19 @@ func (a *analyzer) cMessage(x *msgLine) bool {
 
 // nMessage takes "NCCL version", "NET/...", "NCCL_X set by environment"
 // and the NVLS support line.
-func (a *analyzer) nMessage(x *msgLine) bool {
-	m, p := x.m, x.p
+func (a *analyzer) nMessage(host int32, p *procState, m, raw []byte, no int64) bool {
 	switch {
 	case bytes.HasPrefix(m, pfxVersion):
 		if p != nil && p.version == "" {
 			p.version = string(firstToken(m[len(pfxVersion):]))
-			p.versionLine, p.versionText = x.no, clip(x.raw)
+			p.versionLine, p.versionText = no, clip(raw)
 		} else if p == nil {
-			a.hosts.addBareVersion(firstToken(m[len(pfxVersion):]), x.no, x.raw)
+			a.hosts.addBareVersion(firstToken(m[len(pfxVersion):]), no, raw)
 		}
 	case bytes.HasPrefix(m, pfxNET):
-		a.netLine(x.host, p, m, x.raw, x.no)
+		a.netLine(host, p, m, raw, no)
 	case bytes.HasPrefix(m, pfxNCCLEnv):
-		a.net.envLine(m, x.no)
+		a.net.envLine(m, no)
 	case bytes.HasPrefix(m, pfxNVLSSup):
 		a.graph.nvlsSup = true
 	default:
@@ -175,17 +161,16 @@ func (a *analyzer) nMessage(x *msgLine) bool {
 
 // pluginMessage takes the network choice of a process ("Using network X",
 // "Assigned NET plugin X to comm") and the plugin loading lines.
-func (a *analyzer) pluginMessage(x *msgLine) bool {
-	m, p := x.m, x.p
+func (a *analyzer) pluginMessage(host int32, p *procState, m, raw []byte, no int64) bool {
 	switch {
 	case bytes.HasPrefix(m, pfxUsingNet):
 		if p != nil && p.network == "" {
 			p.network = string(m[len(pfxUsingNet):])
-			p.networkLine, p.networkText = x.no, clip(x.raw)
+			p.networkLine, p.networkText = no, clip(raw)
 		}
 	case bytes.HasPrefix(m, pfxNonDevice):
 		a.net.nonDevice = true
-		a.net.pluginMsg(a.hosts.nameOf(x.host), m, x.no)
+		a.net.pluginMsg(a.hosts.nameOf(host), m, no)
 	case bytes.HasPrefix(m, pfxAssigned):
 		if p != nil && p.network == "" {
 			n := m[len(pfxAssigned):]
@@ -193,10 +178,10 @@ func (a *analyzer) pluginMessage(x *msgLine) bool {
 				n = n[:i]
 			}
 			p.network = string(n)
-			p.networkLine, p.networkText = x.no, clip(x.raw)
+			p.networkLine, p.networkText = no, clip(raw)
 		}
 	case bytes.HasPrefix(m, pfxInitNET), bytes.HasPrefix(m, pfxFailNET):
-		a.net.pluginMsg(a.hosts.nameOf(x.host), m, x.no)
+		a.net.pluginMsg(a.hosts.nameOf(host), m, no)
 	default:
 		return false
 	}
@@ -205,12 +190,11 @@ func (a *analyzer) pluginMessage(x *msgLine) bool {
 
 // commMessage takes "cudaDriverVersion N", "comm 0x..." and
 // "ncclCommInitRank comm 0x..." lines.
-func (a *analyzer) commMessage(x *msgLine) bool {
-	m, p := x.m, x.p
+func (a *analyzer) commMessage(h *header, host int32, p *procState, m, raw []byte, spliced bool, no int64) bool {
 	if m[0] == 'n' {
 		// ncclCommInitRank comm 0x..., ncclCommInitRankConfig comm 0x...
 		if i := bytes.Index(m, sCommSp); i >= 0 && i < 40 && bytes.HasPrefix(m, []byte("nccl")) {
-			a.commLine(x.h, x.host, p, m[i+1:], x.spliced, x.no)
+			a.commLine(h, host, p, m[i+1:], spliced, no)
 			return true
 		}
 		return false
@@ -219,10 +203,10 @@ func (a *analyzer) commMessage(x *msgLine) bool {
 	case bytes.HasPrefix(m, pfxCUDADrv):
 		if p != nil && p.cuda == "" {
 			p.cuda = string(firstToken(m[len(pfxCUDADrv):]))
-			p.cudaLine, p.cudaText = x.no, clip(x.raw)
+			p.cudaLine, p.cudaText = no, clip(raw)
 		}
 	case bytes.HasPrefix(m, pfxComm):
-		a.commLine(x.h, x.host, p, m, x.spliced, x.no)
+		a.commLine(h, host, p, m, spliced, no)
 	default:
 		return false
 	}
