@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/readertest"
 )
 
@@ -109,17 +108,7 @@ func TestInputErrors(t *testing.T) {
 		{"readerr", io.MultiReader(strings.NewReader("h:1:1 [0] NCCL INFO a\nh:1:1 [0] NCCL INFO b\n"), errReader{}), 3, "read: disk on fire"},
 	} {
 		_, _, err := Analyze(tt.name, tt.in)
-		var pe *textio.ParseError
-		if !errors.As(err, &pe) {
-			t.Errorf("%s: err = %v, want a ParseError", tt.name, err)
-			continue
-		}
-		if pe.Name != tt.name || pe.Line != tt.line || !strings.Contains(pe.Msg, tt.msg) {
-			t.Errorf("%s: %v, want line %d and %q", tt.name, err, tt.line, tt.msg)
-		}
-		if !strings.HasPrefix(err.Error(), tt.name+":") {
-			t.Errorf("%s: error %q does not name the file", tt.name, err)
-		}
+		readertest.WantParseError(t, err, tt.name, tt.line, tt.msg)
 	}
 }
 

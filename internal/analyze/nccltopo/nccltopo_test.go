@@ -2,14 +2,12 @@ package nccltopo
 
 import (
 	"bytes"
-	"errors"
 	"flag"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/readertest"
 )
@@ -292,14 +290,7 @@ func TestInputErrors(t *testing.T) {
 		{"binary.xml", "\x00\x01<\x02", 1, "not XML"},
 	} {
 		_, _, err := Analyze(tt.name, strings.NewReader(tt.in))
-		var pe *textio.ParseError
-		if !errors.As(err, &pe) {
-			t.Errorf("%s: err = %v, want a ParseError", tt.name, err)
-			continue
-		}
-		if pe.Name != tt.name || pe.Line != tt.line || !strings.Contains(pe.Msg, tt.msg) {
-			t.Errorf("%s: %v, want line %d and %q", tt.name, err, tt.line, tt.msg)
-		}
+		readertest.WantParseError(t, err, tt.name, tt.line, tt.msg)
 	}
 }
 

@@ -166,6 +166,20 @@ func CheckOutcome(t testing.TB, name string, rep Report, verdicts []result.Resul
 	}
 }
 
+// WantParseError fails t unless err is a *textio.ParseError naming the
+// file name and line, with msg in its message and the text "name:line: ...".
+func WantParseError(t testing.TB, err error, name string, line int, msg string) {
+	t.Helper()
+	var pe *textio.ParseError
+	if !errors.As(err, &pe) {
+		t.Errorf("%s: err = %v, want a ParseError", name, err)
+		return
+	}
+	if pe.Name != name || pe.Line != line || !strings.Contains(pe.Msg, msg) || !strings.HasPrefix(err.Error(), name+":") {
+		t.Errorf("%s: %v, want line %d and %q", name, err, line, msg)
+	}
+}
+
 // WantVerdicts fails t for each wanted verdict ("status id reason
 // subject") missing from got.
 func WantVerdicts(t testing.TB, got []result.Result, want []string) {
