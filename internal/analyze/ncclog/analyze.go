@@ -113,50 +113,6 @@ func newAnalyzer(name string) *analyzer {
 	}
 }
 
-// line handles one physical line.
-func (a *analyzer) line(b []byte, no int64, cut bool) {
-	if bytes.IndexByte(b, 0) >= 0 && a.stats.nulLine == 0 {
-		a.stats.nulLine = no
-	}
-	a.hs = findHeaders(b, a.hs[:0])
-	if len(a.hs) == 0 {
-		a.plainLine(b, no)
-		return
-	}
-	if len(a.hs) > 1 {
-		a.stats.spliced++
-	}
-	hostIDs := [8]int32{}
-	for i := range a.hs {
-		id := a.resolveHost(b, &a.hs[i], i == 0)
-		if i < len(hostIDs) {
-			hostIDs[i] = id
-		}
-	}
-	for i := range a.hs {
-		h := &a.hs[i]
-		end := len(b)
-		spliced := cut
-		if i+1 < len(a.hs) {
-			end = a.hs[i+1].start
-			spliced = true
-		}
-		if end < h.msg {
-			end = h.msg
-			if i+1 < len(a.hs) && a.hs[i+1].start < h.msg {
-				a.hs[i+1].start = h.msg
-			}
-		}
-		host := int32(-1)
-		if i < len(hostIDs) {
-			host = hostIDs[i]
-		} else {
-			host = a.resolveHost(b, h, false)
-		}
-		a.message(h, host, b[h.msg:end], b[h.start:end], spliced, no)
-	}
-}
-
 // plainLine handles a line without an NCCL header: a bare "NCCL version"
 // line (old releases print it so), an application's NCCL error, or the
 // nccl-tests "#  Rank N Group G Pid P on HOST device D [bus] NAME" header.
