@@ -4,41 +4,12 @@ import (
 	"bytes"
 )
 
-// Caps on what is kept in detail. Everything beyond is still counted; the
-// caps only bound memory (a 1 GB log of thousands of ranks stays well under
-// 200 MB).
-const (
-	maxHosts       = 1 << 15
-	maxProcs       = 1 << 17
-	maxComms       = 1 << 12
-	maxProcComms   = 64
-	maxGlobalRanks = 1 << 20
-	maxCommRanks   = 1 << 21 // over all communicators
-	maxRankRecs    = 1 << 14
-	maxConns       = 1 << 18
-	maxRecords     = 1000
-	maxTransports  = 255
-	maxTextBytes   = 16 << 20
-	maxTextLen     = 400
-	maxEventKinds  = 256
-	maxEventsOut   = 50
-	maxTrees       = 64
-	maxTreeLinks   = 1024
-	maxTreeFinds   = 16
-	maxGPUGDR      = 4096
-	maxHCAGDR      = 4096
-	maxEnv         = 256
-	maxPluginMsgs  = 32
-	maxHostSet     = 4096
-	maxSmallSet    = 64
-	// hostSetBudget bounds the entries of all per-host sets together
-	// (ranks, GPUs, devices), whatever the number of hosts.
-	hostSetBudget = 1 << 20
-	maxPatterns   = 256
-	maxCounts     = 64
-	maxNetPaths   = 512
-	maxOffenders  = 64
-)
+// Caps on what is kept in detail live with the tracker that keeps it.
+// Everything beyond a cap is still counted; the caps only bound memory (a
+// 1 GB log of thousands of ranks stays well under 200 MB).
+
+// maxTextLen bounds one line of text kept as evidence.
+const maxTextLen = 400
 
 // Transport classes.
 const (

@@ -4,6 +4,15 @@ import (
 	"bytes"
 )
 
+// Caps of the channel tracker.
+const (
+	maxConns      = 1 << 18
+	maxRecords    = 1000 // connections in detail in the report
+	maxTransports = 255
+	maxTextBytes  = 16 << 20
+	maxOffenders  = 64
+)
+
 // channelTracker owns the channel transport lines: the transports, the
 // distinct connections (up to maxConns; lines past the cap are judged at
 // once and only counted), and the offenders of the untracked lines.

@@ -8,6 +8,15 @@ import (
 	"strconv"
 )
 
+// Caps of the communicator tracker.
+const (
+	maxComms       = 1 << 12
+	maxProcComms   = 64 // communicators remembered per process
+	maxGlobalRanks = 1 << 20
+	maxCommRanks   = 1 << 21 // over all communicators
+	maxRankRecs    = 1 << 14
+)
+
 // commTracker owns the communicators and where their ranks are.
 type commTracker struct {
 	all    []*commState

@@ -5,6 +5,12 @@ import (
 	"regexp"
 )
 
+// Caps of the event tracker.
+const (
+	maxEventKinds = 256
+	maxEventsOut  = 50
+)
+
 // eventTracker owns the errors and warnings, grouped by their text with
 // the numbers taken out.
 type eventTracker struct {

@@ -5,6 +5,12 @@ import (
 	"strconv"
 )
 
+// Caps of the graph tracker.
+const (
+	maxPatterns = 256
+	maxCounts   = 64
+)
+
 // graphTracker owns what NCCL said about its graphs: ring orders, the
 // "Connected all rings/trees/NVLS" lines, channel counts and search
 // patterns.

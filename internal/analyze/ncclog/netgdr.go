@@ -5,6 +5,14 @@ import (
 	"sort"
 )
 
+// Caps of the network tracker.
+const (
+	maxGPUGDR     = 4096
+	maxHCAGDR     = 4096
+	maxEnv        = 256
+	maxPluginMsgs = 32
+)
+
 // netTracker owns what NCCL said about the network plugin, GPU Direct
 // RDMA and the environment.
 type netTracker struct {

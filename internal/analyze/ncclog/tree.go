@@ -7,6 +7,14 @@ import (
 	"strings"
 )
 
+// Caps of the tree tracker.
+const (
+	maxTrees     = 64
+	maxTreeLinks = 1024
+	maxTreeFinds = 16
+	maxNetPaths  = 512 // GPU to NET paths of one host
+)
+
 // treeTracker owns the system trees (the first one of every host) and the
 // GPU to NET paths.
 type treeTracker struct {
