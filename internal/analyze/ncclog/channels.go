@@ -95,7 +95,7 @@ func (a *analyzer) channelLine(h *header, host int32, p *procState, r, raw []byt
 	}
 	comm := int32(-1)
 	if p != nil {
-		comm = a.commFor(p, h.tid)
+		comm = p.commFor(h.tid)
 	}
 	k := connKey{comm: comm, printer: host, from: from, to: to, tr: tr, dir: dir}
 	if c := a.chans.conns[k]; c != nil {
@@ -106,7 +106,7 @@ func (a *analyzer) channelLine(h *header, host int32, p *procState, r, raw []byt
 		_, had := a.comms.global[printer]
 		a.placeRank(comm, printer, host)
 		if !had {
-			a.addRankRec(rankKey{comm: -4, rank: printer}, Rank{Rank: int(printer), Host: a.hosts.all[host].name,
+			a.comms.addRankRec(rankKey{comm: -4, rank: printer}, Rank{Rank: int(printer), Host: a.hosts.all[host].name,
 				PID: h.pid, Source: "channel", Line: no})
 		}
 	}
@@ -296,7 +296,7 @@ func (a *analyzer) locality(k connKey, alias []int32) int {
 	if k.dir == 2 {
 		other = k.from
 	}
-	oh := a.hostOf(k.comm, other, alias)
+	oh := a.comms.hostOf(k.comm, other, alias)
 	if oh < 0 {
 		return locUnknown
 	}

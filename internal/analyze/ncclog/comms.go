@@ -63,28 +63,28 @@ func (a *analyzer) testRankLine(b []byte, no int64) {
 	}
 	id, ok := a.hosts.idx[string(m[3])]
 	if !ok {
-		id = a.newHost(string(m[3]), true)
+		id = a.hosts.newHost(string(m[3]), true)
 		if id < 0 {
 			return
 		}
 	}
 	a.hosts.all[id].trusted = true
 	a.hosts.all[id].hasRanks = true
-	a.addHostRank(id, int32(rank))
+	a.hosts.addRank(id, int32(rank))
 	if len(a.comms.tests) < maxGlobalRanks {
 		a.comms.tests[int32(rank)] = id
 	}
 	pid, _ := strconv.ParseInt(string(m[2]), 10, 64)
 	dev, _ := strconv.Atoi(string(m[4]))
-	a.addRankRec(rankKey{comm: -3, rank: int32(rank)}, Rank{
+	a.comms.addRankRec(rankKey{comm: -3, rank: int32(rank)}, Rank{
 		Rank: rank, Host: a.hosts.all[id].name, PID: pid, CUDADev: &dev, BusID: string(m[5]),
 		Source: "nccl-tests", Line: no,
 	})
 }
 
-func (a *analyzer) addRankRec(k rankKey, r Rank) {
-	if i, ok := a.comms.recIdx[k]; ok {
-		old := &a.comms.recs[i]
+func (c *commTracker) addRankRec(k rankKey, r Rank) {
+	if i, ok := c.recIdx[k]; ok {
+		old := &c.recs[i]
 		if old.BusID == "" {
 			old.BusID = r.BusID
 		}
@@ -102,12 +102,12 @@ func (a *analyzer) addRankRec(k rankKey, r Rank) {
 		}
 		return
 	}
-	if len(a.comms.recs) >= maxRankRecs {
-		a.comms.omitted++
+	if len(c.recs) >= maxRankRecs {
+		c.omitted++
 		return
 	}
-	a.comms.recIdx[k] = len(a.comms.recs)
-	a.comms.recs = append(a.comms.recs, r)
+	c.recIdx[k] = len(c.recs)
+	c.recs = append(c.recs, r)
 }
 
 // placeRank records that rank lives on host, in comm (or -1 when the
@@ -117,7 +117,7 @@ func (a *analyzer) placeRank(comm int32, rank int32, host int32) {
 		return
 	}
 	a.hosts.all[host].hasRanks = true
-	a.addHostRank(host, rank)
+	a.hosts.addRank(host, rank)
 	if comm >= 0 {
 		c := a.comms.all[comm]
 		if old, ok := c.ranks[rank]; !ok {
@@ -138,16 +138,16 @@ func (a *analyzer) placeRank(comm int32, rank int32, host int32) {
 	}
 }
 
-func (a *analyzer) comm(id string, line int64) int32 {
-	if i, ok := a.comms.idx[id]; ok {
+func (c *commTracker) comm(id string, line int64) int32 {
+	if i, ok := c.idx[id]; ok {
 		return i
 	}
-	if len(a.comms.all) >= maxComms {
+	if len(c.all) >= maxComms {
 		return -1
 	}
-	i := int32(len(a.comms.all))
-	a.comms.all = append(a.comms.all, &commState{id: id, ranks: map[int32]int32{}, line: line})
-	a.comms.idx[id] = i
+	i := int32(len(c.all))
+	c.all = append(c.all, &commState{id: id, ranks: map[int32]int32{}, line: line})
+	c.idx[id] = i
 	return i
 }
 
@@ -213,7 +213,7 @@ func (a *analyzer) commLine(h *header, host int32, p *procState, m []byte, splic
 	}
 	ci := int32(-1)
 	if f.commID != "" {
-		ci = a.comm(f.commID, no)
+		ci = a.comms.comm(f.commID, no)
 	} else if p != nil && p.ptrs != nil {
 		if c, ok := p.ptrs[f.ptr]; ok {
 			ci = c
@@ -226,7 +226,7 @@ func (a *analyzer) commLine(h *header, host int32, p *procState, m []byte, splic
 		}
 	} else if f.nnodes > 0 {
 		// topology line of a communicator we only know by pointer
-		a.orphanNNodes(f.nnodes)
+		a.comms.orphanNNodes(f.nnodes)
 	}
 	if f.nnodes > 0 {
 		return // the nNodes line carries no device facts
@@ -247,7 +247,7 @@ func (a *analyzer) commLine(h *header, host int32, p *procState, m []byte, splic
 	if h.hasPID {
 		r.PID = h.pid
 	}
-	a.addRankRec(rankKey{comm: ci, rank: int32(f.rank)}, r)
+	a.comms.addRankRec(rankKey{comm: ci, rank: int32(f.rank)}, r)
 }
 
 // update takes what a comm line says about its communicator.
@@ -287,14 +287,14 @@ func (p *procState) noteComm(ptr string, ci int32, tid int64) {
 
 // orphanNNodes keeps nNodes of communicators known only by pointer in a
 // pseudo communicator so that "several nodes" is still known.
-func (a *analyzer) orphanNNodes(n int) {
-	ci := a.comm("(unknown)", 0)
-	if ci >= 0 && n > a.comms.all[ci].nnodes {
-		a.comms.all[ci].nnodes = n
+func (c *commTracker) orphanNNodes(n int) {
+	ci := c.comm("(unknown)", 0)
+	if ci >= 0 && n > c.all[ci].nnodes {
+		c.all[ci].nnodes = n
 	}
 }
 
-func (a *analyzer) commFor(p *procState, tid int64) int32 {
+func (p *procState) commFor(tid int64) int32 {
 	if len(p.comms) == 1 {
 		return p.comms[0].comm
 	}
@@ -308,20 +308,20 @@ func (a *analyzer) commFor(p *procState, tid int64) int32 {
 
 // hostOf says where a rank is: from its communicator, else from the ranks
 // of all communicators when they agree, else from the nccl-tests header.
-func (a *analyzer) hostOf(comm, rank int32, alias []int32) int32 {
+func (c *commTracker) hostOf(comm, rank int32, alias []int32) int32 {
 	h := int32(-1)
 	if comm >= 0 {
-		if x, ok := a.comms.all[comm].ranks[rank]; ok && x != ambiguous {
+		if x, ok := c.all[comm].ranks[rank]; ok && x != ambiguous {
 			h = x
 		}
 	}
 	if h < 0 {
-		if x, ok := a.comms.global[rank]; ok {
+		if x, ok := c.global[rank]; ok {
 			if x == ambiguous {
 				return -1
 			}
 			h = x
-		} else if x, ok := a.comms.tests[rank]; ok {
+		} else if x, ok := c.tests[rank]; ok {
 			h = x
 		}
 	}

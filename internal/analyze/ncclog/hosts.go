@@ -88,55 +88,55 @@ type procState struct {
 // starts the line (after a launcher tag); a token glued to other text
 // ("cudaDev 0ljm:803564:...") is matched against the trusted hosts it ends
 // with.
-func (a *analyzer) resolveHost(b []byte, h *header, first bool) int32 {
+func (t *hostTracker) resolveHost(b []byte, h *header, first bool) int32 {
 	if h.hostS == h.hostE {
 		return -1
 	}
 	tok := b[h.hostS:h.hostE]
 	clean := first && cleanPrefix(b[:h.hostS])
-	if id, ok := a.hosts.idx[string(tok)]; ok {
+	if id, ok := t.idx[string(tok)]; ok {
 		if clean {
-			a.hosts.all[id].trusted = true
+			t.all[id].trusted = true
 		}
 		return id
 	}
 	if !clean {
 		for i := 1; i < len(tok); i++ {
-			if id, ok := a.hosts.idx[string(tok[i:])]; ok && a.hosts.all[id].trusted {
+			if id, ok := t.idx[string(tok[i:])]; ok && t.all[id].trusted {
 				h.hostS += i
 				h.start = h.hostS
 				return id
 			}
 		}
 	}
-	return a.newHost(string(tok), clean)
+	return t.newHost(string(tok), clean)
 }
 
-func (a *analyzer) newHost(name string, trusted bool) int32 {
-	if len(a.hosts.all) >= maxHosts {
+func (t *hostTracker) newHost(name string, trusted bool) int32 {
+	if len(t.all) >= maxHosts {
 		return -1
 	}
-	id := int32(len(a.hosts.all))
-	a.hosts.all = append(a.hosts.all, &hostState{name: name, trusted: trusted})
-	a.hosts.idx[name] = id
+	id := int32(len(t.all))
+	t.all = append(t.all, &hostState{name: name, trusted: trusted})
+	t.idx[name] = id
 	return id
 }
 
-func (a *analyzer) proc(host int32, pid int64) *procState {
+func (t *hostTracker) proc(host int32, pid int64) *procState {
 	k := procKey{host, pid}
-	if k == a.hosts.lastKey {
-		return a.hosts.lastProc
+	if k == t.lastKey {
+		return t.lastProc
 	}
-	p := a.hosts.procs[k]
+	p := t.procs[k]
 	if p == nil {
-		if len(a.hosts.procs) >= maxProcs {
+		if len(t.procs) >= maxProcs {
 			return nil
 		}
 		p = &procState{host: host, pid: pid}
-		a.hosts.procs[k] = p
-		a.hosts.all[host].procs++
+		t.procs[k] = p
+		t.all[host].procs++
 	}
-	a.hosts.lastKey, a.hosts.lastProc = k, p
+	t.lastKey, t.lastProc = k, p
 	return p
 }
 
@@ -154,22 +154,22 @@ func (t *hostTracker) addBareVersion(v []byte, no int64, raw []byte) {
 	}
 }
 
-func (a *analyzer) addHostRank(host int32, rank int32) {
-	hs := a.hosts.all[host]
+func (t *hostTracker) addRank(host int32, rank int32) {
+	hs := t.all[host]
 	if hs.ranks == nil {
 		hs.ranks = map[int32]struct{}{}
 	}
-	if _, ok := hs.ranks[rank]; !ok && len(hs.ranks) < maxHostSet && a.spend() {
+	if _, ok := hs.ranks[rank]; !ok && len(hs.ranks) < maxHostSet && t.spend() {
 		hs.ranks[rank] = struct{}{}
 	}
 }
 
 // spend takes one entry from the budget of per-host sets.
-func (a *analyzer) spend() bool {
-	if a.hosts.budget <= 0 {
+func (t *hostTracker) spend() bool {
+	if t.budget <= 0 {
 		return false
 	}
-	a.hosts.budget--
+	t.budget--
 	return true
 }
 

@@ -280,7 +280,7 @@ func (a *analyzer) line(b []byte, no int64, cut bool) {
 	}
 	hostIDs := [8]int32{}
 	for i := range a.hs {
-		id := a.resolveHost(b, &a.hs[i], i == 0)
+		id := a.hosts.resolveHost(b, &a.hs[i], i == 0)
 		if i < len(hostIDs) {
 			hostIDs[i] = id
 		}
@@ -303,7 +303,7 @@ func (a *analyzer) line(b []byte, no int64, cut bool) {
 		if i < len(hostIDs) {
 			host = hostIDs[i]
 		} else {
-			host = a.resolveHost(b, h, false)
+			host = a.hosts.resolveHost(b, h, false)
 		}
 		a.message(h, host, b[h.msg:end], b[h.start:end], spliced, no)
 	}

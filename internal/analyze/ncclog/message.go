@@ -42,7 +42,7 @@ func (a *analyzer) message(h *header, host int32, m, raw []byte, spliced bool, n
 	if host >= 0 {
 		a.hosts.all[host].lines++
 		if h.hasPID {
-			p = a.proc(host, h.pid)
+			p = a.hosts.proc(host, h.pid)
 		}
 	}
 	if p != nil && p.tree != nil && p.treeTid == h.tid {

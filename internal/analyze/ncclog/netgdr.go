@@ -163,7 +163,7 @@ func (a *analyzer) ibUsing(hs *hostState, r []byte, no int64) {
 			rest = rest[:c]
 		}
 		d.Name = string(rest)
-		if len(hs.ib) < maxSmallSet && a.spend() {
+		if len(hs.ib) < maxSmallSet && a.hosts.spend() {
 			hs.ib = append(hs.ib, d)
 		}
 	}
