@@ -1,6 +1,7 @@
 // Package analyze dispatches a file to the reader of its kind: detected
 // from its content, or forced. The list of readers is static and explicit:
-// each kind names its package's Detect and Analyze.
+// each kind names its package's Kind, Detect and Analyze, which together
+// meet the Reader contract.
 package analyze
 
 import (
@@ -22,12 +23,14 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
-// Report is what every reader returns: data that prints itself.
+// Report is the data a reader returns beside its verdicts. It prints
+// itself as text, with the verdicts in their place.
 type Report interface {
-	WriteText(w io.Writer) error
+	WriteText(w io.Writer, verdicts []result.Result) error
 }
 
-// Output is one file read as one kind.
+// Output is one file read as one kind: the reader's data and its verdicts,
+// each once.
 type Output struct {
 	File     string          `json:"file"`
 	Kind     string          `json:"kind"`
@@ -40,66 +43,76 @@ func (o *Output) WriteText(w io.Writer) error {
 	if _, err := fmt.Fprintf(w, "== %s (%s)\n", o.File, o.Kind); err != nil {
 		return err
 	}
-	return o.Report.WriteText(w)
+	return o.Report.WriteText(w, o.Verdicts)
 }
 
-// Reader is one kind of input.
-type Reader struct {
-	Kind        string
-	Description string
-	Detect      func(head []byte) bool
-	Analyze     func(name string, r io.Reader) (Report, []result.Result, error)
+// Reader is the contract every reader meets: a kind name, a description,
+// a test of the start of a file (at most textio.HeadSize bytes), and the
+// analysis of a whole file into data and verdicts. Analyze fails only on
+// input it cannot read at all, with a *textio.ParseError naming the file
+// and a line.
+type Reader interface {
+	Kind() string
+	Description() string
+	Detect(head []byte) bool
+	Analyze(name string, r io.Reader) (Report, []result.Result, error)
 }
 
 // Readers lists every kind, in detection order: the most specific formats
 // first, NCCL debug logs (which other outputs often contain) last.
 func Readers() []Reader {
 	return []Reader{
-		newReader(smitopo.Kind, "nvidia-smi topo -m matrix: GPU→NIC pairing and gdr.nic-affinity", smitopo.Detect, smitopo.Analyze,
-			func(r *smitopo.Report) []result.Result { return r.Verdicts }),
-		newReader(dcgmi.Kind, "dcgmi diag text table (DCGM 3/4) or --json", dcgmi.Detect, dcgmi.Analyze,
-			func(r *dcgmi.Report) []result.Result { return r.Verdicts }),
-		newReader(nvbandwidth.Kind, "nvbandwidth text or -j JSON", nvbandwidth.Detect, nvbandwidth.Analyze,
-			func(r *nvbandwidth.Report) []result.Result { return r.Verdicts }),
-		newReader(perftest.Kind, "perftest ib_*_bw / ib_*_lat text or --out_json", perftest.Detect, perftest.Analyze,
-			func(r *perftest.Report) []result.Result { return r.Verdicts }),
-		newReader(nccltopo.Kind, "NCCL topology or graph XML (NCCL_TOPO_DUMP_FILE, NCCL_GRAPH_DUMP_FILE, NCCL_TOPO_FILE)", nccltopo.Detect, nccltopo.Analyze,
-			func(r *nccltopo.Report) []result.Result { return r.Verdicts }),
-		newReader(nccltests.Kind, "nccl-tests output (text or -J JSON)", nccltests.Detect, nccltests.Analyze,
-			func(r *nccltests.Report) []result.Result { return r.Verdicts }),
-		newReader(ncclog.Kind, "NCCL_DEBUG=INFO log", ncclog.Detect, ncclog.Analyze,
-			func(r *ncclog.Report) []result.Result { return r.Verdicts }),
+		newReader(smitopo.Kind, "nvidia-smi topo -m matrix: GPU→NIC pairing and gdr.nic-affinity", smitopo.Detect, smitopo.Analyze),
+		newReader(dcgmi.Kind, "dcgmi diag text table (DCGM 3/4) or --json", dcgmi.Detect, dcgmi.Analyze),
+		newReader(nvbandwidth.Kind, "nvbandwidth text or -j JSON", nvbandwidth.Detect, nvbandwidth.Analyze),
+		newReader(perftest.Kind, "perftest ib_*_bw / ib_*_lat text or --out_json", perftest.Detect, perftest.Analyze),
+		newReader(nccltopo.Kind, "NCCL topology or graph XML (NCCL_TOPO_DUMP_FILE, NCCL_GRAPH_DUMP_FILE, NCCL_TOPO_FILE)", nccltopo.Detect, nccltopo.Analyze),
+		newReader(nccltests.Kind, "nccl-tests output (text or -J JSON)", nccltests.Detect, nccltests.Analyze),
+		newReader(ncclog.Kind, "NCCL_DEBUG=INFO log", ncclog.Detect, ncclog.Analyze),
 	}
 }
 
-// newReader makes the Reader of a package: its Detect and Analyze, and the
-// verdicts of its report.
-func newReader[R Report](name, desc string, detect func([]byte) bool, analyze func(string, io.Reader) (R, error), verdicts func(R) []result.Result) Reader {
-	return Reader{name, desc, detect, func(n string, r io.Reader) (Report, []result.Result, error) {
-		rep, err := analyze(n, r)
-		if err != nil {
-			return nil, nil, err
-		}
-		return rep, verdicts(rep), nil
-	}}
+// funcs is the Reader of a reader package: its Kind, Detect and Analyze,
+// R its report type. newReader's type check is what holds every package
+// to the contract.
+type funcs[R Report] struct {
+	kind, desc string
+	detect     func(head []byte) bool
+	analyze    func(name string, r io.Reader) (R, []result.Result, error)
+}
+
+func newReader[R Report](kind, desc string, detect func([]byte) bool, analyze func(string, io.Reader) (R, []result.Result, error)) Reader {
+	return funcs[R]{kind, desc, detect, analyze}
+}
+
+func (f funcs[R]) Kind() string            { return f.kind }
+func (f funcs[R]) Description() string     { return f.desc }
+func (f funcs[R]) Detect(head []byte) bool { return f.detect(head) }
+
+func (f funcs[R]) Analyze(name string, r io.Reader) (Report, []result.Result, error) {
+	rep, vs, err := f.analyze(name, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rep, vs, nil
 }
 
 // Kinds names every kind, in detection order.
 func Kinds() []string {
 	var out []string
 	for _, r := range Readers() {
-		out = append(out, r.Kind)
+		out = append(out, r.Kind())
 	}
 	return out
 }
 
 func reader(kind string) (Reader, bool) {
 	for _, r := range Readers() {
-		if r.Kind == kind {
+		if r.Kind() == kind {
 			return r, true
 		}
 	}
-	return Reader{}, false
+	return nil, false
 }
 
 // KindError says a file's kind is unknown or was not recognised.
@@ -118,7 +131,7 @@ func Detect(head []byte) []string {
 	var out []string
 	for _, r := range Readers() {
 		if r.Detect(head) {
-			out = append(out, r.Kind)
+			out = append(out, r.Kind())
 		}
 	}
 	return out
@@ -188,7 +201,7 @@ func Read(name string, r io.Reader, rd Reader) (*Output, error) {
 	if vs == nil {
 		vs = []result.Result{}
 	}
-	return &Output{File: name, Kind: rd.Kind, Report: rep, Verdicts: vs}, nil
+	return &Output{File: name, Kind: rd.Kind(), Report: rep, Verdicts: vs}, nil
 }
 
 // FileAll reads path as every kind detected in it: an NCCL_DEBUG=INFO run

@@ -14,6 +14,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/cli"
 	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/readertest"
 )
 
 // body copies a sample without its source header into a temporary file.
@@ -23,7 +24,7 @@ func body(t *testing.T, sample string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bd, ok := textio.CorpusBody(b)
+	bd, ok := readertest.CorpusBody(b)
 	if !ok {
 		t.Fatalf("%s: no source header", sample)
 	}
@@ -43,10 +44,51 @@ func TestKinds(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, r := range analyze.Readers() {
-		if seen[r.Kind] || r.Detect == nil || r.Analyze == nil || r.Description == "" {
-			t.Errorf("reader %q duplicated or incomplete", r.Kind)
+		if seen[r.Kind()] || r.Description() == "" {
+			t.Errorf("reader %q duplicated or undescribed", r.Kind())
 		}
-		seen[r.Kind] = true
+		seen[r.Kind()] = true
+	}
+}
+
+// TestContract holds every reader to the promise of docs/analyzers.md:
+// input it cannot read gives a *textio.ParseError naming the file and a
+// line; what it reads gives a report that prints and marshals, and
+// verdicts of the vocabulary.
+func TestContract(t *testing.T) {
+	for _, r := range analyze.Readers() {
+		t.Run(r.Kind(), func(t *testing.T) {
+			for _, in := range []string{"", "\x00\x01binary\n", "some text\n\x00"} {
+				if r.Detect([]byte(in)) {
+					t.Errorf("Detect(%q) is true", in)
+				}
+				_, _, err := r.Analyze("bad.txt", strings.NewReader(in))
+				var pe *textio.ParseError
+				if !errors.As(err, &pe) || pe.Name != "bad.txt" || pe.Line < 1 {
+					t.Errorf("Analyze(%q): %v, want a *textio.ParseError naming bad.txt and a line", in, err)
+				}
+				readertest.CheckOutcome(t, "bad.txt", nil, nil, err)
+			}
+		})
+	}
+	read := map[string]string{
+		"dcgmi": "dcgmi/testdata/dcgmi-diag-r2-aws-p4de-a100-dcgm333.txt", "nvbandwidth": "nvbandwidth/testdata/synthetic-nvbandwidth-json-t4.txt",
+		"perftest": "perftest/testdata/synthetic-ib-write-lat.txt", "nccl-tests": "nccltests/testdata/synthetic-json-allreduce-J.txt",
+		"nvidia-smi-topo": "smitopo/testdata/puget-wrx90-2x-rtx6000ada-pcie.txt", "nccl-topo": "nccltopo/testdata/synthetic-graph-2node.txt",
+		"nccl-log": "ncclog/testdata/synthetic-2node-ib-no-gdr.txt",
+	}
+	for _, kind := range analyze.Kinds() {
+		sample, ok := read[kind]
+		if !ok {
+			t.Errorf("kind %s: no sample in TestContract", kind)
+			continue
+		}
+		p := body(t, sample)
+		o, err := analyze.File(p, "")
+		if err != nil || o.Kind != kind || len(o.Verdicts) == 0 {
+			t.Fatalf("%s: %v, %+v", sample, err, o)
+		}
+		readertest.CheckOutcome(t, p, o.Report, o.Verdicts, nil)
 	}
 }
 
@@ -184,6 +226,15 @@ func TestCommand(t *testing.T) {
 	}
 	if outs[1].Kind != "nvidia-smi-topo" || outs[1].Verdicts[0].ID != "gdr.nic-affinity" || outs[1].Verdicts[0].Status != result.Fail {
 		t.Errorf("json output %+v", outs[1])
+	}
+	for _, o := range outs {
+		var rep map[string]json.RawMessage
+		if err := json.Unmarshal(o.Report, &rep); err != nil || len(rep) == 0 {
+			t.Errorf("%s report: %v", o.Kind, err)
+		}
+		if _, twice := rep["verdicts"]; twice {
+			t.Errorf("%s: the verdicts are written twice, in the report and beside it", o.Kind)
+		}
 	}
 	code, out, _ = run("analyze", "--kind", "dcgmi", good)
 	if code != 2 {

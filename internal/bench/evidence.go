@@ -89,13 +89,13 @@ func summarizeNCCLLogs(dir string, files []string) []string {
 			out = append(out, f+": "+err.Error())
 			continue
 		}
-		rep, err := ncclog.Analyze(f, fh)
+		_, vs, err := ncclog.Analyze(f, fh)
 		fh.Close()
 		if err != nil {
 			out = append(out, f+": "+err.Error())
 			continue
 		}
-		for _, v := range rep.Verdicts {
+		for _, v := range vs {
 			out = append(out, fmt.Sprintf("%s %s %s: %s", strings.ToUpper(string(v.Status)), v.ID, v.Subject, v.Message))
 		}
 	}

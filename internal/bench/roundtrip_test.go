@@ -38,7 +38,7 @@ func TestTableRoundTrip(t *testing.T) {
 				if err := r.WriteTable(&b); err != nil {
 					t.Fatal(err)
 				}
-				rep, err := nccltests.Analyze(string(r.Collective)+".txt", strings.NewReader(b.String()))
+				rep, _, err := nccltests.Analyze(string(r.Collective)+".txt", strings.NewReader(b.String()))
 				if err != nil {
 					t.Fatalf("%s: %v", r.Collective, err)
 				}

@@ -29,8 +29,7 @@ type Report struct {
 	// Complete is false when a text table ends without its closing border.
 	Complete bool `json:"complete"`
 	// Errors are dcgmi's own error lines ("Error: Unable to ...").
-	Errors   []textio.Quote  `json:"errors,omitempty"`
-	Verdicts []result.Result `json:"verdicts"`
+	Errors []textio.Quote `json:"errors,omitempty"`
 }
 
 // Test is one diagnostic test (plugin).
@@ -78,17 +77,17 @@ func Detect(head []byte) bool {
 }
 
 // Analyze reads a whole dcgmi diag output.
-func Analyze(name string, r io.Reader) (*Report, error) {
+func Analyze(name string, r io.Reader) (*Report, []result.Result, error) {
 	rep, err := textio.TextOrJSON(name, r, analyzeText, analyzeJSON)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, t := range rep.Tests {
 		t.Canonical = canonical(t.Name)
 	}
-	rep.Verdicts = verdicts(name, rep)
-	result.SetSource(rep.Verdicts, Kind)
-	return rep, nil
+	vs := verdicts(name, rep)
+	result.SetSource(vs, Kind)
+	return rep, vs, nil
 }
 
 // DCGM 3 display names and their DCGM 4 plugin names.

@@ -11,15 +11,9 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-var reader = readertest.Reader[*Report]{Detect: Detect, Analyze: Analyze, Verdicts: func(r *Report) []result.Result { return r.Verdicts }}
+var reader = readertest.Reader[*Report]{Detect: Detect, Analyze: Analyze}
 
 func TestGolden(t *testing.T) { reader.GoldenSamples(t, *update, nil) }
-
-type sample struct {
-	file     string
-	verdicts []string
-	check    func(t *testing.T, r *Report)
-}
 
 func test(t *testing.T, r *Report, name string) *Test {
 	t.Helper()
@@ -32,10 +26,10 @@ func test(t *testing.T, r *Report, name string) *Test {
 	return nil
 }
 
-var samples = []sample{
-	{"dcgmi-diag-dcgm423-l40s-x4-pcie-internal-error-k8s.txt", []string{
+var samples = []readertest.Case[*Report]{
+	{File: "dcgmi-diag-dcgm423-l40s-x4-pcie-internal-error-k8s.txt", Verdicts: []string{
 		"error dcgmi.diag InternalError pcie", "pass dcgmi.diag Pass software", "pass dcgmi.diag Pass memory", "unknown dcgmi.run Truncated run"},
-		func(t *testing.T, r *Report) {
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			p := test(t, r, "pcie")
 			if p.Result != "Fail" || len(p.GPUs) != 4 || len(p.Warnings) != 4 || r.Complete || r.DCGMVersion != "4.2.3" || len(r.DeviceIDs) != 4 {
 				t.Errorf("pcie %+v complete %v version %s ids %v", p, r.Complete, r.DCGMVersion, r.DeviceIDs)
@@ -49,9 +43,9 @@ var samples = []sample{
 				t.Errorf("categories %q %q", p.Category, test(t, r, "memory").Category)
 			}
 		}},
-	{"dcgmi-diag-r2-aws-p4de-a100-dcgm333.txt", []string{
+	{File: "dcgmi-diag-r2-aws-p4de-a100-dcgm333.txt", Verdicts: []string{
 		"pass dcgmi.diag Pass PCIe", "pass dcgmi.diag Pass GPU Memory", "pass dcgmi.diag Pass Denylist", "pass dcgmi.run Completed run"},
-		func(t *testing.T, r *Report) {
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			if len(r.Tests) != 11 || !r.Complete || r.DCGMVersion != "3.3.3" || len(r.DeviceIDs) != 8 || r.DriverVersion != "535.104.12" {
 				t.Errorf("tests %d complete %v version %s ids %d", len(r.Tests), r.Complete, r.DCGMVersion, len(r.DeviceIDs))
 			}
@@ -59,23 +53,23 @@ var samples = []sample{
 				t.Errorf("PCIe %+v", p)
 			}
 		}},
-	{"dcgmi-diag-r2-dcgm442-single-gpu-a10g-newformat.txt", []string{
+	{File: "dcgmi-diag-r2-dcgm442-single-gpu-a10g-newformat.txt", Verdicts: []string{
 		"pass dcgmi.diag Pass software", "pass dcgmi.diag Pass memory", "pass dcgmi.diag Pass pcie", "pass dcgmi.run Completed run"},
-		func(t *testing.T, r *Report) {
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			if len(r.Tests) != 3 || r.DCGMVersion != "4.4.2" || len(test(t, r, "pcie").GPUs) != 1 {
 				t.Errorf("tests %+v", r.Tests)
 			}
 		}},
-	{"synthetic-dcgmi-diag-json-dcgm4-internal-error.txt", []string{"error dcgmi.diag InternalError pcie", "pass dcgmi.diag Pass software", "pass dcgmi.run Completed run"},
-		func(t *testing.T, r *Report) {
+	{File: "synthetic-dcgmi-diag-json-dcgm4-internal-error.txt", Verdicts: []string{"error dcgmi.diag InternalError pcie", "pass dcgmi.diag Pass software", "pass dcgmi.run Completed run"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			p := test(t, r, "pcie")
 			if r.Format != "json" || r.DCGMVersion != "4.2.3" || len(p.GPUs) != 2 || len(p.Warnings) != 1 || *p.Warnings[0].ErrorID != 44 || len(r.DeviceIDs) != 2 {
 				t.Errorf("json report %+v pcie %+v", r, p)
 			}
 		}},
-	{"synthetic-dcgmi-diag-r3-dcgm3-memory-fail-gpu2.txt", []string{
+	{File: "synthetic-dcgmi-diag-r3-dcgm3-memory-fail-gpu2.txt", Verdicts: []string{
 		"fail dcgmi.diag TestFailed GPU Memory", "pass dcgmi.diag Pass Targeted Stress", "pass dcgmi.diag Pass PCIe", "pass dcgmi.run Completed run"},
-		func(t *testing.T, r *Report) {
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			m := test(t, r, "GPU Memory")
 			if m.Result != "Fail" || len(m.GPUs) != 8 || len(m.Warnings) != 1 || m.Warnings[0].GPU == nil || *m.Warnings[0].GPU != 2 {
 				t.Fatalf("GPU Memory %+v", m)
@@ -83,7 +77,7 @@ var samples = []sample{
 			if want := "GPU 2 Uncorrectable ECC errors found (1 DBE) in GPU memory; the GPU needs a reset and an RMA if it repeats"; m.Warnings[0].Text != want {
 				t.Errorf("warning %q", m.Warnings[0].Text)
 			}
-			for _, v := range r.Verdicts {
+			for _, v := range vs {
 				if v.Subject == "GPU Memory" && (!strings.Contains(v.Message, "on GPU2:") || !strings.Contains(v.Remedy, "ECC")) {
 					t.Errorf("verdict %+v", v)
 				}
@@ -91,20 +85,7 @@ var samples = []sample{
 		}},
 }
 
-func TestSamples(t *testing.T) {
-	covered := map[string]bool{}
-	for _, s := range samples {
-		covered[s.file] = true
-		t.Run(s.file, func(t *testing.T) {
-			r := reader.Sample(t, s.file)
-			readertest.WantVerdicts(t, r.Verdicts, s.verdicts)
-			if s.check != nil {
-				s.check(t, r)
-			}
-		})
-	}
-	readertest.Covered(t, covered)
-}
+func TestSamples(t *testing.T) { reader.Samples(t, samples) }
 
 // TestFailureKinds is the judgement that matters: a Fail with only
 // internal-error messages is the tool's error; a GPU row that fails, or a
@@ -143,6 +124,10 @@ func TestUnreadable(t *testing.T) {
 		reader.WantError(t, c.in, c.prefix)
 	}
 }
+
+// TestWriteFuzzSeeds: every sample is a seed of FuzzAnalyze
+// (go test -run TestWriteFuzzSeeds -write-seeds rewrites them).
+func TestWriteFuzzSeeds(t *testing.T) { readertest.FuzzSeeds(t, 0, "FuzzAnalyze") }
 
 func FuzzAnalyze(f *testing.F) {
 	f.Add([]byte("| Diagnostic | Result |\n|-----  Hardware  ----+----|\n| memory | Fail |\n| Warning | GPU 0 bad |\n|  | GPU0: Fail |\n+----+----+\n"))

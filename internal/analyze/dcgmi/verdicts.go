@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/analyze/verdict"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -63,7 +63,7 @@ func testVerdict(name string, t *Test) result.Result {
 		if i == 6 {
 			break
 		}
-		ev = append(ev, textio.Ev(name, w.Line, w.Text, "warning"))
+		ev = append(ev, verdict.Ev(name, w.Line, w.Text, "warning"))
 	}
 	where := ""
 	if t.Category != "" {
@@ -77,16 +77,16 @@ func testVerdict(name string, t *Test) result.Result {
 		} else if t.AllGPUs {
 			msg += " on all GPUs"
 		}
-		return textio.Verdict(IDDiag, result.Pass, t.Name, "Pass", msg, ev...)
+		return verdict.New(IDDiag, result.Pass, t.Name, "Pass", msg, ev...)
 	case "Skip":
-		return textio.Verdict(IDDiag, result.Skip, t.Name, "Skipped", "skipped by the diagnostic"+where, ev...)
+		return verdict.New(IDDiag, result.Skip, t.Name, "Skipped", "skipped by the diagnostic"+where, ev...)
 	case "Not Run":
-		return textio.Verdict(IDDiag, result.Skip, t.Name, "NotRun", "not run at this level"+where)
+		return verdict.New(IDDiag, result.Skip, t.Name, "NotRun", "not run at this level"+where)
 	case "Warn":
-		return textio.Verdict(IDDiag, result.Warn, t.Name, "Warn", "warning"+where+": "+firstText(t.Warnings), ev...)
+		return verdict.New(IDDiag, result.Warn, t.Name, "Warn", "warning"+where+": "+firstText(t.Warnings), ev...)
 	case "Fail":
 	default:
-		return textio.Verdict(IDDiag, result.Unknown, t.Name, "UnknownResult", fmt.Sprintf("result %q%s is not one dcgmi prints", t.Result, where), ev...)
+		return verdict.New(IDDiag, result.Unknown, t.Name, "UnknownResult", fmt.Sprintf("result %q%s is not one dcgmi prints", t.Result, where), ev...)
 	}
 	failed := gpuList(t.GPUs, "Fail")
 	passed := gpuList(t.GPUs, "Pass")
@@ -102,11 +102,11 @@ func testVerdict(name string, t *Test) result.Result {
 		if len(passed) > 0 {
 			msg += fmt.Sprintf("; every GPU row says Pass (%s)", strings.Join(passed, ", "))
 		}
-		v := textio.Verdict(IDDiag, result.Error, t.Name, "InternalError", msg, ev...)
+		v := verdict.New(IDDiag, result.Error, t.Name, "InternalError", msg, ev...)
 		v.Remedy = "the diagnostic broke (a plugin child process exited or its output could not be parsed): check the DCGM logs (nv-hostengine, /var/log/nvidia-dcgm), make sure no other process holds the GPUs, restart nv-hostengine or the DCGM pod, and rerun before judging the hardware"
 		return v
 	case len(failed) > 0:
-		v := textio.Verdict(IDDiag, result.Fail, t.Name, "TestFailed",
+		v := verdict.New(IDDiag, result.Fail, t.Name, "TestFailed",
 			fmt.Sprintf("failed%s on %s: %s", where, strings.Join(failed, ", "), firstText(t.Warnings)), ev...)
 		v.Remedy = remedyFor(t)
 		return v
@@ -118,7 +118,7 @@ func testVerdict(name string, t *Test) result.Result {
 	if len(t.Warnings) > 0 {
 		msg += ": " + firstText(t.Warnings)
 	}
-	v := textio.Verdict(IDDiag, result.Fail, t.Name, "TestFailed", msg, ev...)
+	v := verdict.New(IDDiag, result.Fail, t.Name, "TestFailed", msg, ev...)
 	v.Remedy = remedyFor(t)
 	return v
 }
@@ -149,7 +149,7 @@ func firstText(ms []Message) string {
 func runVerdict(name string, rep *Report) result.Result {
 	switch {
 	case len(rep.Errors) > 0 && len(rep.Tests) == 0:
-		v := textio.Verdict(IDRun, result.Error, "run", "DiagError", "dcgmi could not run the diagnostic: "+rep.Errors[0].Text, textio.EvQuotes(name, rep.Errors)...)
+		v := verdict.New(IDRun, result.Error, "run", "DiagError", "dcgmi could not run the diagnostic: "+rep.Errors[0].Text, verdict.Quotes(name, rep.Errors)...)
 		v.Remedy = "check that nv-hostengine runs and the GPUs are visible to it (dcgmi discovery -l)"
 		return v
 	case !rep.Complete:
@@ -157,10 +157,10 @@ func runVerdict(name string, rep *Report) result.Result {
 		if n := len(rep.Tests); n > 0 {
 			last = rep.Tests[n-1].Line
 		}
-		return textio.Verdict(IDRun, result.Unknown, "run", "Truncated",
+		return verdict.New(IDRun, result.Unknown, "run", "Truncated",
 			fmt.Sprintf("the table ends without its closing border (last test at line %d): later tests may be missing from this output", last))
 	}
-	return textio.Verdict(IDRun, result.Pass, "run", "Completed", fmt.Sprintf("%d tests reported", countTests(rep)))
+	return verdict.New(IDRun, result.Pass, "run", "Completed", fmt.Sprintf("%d tests reported", countTests(rep)))
 }
 
 func countTests(rep *Report) int {
@@ -174,8 +174,8 @@ func countTests(rep *Report) int {
 }
 
 // WriteText prints the verdicts, then the table as read.
-func (r *Report) WriteText(w io.Writer) error {
-	if err := textio.WriteVerdicts(w, r.Verdicts); err != nil {
+func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
+	if err := (verdict.Text{}).Write(w, vs); err != nil {
 		return err
 	}
 	var b strings.Builder

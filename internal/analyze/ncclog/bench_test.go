@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
 // logGen writes a realistic multi-rank NCCL_DEBUG=INFO log of a given size
@@ -342,17 +344,17 @@ func heapPeak(stop <-chan struct{}, every time.Duration) <-chan uint64 {
 	return out
 }
 
-func analyzeGenerated(tb testing.TB, size int64) (*Report, uint64) {
+func analyzeGenerated(tb testing.TB, size int64) (*Report, []result.Result, uint64) {
 	tb.Helper()
 	runtime.GC()
 	stop := make(chan struct{})
 	peak := heapPeak(stop, 20*time.Millisecond)
-	r, err := Analyze("generated.log", newLogGen(size, 256, 8))
+	r, vs, err := Analyze("generated.log", newLogGen(size, 256, 8))
 	close(stop)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return r, <-peak
+	return r, vs, <-peak
 }
 
 // TestGeneratedLog analyses a 48 MB generated log: the verdicts must be what
@@ -367,7 +369,7 @@ func TestGeneratedLog(t *testing.T) {
 		size = 1 << 30
 	}
 	start := time.Now()
-	r, peak := analyzeGenerated(t, size)
+	r, vs, peak := analyzeGenerated(t, size)
 	el := time.Since(start)
 	t.Logf("%d MB in %v (%.0f MB/s incl. generation), peak HeapInuse %.1f MB, %d lines, %d connections tracked, %d untracked",
 		size>>20, el, float64(size)/1e6/el.Seconds(), float64(peak)/1e6, r.Lines, r.Channels.Connections, r.Channels.ConnectionsUntracked)
@@ -379,7 +381,7 @@ func TestGeneratedLog(t *testing.T) {
 		"nccl.version": {"pass", "SameVersion"}, "nccl.errors": {"fail", "NCCLErrors"}, "nccl.channels": {"pass", "ChannelCount"},
 		"nccl.topology": {"pass", "TopologyConsistent"},
 	}
-	for _, x := range r.Verdicts {
+	for _, x := range vs {
 		w, ok := want[x.ID]
 		if !ok {
 			t.Errorf("unexpected verdict %s", x.ID)
@@ -395,7 +397,7 @@ func TestGeneratedLog(t *testing.T) {
 	if r.Channels.InterNode == 0 || r.Channels.IntraNode == 0 || r.Channels.UnknownLocality != 0 {
 		t.Errorf("locality: intra %d inter %d unknown %d", r.Channels.IntraNode, r.Channels.InterNode, r.Channels.UnknownLocality)
 	}
-	checkInvariants(t, "generated.log", r)
+	checkInvariants(t, "generated.log", r, vs)
 }
 
 // BenchmarkAnalyze1GB streams a generated 1 GB log of 2048 ranks on 256
@@ -407,7 +409,7 @@ func BenchmarkAnalyze1GB(b *testing.B) {
 	b.ReportAllocs()
 	var peak uint64
 	for i := 0; i < b.N; i++ {
-		_, p := analyzeGenerated(b, size)
+		_, _, p := analyzeGenerated(b, size)
 		peak = max(peak, p)
 	}
 	b.ReportMetric(float64(peak)/1e6, "peak-heap-MB")
@@ -431,7 +433,7 @@ func BenchmarkAnalyzeSample(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		if _, err := Analyze("aws.log", bytes.NewReader(body)); err != nil {
+		if _, _, err := Analyze("aws.log", bytes.NewReader(body)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -4,6 +4,38 @@ import (
 	"bytes"
 )
 
+// Caps of the channel tracker.
+const (
+	maxConns      = 1 << 18
+	maxRecords    = 1000 // connections in detail in the report
+	maxTransports = 255
+	maxTextBytes  = 16 << 20
+	maxOffenders  = 64
+)
+
+// channelTracker owns the channel transport lines: the transports, the
+// distinct connections (up to maxConns; lines past the cap are judged at
+// once and only counted), and the offenders of the untracked lines.
+type channelTracker struct {
+	transports     []*transport
+	trIdx          map[string]int16
+	conns          map[connKey]*connState
+	connOrder      []connKey
+	untracked      int64
+	texts          []string // the first line of each connection, up to maxTextBytes
+	textBytes      int
+	garbled        int64
+	transportLines int64
+	collnetLines   int64
+	offNet         []offender // NET without GDRDMA
+	offLoop        []offender // intra-node over NET
+	offSHM         []offender // SHM
+}
+
+func newChannelTracker() channelTracker {
+	return channelTracker{trIdx: map[string]int16{}, conns: map[connKey]*connState{}}
+}
+
 var sVia = []byte(" via ")
 
 // channelLine reads what follows "Channel ", "Ring " or "CollNet ":
@@ -39,94 +71,97 @@ func (a *analyzer) channelLine(h *header, host int32, p *procState, r, raw []byt
 			return
 		}
 		if len(r) > 0 && isDigit(r[0]) {
-			a.ringLines++
-			a.maxRingID = max(a.maxRingID, ch)
-			if slash > a.maxRingTotal {
-				a.maxRingTotal = slash
-			}
-			if slash > 0 && (a.minRingTotal == 0 || slash < a.minRingTotal) {
-				a.minRingTotal = slash
-			}
+			a.graph.ringLine(ch, slash)
 		}
 		return
 	}
-	a.transportLines++
+	a.chans.transportLines++
 	if collnet {
-		a.collnetLines++
+		a.chans.collnetLines++
 	}
 	if spliced {
-		a.garbled++
+		a.chans.garbled++
 		return
 	}
 	from, to, dir, ok := parseEnds(r[:via], collnet)
 	if !ok {
-		a.garbled++
+		a.chans.garbled++
 		return
 	}
-	tr := a.transport(bytes.TrimSpace(r[via+len(sVia):]))
+	tr := a.chans.transport(bytes.TrimSpace(r[via+len(sVia):]))
 	printer := from
 	if dir == 2 && to >= 0 {
 		printer = to
 	}
 	comm := int32(-1)
 	if p != nil {
-		comm = a.commFor(p, h.tid)
+		comm = p.commFor(h.tid)
 	}
 	k := connKey{comm: comm, printer: host, from: from, to: to, tr: tr, dir: dir}
-	if c := a.conns[k]; c != nil {
+	if c := a.chans.conns[k]; c != nil {
 		c.lines++ // seen before: the printer is already placed
 		return
 	}
 	if host >= 0 {
-		_, had := a.globalRank[printer]
+		_, had := a.comms.global[printer]
 		a.placeRank(comm, printer, host)
 		if !had {
-			a.addRankRec(rankKey{comm: -4, rank: printer}, Rank{Rank: int(printer), Host: a.hosts[host].name,
+			a.comms.addRankRec(rankKey{comm: -4, rank: printer}, Rank{Rank: int(printer), Host: a.hosts.all[host].name,
 				PID: h.pid, Source: "channel", Line: no})
 		}
+	}
+	if !a.chans.track(k, ch, slash, raw, no) {
+		// Too many distinct connections: judge this line now with what
+		// is known so far and count it.
+		a.chans.untrackedLine(k, a.locality(k, nil), no, raw)
+	}
+}
+
+// track keeps a new connection of channel ch (connection index slash, or
+// -1), first printed on line no; it reports false past maxConns.
+func (c *channelTracker) track(k connKey, ch, slash int, raw []byte, no int64) bool {
+	if len(c.conns) >= maxConns {
+		return false
 	}
 	conn := int8(-1)
 	if slash >= 0 && slash < 128 {
 		conn = int8(slash)
 	}
-	if len(a.conns) < maxConns {
-		c := &connState{lines: 1, first: no, channel: int16(min(ch, 1<<14)), conn: conn, text: -1}
-		if a.textBytes < maxTextBytes {
-			t := clip(raw)
-			c.text = int32(len(a.texts))
-			a.texts = append(a.texts, t)
-			a.textBytes += len(t)
-		}
-		a.conns[k] = c
-		a.connOrder = append(a.connOrder, k)
-		return
+	cs := &connState{lines: 1, first: no, channel: int16(min(ch, 1<<14)), conn: conn, text: -1}
+	if c.textBytes < maxTextBytes {
+		t := clip(raw)
+		cs.text = int32(len(c.texts))
+		c.texts = append(c.texts, t)
+		c.textBytes += len(t)
 	}
-	// Too many distinct connections: judge this line now with what is
-	// known so far and count it.
-	a.untracked++
-	loc := a.locality(k, nil)
-	t := a.transports[tr]
-	t.untracked[loc]++
-	a.noteOffender(t, loc, no, host, raw)
+	c.conns[k] = cs
+	c.connOrder = append(c.connOrder, k)
+	return true
 }
 
-func (a *analyzer) noteOffender(t *transport, loc int, no int64, host int32, raw []byte) {
+// untrackedLine counts a line of a connection past the cap at locality
+// loc, and keeps it as an offender (NET without GDRDMA, intra-node over
+// NET, SHM).
+func (c *channelTracker) untrackedLine(k connKey, loc int, no int64, raw []byte) {
+	c.untracked++
+	t := c.transports[k.tr]
+	t.untracked[loc]++
 	o := func(list []offender) []offender {
 		if len(list) >= maxOffenders {
 			return list
 		}
-		return append(list, offender{line: no, host: host, text: clip(raw), loc: loc})
+		return append(list, offender{line: no, host: k.printer, text: clip(raw), loc: loc})
 	}
 	switch {
 	case (t.class == clNET || t.class == clCollNet) && loc == locIntra:
-		a.offLoop = o(a.offLoop)
+		c.offLoop = o(c.offLoop)
 		if !t.gdr {
-			a.offNet = o(a.offNet)
+			c.offNet = o(c.offNet)
 		}
 	case (t.class == clNET || t.class == clCollNet) && !t.gdr:
-		a.offNet = o(a.offNet)
+		c.offNet = o(c.offNet)
 	case t.class == clSHM:
-		a.offSHM = o(a.offSHM)
+		c.offSHM = o(c.offSHM)
 	}
 }
 
@@ -193,24 +228,24 @@ func parseEnds(b []byte, collnet bool) (from, to int32, dir int8, ok bool) {
 }
 
 // transport interns a transport string ("P2P/CUMEM/read", "NET/IB/0/GDRDMA").
-func (a *analyzer) transport(t []byte) int16 {
-	if i, ok := a.trIdx[string(t)]; ok {
+func (c *channelTracker) transport(t []byte) int16 {
+	if i, ok := c.trIdx[string(t)]; ok {
 		return i
 	}
-	if len(a.transports) >= maxTransports {
+	if len(c.transports) >= maxTransports {
 		// one shared bucket for the rest
-		if i, ok := a.trIdx["(other)"]; ok {
+		if i, ok := c.trIdx["(other)"]; ok {
 			return i
 		}
-		i := int16(len(a.transports))
-		a.transports = append(a.transports, &transport{name: "(other)", class: clOther, netDev: -1})
-		a.trIdx["(other)"] = i
+		i := int16(len(c.transports))
+		c.transports = append(c.transports, &transport{name: "(other)", class: clOther, netDev: -1})
+		c.trIdx["(other)"] = i
 		return i
 	}
 	tp := classify(string(t))
-	i := int16(len(a.transports))
-	a.transports = append(a.transports, tp)
-	a.trIdx[tp.name] = i
+	i := int16(len(c.transports))
+	c.transports = append(c.transports, tp)
+	c.trIdx[tp.name] = i
 	return i
 }
 
@@ -252,43 +287,6 @@ func classify(s string) *transport {
 	return t
 }
 
-func (a *analyzer) commFor(p *procState, tid int64) int32 {
-	if len(p.comms) == 1 {
-		return p.comms[0].comm
-	}
-	for i := len(p.comms) - 1; i >= 0; i-- { // the latest communicator this thread set up
-		if p.comms[i].tid == tid {
-			return p.comms[i].comm
-		}
-	}
-	return -1
-}
-
-// hostOf says where a rank is: from its communicator, else from the ranks
-// of all communicators when they agree, else from the nccl-tests header.
-func (a *analyzer) hostOf(comm, rank int32, alias []int32) int32 {
-	h := int32(-1)
-	if comm >= 0 {
-		if x, ok := a.comms[comm].ranks[rank]; ok && x != ambiguous {
-			h = x
-		}
-	}
-	if h < 0 {
-		if x, ok := a.globalRank[rank]; ok {
-			if x == ambiguous {
-				return -1
-			}
-			h = x
-		} else if x, ok := a.testRanks[rank]; ok {
-			h = x
-		}
-	}
-	if h >= 0 && alias != nil {
-		h = alias[h]
-	}
-	return h
-}
-
 // locality says whether a connection joins ranks of one host or two.
 func (a *analyzer) locality(k connKey, alias []int32) int {
 	if k.printer < 0 || k.to < 0 {
@@ -298,7 +296,7 @@ func (a *analyzer) locality(k connKey, alias []int32) int {
 	if k.dir == 2 {
 		other = k.from
 	}
-	oh := a.hostOf(k.comm, other, alias)
+	oh := a.comms.hostOf(k.comm, other, alias)
 	if oh < 0 {
 		return locUnknown
 	}
@@ -310,4 +308,39 @@ func (a *analyzer) locality(k connKey, alias []int32) int {
 		return locIntra
 	}
 	return locInter
+}
+
+type connKey struct {
+	comm    int32
+	printer int32
+	from    int32
+	to      int32
+	tr      int16
+	dir     int8 // 0 none, 1 send, 2 receive
+}
+
+type connState struct {
+	lines   int64
+	first   int64
+	channel int16
+	conn    int8
+	text    int32 // index in texts, -1 none
+}
+
+type transport struct {
+	name    string
+	class   byte
+	netName string
+	netDev  int
+	gdr     bool
+	shared  bool
+	// per-locality line counts for lines not tracked as connections
+	untracked [3]int64
+}
+
+type offender struct {
+	line int64
+	host int32
+	text string
+	loc  int
 }

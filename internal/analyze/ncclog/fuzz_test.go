@@ -2,59 +2,20 @@ package ncclog
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
-	"flag"
-	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
-)
 
-var writeSeeds = flag.Bool("write-seeds", false, "rewrite the fuzz seeds in testdata/fuzz from the samples")
+	"github.com/gdrcheck/gdrcheck/internal/testutil/readertest"
+)
 
 // seedSize bounds a seed taken from a sample (cut at a line end), so that
 // the fuzzer mutates realistic but short inputs.
 const seedSize = 6 << 10
 
-func seedOf(b []byte) []byte {
-	if len(b) <= seedSize {
-		return b
-	}
-	cut := bytes.LastIndexByte(b[:seedSize], '\n')
-	if cut < 0 {
-		cut = seedSize
-	}
-	return b[:cut+1]
-}
-
 // TestWriteFuzzSeeds (go test -run TestWriteFuzzSeeds -write-seeds) writes
 // the go-fuzz corpus files of FuzzAnalyze and FuzzDetect from the samples;
 // without the flag it checks that every sample has its seed.
 func TestWriteFuzzSeeds(t *testing.T) {
-	for _, fz := range []string{"FuzzAnalyze", "FuzzDetect"} {
-		dir := filepath.Join("testdata", "fuzz", fz)
-		for _, name := range samples(t) {
-			seed := seedOf(sampleBody(t, name))
-			path := filepath.Join(dir, "seed-"+strings.TrimSuffix(name, ".txt"))
-			content := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", seed)
-			if *writeSeeds {
-				if err := os.MkdirAll(dir, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				continue
-			}
-			got, err := os.ReadFile(path)
-			if err != nil || string(got) != content {
-				t.Errorf("%s: missing or stale fuzz seed (go test -run TestWriteFuzzSeeds -write-seeds)", path)
-			}
-		}
-	}
+	readertest.FuzzSeeds(t, seedSize, "FuzzAnalyze", "FuzzDetect")
 }
 
 func FuzzAnalyze(f *testing.F) {
@@ -65,20 +26,10 @@ func FuzzAnalyze(f *testing.F) {
 		"x:1:1 [0] NCCL INFO + NVL[1.0] - GPU/1\nx:1:1 [0] NCCL INFO      + NVL[2.0] - GPU/0\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		const name = "fuzz.log"
-		r, err := Analyze(name, bytes.NewReader(b))
-		if err != nil {
-			var pe *ParseError
-			if !errors.As(err, &pe) || pe.Name != name || pe.Line < 1 || !strings.HasPrefix(err.Error(), name+":") {
-				t.Fatalf("error %v does not name the file and a line", err)
-			}
-			return
-		}
-		checkInvariants(t, name, r)
-		if _, err := json.Marshal(r); err != nil {
-			t.Fatal(err)
-		}
-		if err := r.WriteText(io.Discard); err != nil {
-			t.Fatal(err)
+		r, vs, err := Analyze(name, bytes.NewReader(b))
+		readertest.CheckOutcome(t, name, r, vs, err)
+		if err == nil {
+			checkInvariants(t, name, r, vs)
 		}
 	})
 }
@@ -91,7 +42,7 @@ func FuzzDetect(f *testing.F) {
 		if !Detect(b) {
 			return
 		}
-		r, err := Analyze("detect.log", bytes.NewReader(b))
+		r, _, err := Analyze("detect.log", bytes.NewReader(b))
 		if err != nil {
 			t.Fatalf("Detect is true but Analyze fails: %v", err)
 		}

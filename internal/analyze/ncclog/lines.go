@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"errors"
 	"io"
+
+	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 )
 
 // header is one NCCL message header found in a physical line:
@@ -202,14 +204,14 @@ func cleanPrefix(p []byte) bool {
 func (a *analyzer) run(r io.Reader) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		return &ParseError{Name: a.name, Line: 1, Msg: "gzip-compressed data: decompress it first"}
+		return &textio.ParseError{Name: a.name, Line: 1, Msg: "gzip-compressed data: decompress it first"}
 	}
 	var lineNo int64
 	var long []byte
 	inLong, cut := false, false
 	for {
 		chunk, err := br.ReadSlice('\n')
-		a.nbytes += int64(len(chunk))
+		a.stats.bytes += int64(len(chunk))
 		if err == bufio.ErrBufferFull || inLong {
 			room := MaxLine - len(long)
 			if room < len(chunk) {
@@ -230,7 +232,7 @@ func (a *analyzer) run(r io.Reader) error {
 		if len(line) > 0 {
 			lineNo++
 			if cut {
-				a.longLines++
+				a.stats.long++
 			}
 			a.line(trimEOL(line), lineNo, cut)
 		}
@@ -241,14 +243,14 @@ func (a *analyzer) run(r io.Reader) error {
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		return &ParseError{Name: a.name, Line: int(lineNo + 1), Msg: "read: " + err.Error()}
+		return &textio.ParseError{Name: a.name, Line: int(lineNo + 1), Msg: "read: " + err.Error()}
 	}
-	a.nlines = lineNo
-	if a.nbytes == 0 {
-		return &ParseError{Name: a.name, Line: 1, Msg: "empty input"}
+	a.stats.lines = lineNo
+	if a.stats.bytes == 0 {
+		return &textio.ParseError{Name: a.name, Line: 1, Msg: "empty input"}
 	}
-	if a.ncclLines == 0 && a.nulLine > 0 {
-		return &ParseError{Name: a.name, Line: int(a.nulLine), Msg: "binary data (NUL byte), not a text log"}
+	if a.stats.nccl == 0 && a.stats.nulLine > 0 {
+		return &textio.ParseError{Name: a.name, Line: int(a.stats.nulLine), Msg: "binary data (NUL byte), not a text log"}
 	}
 	return nil
 }
@@ -261,4 +263,48 @@ func trimEOL(b []byte) []byte {
 		b = b[:n-1]
 	}
 	return b
+}
+
+// line handles one physical line.
+func (a *analyzer) line(b []byte, no int64, cut bool) {
+	if bytes.IndexByte(b, 0) >= 0 && a.stats.nulLine == 0 {
+		a.stats.nulLine = no
+	}
+	a.hs = findHeaders(b, a.hs[:0])
+	if len(a.hs) == 0 {
+		a.plainLine(b, no)
+		return
+	}
+	if len(a.hs) > 1 {
+		a.stats.spliced++
+	}
+	hostIDs := [8]int32{}
+	for i := range a.hs {
+		id := a.hosts.resolveHost(b, &a.hs[i], i == 0)
+		if i < len(hostIDs) {
+			hostIDs[i] = id
+		}
+	}
+	for i := range a.hs {
+		h := &a.hs[i]
+		end := len(b)
+		spliced := cut
+		if i+1 < len(a.hs) {
+			end = a.hs[i+1].start
+			spliced = true
+		}
+		if end < h.msg {
+			end = h.msg
+			if i+1 < len(a.hs) && a.hs[i+1].start < h.msg {
+				a.hs[i+1].start = h.msg
+			}
+		}
+		host := int32(-1)
+		if i < len(hostIDs) {
+			host = hostIDs[i]
+		} else {
+			host = a.hosts.resolveHost(b, h, false)
+		}
+		a.message(h, host, b[h.msg:end], b[h.start:end], spliced, no)
+	}
 }

@@ -14,7 +14,6 @@ package ncclog
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 
 	"github.com/gdrcheck/gdrcheck/internal/result"
@@ -22,16 +21,6 @@ import (
 
 // Kind is the analyzer kind name.
 const Kind = "nccl-log"
-
-// ParseError names the file and the 1-based line at which the input could
-// not be read.
-type ParseError struct {
-	Name string
-	Line int
-	Msg  string
-}
-
-func (e *ParseError) Error() string { return fmt.Sprintf("%s:%d: %s", e.Name, e.Line, e.Msg) }
 
 // Report is what one log says.
 type Report struct {
@@ -63,8 +52,6 @@ type Report struct {
 	ErrorCount   int64   `json:"error_count"`
 	Warnings     []Event `json:"warnings,omitempty"`
 	WarningCount int64   `json:"warning_count"`
-
-	Verdicts []result.Result `json:"verdicts"`
 }
 
 // Version is one NCCL (or CUDA driver, or plugin) version and who printed it.
@@ -387,12 +374,12 @@ func Detect(head []byte) bool {
 // Analyze reads a whole NCCL log from r, streaming; name is used in
 // evidence and errors. It fails only on input it cannot read at all (a
 // read error, empty or binary input), naming the file and line.
-func Analyze(name string, r io.Reader) (*Report, error) {
+func Analyze(name string, r io.Reader) (*Report, []result.Result, error) {
 	a := newAnalyzer(name)
 	if err := a.run(r); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	rep := a.report()
-	result.SetSource(rep.Verdicts, Kind)
-	return rep, nil
+	rep, vs := a.report()
+	result.SetSource(vs, Kind)
+	return rep, vs, nil
 }

@@ -1,116 +1,40 @@
 package ncclog
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/gdrcheck/gdrcheck/internal/result"
-	"github.com/google/go-cmp/cmp"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/readertest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
-// sampleBody reads a testdata sample and strips its source/hardware/notes
-// header (which every sample must have: the corpus provenance).
-func sampleBody(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, h := range []string{"source: ", "hardware: ", "notes: "} {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 || !bytes.HasPrefix(b, []byte(h)) {
-			t.Fatalf("%s: missing %q header line", name, strings.TrimSpace(h))
-		}
-		b = b[i+1:]
-	}
-	if !bytes.HasPrefix(b, []byte("---\n")) {
-		t.Fatalf("%s: missing --- after the header", name)
-	}
-	return b[4:]
-}
+var reader = readertest.Reader[*Report]{Detect: Detect, Analyze: Analyze, RawJSON: true, Undetected: notLogs}
 
-func samples(t testing.TB) []string {
-	t.Helper()
-	m, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(m) == 0 {
-		t.Fatalf("no samples: %v", err)
-	}
-	var out []string
-	for _, p := range m {
-		out = append(out, filepath.Base(p))
-	}
-	sort.Strings(out)
-	return out
+// notLogs are nccl-tests outputs with at most one NCCL line: not detected
+// as logs, yet read as such when forced.
+var notLogs = map[string]bool{"aws-p5-2node-allreduce-srun.txt": true, "aws-p5-eks-allreduce-mpirun-tagged.txt": true, "gcp-a3high-tcpx-allgather-2node.txt": true}
+
+// sampleBody is a sample of testdata without its source header.
+func sampleBody(t testing.TB, name string) []byte {
+	return readertest.Sample(t, filepath.Join("testdata", name))
 }
 
 func analyzeSample(t testing.TB, name string) *Report {
 	t.Helper()
-	r, err := Analyze(name, bytes.NewReader(sampleBody(t, name)))
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
+	r, _ := reader.Sample(t, name)
 	return r
 }
 
-func checkGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if d := cmp.Diff(string(want), string(got)); d != "" {
-		t.Errorf("%s differs (-want +got); go test -update rewrites it:\n%s", path, d)
-	}
-}
-
-// TestGolden keeps the whole report (JSON) and the text summary of every
-// sample; the verdicts in them are asserted one by one in TestVerdicts.
-func TestGolden(t *testing.T) {
-	for _, name := range samples(t) {
-		t.Run(name, func(t *testing.T) {
-			r := analyzeSample(t, name)
-			var j bytes.Buffer
-			enc := json.NewEncoder(&j)
-			enc.SetEscapeHTML(false)
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(r); err != nil {
-				t.Fatal(err)
-			}
-			base := strings.TrimSuffix(name, ".txt")
-			checkGolden(t, filepath.Join("testdata", "golden", base+".json"), j.Bytes())
-			var txt bytes.Buffer
-			if err := r.WriteText(&txt); err != nil {
-				t.Fatal(err)
-			}
-			checkGolden(t, filepath.Join("testdata", "golden", base+".txt"), txt.Bytes())
-		})
-	}
-}
-
-type wantVerdict struct {
-	id      string
-	status  result.Status
-	reason  string
-	subject string
-}
+// TestGolden keeps the whole report (JSON, with the verdicts) and the text
+// summary of every sample; the verdicts are asserted one by one in
+// TestVerdicts.
+func TestGolden(t *testing.T) { reader.GoldenSamples(t, *update, nil) }
 
 const (
 	pass = result.Pass
@@ -120,17 +44,17 @@ const (
 	unk  = result.Unknown
 )
 
-func v(id string, st result.Status, reason string) wantVerdict {
-	return wantVerdict{id, st, reason, "job"}
+func v(id string, st result.Status, reason string) readertest.Want {
+	return readertest.Want{ID: id, Status: st, Reason: reason, Subject: "job"}
 }
 
-func vs(id string, st result.Status, reason, subject string) wantVerdict {
-	return wantVerdict{id, st, reason, subject}
+func vs(id string, st result.Status, reason, subject string) readertest.Want {
+	return readertest.Want{ID: id, Status: st, Reason: reason, Subject: subject}
 }
 
 // wantVerdicts is what a person reading each log concludes. Every verdict
 // a sample gets must be listed here, and nothing else.
-var wantVerdicts = map[string][]wantVerdict{
+var wantVerdicts = map[string][]readertest.Want{
 	// Four ranks of one process on one host talk through the NIC
 	// (loopback) although they share the machine; GDRDMA is on.
 	"a100-intranode-ranks-via-net-ib-gdrdma-excerpt.txt": {
@@ -254,8 +178,8 @@ var wantVerdicts = map[string][]wantVerdict{
 	},
 }
 
-func allUnknown(reason string) []wantVerdict {
-	var out []wantVerdict
+func allUnknown(reason string) []readertest.Want {
+	var out []readertest.Want
 	for _, id := range []string{"nccl.gdr", "nccl.p2p", "nccl.net", "nccl.version", "nccl.errors", "nccl.channels", "nccl.topology"} {
 		out = append(out, v(id, unk, reason))
 	}
@@ -263,45 +187,20 @@ func allUnknown(reason string) []wantVerdict {
 }
 
 func TestVerdicts(t *testing.T) {
-	for _, name := range samples(t) {
+	for _, name := range readertest.Samples(t) {
 		t.Run(name, func(t *testing.T) {
 			want, ok := wantVerdicts[name]
 			if !ok {
 				t.Fatalf("no expected verdicts for %s: add them to wantVerdicts", name)
 			}
-			r := analyzeSample(t, name)
-			got := map[[2]string]result.Result{}
-			for _, x := range r.Verdicts {
-				k := [2]string{x.ID, x.Subject}
-				if _, dup := got[k]; dup {
-					t.Errorf("two verdicts %s for %s", x.ID, x.Subject)
-				}
-				got[k] = x
-			}
-			for _, w := range want {
-				x, ok := got[[2]string{w.id, w.subject}]
-				if !ok {
-					t.Errorf("%s for %s: missing", w.id, w.subject)
-					continue
-				}
-				delete(got, [2]string{w.id, w.subject})
-				if x.Status != w.status || x.Reason != w.reason {
-					t.Errorf("%s for %s = %s %s, want %s %s (%s)", w.id, w.subject, x.Status, x.Reason, w.status, w.reason, x.Message)
-				}
-				if x.Message == "" || x.Title == "" {
-					t.Errorf("%s: empty message or title", w.id)
-				}
-				if (x.Status == fail || x.Status == warn) && len(x.Evidence) == 0 && x.Reason != "NCCLWarnings" {
-					t.Errorf("%s %s has no evidence", w.id, x.Status)
-				}
+			_, vs := reader.Sample(t, name)
+			readertest.ExactVerdicts(t, vs, want, func(x result.Result) bool { return x.Reason == "NCCLWarnings" })
+			for _, x := range vs {
 				for _, e := range x.Evidence {
 					if !strings.HasPrefix(e.Source, name+":") || e.Value == "" {
-						t.Errorf("%s: evidence %+v does not point at a line of %s", w.id, e, name)
+						t.Errorf("%s: evidence %+v does not point at a line of %s", x.ID, e, name)
 					}
 				}
-			}
-			for k, x := range got {
-				t.Errorf("unexpected verdict %s for %s: %s %s", k[0], k[1], x.Status, x.Reason)
 			}
 		})
 	}
@@ -310,11 +209,11 @@ func TestVerdicts(t *testing.T) {
 // TestEvidenceLines checks that evidence line numbers point at the line
 // that says it (after the header is stripped).
 func TestEvidenceLines(t *testing.T) {
-	for _, name := range samples(t) {
+	for _, name := range readertest.Samples(t) {
 		body := sampleBody(t, name)
 		lines := strings.Split(string(body), "\n")
-		r := analyzeSample(t, name)
-		for _, x := range r.Verdicts {
+		_, vs := reader.Sample(t, name)
+		for _, x := range vs {
 			for _, e := range x.Evidence {
 				var n int
 				if _, err := fmt.Sscan(strings.TrimPrefix(e.Source, name+":"), &n); err != nil || n < 1 || n > len(lines) {
@@ -557,312 +456,4 @@ func env(r *Report, name string) string {
 		}
 	}
 	return ""
-}
-
-func TestDetect(t *testing.T) {
-	for _, name := range samples(t) {
-		want := true
-		switch name {
-		case "aws-p5-2node-allreduce-srun.txt", "aws-p5-eks-allreduce-mpirun-tagged.txt", "gcp-a3high-tcpx-allgather-2node.txt":
-			want = false // nccl-tests outputs, at most one NCCL line
-		}
-		if got := Detect(sampleBody(t, name)); got != want {
-			t.Errorf("Detect(%s) = %v, want %v", name, got, want)
-		}
-	}
-	for _, tt := range []struct {
-		in   string
-		want bool
-	}{
-		{"", false},
-		{"<system version=\"1\">\n<cpu numaid=\"0\"/>\n</system>\n", false},
-		{"host:1:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n", true},
-		{"NCCL INFO without a header\n", false},
-		{"[1,0]<stdout>:n1:5:5 [0] NCCL INFO NCCL version 2.18.5+cuda12.2\n", true},
-		{"#  size count\n" + strings.Repeat("   8  2  float  sum  -1  5.0  0.00  0.00  0\n", 10) + "h:1:1 [0] NCCL INFO x\n", false},
-	} {
-		if got := Detect([]byte(tt.in)); got != tt.want {
-			t.Errorf("Detect(%q) = %v, want %v", tt.in, got, tt.want)
-		}
-	}
-}
-
-func TestFindHeaders(t *testing.T) {
-	type h struct {
-		host     string
-		pid, tid int64
-		dev      int
-		level    byte
-		msg      string
-	}
-	tests := []struct {
-		line string
-		want []h
-	}{
-		{"n013:101855:101885 [0] NCCL INFO Using network IB", []h{{"n013", 101855, 101885, 0, 'I', "Using network IB"}}},
-		{"[1,14]<stdout>:test-nccl-worker-1:33:33 [6] NCCL INFO NCCL version 2.22.3+cuda12.2",
-			[]h{{"test-nccl-worker-1", 33, 33, 6, 'I', "NCCL version 2.22.3+cuda12.2"}}},
-		{"12: node:176:4360 [5] NCCL INFO CollNet 05/0 : 5 [receive] via COLLNET/SHARP/5/GDRDMA",
-			[]h{{"node", 176, 4360, 5, 'I', "CollNet 05/0 : 5 [receive] via COLLNET/SHARP/5/GDRDMA"}}},
-		{"kp-ddp-worker-0:3468:3905 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion",
-			[]h{{"kp-ddp-worker-0", 3468, 3905, 4, 'W', "NET/IB : Got completion"}}},
-		{"dgx1:9001:9040 [0] 1023.441201 ncclCommInitRank:1203 NCCL TRACE comm 0x2e51f00 rank 0",
-			[]h{{"dgx1", 9001, 9040, 0, 'T', "comm 0x2e51f00 rank 0"}}},
-		{"ljm:803564:803604 [1] NCCL INFO comm 0x9497920 rank 1 nranks ljm:803563:803603 [0] NCCL INFO comm 0x8fe0500 rank 0",
-			[]h{{"ljm", 803564, 803604, 1, 'I', "comm 0x9497920 rank 1 nranks "}, {"ljm", 803563, 803603, 0, 'I', "comm 0x8fe0500 rank 0"}}},
-		{"[0] NCCL INFO no host", []h{{"", 0, 0, 0, 'I', "no host"}}},
-		{"the NCCL version is 2.1", nil},
-		{"x NCCL INFO", []h{{"", 0, 0, 0, 'I', ""}}},
-	}
-	for _, tt := range tests {
-		hs := findHeaders([]byte(tt.line), nil)
-		if len(hs) != len(tt.want) {
-			t.Errorf("%q: %d headers, want %d", tt.line, len(hs), len(tt.want))
-			continue
-		}
-		for i, x := range hs {
-			end := len(tt.line)
-			if i+1 < len(hs) {
-				end = hs[i+1].start
-			}
-			got := h{tt.line[x.hostS:x.hostE], x.pid, x.tid, x.dev, x.level, tt.line[x.msg:end]}
-			if got != tt.want[i] {
-				t.Errorf("%q header %d = %+v, want %+v", tt.line, i, got, tt.want[i])
-			}
-		}
-	}
-}
-
-func TestCleanPrefix(t *testing.T) {
-	for _, tt := range []struct {
-		p    string
-		want bool
-	}{
-		{"", true}, {"[1,3]<stdout>:", true}, {"12: ", true}, {"[2024-07-19 10:00:01] ", true},
-		{"2024-07-19T10:00:01.123Z ", true}, {"    ", true}, {"cudaDev 0", false},
-		{"     8388608       2097152     float     sum      ", false}, {"nranks ", false},
-	} {
-		if got := cleanPrefix([]byte(tt.p)); got != tt.want {
-			t.Errorf("cleanPrefix(%q) = %v, want %v", tt.p, got, tt.want)
-		}
-	}
-}
-
-func TestClassify(t *testing.T) {
-	for _, tt := range []struct {
-		in      string
-		class   byte
-		net     string
-		dev     int
-		gdr, sh bool
-	}{
-		{"P2P/CUMEM/read", clP2P, "", -1, false, false},
-		{"P2P/direct pointer/read", clP2P, "", -1, false, false},
-		{"SHM/direct/direct", clSHM, "", -1, false, false},
-		{"NET/IB/0/GDRDMA", clNET, "IB", 0, true, false},
-		{"NET/IB/1/GDRDMA/Shared", clNET, "IB", 1, true, true},
-		{"NET/IB/3(5)/GDRDMA", clNET, "IB", 3, true, false},
-		{"NET/IB/0", clNET, "IB", 0, false, false},
-		{"NET/Socket/1/Shared", clNET, "Socket", 1, false, true},
-		{"NET/AWS Libfabric/7/GDRDMA", clNET, "AWS Libfabric", 7, true, false},
-		{"COLLNET/SHARP/5/GDRDMA", clCollNet, "SHARP", 5, true, false},
-		{"NVLS", clNVLS, "", -1, false, false},
-		{"something", clOther, "", -1, false, false},
-	} {
-		c := classify(tt.in)
-		if c.class != tt.class || c.netName != tt.net || c.netDev != tt.dev || c.gdr != tt.gdr || c.shared != tt.sh {
-			t.Errorf("classify(%q) = %+v", tt.in, c)
-		}
-	}
-}
-
-func TestParseEnds(t *testing.T) {
-	for _, tt := range []struct {
-		in       string
-		collnet  bool
-		from, to int32
-		dir      int8
-		ok       bool
-	}{
-		{"2[c7000] -> 0[87000] [receive]", false, 2, 0, 2, true},
-		{"0[0] -> 1[1]", false, 0, 1, 0, true},
-		{"7 -> 8 [send]", false, 7, 8, 1, true},
-		{"5 [receive]", true, 5, -1, 2, true},
-		{"0[0] ->", false, 0, 0, 0, false},
-		{"x -> 1", false, 0, 0, 0, false},
-		{"1 -> 2 garbage", false, 0, 0, 0, false},
-	} {
-		f, to, d, ok := parseEnds([]byte(tt.in), tt.collnet)
-		if ok != tt.ok || ok && (f != tt.from || to != tt.to || d != tt.dir) {
-			t.Errorf("parseEnds(%q) = %d %d %d %v", tt.in, f, to, d, ok)
-		}
-	}
-}
-
-// TestCommResolution: rank numbers are per communicator. A NET channel of a
-// per-host communicator joins two ranks of one host even though the same
-// rank numbers are on other hosts in the world communicator.
-func TestCommResolution(t *testing.T) {
-	log := `a:1:10 [0] NCCL INFO comm 0x1 rank 0 nranks 4 cudaDev 0 busId 1000 commId 0xw - Init START
-a:2:20 [1] NCCL INFO comm 0x2 rank 1 nranks 4 cudaDev 1 busId 2000 commId 0xw - Init START
-b:3:30 [0] NCCL INFO comm 0x3 rank 2 nranks 4 cudaDev 0 busId 1000 commId 0xw - Init START
-b:4:40 [1] NCCL INFO comm 0x4 rank 3 nranks 4 cudaDev 1 busId 2000 commId 0xw - Init START
-b:3:31 [0] NCCL INFO comm 0x5 rank 0 nranks 2 cudaDev 0 busId 1000 commId 0xs - Init START
-b:4:41 [1] NCCL INFO comm 0x6 rank 1 nranks 2 cudaDev 1 busId 2000 commId 0xs - Init START
-a:2:20 [1] NCCL INFO Channel 00/0 : 1[1] -> 2[0] [send] via NET/IB/0/GDRDMA
-b:3:31 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA
-`
-	r, err := Analyze("comm.log", strings.NewReader(log))
-	if err != nil {
-		t.Fatal(err)
-	}
-	loc := map[string]string{}
-	for _, c := range r.Channels.Records {
-		loc[c.Host+itoa(c.From)+itoa(c.To)] = c.Locality
-	}
-	eq(t, "world a 1->2", loc["a12"], "inter-node")
-	eq(t, "sub b 0->1", loc["b01"], "intra-node")
-	for _, x := range r.Verdicts {
-		if x.ID == "nccl.p2p" && (x.Status != fail || x.Reason != "IntraNodeOverNet") {
-			t.Errorf("nccl.p2p = %s %s: %s", x.Status, x.Reason, x.Message)
-		}
-	}
-}
-
-func TestInputErrors(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		in   io.Reader
-		line int
-		msg  string
-	}{
-		{"empty", strings.NewReader(""), 1, "empty input"},
-		{"binary", bytes.NewReader([]byte("\x00\x01\x02\nELF\x00\x00\n")), 1, "binary"},
-		{"gzip", bytes.NewReader([]byte{0x1f, 0x8b, 8, 0, 0, 0}), 1, "gzip"},
-		{"readerr", io.MultiReader(strings.NewReader("h:1:1 [0] NCCL INFO a\nh:1:1 [0] NCCL INFO b\n"), errReader{}), 3, "read: disk on fire"},
-	} {
-		_, err := Analyze(tt.name, tt.in)
-		var pe *ParseError
-		if !errors.As(err, &pe) {
-			t.Errorf("%s: err = %v, want a ParseError", tt.name, err)
-			continue
-		}
-		if pe.Name != tt.name || pe.Line != tt.line || !strings.Contains(pe.Msg, tt.msg) {
-			t.Errorf("%s: %v, want line %d and %q", tt.name, err, tt.line, tt.msg)
-		}
-		if !strings.HasPrefix(err.Error(), tt.name+":") {
-			t.Errorf("%s: error %q does not name the file", tt.name, err)
-		}
-	}
-}
-
-type errReader struct{}
-
-func (errReader) Read([]byte) (int, error) { return 0, errors.New("disk on fire") }
-
-// TestLongAndOddLines: an overlong line is read in part and the next lines
-// are still read; CRLF and NUL bytes in a text log do not stop the reader.
-func TestLongAndOddLines(t *testing.T) {
-	var b strings.Builder
-	b.WriteString("h1:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\r\n")
-	b.WriteString("h1:1:1 [0] NCCL INFO Trees " + strings.Repeat("[0] -1/-1/-1->0->1 ", MaxLine/16) + "\n")
-	b.WriteString("\x00\x00\x00garbage\n")
-	b.WriteString("h1:1:1 [0] NCCL INFO Using network IB\r\n")
-	r, err := Analyze("odd.log", strings.NewReader(b.String()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	eq(t, "long", r.LongLines, int64(1))
-	eq(t, "lines", r.Lines, int64(4))
-	eq(t, "version", versions(r), "2.21.5+cuda12.4")
-	eq(t, "network", strings.Join(host(t, r, "h1").Networks, ""), "IB")
-}
-
-// TestUntrackedConnections: past the cap on distinct connections, lines are
-// still judged (locality from what is known) and offenders still named.
-func TestUntrackedConnections(t *testing.T) {
-	if testing.Short() {
-		t.Skip("generates ~30 MB")
-	}
-	var b bytes.Buffer
-	b.WriteString("a:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 commId 0x1 - Init START\n")
-	b.WriteString("b:2:2 [0] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 0 busId 1000 commId 0x1 - Init START\n")
-	n := maxConns + 1000
-	for i := 0; i < n; i++ {
-		// distinct peers make distinct connections; odd ranks are on host b
-		peer := 2*i + 1
-		b.WriteString("a:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> ")
-		b.WriteString(itoa(peer))
-		b.WriteString("[0] [send] via NET/IB/0/GDRDMA\n")
-	}
-	b.WriteString("a:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0\n")
-	r, err := Analyze("many.log", &b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eq(t, "tracked", r.Channels.Connections, maxConns)
-	eq(t, "untracked", r.Channels.ConnectionsUntracked, int64(1001))
-	eq(t, "lines", r.Channels.TransportLines, int64(n+1))
-	eq(t, "records", len(r.Channels.Records), maxRecords)
-	for _, x := range r.Verdicts {
-		if x.ID == "nccl.gdr" {
-			if x.Status != fail || len(x.Evidence) == 0 || !strings.Contains(x.Evidence[0].Value, "via NET/IB/0") {
-				t.Errorf("nccl.gdr = %s %s %+v", x.Status, x.Reason, x.Evidence)
-			}
-		}
-	}
-}
-
-// TestInvariants: the counts of a report add up, for every sample.
-func TestInvariants(t *testing.T) {
-	for _, name := range samples(t) {
-		checkInvariants(t, name, analyzeSample(t, name))
-	}
-}
-
-func checkInvariants(t testing.TB, name string, r *Report) {
-	t.Helper()
-	var sum, intra, inter, unknown int64
-	for _, x := range r.Channels.ByTransport {
-		sum += x.Lines
-		intra += x.Intra
-		inter += x.Inter
-		unknown += x.Unknown
-		if x.Lines != x.Intra+x.Inter+x.Unknown {
-			t.Errorf("%s: %s lines %d != %d+%d+%d", name, x.Transport, x.Lines, x.Intra, x.Inter, x.Unknown)
-		}
-	}
-	if sum+r.Channels.GarbledLines != r.Channels.TransportLines {
-		t.Errorf("%s: transport lines %d != %d judged + %d garbled", name, r.Channels.TransportLines, sum, r.Channels.GarbledLines)
-	}
-	if intra != r.Channels.IntraNode || inter != r.Channels.InterNode || unknown != r.Channels.UnknownLocality {
-		t.Errorf("%s: locality totals do not add up", name)
-	}
-	if r.SplicedLines > r.Lines || r.LongLines > r.Lines || r.Channels.TransportLines > r.NCCLLines {
-		t.Errorf("%s: line counts do not add up: %d lines, %d spliced, %d long, %d NCCL, %d transport",
-			name, r.Lines, r.SplicedLines, r.LongLines, r.NCCLLines, r.Channels.TransportLines)
-	}
-	if r.NCCLLines > 0 && r.SplicedLines == 0 && r.NCCLLines > r.Lines {
-		t.Errorf("%s: %d NCCL messages in %d unspliced lines", name, r.NCCLLines, r.Lines)
-	}
-	for _, x := range r.Verdicts {
-		for _, e := range x.Evidence {
-			var n int64
-			if _, err := fmt.Sscan(strings.TrimPrefix(e.Source, name+":"), &n); err != nil || n < 1 || n > r.Lines {
-				t.Errorf("%s: %s evidence source %q is not a line of the input", name, x.ID, e.Source)
-			}
-		}
-	}
-	ids := map[string]bool{}
-	for _, x := range r.Verdicts {
-		if !x.Status.Valid() || x.ID == "" || x.Reason == "" || x.Subject == "" || x.Message == "" {
-			t.Errorf("%s: incomplete verdict %+v", name, x)
-		}
-		ids[x.ID] = true
-	}
-	for _, id := range []string{"nccl.gdr", "nccl.p2p", "nccl.net", "nccl.version", "nccl.errors", "nccl.channels", "nccl.topology"} {
-		if !ids[id] {
-			t.Errorf("%s: no %s verdict", name, id)
-		}
-	}
 }

@@ -1,8 +1,7 @@
 package ncclog
 
 import (
-	"sort"
-	"strings"
+	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
 // summary is what the verdicts are decided from, computed once the whole
@@ -34,511 +33,45 @@ type summary struct {
 	nvlink                             bool
 }
 
-func (a *analyzer) report() *Report {
+// report assembles the fragments of the trackers, then the verdicts.
+func (a *analyzer) report() (*Report, []result.Result) {
 	s := a.summarize()
 	r := &Report{
 		File:         a.name,
-		Lines:        a.nlines,
-		Bytes:        a.nbytes,
-		NCCLLines:    a.ncclLines,
-		SplicedLines: a.spliced,
-		LongLines:    a.longLines,
-		ErrorCount:   a.errCount,
-		WarningCount: a.warnCount,
+		Lines:        a.stats.lines,
+		Bytes:        a.stats.bytes,
+		NCCLLines:    a.stats.nccl,
+		SplicedLines: a.stats.spliced,
+		LongLines:    a.stats.long,
+		ErrorCount:   a.events.errCount,
+		WarningCount: a.events.warnCount,
 	}
-	name := func(id int32) string {
-		if id < 0 {
-			return ""
-		}
-		return a.hosts[s.alias[id]].name
-	}
-	procs := a.sortedProcs()
+	name := func(id int32) string { return a.hosts.name(s.alias, id) }
+	procs := a.hosts.sortedProcs()
+	canonical := a.hosts.canonicalNames(s.alias)
 
-	// versions
-	r.Versions = aggregate(procs, a, func(p *procState) (string, int64, string) { return p.version, p.versionLine, p.versionText })
-	for _, bv := range a.bareVersion {
-		found := false
-		for i := range r.Versions {
-			if r.Versions[i].Version == bv.Version {
-				found = true
-				if bv.Line < r.Versions[i].Line {
-					r.Versions[i].Line, r.Versions[i].Text = bv.Line, bv.Text
-				}
-			}
-		}
-		if !found {
-			r.Versions = append(r.Versions, bv)
-		}
-	}
-	sort.SliceStable(r.Versions, func(i, j int) bool { return r.Versions[i].Line < r.Versions[j].Line })
-	r.CUDADriverVersions = aggregate(procs, a, func(p *procState) (string, int64, string) { return p.cuda, p.cudaLine, p.cudaText })
-
-	// hosts
-	type hostAgg struct {
-		h     Host
-		ranks map[int32]struct{}
-	}
-	aggs := map[int32]*hostAgg{}
-	var order []int32
-	for id, hs := range a.hosts {
-		c := s.alias[id]
-		g := aggs[c]
-		if g == nil {
-			ch := a.hosts[c]
-			g = &hostAgg{h: Host{Name: ch.name}, ranks: map[int32]struct{}{}}
-			aggs[c] = g
-			order = append(order, c)
-		}
-		g.h.Processes += hs.procs
-		g.h.Lines += hs.lines
-		for rk := range hs.ranks {
-			g.ranks[rk] = struct{}{}
-		}
-		for _, x := range hs.gpus {
-			g.h.GPUs = addStr(g.h.GPUs, x, maxSmallSet)
-		}
-		if g.h.Bootstrap == "" {
-			g.h.Bootstrap = hs.boot
-		}
-		if len(g.h.IBDevices) == 0 {
-			g.h.IBDevices = hs.ib
-			g.h.IBOOB = hs.ibOOB
-		}
-		g.h.NoIBDevice = g.h.NoIBDevice || hs.noIB
-		for _, x := range hs.socket {
-			g.h.SocketIfaces = addStr(g.h.SocketIfaces, x, maxSmallSet)
-		}
-		for _, x := range hs.dmabuf {
-			g.h.DMABufGPUs = addInt(g.h.DMABufGPUs, x, maxSmallSet)
-		}
-	}
-	type hostPID struct {
-		host string
-		pid  int64
-	}
-	procVersion := map[hostPID]string{}
-	for _, p := range procs {
-		g := aggs[s.alias[p.host]]
-		if p.network != "" {
-			g.h.Networks = addStr(g.h.Networks, p.network, maxSmallSet)
-		}
-		if len(g.h.PIDs) < maxSmallSet {
-			g.h.PIDs = append(g.h.PIDs, p.pid)
-		}
-		if p.version != "" {
-			procVersion[hostPID{a.hosts[p.host].name, p.pid}] = p.version
-		}
-	}
-	for _, c := range order {
-		g := aggs[c]
-		if len(g.ranks) > 0 {
-			g.h.Ranks = make([]int, 0, len(g.ranks))
-			for rk := range g.ranks {
-				g.h.Ranks = append(g.h.Ranks, int(rk))
-			}
-			sort.Ints(g.h.Ranks)
-		}
-		sort.Ints(g.h.DMABufGPUs)
-		g.h.Silent = g.h.Lines == 0 && len(g.ranks) > 0
-		r.Hosts = append(r.Hosts, g.h)
-	}
-
-	// ranks
-	hostName := map[string]string{}
-	for id, hs := range a.hosts {
-		hostName[hs.name] = name(int32(id))
-	}
-	r.Ranks = append([]Rank{}, a.rankRecs...)
-	for i := range r.Ranks {
-		rk := &r.Ranks[i]
-		rk.Version = procVersion[hostPID{rk.Host, rk.PID}]
-		if n, ok := hostName[rk.Host]; ok {
-			rk.Host = n
-		}
-	}
-	srcOrder := map[string]int{"init": 0, "nccl-tests": 1, "channel": 2}
-	sort.SliceStable(r.Ranks, func(i, j int) bool {
-		x, y := r.Ranks[i], r.Ranks[j]
-		if x.CommID != y.CommID {
-			return x.CommID < y.CommID
-		}
-		if x.Rank != y.Rank {
-			return x.Rank < y.Rank
-		}
-		return srcOrder[x.Source] < srcOrder[y.Source]
-	})
-	r.RanksOmitted = a.ranksOmited
-
-	// communicators
-	for _, c := range a.comms {
-		if c.id == "(unknown)" && len(c.ranks) == 0 {
-			continue
-		}
-		hs := map[int32]bool{}
-		for _, h := range c.ranks {
-			if h >= 0 {
-				hs[s.alias[h]] = true
-			}
-		}
-		r.Comms = append(r.Comms, Comm{ID: c.id, NRanks: c.nranks, NNodes: c.nnodes, MNNVL: c.mnnvl,
-			RanksSeen: len(c.ranks), Hosts: len(hs), InitComplete: c.complete, Line: c.line})
-	}
-
-	// network
-	sel := map[string]*Selected{}
-	var selOrder []string
-	for _, p := range procs {
-		if p.network == "" {
-			continue
-		}
-		if x := sel[p.network]; x != nil {
-			x.Processes++
-			if p.networkLine < x.Line {
-				x.Line, x.Text = p.networkLine, p.networkText
-			}
-			continue
-		}
-		sel[p.network] = &Selected{Name: p.network, Processes: 1, Line: p.networkLine, Text: p.networkText}
-		selOrder = append(selOrder, p.network)
-	}
-	for _, n := range selOrder {
-		r.Network.Selected = append(r.Network.Selected, *sel[n])
-	}
-	sort.SliceStable(r.Network.Selected, func(i, j int) bool { return r.Network.Selected[i].Line < r.Network.Selected[j].Line })
-	for _, t := range a.transports {
-		if t.class == clNET && t.netName != "" {
-			r.Network.NetTransports = addStr(r.Network.NetTransports, "NET/"+t.netName, maxSmallSet)
-		}
-		if t.class == clCollNet && t.netName != "" {
-			r.Network.NetTransports = addStr(r.Network.NetTransports, "COLLNET/"+t.netName, maxSmallSet)
-		}
-	}
-	r.Network.PluginMessages = a.pluginMsgs
-	r.Network.PluginVersions = aggregate(procs, a, func(p *procState) (string, int64, string) { return p.ofiVersion, p.ofiLine, p.ofiText })
-	r.Network.OFIProvider = a.ofiProvider
-	r.Network.OFINICs = a.ofiNICs
-	r.Network.Libfabric = a.libfabric
-	r.Network.NonDevicePlugin = a.nonDevice
-
-	// GDR
-	for _, e := range a.hcaGDR {
-		if e.Host != "" {
-			e.Host = hostName[e.Host]
-		}
-		r.GDR.HCAs = append(r.GDR.HCAs, e)
-	}
-	for _, e := range a.gpuGDR {
-		if e.Host != "" {
-			e.Host = hostName[e.Host]
-		}
-		r.GDR.GPUs = append(r.GDR.GPUs, e)
-	}
-	r.GDR.DMABuf = a.dmabuf
-	for _, k := range a.envOrder {
-		v := a.env[k]
-		r.Env = append(r.Env, EnvVar{Name: k.name, Value: k.value, Processes: v.procs, Line: v.line})
-		if k.name == "NCCL_NET_GDR_LEVEL" && r.GDR.Level == "" {
-			r.GDR.Level = k.value
-		}
-	}
-
-	// channels
-	ch := &r.Channels
-	ch.TransportLines = a.transportLines
-	ch.GarbledLines = a.garbled
-	ch.Connections = len(a.conns)
-	ch.ConnectionsUntracked = a.untracked
-	ch.RingLines = a.ringLines
-	ch.MinRingChannels = a.minRingTotal
-	ch.MaxRingChannels = a.maxRingTotal
-	ch.ConnectedRings, ch.ConnectedTrees, ch.ConnectedNVLS = a.connRings, a.connTrees, a.connNVLS
-	ch.NVLSSupported = a.nvlsSup
-	ch.CollNetLines = a.collnetLines
-	tc := make([]TransportCount, len(a.transports))
-	for i, t := range a.transports {
-		tc[i] = TransportCount{Transport: t.name, Class: className(t.class)}
-		tc[i].Unknown += t.untracked[locUnknown]
-		tc[i].Intra += t.untracked[locIntra]
-		tc[i].Inter += t.untracked[locInter]
-	}
-	ch.Records = []ChannelRecord{}
-	for _, k := range a.connOrder {
-		c := a.conns[k]
-		loc := a.locality(k, s.alias)
-		t := &tc[k.tr]
-		switch loc {
-		case locIntra:
-			t.Intra += c.lines
-		case locInter:
-			t.Inter += c.lines
-		default:
-			t.Unknown += c.lines
-		}
-		if len(ch.Records) < maxRecords {
-			tp := a.transports[k.tr]
-			ch.Records = append(ch.Records, ChannelRecord{
-				Channel: int(c.channel), ConnIndex: int(c.conn), From: int(k.from), To: int(k.to),
-				Dir: dirName[k.dir], Transport: tp.name, Class: className(tp.class), GDRDMA: tp.gdr,
-				Shared: tp.shared, NetDev: tp.netDev, Host: name(k.printer), Locality: locName[loc],
-				Lines: c.lines, Line: c.first,
-			})
-		} else {
-			ch.RecordsOmitted++
-		}
-	}
-	for i := range tc {
-		tc[i].Lines = tc[i].Intra + tc[i].Inter + tc[i].Unknown
-		ch.IntraNode += tc[i].Intra
-		ch.InterNode += tc[i].Inter
-		ch.UnknownLocality += tc[i].Unknown
-	}
-	ch.ByTransport = tc
-	sort.SliceStable(ch.ByTransport, func(i, j int) bool { return ch.ByTransport[i].Lines > ch.ByTransport[j].Lines })
-	for _, k := range a.countOrder {
-		v := a.counts[k]
-		ch.Counts = append(ch.Counts, ChannelCount{Coll: k.coll, CollNet: k.collnet, NVLS: k.nvls, P2P: k.p2p,
-			P2PPerPeer: k.perPeer, Processes: v.procs, Line: v.line, Text: v.text})
-	}
-	ch.Patterns = a.patterns
-
-	// topology
-	for _, t := range a.trees {
-		t.analyze()
-		hs := a.hosts[t.host]
-		st := SystemTree{Host: name(t.host), MaxBW: t.maxBW, TotalBW: t.totalBW, Line: t.line,
-			Links: t.links, LinksOmitted: t.omitted, Findings: t.findings, FindingsOmitted: t.findOmit,
-			GPUNetPaths: hs.paths, Complete: t.complete}
-		if st.Links == nil {
-			st.Links = []TreeLink{}
-		}
-		for n := range t.nodes {
-			switch {
-			case strings.HasPrefix(n, "GPU/"):
-				st.GPUs++
-			case strings.HasPrefix(n, "NIC/"):
-				st.NICs++
-			}
-		}
-		for _, l := range t.links {
-			if l.Type == "NVL" {
-				st.NVLinks++
-			}
-		}
-		r.Topology = append(r.Topology, st)
-	}
-
-	// errors and warnings
-	for _, k := range a.eventOrder {
-		e := a.events[k]
-		ev := Event{Line: e.line, Host: name(e.host), Message: e.message, Count: e.count}
-		if e.level == 'e' {
-			ev.Level = "error"
-			if len(r.Errors) < maxEventsOut {
-				r.Errors = append(r.Errors, ev)
-			}
-		} else {
-			ev.Level = "warning"
-			if len(r.Warnings) < maxEventsOut {
-				r.Warnings = append(r.Warnings, ev)
-			}
-		}
-	}
-
-	r.Verdicts = a.verdicts(r, s)
-	return r
+	r.Versions, r.CUDADriverVersions = a.hosts.versions(procs)
+	var procVersion map[hostPID]string
+	r.Hosts, procVersion = a.hosts.report(s.alias, procs)
+	r.Ranks, r.RanksOmitted = a.comms.reportRanks(canonical, procVersion)
+	r.Comms = a.comms.report(s.alias)
+	r.Network = a.net.network(procs, a.chans.transports, a.hosts.all)
+	r.GDR, r.Env = a.net.gdr(canonical)
+	r.Channels = a.chans.report(func(k connKey) int { return a.locality(k, s.alias) }, name)
+	a.graph.fill(&r.Channels)
+	r.Topology = a.trees.report(a.hosts.all, name)
+	r.Errors, r.Warnings = a.events.report(name)
+	return r, a.verdicts(r, s)
 }
 
 var dirName = [...]string{"", "send", "receive"}
 
-func (a *analyzer) sortedProcs() []*procState {
-	ps := make([]*procState, 0, len(a.procs))
-	for _, p := range a.procs {
-		ps = append(ps, p)
-	}
-	sort.Slice(ps, func(i, j int) bool {
-		if ps[i].host != ps[j].host {
-			return ps[i].host < ps[j].host
-		}
-		return ps[i].pid < ps[j].pid
-	})
-	return ps
-}
-
-// aggregate groups processes by a version-like string.
-func aggregate(procs []*procState, a *analyzer, get func(*procState) (string, int64, string)) []Version {
-	idx := map[string]int{}
-	var out []Version
-	for _, p := range procs {
-		v, line, text := get(p)
-		if v == "" {
-			continue
-		}
-		i, ok := idx[v]
-		if !ok {
-			i = len(out)
-			idx[v] = i
-			out = append(out, Version{Version: v, Line: line, Text: text})
-		}
-		o := &out[i]
-		o.Processes++
-		if line < o.Line {
-			o.Line, o.Text = line, text
-		}
-		if p.host >= 0 {
-			o.Hosts = addStr(o.Hosts, a.hosts[p.host].name, 16)
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Line < out[j].Line })
-	return out
-}
-
 // summarize decides where every rank is and what every channel is.
 func (a *analyzer) summarize() *summary {
 	s := &summary{p2pKinds: map[string]int64{}, netNames: map[string]int64{}}
-	s.alias = make([]int32, len(a.hosts))
-	for i, h := range a.hosts {
-		s.alias[i] = int32(i)
-		if h.trusted {
-			continue
-		}
-		for j := 1; j < len(h.name); j++ {
-			if id, ok := a.hostIdx[h.name[j:]]; ok && a.hosts[id].trusted {
-				s.alias[i] = id
-				break
-			}
-		}
-	}
-	withRanks := map[int32]bool{}
-	lines := map[int32]int64{}
-	for i, h := range a.hosts {
-		c := s.alias[i]
-		lines[c] += h.lines
-		if h.hasRanks && len(h.ranks) > 0 {
-			withRanks[c] = true
-		}
-	}
-	for i := range a.hosts {
-		c := int32(i)
-		if s.alias[i] != c || !withRanks[c] {
-			continue
-		}
-		s.hostsWithRanks = append(s.hostsWithRanks, c)
-		if lines[c] == 0 {
-			s.silentHosts = append(s.silentHosts, a.hosts[c].name)
-		}
-	}
-	known := map[int32]bool{}
-	for rk, h := range a.globalRank {
-		if h != ambiguous {
-			known[rk] = true
-		}
-	}
-	for rk := range a.testRanks {
-		known[rk] = true
-	}
-	s.ranksKnown = len(known)
-	for _, c := range a.comms {
-		s.maxNRanks = max(s.maxNRanks, c.nranks)
-		s.maxNNodes = max(s.maxNNodes, c.nnodes)
-		s.mnnvl = s.mnnvl || c.mnnvl
-	}
-	for _, rr := range a.rankRecs {
-		s.maxNRanks = max(s.maxNRanks, rr.NRanks)
-	}
-	// The nccl-tests header lists every rank of the test's communicator.
-	s.maxNRanks = max(s.maxNRanks, len(a.testRanks))
-
-	note := func(list []offender, o offender) []offender {
-		if len(list) >= maxOffenders || o.line < 0 {
-			return list
-		}
-		return append(list, o)
-	}
-	count := func(t *transport, loc int, n int64, o offender) {
-		switch t.class {
-		case clNET, clCollNet:
-			s.netLines += n
-			if t.class == clNET {
-				s.netNames[t.netName] += n
-			}
-			if t.gdr {
-				s.netGDR += n
-				if len(s.sampleGDR) < 3 && o.line >= 0 {
-					s.sampleGDR = append(s.sampleGDR, o)
-				}
-			} else {
-				s.netNoGDR += n
-				s.offNoGDR = note(s.offNoGDR, o)
-			}
-			if t.netName == "Socket" {
-				s.socketLines += n
-				if loc != locIntra {
-					s.socketInter += n
-					s.offSock = note(s.offSock, o)
-				}
-			}
-			switch loc {
-			case locIntra:
-				s.netIntra += n
-				s.loopIntra += n
-				s.intraLines += n
-				s.offLoop = note(s.offLoop, o)
-			case locInter:
-				s.netInter += n
-			default:
-				s.netUnknown += n
-			}
-		case clP2P:
-			if loc == locInter {
-				s.p2pInter += n
-				break
-			}
-			s.p2pIntra += n
-			s.intraLines += n
-			kind := t.name
-			if parts := strings.Split(t.name, "/"); len(parts) > 1 {
-				kind = parts[1]
-			}
-			s.p2pKinds[kind] += n
-			if len(s.sampleP2P) < 3 && o.line >= 0 {
-				s.sampleP2P = append(s.sampleP2P, o)
-			}
-		case clSHM:
-			s.shmIntra += n
-			s.intraLines += n
-			s.offSHM = note(s.offSHM, o)
-		}
-	}
-	for _, k := range a.connOrder {
-		c := a.conns[k]
-		loc := a.locality(k, s.alias)
-		text := ""
-		if c.text >= 0 {
-			text = a.texts[c.text]
-		}
-		count(a.transports[k.tr], loc, c.lines, offender{line: c.first, host: k.printer, text: text, loc: loc})
-		if loc == locInter {
-			s.multiNode = true
-		}
-	}
-	for _, t := range a.transports {
-		for loc, n := range t.untracked {
-			if n > 0 {
-				count(t, loc, n, offender{line: -1, loc: loc})
-			}
-		}
-	}
-	// offenders of untracked lines carry their text
-	for _, o := range a.offNet {
-		s.offNoGDR = note(s.offNoGDR, o)
-	}
-	for _, o := range a.offLoop {
-		s.offLoop = note(s.offLoop, o)
-	}
-	for _, o := range a.offSHM {
-		s.offSHM = note(s.offSHM, o)
-	}
-
+	a.hosts.summarize(s)
+	a.comms.summarize(s)
+	a.chans.summarize(s, func(k connKey) int { return a.locality(k, s.alias) })
 	if len(s.hostsWithRanks) >= 2 || s.maxNNodes >= 2 {
 		s.multiNode = true
 	}
@@ -546,18 +79,6 @@ func (a *analyzer) summarize() *summary {
 		s.singleNode = s.maxNNodes == 1 || s.maxNRanks == 1 ||
 			len(s.hostsWithRanks) == 1 && s.maxNRanks > 0 && s.ranksKnown >= s.maxNRanks
 	}
-	for _, t := range a.trees {
-		for _, l := range t.links {
-			if l.Type == "NVL" {
-				s.nvlink = true
-				break
-			}
-		}
-	}
-	for _, p := range a.patterns {
-		if p.TypeIntra == "NVL" || p.TypeIntra == "NVB" {
-			s.nvlink = true
-		}
-	}
+	s.nvlink = a.trees.nvlink() || a.graph.nvlink()
 	return s
 }

@@ -5,17 +5,13 @@ import (
 	"io"
 	"strings"
 
+	"github.com/gdrcheck/gdrcheck/internal/analyze/verdict"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
-var statusWord = map[result.Status]string{
-	result.Pass: "PASS", result.Warn: "WARN", result.Fail: "FAIL",
-	result.Skip: "SKIP", result.Unknown: "UNKNOWN", result.Error: "ERROR",
-}
-
 // WriteText prints a human summary: the verdicts first (status, reason,
 // message, remedy and some evidence), then what the log says.
-func (r *Report) WriteText(w io.Writer) error {
+func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "NCCL log %s: %d lines, %d NCCL messages", r.File, r.Lines, r.NCCLLines)
 	if r.SplicedLines > 0 {
@@ -24,21 +20,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.LongLines > 0 {
 		fmt.Fprintf(&b, ", %d overlong lines read in part", r.LongLines)
 	}
-	b.WriteString("\n\nVerdicts:\n")
-	vs := append([]result.Result(nil), r.Verdicts...)
-	result.Sort(vs)
-	for _, v := range vs {
-		fmt.Fprintf(&b, "  %-7s %s [%s] %s: %s\n", statusWord[v.Status], v.ID, v.Reason, v.Subject, v.Message)
-		if v.Remedy != "" {
-			fmt.Fprintf(&b, "          remedy: %s\n", v.Remedy)
-		}
-		for i, e := range v.Evidence {
-			if i == 3 {
-				fmt.Fprintf(&b, "          ... %d more evidence lines\n", len(v.Evidence)-3)
-				break
-			}
-			fmt.Fprintf(&b, "          %s: %s\n", e.Source, short(e.Value, 160))
-		}
+	b.WriteString("\n\n")
+	if err := (verdict.Text{}).Write(&b, vs); err != nil {
+		return err
 	}
 
 	if len(r.Versions) > 0 {
@@ -51,74 +35,9 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  %-24s %d process(es) %s\n", v.Version, v.Processes, strings.Join(v.Hosts, " "))
 		}
 	}
-	if len(r.Hosts) > 0 {
-		fmt.Fprintf(&b, "\nHosts (%d):\n", len(r.Hosts))
-		for i, h := range r.Hosts {
-			if i == 32 {
-				fmt.Fprintf(&b, "  ... %d more\n", len(r.Hosts)-32)
-				break
-			}
-			fmt.Fprintf(&b, "  %-24s %d proc, ranks %s, %d lines", h.Name, h.Processes, intRanges(h.Ranks), h.Lines)
-			if h.Silent {
-				b.WriteString(" (silent)")
-			}
-			if len(h.Networks) > 0 {
-				fmt.Fprintf(&b, ", network %s", strings.Join(h.Networks, "/"))
-			}
-			if len(h.IBDevices) > 0 {
-				var ds []string
-				for _, d := range h.IBDevices {
-					ds = append(ds, fmt.Sprintf("%s:%d/%s", d.Name, d.Port, d.LinkLayer))
-				}
-				fmt.Fprintf(&b, ", IB %s", strings.Join(ds, " "))
-			}
-			if h.NoIBDevice {
-				b.WriteString(", no IB device")
-			}
-			if len(h.SocketIfaces) > 0 {
-				fmt.Fprintf(&b, ", socket %s", strings.Join(h.SocketIfaces, " "))
-			}
-			b.WriteString("\n")
-		}
-	}
-	if len(r.GDR.HCAs) > 0 || len(r.GDR.GPUs) > 0 || r.GDR.DMABuf {
-		b.WriteString("\nGPU Direct RDMA:\n")
-		for i, h := range r.GDR.HCAs {
-			if i == 16 {
-				fmt.Fprintf(&b, "  ... %d more HCAs\n", len(r.GDR.HCAs)-16)
-				break
-			}
-			fmt.Fprintf(&b, "  %-20s %s HCA %d %-14s %s\n", h.Host, h.Plugin, h.Index, h.Name, onOff(h.Enabled))
-		}
-		for i, g := range r.GDR.GPUs {
-			if i == 16 {
-				fmt.Fprintf(&b, "  ... %d more GPU/HCA pairs\n", len(r.GDR.GPUs)-16)
-				break
-			}
-			fmt.Fprintf(&b, "  %-20s GPU %s / HCA %d: %s (distance %d, limit %d)\n", g.Host, g.GPU, g.HCA, onOff(g.Enabled), g.Distance, g.Limit)
-		}
-		fmt.Fprintf(&b, "  dma-buf: %v", r.GDR.DMABuf)
-		if r.GDR.Level != "" {
-			fmt.Fprintf(&b, ", NCCL_NET_GDR_LEVEL=%s", r.GDR.Level)
-		}
-		b.WriteString("\n")
-	}
-	c := r.Channels
-	fmt.Fprintf(&b, "\nChannels: %d transport lines (%d intra-node, %d inter-node, %d unknown), %d connections",
-		c.TransportLines, c.IntraNode, c.InterNode, c.UnknownLocality, c.Connections)
-	if c.GarbledLines > 0 {
-		fmt.Fprintf(&b, ", %d garbled", c.GarbledLines)
-	}
-	b.WriteString("\n")
-	for _, t := range c.ByTransport {
-		if t.Lines == 0 {
-			continue
-		}
-		fmt.Fprintf(&b, "  %-32s %-7s %8d lines (intra %d, inter %d, unknown %d)\n", t.Transport, t.Class, t.Lines, t.Intra, t.Inter, t.Unknown)
-	}
-	for _, n := range c.Counts {
-		fmt.Fprintf(&b, "  counts on %d process(es): %s\n", n.Processes, n.Text)
-	}
+	r.writeHosts(&b)
+	r.writeGDR(&b)
+	r.writeChannels(&b)
 	for _, t := range r.Topology {
 		fmt.Fprintf(&b, "\nSystem tree of %s (line %d): maxBw %.1f totalBw %.1f, %d GPUs, %d NICs, %d NVLink links\n",
 			t.Host, t.Line, t.MaxBW, t.TotalBW, t.GPUs, t.NICs, t.NVLinks)
@@ -134,6 +53,86 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeHosts prints the hosts (the first 32).
+func (r *Report) writeHosts(b *strings.Builder) {
+	if len(r.Hosts) > 0 {
+		fmt.Fprintf(b, "\nHosts (%d):\n", len(r.Hosts))
+		for i, h := range r.Hosts {
+			if i == 32 {
+				fmt.Fprintf(b, "  ... %d more\n", len(r.Hosts)-32)
+				break
+			}
+			fmt.Fprintf(b, "  %-24s %d proc, ranks %s, %d lines", h.Name, h.Processes, intRanges(h.Ranks), h.Lines)
+			if h.Silent {
+				b.WriteString(" (silent)")
+			}
+			if len(h.Networks) > 0 {
+				fmt.Fprintf(b, ", network %s", strings.Join(h.Networks, "/"))
+			}
+			if len(h.IBDevices) > 0 {
+				var ds []string
+				for _, d := range h.IBDevices {
+					ds = append(ds, fmt.Sprintf("%s:%d/%s", d.Name, d.Port, d.LinkLayer))
+				}
+				fmt.Fprintf(b, ", IB %s", strings.Join(ds, " "))
+			}
+			if h.NoIBDevice {
+				b.WriteString(", no IB device")
+			}
+			if len(h.SocketIfaces) > 0 {
+				fmt.Fprintf(b, ", socket %s", strings.Join(h.SocketIfaces, " "))
+			}
+			b.WriteString("\n")
+		}
+	}
+}
+
+// writeGDR prints the GPU Direct RDMA lines (the first 16 of each kind).
+func (r *Report) writeGDR(b *strings.Builder) {
+	if len(r.GDR.HCAs) > 0 || len(r.GDR.GPUs) > 0 || r.GDR.DMABuf {
+		b.WriteString("\nGPU Direct RDMA:\n")
+		for i, h := range r.GDR.HCAs {
+			if i == 16 {
+				fmt.Fprintf(b, "  ... %d more HCAs\n", len(r.GDR.HCAs)-16)
+				break
+			}
+			fmt.Fprintf(b, "  %-20s %s HCA %d %-14s %s\n", h.Host, h.Plugin, h.Index, h.Name, onOff(h.Enabled))
+		}
+		for i, g := range r.GDR.GPUs {
+			if i == 16 {
+				fmt.Fprintf(b, "  ... %d more GPU/HCA pairs\n", len(r.GDR.GPUs)-16)
+				break
+			}
+			fmt.Fprintf(b, "  %-20s GPU %s / HCA %d: %s (distance %d, limit %d)\n", g.Host, g.GPU, g.HCA, onOff(g.Enabled), g.Distance, g.Limit)
+		}
+		fmt.Fprintf(b, "  dma-buf: %v", r.GDR.DMABuf)
+		if r.GDR.Level != "" {
+			fmt.Fprintf(b, ", NCCL_NET_GDR_LEVEL=%s", r.GDR.Level)
+		}
+		b.WriteString("\n")
+	}
+}
+
+// writeChannels prints the channel transports and counts.
+func (r *Report) writeChannels(b *strings.Builder) {
+	c := r.Channels
+	fmt.Fprintf(b, "\nChannels: %d transport lines (%d intra-node, %d inter-node, %d unknown), %d connections",
+		c.TransportLines, c.IntraNode, c.InterNode, c.UnknownLocality, c.Connections)
+	if c.GarbledLines > 0 {
+		fmt.Fprintf(b, ", %d garbled", c.GarbledLines)
+	}
+	b.WriteString("\n")
+	for _, t := range c.ByTransport {
+		if t.Lines == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "  %-32s %-7s %8d lines (intra %d, inter %d, unknown %d)\n", t.Transport, t.Class, t.Lines, t.Intra, t.Inter, t.Unknown)
+	}
+	for _, n := range c.Counts {
+		fmt.Fprintf(b, "  counts on %d process(es): %s\n", n.Processes, n.Text)
+	}
 }
 
 func onOff(b bool) string {

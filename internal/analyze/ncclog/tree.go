@@ -7,6 +7,21 @@ import (
 	"strings"
 )
 
+// Caps of the tree tracker.
+const (
+	maxTrees     = 64
+	maxTreeLinks = 1024
+	maxTreeFinds = 16
+	maxNetPaths  = 512 // GPU to NET paths of one host
+)
+
+// treeTracker owns the system trees (the first one of every host) and the
+// GPU to NET paths.
+type treeTracker struct {
+	all       []*treeState
+	pathCount int
+}
+
 // NetPath is one GPU to NET path from the lines NCCL prints after the
 // system tree ("GPU/0-17000 :GPU/0-17000 (0/5000.0/LOC) ... NET/1 (3/24.0/PHB)").
 type NetPath struct {
@@ -45,8 +60,8 @@ func (a *analyzer) treeStart(host int32, p *procState, tid int64, m []byte, no i
 	if host < 0 {
 		return
 	}
-	hs := a.hosts[host]
-	if hs.treeDone || hs.tree != nil || len(a.trees) >= maxTrees {
+	hs := a.hosts.all[host]
+	if hs.treeDone || hs.tree != nil || len(a.trees.all) >= maxTrees {
 		return
 	}
 	t := &treeState{host: host, line: no, nodes: map[string]bool{}}
@@ -61,7 +76,7 @@ func (a *analyzer) treeStart(host int32, p *procState, tid int64, m []byte, no i
 	}
 	hs.tree = t
 	p.tree, p.treeTid = t, tid
-	a.trees = append(a.trees, t)
+	a.trees.all = append(a.trees.all, t)
 }
 
 // treeLine consumes one line of a tree being printed; it reports false
@@ -143,7 +158,7 @@ func (a *analyzer) treeEnd(p *procState) {
 		return
 	}
 	t.complete = true
-	hs := a.hosts[t.host]
+	hs := a.hosts.all[t.host]
 	hs.tree = nil
 	hs.treeDone = true
 }
@@ -247,14 +262,14 @@ func (t *treeState) analyze() {
 // NET/0-0 (3/1.2/PHB)" and keeps the GPU to NET paths of the first
 // process of a host that prints them.
 func (a *analyzer) pathLine(host int32, p *procState, m []byte) {
-	if host < 0 || p == nil || a.pathCount >= maxPathsTotal {
+	if host < 0 || p == nil || a.trees.pathCount >= maxPathsTotal {
 		return
 	}
 	ft := firstToken(m)
 	if len(m) < len(ft)+2 || string(m[len(ft):len(ft)+2]) != " :" {
 		return
 	}
-	hs := a.hosts[host]
+	hs := a.hosts.all[host]
 	if hs.pathPID == 0 {
 		hs.pathPID = p.pid + 1
 	} else if hs.pathPID != p.pid+1 {
@@ -279,9 +294,50 @@ func (a *analyzer) pathLine(host int32, p *procState, m []byte) {
 				break
 			}
 		}
-		if !dup && len(hs.paths) < maxNetPaths && a.pathCount < maxPathsTotal {
+		if !dup && len(hs.paths) < maxNetPaths && a.trees.pathCount < maxPathsTotal {
 			hs.paths = append(hs.paths, np)
-			a.pathCount++
+			a.trees.pathCount++
 		}
 	}
+}
+
+// report is every system tree with its findings.
+func (tt *treeTracker) report(hosts []*hostState, name func(int32) string) []SystemTree {
+	var out []SystemTree
+	for _, t := range tt.all {
+		t.analyze()
+		st := SystemTree{Host: name(t.host), MaxBW: t.maxBW, TotalBW: t.totalBW, Line: t.line,
+			Links: t.links, LinksOmitted: t.omitted, Findings: t.findings, FindingsOmitted: t.findOmit,
+			GPUNetPaths: hosts[t.host].paths, Complete: t.complete}
+		if st.Links == nil {
+			st.Links = []TreeLink{}
+		}
+		for n := range t.nodes {
+			switch {
+			case strings.HasPrefix(n, "GPU/"):
+				st.GPUs++
+			case strings.HasPrefix(n, "NIC/"):
+				st.NICs++
+			}
+		}
+		for _, l := range t.links {
+			if l.Type == "NVL" {
+				st.NVLinks++
+			}
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// nvlink says whether a tree has an NVLink link.
+func (tt *treeTracker) nvlink() bool {
+	for _, t := range tt.all {
+		for _, l := range t.links {
+			if l.Type == "NVL" {
+				return true
+			}
+		}
+	}
+	return false
 }

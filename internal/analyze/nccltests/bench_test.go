@@ -20,7 +20,7 @@ func BenchmarkAnalyzeLog(b *testing.B) {
 	b.SetBytes(int64(len(in)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Analyze("big.log", bytes.NewReader(in)); err != nil {
+		if _, _, err := Analyze("big.log", bytes.NewReader(in)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -34,8 +34,7 @@ type Report struct {
 	// Elided is true when the output contains a literal "..." line (rows cut by the author).
 	Elided bool `json:"elided,omitempty"`
 	// TruncatedLines counts input lines longer than the reader keeps.
-	TruncatedLines int             `json:"truncated_lines,omitempty"`
-	Verdicts       []result.Result `json:"verdicts"`
+	TruncatedLines int `json:"truncated_lines,omitempty"`
 }
 
 // Test is one benchmark run: one collective, one table.
@@ -127,13 +126,13 @@ func Detect(head []byte) bool {
 }
 
 // Analyze reads a whole nccl-tests output.
-func Analyze(name string, r io.Reader) (*Report, error) {
+func Analyze(name string, r io.Reader) (*Report, []result.Result, error) {
 	rep, err := textio.TextOrJSON(name, r, analyzeText, analyzeJSON)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	nameHint(rep, name)
-	rep.Verdicts = verdicts(name, rep)
-	result.SetSource(rep.Verdicts, Kind)
-	return rep, nil
+	vs := verdicts(name, rep)
+	result.SetSource(vs, Kind)
+	return rep, vs, nil
 }

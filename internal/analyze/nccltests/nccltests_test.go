@@ -14,18 +14,11 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-var reader = readertest.Reader[*Report]{Detect: Detect, Analyze: Analyze, Verdicts: func(r *Report) []result.Result { return r.Verdicts }}
+var reader = readertest.Reader[*Report]{Detect: Detect, Analyze: Analyze}
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
 
 func TestGolden(t *testing.T) { reader.GoldenSamples(t, *update, nil) }
-
-// sample is what a person reading the sample says about it.
-type sample struct {
-	file     string
-	verdicts []string // "status id reason subject"
-	check    func(t *testing.T, r *Report)
-}
 
 func one(t *testing.T, r *Report) *Test {
 	t.Helper()
@@ -48,10 +41,10 @@ func wantAvg(t *testing.T, x *Test, avg float64, from string, rows int, peak flo
 	}
 }
 
-var samples = []sample{
-	{"aws-p5-2node-efa-ofi-gdrdma-full.txt", []string{
+var samples = []readertest.Case[*Report]{
+	{File: "aws-p5-2node-efa-ofi-gdrdma-full.txt", Verdicts: []string{
 		"pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.wrong NoWrongResults all_reduce", "pass nccltests.run Completed run"},
-		func(t *testing.T, r *Report) {
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			x := one(t, r)
 			wantAvg(t, x, 124.584, "printed", 32, 488.14)
 			if x.PeakSize != 17179869184 || x.Stream != "1,0" || len(x.Devices) != 16 || len(x.Hosts) != 2 || x.NCCLVersion != "2.22.3+cuda12.2" || x.Collective != "all_reduce" {
@@ -64,16 +57,16 @@ var samples = []sample{
 				t.Errorf("first row split by mpirun tags read as %+v", x.Rows[0])
 			}
 		}},
-	{"aws-p5-eks-allreduce-mpirun-tagged.txt", []string{"pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.run Completed run"},
-		func(t *testing.T, r *Report) {
+	{File: "aws-p5-eks-allreduce-mpirun-tagged.txt", Verdicts: []string{"pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.run Completed run"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			wantAvg(t, one(t, r), 52.9753, "printed", 7, 437.89)
 			if !r.Elided {
 				t.Error("the '...' line was not noticed")
 			}
 		}},
-	{"a100pcie-2gpu-allreduce-interleaved-nccl-info.txt", []string{
+	{File: "a100pcie-2gpu-allreduce-interleaved-nccl-info.txt", Verdicts: []string{
 		"unknown nccltests.run NoSummary run", "pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.wrong NoWrongResults all_reduce"},
-		func(t *testing.T, r *Report) {
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			x := one(t, r)
 			if len(x.Rows) != 2 || x.Collective != "all_reduce" || x.CollectiveFrom != "nccl-log" {
 				t.Fatalf("rows %d collective %s from %s", len(x.Rows), x.Collective, x.CollectiveFrom)
@@ -92,76 +85,86 @@ var samples = []sample{
 				t.Errorf("NCCL lines %d", r.NCCLLogLines)
 			}
 		}},
-	{"a100x8-allgather-superbench.txt", []string{"unknown nccltests.wrong ValidationDisabled all_gather", "pass nccltests.busbw BusbwMeasured all_gather"},
-		func(t *testing.T, r *Report) {
+	{File: "a100x8-allgather-superbench.txt", Verdicts: []string{"unknown nccltests.wrong ValidationDisabled all_gather", "pass nccltests.busbw BusbwMeasured all_gather"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			x := one(t, r)
 			wantAvg(t, x, 58.2651, "printed", 34, 230.07)
 			if x.CollectiveFrom != "file-name" || x.Params.Validation == nil || *x.Params.Validation != 0 {
 				t.Errorf("collective from %s validation %v", x.CollectiveFrom, x.Params.Validation)
 			}
 		}},
-	{"a100x8-allreduce-superbench.txt", []string{"unknown nccltests.wrong ValidationDisabled all_reduce", "pass nccltests.busbw BusbwMeasured all_reduce"},
-		func(t *testing.T, r *Report) {
+	{File: "a100x8-allreduce-superbench.txt", Verdicts: []string{"unknown nccltests.wrong ValidationDisabled all_reduce", "pass nccltests.busbw BusbwMeasured all_reduce"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			x := one(t, r)
 			wantAvg(t, x, 68.4048, "printed", 34, 235.26)
 			if x.CollectiveFrom != "inferred" || x.Rows[0].Root != nil || x.Rows[0].RedOp != "sum" {
 				t.Errorf("collective from %s, row %+v", x.CollectiveFrom, x.Rows[0])
 			}
 		}},
-	{"a100x8-alltoall-superbench.txt", []string{"pass nccltests.busbw BusbwMeasured alltoall"},
-		func(t *testing.T, r *Report) {
+	{File: "a100x8-alltoall-superbench.txt", Verdicts: []string{"pass nccltests.busbw BusbwMeasured alltoall"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			x := one(t, r)
 			wantAvg(t, x, 58.6481, "printed", 34, 226.16)
 			if x.Rows[5].RedOp != "" || !near(x.Rows[5].OutOfPlace.TimeUS, 89.00) {
 				t.Errorf("blank redop row read as %+v", x.Rows[5])
 			}
 		}},
-	{"a100x8-broadcast-superbench.txt", []string{"pass nccltests.busbw BusbwMeasured broadcast"},
-		func(t *testing.T, r *Report) {
+	{File: "a100x8-broadcast-superbench.txt", Verdicts: []string{"pass nccltests.busbw BusbwMeasured broadcast"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			x := one(t, r)
 			wantAvg(t, x, 64.8653, "printed", 34, 234.70)
 			if x.Rows[0].Root == nil || *x.Rows[0].Root != 0 || x.Rows[0].RedOp != "" {
 				t.Errorf("root column read as %+v", x.Rows[0])
 			}
 		}},
-	{"aws-p4de-2node-allreduce-srun.txt", []string{"unknown nccltests.run NoSummary run", "pass nccltests.busbw BusbwMeasured all_reduce"},
-		func(t *testing.T, r *Report) {
+	{File: "aws-p4de-2node-allreduce-srun.txt", Verdicts: []string{"unknown nccltests.run NoSummary run", "pass nccltests.busbw BusbwMeasured all_reduce"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			x := one(t, r)
 			wantAvg(t, x, 18.5359, "computed", 29, 78.33)
 			if x.Stream != "0" {
 				t.Errorf("srun label stream %q", x.Stream)
 			}
 		}},
-	{"aws-p5-2node-allreduce-srun.txt", []string{"unknown nccltests.run NoSummary run", "pass nccltests.busbw BusbwMeasured all_reduce"},
-		func(t *testing.T, r *Report) { wantAvg(t, one(t, r), 124.5356, "computed", 32, 487.26) }},
-	{"azure-nc96v4-a100pcie-4gpu-allreduce-topo-graph-files.txt", []string{"pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.wrong NoWrongResults all_reduce"},
-		func(t *testing.T, r *Report) { wantAvg(t, one(t, r), 13.7946, "printed", 31, 30.88) }},
-	{"azure-ndmv4-aks-2node-allreduce-ib-189.txt", []string{"pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.run Completed run"},
-		func(t *testing.T, r *Report) { wantAvg(t, one(t, r), 57.347, "printed", 31, 189.28) }},
-	{"dell-xe9680-h100-2node-allreduce-mpi-warnings.txt", []string{"pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.wrong NoWrongResults all_reduce"},
-		func(t *testing.T, r *Report) {
+	{File: "aws-p5-2node-allreduce-srun.txt", Verdicts: []string{"unknown nccltests.run NoSummary run", "pass nccltests.busbw BusbwMeasured all_reduce"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
+			wantAvg(t, one(t, r), 124.5356, "computed", 32, 487.26)
+		}},
+	{File: "azure-nc96v4-a100pcie-4gpu-allreduce-topo-graph-files.txt", Verdicts: []string{"pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.wrong NoWrongResults all_reduce"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
+			wantAvg(t, one(t, r), 13.7946, "printed", 31, 30.88)
+		}},
+	{File: "azure-ndmv4-aks-2node-allreduce-ib-189.txt", Verdicts: []string{"pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.run Completed run"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
+			wantAvg(t, one(t, r), 57.347, "printed", 31, 189.28)
+		}},
+	{File: "dell-xe9680-h100-2node-allreduce-mpi-warnings.txt", Verdicts: []string{"pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.wrong NoWrongResults all_reduce"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			x := one(t, r)
 			wantAvg(t, x, 139.56, "printed", 32, 469.21)
 			if x.Binary != "all_reduce_perf_mpi" || x.NCCLVersion != "2.26.2+cuda12.8" || len(x.Devices) != 16 || len(x.Hosts) != 2 {
 				t.Errorf("binary %q nccl %q devices %d hosts %v", x.Binary, x.NCCLVersion, len(x.Devices), x.Hosts)
 			}
 		}},
-	{"dgxc-h100-1node-allreduce-nvls-480.txt", []string{"pass nccltests.busbw BusbwMeasured all_reduce"},
-		func(t *testing.T, r *Report) {
+	{File: "dgxc-h100-1node-allreduce-nvls-480.txt", Verdicts: []string{"pass nccltests.busbw BusbwMeasured all_reduce"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			x := one(t, r)
 			wantAvg(t, x, 159.151, "printed", 32, 480.16)
 			if x.Params.Extra["direction"] != "H2D" || x.Params.Iters != 20 || x.Params.WarmupIters != 5 || x.Params.AggIters != 1 {
 				t.Errorf("params %+v", x.Params)
 			}
 		}},
-	{"gcp-a3high-tcpx-allgather-2node.txt", []string{"unknown nccltests.wrong ValidationDisabled all_gather", "pass nccltests.busbw BusbwMeasured all_gather"},
-		func(t *testing.T, r *Report) { wantAvg(t, one(t, r), 30.9622, "printed", 10, 71.35) }},
-	{"gcp-a3ultra-rdma-allgather-2node.txt", []string{"pass nccltests.busbw BusbwMeasured all_gather", "pass nccltests.wrong NoWrongResults all_gather"},
-		func(t *testing.T, r *Report) { wantAvg(t, one(t, r), 120.248, "printed", 24, 335.67) }},
-	{"h100-10node-80gpu-5collectives.txt", []string{
+	{File: "gcp-a3high-tcpx-allgather-2node.txt", Verdicts: []string{"unknown nccltests.wrong ValidationDisabled all_gather", "pass nccltests.busbw BusbwMeasured all_gather"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
+			wantAvg(t, one(t, r), 30.9622, "printed", 10, 71.35)
+		}},
+	{File: "gcp-a3ultra-rdma-allgather-2node.txt", Verdicts: []string{"pass nccltests.busbw BusbwMeasured all_gather", "pass nccltests.wrong NoWrongResults all_gather"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
+			wantAvg(t, one(t, r), 120.248, "printed", 24, 335.67)
+		}},
+	{File: "h100-10node-80gpu-5collectives.txt", Verdicts: []string{
 		"pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.busbw BusbwMeasured all_gather", "pass nccltests.busbw BusbwMeasured reduce_scatter",
 		"pass nccltests.busbw BusbwMeasured alltoall", "pass nccltests.busbw BusbwMeasured sendrecv", "pass nccltests.run Completed run"},
-		func(t *testing.T, r *Report) {
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			want := map[string]float64{"all_reduce": 265.631, "all_gather": 218.677, "reduce_scatter": 216.683, "alltoall": 47.1472, "sendrecv": 15.1671}
 			if len(r.Tests) != 5 {
 				t.Fatalf("%d tests", len(r.Tests))
@@ -172,55 +175,57 @@ var samples = []sample{
 				}
 			}
 		}},
-	{"h100-8node-64gpu-allreduce-scaleout-drop.txt", []string{"warn nccltests.busbw BusbwUnstable all_reduce", "pass nccltests.wrong NoWrongResults all_reduce"},
-		func(t *testing.T, r *Report) { wantAvg(t, one(t, r), 183.055, "printed", 14, 321.03) }},
-	{"h200-kvm-vm-2node-allreduce-27-no-topo-file.txt", []string{"warn nccltests.busbw BusbwUnstable all_reduce", "pass nccltests.run Completed run"},
-		func(t *testing.T, r *Report) {
+	{File: "h100-8node-64gpu-allreduce-scaleout-drop.txt", Verdicts: []string{"warn nccltests.busbw BusbwUnstable all_reduce", "pass nccltests.wrong NoWrongResults all_reduce"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
+			wantAvg(t, one(t, r), 183.055, "printed", 14, 321.03)
+		}},
+	{File: "h200-kvm-vm-2node-allreduce-27-no-topo-file.txt", Verdicts: []string{"warn nccltests.busbw BusbwUnstable all_reduce", "pass nccltests.run Completed run"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			x := one(t, r)
 			wantAvg(t, x, 27.5091, "printed", 6, 57.78)
 			if x.Params.Step != "3(factor)" {
 				t.Errorf("step %q", x.Params.Step)
 			}
 		}},
-	{"a100pcie-2node-gdr-level-sys-mixed-roce-ib-gather-dropoff.txt", []string{
+	{File: "a100pcie-2node-gdr-level-sys-mixed-roce-ib-gather-dropoff.txt", Verdicts: []string{
 		"warn nccltests.busbw BusbwCollapse gather", "unknown nccltests.run NoSummary run", "pass nccltests.wrong NoWrongResults gather"},
-		func(t *testing.T, r *Report) {
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			x := one(t, r)
 			if len(x.Rows) != 85 || x.Binary != "gather_perf" || !near(x.PeakBusBW, 23.61) {
 				t.Errorf("rows %d binary %q peak %v", len(x.Rows), x.Binary, x.PeakBusBW)
 			}
-			v := r.Verdicts[1]
+			v := vs[1]
 			if v.ID != IDBusBW || !strings.Contains(v.Message, "from 6 GiB on") {
 				t.Errorf("collapse verdict %+v", v)
 			}
 		}},
-	{"a100pcie-nvbridge-degraded-topo-2ch.txt", []string{"unknown nccltests.busbw NoRows all_reduce", "skip nccltests.wrong NoRows all_reduce", "unknown nccltests.run NoSummary run"},
-		func(t *testing.T, r *Report) {
+	{File: "a100pcie-nvbridge-degraded-topo-2ch.txt", Verdicts: []string{"unknown nccltests.busbw NoRows all_reduce", "skip nccltests.wrong NoRows all_reduce", "unknown nccltests.run NoSummary run"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			x := one(t, r)
 			if len(x.Columns) == 0 || len(x.Devices) != 2 || x.Devices[1].BusID != "0000:65:00" || x.Devices[1].Name != "NVIDIA A100 80GB PCIe" {
 				t.Errorf("columns %v devices %+v", x.Columns, x.Devices)
 			}
 		}},
-	{"synthetic-allreduce-wrong-oob-failed.txt", []string{"fail nccltests.wrong WrongResults all_reduce", "pass nccltests.run Completed run"},
-		func(t *testing.T, r *Report) {
+	{File: "synthetic-allreduce-wrong-oob-failed.txt", Verdicts: []string{"fail nccltests.wrong WrongResults all_reduce", "pass nccltests.run Completed run"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			x := one(t, r)
 			if *x.Rows[1].OutOfPlace.Wrong != 1024 || *x.Rows[2].InPlace.Wrong != 2000000 || *x.OutOfBounds != 2 || *x.OutOfBoundsOK || x.AvgCheck != "FAILED" {
 				t.Errorf("wrong counts %d %d oob %d ok %v check %q", *x.Rows[1].OutOfPlace.Wrong, *x.Rows[2].InPlace.Wrong, *x.OutOfBounds, *x.OutOfBoundsOK, x.AvgCheck)
 			}
-			if r.Verdicts[0].Remedy == "" || len(r.Verdicts[0].Evidence) != 2 {
-				t.Errorf("wrong verdict %+v", r.Verdicts[0])
+			if vs[0].Remedy == "" || len(vs[0].Evidence) != 2 {
+				t.Errorf("wrong verdict %+v", vs[0])
 			}
 		}},
-	{"synthetic-json-allreduce-J.txt", []string{"pass nccltests.wrong NoWrongResults all_reduce", "pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.run Completed run"},
-		func(t *testing.T, r *Report) {
+	{File: "synthetic-json-allreduce-J.txt", Verdicts: []string{"pass nccltests.wrong NoWrongResults all_reduce", "pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.run Completed run"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			x := one(t, r)
 			wantAvg(t, x, 29.02, "printed", 3, 40.52)
 			if r.Format != "json" || x.NCCLVersion != "2.26.2" || x.Rows[0].InPlace.Wrong != nil || *x.Rows[0].Root != -1 || len(x.Hosts) != 2 || x.Params.Step != "2(factor)" {
 				t.Errorf("format %s nccl %s row %+v hosts %v step %q", r.Format, x.NCCLVersion, x.Rows[0], x.Hosts, x.Params.Step)
 			}
 		}},
-	{"synthetic-mpirun-independent-runs-interleaved.txt", []string{"warn nccltests.run IndependentRuns run"},
-		func(t *testing.T, r *Report) {
+	{File: "synthetic-mpirun-independent-runs-interleaved.txt", Verdicts: []string{"warn nccltests.run IndependentRuns run"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			if len(r.Tests) != 2 || r.Streams != 2 {
 				t.Fatalf("%d tests, %d streams", len(r.Tests), r.Streams)
 			}
@@ -233,8 +238,8 @@ var samples = []sample{
 				t.Errorf("rank 1's split row read as %+v (stream %s)", x.Rows[0].OutOfPlace, x.Stream)
 			}
 		}},
-	{"synthetic-test-nccl-failure.txt", []string{"fail nccltests.run TestFailure run"},
-		func(t *testing.T, r *Report) {
+	{File: "synthetic-test-nccl-failure.txt", Verdicts: []string{"fail nccltests.run TestFailure run"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			x := one(t, r)
 			if len(x.Rows) != 2 || !near(x.Rows[1].OutOfPlace.TimeUS, 36.03) {
 				t.Errorf("rows %+v", x.Rows)
@@ -243,24 +248,13 @@ var samples = []sample{
 				t.Errorf("partial %+v failures %+v", r.PartialRows, r.Failures)
 			}
 		}},
-	{"synthetic-h100-1node-allreduce-quarter-bandwidth.txt", []string{"warn nccltests.busbw BelowExpected all_reduce"},
-		func(t *testing.T, r *Report) { wantAvg(t, one(t, r), 39.7878, "printed", 32, 120.04) }},
+	{File: "synthetic-h100-1node-allreduce-quarter-bandwidth.txt", Verdicts: []string{"warn nccltests.busbw BelowExpected all_reduce"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
+			wantAvg(t, one(t, r), 39.7878, "printed", 32, 120.04)
+		}},
 }
 
-func TestSamples(t *testing.T) {
-	covered := map[string]bool{}
-	for _, s := range samples {
-		covered[s.file] = true
-		t.Run(s.file, func(t *testing.T) {
-			r := reader.Sample(t, s.file)
-			readertest.WantVerdicts(t, r.Verdicts, s.verdicts)
-			if s.check != nil {
-				s.check(t, r)
-			}
-		})
-	}
-	readertest.Covered(t, covered)
-}
+func TestSamples(t *testing.T) { reader.Samples(t, samples) }
 
 func TestRowParsing(t *testing.T) {
 	cols := strings.Fields("size count type redop root time algbw busbw #wrong time algbw busbw #wrong")
@@ -331,7 +325,7 @@ func TestHostileLines(t *testing.T) {
 	b.WriteString(strings.Repeat("[1,2]<stdou", 90_000) + "\n")
 	b.WriteString(strings.Repeat("a", 2<<20) + "\n")
 	start := time.Now()
-	rep, err := Analyze("hostile.txt", strings.NewReader(b.String()))
+	rep, _, err := Analyze("hostile.txt", strings.NewReader(b.String()))
 	if err != nil {
 		t.Fatal(err)
 	}

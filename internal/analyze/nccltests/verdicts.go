@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/analyze/verdict"
 	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/hw"
 	"github.com/gdrcheck/gdrcheck/internal/result"
@@ -80,7 +81,7 @@ func subjects(ts []*Test) []string {
 
 func wrongVerdict(name string, t *Test, subject string) result.Result {
 	if len(t.Rows) == 0 {
-		return textio.Verdict(IDWrong, result.Skip, subject, "NoRows", "the table has no result rows, so there is nothing to validate")
+		return verdict.New(IDWrong, result.Skip, subject, "NoRows", "the table has no result rows, so there is nothing to validate")
 	}
 	var bad []result.Evidence
 	var badRows []string
@@ -104,24 +105,24 @@ func wrongVerdict(name string, t *Test, subject string) result.Result {
 		}
 		if len(parts) > 0 {
 			badRows = append(badRows, Size(r.Bytes))
-			bad = append(bad, textio.Ev(name, r.Line, fmt.Sprintf("size %d: %s", r.Bytes, strings.Join(parts, ", ")), ""))
+			bad = append(bad, verdict.Ev(name, r.Line, fmt.Sprintf("size %d: %s", r.Bytes, strings.Join(parts, ", ")), ""))
 		}
 	}
 	oobBad := t.OutOfBounds != nil && (*t.OutOfBounds > 0 || (t.OutOfBoundsOK != nil && !*t.OutOfBoundsOK))
 	remedy := "data was corrupted in transit: rerun to see whether it repeats, then check GPU memory (dcgmi diag -r 3), NVLink and PCIe error counters (nvidia-smi nvlink -e, AER) and the NICs' counters; NCCL_P2P_DISABLE=1 or NCCL_NET_GDR_LEVEL=LOC bisects the path that corrupts"
 	switch {
 	case len(bad) > 0:
-		v := textio.Verdict(IDWrong, result.Fail, subject, "WrongResults",
+		v := verdict.New(IDWrong, result.Fail, subject, "WrongResults",
 			fmt.Sprintf("%d of %d rows have wrong elements (sizes %s): the collective returned corrupted data", len(bad), len(t.Rows), strings.Join(firstN(badRows, 8), ", ")), bad...)
 		v.Remedy = remedy
 		return v
 	case oobBad:
-		v := textio.Verdict(IDWrong, result.Fail, subject, "OutOfBounds",
+		v := verdict.New(IDWrong, result.Fail, subject, "OutOfBounds",
 			fmt.Sprintf("nccl-tests reports %d out-of-bounds values: the collective wrote outside its buffers", *t.OutOfBounds))
 		v.Remedy = remedy
 		return v
 	case checked == 0:
-		return textio.Verdict(IDWrong, result.Unknown, subject, "ValidationDisabled",
+		return verdict.New(IDWrong, result.Unknown, subject, "ValidationDisabled",
 			"#wrong is N/A in every row: the run had validation off (-c 0), so the data was not checked")
 	}
 	msg := fmt.Sprintf("#wrong is 0 in all %d checked cells of %d rows", checked, len(t.Rows))
@@ -131,7 +132,7 @@ func wrongVerdict(name string, t *Test, subject string) result.Result {
 	if t.OutOfBounds != nil {
 		msg += fmt.Sprintf("; out-of-bounds values: %d", *t.OutOfBounds)
 	}
-	return textio.Verdict(IDWrong, result.Pass, subject, "NoWrongResults", msg)
+	return verdict.New(IDWrong, result.Pass, subject, "NoWrongResults", msg)
 }
 
 type finding struct {
@@ -141,7 +142,7 @@ type finding struct {
 
 func busbwVerdict(name string, t *Test, subject string) result.Result {
 	if len(t.Rows) == 0 {
-		return textio.Verdict(IDBusBW, result.Unknown, subject, "NoRows",
+		return verdict.New(IDBusBW, result.Unknown, subject, "NoRows",
 			"the table header is there but no result row: the output was cut off or the run stopped before the first size")
 	}
 	summary := summaryLine(t)
@@ -150,7 +151,7 @@ func busbwVerdict(name string, t *Test, subject string) result.Result {
 		if len(t.Devices) == 1 {
 			why = "a single rank exchanges nothing, so busbw is 0 by definition"
 		}
-		return textio.Verdict(IDBusBW, result.Unknown, subject, "NoBandwidth", summary+": every busbw cell is 0: "+why)
+		return verdict.New(IDBusBW, result.Unknown, subject, "NoBandwidth", summary+": every busbw cell is 0: "+why)
 	}
 	var fs []finding
 	if f, ok := expectation(name, t); ok {
@@ -163,7 +164,7 @@ func busbwVerdict(name string, t *Test, subject string) result.Result {
 		fs = append(fs, f)
 	}
 	if len(fs) == 0 {
-		return textio.Verdict(IDBusBW, result.Pass, subject, "BusbwMeasured", summary+"; no large-size collapse and no out-of-place/in-place disagreement")
+		return verdict.New(IDBusBW, result.Pass, subject, "BusbwMeasured", summary+"; no large-size collapse and no out-of-place/in-place disagreement")
 	}
 	var msgs []string
 	var ev []result.Evidence
@@ -171,7 +172,7 @@ func busbwVerdict(name string, t *Test, subject string) result.Result {
 		msgs = append(msgs, f.msg)
 		ev = append(ev, f.ev...)
 	}
-	v := textio.Verdict(IDBusBW, result.Warn, subject, fs[0].reason, summary+"; "+strings.Join(msgs, "; "), ev...)
+	v := verdict.New(IDBusBW, result.Warn, subject, fs[0].reason, summary+"; "+strings.Join(msgs, "; "), ev...)
 	switch fs[0].reason {
 	case "BelowExpected":
 		v.Remedy = "check that NCCL uses NVLink (NCCL_DEBUG=INFO: P2P/CUMEM or P2P/IPC, NVLS), that every NVLink is up (nvidia-smi nvlink -s), and that the Fabric Manager runs on NVSwitch systems"
@@ -228,7 +229,7 @@ func expectation(name string, t *Test) (finding, bool) {
 	}
 	return finding{"BelowExpected", fmt.Sprintf("peak busbw %s GB/s is below %s GB/s, half of what %d %s GPUs on one node should reach (%s)",
 		fmtF(t.PeakBusBW), fmtF(floor), len(t.Devices), model, label),
-		[]result.Evidence{textio.Ev(name, t.Line, fmt.Sprintf("%d x %s on %s", len(t.Devices), model, t.Hosts[0]), "")}}, true
+		[]result.Evidence{verdict.Ev(name, t.Line, fmt.Sprintf("%d x %s on %s", len(t.Devices), model, t.Hosts[0]), "")}}, true
 }
 
 // expectBusBW reports whether a single-node run of the collective should
@@ -267,8 +268,8 @@ func collapse(name string, t *Test) (finding, bool) {
 	return finding{"BusbwCollapse", fmt.Sprintf("busbw collapses from %s GB/s (peak at %s) to about %s GB/s (%.0f%% of peak) from %s on, over the last %d rows",
 		fmtF(peak), Size(rows[peakIdx].Bytes), fmtF(med), 100*med/peak, Size(rows[start].Bytes), len(rows)-start),
 		[]result.Evidence{
-			textio.Ev(name, rows[peakIdx].Line, fmt.Sprintf("size %d: busbw %s GB/s (peak)", rows[peakIdx].Bytes, fmtF(peak)), ""),
-			textio.Ev(name, rows[start].Line, fmt.Sprintf("size %d: busbw %s GB/s (collapse starts)", rows[start].Bytes, fmtF(tail[0])), ""),
+			verdict.Ev(name, rows[peakIdx].Line, fmt.Sprintf("size %d: busbw %s GB/s (peak)", rows[peakIdx].Bytes, fmtF(peak)), ""),
+			verdict.Ev(name, rows[start].Line, fmt.Sprintf("size %d: busbw %s GB/s (collapse starts)", rows[start].Bytes, fmtF(tail[0])), ""),
 		}}, true
 }
 
@@ -288,7 +289,7 @@ func unstable(name string, t *Test) (finding, bool) {
 		d := 1 - lo/hi
 		if (r.Bytes >= 256*mib && d > UnstableLarge) || (r.Bytes >= mib && d > UnstableMid) {
 			sizes = append(sizes, Size(r.Bytes))
-			ev = append(ev, textio.Ev(name, r.Line, fmt.Sprintf("size %d: out-of-place busbw %s vs in-place %s GB/s (%.0f%% apart)", r.Bytes, fmtF(a), fmtF(b), 100*d), ""))
+			ev = append(ev, verdict.Ev(name, r.Line, fmt.Sprintf("size %d: out-of-place busbw %s vs in-place %s GB/s (%.0f%% apart)", r.Bytes, fmtF(a), fmtF(b), 100*d), ""))
 		}
 	}
 	if len(ev) == 0 {
@@ -299,13 +300,13 @@ func unstable(name string, t *Test) (finding, bool) {
 
 func runVerdict(name string, rep *Report, subj []string) result.Result {
 	if len(rep.Failures) > 0 {
-		v := textio.Verdict(IDRun, result.Fail, "run", "TestFailure",
-			fmt.Sprintf("the benchmark reported %d failure lines, first: %s", len(rep.Failures), rep.Failures[0].Text), textio.EvQuotes(name, rep.Failures)...)
+		v := verdict.New(IDRun, result.Fail, "run", "TestFailure",
+			fmt.Sprintf("the benchmark reported %d failure lines, first: %s", len(rep.Failures), rep.Failures[0].Text), verdict.Quotes(name, rep.Failures)...)
 		v.Remedy = "read the NCCL WARN lines before the failure (rerun with NCCL_DEBUG=INFO) for the cause"
 		return v
 	}
 	if f, ok := independentRuns(name, rep); ok {
-		v := textio.Verdict(IDRun, result.Warn, "run", f.reason, f.msg, f.ev...)
+		v := verdict.New(IDRun, result.Warn, "run", f.reason, f.msg, f.ev...)
 		v.Remedy = "build nccl-tests with MPI=1 (make MPI=1 MPI_HOME=...) and run the _mpi binaries, or use one process with -g <gpus>"
 		return v
 	}
@@ -322,13 +323,13 @@ func runVerdict(name string, rep *Report, subj []string) result.Result {
 		if len(rep.PartialRows) > 0 {
 			msg += fmt.Sprintf("; %d row(s) started but never completed (last at line %d)", len(rep.PartialRows), rep.PartialRows[len(rep.PartialRows)-1].Line)
 		}
-		return textio.Verdict(IDRun, result.Unknown, "run", "NoSummary", msg)
+		return verdict.New(IDRun, result.Unknown, "run", "NoSummary", msg)
 	}
 	msg := fmt.Sprintf("%d test(s), %d rows, every test printed its summary", len(rep.Tests), rows)
 	if len(rep.PartialRows) > 0 {
 		msg += fmt.Sprintf("; %d row(s) could not be reassembled", len(rep.PartialRows))
 	}
-	return textio.Verdict(IDRun, result.Pass, "run", "Completed", msg)
+	return verdict.New(IDRun, result.Pass, "run", "Completed", msg)
 }
 
 // independentRuns spots mpirun starting copies of a non-MPI build: several
@@ -346,7 +347,7 @@ func independentRuns(name string, rep *Report) (finding, bool) {
 		rank0++
 		if len(ev) < 4 {
 			d := t.Devices[0]
-			ev = append(ev, textio.Ev(name, t.Line, fmt.Sprintf("rank 0 of a 1-rank run on %s device %d", d.Host, d.Device), ""))
+			ev = append(ev, verdict.Ev(name, t.Line, fmt.Sprintf("rank 0 of a 1-rank run on %s device %d", d.Host, d.Device), ""))
 		}
 	}
 	return finding{"IndependentRuns", fmt.Sprintf("%d separate single-rank runs instead of one %d-rank run: the binary was started once per process but not built with MPI, so no GPU-to-GPU or network traffic was measured", rank0, rank0), ev}, true

@@ -6,13 +6,14 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/analyze/verdict"
 	"github.com/gdrcheck/gdrcheck/internal/collective"
+	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
 // WriteText prints the verdicts, then each test's summary and table.
-func (r *Report) WriteText(w io.Writer) error {
-	if err := textio.WriteVerdicts(w, r.Verdicts); err != nil {
+func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
+	if err := (verdict.Text{}).Write(w, vs); err != nil {
 		return err
 	}
 	var b strings.Builder

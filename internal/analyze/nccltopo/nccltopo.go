@@ -15,7 +15,6 @@ package nccltopo
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 
 	"github.com/gdrcheck/gdrcheck/internal/result"
@@ -23,16 +22,6 @@ import (
 
 // Kind is the analyzer kind name.
 const Kind = "nccl-topo"
-
-// ParseError names the file and the 1-based line at which the input could
-// not be read at all.
-type ParseError struct {
-	Name string
-	Line int
-	Msg  string
-}
-
-func (e *ParseError) Error() string { return fmt.Sprintf("%s:%d: %s", e.Name, e.Line, e.Msg) }
 
 // Report is what one topology or graph file says.
 type Report struct {
@@ -50,8 +39,6 @@ type Report struct {
 	UnknownElements []string `json:"unknown_elements,omitempty"`
 	System          *System  `json:"system,omitempty"`
 	Graphs          []Graph  `json:"graphs,omitempty"`
-
-	Verdicts []result.Result `json:"verdicts"`
 }
 
 // System is a <system> topology.
@@ -271,15 +258,15 @@ func rootKind(head []byte) string {
 // Analyze reads a topology or graph file from r; name is used in evidence
 // and errors. It fails only when no topology or graph element can be read
 // at all, naming the file and line.
-func Analyze(name string, r io.Reader) (*Report, error) {
+func Analyze(name string, r io.Reader) (*Report, []result.Result, error) {
 	rep, err := parse(name, r)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if rep.System != nil {
 		derive(rep.System)
 	}
-	rep.Verdicts = verdicts(rep)
-	result.SetSource(rep.Verdicts, Kind)
-	return rep, nil
+	vs := verdicts(rep)
+	result.SetSource(vs, Kind)
+	return rep, vs, nil
 }

@@ -2,109 +2,35 @@ package nccltopo
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/gdrcheck/gdrcheck/internal/result"
-	"github.com/google/go-cmp/cmp"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/readertest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
-func sampleBody(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, h := range []string{"source: ", "hardware: ", "notes: "} {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 || !bytes.HasPrefix(b, []byte(h)) {
-			t.Fatalf("%s: missing %q header line", name, strings.TrimSpace(h))
-		}
-		b = b[i+1:]
-	}
-	if !bytes.HasPrefix(b, []byte("---\n")) {
-		t.Fatalf("%s: missing --- after the header", name)
-	}
-	return b[4:]
-}
+var reader = readertest.Reader[*Report]{Detect: Detect, Analyze: Analyze, RawJSON: true}
 
-func samples(t testing.TB) []string {
-	t.Helper()
-	m, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(m) == 0 {
-		t.Fatalf("no samples: %v", err)
-	}
-	var out []string
-	for _, p := range m {
-		out = append(out, filepath.Base(p))
-	}
-	sort.Strings(out)
-	return out
+// sampleBody is a sample of testdata without its source header.
+func sampleBody(t testing.TB, name string) []byte {
+	return readertest.Sample(t, filepath.Join("testdata", name))
 }
 
 func analyzeSample(t testing.TB, name string) *Report {
 	t.Helper()
-	r, err := Analyze(name, bytes.NewReader(sampleBody(t, name)))
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
+	r, _ := reader.Sample(t, name)
 	return r
 }
 
-func checkGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if d := cmp.Diff(string(want), string(got)); d != "" {
-		t.Errorf("%s differs (-want +got); go test -update rewrites it:\n%s", path, d)
-	}
-}
-
-func TestGolden(t *testing.T) {
-	for _, name := range samples(t) {
-		t.Run(name, func(t *testing.T) {
-			r := analyzeSample(t, name)
-			var j bytes.Buffer
-			enc := json.NewEncoder(&j)
-			enc.SetEscapeHTML(false)
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(r); err != nil {
-				t.Fatal(err)
-			}
-			base := strings.TrimSuffix(name, ".txt")
-			checkGolden(t, filepath.Join("testdata", "golden", base+".json"), j.Bytes())
-			var txt bytes.Buffer
-			if err := r.WriteText(&txt); err != nil {
-				t.Fatal(err)
-			}
-			checkGolden(t, filepath.Join("testdata", "golden", base+".txt"), txt.Bytes())
-		})
-	}
-}
-
-type wantVerdict struct {
-	id      string
-	status  result.Status
-	reason  string
-	subject string
-}
+// TestGolden keeps the whole report (JSON, with the verdicts) and the text
+// summary of every sample; the verdicts are asserted one by one in
+// TestVerdicts.
+func TestGolden(t *testing.T) { reader.GoldenSamples(t, *update, nil) }
 
 const (
 	pass = result.Pass
@@ -114,17 +40,17 @@ const (
 	unk  = result.Unknown
 )
 
-func sys(id string, st result.Status, reason string) wantVerdict {
-	return wantVerdict{id, st, reason, "system"}
+func sys(id string, st result.Status, reason string) readertest.Want {
+	return readertest.Want{ID: id, Status: st, Reason: reason, Subject: "system"}
 }
 
-func gr(id string, st result.Status, reason string) wantVerdict {
-	return wantVerdict{id, st, reason, "graphs"}
+func gr(id string, st result.Status, reason string) readertest.Want {
+	return readertest.Want{ID: id, Status: st, Reason: reason, Subject: "graphs"}
 }
 
 // wantVerdicts is what a person reading each file concludes; every verdict
 // a file gets must be listed.
-var wantVerdicts = map[string][]wantVerdict{
+var wantVerdicts = map[string][]readertest.Want{
 	// Real dump: both CX-6 Dx ports gdr="0", GPUs and NIC directly on the
 	// CPU (PHB), NVLink bridge x12 both ways.
 	"a100pcie-nvbridge-cx6dx-dump.txt": {
@@ -198,51 +124,24 @@ var wantVerdicts = map[string][]wantVerdict{
 }
 
 func TestVerdicts(t *testing.T) {
-	for _, name := range samples(t) {
+	for _, name := range readertest.Samples(t) {
 		t.Run(name, func(t *testing.T) {
 			want, ok := wantVerdicts[name]
 			if !ok {
-				t.Fatalf("no expected verdicts for %s", name)
+				t.Fatalf("no expected verdicts for %s: add them to wantVerdicts", name)
 			}
-			r := analyzeSample(t, name)
-			got := map[[2]string]result.Result{}
-			for _, x := range r.Verdicts {
-				got[[2]string{x.ID, x.Subject}] = x
-			}
-			if len(got) != len(r.Verdicts) {
-				t.Errorf("duplicate verdicts: %d distinct of %d", len(got), len(r.Verdicts))
-			}
-			for _, w := range want {
-				k := [2]string{w.id, w.subject}
-				x, ok := got[k]
-				if !ok {
-					t.Errorf("%s for %s: missing", w.id, w.subject)
-					continue
-				}
-				delete(got, k)
-				if x.Status != w.status || x.Reason != w.reason {
-					t.Errorf("%s = %s %s, want %s %s (%s)", w.id, x.Status, x.Reason, w.status, w.reason, x.Message)
-				}
-				if x.Title == "" || x.Message == "" {
-					t.Errorf("%s: empty title or message", w.id)
-				}
-				if (x.Status == fail || x.Status == warn) && len(x.Evidence) == 0 && x.ID != "nccl.topo.file" {
-					t.Errorf("%s %s without evidence", w.id, x.Status)
-				}
-			}
-			for k, x := range got {
-				t.Errorf("unexpected verdict %s for %s: %s %s", k[0], k[1], x.Status, x.Reason)
-			}
+			_, vs := reader.Sample(t, name)
+			readertest.ExactVerdicts(t, vs, want, func(x result.Result) bool { return x.ID == "nccl.topo.file" })
 		})
 	}
 }
 
 // TestEvidenceLines: evidence points at the line of the element it quotes.
 func TestEvidenceLines(t *testing.T) {
-	for _, name := range samples(t) {
+	for _, name := range readertest.Samples(t) {
 		lines := strings.Split(string(sampleBody(t, name)), "\n")
-		r := analyzeSample(t, name)
-		for _, x := range r.Verdicts {
+		_, vs := reader.Sample(t, name)
+		for _, x := range vs {
 			for _, e := range x.Evidence {
 				var n int
 				if _, err := fmt.Sscan(strings.TrimPrefix(e.Source, name+":"), &n); err != nil || n < 1 || n > len(lines) {
@@ -354,7 +253,7 @@ func eq[T comparable](t *testing.T, what string, got, want T) {
 }
 
 func TestDetect(t *testing.T) {
-	for _, name := range samples(t) {
+	for _, name := range readertest.Samples(t) {
 		if !Detect(sampleBody(t, name)) {
 			t.Errorf("Detect(%s) = false", name)
 		}
@@ -390,15 +289,8 @@ func TestInputErrors(t *testing.T) {
 		{"text.xml", "hello\nworld\n", 3, "no <system> or <graphs>"},
 		{"binary.xml", "\x00\x01<\x02", 1, "not XML"},
 	} {
-		_, err := Analyze(tt.name, strings.NewReader(tt.in))
-		var pe *ParseError
-		if !errors.As(err, &pe) {
-			t.Errorf("%s: err = %v, want a ParseError", tt.name, err)
-			continue
-		}
-		if pe.Name != tt.name || pe.Line != tt.line || !strings.Contains(pe.Msg, tt.msg) {
-			t.Errorf("%s: %v, want line %d and %q", tt.name, err, tt.line, tt.msg)
-		}
+		_, _, err := Analyze(tt.name, strings.NewReader(tt.in))
+		readertest.WantParseError(t, err, tt.name, tt.line, tt.msg)
 	}
 }
 
@@ -410,7 +302,7 @@ func TestTruncationEverywhere(t *testing.T) {
 	full := analyzeSample(t, "a100pcie-nvbridge-cx6dx-dump.txt")
 	root := bytes.Index(body, []byte(">")) + 1
 	for n := root; n < len(body); n++ {
-		r, err := Analyze("cut.xml", bytes.NewReader(body[:n]))
+		r, _, err := Analyze("cut.xml", bytes.NewReader(body[:n]))
 		if err != nil {
 			t.Fatalf("cut at %d: %v", n, err)
 		}

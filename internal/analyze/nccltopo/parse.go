@@ -8,6 +8,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 )
 
 // Bounds on what one file may make this reader hold.
@@ -178,16 +180,16 @@ func parse(name string, r io.Reader) (*Report, error) {
 			if errors.Is(err, io.EOF) {
 				if cr.over {
 					if rep.Kind == "" {
-						return nil, &ParseError{name, line(), fmt.Sprintf("no <system> or <graphs> element in the first %d MiB", MaxBytes>>20)}
+						return nil, textio.Errorf(name, line(), "no <system> or <graphs> element in the first %d MiB", MaxBytes>>20)
 					}
 					stop(fmt.Sprintf("file larger than %d MiB: read only the first %d MiB", MaxBytes>>20, MaxBytes>>20))
 					break
 				}
 				if rep.Kind == "" {
 					if cr.n == 0 {
-						return nil, &ParseError{name, 1, "empty input"}
+						return nil, textio.Errorf(name, 1, "empty input")
 					}
-					return nil, &ParseError{name, line(), "no <system> or <graphs> element: not an NCCL topology or graph file"}
+					return nil, textio.Errorf(name, line(), "no <system> or <graphs> element: not an NCCL topology or graph file")
 				}
 				if len(stack) > 0 {
 					stop(fmt.Sprintf("input ends with %s not closed: the file is truncated", openList(stack)))
@@ -201,10 +203,10 @@ func parse(name string, r io.Reader) (*Report, error) {
 			}
 			if rep.Kind == "" {
 				if cr.n == 0 {
-					return nil, &ParseError{name, 1, "empty input"}
+					return nil, textio.Errorf(name, 1, "empty input")
 				}
 				if kind == "" {
-					return nil, &ParseError{name, line(), "not XML: " + msg}
+					return nil, textio.Errorf(name, line(), "not XML: %s", msg)
 				}
 				// cut or broken inside the root tag itself
 				rep.Kind = kind
@@ -265,7 +267,7 @@ func parse(name string, r io.Reader) (*Report, error) {
 					rep.Graphs = append(rep.Graphs, g)
 					obj = &rep.Graphs[len(rep.Graphs)-1]
 				default:
-					return nil, &ParseError{name, ln, fmt.Sprintf("root element <%s> is not <system> or <graphs>: not an NCCL topology or graph file", t.Name.Local)}
+					return nil, textio.Errorf(name, ln, "root element <%s> is not <system> or <graphs>: not an NCCL topology or graph file", t.Name.Local)
 				}
 				stack = append(stack, frame{el, obj})
 				continue

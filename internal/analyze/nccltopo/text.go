@@ -5,17 +5,13 @@ import (
 	"io"
 	"strings"
 
+	"github.com/gdrcheck/gdrcheck/internal/analyze/verdict"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
-var statusWord = map[result.Status]string{
-	result.Pass: "PASS", result.Warn: "WARN", result.Fail: "FAIL",
-	result.Skip: "SKIP", result.Unknown: "UNKNOWN", result.Error: "ERROR",
-}
-
 // WriteText prints a human summary: the verdicts first (status, reason,
 // message, remedy and some evidence), then the GPUs, NICs and graphs.
-func (r *Report) WriteText(w io.Writer) error {
+func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
 	var b strings.Builder
 	kind := "topology"
 	if r.Kind == "graphs" {
@@ -25,25 +21,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Truncated {
 		b.WriteString(", TRUNCATED")
 	}
-	b.WriteString("\n\nVerdicts:\n")
-	vs := append([]result.Result(nil), r.Verdicts...)
-	result.Sort(vs)
-	for _, v := range vs {
-		fmt.Fprintf(&b, "  %-7s %s [%s] %s: %s\n", statusWord[v.Status], v.ID, v.Reason, v.Subject, v.Message)
-		if v.Remedy != "" {
-			fmt.Fprintf(&b, "          remedy: %s\n", v.Remedy)
-		}
-		for i, e := range v.Evidence {
-			if i == 3 {
-				fmt.Fprintf(&b, "          ... %d more evidence lines\n", len(v.Evidence)-3)
-				break
-			}
-			fmt.Fprintf(&b, "          %s: %s", e.Source, e.Value)
-			if e.Note != "" {
-				fmt.Fprintf(&b, " (%s)", e.Note)
-			}
-			b.WriteString("\n")
-		}
+	b.WriteString("\n\n")
+	if err := (verdict.Text{Notes: true}).Write(&b, vs); err != nil {
+		return err
 	}
 	if s := r.System; s != nil {
 		fmt.Fprintf(&b, "\nCPUs: %d, GPUs: %d, NICs: %d\n", len(s.CPUs), len(s.GPUs), len(s.NICs))

@@ -22,17 +22,16 @@ const Kind = "nvbandwidth"
 
 // Report is what one nvbandwidth output says.
 type Report struct {
-	Format        string          `json:"format"` // text or json
-	Version       string          `json:"version,omitempty"`
-	GitVersion    string          `json:"git_version,omitempty"`
-	CUDARuntime   string          `json:"cuda_runtime_version,omitempty"`
-	CUDADriver    string          `json:"cuda_driver_version,omitempty"`
-	DriverVersion string          `json:"driver_version,omitempty"`
-	Hostname      string          `json:"hostname,omitempty"`
-	Devices       []Device        `json:"devices,omitempty"`
-	Testcases     []*Testcase     `json:"testcases"`
-	Errors        []textio.Quote  `json:"errors,omitempty"`
-	Verdicts      []result.Result `json:"verdicts"`
+	Format        string         `json:"format"` // text or json
+	Version       string         `json:"version,omitempty"`
+	GitVersion    string         `json:"git_version,omitempty"`
+	CUDARuntime   string         `json:"cuda_runtime_version,omitempty"`
+	CUDADriver    string         `json:"cuda_driver_version,omitempty"`
+	DriverVersion string         `json:"driver_version,omitempty"`
+	Hostname      string         `json:"hostname,omitempty"`
+	Devices       []Device       `json:"devices,omitempty"`
+	Testcases     []*Testcase    `json:"testcases"`
+	Errors        []textio.Quote `json:"errors,omitempty"`
 }
 
 // Device is a "Device 0: Tesla T4 (00000000:3b:00)" line.
@@ -106,17 +105,17 @@ func Detect(head []byte) bool {
 }
 
 // Analyze reads a whole nvbandwidth output.
-func Analyze(name string, r io.Reader) (*Report, error) {
+func Analyze(name string, r io.Reader) (*Report, []result.Result, error) {
 	rep, err := textio.TextOrJSON(name, r, analyzeText, analyzeJSON)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, tc := range rep.Testcases {
 		stats(tc)
 	}
-	rep.Verdicts = verdicts(name, rep)
-	result.SetSource(rep.Verdicts, Kind)
-	return rep, nil
+	vs := verdicts(name, rep)
+	result.SetSource(vs, Kind)
+	return rep, vs, nil
 }
 
 type textState struct {

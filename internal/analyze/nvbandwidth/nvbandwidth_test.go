@@ -3,7 +3,9 @@ package nvbandwidth
 import (
 	"bytes"
 	"flag"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,7 +15,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-var reader = readertest.Reader[*Report]{Detect: Detect, Analyze: Analyze, Verdicts: func(r *Report) []result.Result { return r.Verdicts }}
+var reader = readertest.Reader[*Report]{Detect: Detect, Analyze: Analyze}
 
 // notNVBandwidth are corpus samples in this package's folder that are not
 // nvbandwidth output and must not be read as such.
@@ -21,22 +23,18 @@ var notNVBandwidth = map[string]bool{"vastai-4xa100-custom-p2p-bandwidth-nvlink-
 
 func TestGolden(t *testing.T) { reader.GoldenSamples(t, *update, notNVBandwidth) }
 
+func notNVBandwidthFiles() []string { return slices.Collect(maps.Keys(notNVBandwidth)) }
+
 func TestNotNVBandwidth(t *testing.T) {
 	for f := range notNVBandwidth {
 		body := readertest.Sample(t, filepath.Join("testdata", f))
 		if Detect(body) {
 			t.Errorf("%s: detected as nvbandwidth", f)
 		}
-		if _, err := Analyze(f, bytes.NewReader(body)); err == nil || !strings.HasPrefix(err.Error(), f+":") {
+		if _, _, err := Analyze(f, bytes.NewReader(body)); err == nil || !strings.HasPrefix(err.Error(), f+":") {
 			t.Errorf("%s: error %v, want one naming the file", f, err)
 		}
 	}
-}
-
-type sample struct {
-	file     string
-	verdicts []string
-	check    func(t *testing.T, r *Report)
 }
 
 func cell(t *testing.T, tc *Testcase, i, j int) float64 {
@@ -48,10 +46,10 @@ func cell(t *testing.T, tc *Testcase, i, j int) float64 {
 	return *c
 }
 
-var samples = []sample{
-	{"nvbandwidth-d2d-read-ce-6x-rtx-a6000-pcie-two-islands.txt", []string{
+var samples = []readertest.Case[*Report]{
+	{File: "nvbandwidth-d2d-read-ce-6x-rtx-a6000-pcie-two-islands.txt", Verdicts: []string{
 		"pass nvbandwidth.testcase Measured device_to_device_memcpy_read_ce", "pass nvbandwidth.run Completed run"},
-		func(t *testing.T, r *Report) {
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			tc := r.Testcases[0]
 			if r.Version != "v0.8" || r.DriverVersion != "580.95.05" || len(tc.Matrix) != 6 || tc.Matrix[0][0] != nil || *tc.Sum != 715.53 {
 				t.Errorf("version %s driver %s rows %d diag %v sum %v", r.Version, r.DriverVersion, len(tc.Matrix), tc.Matrix[0][0], tc.Sum)
@@ -63,23 +61,23 @@ var samples = []sample{
 				t.Errorf("the '...' line was taken for a host name: %q", r.Hostname)
 			}
 		}},
-	{"nvbandwidth-readme-d2d-write-ce-8gpu-a100.txt", []string{"pass nvbandwidth.testcase Measured device_to_device_memcpy_write_ce"},
-		func(t *testing.T, r *Report) {
+	{File: "nvbandwidth-readme-d2d-write-ce-8gpu-a100.txt", Verdicts: []string{"pass nvbandwidth.testcase Measured device_to_device_memcpy_write_ce"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			tc := r.Testcases[0]
 			if tc.Matrix[3][3] != nil || tc.Sum != nil || cell(t, tc, 6, 0) != 274.89 || tc.Direction != "<-" || tc.Min != 274.89 {
 				t.Errorf("old 0.00 diagonal %v sum %v cell %v dir %s min %v", tc.Matrix[3][3], tc.Sum, cell(t, tc, 6, 0), tc.Direction, tc.Min)
 			}
 		}},
-	{"nvbandwidth-readme-h2d-and-bidir-8gpu-pcie4.txt", []string{
+	{File: "nvbandwidth-readme-h2d-and-bidir-8gpu-pcie4.txt", Verdicts: []string{
 		"pass nvbandwidth.testcase Measured host_to_device_memcpy_ce", "pass nvbandwidth.testcase Measured host_to_device_bidirectional_memcpy_ce"},
-		func(t *testing.T, r *Report) {
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			if len(r.Testcases) != 2 || r.Testcases[1].Direction != "<->" || r.Testcases[0].RowKind != "CPU" || len(r.Testcases[0].Matrix[0]) != 8 || cell(t, r.Testcases[1], 0, 3) != 19.59 {
 				t.Errorf("testcases %+v", r.Testcases)
 			}
 		}},
-	{"nvbandwidth-v08-4x-t4-pcie-gen3-d2d-ce-sm.txt", []string{
+	{File: "nvbandwidth-v08-4x-t4-pcie-gen3-d2d-ce-sm.txt", Verdicts: []string{
 		"pass nvbandwidth.testcase Measured device_to_device_memcpy_read_ce", "pass nvbandwidth.testcase Measured device_to_device_memcpy_read_sm"},
-		func(t *testing.T, r *Report) {
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			if r.Hostname != "4329ebc474e0" || len(r.Devices) != 4 || r.Devices[2].BusID != "00000000:af:00" || r.Devices[0].Name != "Tesla T4" {
 				t.Errorf("host %q devices %+v", r.Hostname, r.Devices)
 			}
@@ -87,42 +85,26 @@ var samples = []sample{
 				t.Errorf("sm testcase %+v", tc)
 			}
 		}},
-	{"synthetic-nvbandwidth-json-t4.txt", []string{
+	{File: "synthetic-nvbandwidth-json-t4.txt", Verdicts: []string{
 		"pass nvbandwidth.testcase Measured device_to_device_memcpy_read_ce", "skip nvbandwidth.testcase Waived device_to_device_bidirectional_memcpy_read_ce"},
-		func(t *testing.T, r *Report) {
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			tc := r.Testcases[0]
 			if r.Format != "json" || r.Hostname != "4329ebc474e0" || len(r.Devices) != 4 || cell(t, tc, 3, 0) != 9.97 || tc.Matrix[1][1] != nil || *tc.Sum != 121.93 || r.CUDARuntime != "12020" {
 				t.Errorf("json report %+v testcase %+v", r, tc)
 			}
 		}},
-	{"synthetic-d2d-write-ce-one-slow-link.txt", []string{
+	{File: "synthetic-d2d-write-ce-one-slow-link.txt", Verdicts: []string{
 		"warn nvbandwidth.testcase OutlierCells device_to_device_memcpy_write_ce", "skip nvbandwidth.testcase Waived (waived)",
 		"error nvbandwidth.testcase TestcaseError device_to_device_memcpy_read_sm"},
-		func(t *testing.T, r *Report) {
-			v := r.Verdicts[0]
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
+			v := vs[0]
 			if !strings.Contains(v.Message, "GPU2 <- GPU3 130.11 GB/s") || !strings.Contains(v.Message, "vs the reverse") {
 				t.Errorf("outlier verdict %q", v.Message)
 			}
 		}},
 }
 
-func TestSamples(t *testing.T) {
-	covered := map[string]bool{}
-	for f := range notNVBandwidth {
-		covered[f] = true
-	}
-	for _, s := range samples {
-		covered[s.file] = true
-		t.Run(s.file, func(t *testing.T) {
-			r := reader.Sample(t, s.file)
-			readertest.WantVerdicts(t, r.Verdicts, s.verdicts)
-			if s.check != nil {
-				s.check(t, r)
-			}
-		})
-	}
-	readertest.Covered(t, covered)
-}
+func TestSamples(t *testing.T) { reader.Samples(t, samples, notNVBandwidthFiles()...) }
 
 func TestUnreadable(t *testing.T) {
 	for _, c := range []struct{ in, prefix string }{
@@ -134,6 +116,10 @@ func TestUnreadable(t *testing.T) {
 		reader.WantError(t, c.in, c.prefix)
 	}
 }
+
+// TestWriteFuzzSeeds: every sample is a seed of FuzzAnalyze
+// (go test -run TestWriteFuzzSeeds -write-seeds rewrites them).
+func TestWriteFuzzSeeds(t *testing.T) { readertest.FuzzSeeds(t, 0, "FuzzAnalyze") }
 
 func FuzzAnalyze(f *testing.F) {
 	f.Add([]byte("Running x_ce.\nmemcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)\n 0 1\n0 N/A 1.0\n1 2.0 N/A\n\nSUM x_ce 3.0\n"))

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/analyze/verdict"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -53,13 +53,13 @@ func verdicts(name string, rep *Report) []result.Result {
 	}
 	switch {
 	case len(rep.Errors) > 0:
-		v := textio.Verdict(IDRun, result.Error, "run", "RunError", "nvbandwidth reported an error: "+rep.Errors[0].Text, textio.EvQuotes(name, rep.Errors)...)
+		v := verdict.New(IDRun, result.Error, "run", "RunError", "nvbandwidth reported an error: "+rep.Errors[0].Text, verdict.Quotes(name, rep.Errors)...)
 		v.Remedy = "check the CUDA driver and that the GPUs are visible to the process (nvidia-smi, CUDA_VISIBLE_DEVICES)"
 		out = append(out, v)
 	case len(rep.Testcases) == 0:
-		out = append(out, textio.Verdict(IDRun, result.Unknown, "run", "NoTestcases", "the output has the version block but no testcase"))
+		out = append(out, verdict.New(IDRun, result.Unknown, "run", "NoTestcases", "the output has the version block but no testcase"))
 	default:
-		out = append(out, textio.Verdict(IDRun, result.Pass, "run", "Completed", fmt.Sprintf("%d testcase(s)", len(rep.Testcases))))
+		out = append(out, verdict.New(IDRun, result.Pass, "run", "Completed", fmt.Sprintf("%d testcase(s)", len(rep.Testcases))))
 	}
 	return out
 }
@@ -72,22 +72,22 @@ func testcaseVerdict(name string, tc *Testcase) result.Result {
 	if subj == "" {
 		subj = "(unnamed testcase)"
 	}
-	ev := []result.Evidence{textio.Ev(name, tc.Line, tc.Description, "")}
+	ev := []result.Evidence{verdict.Ev(name, tc.Line, tc.Description, "")}
 	switch {
 	case tc.Status == "Waived":
 		why := tc.Error
 		if why == "" {
 			why = "its requirements are not met here (too few GPUs, no peer access, or an unsupported engine)"
 		}
-		return textio.Verdict(IDTestcase, result.Skip, subj, "Waived", "nvbandwidth waived the testcase: "+why)
+		return verdict.New(IDTestcase, result.Skip, subj, "Waived", "nvbandwidth waived the testcase: "+why)
 	case tc.Status == "Not Found":
-		return textio.Verdict(IDTestcase, result.Skip, subj, "NotFound", "nvbandwidth does not know the testcase")
+		return verdict.New(IDTestcase, result.Skip, subj, "NotFound", "nvbandwidth does not know the testcase")
 	case tc.Status == "Error" || (tc.Error != "" && len(tc.Matrix) == 0):
-		v := textio.Verdict(IDTestcase, result.Error, subj, "TestcaseError", "the testcase failed to run: "+tc.Error, textio.Ev(name, tc.errLine, tc.Error, ""))
+		v := verdict.New(IDTestcase, result.Error, subj, "TestcaseError", "the testcase failed to run: "+tc.Error, verdict.Ev(name, tc.errLine, tc.Error, ""))
 		v.Remedy = "check the CUDA error named; peer-to-peer testcases need P2P access between the GPUs (nvidia-smi topo -p2p r)"
 		return v
 	case tc.Max == 0 && tc.Min == 0:
-		return textio.Verdict(IDTestcase, result.Unknown, subj, "NoMatrix", "no measured cell (the matrix is missing or all N/A)")
+		return verdict.New(IDTestcase, result.Unknown, subj, "NoMatrix", "no measured cell (the matrix is missing or all N/A)")
 	}
 	unit := tc.Unit
 	if unit == "" {
@@ -111,7 +111,7 @@ func testcaseVerdict(name string, tc *Testcase) result.Result {
 					reason = "OutlierCells"
 				}
 				findings = append(findings, fmt.Sprintf("%s %s %s (%.0f%% of the median)", tc.pair(i, j), fmtF(*c), unit, 100**c/tc.Median))
-				ev = append(ev, textio.Ev(name, tc.rowLine(i), fmt.Sprintf("%s: %s %s", tc.pair(i, j), fmtF(*c), unit), "outlier"))
+				ev = append(ev, verdict.Ev(name, tc.rowLine(i), fmt.Sprintf("%s: %s %s", tc.pair(i, j), fmtF(*c), unit), "outlier"))
 			}
 		}
 	}
@@ -131,7 +131,7 @@ func testcaseVerdict(name string, tc *Testcase) result.Result {
 						reason = "Asymmetric"
 					}
 					findings = append(findings, fmt.Sprintf("%s %s vs the reverse %s %s", tc.pair(i, j), fmtF(*a), fmtF(*b), unit))
-					ev = append(ev, textio.Ev(name, tc.rowLine(i), fmt.Sprintf("%s: %s, %s: %s %s", tc.pair(i, j), fmtF(*a), tc.pair(ri, ci), fmtF(*b), unit), "asymmetric pair"))
+					ev = append(ev, verdict.Ev(name, tc.rowLine(i), fmt.Sprintf("%s: %s, %s: %s %s", tc.pair(i, j), fmtF(*a), tc.pair(ri, ci), fmtF(*b), unit), "asymmetric pair"))
 				}
 			}
 		}
@@ -140,11 +140,11 @@ func testcaseVerdict(name string, tc *Testcase) result.Result {
 		if len(findings) > 8 {
 			findings = append(findings[:8], fmt.Sprintf("and %d more", len(findings)-8))
 		}
-		v := textio.Verdict(IDTestcase, result.Warn, subj, reason, stat+"; "+strings.Join(findings, "; "), ev...)
+		v := verdict.New(IDTestcase, result.Warn, subj, reason, stat+"; "+strings.Join(findings, "; "), ev...)
 		v.Remedy = "compare the slow pairs with nvidia-smi topo -m (NV# count, PCIe path) and nvidia-smi nvlink -s / -e; a pair well below the rest usually has fewer NVLinks up, a downgraded PCIe link or a path through the CPU"
 		return v
 	}
-	return textio.Verdict(IDTestcase, result.Pass, subj, "Measured", stat+"; no outlier or asymmetric cell", ev...)
+	return verdict.New(IDTestcase, result.Pass, subj, "Measured", stat+"; no outlier or asymmetric cell", ev...)
 }
 
 func (tc *Testcase) rowLine(i int) int {
@@ -186,8 +186,8 @@ func cells(tc *Testcase) int {
 }
 
 // WriteText prints the verdicts, then each testcase's matrix.
-func (r *Report) WriteText(w io.Writer) error {
-	if err := textio.WriteVerdicts(w, r.Verdicts); err != nil {
+func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
+	if err := (verdict.Text{}).Write(w, vs); err != nil {
 		return err
 	}
 	var b strings.Builder

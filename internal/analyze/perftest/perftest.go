@@ -51,12 +51,11 @@ type Report struct {
 	LatRows      []LatRow `json:"lat_rows,omitempty"`
 	// PeakAvgGbps is the best "BW average" in Gb/s whatever unit was
 	// printed; PeakAvgBytes its message size. PeakGbps is the best "BW peak".
-	PeakAvgGbps  float64         `json:"peak_avg_gbps"`
-	PeakAvgBytes int64           `json:"peak_avg_bytes,omitempty"`
-	PeakGbps     float64         `json:"peak_gbps,omitempty"`
-	Errors       []textio.Quote  `json:"errors,omitempty"`
-	Warnings     []textio.Quote  `json:"warnings,omitempty"`
-	Verdicts     []result.Result `json:"verdicts"`
+	PeakAvgGbps  float64        `json:"peak_avg_gbps"`
+	PeakAvgBytes int64          `json:"peak_avg_bytes,omitempty"`
+	PeakGbps     float64        `json:"peak_gbps,omitempty"`
+	Errors       []textio.Quote `json:"errors,omitempty"`
+	Warnings     []textio.Quote `json:"warnings,omitempty"`
 }
 
 // Memory is where the test buffers lived.
@@ -142,13 +141,13 @@ func Detect(head []byte) bool {
 }
 
 // Analyze reads a whole perftest output.
-func Analyze(name string, r io.Reader) (*Report, error) {
+func Analyze(name string, r io.Reader) (*Report, []result.Result, error) {
 	rep, err := textio.TextOrJSON(name, r, analyzeText, analyzeJSON)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	finish(rep)
-	rep.Verdicts = verdicts(name, rep)
-	result.SetSource(rep.Verdicts, Kind)
-	return rep, nil
+	vs := verdicts(name, rep)
+	result.SetSource(vs, Kind)
+	return rep, vs, nil
 }

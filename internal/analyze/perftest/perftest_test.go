@@ -12,22 +12,16 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-var reader = readertest.Reader[*Report]{Detect: Detect, Analyze: Analyze, Verdicts: func(r *Report) []result.Result { return r.Verdicts }}
+var reader = readertest.Reader[*Report]{Detect: Detect, Analyze: Analyze}
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-3 }
 
 func TestGolden(t *testing.T) { reader.GoldenSamples(t, *update, nil) }
 
-type sample struct {
-	file     string
-	verdicts []string
-	check    func(t *testing.T, r *Report)
-}
-
-var samples = []sample{
-	{"gke-a3ultra-h200-ib-write-bw-cuda-dmabuf-140g.txt", []string{
+var samples = []readertest.Case[*Report]{
+	{File: "gke-a3ultra-h200-ib-write-bw-cuda-dmabuf-140g.txt", Verdicts: []string{
 		"warn perftest.bw BelowLinkRate mlx5_3", "pass perftest.gpu-memory DMABUF mlx5_3", "pass perftest.run Completed mlx5_3", "pass perftest.mtu MTU mlx5_3"},
-		func(t *testing.T, r *Report) {
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			if !near(r.PeakAvgGbps, 140.95) || r.PeakAvgBytes != 131072 || len(r.Rows) != 23 || r.Memory.GPU != "NVIDIA H200" || r.Memory.GPUBusID != "8F:00" || !r.Memory.DMABufRequested {
 				t.Errorf("peak %v at %d rows %d memory %+v", r.PeakAvgGbps, r.PeakAvgBytes, len(r.Rows), r.Memory)
 			}
@@ -35,85 +29,72 @@ var samples = []sample{
 				t.Errorf("first row %+v link %s mtu %d params %v", r.Rows[0], r.LinkType, r.MTU, r.Params)
 			}
 		}},
-	{"gke-a3ultra-h200-ib-write-bw-host-failed-status10.txt", []string{
+	{File: "gke-a3ultra-h200-ib-write-bw-host-failed-status10.txt", Verdicts: []string{
 		"fail perftest.run TransferFailed mlx5_3", "pass perftest.bw Measured mlx5_3", "skip perftest.gpu-memory HostMemory mlx5_3"},
-		func(t *testing.T, r *Report) {
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			if !near(r.PeakAvgGbps, 381.41) || !near(r.PeakGbps, 381.5) || len(r.Rows) != 16 || len(r.Errors) != 3 {
 				t.Errorf("peak avg %v peak %v rows %d errors %v", r.PeakAvgGbps, r.PeakGbps, len(r.Rows), r.Errors)
 			}
-			if v := r.Verdicts[0]; !strings.Contains(v.Message, "IBV_WC_REM_ACCESS_ERR") || !strings.Contains(v.Remedy, "remote access") {
+			if v := vs[0]; !strings.Contains(v.Message, "IBV_WC_REM_ACCESS_ERR") || !strings.Contains(v.Remedy, "remote access") {
 				t.Errorf("run verdict %+v", v)
 			}
 			if r.Command != "root@rdma-perftest-1:/# ib_write_bw 10.0.4.7 -a --report_gbits" || r.Tool != "ib_write_bw" {
 				t.Errorf("command %q tool %q", r.Command, r.Tool)
 			}
 		}},
-	{"ib-write-bw-loopback-8M-superbench.txt", []string{"pass perftest.bw Measured ib0", "pass perftest.run Completed ib0"},
-		func(t *testing.T, r *Report) {
+	{File: "ib-write-bw-loopback-8M-superbench.txt", Verdicts: []string{"pass perftest.bw Measured ib0", "pass perftest.run Completed ib0"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			// 24056.72 MiB/s = 24056.72 * 2^20 * 8 / 1e9 Gb/s.
 			if len(r.Rows) != 1 || r.Sides != 2 || !r.Server || r.Unit != "MB/sec" || !near(r.PeakAvgGbps, 201.802) {
 				t.Errorf("rows %d sides %d server %v unit %q peak %v", len(r.Rows), r.Sides, r.Server, r.Unit, r.PeakAvgGbps)
 			}
 		}},
-	{"ib-write-bw-loopback-allsizes-superbench.txt", []string{"pass perftest.bw Measured ib0"},
-		func(t *testing.T, r *Report) {
+	{File: "ib-write-bw-loopback-allsizes-superbench.txt", Verdicts: []string{"pass perftest.bw Measured ib0"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			if len(r.Rows) != 23 || r.Sides != 2 || !near(r.PeakAvgGbps, 195.269) || r.PeakAvgBytes != 4194304 || !near(r.Rows[12].BWAverage, 12782.56) {
 				t.Errorf("rows %d sides %d peak %v at %d row12 %+v", len(r.Rows), r.Sides, r.PeakAvgGbps, r.PeakAvgBytes, r.Rows[12])
 			}
 		}},
-	{"ib-write-bw-postlist-8byte-msgrate-roce.txt", []string{"pass perftest.bw SmallMessages ib0", "pass perftest.run Completed ib0"},
-		func(t *testing.T, r *Report) {
+	{File: "ib-write-bw-postlist-8byte-msgrate-roce.txt", Verdicts: []string{"pass perftest.bw SmallMessages ib0", "pass perftest.run Completed ib0"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			if len(r.Rows) != 1 || r.Rows[0].Iterations != 224958464 || !near(r.Rows[0].MsgRate, 7.498617) || r.Params["Post List"] != "128" || r.Params["PCIe relax order"] != "Unsupported" {
 				t.Errorf("row %+v params %v", r.Rows, r.Params)
 			}
 		}},
-	{"k8s-cx6-ib-write-bw-host-all-sizes-98g.txt", []string{"pass perftest.bw Measured mlx5_0", "skip perftest.gpu-memory HostMemory mlx5_0"},
-		func(t *testing.T, r *Report) {
+	{File: "k8s-cx6-ib-write-bw-host-all-sizes-98g.txt", Verdicts: []string{"pass perftest.bw Measured mlx5_0", "skip perftest.gpu-memory HostMemory mlx5_0"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			if !near(r.PeakAvgGbps, 98.38) || len(r.Rows) != 23 || r.LinkType != "IB" {
 				t.Errorf("peak %v rows %d link %s", r.PeakAvgGbps, len(r.Rows), r.LinkType)
 			}
 		}},
-	{"openshift-a40-roce-ib-write-bw-cuda-dmabuf-16qp-rdmacm-mtu1024.txt", []string{
+	{File: "openshift-a40-roce-ib-write-bw-cuda-dmabuf-16qp-rdmacm-mtu1024.txt", Verdicts: []string{
 		"warn perftest.gpu-memory DMABUFNotUsed mlx5_1", "warn perftest.mtu MTULowered mlx5_1", "pass perftest.bw Measured mlx5_1"},
-		func(t *testing.T, r *Report) {
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			if !near(r.PeakAvgGbps, 181.46) || !r.DurationMode || r.MTU != 1024 || !r.MTULowered || r.QPs != 16 || !r.RDMACM || r.Memory.Registration != "peermem" {
 				t.Errorf("peak %v duration %v mtu %d lowered %v qps %d rdmacm %v memory %+v", r.PeakAvgGbps, r.DurationMode, r.MTU, r.MTULowered, r.QPs, r.RDMACM, r.Memory)
 			}
 		}},
-	{"synthetic-ib-write-bw-out-json.txt", []string{"pass perftest.bw Measured mlx5_3", "pass perftest.run Completed mlx5_3"},
-		func(t *testing.T, r *Report) {
+	{File: "synthetic-ib-write-bw-out-json.txt", Verdicts: []string{"pass perftest.bw Measured mlx5_3", "pass perftest.run Completed mlx5_3"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			if r.Format != "json" || r.Unit != "Gb/sec (inferred)" || !near(r.PeakAvgGbps, 381.41) || r.LinkType != "Ethernet" || r.MTU != 4096 {
 				t.Errorf("format %s unit %q peak %v link %s mtu %d", r.Format, r.Unit, r.PeakAvgGbps, r.LinkType, r.MTU)
 			}
 		}},
-	{"synthetic-ib-write-lat.txt", []string{"pass perftest.lat Measured mlx5_0", "pass perftest.run Completed mlx5_0"},
-		func(t *testing.T, r *Report) {
+	{File: "synthetic-ib-write-lat.txt", Verdicts: []string{"pass perftest.lat Measured mlx5_0", "pass perftest.run Completed mlx5_0"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			if r.Type != "lat" || len(r.LatRows) != 3 || *r.LatRows[0].Typical != 1.05 || *r.LatRows[0].P999 != 4.31 || *r.LatRows[2].Stdev != 0.04 {
 				t.Errorf("type %s rows %+v", r.Type, r.LatRows)
 			}
 		}},
-	{"synthetic-ib-read-bw-cannot-connect.txt", []string{"error perftest.run ToolError run", "unknown perftest.bw NoResults run"},
-		func(t *testing.T, r *Report) {
+	{File: "synthetic-ib-read-bw-cannot-connect.txt", Verdicts: []string{"error perftest.run ToolError run", "unknown perftest.bw NoResults run"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			if r.Tool != "ib_read_bw" || len(r.Errors) != 2 {
 				t.Errorf("tool %q errors %v", r.Tool, r.Errors)
 			}
 		}},
 }
 
-func TestSamples(t *testing.T) {
-	covered := map[string]bool{}
-	for _, s := range samples {
-		covered[s.file] = true
-		t.Run(s.file, func(t *testing.T) {
-			r := reader.Sample(t, s.file)
-			readertest.WantVerdicts(t, r.Verdicts, s.verdicts)
-			if s.check != nil {
-				s.check(t, r)
-			}
-		})
-	}
-	readertest.Covered(t, covered)
-}
+func TestSamples(t *testing.T) { reader.Samples(t, samples) }
 
 func TestUnitInference(t *testing.T) {
 	// 8 MiB messages at 0.002905 Mpps are 24371 MB/s = 195.3 Gb/s: a
@@ -140,6 +121,10 @@ func TestUnreadable(t *testing.T) {
 		reader.WantError(t, c.in, c.prefix)
 	}
 }
+
+// TestWriteFuzzSeeds: every sample is a seed of FuzzAnalyze
+// (go test -run TestWriteFuzzSeeds -write-seeds rewrites them).
+func TestWriteFuzzSeeds(t *testing.T) { readertest.FuzzSeeds(t, 0, "FuzzAnalyze") }
 
 func FuzzAnalyze(f *testing.F) {
 	f.Add([]byte(" #bytes #iterations BW peak[Gb/sec] BW average[Gb/sec] MsgRate[Mpps]\n 65536 5000 381.5 381.41 0.727\n"))

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/analyze/verdict"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -166,17 +167,17 @@ func runVerdict(name string, rep *Report) result.Result {
 				msg += fmt.Sprintf(", the last %d B at %s Gb/s", last.Bytes, fmtF(last.AvgGbps))
 			}
 		}
-		v := textio.Verdict(IDRun, result.Fail, subj, "TransferFailed", msg, textio.EvQuotes(name, path)...)
+		v := verdict.New(IDRun, result.Fail, subj, "TransferFailed", msg, verdict.Quotes(name, path)...)
 		v.Remedy = remedy
 		return v
 	case len(tool) > 0:
-		v := textio.Verdict(IDRun, result.Error, subj, "ToolError", "perftest could not run the test: "+tool[0].Text, textio.EvQuotes(name, tool)...)
+		v := verdict.New(IDRun, result.Error, subj, "ToolError", "perftest could not run the test: "+tool[0].Text, verdict.Quotes(name, tool)...)
 		v.Remedy = "fix the set-up the message names (device name, peer address, port, options) and rerun"
 		return v
 	case rows == 0:
-		return textio.Verdict(IDRun, result.Unknown, subj, "NoResults", "no result rows: the output was cut off before the results")
+		return verdict.New(IDRun, result.Unknown, subj, "NoResults", "no result rows: the output was cut off before the results")
 	}
-	return textio.Verdict(IDRun, result.Pass, subj, "Completed", fmt.Sprintf("%d result rows, no errors", rows))
+	return verdict.New(IDRun, result.Pass, subj, "Completed", fmt.Sprintf("%d result rows, no errors", rows))
 }
 
 func describe(rep *Report) string {
@@ -200,7 +201,7 @@ func describe(rep *Report) string {
 func bwVerdict(name string, rep *Report) result.Result {
 	subj := subject(rep)
 	if len(rep.Rows) == 0 {
-		return textio.Verdict(IDBW, result.Unknown, subj, "NoResults", "no bandwidth rows")
+		return verdict.New(IDBW, result.Unknown, subj, "NoResults", "no bandwidth rows")
 	}
 	best := rep.Rows[0]
 	for _, r := range rep.Rows {
@@ -216,9 +217,9 @@ func bwVerdict(name string, rep *Report) result.Result {
 	if rep.DurationMode {
 		msg += "; duration mode (BW peak not measured)"
 	}
-	ev := []result.Evidence{textio.Ev(name, best.Line, fmt.Sprintf("%d B: average %s Gb/s, %s Mpps", best.Bytes, fmtF(best.AvgGbps), fmtF(best.MsgRate)), "")}
+	ev := []result.Evidence{verdict.Ev(name, best.Line, fmt.Sprintf("%d B: average %s Gb/s, %s Mpps", best.Bytes, fmtF(best.AvgGbps), fmtF(best.MsgRate)), "")}
 	if best.Bytes < bwMinBytes {
-		return textio.Verdict(IDBW, result.Pass, subj, "SmallMessages", msg+fmt.Sprintf("; messages under 64 KiB measure message rate (%s Mpps), not bandwidth", fmtF(best.MsgRate)), ev...)
+		return verdict.New(IDBW, result.Pass, subj, "SmallMessages", msg+fmt.Sprintf("; messages under 64 KiB measure message rate (%s Mpps), not bandwidth", fmtF(best.MsgRate)), ev...)
 	}
 	rate := 0.0
 	for _, r := range LinkRates {
@@ -228,18 +229,18 @@ func bwVerdict(name string, rep *Report) result.Result {
 		}
 	}
 	if rate > 0 && rep.PeakAvgGbps < LinkRateShare*rate {
-		v := textio.Verdict(IDBW, result.Warn, subj, "BelowLinkRate",
+		v := verdict.New(IDBW, result.Warn, subj, "BelowLinkRate",
 			msg+fmt.Sprintf("; that is %.0f%% of %s Gb/s, the nearest standard port rate at or above it: a healthy run reaches 90%% or more of line rate", 100*rep.PeakAvgGbps/rate, fmtF(rate)), ev...)
 		v.Remedy = "compare with the port rate (ibstat) and with a host-memory run on the same pair; for GPU memory a low plateau points at the GPU-NIC PCIe path (topology, PCIe ACS/IOMMU, link width) or the registration method"
 		return v
 	}
-	return textio.Verdict(IDBW, result.Pass, subj, "Measured", msg, ev...)
+	return verdict.New(IDBW, result.Pass, subj, "Measured", msg, ev...)
 }
 
 func latVerdict(name string, rep *Report) result.Result {
 	subj := subject(rep)
 	if len(rep.LatRows) == 0 {
-		return textio.Verdict(IDLat, result.Unknown, subj, "NoResults", "no latency rows")
+		return verdict.New(IDLat, result.Unknown, subj, "NoResults", "no latency rows")
 	}
 	r := rep.LatRows[0]
 	var parts []string
@@ -251,9 +252,9 @@ func latVerdict(name string, rep *Report) result.Result {
 			parts = append(parts, fmt.Sprintf("%s %s us", p.n, fmtF(*p.v)))
 		}
 	}
-	return textio.Verdict(IDLat, result.Pass, subj, "Measured",
+	return verdict.New(IDLat, result.Pass, subj, "Measured",
 		fmt.Sprintf("%d B: %s; %d sizes; %s", r.Bytes, strings.Join(parts, ", "), len(rep.LatRows), describe(rep)),
-		textio.Ev(name, r.Line, fmt.Sprintf("%d B latency row", r.Bytes), ""))
+		verdict.Ev(name, r.Line, fmt.Sprintf("%d B latency row", r.Bytes), ""))
 }
 
 func mtuVerdict(name string, rep *Report) result.Result {
@@ -263,23 +264,23 @@ func mtuVerdict(name string, rep *Report) result.Result {
 		var ev []result.Evidence
 		for _, w := range rep.Warnings {
 			if reMTULow.MatchString(w.Text) {
-				ev = append(ev, textio.Ev(name, w.Line, w.Text, ""))
+				ev = append(ev, verdict.Ev(name, w.Line, w.Text, ""))
 			}
 		}
-		v := textio.Verdict(IDMTU, result.Warn, subj, "MTULowered",
+		v := verdict.New(IDMTU, result.Warn, subj, "MTULowered",
 			fmt.Sprintf("the requested MTU is above the port's active MTU, so the test ran at %d: on RoCE the active MTU follows the netdev MTU, which is not set for jumbo frames", rep.MTU), ev...)
 		v.Remedy = "set the netdev MTU to 9000 (or at least 4200 for a 4096 RoCE MTU) on both hosts and the switch ports"
 		return v
 	case rep.MTU > 0:
-		return textio.Verdict(IDMTU, result.Pass, subj, "MTU", fmt.Sprintf("the test ran at MTU %d", rep.MTU))
+		return verdict.New(IDMTU, result.Pass, subj, "MTU", fmt.Sprintf("the test ran at MTU %d", rep.MTU))
 	}
-	return textio.Verdict(IDMTU, result.Unknown, subj, "NoMTU", "the output does not show the MTU")
+	return verdict.New(IDMTU, result.Unknown, subj, "NoMTU", "the output does not show the MTU")
 }
 
 func memoryVerdict(name string, rep *Report) result.Result {
 	m := rep.Memory
 	subj := subject(rep)
-	ev := textio.EvQuotes(name, m.Evidence)
+	ev := verdict.Quotes(name, m.Evidence)
 	gpu := "GPU memory"
 	if m.GPU != "" {
 		gpu += " of " + m.GPU
@@ -289,29 +290,29 @@ func memoryVerdict(name string, rep *Report) result.Result {
 	}
 	switch {
 	case m.Kind == "host":
-		return textio.Verdict(IDGPUMemory, result.Skip, subj, "HostMemory", "the buffers were in host memory: this run measures the NIC and the fabric, not GPU Direct RDMA")
+		return verdict.New(IDGPUMemory, result.Skip, subj, "HostMemory", "the buffers were in host memory: this run measures the NIC and the fabric, not GPU Direct RDMA")
 	case m.Kind == "rocm":
-		return textio.Verdict(IDGPUMemory, result.Pass, subj, "ROCm", "the buffers were in AMD GPU memory (ROCm)", ev...)
+		return verdict.New(IDGPUMemory, result.Pass, subj, "ROCm", "the buffers were in AMD GPU memory (ROCm)", ev...)
 	case m.Registration == "dma-buf":
-		return textio.Verdict(IDGPUMemory, result.Pass, subj, "DMABUF", gpu+" registered with ibv_reg_dmabuf_mr: GPU Direct RDMA through dma-buf (no nvidia-peermem needed)", ev...)
+		return verdict.New(IDGPUMemory, result.Pass, subj, "DMABUF", gpu+" registered with ibv_reg_dmabuf_mr: GPU Direct RDMA through dma-buf (no nvidia-peermem needed)", ev...)
 	case m.Registration == "host-pinned":
-		return textio.Verdict(IDGPUMemory, result.Pass, subj, "IntegratedGPU", "integrated GPU: the buffers are pinned host memory shared with the GPU", ev...)
+		return verdict.New(IDGPUMemory, result.Pass, subj, "IntegratedGPU", "integrated GPU: the buffers are pinned host memory shared with the GPU", ev...)
 	case m.Registration == "peermem" && m.DMABufRequested:
-		v := textio.Verdict(IDGPUMemory, result.Warn, subj, "DMABUFNotUsed",
+		v := verdict.New(IDGPUMemory, result.Warn, subj, "DMABUFNotUsed",
 			"--use_cuda_dmabuf was requested but the output shows no DMA-BUF registration: "+gpu+" was registered with plain ibv_reg_mr, which works only through nvidia-peermem (this perftest build probably lacks dma-buf support)", ev...)
 		v.Remedy = "rebuild perftest against CUDA with dma-buf support (it then prints 'using DMA-BUF for GPU buffer'), or make sure nvidia-peermem is loaded"
 		return v
 	case m.Registration == "peermem":
-		return textio.Verdict(IDGPUMemory, result.Pass, subj, "PeerMem", gpu+" registered with ibv_reg_mr: GPU Direct RDMA through nvidia-peermem", ev...)
+		return verdict.New(IDGPUMemory, result.Pass, subj, "PeerMem", gpu+" registered with ibv_reg_mr: GPU Direct RDMA through nvidia-peermem", ev...)
 	}
-	return textio.Verdict(IDGPUMemory, result.Unknown, subj, "GPUMemoryUnclear", "GPU memory was requested but the output does not show how it was allocated or registered", ev...)
+	return verdict.New(IDGPUMemory, result.Unknown, subj, "GPUMemoryUnclear", "GPU memory was requested but the output does not show how it was allocated or registered", ev...)
 }
 
 func fmtF(v float64) string { return textio.FormatFloat(v, 3) }
 
 // WriteText prints the verdicts, then the test set-up and its rows.
-func (r *Report) WriteText(w io.Writer) error {
-	if err := textio.WriteVerdicts(w, r.Verdicts); err != nil {
+func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
+	if err := (verdict.Text{}).Write(w, vs); err != nil {
 		return err
 	}
 	var b strings.Builder

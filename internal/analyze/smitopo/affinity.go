@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/analyze/verdict"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology/level"
 	"github.com/gdrcheck/gdrcheck/internal/topology/pairing"
@@ -22,9 +23,8 @@ const IDNICAffinity = "gdr.nic-affinity"
 
 // Report is a parsed matrix, its GPU→NIC pairing and the verdicts.
 type Report struct {
-	Matrix   *Matrix         `json:"matrix"`
-	Pairing  *Pairing        `json:"pairing"`
-	Verdicts []result.Result `json:"verdicts"`
+	Matrix  *Matrix  `json:"matrix"`
+	Pairing *Pairing `json:"pairing"`
 }
 
 // Pairing is the GPU→NIC assignment read off a matrix.
@@ -64,15 +64,15 @@ func Detect(head []byte) bool {
 }
 
 // Analyze reads a matrix and judges the GPU→NIC affinity.
-func Analyze(name string, r io.Reader) (*Report, error) {
+func Analyze(name string, r io.Reader) (*Report, []result.Result, error) {
 	m, err := Parse(name, r)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rep := &Report{Matrix: m, Pairing: m.Pair()}
-	rep.Verdicts = rep.affinity(name)
-	result.SetSource(rep.Verdicts, Kind)
-	return rep, nil
+	vs := rep.affinity(name)
+	result.SetSource(vs, Kind)
+	return rep, vs, nil
 }
 
 // cellLevel reads a GPU→NIC cell; unreadable cells, and X or NV# (no
@@ -177,15 +177,15 @@ func (r *Report) affinity(name string) []result.Result {
 		}
 	}
 	if nicCols == 0 {
-		return []result.Result{textio.Verdict(IDNICAffinity, result.Skip, "node", "NoRDMADevice",
+		return []result.Result{verdict.New(IDNICAffinity, result.Skip, "node", "NoRDMADevice",
 			"the matrix has no NIC columns: no RDMA NIC on this host, so GPU Direct RDMA does not apply (inter-node NCCL traffic can only use sockets or a network plugin)")}
 	}
 	var out []result.Result
 	for _, e := range p.GPUs {
 		line := m.RowLine[e.GPU]
-		ev := []result.Evidence{textio.Ev(name, line, fmt.Sprintf("%s row: %s = %s", e.GPU, e.NIC, e.Level), "")}
+		ev := []result.Evidence{verdict.Ev(name, line, fmt.Sprintf("%s row: %s = %s", e.GPU, e.NIC, e.Level), "")}
 		if e.NIC == "" {
-			out = append(out, textio.Verdict(IDNICAffinity, result.Unknown, e.GPU, "NoReadableNIC", "no readable GPU-to-NIC cell in this GPU's row", ev...))
+			out = append(out, verdict.New(IDNICAffinity, result.Unknown, e.GPU, "NoReadableNIC", "no readable GPU-to-NIC cell in this GPU's row", ev...))
 			continue
 		}
 		if e.GDR {
@@ -197,10 +197,10 @@ func (r *Report) affinity(name string) []result.Result {
 				msg += fmt.Sprintf("; also at %s: %s", e.Level, strings.Join(also, ", "))
 			}
 			// Reasons and subjects as the check of the same ID gives them.
-			out = append(out, textio.Verdict(IDNICAffinity, result.Pass, e.GPU+"-"+m.nicDevice(e.NIC), "NICAt"+e.Level, msg, ev...))
+			out = append(out, verdict.New(IDNICAffinity, result.Pass, e.GPU+"-"+m.nicDevice(e.NIC), "NICAt"+e.Level, msg, ev...))
 			continue
 		}
-		v := textio.Verdict(IDNICAffinity, result.Fail, e.GPU+"-"+m.nicDevice(e.NIC), "NICBeyondGDRLevel",
+		v := verdict.New(IDNICAffinity, result.Fail, e.GPU+"-"+m.nicDevice(e.NIC), "NICBeyondGDRLevel",
 			fmt.Sprintf("%s's nearest RDMA NIC is %s at %s (%s): NCCL will not use GPU Direct RDMA for this GPU by default (NCCL_NET_GDR_LEVEL defaults to PXB) and stages its network traffic through host memory",
 				e.GPU, m.nicName(e.NIC), e.Level, levelMeaning[e.Level]), ev...)
 		v.Remedy = fmt.Sprintf("place an RDMA NIC on the GPU's PCIe switch (one GPU/NIC pair per switch), or accept the slower path and set NCCL_NET_GDR_LEVEL=%s to force GPU Direct RDMA across it; in VMs expose the host's PCIe switches (or an NCCL_TOPO_FILE) so NCCL sees the real distance", e.Level)
@@ -210,8 +210,8 @@ func (r *Report) affinity(name string) []result.Result {
 }
 
 // WriteText prints the verdicts, the matrix size and the pairing.
-func (r *Report) WriteText(w io.Writer) error {
-	if err := textio.WriteVerdicts(w, r.Verdicts); err != nil {
+func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
+	if err := (verdict.Text{}).Write(w, vs); err != nil {
 		return err
 	}
 	m := r.Matrix

@@ -5,13 +5,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/readertest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-var reader = readertest.Reader[*Report]{Detect: Detect, Analyze: Analyze, Verdicts: func(r *Report) []result.Result { return r.Verdicts }}
+var reader = readertest.Reader[*Report]{Detect: Detect, Analyze: Analyze}
 
 func TestGolden(t *testing.T) { reader.GoldenSamples(t, *update, nil) }
 
@@ -62,15 +61,15 @@ func TestSamples(t *testing.T) {
 	for _, s := range samples {
 		covered[s.file] = true
 		t.Run(s.file, func(t *testing.T) {
-			r := reader.Sample(t, s.file)
-			readertest.WantVerdicts(t, r.Verdicts, s.verdicts)
+			r, vs := reader.Sample(t, s.file)
+			readertest.WantVerdicts(t, vs, s.verdicts)
 			if got := pairs(r.Pairing); got != s.pairs {
 				t.Errorf("pairing\n got %s\nwant %s", got, s.pairs)
 			}
 			if got := strings.Join(r.Pairing.Unused, " "); got != s.unused {
 				t.Errorf("unused NICs %q, want %q", got, s.unused)
 			}
-			for _, v := range r.Verdicts {
+			for _, v := range vs {
 				gpu, _, _ := strings.Cut(v.Subject, "-")
 				if v.Status == "fail" && (!strings.Contains(v.Message, "host memory") || !strings.Contains(v.Message, gpu) || v.Remedy == "") {
 					t.Errorf("fail verdict must name the GPU, the path and host-memory staging: %+v", v)
@@ -90,7 +89,7 @@ func TestPairingDistinctNICs(t *testing.T) {
 		"GPU1\tPIX\t X \tPIX\tNODE\t0-7\t0\n" +
 		"NIC0\tPIX\tPIX\t X \tPIX\n" +
 		"NIC1\tPIX\tNODE\tPIX\t X \n"
-	r, err := Analyze("m.txt", strings.NewReader(in))
+	r, _, err := Analyze("m.txt", strings.NewReader(in))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,6 +106,10 @@ func TestUnreadable(t *testing.T) {
 		reader.WantError(t, c.in, c.prefix)
 	}
 }
+
+// TestWriteFuzzSeeds: every sample is a seed of FuzzAnalyze
+// (go test -run TestWriteFuzzSeeds -write-seeds rewrites them).
+func TestWriteFuzzSeeds(t *testing.T) { readertest.FuzzSeeds(t, 0, "FuzzAnalyze") }
 
 func FuzzAnalyze(f *testing.F) {
 	f.Add([]byte("\tGPU0\tNIC0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tPIX\t0-7\t0\nNIC0\tPIX\t X \n\nNIC Legend:\n\n  NIC0: mlx5_0\n"))

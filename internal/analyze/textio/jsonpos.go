@@ -56,6 +56,18 @@ func (c *LineCounter) JSONError(name string, dec *json.Decoder, err error) *Pars
 	return Errorf(name, c.LineAt(dec.InputOffset()), "invalid JSON: %v", err)
 }
 
+// UnmarshalJSON is json.Unmarshal of a whole file held in b; an error is a
+// ParseError naming the file and the line where decoding stopped.
+func UnmarshalJSON(name string, b []byte, v any) error {
+	err := json.Unmarshal(b, v)
+	if err == nil {
+		return nil
+	}
+	c := NewLineCounter(bytes.NewReader(b))
+	_, _ = io.Copy(io.Discard, c) // reading memory: no error
+	return c.JSONError(name, json.NewDecoder(c), err)
+}
+
 // FlexFloat is a JSON number that may also be written as a string
 // ("12.5", "nan"); Valid is false for null, NaN and non-numbers.
 type FlexFloat struct {

@@ -1,7 +1,7 @@
-// Package textio holds what the output readers (nccl-tests, perftest,
-// nvbandwidth, dcgmi, nvidia-smi topo) share: a line reader that numbers
-// lines and survives overlong or binary input, the error that names a file
-// and a line, and the text layout of verdicts.
+// Package textio is the input kit every reader shares: a line reader that
+// numbers lines and survives overlong or binary input, a line counter for
+// JSON input, the one error type that names a file and a line (ParseError),
+// lenient number parsing, and the clipping of quoted input lines.
 package textio
 
 import (
@@ -15,8 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
 // HeadSize is how much of a file Detect functions are given.
@@ -121,72 +119,6 @@ func StripANSI(s string) string {
 	return reANSI.ReplaceAllString(s, "")
 }
 
-// Source formats an evidence source: "name:line".
-// A line of 0 or less means the whole file (JSON input has no line per item).
-func Source(name string, line int) string {
-	if line <= 0 {
-		return name
-	}
-	return fmt.Sprintf("%s:%d", name, line)
-}
-
-// Ev is one evidence item pointing at a line of the input.
-func Ev(name string, line int, value, note string) result.Evidence {
-	return result.Evidence{Source: Source(name, line), Value: strings.TrimSpace(value), Note: note}
-}
-
-// Verdict builds a result.
-func Verdict(id string, st result.Status, subject, reason, msg string, ev ...result.Evidence) result.Result {
-	return result.Result{ID: id, Status: st, Subject: subject, Reason: reason, Message: msg, Evidence: ev}
-}
-
-var statusWord = map[result.Status]string{
-	result.Pass: "PASS", result.Warn: "WARN", result.Fail: "FAIL",
-	result.Skip: "SKIP", result.Unknown: "UNKNOWN", result.Error: "ERROR",
-}
-
-// WriteVerdicts prints verdicts failures first: status, id, subject, the
-// message, then the remedy and up to three evidence lines.
-func WriteVerdicts(w io.Writer, vs []result.Result) error {
-	sorted := append([]result.Result(nil), vs...)
-	result.Sort(sorted)
-	var b strings.Builder
-	if len(sorted) == 0 {
-		b.WriteString("Verdicts: none\n")
-	} else {
-		b.WriteString("Verdicts:\n")
-	}
-	for _, v := range sorted {
-		fmt.Fprintf(&b, "  %-7s %s [%s] %s: %s\n", statusWord[v.Status], v.ID, v.Reason, v.Subject, v.Message)
-		if v.Remedy != "" {
-			fmt.Fprintf(&b, "          remedy: %s\n", v.Remedy)
-		}
-		for i, e := range v.Evidence {
-			if i == 3 {
-				fmt.Fprintf(&b, "          ... %d more evidence lines\n", len(v.Evidence)-3)
-				break
-			}
-			val := e.Value
-			if len(val) > 160 {
-				val = Clip(val, 157)
-			}
-			fmt.Fprintf(&b, "          %s: %s\n", e.Source, val)
-		}
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// CorpusBody strips the three-line source header and its "---" line from a
-// corpus sample. ok is false when the sample has no such header.
-func CorpusBody(b []byte) (body []byte, ok bool) {
-	i := bytes.Index(b, []byte("\n---\n"))
-	if i < 0 || !bytes.HasPrefix(b, []byte("source:")) {
-		return b, false
-	}
-	return b[i+5:], true
-}
-
 // ParseFloat parses a finite decimal number, spaces allowed around it
 // ("N/A", "nan", "inf", hex and underscores are refused).
 func ParseFloat(s string) (float64, bool) {
@@ -255,13 +187,4 @@ func AddQuote(qs []Quote, line int, text string) []Quote {
 		return qs
 	}
 	return append(qs, Quote{line, Clip(text, MaxQuoteLen)})
-}
-
-// EvQuotes is the evidence of quoted lines.
-func EvQuotes(name string, qs []Quote) []result.Evidence {
-	var ev []result.Evidence
-	for _, q := range qs {
-		ev = append(ev, Ev(name, q.Line, q.Text, ""))
-	}
-	return ev
 }

@@ -41,16 +41,6 @@ func TestClip(t *testing.T) {
 	}
 }
 
-func TestCorpusBody(t *testing.T) {
-	b, ok := CorpusBody([]byte("source: x\nhardware: y\nnotes: z\n---\nbody\n"))
-	if !ok || string(b) != "body\n" {
-		t.Errorf("%q %v", b, ok)
-	}
-	if _, ok := CorpusBody([]byte("body only\n")); ok {
-		t.Error("no header taken for one")
-	}
-}
-
 func TestJSONLines(t *testing.T) {
 	lc := NewLineCounter(strings.NewReader("{\n\"a\": 1,\n\"b\": x\n}\n"))
 	dec := json.NewDecoder(lc)
@@ -58,6 +48,13 @@ func TestJSONLines(t *testing.T) {
 	err := dec.Decode(&v)
 	if pe := lc.JSONError("j.json", dec, err); pe.Line != 3 {
 		t.Errorf("syntax error at line %d (%v), want 3", pe.Line, pe)
+	}
+	var pe *ParseError
+	for in, line := range map[string]int{"{\n\"a\": 1,\n\"b\": x\n}\n": 3, "{\n\"a\":\n\"s\"}": 3, "{\n\"a\": 1,\n": 3} {
+		var a struct{ A int }
+		if err := UnmarshalJSON("u.json", []byte(in), &a); !errors.As(err, &pe) || pe.Line != line || pe.Name != "u.json" {
+			t.Errorf("UnmarshalJSON(%q): %v, want a ParseError at line %d", in, err, line)
+		}
 	}
 	var f struct{ A, B, C, D FlexFloat }
 	if err := json.Unmarshal([]byte(`{"A": 1.5, "B": "2.5", "C": "nan", "D": null}`), &f); err != nil {
@@ -109,8 +106,5 @@ func TestAddQuote(t *testing.T) {
 	}
 	if len(qs) != MaxQuotes || qs[0].Line != 1 || len(qs[0].Text) != MaxQuoteLen+3 {
 		t.Errorf("%d quotes, first %d %d bytes", len(qs), qs[0].Line, len(qs[0].Text))
-	}
-	if ev := EvQuotes("f", qs[:2]); len(ev) != 2 || ev[1].Source != "f:2" {
-		t.Errorf("evidence %+v", ev)
 	}
 }

@@ -7,9 +7,9 @@
 package nvml
 
 import (
-	"encoding/json"
-	"fmt"
 	"time"
+
+	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 )
 
 // FactsFile is the snapshot file (under commands/) holding Facts as JSON.
@@ -159,20 +159,11 @@ func (f *Facts) PeerStatus(a, b int) *P2P {
 	return nil
 }
 
-// DecodeFacts reads Facts from JSON, naming the file in errors.
+// DecodeFacts reads Facts from JSON, naming the file and the line in errors.
 func DecodeFacts(name string, b []byte) (*Facts, error) {
 	var f Facts
-	if err := json.Unmarshal(b, &f); err != nil {
-		if se, ok := err.(*json.SyntaxError); ok {
-			line := 1
-			for _, c := range b[:min(int(se.Offset), len(b))] {
-				if c == '\n' {
-					line++
-				}
-			}
-			return nil, fmt.Errorf("%s:%d: %v", name, line, err)
-		}
-		return nil, fmt.Errorf("%s: %v", name, err)
+	if err := textio.UnmarshalJSON(name, b, &f); err != nil {
+		return nil, err
 	}
 	return &f, nil
 }

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/google/go-cmp/cmp"
 )
 
 // Sample reads a corpus copy under testdata: it must keep its source
@@ -25,11 +27,23 @@ func Sample(t testing.TB, path string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, ok := textio.CorpusBody(b)
+	body, ok := CorpusBody(b)
 	if !ok {
 		t.Fatalf("%s: no source header (source:/hardware:/notes: then ---)", path)
 	}
 	return body
+}
+
+// CorpusBody strips the source header of a corpus copy: a first line
+// "source: ..." and the lines up to and including "---" (the readers'
+// samples also give "hardware:" and "notes:"). ok is false when there is no
+// such header.
+func CorpusBody(b []byte) (body []byte, ok bool) {
+	i := bytes.Index(b, []byte("\n---\n"))
+	if i < 0 || !bytes.HasPrefix(b, []byte("source:")) {
+		return b, false
+	}
+	return b[i+5:], true
 }
 
 // Golden compares got with the golden file, or rewrites it when update is set.
@@ -48,36 +62,43 @@ func Golden(t testing.TB, path string, got []byte, update bool) {
 	if err != nil {
 		t.Fatalf("%v (run go test -update to create it)", err)
 	}
-	if !bytes.Equal(want, got) {
-		t.Errorf("%s differs from the output (run go test -update to accept):\n%s", path, firstDiff(string(want), string(got)))
+	if d := cmp.Diff(string(want), string(got)); d != "" {
+		t.Errorf("%s differs from the output (-golden +got; go test -update accepts it):\n%s", path, d)
 	}
 }
 
-func firstDiff(a, b string) string {
-	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
-	for i := 0; i < len(al) || i < len(bl); i++ {
-		var x, y string
-		if i < len(al) {
-			x = al[i]
-		}
-		if i < len(bl) {
-			y = bl[i]
-		}
-		if x != y {
-			return fmt.Sprintf("line %d:\n  golden: %q\n  got:    %q", i+1, x, y)
-		}
-	}
-	return "(length differs)"
-}
-
-// JSON marshals v the way golden files hold it.
+// JSON marshals v the way golden files hold it: indented by two spaces,
+// with <, > and & escaped.
 func JSON(t testing.TB, v any) []byte {
 	t.Helper()
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
+	return indented(t, v, "", false)
+}
+
+func indented(t testing.TB, v any, prefix string, raw bool) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(!raw)
+	enc.SetIndent(prefix, "  ")
+	if err := enc.Encode(v); err != nil {
 		t.Fatal(err)
 	}
-	return append(b, '\n')
+	return b.Bytes()
+}
+
+// GoldenJSON is the JSON of a report with its verdicts added as a last
+// member, "verdicts": what the golden files hold. (analyze --format json
+// writes the two side by side, as "report" and "verdicts".)
+func GoldenJSON(t testing.TB, rep any, verdicts []result.Result, raw bool) []byte {
+	t.Helper()
+	r := indented(t, rep, "", raw)
+	if !bytes.HasSuffix(r, []byte("\n}\n")) {
+		t.Fatalf("report is not a non-empty JSON object: %.40q", r)
+	}
+	v := indented(t, verdicts, "  ", raw)
+	out := append(r[:len(r)-3:len(r)-3], ",\n  \"verdicts\": "...)
+	out = append(out, v[:len(v)-1]...) // the encoder's newline
+	return append(out, "\n}\n"...)
 }
 
 // Verdict formats a verdict as "status id reason subject".
@@ -109,13 +130,15 @@ func Missing(got []result.Result, want []string) []string {
 	return miss
 }
 
-// TextReport is what every reader's report can do.
-type TextReport interface{ WriteText(io.Writer) error }
+// Report is what every reader's report can do (analyze.Report).
+type Report interface {
+	WriteText(w io.Writer, verdicts []result.Result) error
+}
 
 // CheckOutcome is the fuzz property of every reader: an error names the
 // file and a line; a report has verdicts of the vocabulary, marshals to
 // JSON and prints.
-func CheckOutcome(t testing.TB, name string, rep TextReport, verdicts []result.Result, err error) {
+func CheckOutcome(t testing.TB, name string, rep Report, verdicts []result.Result, err error) {
 	t.Helper()
 	if err != nil {
 		var pe *textio.ParseError
@@ -138,8 +161,22 @@ func CheckOutcome(t testing.TB, name string, rep TextReport, verdicts []result.R
 	if _, err := json.Marshal(rep); err != nil {
 		t.Fatalf("report does not marshal: %v", err)
 	}
-	if err := rep.WriteText(io.Discard); err != nil {
+	if err := rep.WriteText(io.Discard, verdicts); err != nil {
 		t.Fatalf("WriteText: %v", err)
+	}
+}
+
+// WantParseError fails t unless err is a *textio.ParseError naming the
+// file name and line, with msg in its message and the text "name:line: ...".
+func WantParseError(t testing.TB, err error, name string, line int, msg string) {
+	t.Helper()
+	var pe *textio.ParseError
+	if !errors.As(err, &pe) {
+		t.Errorf("%s: err = %v, want a ParseError", name, err)
+		return
+	}
+	if pe.Name != name || pe.Line != line || !strings.Contains(pe.Msg, msg) || !strings.HasPrefix(err.Error(), name+":") {
+		t.Errorf("%s: %v, want line %d and %q", name, err, line, msg)
 	}
 }
 
@@ -149,6 +186,53 @@ func WantVerdicts(t testing.TB, got []result.Result, want []string) {
 	t.Helper()
 	if miss := Missing(got, want); len(miss) > 0 {
 		t.Errorf("missing verdicts %v; got %v", miss, Verdicts(got))
+	}
+}
+
+// Want is one verdict a sample must get: ID for Subject, with Status and
+// Reason.
+type Want struct {
+	ID      string
+	Status  result.Status
+	Reason  string
+	Subject string
+}
+
+// ExactVerdicts fails t unless got holds exactly one verdict per (ID,
+// Subject) of want, with the wanted status and reason, and nothing else.
+// Each has a title and a message, and a fail or warn has evidence unless
+// bare says it may go without.
+func ExactVerdicts(t testing.TB, got []result.Result, want []Want, bare func(result.Result) bool) {
+	t.Helper()
+	type key struct{ id, subject string }
+	have := map[key]result.Result{}
+	for _, x := range got {
+		k := key{x.ID, x.Subject}
+		if _, dup := have[k]; dup {
+			t.Errorf("two verdicts %s for %s", x.ID, x.Subject)
+		}
+		have[k] = x
+	}
+	for _, w := range want {
+		k := key{w.ID, w.Subject}
+		x, ok := have[k]
+		if !ok {
+			t.Errorf("%s for %s: missing", w.ID, w.Subject)
+			continue
+		}
+		delete(have, k)
+		if x.Status != w.Status || x.Reason != w.Reason {
+			t.Errorf("%s for %s = %s %s, want %s %s (%s)", w.ID, w.Subject, x.Status, x.Reason, w.Status, w.Reason, x.Message)
+		}
+		if x.Message == "" || x.Title == "" {
+			t.Errorf("%s: empty message or title", w.ID)
+		}
+		if (x.Status == result.Fail || x.Status == result.Warn) && len(x.Evidence) == 0 && (bare == nil || !bare(x)) {
+			t.Errorf("%s %s has no evidence", w.ID, x.Status)
+		}
+	}
+	for k, x := range have {
+		t.Errorf("unexpected verdict %s for %s: %s %s", k.id, k.subject, x.Status, x.Reason)
 	}
 }
 
@@ -163,48 +247,60 @@ func Covered(t testing.TB, covered map[string]bool) {
 	}
 }
 
-// Reader is a reader package under test: its Detect and Analyze, and
-// the verdicts of its report.
-type Reader[R TextReport] struct {
-	Detect   func(head []byte) bool
-	Analyze  func(name string, r io.Reader) (R, error)
-	Verdicts func(R) []result.Result
+// Reader is a reader package under test: its Detect and Analyze.
+type Reader[R Report] struct {
+	Detect  func(head []byte) bool
+	Analyze func(name string, r io.Reader) (R, []result.Result, error)
+	// RawJSON keeps <, > and & unescaped in the JSON goldens.
+	RawJSON bool
+	// Undetected names the samples that Detect must not claim (another
+	// kind's output that holds a few lines of this one) but that Analyze
+	// still reads.
+	Undetected map[string]bool
 }
 
 // Sample analyzes the corpus sample testdata/file, which Detect must
-// recognise from its head.
-func (rd Reader[R]) Sample(t testing.TB, file string) R {
+// recognise from its head (unless the sample is Undetected).
+func (rd Reader[R]) Sample(t testing.TB, file string) (R, []result.Result) {
 	t.Helper()
 	body := Sample(t, filepath.Join("testdata", file))
-	if !rd.Detect(body[:min(len(body), textio.HeadSize)]) {
-		t.Errorf("%s: Detect is false", file)
+	if got := rd.Detect(body[:min(len(body), textio.HeadSize)]); got == rd.Undetected[file] {
+		t.Errorf("%s: Detect is %v", file, got)
 	}
-	rep, err := rd.Analyze(file, bytes.NewReader(body))
+	rep, vs, err := rd.Analyze(file, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rep
+	return rep, vs
 }
 
-// GoldenSamples compares the report of every sample testdata/*.txt but
-// those in except, as JSON and as text, with testdata/golden/<stem>.json
-// and <stem>.txt (rewritten when update is set).
-func (rd Reader[R]) GoldenSamples(t *testing.T, update bool, except map[string]bool) {
+// Samples lists the corpus samples testdata/*.txt by file name, sorted.
+func Samples(t testing.TB) []string {
+	t.Helper()
 	files, _ := filepath.Glob("testdata/*.txt")
 	if len(files) == 0 {
 		t.Fatal("no samples")
 	}
-	for _, f := range files {
-		base := filepath.Base(f)
+	for i, f := range files {
+		files[i] = filepath.Base(f)
+	}
+	return files
+}
+
+// GoldenSamples compares the report of every sample testdata/*.txt but
+// those in except, as JSON (GoldenJSON) and as text, with
+// testdata/golden/<stem>.json and <stem>.txt (rewritten when update is set).
+func (rd Reader[R]) GoldenSamples(t *testing.T, update bool, except map[string]bool) {
+	for _, base := range Samples(t) {
 		if except[base] {
 			continue
 		}
 		t.Run(base, func(t *testing.T) {
-			rep := rd.Sample(t, base)
+			rep, vs := rd.Sample(t, base)
 			stem := strings.TrimSuffix(base, ".txt")
-			Golden(t, filepath.Join("testdata", "golden", stem+".json"), JSON(t, rep), update)
+			Golden(t, filepath.Join("testdata", "golden", stem+".json"), GoldenJSON(t, rep, vs, rd.RawJSON), update)
 			var buf bytes.Buffer
-			if err := rep.WriteText(&buf); err != nil {
+			if err := rep.WriteText(&buf, vs); err != nil {
 				t.Fatal(err)
 			}
 			Golden(t, filepath.Join("testdata", "golden", stem+".txt"), buf.Bytes(), update)
@@ -212,11 +308,39 @@ func (rd Reader[R]) GoldenSamples(t *testing.T, update bool, except map[string]b
 	}
 }
 
+// Case is what a person concludes from one corpus sample: the verdicts
+// ("status id reason subject") it must get, and further checks.
+type Case[R Report] struct {
+	File     string
+	Verdicts []string
+	Check    func(t *testing.T, r R, vs []result.Result)
+}
+
+// Samples runs every case, then fails for each sample testdata/*.txt that
+// no case (nor also) names.
+func (rd Reader[R]) Samples(t *testing.T, cases []Case[R], also ...string) {
+	covered := map[string]bool{}
+	for _, f := range also {
+		covered[f] = true
+	}
+	for _, c := range cases {
+		covered[c.File] = true
+		t.Run(c.File, func(t *testing.T) {
+			r, vs := rd.Sample(t, c.File)
+			WantVerdicts(t, vs, c.Verdicts)
+			if c.Check != nil {
+				c.Check(t, r, vs)
+			}
+		})
+	}
+	Covered(t, covered)
+}
+
 // WantError wants Analyze to refuse in (read as "x.txt") with an error
 // that starts with prefix ("x.txt:3:").
 func (rd Reader[R]) WantError(t testing.TB, in, prefix string) {
 	t.Helper()
-	_, err := rd.Analyze("x.txt", strings.NewReader(in))
+	_, _, err := rd.Analyze("x.txt", strings.NewReader(in))
 	if err == nil || !strings.HasPrefix(err.Error(), prefix) {
 		t.Errorf("%q: error %v, want one starting %q", in, err, prefix)
 	}
@@ -226,10 +350,47 @@ func (rd Reader[R]) WantError(t testing.TB, in, prefix string) {
 // Analyze take any input, and the outcome passes CheckOutcome.
 func (rd Reader[R]) Fuzz(t *testing.T, data []byte) {
 	rd.Detect(data)
-	rep, err := rd.Analyze("fuzz.txt", bytes.NewReader(data))
+	rep, vs, err := rd.Analyze("fuzz.txt", bytes.NewReader(data))
 	if err != nil {
 		CheckOutcome(t, "fuzz.txt", nil, nil, err)
 		return
 	}
-	CheckOutcome(t, "fuzz.txt", rep, rd.Verdicts(rep), nil)
+	CheckOutcome(t, "fuzz.txt", rep, vs, nil)
+}
+
+// writeSeeds is the test flag -write-seeds of every reader package.
+var writeSeeds = flag.Bool("write-seeds", false, "rewrite the fuzz seeds in testdata/fuzz from the samples")
+
+// FuzzSeeds keeps one seed per sample in the corpus of each fuzz target,
+// testdata/fuzz/<target>/seed-<stem>: the sample's body, cut at a line end
+// to at most max bytes when max > 0. With -write-seeds it rewrites them;
+// otherwise it fails for a missing or stale seed.
+func FuzzSeeds(t *testing.T, max int, targets ...string) {
+	for _, fz := range targets {
+		dir := filepath.Join("testdata", "fuzz", fz)
+		for _, name := range Samples(t) {
+			seed := Sample(t, filepath.Join("testdata", name))
+			if max > 0 && len(seed) > max {
+				cut := bytes.LastIndexByte(seed[:max], '\n')
+				if cut < 0 {
+					cut = max - 1
+				}
+				seed = seed[:cut+1]
+			}
+			path := filepath.Join(dir, "seed-"+strings.TrimSuffix(name, ".txt"))
+			content := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", seed)
+			if *writeSeeds {
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			if got, err := os.ReadFile(path); err != nil || string(got) != content {
+				t.Errorf("%s: missing or stale fuzz seed (rewrite with -write-seeds)", path)
+			}
+		}
+	}
 }

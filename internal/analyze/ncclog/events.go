@@ -1,0 +1,151 @@
+package ncclog
+
+import (
+	"bytes"
+	"regexp"
+)
+
+// Caps of the event tracker.
+const (
+	maxEventKinds = 256
+	maxEventsOut  = 50
+)
+
+// eventTracker owns the errors and warnings, grouped by their text with
+// the numbers taken out.
+type eventTracker struct {
+	kinds     map[string]*eventKind
+	order     []string
+	errCount  int64
+	warnCount int64
+}
+
+type eventKind struct {
+	level   byte
+	line    int64
+	host    int32
+	message string
+	count   int64
+}
+
+// isPropagation matches NCCL's error return traces: "init.cc:1234 -> 2".
+func isPropagation(m []byte) bool {
+	if len(m) > 0 && m[len(m)-1] == ']' {
+		if k := bytes.LastIndex(m, []byte(" [")); k > 0 {
+			m = m[:k] // "proxy.cc:878 -> 6 [Progress Thread]"
+		}
+	}
+	n := len(m)
+	if n < 8 || !isDigit(m[n-1]) {
+		return false
+	}
+	i := n - 1
+	for i >= 0 && isDigit(m[i]) {
+		i--
+	}
+	if i < 4 || string(m[i-3:i+1]) != " -> " {
+		return false
+	}
+	code := atoi64(m[i+1:])
+	if code == 0 || code == 7 || n-i > 4 { // ncclSuccess, ncclInProgress
+		return false
+	}
+	return bytes.Contains(m[:i], []byte(".c")) && bytes.IndexByte(m[:i], ':') >= 0
+}
+
+var strongPatterns = [][]byte{
+	[]byte("unhandled system error"), []byte("unhandled cuda error"), []byte("internal error"),
+	[]byte("remote process exited"), []byte("Got completion"), []byte("completion with error"),
+	[]byte("Call to ibv_"), []byte("NCCL error"), []byte("NCCL failure"), []byte("Cuda failure"),
+	[]byte("ncclSystemError"), []byte("ncclInternalError"), []byte("ncclUnhandledCudaError"),
+	[]byte("ncclRemoteError"), []byte("ncclInvalidUsage"), []byte("ncclInvalidArgument"),
+	[]byte("Connection closed"), []byte("Connection reset"), []byte("timed out"), []byte("Timeout"),
+	[]byte("Error :"), []byte("async event"),
+}
+
+func strongError(m []byte) bool {
+	for _, p := range strongPatterns {
+		if bytes.Contains(m, p) {
+			return true
+		}
+	}
+	return false
+}
+
+var benignWarn = [][]byte{[]byte("deprecated"), []byte("Ignoring"), []byte("ignoring"), []byte("ignored")}
+
+var reDigits = regexp.MustCompile(`0x[0-9a-fA-F]+|[0-9]+`)
+
+// event records an error ('E' or a WARN line), or a warning ('I': an INFO
+// line that mentions an error).
+func (e *eventTracker) add(level byte, host int32, m []byte, no int64) {
+	isErr := level == 'E'
+	if level == 'W' {
+		isErr = true
+		for _, bw := range benignWarn {
+			if bytes.Contains(m, bw) {
+				isErr = false
+				break
+			}
+		}
+	}
+	lv := byte('w')
+	if isErr {
+		lv = 'e'
+		e.errCount++
+	} else {
+		e.warnCount++
+	}
+	key := m
+	if len(key) > 200 {
+		key = key[:200]
+	}
+	k := string(lv) + reDigits.ReplaceAllString(string(key), "#")
+	if ev := e.kinds[k]; ev != nil {
+		ev.count++
+		return
+	}
+	if len(e.kinds) >= maxEventKinds {
+		return
+	}
+	e.kinds[k] = &eventKind{level: lv, line: no, host: host, message: clip(m), count: 1}
+	e.order = append(e.order, k)
+}
+
+// report is the errors and the warnings, the first maxEventsOut of each.
+func (e *eventTracker) report(name func(int32) string) (errs, warns []Event) {
+	for _, k := range e.order {
+		x := e.kinds[k]
+		ev := Event{Line: x.line, Host: name(x.host), Message: x.message, Count: x.count}
+		if x.level == 'e' {
+			ev.Level = "error"
+			if len(errs) < maxEventsOut {
+				errs = append(errs, ev)
+			}
+		} else {
+			ev.Level = "warning"
+			if len(warns) < maxEventsOut {
+				warns = append(warns, ev)
+			}
+		}
+	}
+	return errs, warns
+}
+
+// fromInfo records the errors NCCL reports at INFO level: propagated return
+// codes ("transport/net.cc:1302 -> 6") and error texts; a line that only
+// mentions an error or a retry is a warning.
+func (e *eventTracker) fromInfo(host int32, m []byte, no int64) {
+	switch {
+	case isPropagation(m):
+		e.add('E', host, m, no)
+	case bytes.Contains(m, sRror):
+		if strongError(m) {
+			e.add('E', host, m, no)
+		} else {
+			e.add('I', host, m, no)
+		}
+	case bytes.Contains(m, sRetry):
+		e.add('I', host, m, no)
+	}
+}

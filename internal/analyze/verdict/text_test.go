@@ -1,0 +1,55 @@
+package verdict
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/result"
+)
+
+func TestText(t *testing.T) {
+	long := strings.Repeat("x", 156) + "é" + strings.Repeat("y", 10)
+	vs := []result.Result{
+		New("a.pass", result.Pass, "s", "Fine", "ok", Ev("f.txt", 3, " v ", "why")),
+		New("b.fail", result.Fail, "s", "Broken", "bad", Ev("f.txt", 1, long, ""), Ev("f.txt", 0, "2", ""), Ev("f.txt", 4, "3", ""), Ev("f.txt", 5, "4", "")),
+	}
+	vs[1].Remedy = "fix it"
+	var b strings.Builder
+	if err := (Text{}).Write(&b, vs); err != nil {
+		t.Fatal(err)
+	}
+	want := "Verdicts:\n" +
+		"  FAIL    b.fail [Broken] s: bad\n" +
+		"          remedy: fix it\n" +
+		"          f.txt:1: " + strings.Repeat("x", 156) + "...\n" +
+		"          f.txt: 2\n" +
+		"          f.txt:4: 3\n" +
+		"          ... 1 more evidence lines\n" +
+		"  PASS    a.pass [Fine] s: ok\n" +
+		"          f.txt:3: v\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+	b.Reset()
+	if err := (Text{Notes: true}).Write(&b, vs[:1]); err != nil || !strings.HasSuffix(b.String(), "f.txt:3: v (why)\n") {
+		t.Errorf("with notes: %q %v", b.String(), err)
+	}
+	b.Reset()
+	if err := (Text{}).Write(&b, nil); err != nil || b.String() != "Verdicts: none\n" {
+		t.Errorf("no verdicts: %q %v", b.String(), err)
+	}
+	if vs[0].Status != result.Pass {
+		t.Error("Write reordered its input")
+	}
+}
+
+func TestQuotes(t *testing.T) {
+	qs := []textio.Quote{{Line: 1, Text: "a"}, {Line: 2, Text: " b "}}
+	if ev := Quotes("f", qs); len(ev) != 2 || ev[1].Source != "f:2" || ev[1].Value != "b" {
+		t.Errorf("evidence %+v", ev)
+	}
+	if s := Source("f", 0); s != "f" {
+		t.Errorf("whole-file source %q", s)
+	}
+}

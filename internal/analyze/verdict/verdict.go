@@ -1,0 +1,39 @@
+// Package verdict builds the readers' verdicts (result.Result values with
+// evidence pointing at lines of the input) and prints them as text.
+package verdict
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/result"
+)
+
+// New builds a verdict.
+func New(id string, st result.Status, subject, reason, msg string, ev ...result.Evidence) result.Result {
+	return result.Result{ID: id, Status: st, Subject: subject, Reason: reason, Message: msg, Evidence: ev}
+}
+
+// Source formats an evidence source: "name:line".
+// A line of 0 or less means the whole file (JSON input has no line per item).
+func Source(name string, line int) string {
+	if line <= 0 {
+		return name
+	}
+	return fmt.Sprintf("%s:%d", name, line)
+}
+
+// Ev is one evidence item pointing at a line of the input.
+func Ev(name string, line int, value, note string) result.Evidence {
+	return result.Evidence{Source: Source(name, line), Value: strings.TrimSpace(value), Note: note}
+}
+
+// Quotes is the evidence of quoted input lines.
+func Quotes(name string, qs []textio.Quote) []result.Evidence {
+	var ev []result.Evidence
+	for _, q := range qs {
+		ev = append(ev, Ev(name, q.Line, q.Text, ""))
+	}
+	return ev
+}
