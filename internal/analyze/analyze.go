@@ -29,13 +29,17 @@ type Report interface {
 	WriteText(w io.Writer, verdicts []result.Result) error
 }
 
-// Output is one file read as one kind: the reader's data and its verdicts,
-// each once.
+// Output is one file read as one kind: the reader's data and its verdicts.
+// In a JSON document the verdicts are written once, in the document's
+// results; Results gives where this output's lie there.
 type Output struct {
 	File     string          `json:"file"`
 	Kind     string          `json:"kind"`
 	Report   Report          `json:"report"`
-	Verdicts []result.Result `json:"verdicts"`
+	Verdicts []result.Result `json:"-"`
+	// Results are the indices [from, to) of Verdicts in the results of
+	// the document that holds this output.
+	Results [2]int `json:"results"`
 }
 
 // WriteText prints the file and kind, then the report (verdicts first).

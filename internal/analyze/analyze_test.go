@@ -212,11 +212,13 @@ func TestCommand(t *testing.T) {
 	code, out, _ = run("analyze", "--format", "json", good, bad)
 	// The outputs are the data of the document's envelope.
 	var doc struct {
-		Data []struct {
+		Results []result.Result `json:"results"`
+		Data    []struct {
 			File     string          `json:"file"`
 			Kind     string          `json:"kind"`
 			Report   json.RawMessage `json:"report"`
-			Verdicts []result.Result `json:"verdicts"`
+			Results  [2]int          `json:"results"`
+			Verdicts json.RawMessage `json:"verdicts"`
 		} `json:"data"`
 	}
 	err := json.Unmarshal([]byte(out), &doc)
@@ -224,10 +226,14 @@ func TestCommand(t *testing.T) {
 	if err != nil || code != 1 || len(outs) != 2 {
 		t.Fatalf("json: exit %d, %v, %d outputs", code, err, len(outs))
 	}
-	if outs[1].Kind != "nvidia-smi-topo" || outs[1].Verdicts[0].ID != "gdr.nic-affinity" || outs[1].Verdicts[0].Status != result.Fail {
-		t.Errorf("json output %+v", outs[1])
+	if r := outs[1].Results; outs[1].Kind != "nvidia-smi-topo" || r[0] < outs[0].Results[1] || r[1] != len(doc.Results) || r[0] >= r[1] ||
+		doc.Results[r[0]].ID != "gdr.nic-affinity" || doc.Results[r[0]].Status != result.Fail {
+		t.Errorf("json output %+v, results %d", outs[1], len(doc.Results))
 	}
 	for _, o := range outs {
+		if o.Verdicts != nil {
+			t.Errorf("%s: the verdicts are written twice, in the results and beside the report", o.Kind)
+		}
 		var rep map[string]json.RawMessage
 		if err := json.Unmarshal(o.Report, &rep); err != nil || len(rep) == 0 {
 			t.Errorf("%s report: %v", o.Kind, err)

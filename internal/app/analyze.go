@@ -44,6 +44,7 @@ func Analyze(files []string, kind string) (*Analysis, error) {
 		a.Outputs = append(a.Outputs, got...)
 	}
 	for _, o := range a.Outputs {
+		o.Results = [2]int{len(a.Results), len(a.Results) + len(o.Verdicts)}
 		a.Results = append(a.Results, o.Verdicts...)
 	}
 	return a, nil
