@@ -14,7 +14,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -190,23 +189,22 @@ func writeFile(p string, b []byte) error {
 // directories, regular files with their content (bounded) when they were
 // read, empty when they were only seen in a listing.
 func copyEntry(src machine.Root, out, rel string, read bool, m *Manifest) error {
-	sp := src.Path(rel)
 	dp := filepath.Join(out, filepath.FromSlash(rel))
-	fi, err := os.Lstat(sp)
+	fi, err := src.Lstat(rel)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
-		return fmt.Errorf("%s: %v", src.Display(rel), err)
+		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(dp), 0o755); err != nil {
 		return err
 	}
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
-		t, err := os.Readlink(sp)
+		t, err := src.Readlink(rel)
 		if err != nil {
-			return fmt.Errorf("%s: %v", src.Display(rel), err)
+			return err
 		}
 		if _, err := os.Lstat(dp); err == nil {
 			return nil

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
@@ -29,12 +30,18 @@ func render(t *testing.T, h *topology.Host) string {
 func TestRoundTrip(t *testing.T) {
 	for _, out := range []string{"dir", "snap.tgz"} {
 		t.Run(out, func(t *testing.T) {
-			src := fakehost.Root(t, "../../../testdata/hosts/hgx-h200-8gpu-10nic.host")
-			// BARs next to the GPU: never to be read.
-			gpu, _ := src.Resolve("sys/bus/pci/devices/0000:18:00.0")
-			if err := os.WriteFile(src.Path(gpu+"/resource0"), make([]byte, 1<<10), 0o644); err != nil {
+			spec, err := fakehost.Load("../../../testdata/hosts/hgx-h200-8gpu-10nic.host")
+			if err != nil {
 				t.Fatal(err)
 			}
+			fsys, err := spec.FS()
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := machine.NewRootFS(fsys, spec.Name)
+			// BARs next to the GPU: never to be read.
+			gpu, _ := src.Resolve("sys/bus/pci/devices/0000:18:00.0")
+			fsys[gpu+"/resource0"] = &fstest.MapFile{Data: make([]byte, 1<<10)}
 			rec := machine.NewRecorder()
 			h1, err := topology.Discover(context.Background(), topology.WithRoot(src.WithRecorder(rec)))
 			if err != nil {
