@@ -24,7 +24,8 @@ const (
 
 // Open returns a root for a --root argument: a directory as is, or a
 // .tgz/.tar.gz/.tar snapshot extracted into a temporary directory (removed
-// by the returned cleanup).
+// by the returned cleanup). A snapshot of a newer format than this gdrcheck
+// reads is refused (CheckFormat).
 func Open(p string) (machine.Root, func(), error) {
 	if p == "" || p == "/" {
 		return machine.NewRoot("/"), func() {}, nil
@@ -34,7 +35,11 @@ func Open(p string) (machine.Root, func(), error) {
 		return machine.Root{}, nil, fmt.Errorf("--root %s: %w", p, err)
 	}
 	if fi.IsDir() {
-		return machine.NewRoot(p), func() {}, nil
+		r := machine.NewRoot(p)
+		if err := CheckFormat(r); err != nil {
+			return machine.Root{}, nil, err
+		}
+		return r, func() {}, nil
 	}
 	dir, err := os.MkdirTemp("", "gdrcheck-root-")
 	if err != nil {
@@ -47,14 +52,19 @@ func Open(p string) (machine.Root, func(), error) {
 	}
 	// An archive made with a top folder (tar czf x.tgz snapdir) holds the
 	// root one level down.
-	ents, _ := os.ReadDir(dir)
-	if len(ents) == 1 && ents[0].IsDir() && !isRootDir(ents[0].Name()) {
-		return machine.NewRoot(filepath.Join(dir, ents[0].Name())).WithLabel(p), cleanup, nil
+	top := dir
+	if ents, _ := os.ReadDir(dir); len(ents) == 1 && ents[0].IsDir() && !isRootDir(ents[0].Name()) {
+		top = filepath.Join(dir, ents[0].Name())
 	}
-	return machine.NewRoot(dir).WithLabel(p), cleanup, nil
+	r := machine.NewRoot(top).WithLabel(p)
+	if err := CheckFormat(r); err != nil {
+		cleanup()
+		return machine.Root{}, nil, err
+	}
+	return r, cleanup, nil
 }
 
-func isRootDir(n string) bool { return n == "sys" || n == "proc" || n == machine.CommandsDir }
+func isRootDir(n string) bool { return n == "sys" || n == "proc" || n == CommandsDir }
 
 // Extract unpacks a snapshot archive into dir. Entries with absolute names
 // or ".." are refused; symbolic links are kept as they are (machine.Root never

@@ -28,9 +28,6 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 )
 
-// ManifestFile describes a snapshot: when, where, by what, and what failed.
-const ManifestFile = "snapshot.json"
-
 // MaxFileSize bounds one captured file.
 const MaxFileSize = 4 << 20
 
@@ -85,7 +82,8 @@ type Options struct {
 	// Facts are the driver facts to store as commands/nvml.json (nil: not stored).
 	Facts    *nvml.Facts
 	FactsErr error
-	// Extra are more files to store under commands/ (name -> content).
+	// Extra are more files to store under commands/ (name -> content; a
+	// path such as EnvironFile is stored under its base name).
 	Extra map[string][]byte
 }
 
@@ -115,7 +113,7 @@ func writeDir(ctx context.Context, src machine.Root, rec *machine.Recorder, out 
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, err
 	}
-	m := &Manifest{Format: 1, CreatedAt: time.Now().UTC(), Tool: o.Tool}
+	m := &Manifest{Format: Format, CreatedAt: time.Now().UTC(), Tool: o.Tool}
 	if h, err := src.ReadString("proc/sys/kernel/hostname"); err == nil {
 		m.Hostname = h
 	}
@@ -140,7 +138,7 @@ func writeDir(ctx context.Context, src machine.Root, rec *machine.Recorder, out 
 		// A failed command's output is kept only if it printed something;
 		// the error stays in the manifest.
 		if err == nil || len(b) > 0 {
-			if werr := writeFile(filepath.Join(out, machine.CommandsDir, c.Key), b); werr != nil {
+			if werr := writeFile(filepath.Join(out, filepath.FromSlash(CommandFile(c))), b); werr != nil {
 				m.Errors = append(m.Errors, werr.Error())
 			}
 		}
@@ -158,7 +156,7 @@ func writeDir(ctx context.Context, src machine.Root, rec *machine.Recorder, out 
 	if o.Facts != nil {
 		b, err := json.MarshalIndent(o.Facts, "", "  ")
 		if err == nil {
-			err = writeFile(filepath.Join(out, machine.CommandsDir, nvml.FactsFile), b)
+			err = writeFile(filepath.Join(out, filepath.FromSlash(FactsFile)), b)
 		}
 		if err != nil {
 			m.Errors = append(m.Errors, err.Error())
@@ -167,7 +165,7 @@ func writeDir(ctx context.Context, src machine.Root, rec *machine.Recorder, out 
 		m.Errors = append(m.Errors, "GPU facts: "+o.FactsErr.Error())
 	}
 	for name, b := range o.Extra {
-		if err := writeFile(filepath.Join(out, machine.CommandsDir, filepath.Base(name)), b); err != nil {
+		if err := writeFile(filepath.Join(out, CommandsDir, filepath.Base(name)), b); err != nil {
 			m.Errors = append(m.Errors, err.Error())
 		}
 	}
