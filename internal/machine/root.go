@@ -90,7 +90,7 @@ func NewRoot(dir string) Root {
 		r.fsys = failedFS{err}
 		return r
 	}
-	r.fsys = or.FS()
+	r.fsys = newOSTree(or)
 	return r
 }
 
