@@ -82,6 +82,8 @@ func Extract(archive, dir string) error {
 		return err
 	}
 	defer root.Close()
+	dirs := &openDir{root: root}
+	defer dirs.close()
 	br := bufio.NewReader(f)
 	var r io.Reader = br
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
@@ -120,8 +122,9 @@ func Extract(archive, dir string) error {
 		case tar.TypeDir:
 			err = root.MkdirAll(rel, 0o755)
 		case tar.TypeSymlink:
-			if err = root.MkdirAll(filepath.Dir(rel), 0o755); err == nil {
-				if err = root.Symlink(hdr.Linkname, rel); errors.Is(err, fs.ErrExist) {
+			var d *os.Root
+			if d, err = dirs.get(filepath.Dir(rel)); err == nil {
+				if err = d.Symlink(hdr.Linkname, filepath.Base(rel)); errors.Is(err, fs.ErrExist) {
 					err = nil
 				}
 			}
@@ -130,8 +133,9 @@ func Extract(archive, dir string) error {
 			if total > MaxArchiveBytes {
 				return fmt.Errorf("%s: more than %d bytes", archive, int64(MaxArchiveBytes))
 			}
-			if err = root.MkdirAll(filepath.Dir(rel), 0o755); err == nil {
-				err = writeEntry(root, rel, io.LimitReader(tr, hdr.Size))
+			var d *os.Root
+			if d, err = dirs.get(filepath.Dir(rel)); err == nil {
+				err = writeEntry(d, filepath.Base(rel), io.LimitReader(tr, hdr.Size))
 			}
 		default:
 			// Hard links, devices, FIFOs: never part of a snapshot.
@@ -139,6 +143,44 @@ func Extract(archive, dir string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %s: %w", archive, name, err)
 		}
+	}
+}
+
+// openDir keeps open the directory the last entry went to (an archive
+// lists a directory's entries together), so that writing an entry is one
+// open rather than one per path element. It is an os.Root inside the
+// extraction root, as confined as the root itself.
+type openDir struct {
+	root *os.Root
+	name string
+	dir  *os.Root
+}
+
+// get creates the directory name (relative to the root) if need be and
+// returns it open.
+func (o *openDir) get(name string) (*os.Root, error) {
+	if name == "." {
+		return o.root, nil
+	}
+	if o.dir != nil && o.name == name {
+		return o.dir, nil
+	}
+	o.close()
+	if err := o.root.MkdirAll(name, 0o755); err != nil {
+		return nil, err
+	}
+	d, err := o.root.OpenRoot(name)
+	if err != nil {
+		return nil, err
+	}
+	o.name, o.dir = name, d
+	return d, nil
+}
+
+func (o *openDir) close() {
+	if o.dir != nil {
+		o.dir.Close()
+		o.dir = nil
 	}
 }
 
