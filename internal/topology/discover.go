@@ -73,6 +73,9 @@ func Discover(ctx context.Context, opts ...Option) (*Host, error) {
 	d.hostInfo()
 	d.numa()
 	if err := d.pciDevices(); err != nil {
+		if !o.noNames {
+			<-dbc // the database is read through the root: let it finish first
+		}
 		return nil, err
 	}
 	if !o.noNames {
