@@ -15,7 +15,8 @@ import (
 //	snapshot.json            the Manifest, with the format version
 //	sys/..., proc/..., etc/..., usr/share/misc/pci.ids
 //	                         what the tool read, at the host's own paths
-//	commands/<key>           the output of each machine.Command
+//	commands/<key>           the output of each machine.Command (KnownCommands;
+//	                         two are kept only for people to read)
 //	commands/nvml.json       the driver's GPU facts
 //	commands/environ.txt     the job's environment (NAME=value lines)
 //	commands/libraries.json  the user-space libraries found
