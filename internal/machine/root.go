@@ -1,7 +1,8 @@
 // Package machine is the one door to the machine under test. Every read of
 // sysfs, procfs and captured command output goes through a Root, so the same
-// code runs on the live host ("/"), on a captured snapshot directory, and on
-// fixtures materialised by tests.
+// code runs on the live host ("/"), on a captured snapshot (a directory, or
+// an archive read into memory), and on in-memory trees built by tests; and
+// no read leaves the root.
 package machine
 
 import (
