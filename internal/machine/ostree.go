@@ -12,8 +12,8 @@ import (
 // maxOpenDirs bounds the directories an osTree keeps open.
 const maxOpenDirs = 256
 
-// osTree is a directory of this machine read through an os.Root, so the
-// kernel confines every open, stat and readlink to it. An os.Root opens a
+// osTree is a directory of this machine read through an os.Root, which
+// confines every open, stat and readlink to it. An os.Root opens a
 // path one element at a time; to keep a sysfs attribute read at one open,
 // osTree keeps the directories it was last asked about open as roots of
 // their own and opens names relative to them.

@@ -36,11 +36,12 @@ var ErrLinkLoop = errors.New("too many levels of symbolic links")
 // ("sys/bus/pci/devices"); a leading "/" is accepted and ignored.
 //
 // Every read, listing and link resolution stays inside the root by
-// construction. A directory is opened as an os.Root, so the kernel never
-// follows a link or ".." out of it; and the root resolves symbolic links
+// construction. A directory is opened as an os.Root, which never follows
+// a link or ".." out of it; and the root resolves symbolic links
 // itself, one element at a time, taking absolute link targets relative to
 // the root (a snapshot's sysfs links are absolute or climb with ".."),
-// before it hands the operating system a path free of links.
+// before it hands the operating system a path free of links. The zero Root
+// reads nothing.
 type Root struct {
 	fsys  fs.FS  // the tree; root-relative paths, "." for the top
 	dir   string // the directory on this machine; "" for an in-memory tree
@@ -106,6 +107,16 @@ func NewRootFS(fsys fs.FS, name string) Root {
 type failedFS struct{ err error }
 
 func (f failedFS) Open(string) (fs.File, error) { return nil, f.err }
+
+var errZeroRoot = errors.New("no root (the zero machine.Root)")
+
+// tree is the file system the root reads.
+func (r Root) tree() fs.FS {
+	if r.fsys == nil {
+		return failedFS{errZeroRoot}
+	}
+	return r.fsys
+}
 
 // WithRecorder returns a copy of the root that notes every path it reads,
 // so a snapshot can capture exactly what the tool looked at.
@@ -178,7 +189,7 @@ func (r Root) ReadFileLimit(rel string, max int64) ([]byte, error) {
 		return nil, r.wrap("read", rel, err)
 	}
 	r.rec.note(res, noteFile)
-	f, err := r.fsys.Open(fsPath(res))
+	f, err := r.tree().Open(fsPath(res))
 	if err != nil {
 		return nil, r.wrap("read", rel, err)
 	}
@@ -209,7 +220,7 @@ func (r Root) ReadDir(rel string) ([]fs.DirEntry, error) {
 		return nil, r.wrap("list", rel, err)
 	}
 	r.rec.note(res, noteDir)
-	ents, err := fs.ReadDir(r.fsys, fsPath(res))
+	ents, err := fs.ReadDir(r.tree(), fsPath(res))
 	if err != nil {
 		return nil, r.wrap("list", rel, err)
 	}
@@ -244,7 +255,7 @@ func (r Root) Readlink(rel string) (string, error) {
 	if err != nil {
 		return "", r.wrap("readlink", rel, err)
 	}
-	t, err := fs.ReadLink(r.fsys, fsPath(p))
+	t, err := fs.ReadLink(r.tree(), fsPath(p))
 	if err != nil {
 		return "", r.wrap("readlink", rel, err)
 	}
@@ -268,7 +279,7 @@ func (r Root) Lstat(rel string) (fs.FileInfo, error) {
 	if err != nil {
 		return nil, r.wrap("lstat", rel, err)
 	}
-	fi, err := fs.Lstat(r.fsys, fsPath(p))
+	fi, err := fs.Lstat(r.tree(), fsPath(p))
 	if err != nil {
 		return nil, r.wrap("lstat", rel, err)
 	}
@@ -281,7 +292,7 @@ func (r Root) Exists(rel string) bool {
 	if err != nil {
 		return false
 	}
-	_, err = fs.Stat(r.fsys, fsPath(res))
+	_, err = fs.Stat(r.tree(), fsPath(res))
 	return err == nil
 }
 
@@ -305,7 +316,7 @@ func (r Root) resolve(rel string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	fi, err := fs.Lstat(r.fsys, fsPath(p))
+	fi, err := fs.Lstat(r.tree(), fsPath(p))
 	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
 		return p, nil
 	}
@@ -354,7 +365,7 @@ func (r Root) walk(rel string) (string, error) {
 		}
 		cur := join(strings.Join(done, "/"), elem)
 		r.rec.note(cur, noteEntry)
-		fi, err := fs.Lstat(r.fsys, cur)
+		fi, err := fs.Lstat(r.tree(), cur)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) && !more(todo) {
 				// The final element need not exist; the caller's open
@@ -374,7 +385,7 @@ func (r Root) walk(rel string) (string, error) {
 		if hops > maxLinkHops {
 			return "", ErrLinkLoop
 		}
-		t, err := fs.ReadLink(r.fsys, cur)
+		t, err := fs.ReadLink(r.tree(), cur)
 		if err != nil {
 			return "", err
 		}

@@ -267,3 +267,13 @@ func TestLiveRoot(t *testing.T) {
 		t.Error("Exists on the live root")
 	}
 }
+
+func TestZeroRootReadsNothing(t *testing.T) {
+	var r Root
+	if _, err := r.ReadFile("etc/hostname"); err == nil {
+		t.Error("the zero Root read a file")
+	}
+	if n, err := r.Names("."); n != nil || err == nil {
+		t.Errorf("the zero Root listed %v, %v", n, err)
+	}
+}
