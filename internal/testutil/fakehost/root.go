@@ -28,8 +28,8 @@ func MaterializeRoot(t testing.TB, s *Spec) machine.Root {
 }
 
 // Dir loads a host description and writes it under a fresh temporary
-// directory of the test, for what must read real files (a benchmark of
-// the system calls).
+// directory of the test, for what must read a real directory (the CLI on a
+// host directory, a benchmark of the system calls).
 func Dir(t testing.TB, path string) string {
 	t.Helper()
 	dir := t.TempDir()
