@@ -37,7 +37,7 @@ func testSession(args []string) *app.Session {
 }
 
 func TestTopoCommand(t *testing.T) {
-	root := fakehost.Root(t, repo+"/testdata/hosts/hgx-h200-8gpu-10nic.host").Dir()
+	root := fakehost.Archive(t, repo+"/testdata/hosts/hgx-h200-8gpu-10nic.host")
 	out, errs, code := run(t, "topo", "--root", root)
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -65,7 +65,7 @@ func TestTopoCommand(t *testing.T) {
 }
 
 func TestSnapshotThenReplay(t *testing.T) {
-	root := fakehost.Root(t, repo+"/testdata/hosts/gke-a4-b200-8gpu-8nic.host").Dir()
+	root := fakehost.Dir(t, repo+"/testdata/hosts/gke-a4-b200-8gpu-8nic.host") // a host directory, as the CLI reads one
 	want, _, _ := run(t, "topo", "--root", root)
 	tgz := filepath.Join(t.TempDir(), "node.tgz")
 	out, errs, code := run(t, "snapshot", "--root", root, "-o", tgz)
@@ -100,7 +100,7 @@ func TestNoGPUSaysSo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, _, code := run(t, "run", "--root", fakehost.MaterializeRoot(t, s).Dir())
+	out, _, code := run(t, "run", "--root", fakehost.MaterializeArchive(t, s))
 	if code != ExitOK || !strings.Contains(out, "GPUs: none: no NVIDIA GPU on the PCI bus") {
 		t.Errorf("exit %d:\n%s", code, out)
 	}
@@ -146,7 +146,7 @@ func TestVersionWithFakeLibraries(t *testing.T) {
 }
 
 func TestCheckCommand(t *testing.T) {
-	good := fakehost.Root(t, repo+"/testdata/hosts/hgx-h200-8gpu-10nic.host").Dir()
+	good := fakehost.Archive(t, repo+"/testdata/hosts/hgx-h200-8gpu-10nic.host")
 	out, errs, code := run(t, "check", "--root", good)
 	if code != ExitOK {
 		t.Fatalf("healthy HGX: exit %d\n%s%s", code, out, errs)
@@ -154,7 +154,7 @@ func TestCheckCommand(t *testing.T) {
 	if !strings.Contains(out, "PASS     gdr.nic-affinity") || !strings.Contains(out, "pass") {
 		t.Errorf("table:\n%s", out)
 	}
-	bad := fakehost.Root(t, repo+"/testdata/hosts/pcie-l40s-remote-nic.host").Dir()
+	bad := fakehost.Archive(t, repo+"/testdata/hosts/pcie-l40s-remote-nic.host")
 	out, errs, code = run(t, "check", "--root", bad)
 	if code != ExitFailed || !strings.HasPrefix(out, "STATUS") || !strings.Contains(strings.SplitN(out, "\n", 3)[1], "FAIL") {
 		t.Errorf("remote NIC: exit %d, failures not first:\n%s%s", code, out, errs)

@@ -24,7 +24,7 @@ func runModelCLI(t *testing.T, args ...string) (string, string, int) {
 }
 
 func TestModelCommandGolden(t *testing.T) {
-	h200 := fakehost.Root(t, "../../testdata/hosts/hgx-h200-8gpu-10nic.host").Dir()
+	h200 := fakehost.Archive(t, "../../testdata/hosts/hgx-h200-8gpu-10nic.host")
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -107,7 +107,7 @@ func TestModelCommandErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, errs, code := runModelCLI(t, "--root", fakehost.MaterializeRoot(t, spec).Dir())
+	_, errs, code := runModelCLI(t, "--root", fakehost.MaterializeArchive(t, spec))
 	if code != ExitToolErr || !strings.Contains(errs, "no NVIDIA GPU") {
 		t.Errorf("no GPU: exit %d, %q", code, errs)
 	}

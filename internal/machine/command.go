@@ -33,7 +33,9 @@ type Command struct {
 
 func (c Command) String() string { return strings.Join(append([]string{c.Name}, c.Args...), " ") }
 
-// The commands gdrcheck reads. Snapshots capture all of them.
+// The commands a snapshot captures. gdrcheck reads all but two:
+// CmdNvidiaSMINVLink and CmdIbvDevinfo are kept for a person reading the
+// snapshot.
 var (
 	CmdNvidiaSMITopo   = Command{Key: "nvidia-smi-topo-m.txt", Name: "nvidia-smi", Args: []string{"topo", "-m"}}
 	CmdNvidiaSMIQuery  = Command{Key: "nvidia-smi-q-x.xml", Name: "nvidia-smi", Args: []string{"-q", "-x"}}

@@ -1,7 +1,8 @@
 // Package machine is the one door to the machine under test. Every read of
 // sysfs, procfs and captured command output goes through a Root, so the same
-// code runs on the live host ("/"), on a captured snapshot directory, and on
-// fixtures materialised by tests.
+// code runs on the live host ("/"), on a captured snapshot (a directory, or
+// an archive read into memory), and on in-memory trees built by tests; and
+// no read leaves the root.
 package machine
 
 import (
@@ -12,8 +13,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // DefaultMaxRead bounds every attribute read: sysfs attributes are a page at
@@ -27,11 +30,21 @@ const maxLinkHops = 40
 // ErrLinkLoop reports a symbolic-link cycle inside the root.
 var ErrLinkLoop = errors.New("too many levels of symbolic links")
 
-// Root is a directory that stands for "/" of the host being examined.
-// Paths given to its methods are slash-separated and relative to the root
+// Root is a tree that stands for "/" of the host being examined: the live
+// host, a snapshot directory, or an in-memory tree built by a test. Paths
+// given to its methods are slash-separated and relative to the root
 // ("sys/bus/pci/devices"); a leading "/" is accepted and ignored.
+//
+// Every read, listing and link resolution stays inside the root by
+// construction. A directory is opened as an os.Root, which never follows
+// a link or ".." out of it; and the root resolves symbolic links
+// itself, one element at a time, taking absolute link targets relative to
+// the root (a snapshot's sysfs links are absolute or climb with ".."),
+// before it hands the operating system a path free of links. The zero Root
+// reads nothing.
 type Root struct {
-	dir   string
+	fsys  fs.FS  // the tree; root-relative paths, "." for the top
+	dir   string // the directory on this machine; "" for an in-memory tree
 	label string
 	rec   *Recorder
 	cache *dirCache
@@ -44,6 +57,8 @@ type dirCache struct {
 	mu sync.Mutex
 	m  map[string]string
 }
+
+func newDirCache() *dirCache { return &dirCache{m: map[string]string{}} }
 
 func (c *dirCache) get(k string) (string, bool) {
 	if c == nil {
@@ -64,12 +79,43 @@ func (c *dirCache) put(k, v string) {
 	c.mu.Unlock()
 }
 
-// NewRoot returns a Root for dir ("" or "/" means the live host).
+// NewRoot returns a Root for dir ("" or "/" means the live host). The
+// directory is opened as an os.Root; if that fails, every read through the
+// root reports why.
 func NewRoot(dir string) Root {
 	if dir == "" {
 		dir = "/"
 	}
-	return Root{dir: filepath.Clean(dir), cache: &dirCache{m: map[string]string{}}}
+	r := Root{dir: filepath.Clean(dir), cache: newDirCache()}
+	or, err := os.OpenRoot(r.dir)
+	if err != nil {
+		r.fsys = failedFS{err}
+		return r
+	}
+	r.fsys = newOSTree(or)
+	return r
+}
+
+// NewRootFS returns a Root over a file system tree, such as a
+// testing/fstest.MapFS. Symbolic links are seen only when fsys implements
+// fs.ReadLinkFS. name stands for the root in messages.
+func NewRootFS(fsys fs.FS, name string) Root {
+	return Root{fsys: fsys, label: name, cache: newDirCache()}
+}
+
+// failedFS is the tree of a directory that could not be opened.
+type failedFS struct{ err error }
+
+func (f failedFS) Open(string) (fs.File, error) { return nil, f.err }
+
+var errZeroRoot = errors.New("no root (the zero machine.Root)")
+
+// tree is the file system the root reads.
+func (r Root) tree() fs.FS {
+	if r.fsys == nil {
+		return failedFS{errZeroRoot}
+	}
+	return r.fsys
 }
 
 // WithRecorder returns a copy of the root that notes every path it reads,
@@ -77,11 +123,12 @@ func NewRoot(dir string) Root {
 func (r Root) WithRecorder(rec *Recorder) Root {
 	r.rec = rec
 	// A fresh cache, so every path this root resolves is seen and noted.
-	r.cache = &dirCache{m: map[string]string{}}
+	r.cache = newDirCache()
 	return r
 }
 
-// Dir is the directory on this machine that the root maps to.
+// Dir is the directory on this machine that the root maps to, or "" for a
+// root over an in-memory tree.
 func (r Root) Dir() string { return r.dir }
 
 // Live reports whether the root is the running host's own "/".
@@ -93,9 +140,19 @@ func clean(rel string) string {
 	return strings.TrimPrefix(rel, "/")
 }
 
-// Path maps a root-relative path to a path on this machine.
-func (r Root) Path(rel string) string {
-	return filepath.Join(r.dir, filepath.FromSlash(clean(rel)))
+// fsPath is a cleaned root-relative path as io/fs spells it.
+func fsPath(rel string) string {
+	if rel == "" {
+		return "."
+	}
+	return rel
+}
+
+func join(dir, base string) string {
+	if dir == "" {
+		return base
+	}
+	return dir + "/" + base
 }
 
 // Display is the path as a person should see it in a message: the host path
@@ -107,7 +164,7 @@ func (r Root) Display(rel string) string {
 	case r.label != "":
 		return r.label + "/" + clean(rel)
 	}
-	return r.Path(rel)
+	return filepath.Join(r.dir, filepath.FromSlash(clean(rel)))
 }
 
 // WithLabel names the root in messages (the archive a snapshot was
@@ -127,12 +184,12 @@ func (r Root) ReadFile(rel string) ([]byte, error) {
 // ReadFileLimit is ReadFile with an explicit size bound; a file longer than
 // max is an error rather than silently truncated.
 func (r Root) ReadFileLimit(rel string, max int64) ([]byte, error) {
-	res, err := r.Resolve(rel)
+	res, err := r.resolve(rel)
 	if err != nil {
-		return nil, err
+		return nil, r.wrap("read", rel, err)
 	}
 	r.rec.note(res, noteFile)
-	f, err := os.Open(r.Path(res))
+	f, err := r.tree().Open(fsPath(res))
 	if err != nil {
 		return nil, r.wrap("read", rel, err)
 	}
@@ -158,17 +215,17 @@ func (r Root) ReadString(rel string) (string, error) {
 
 // ReadDir lists a directory under the root, sorted by name.
 func (r Root) ReadDir(rel string) ([]fs.DirEntry, error) {
-	res, err := r.Resolve(rel)
+	res, err := r.resolve(rel)
 	if err != nil {
-		return nil, err
+		return nil, r.wrap("list", rel, err)
 	}
 	r.rec.note(res, noteDir)
-	ents, err := os.ReadDir(r.Path(res))
+	ents, err := fs.ReadDir(r.tree(), fsPath(res))
 	if err != nil {
 		return nil, r.wrap("list", rel, err)
 	}
 	for _, e := range ents {
-		r.rec.note(res+"/"+e.Name(), noteEntry)
+		r.rec.note(join(res, e.Name()), noteEntry)
 	}
 	return ents, nil
 }
@@ -190,10 +247,15 @@ func (r Root) Names(rel string) ([]string, error) {
 	return out, nil
 }
 
-// Readlink returns the raw target of a symbolic link under the root.
+// Readlink returns the raw target of a symbolic link under the root. The
+// links on the way to it are resolved inside the root; the target itself is
+// only read, never followed.
 func (r Root) Readlink(rel string) (string, error) {
-	r.rec.note(clean(rel), noteEntry)
-	t, err := os.Readlink(r.Path(rel))
+	p, err := r.locate(rel)
+	if err != nil {
+		return "", r.wrap("readlink", rel, err)
+	}
+	t, err := fs.ReadLink(r.tree(), fsPath(p))
 	if err != nil {
 		return "", r.wrap("readlink", rel, err)
 	}
@@ -210,50 +272,82 @@ func (r Root) LinkBase(rel string) (string, error) {
 	return path.Base(filepath.ToSlash(t)), nil
 }
 
+// Lstat describes a path under the root without following its last
+// element when that is a symbolic link.
+func (r Root) Lstat(rel string) (fs.FileInfo, error) {
+	p, err := r.locate(rel)
+	if err != nil {
+		return nil, r.wrap("lstat", rel, err)
+	}
+	fi, err := fs.Lstat(r.tree(), fsPath(p))
+	if err != nil {
+		return nil, r.wrap("lstat", rel, err)
+	}
+	return fi, nil
+}
+
 // Exists reports whether a path exists under the root (links followed).
 func (r Root) Exists(rel string) bool {
-	res, err := r.Resolve(rel)
+	res, err := r.resolve(rel)
 	if err != nil {
 		return false
 	}
-	_, err = os.Stat(r.Path(res))
+	_, err = fs.Stat(r.tree(), fsPath(res))
 	return err == nil
 }
 
 // Resolve returns the root-relative path that rel names once every symbolic
 // link on it is followed. Absolute link targets are taken relative to the
 // root, ".." never climbs above the root, and a cycle gives ErrLinkLoop. The
-// final element need not exist.
+// final element need not exist; every element before it must be a
+// directory (or a link to one), as the kernel demands: "missing/../x" and
+// "file/../x" do not name x.
 func (r Root) Resolve(rel string) (string, error) {
+	res, err := r.resolve(rel)
+	if err != nil {
+		return "", r.wrap("resolve", rel, err)
+	}
+	return res, nil
+}
+
+// resolve is Resolve with an unwrapped error.
+func (r Root) resolve(rel string) (string, error) {
+	p, err := r.locate(rel)
+	if err != nil {
+		return "", err
+	}
+	fi, err := fs.Lstat(r.tree(), fsPath(p))
+	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return p, nil
+	}
+	// The last element is a link: resolve it the long way.
+	return r.walk(p)
+}
+
+// locate resolves every element of rel but the last, which it does not
+// follow: the path of the entry rel names, itself possibly a link.
+func (r Root) locate(rel string) (string, error) {
 	c := clean(rel)
 	dir, base := path.Split(c)
 	dir = strings.TrimSuffix(dir, "/")
-	if dir == "" || base == "" || base == ".." {
-		return r.resolve(c)
+	if base == "" {
+		return "", nil
 	}
 	rd, ok := r.cache.get(dir)
 	if !ok {
 		var err error
-		if rd, err = r.resolve(dir); err != nil {
+		if rd, err = r.walk(dir); err != nil {
 			return "", err
 		}
 		r.cache.put(dir, rd)
 	}
-	full := base
-	if rd != "" {
-		full = rd + "/" + base
-	}
+	full := join(rd, base)
 	r.rec.note(full, noteEntry)
-	fi, err := os.Lstat(r.Path(full))
-	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
-		return full, nil
-	}
-	// The last element is a link: resolve it the long way.
-	return r.resolve(full)
+	return full, nil
 }
 
-// resolve walks every element of a cleaned path, following links.
-func (r Root) resolve(rel string) (string, error) {
+// walk resolves a path one element at a time, following links.
+func (r Root) walk(rel string) (string, error) {
 	todo := strings.Split(clean(rel), "/")
 	var done []string
 	hops := 0
@@ -269,45 +363,61 @@ func (r Root) resolve(rel string) (string, error) {
 			}
 			continue
 		}
-		cur := append(done, elem)
-		curRel := strings.Join(cur, "/")
-		p := r.Path(curRel)
-		r.rec.note(curRel, noteEntry)
-		fi, err := os.Lstat(p)
+		cur := join(strings.Join(done, "/"), elem)
+		r.rec.note(cur, noteEntry)
+		fi, err := fs.Lstat(r.tree(), cur)
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				// Keep what is left unresolved; the caller's open reports it.
-				done = append(cur, todo...)
-				return strings.Join(done, "/"), nil
+			if errors.Is(err, fs.ErrNotExist) && !more(todo) {
+				// The final element need not exist; the caller's open
+				// reports it.
+				return cur, nil
 			}
-			return "", r.wrap("resolve", rel, err)
+			return "", err
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {
-			done = cur
+			if !fi.IsDir() && more(todo) {
+				return "", syscall.ENOTDIR
+			}
+			done = append(done, elem)
 			continue
 		}
 		hops++
 		if hops > maxLinkHops {
-			return "", fmt.Errorf("resolve %s: %w", r.Display(rel), ErrLinkLoop)
+			return "", ErrLinkLoop
 		}
-		t, err := os.Readlink(p)
+		t, err := fs.ReadLink(r.tree(), cur)
 		if err != nil {
-			return "", r.wrap("resolve", rel, err)
+			return "", err
 		}
 		t = filepath.ToSlash(t)
-		parts := strings.Split(t, "/")
 		if strings.HasPrefix(t, "/") {
-			done = nil
+			done = done[:0]
 		}
-		todo = append(parts, todo...)
+		todo = append(strings.Split(t, "/"), todo...)
 	}
 	return strings.Join(done, "/"), nil
 }
 
+// more reports whether path elements other than "" and "." remain.
+func more(todo []string) bool {
+	return slices.ContainsFunc(todo, func(e string) bool { return e != "" && e != "." })
+}
+
+// wrap names the path in an error. The cause is kept, spelled the same
+// whatever tree the root is over: an in-memory tree's fs.ErrNotExist reads
+// as the operating system's "no such file or directory".
 func (r Root) wrap(op, rel string, err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		err = pe.Err
+	}
+	switch err {
+	case fs.ErrNotExist:
+		err = syscall.ENOENT
+	case fs.ErrInvalid:
+		err = syscall.EINVAL
+	case fs.ErrPermission:
+		err = syscall.EACCES
 	}
 	return &PathError{Op: op, Path: r.Display(rel), Err: err}
 }

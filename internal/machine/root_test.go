@@ -8,7 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"testing/fstest"
 	"time"
 )
 
@@ -115,5 +117,163 @@ func TestRunReplayAndDeadline(t *testing.T) {
 	_, err = RunLive(context.Background(), Command{Name: "gdrcheck-no-such-tool"})
 	if !errors.Is(err, exec.ErrNotFound) {
 		t.Errorf("missing tool: %v", err)
+	}
+}
+
+// escapeTree is a root whose links try every way out of it. outside is a
+// directory of the analysing machine, next to the root, holding what must
+// never be read: a file "secret" and a link "driver" to "HOSTDRIVER".
+func escapeTree(outside string) fstest.MapFS {
+	file := func(s string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(s), Mode: 0o644} }
+	link := func(t string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(t), Mode: fs.ModeSymlink | 0o777} }
+	return fstest.MapFS{
+		"sys/devices/dev/class":  file("inside\n"),
+		"sys/devices/dev/driver": link("../../bus/drivers/good"),
+		"sys/bus/drivers/good":   &fstest.MapFile{Mode: fs.ModeDir | 0o755},
+		// An absolute link inside the snapshot means the snapshot's own path.
+		"sys/abs": link("/sys/devices/dev"),
+		// An absolute link to a directory of the analysing machine.
+		"sys/host": link(outside),
+		// A relative link that climbs out of the root to the same place.
+		"sys/up": link("../../outside"),
+		// evil leads out; the links below reach it through a missing
+		// element or a file followed by "..".
+		"evil":        link(outside),
+		"sys/missing": link("nonexistent/../../evil"),
+		"sys/notdir":  link("devices/dev/class/../../../evil"),
+		"sys/loop1":   link("loop2"),
+		"sys/loop2":   link("loop1"),
+		// The reading process's own /proc.
+		"sys/self": link("/proc/self"),
+	}
+}
+
+// escapeRoots builds escapeTree as a directory (read through os.Root) and
+// in memory.
+func escapeRoots(t *testing.T) map[string]Root {
+	t.Helper()
+	base := t.TempDir()
+	outside := filepath.Join(base, "outside")
+	if err := os.MkdirAll(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("HOST\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("HOSTDRIVER", filepath.Join(outside, "driver")); err != nil {
+		t.Fatal(err)
+	}
+	tree := escapeTree(outside)
+	dir := filepath.Join(base, "root")
+	if err := os.CopyFS(dir, tree); err != nil {
+		t.Fatal(err)
+	}
+	return map[string]Root{"dir": NewRoot(dir), "memory": NewRootFS(tree, "snap")}
+}
+
+// TestReadsNeverLeaveTheRoot: whatever shape a link takes, reads, link
+// reads, listings and existence checks see only the root.
+func TestReadsNeverLeaveTheRoot(t *testing.T) {
+	for name, r := range escapeRoots(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if s, err := r.ReadString("sys/abs/class"); err != nil || s != "inside" {
+				t.Errorf("absolute link inside the root: %q, %v", s, err)
+			}
+			if d, err := r.LinkBase("sys/abs/driver"); err != nil || d != "good" {
+				t.Errorf("LinkBase through an absolute link inside the root: %q, %v", d, err)
+			}
+			for _, via := range []string{"sys/host", "sys/up", "sys/missing", "sys/notdir", "nonexistent/../../../evil", "evil", "sys/self/cwd/outside"} {
+				if b, err := r.ReadFile(via + "/secret"); err == nil {
+					t.Errorf("ReadFile(%s/secret) read %q from outside the root", via, b)
+				}
+				if d, err := r.LinkBase(via + "/driver"); err == nil {
+					t.Errorf("LinkBase(%s/driver) = %q from outside the root", via, d)
+				}
+				if d, err := r.Readlink(via + "/driver"); err == nil {
+					t.Errorf("Readlink(%s/driver) = %q from outside the root", via, d)
+				}
+				if n, _ := r.Names(via); len(n) != 0 {
+					t.Errorf("Names(%s) = %v from outside the root", via, n)
+				}
+				if r.Exists(via + "/secret") {
+					t.Errorf("Exists(%s/secret) saw a file outside the root", via)
+				}
+				if fi, err := r.Lstat(via + "/driver"); err == nil {
+					t.Errorf("Lstat(%s/driver) = %v from outside the root", via, fi.Mode())
+				}
+			}
+			// A missing element or a file before "..": the path names
+			// nothing, as the kernel would say.
+			if _, err := r.Resolve("sys/missing/secret"); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("link through a missing element: %v", err)
+			}
+			if _, err := r.Resolve("sys/notdir/secret"); !errors.Is(err, syscall.ENOTDIR) {
+				t.Errorf("link through a file: %v", err)
+			}
+			// Loops end in ErrLinkLoop; the link itself still reads.
+			if _, err := r.ReadFile("sys/loop1/x"); !errors.Is(err, ErrLinkLoop) {
+				t.Errorf("loop: ReadFile err = %v", err)
+			}
+			if _, err := r.LinkBase("sys/loop1/driver"); !errors.Is(err, ErrLinkLoop) {
+				t.Errorf("loop: LinkBase err = %v", err)
+			}
+			if n, err := r.Names("sys/loop1"); n != nil || !errors.Is(err, ErrLinkLoop) {
+				t.Errorf("loop: Names = %v, %v", n, err)
+			}
+			if r.Exists("sys/loop1") {
+				t.Error("loop: Exists")
+			}
+			if l, err := r.Readlink("sys/loop1"); err != nil || l != "loop2" {
+				t.Errorf("Readlink of the loop's first link = %q, %v", l, err)
+			}
+			// /proc/self means the snapshot's, which has none.
+			if b, err := r.ReadFile("sys/self/status"); err == nil {
+				t.Errorf("read this process's /proc/self/status: %q", b)
+			}
+			if d, err := r.LinkBase("sys/self/exe"); err == nil {
+				t.Errorf("LinkBase(sys/self/exe) = %q: this process's executable", d)
+			}
+			if n, _ := r.Names("sys/self/fd"); len(n) != 0 {
+				t.Errorf("Names(sys/self/fd) = %v: this process's descriptors", n)
+			}
+			if r.Exists("sys/self") {
+				t.Error("Exists(sys/self) followed the link to this process")
+			}
+		})
+	}
+}
+
+// TestLiveRoot: the live root "/" reads this machine, /proc/self included.
+func TestLiveRoot(t *testing.T) {
+	r := NewRoot("/")
+	if !r.Live() || r.Display("proc/self/status") != "/proc/self/status" {
+		t.Errorf("live root: Live %v, Display %q", r.Live(), r.Display("proc/self/status"))
+	}
+	if s, err := r.ReadString("proc/self/status"); err != nil || !strings.Contains(s, "Pid:") {
+		t.Errorf("ReadString(proc/self/status) = %.40q, %v", s, err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := r.LinkBase("proc/self/exe"); err != nil || d != filepath.Base(exe) {
+		t.Errorf("LinkBase(proc/self/exe) = %q, %v; want %q", d, err, filepath.Base(exe))
+	}
+	if n, err := r.Names("proc/self/fd"); err != nil || len(n) == 0 {
+		t.Errorf("Names(proc/self/fd) = %v, %v", n, err)
+	}
+	if !r.Exists("proc/self/status") || r.Exists("proc/self/no-such-file") {
+		t.Error("Exists on the live root")
+	}
+}
+
+func TestZeroRootReadsNothing(t *testing.T) {
+	var r Root
+	if _, err := r.ReadFile("etc/hostname"); err == nil {
+		t.Error("the zero Root read a file")
+	}
+	if n, err := r.Names("."); n != nil || err == nil {
+		t.Errorf("the zero Root listed %v, %v", n, err)
 	}
 }

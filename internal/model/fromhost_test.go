@@ -65,6 +65,7 @@ func TestFromHost(t *testing.T) {
 			[]string{"3/6", "GDR off"}, 2 * (8 * 16 * 128.0 / 130 / 8) * 0.86 * 0.84, AlgoRing}, // 2 rings × Gen3 through the CPU
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
+			t.Parallel()
 			s, err := FromHost(discoverFixture(t, tc.fixture))
 			if err != nil {
 				t.Fatal(err)

@@ -52,6 +52,7 @@ func TestReportGolden(t *testing.T) {
 		{"h100-8nodes-whatif", whatIf, ReportOptions{Collectives: []collective.Collective{collective.AllReduce}, Sizes: []float64{8 << 30}, All: true, WhatIfs: said, NoCopies: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			r, err := BuildReport(tc.s, tc.o)
 			if err != nil {
 				t.Fatal(err)

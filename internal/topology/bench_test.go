@@ -6,15 +6,17 @@ import (
 
 	"github.com/NVIDIA/go-nvlib/pkg/pciids"
 
+	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
 // BenchmarkDiscover8GPU10NIC: discovery of an HGX H200 node (8 GPUs, 10 NICs,
 // 4 NVSwitches, ~70 PCI functions) from a materialised snapshot, driver
-// facts included. The goal is under 50 ms (docs/performance.md).
+// facts included. The goal is under 50 ms (docs/performance.md). The
+// fixture is written to disk, so the reads are real system calls.
 func BenchmarkDiscover8GPU10NIC(b *testing.B) {
-	root := fakehost.Root(b, hostsDir+"/hgx-h200-8gpu-10nic.host")
+	root := machine.NewRoot(fakehost.Dir(b, hostsDir+"/hgx-h200-8gpu-10nic.host"))
 	b.Run("with-pci-names", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			if _, err := topology.Discover(context.Background(), topology.WithRoot(root)); err != nil {

@@ -24,7 +24,7 @@ type Option func(*options)
 type options struct {
 	root    machine.Root
 	noFacts bool
-	db      pciids.Interface
+	db      deviceNamer
 	noNames bool
 }
 
@@ -34,7 +34,8 @@ func WithRoot(r machine.Root) Option { return func(o *options) { o.root = r } }
 // WithoutGPUFacts skips the driver entirely (sysfs only).
 func WithoutGPUFacts() Option { return func(o *options) { o.noFacts = true } }
 
-// WithPCIDB shares an already parsed PCI ID database.
+// WithPCIDB shares an already parsed PCI ID database. Without it, the
+// database is read through the root (see loadPCINames).
 func WithPCIDB(db pciids.Interface) Option { return func(o *options) { o.db = db } }
 
 // WithoutNames skips PCI ID name lookups.
@@ -60,18 +61,21 @@ func Discover(ctx context.Context, opts ...Option) (*Host, error) {
 	h := &Host{Root: o.root.Dir(), byAddr: map[string]*Device{}}
 	// Parsing the PCI ID database is CPU work; reading sysfs is system
 	// calls. Overlap them.
-	dbc := make(chan pciids.Interface, 1)
+	dbc := make(chan deviceNamer, 1)
 	if !o.noNames {
 		if o.db != nil {
 			dbc <- o.db
 		} else {
-			go func() { dbc <- pciids.NewDB() }()
+			go func() { dbc <- loadPCINames(o.root) }()
 		}
 	}
 	d := discoverer{root: o.root, h: h}
 	d.hostInfo()
 	d.numa()
 	if err := d.pciDevices(); err != nil {
+		if !o.noNames {
+			<-dbc // the database is read through the root: let it finish first
+		}
 		return nil, err
 	}
 	if !o.noNames {

@@ -3,10 +3,12 @@ package topology_test
 import (
 	"context"
 	"errors"
-	"os"
+	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
@@ -31,58 +33,65 @@ hostbridge pci0000:80 numa=1
 rdma mlx5_0 0000:04:00.0
 `
 
-func smallRoot(t *testing.T, privileged bool) string {
+// smallTree builds the small host in memory, for a test to alter.
+func smallTree(t *testing.T) fstest.MapFS {
 	t.Helper()
-	src := small
-	if !privileged {
-		src = "privileged no\n" + src
-	}
-	s, err := fakehost.Parse("small", strings.NewReader(src))
+	s, err := fakehost.Parse("small", strings.NewReader(small))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fakehost.MaterializeRoot(t, s).Dir()
-}
-
-func mustWrite(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+	fsys, err := s.FS()
+	if err != nil {
 		t.Fatal(err)
 	}
+	return fsys
 }
 
-func devDir(root, addr string) string {
-	p, _ := machine.NewRoot(root).Resolve("sys/bus/pci/devices/" + addr)
-	return filepath.Join(root, p)
+func file(content string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(content), Mode: 0o644} }
+
+func symlink(target string) *fstest.MapFile {
+	return &fstest.MapFile{Data: []byte(target), Mode: fs.ModeSymlink | 0o777}
+}
+
+// resolve is where a path of the tree leads.
+func resolve(t *testing.T, fsys fstest.MapFS, rel string) string {
+	t.Helper()
+	p, err := machine.NewRootFS(fsys, "small").Resolve(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func devDir(t *testing.T, fsys fstest.MapFS, addr string) string {
+	return resolve(t, fsys, "sys/bus/pci/devices/"+addr)
 }
 
 // writeAttr is a mutation that overwrites one sysfs attribute of a device.
-func writeAttr(addr, attr, content string) func(t *testing.T, root string) {
-	return func(t *testing.T, root string) {
-		mustWrite(t, filepath.Join(devDir(root, addr), attr), content)
+func writeAttr(addr, attr, content string) func(t *testing.T, fsys fstest.MapFS) {
+	return func(t *testing.T, fsys fstest.MapFS) {
+		fsys[devDir(t, fsys, addr)+"/"+attr] = file(content)
 	}
 }
 
 func TestDiscoverSurvivesBadInput(t *testing.T) {
 	cases := []struct {
 		name    string
-		mutate  func(t *testing.T, root string)
+		mutate  func(t *testing.T, fsys fstest.MapFS)
 		problem string            // substring of some Host.Problems message
 		cells   map[string]string // "GPU0/NIC0": level
 		gpus    int
 	}{
 		{
 			name:   "clean",
-			mutate: func(t *testing.T, root string) {},
+			mutate: func(t *testing.T, fsys fstest.MapFS) {},
 			cells:  map[string]string{"GPU0/NIC0": "PIX", "GPU0/GPU1": "SYS", "GPU1/NIC0": "SYS"},
 			gpus:   2,
 		},
 		{
 			name: "broken device link",
-			mutate: func(t *testing.T, root string) {
-				if err := os.Symlink("../../../devices/pci0000:00/0000:00:09.0", filepath.Join(root, "sys/bus/pci/devices/0000:00:09.0")); err != nil {
-					t.Fatal(err)
-				}
+			mutate: func(t *testing.T, fsys fstest.MapFS) {
+				fsys["sys/bus/pci/devices/0000:00:09.0"] = symlink("../../../devices/pci0000:00/0000:00:09.0")
 			},
 			problem: "broken link",
 			cells:   map[string]string{"GPU0/NIC0": "PIX"},
@@ -90,14 +99,9 @@ func TestDiscoverSurvivesBadInput(t *testing.T) {
 		},
 		{
 			name: "symlink loop",
-			mutate: func(t *testing.T, root string) {
-				d := filepath.Join(root, "sys/bus/pci/devices")
-				if err := os.Symlink("0000:00:0b.0", filepath.Join(d, "0000:00:0a.0")); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.Symlink("0000:00:0a.0", filepath.Join(d, "0000:00:0b.0")); err != nil {
-					t.Fatal(err)
-				}
+			mutate: func(t *testing.T, fsys fstest.MapFS) {
+				fsys["sys/bus/pci/devices/0000:00:0a.0"] = symlink("0000:00:0b.0")
+				fsys["sys/bus/pci/devices/0000:00:0b.0"] = symlink("0000:00:0a.0")
 			},
 			problem: "too many levels of symbolic links",
 			cells:   map[string]string{"GPU0/NIC0": "PIX"},
@@ -111,10 +115,8 @@ func TestDiscoverSurvivesBadInput(t *testing.T) {
 		},
 		{
 			name: "missing vendor",
-			mutate: func(t *testing.T, root string) {
-				if err := os.Remove(filepath.Join(devDir(root, "0000:81:00.0"), "vendor")); err != nil {
-					t.Fatal(err)
-				}
+			mutate: func(t *testing.T, fsys fstest.MapFS) {
+				delete(fsys, devDir(t, fsys, "0000:81:00.0")+"/vendor")
 			},
 			problem: "missing: every PCI function has it",
 			gpus:    1,
@@ -143,12 +145,8 @@ func TestDiscoverSurvivesBadInput(t *testing.T) {
 		},
 		{
 			name: "attribute is a directory",
-			mutate: func(t *testing.T, root string) {
-				p := filepath.Join(devDir(root, "0000:03:00.0"), "max_link_width")
-				os.Remove(p)
-				if err := os.Mkdir(p, 0o755); err != nil {
-					t.Fatal(err)
-				}
+			mutate: func(t *testing.T, fsys fstest.MapFS) {
+				fsys[devDir(t, fsys, "0000:03:00.0")+"/max_link_width"] = &fstest.MapFile{Mode: fs.ModeDir | 0o755}
 			},
 			problem: "max_link_width",
 			cells:   map[string]string{"GPU0/NIC0": "PIX"},
@@ -156,10 +154,8 @@ func TestDiscoverSurvivesBadInput(t *testing.T) {
 		},
 		{
 			name: "upstream bridge missing from the bus list",
-			mutate: func(t *testing.T, root string) {
-				if err := os.Remove(filepath.Join(root, "sys/bus/pci/devices/0000:01:00.0")); err != nil {
-					t.Fatal(err)
-				}
+			mutate: func(t *testing.T, fsys fstest.MapFS) {
+				delete(fsys, "sys/bus/pci/devices/0000:01:00.0")
 			},
 			problem: "upstream bridge 0000:01:00.0 is not in sys/bus/pci/devices",
 			// GPU0 and the NIC hang below the missing switch: not guessed.
@@ -174,29 +170,21 @@ func TestDiscoverSurvivesBadInput(t *testing.T) {
 		},
 		{
 			name: "config capability loop",
-			mutate: func(t *testing.T, root string) {
-				p := filepath.Join(devDir(root, "0000:02:00.0"), "config")
-				b, err := os.ReadFile(p)
-				if err != nil {
-					t.Fatal(err)
-				}
+			mutate: func(t *testing.T, fsys fstest.MapFS) {
+				f := fsys[devDir(t, fsys, "0000:02:00.0")+"/config"]
+				b := slices.Clone(f.Data)
 				b[0x41] = 0x40 // PCIe capability points at itself
 				b[0x102] = 0x00
 				b[0x103] = 0x10 // extended list points at itself
-				mustWrite(t, p, string(b))
+				f.Data = b
 			},
 			cells: map[string]string{"GPU0/NIC0": "PIX"},
 			gpus:  2,
 		},
 		{
 			name: "rdma device link broken",
-			mutate: func(t *testing.T, root string) {
-				ib, _ := machine.NewRoot(root).Resolve("sys/class/infiniband/mlx5_0")
-				p := filepath.Join(root, ib, "device")
-				os.Remove(p)
-				if err := os.Symlink("../../../nowhere", p); err != nil {
-					t.Fatal(err)
-				}
+			mutate: func(t *testing.T, fsys fstest.MapFS) {
+				fsys[resolve(t, fsys, "sys/class/infiniband/mlx5_0")+"/device"] = symlink("../../../nowhere")
 			},
 			cells: map[string]string{"GPU0/GPU1": "SYS"},
 			gpus:  2,
@@ -204,9 +192,10 @@ func TestDiscoverSurvivesBadInput(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			root := smallRoot(t, true)
-			tc.mutate(t, root)
-			h, err := topology.Discover(context.Background(), topology.WithRoot(machine.NewRoot(root)), topology.WithoutGPUFacts(), topology.WithoutNames())
+			t.Parallel()
+			fsys := smallTree(t)
+			tc.mutate(t, fsys)
+			h, err := topology.Discover(context.Background(), topology.WithRoot(machine.NewRootFS(fsys, "small")), topology.WithoutGPUFacts(), topology.WithoutNames())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -257,6 +246,7 @@ func cell(m *topology.Matrix, a, b string) string {
 func TestUnprivilegedMatchesRoot(t *testing.T) {
 	for _, f := range []string{"hgx-h200-8gpu-10nic.host", "epyc-genoa-4gpu-pcie.host", "gke-a4-b200-8gpu-8nic.host"} {
 		t.Run(f, func(t *testing.T) {
+			t.Parallel()
 			spec, err := fakehost.Load(filepath.Join(hostsDir, f))
 			if err != nil {
 				t.Fatal(err)
@@ -294,17 +284,19 @@ func TestUnprivilegedMatchesRoot(t *testing.T) {
 }
 
 func TestDiscoverNoPCI(t *testing.T) {
-	dir := t.TempDir()
-	_, err := topology.Discover(context.Background(), topology.WithRoot(machine.NewRoot(dir)), topology.WithoutGPUFacts())
+	fsys := fstest.MapFS{}
+	_, err := topology.Discover(context.Background(), topology.WithRoot(machine.NewRootFS(fsys, "empty")), topology.WithoutGPUFacts())
 	if !errors.Is(err, topology.ErrNoPCI) {
 		t.Fatalf("empty root: err = %v, want ErrNoPCI", err)
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "sys/bus/pci"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	mustWrite(t, filepath.Join(dir, "sys/bus/pci/devices"), "not a dir")
-	_, err = topology.Discover(context.Background(), topology.WithRoot(machine.NewRoot(dir)), topology.WithoutGPUFacts())
+	fsys["sys/bus/pci/devices"] = file("not a dir")
+	_, err = topology.Discover(context.Background(), topology.WithRoot(machine.NewRootFS(fsys, "empty")), topology.WithoutGPUFacts())
 	if !errors.Is(err, topology.ErrNoPCI) || !strings.Contains(err.Error(), "sys/bus/pci/devices") {
 		t.Fatalf("devices is a file: err = %v", err)
+	}
+	// A directory root that holds nothing.
+	_, err = topology.Discover(context.Background(), topology.WithRoot(machine.NewRoot(t.TempDir())), topology.WithoutGPUFacts())
+	if !errors.Is(err, topology.ErrNoPCI) {
+		t.Fatalf("empty directory: err = %v, want ErrNoPCI", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/smitopo"
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/readertest"
@@ -50,24 +50,25 @@ func matrixLines(s string) []string {
 	return out
 }
 
-func discover(t *testing.T, root string) *topology.Host {
+// discover reads a .host fixture (built in memory) or a snapshot archive.
+func discover(t *testing.T, path string) (*topology.Host, machine.Root) {
 	t.Helper()
-	var h *topology.Host
-	var err error
-	if strings.HasSuffix(root, ".host") {
-		h, err = topology.Discover(context.Background(), topology.WithRoot(fakehost.Root(t, root)))
+	var r machine.Root
+	if strings.HasSuffix(path, ".host") {
+		r = fakehost.Root(t, path)
 	} else {
-		r, cleanup, oerr := snapshot.Open(root)
-		if oerr != nil {
-			t.Fatal(oerr)
+		var cleanup func()
+		var err error
+		if r, cleanup, err = snapshot.Open(path); err != nil {
+			t.Fatal(err)
 		}
 		t.Cleanup(cleanup)
-		h, err = topology.Discover(context.Background(), topology.WithRoot(r))
 	}
+	h, err := topology.Discover(context.Background(), topology.WithRoot(r))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return h
+	return h, r
 }
 
 // TestMatrixMatchesNvidiaSMI renders the matrix of real captures and of
@@ -94,7 +95,8 @@ func TestMatrixMatchesNvidiaSMI(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := discover(t, tc.root)
+			t.Parallel()
+			h, root := discover(t, tc.root)
 			m := h.BuildMatrix()
 			if tc.pcie {
 				m = h.BuildPCIeMatrix()
@@ -106,7 +108,7 @@ func TestMatrixMatchesNvidiaSMI(t *testing.T) {
 			var want string
 			if tc.want == "" {
 				// The snapshot carries nvidia-smi's own output.
-				b, err := os.ReadFile(filepath.Join(h.Root, "commands/nvidia-smi-topo-m.txt"))
+				b, err := root.ReadFile("commands/nvidia-smi-topo-m.txt")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -188,7 +190,8 @@ func TestPairingGolden(t *testing.T) {
 	for _, f := range fixtures {
 		name := strings.TrimSuffix(filepath.Base(f), ".host")
 		t.Run(name, func(t *testing.T) {
-			h := discover(t, f)
+			t.Parallel()
+			h, _ := discover(t, f)
 			var buf bytes.Buffer
 			if err := h.BuildMatrix().WriteText(&buf, topology.RenderOptions{}); err != nil {
 				t.Fatal(err)

@@ -10,21 +10,26 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
+	"slices"
 	"strings"
+	"testing/fstest"
 
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 )
 
-// Limits on what Extract accepts from an archive.
+// Limits on what Open accepts from an archive, which it holds in memory. A
+// snapshot is a few megabytes: sysfs attributes, captured outputs and
+// pci.ids, each file at most MaxFileSize.
 const (
-	MaxArchiveBytes   = 2 << 30
+	MaxArchiveBytes   = 512 << 20
 	MaxArchiveEntries = 1 << 20
 )
 
 // Open returns a root for a --root argument: a directory as is, or a
-// .tgz/.tar.gz/.tar snapshot extracted into a temporary directory (removed
-// by the returned cleanup).
+// .tgz/.tar.gz/.tar snapshot read into memory (nothing is written to
+// disk; the returned cleanup has nothing left to do for an archive, and
+// is there for the caller's defer). A snapshot of a newer format than
+// this gdrcheck reads is refused (CheckFormat).
 func Open(p string) (machine.Root, func(), error) {
 	if p == "" || p == "/" {
 		return machine.NewRoot("/"), func() {}, nil
@@ -33,122 +38,139 @@ func Open(p string) (machine.Root, func(), error) {
 	if err != nil {
 		return machine.Root{}, nil, fmt.Errorf("--root %s: %w", p, err)
 	}
+	var r machine.Root
 	if fi.IsDir() {
-		return machine.NewRoot(p), func() {}, nil
+		r = machine.NewRoot(p)
+	} else {
+		tree, err := ReadArchive(p)
+		if err != nil {
+			return machine.Root{}, nil, err
+		}
+		r = machine.NewRootFS(tree, p)
 	}
-	dir, err := os.MkdirTemp("", "gdrcheck-root-")
-	if err != nil {
+	if err := CheckFormat(r); err != nil {
 		return machine.Root{}, nil, err
 	}
-	cleanup := func() { os.RemoveAll(dir) }
-	if err := Extract(p, dir); err != nil {
-		cleanup()
-		return machine.Root{}, nil, err
-	}
-	// An archive made with a top folder (tar czf x.tgz snapdir) holds the
-	// root one level down.
-	ents, _ := os.ReadDir(dir)
-	if len(ents) == 1 && ents[0].IsDir() && !isRootDir(ents[0].Name()) {
-		return machine.NewRoot(filepath.Join(dir, ents[0].Name())).WithLabel(p), cleanup, nil
-	}
-	return machine.NewRoot(dir).WithLabel(p), cleanup, nil
+	return r, func() {}, nil
 }
 
-func isRootDir(n string) bool { return n == "sys" || n == "proc" || n == machine.CommandsDir }
+func isRootDir(n string) bool { return n == "sys" || n == "proc" || n == CommandsDir }
 
-// Extract unpacks a snapshot archive into dir. Entries with absolute names
-// or ".." are refused; symbolic links are kept as they are (machine.Root never
-// lets them escape the root). Every entry is written through an os.Root on
-// dir, so none lands outside it, not even through a link an earlier entry
-// made.
-func Extract(archive, dir string) error {
+// ReadArchive reads a snapshot archive (.tgz, .tar.gz or .tar) into an
+// in-memory tree. Entries with absolute names or ".." are refused, and so
+// is an entry below a link or a file of the archive; symbolic links are
+// kept as they are (machine.Root never lets them escape the root).
+// Hard links, devices and FIFOs are left out. An archive made with a top
+// folder (tar czf x.tgz snapdir) gives the tree inside that folder.
+func ReadArchive(archive string) (fstest.MapFS, error) {
 	f, err := os.Open(archive)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer f.Close()
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return err
-	}
-	defer root.Close()
 	br := bufio.NewReader(f)
 	var r io.Reader = br
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		gz, err := gzip.NewReader(br)
 		if err != nil {
-			return fmt.Errorf("%s: %w", archive, err)
+			return nil, fmt.Errorf("%s: %w", archive, err)
 		}
 		defer gz.Close()
 		r = gz
 	}
 	tr := tar.NewReader(r)
+	tree := fstest.MapFS{}
 	var total int64
 	for n := 0; ; n++ {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
 			if n == 0 {
-				return fmt.Errorf("%s: empty archive", archive)
+				return nil, fmt.Errorf("%s: empty archive", archive)
 			}
-			return nil
+			return topFolder(tree), nil
 		}
 		if err != nil {
-			return fmt.Errorf("%s: entry %d: %w", archive, n+1, err)
+			return nil, fmt.Errorf("%s: entry %d: %w", archive, n+1, err)
 		}
 		if n >= MaxArchiveEntries {
-			return fmt.Errorf("%s: more than %d entries", archive, MaxArchiveEntries)
+			return nil, fmt.Errorf("%s: more than %d entries", archive, MaxArchiveEntries)
 		}
 		name := strings.TrimPrefix(path.Clean("/"+hdr.Name), "/")
 		if name == "" {
 			continue
 		}
-		if strings.HasPrefix(hdr.Name, "/") || hasDotDot(hdr.Name) {
-			return fmt.Errorf("%s: entry %q escapes the archive", archive, hdr.Name)
+		if strings.HasPrefix(hdr.Name, "/") || slices.Contains(strings.Split(hdr.Name, "/"), "..") {
+			return nil, fmt.Errorf("%s: entry %q escapes the archive", archive, hdr.Name)
 		}
-		rel := filepath.FromSlash(name)
+		var file *fstest.MapFile
 		switch hdr.Typeflag {
 		case tar.TypeDir:
-			err = root.MkdirAll(rel, 0o755)
+			file = &fstest.MapFile{Mode: fs.ModeDir | 0o755}
 		case tar.TypeSymlink:
-			if err = root.MkdirAll(filepath.Dir(rel), 0o755); err == nil {
-				if err = root.Symlink(hdr.Linkname, rel); errors.Is(err, fs.ErrExist) {
-					err = nil
-				}
-			}
+			file = &fstest.MapFile{Data: []byte(hdr.Linkname), Mode: fs.ModeSymlink | 0o777}
 		case tar.TypeReg:
 			total += hdr.Size
 			if total > MaxArchiveBytes {
-				return fmt.Errorf("%s: more than %d bytes", archive, int64(MaxArchiveBytes))
+				return nil, fmt.Errorf("%s: more than %d bytes", archive, int64(MaxArchiveBytes))
 			}
-			if err = root.MkdirAll(filepath.Dir(rel), 0o755); err == nil {
-				err = writeEntry(root, rel, io.LimitReader(tr, hdr.Size))
+			b, err := io.ReadAll(io.LimitReader(tr, hdr.Size))
+			if err != nil {
+				return nil, fmt.Errorf("%s: %s: %w", archive, name, err)
 			}
+			file = &fstest.MapFile{Data: b, Mode: 0o644}
 		default:
-			// Hard links, devices, FIFOs: never part of a snapshot.
+			continue
 		}
-		if err != nil {
-			return fmt.Errorf("%s: %s: %w", archive, name, err)
+		if err := add(tree, name, file); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", archive, name, err)
 		}
 	}
 }
 
-func writeEntry(root *os.Root, rel string, r io.Reader) error {
-	out, err := root.OpenFile(rel, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(out, r)
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-func hasDotDot(name string) bool {
-	for _, p := range strings.Split(name, "/") {
-		if p == ".." {
-			return true
+// add puts one archive entry into the tree, listing its parents as
+// directories. A parent that is a link or a file is refused: writing
+// through it would put the entry somewhere else. A later file replaces an
+// earlier one; a directory or link named again stays as it was.
+func add(tree fstest.MapFS, name string, file *fstest.MapFile) error {
+	for d := path.Dir(name); d != "."; d = path.Dir(d) {
+		p, ok := tree[d]
+		if !ok {
+			tree[d] = &fstest.MapFile{Mode: fs.ModeDir | 0o755}
+			continue
+		}
+		if !p.Mode.IsDir() {
+			return fmt.Errorf("%s is not a directory of the archive (a link or a file)", d)
 		}
 	}
-	return false
+	old, ok := tree[name]
+	switch {
+	case !ok || file.Mode.IsRegular() && old.Mode.IsRegular():
+		tree[name] = file
+	case file.Mode.IsRegular() || file.Mode.IsDir() && old.Mode.IsRegular():
+		return errors.New("already in the archive as another kind of entry")
+	}
+	return nil
+}
+
+// topFolder returns the tree inside a lone top folder that is not itself
+// part of a root (sys, proc, commands).
+func topFolder(tree fstest.MapFS) fstest.MapFS {
+	var top string
+	for name := range tree {
+		first, _, _ := strings.Cut(name, "/")
+		if top != "" && first != top {
+			return tree
+		}
+		top = first
+	}
+	if f := tree[top]; f == nil || !f.Mode.IsDir() || isRootDir(top) {
+		return tree
+	}
+	inner := fstest.MapFS{}
+	for name, f := range tree {
+		if rest, ok := strings.CutPrefix(name, top+"/"); ok {
+			inner[rest] = f
+		}
+	}
+	return inner
 }

@@ -14,7 +14,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -28,9 +27,6 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/collect/nvml"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 )
-
-// ManifestFile describes a snapshot: when, where, by what, and what failed.
-const ManifestFile = "snapshot.json"
 
 // MaxFileSize bounds one captured file.
 const MaxFileSize = 4 << 20
@@ -86,7 +82,8 @@ type Options struct {
 	// Facts are the driver facts to store as commands/nvml.json (nil: not stored).
 	Facts    *nvml.Facts
 	FactsErr error
-	// Extra are more files to store under commands/ (name -> content).
+	// Extra are more files to store under commands/ (name -> content; a
+	// path such as EnvironFile is stored under its base name).
 	Extra map[string][]byte
 }
 
@@ -116,7 +113,7 @@ func writeDir(ctx context.Context, src machine.Root, rec *machine.Recorder, out 
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, err
 	}
-	m := &Manifest{Format: 1, CreatedAt: time.Now().UTC(), Tool: o.Tool}
+	m := &Manifest{Format: Format, CreatedAt: time.Now().UTC(), Tool: o.Tool}
 	if h, err := src.ReadString("proc/sys/kernel/hostname"); err == nil {
 		m.Hostname = h
 	}
@@ -141,7 +138,7 @@ func writeDir(ctx context.Context, src machine.Root, rec *machine.Recorder, out 
 		// A failed command's output is kept only if it printed something;
 		// the error stays in the manifest.
 		if err == nil || len(b) > 0 {
-			if werr := writeFile(filepath.Join(out, machine.CommandsDir, c.Key), b); werr != nil {
+			if werr := writeFile(filepath.Join(out, filepath.FromSlash(CommandFile(c))), b); werr != nil {
 				m.Errors = append(m.Errors, werr.Error())
 			}
 		}
@@ -159,7 +156,7 @@ func writeDir(ctx context.Context, src machine.Root, rec *machine.Recorder, out 
 	if o.Facts != nil {
 		b, err := json.MarshalIndent(o.Facts, "", "  ")
 		if err == nil {
-			err = writeFile(filepath.Join(out, machine.CommandsDir, nvml.FactsFile), b)
+			err = writeFile(filepath.Join(out, filepath.FromSlash(FactsFile)), b)
 		}
 		if err != nil {
 			m.Errors = append(m.Errors, err.Error())
@@ -168,7 +165,7 @@ func writeDir(ctx context.Context, src machine.Root, rec *machine.Recorder, out 
 		m.Errors = append(m.Errors, "GPU facts: "+o.FactsErr.Error())
 	}
 	for name, b := range o.Extra {
-		if err := writeFile(filepath.Join(out, machine.CommandsDir, filepath.Base(name)), b); err != nil {
+		if err := writeFile(filepath.Join(out, CommandsDir, filepath.Base(name)), b); err != nil {
 			m.Errors = append(m.Errors, err.Error())
 		}
 	}
@@ -190,23 +187,22 @@ func writeFile(p string, b []byte) error {
 // directories, regular files with their content (bounded) when they were
 // read, empty when they were only seen in a listing.
 func copyEntry(src machine.Root, out, rel string, read bool, m *Manifest) error {
-	sp := src.Path(rel)
 	dp := filepath.Join(out, filepath.FromSlash(rel))
-	fi, err := os.Lstat(sp)
+	fi, err := src.Lstat(rel)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
-		return fmt.Errorf("%s: %v", src.Display(rel), err)
+		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(dp), 0o755); err != nil {
 		return err
 	}
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
-		t, err := os.Readlink(sp)
+		t, err := src.Readlink(rel)
 		if err != nil {
-			return fmt.Errorf("%s: %v", src.Display(rel), err)
+			return err
 		}
 		if _, err := os.Lstat(dp); err == nil {
 			return nil

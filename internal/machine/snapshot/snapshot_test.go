@@ -5,11 +5,18 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 
+	"github.com/gdrcheck/gdrcheck/internal/collect/nvml"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
@@ -29,12 +36,21 @@ func render(t *testing.T, h *topology.Host) string {
 func TestRoundTrip(t *testing.T) {
 	for _, out := range []string{"dir", "snap.tgz"} {
 		t.Run(out, func(t *testing.T) {
-			src := fakehost.Root(t, "../../../testdata/hosts/hgx-h200-8gpu-10nic.host")
-			// BARs next to the GPU: never to be read.
-			gpu, _ := src.Resolve("sys/bus/pci/devices/0000:18:00.0")
-			if err := os.WriteFile(src.Path(gpu+"/resource0"), make([]byte, 1<<10), 0o644); err != nil {
+			t.Parallel()
+			spec, err := fakehost.Load("../../../testdata/hosts/hgx-h200-8gpu-10nic.host")
+			if err != nil {
 				t.Fatal(err)
 			}
+			fsys, err := spec.FS()
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := machine.NewRootFS(fsys, spec.Name)
+			// BARs next to the GPU: never to be read.
+			gpu, _ := src.Resolve("sys/bus/pci/devices/0000:18:00.0")
+			fsys[gpu+"/resource0"] = &fstest.MapFile{Data: make([]byte, 1<<10)}
+			// The host's own PCI ID database, which names its GPUs.
+			fsys["usr/share/misc/pci.ids"] = &fstest.MapFile{Data: []byte("10de  NVIDIA\n\t2335  This host's H200\n")}
 			rec := machine.NewRecorder()
 			h1, err := topology.Discover(context.Background(), topology.WithRoot(src.WithRecorder(rec)))
 			if err != nil {
@@ -59,6 +75,9 @@ func TestRoundTrip(t *testing.T) {
 			h2, err := topology.Discover(context.Background(), topology.WithRoot(root))
 			if err != nil {
 				t.Fatal(err)
+			}
+			if h1.GPUs[0].Dev.Name != "This host's H200" || h2.GPUs[0].Dev.Name != h1.GPUs[0].Dev.Name {
+				t.Errorf("PCI names: live %q, snapshot %q", h1.GPUs[0].Dev.Name, h2.GPUs[0].Dev.Name)
 			}
 			if a, b := render(t, h1), render(t, h2); a != b {
 				t.Errorf("snapshot discovery differs:\n%s\nvs live:\n%s", b, a)
@@ -110,7 +129,7 @@ func TestExtractRefusesEscapes(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := snapshot.Extract(tarball(t, c.h), t.TempDir())
+			_, err := snapshot.ReadArchive(tarball(t, c.h))
 			if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
 				t.Errorf("err = %v, want %q", err, c.err)
 			}
@@ -126,15 +145,24 @@ func TestExtractRefusesEscapes(t *testing.T) {
 	if _, err := root.ReadFile("sys/evil"); err == nil {
 		t.Error("a snapshot link read a file of the live host")
 	}
-	// A later entry written through an earlier link must not land outside.
+	// A later entry below an earlier link (or file) is refused.
 	outside := t.TempDir()
 	p = tarball(t, tar.Header{Name: "sys/out", Typeflag: tar.TypeSymlink, Linkname: outside},
 		tar.Header{Name: "sys/out/planted", Typeflag: tar.TypeReg})
-	if err := snapshot.Extract(p, t.TempDir()); err == nil {
-		t.Error("an entry was written through a link that leaves the archive")
+	if _, _, err := snapshot.Open(p); err == nil || !strings.Contains(err.Error(), "sys/out is not a directory") {
+		t.Errorf("an entry below a link of the archive: err = %v", err)
 	}
 	if _, err := os.Lstat(filepath.Join(outside, "planted")); err == nil {
-		t.Error("an archive entry was written outside the extraction directory")
+		t.Error("an archive entry was written outside the archive")
+	}
+	p = tarball(t, tar.Header{Name: "sys/f", Typeflag: tar.TypeReg}, tar.Header{Name: "sys/f/x", Typeflag: tar.TypeReg})
+	if _, err := snapshot.ReadArchive(p); err == nil {
+		t.Error("an entry below a file of the archive was accepted")
+	}
+	// tar czf x.tgz snapdir: the root is the folder.
+	r, _, err := snapshot.Open(tarball(t, tar.Header{Name: "snapdir/", Typeflag: tar.TypeDir}, tar.Header{Name: "snapdir/sys/class/net/eth0/mtu", Typeflag: tar.TypeReg}))
+	if err != nil || !r.Exists("sys/class/net/eth0/mtu") {
+		t.Errorf("archive with a top folder: %v", err)
 	}
 	if _, _, err := snapshot.Open(filepath.Join(t.TempDir(), "missing.tgz")); err == nil {
 		t.Error("missing archive opened")
@@ -143,5 +171,94 @@ func TestExtractRefusesEscapes(t *testing.T) {
 	os.WriteFile(bad, []byte("\x1f\x8bgarbage"), 0o644)
 	if _, _, err := snapshot.Open(bad); err == nil {
 		t.Error("garbage archive opened")
+	}
+}
+
+// TestOpenChecksTheFormat: a snapshot of a newer format is refused with a
+// message naming the manifest and both versions; one of this format, and
+// one from before the manifest existed, open.
+func TestOpenChecksTheFormat(t *testing.T) {
+	newer := fmt.Sprintf(`{"format": %d, "tool": "gdrcheck from the future"}`, snapshot.Format+1)
+	dirWith := func(t *testing.T, manifest string) string {
+		t.Helper()
+		dir := t.TempDir()
+		if err := os.CopyFS(dir, fstest.MapFS{
+			"sys/bus/pci/devices":   &fstest.MapFile{Mode: fs.ModeDir | 0o755},
+			snapshot.ManifestFile:   &fstest.MapFile{Data: []byte(manifest)},
+			snapshot.EnvironFile:    &fstest.MapFile{Data: []byte("NCCL_DEBUG=INFO\n")},
+			"commands/ulimit-a.txt": &fstest.MapFile{Data: []byte("unlimited\n")},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	dir := dirWith(t, newer)
+	_, _, err := snapshot.Open(dir)
+	want := fmt.Sprintf("%s: format %d: snapshot format is newer than this gdrcheck reads (format %d and older)", filepath.Join(dir, snapshot.ManifestFile), snapshot.Format+1, snapshot.Format)
+	if !errors.Is(err, snapshot.ErrNewerFormat) || err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("newer snapshot directory: err = %v, want %q", err, want)
+	}
+	tgz := filepath.Join(t.TempDir(), "future.tgz")
+	if out, err := exec.Command("tar", "czf", tgz, "-C", dir, ".").CombinedOutput(); err != nil {
+		t.Fatalf("tar: %v: %s", err, out)
+	}
+	_, _, err = snapshot.Open(tgz)
+	if !errors.Is(err, snapshot.ErrNewerFormat) || !strings.Contains(err.Error(), tgz+"/"+snapshot.ManifestFile) {
+		t.Errorf("newer snapshot archive: err = %v", err)
+	}
+	if _, _, err := snapshot.Open(dirWith(t, "{not json")); err == nil || !strings.Contains(err.Error(), "not a snapshot manifest") {
+		t.Errorf("broken manifest: err = %v", err)
+	}
+	r, cleanup, err := snapshot.Open(dirWith(t, fmt.Sprintf(`{"format": %d}`, snapshot.Format)))
+	if err != nil {
+		t.Fatalf("current format: %v", err)
+	}
+	cleanup()
+	if s, err := r.ReadString(snapshot.EnvironFile); err != nil || s != "NCCL_DEBUG=INFO" {
+		t.Errorf("%s = %q, %v", snapshot.EnvironFile, s, err)
+	}
+	// A capture from before the manifest (as testdata/snapshots/*.tgz,
+	// which the topology tests open).
+	r, cleanup, err = snapshot.Open(tarball(t, tar.Header{Name: "sys/class/net/eth0/mtu", Typeflag: tar.TypeReg}))
+	if err != nil {
+		t.Fatalf("capture without a manifest: %v", err)
+	}
+	defer cleanup()
+	if !r.Exists("sys/class/net/eth0/mtu") {
+		t.Error("capture without a manifest: content missing")
+	}
+}
+
+// TestWriteFollowsTheLayout: Write puts every file where the layout says,
+// with the current format in the manifest.
+func TestWriteFollowsTheLayout(t *testing.T) {
+	src := t.TempDir()
+	if err := os.CopyFS(src, fstest.MapFS{"proc/sys/kernel/hostname": &fstest.MapFile{Data: []byte("node-1\n")}}); err != nil {
+		t.Fatal(err)
+	}
+	root := machine.NewRoot(src)
+	rec := machine.NewRecorder()
+	if _, err := root.WithRecorder(rec).ReadString("proc/sys/kernel/hostname"); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	cmd := machine.Command{Key: "echo.txt", Name: "echo", Args: []string{"captured"}}
+	m, err := snapshot.Write(context.Background(), root, rec, out, snapshot.Options{
+		Tool: "test", Commands: []machine.Command{cmd}, Facts: &nvml.Facts{Source: "test"},
+		Extra: map[string][]byte{snapshot.EnvironFile: []byte("A=1\n"), "libraries.json": []byte("[]")},
+	})
+	if err != nil || m.Format != snapshot.Format || m.Hostname != "node-1" {
+		t.Fatalf("manifest %+v, %v", m, err)
+	}
+	snap := machine.NewRoot(out)
+	for _, p := range []string{snapshot.ManifestFile, snapshot.CommandFile(cmd), snapshot.FactsFile, snapshot.EnvironFile, snapshot.LibrariesFile, "proc/sys/kernel/hostname"} {
+		if !snap.Exists(p) {
+			t.Errorf("%s missing from the snapshot", p)
+		}
+	}
+	b, err := snap.ReadFile(snapshot.ManifestFile)
+	var back snapshot.Manifest
+	if err != nil || json.Unmarshal(b, &back) != nil || back.Format != snapshot.Format {
+		t.Errorf("manifest read back: %s, %v", b, err)
 	}
 }

@@ -4,21 +4,24 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"testing/fstest"
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/collect/nvml"
 	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
 )
 
-// Materialize writes the described host under dir (which becomes a root).
-func (s *Spec) Materialize(dir string) error {
-	w := &writer{dir: dir}
+// FS builds the described host as an in-memory tree, every parent
+// directory listed, links as sysfs writes them (relative).
+func (s *Spec) FS() (fstest.MapFS, error) {
+	w := &writer{fs: fstest.MapFS{}}
 	w.file("proc/sys/kernel/hostname", s.Hostname+"\n")
 	if s.Kernel != "" {
 		w.file("proc/sys/kernel/osrelease", s.Kernel+"\n")
@@ -49,12 +52,12 @@ func (s *Spec) Materialize(dir string) error {
 	}
 	for _, rd := range s.RDMA {
 		if err := s.writeRDMA(w, rd); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for _, nd := range s.NetDevs {
 		if s.devs[nd.Addr] == nil {
-			return fmt.Errorf("%s: netdev %s on unknown device %s", s.Name, nd.Name, nd.Addr)
+			return nil, fmt.Errorf("%s: netdev %s on unknown device %s", s.Name, nd.Name, nd.Addr)
 		}
 		s.writeNetdev(w, nd.Addr, nd.Name, nd.MTU, nd.Speed, nd.State, 1)
 	}
@@ -67,7 +70,7 @@ func (s *Spec) Materialize(dir string) error {
 	if s.NVML != nil {
 		b, err := s.facts()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		w.file("commands/"+nvml.FactsFile, string(b))
 	}
@@ -79,49 +82,67 @@ func (s *Spec) Materialize(dir string) error {
 	for _, k := range keys {
 		w.file(k, s.Files[k])
 	}
-	return w.err
+	if w.err != nil {
+		return nil, w.err
+	}
+	return w.fs, nil
 }
 
+// Materialize writes the described host under dir (which becomes a root).
+func (s *Spec) Materialize(dir string) error {
+	fsys, err := s.FS()
+	if err != nil {
+		return err
+	}
+	return os.CopyFS(dir, fsys)
+}
+
+// writer builds the tree. Every entry's parents are listed as directories,
+// so the tree answers lookups without scanning.
 type writer struct {
-	dir string
+	fs  fstest.MapFS
 	err error
 }
 
-func (w *writer) abs(rel string) string { return filepath.Join(w.dir, filepath.FromSlash(rel)) }
-
 func (w *writer) mkdir(rel string) {
-	if w.err == nil {
-		w.err = os.MkdirAll(w.abs(rel), 0o755)
+	w.parents(rel + "/x")
+}
+
+// parents lists the directories above rel. A parent that is already a
+// link or a file is an error: sysfs is never written through a link.
+func (w *writer) parents(rel string) {
+	for d := path.Dir(rel); d != "."; d = path.Dir(d) {
+		f, ok := w.fs[d]
+		if !ok {
+			w.fs[d] = &fstest.MapFile{Mode: fs.ModeDir | 0o755}
+			continue
+		}
+		if !f.Mode.IsDir() && w.err == nil {
+			w.err = fmt.Errorf("%s: %s is not a directory", rel, d)
+		}
+		return
 	}
 }
 
 func (w *writer) file(rel, content string) { w.bytes(rel, []byte(content)) }
 
 func (w *writer) bytes(rel string, b []byte) {
-	if w.err != nil {
-		return
-	}
-	if w.err = os.MkdirAll(filepath.Dir(w.abs(rel)), 0o755); w.err != nil {
-		return
-	}
-	w.err = os.WriteFile(w.abs(rel), b, 0o644)
+	w.parents(rel)
+	w.fs[rel] = &fstest.MapFile{Data: b, Mode: 0o644}
 }
 
 // link makes rel a symbolic link to target (root-relative), written as a
 // relative link the way sysfs does.
 func (w *writer) link(rel, target string) {
-	if w.err != nil {
-		return
-	}
-	if w.err = os.MkdirAll(filepath.Dir(w.abs(rel)), 0o755); w.err != nil {
-		return
-	}
 	t, err := filepath.Rel(path.Dir(rel), target)
 	if err != nil {
-		w.err = err
+		if w.err == nil {
+			w.err = err
+		}
 		return
 	}
-	w.err = os.Symlink(t, w.abs(rel))
+	w.parents(rel)
+	w.fs[rel] = &fstest.MapFile{Data: []byte(filepath.ToSlash(t)), Mode: fs.ModeSymlink | 0o777}
 }
 
 var speedText = map[int]string{1: "2.5 GT/s PCIe", 2: "5.0 GT/s PCIe", 3: "8.0 GT/s PCIe", 4: "16.0 GT/s PCIe", 5: "32.0 GT/s PCIe", 6: "64.0 GT/s PCIe"}

@@ -1,0 +1,74 @@
+package snapshot
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/gdrcheck/gdrcheck/internal/collect/nvml"
+	"github.com/gdrcheck/gdrcheck/internal/machine"
+)
+
+// The layout of a snapshot, relative to its root, is defined here:
+//
+//	snapshot.json            the Manifest, with the format version
+//	sys/..., proc/..., etc/..., usr/share/misc/pci.ids
+//	                         what the tool read, at the host's own paths
+//	commands/<key>           the output of each machine.Command (KnownCommands;
+//	                         two are kept only for people to read)
+//	commands/nvml.json       the driver's GPU facts
+//	commands/environ.txt     the job's environment (NAME=value lines)
+//	commands/libraries.json  the user-space libraries found
+//
+// A snapshot from before the manifest existed has none; it is read as it
+// is.
+const (
+	// Format is the layout version this gdrcheck writes and the newest it
+	// opens. Adding a file that older readers may ignore keeps it; moving
+	// a file or changing what one holds needs the next number.
+	Format = 1
+
+	// ManifestFile describes a snapshot: when, where, by what, and what
+	// failed.
+	ManifestFile = "snapshot.json"
+	// CommandsDir holds captured command outputs and the tool's own
+	// records.
+	CommandsDir = machine.CommandsDir
+	// FactsFile holds the driver's facts (nvml.Facts) as JSON.
+	FactsFile = CommandsDir + "/" + nvml.FactsFile
+	// EnvironFile holds the job-relevant environment.
+	EnvironFile = CommandsDir + "/environ.txt"
+	// LibrariesFile holds the user-space libraries found, as JSON.
+	LibrariesFile = CommandsDir + "/libraries.json"
+)
+
+// CommandFile is where a snapshot keeps the output of a command.
+func CommandFile(c machine.Command) string { return CommandsDir + "/" + c.Key }
+
+// ErrNewerFormat means a snapshot was written in a layout newer than this
+// gdrcheck reads.
+var ErrNewerFormat = errors.New("snapshot format is newer than this gdrcheck reads")
+
+// CheckFormat refuses a root whose manifest declares a newer format than
+// Format. A root without a manifest (a host directory, an older capture)
+// passes.
+func CheckFormat(r machine.Root) error {
+	b, err := r.ReadFile(ManifestFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var m struct {
+		Format int `json:"format"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return fmt.Errorf("%s: not a snapshot manifest: %w", r.Display(ManifestFile), err)
+	}
+	if m.Format > Format {
+		return fmt.Errorf("%s: format %d: %w (format %d and older); read it with a newer gdrcheck", r.Display(ManifestFile), m.Format, ErrNewerFormat, Format)
+	}
+	return nil
+}
