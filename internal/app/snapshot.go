@@ -45,11 +45,11 @@ func (s *Session) Snapshot(ctx context.Context, o SnapshotOptions) (*snapshot.Ma
 	}
 	so := snapshot.Options{Tool: "gdrcheck " + s.Tool.Version, Facts: h.GPUFacts, Extra: map[string][]byte{}}
 	if f.Environ.Known {
-		so.Extra[sysinfo.EnvironFile] = sysinfo.FormatEnviron(f.Environ.Vars)
+		so.Extra[snapshot.EnvironFile] = sysinfo.FormatEnviron(f.Environ.Vars)
 	}
 	if f.Libraries != nil {
 		if b, err := f.Libraries.Marshal(); err == nil {
-			so.Extra[sysinfo.LibrariesFile] = b
+			so.Extra[snapshot.LibrariesFile] = b
 		}
 	}
 	if h.GPUFactsError != "" {

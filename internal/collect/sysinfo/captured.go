@@ -7,14 +7,6 @@ import (
 	"strings"
 )
 
-// The files a snapshot keeps under commands/ besides command outputs.
-const (
-	// EnvironFile holds the job-relevant environment, KEY=VALUE lines.
-	EnvironFile = "environ.txt"
-	// LibrariesFile records the user-space libraries found.
-	LibrariesFile = "libraries.json"
-)
-
 // EnvironPrefixes are the variables kept of the job environment.
 var EnvironPrefixes = []string{"NCCL_", "CUDA_", "NVIDIA_", "UCX_", "OMPI_MCA_", "FI_", "LD_LIBRARY_PATH", "TORCH_NCCL", "NVSHMEM_"}
 
@@ -66,14 +58,14 @@ type Library struct {
 	Error  string
 }
 
-// The keys of LibrariesFile: the version under the library's key, its
+// The keys of snapshot.LibrariesFile: the version under the library's key, its
 // path and its load error under key+"_path" and key+"_error".
 const (
 	cudartKey = "cudart"
 	ncclKey   = "nccl"
 )
 
-// Marshal writes the libraries in LibrariesFile's form.
+// Marshal writes the libraries in snapshot.LibrariesFile's form.
 func (l *Libraries) Marshal() ([]byte, error) {
 	m := map[string]string{}
 	for key, lib := range map[string]Library{cudartKey: l.CUDARuntime, ncclKey: l.NCCL} {
@@ -89,7 +81,7 @@ func (l *Libraries) Marshal() ([]byte, error) {
 	return json.MarshalIndent(m, "", "  ")
 }
 
-// ParseLibraries reads LibrariesFile.
+// ParseLibraries reads snapshot.LibrariesFile.
 func ParseLibraries(b []byte) (*Libraries, error) {
 	var m map[string]string
 	if err := json.Unmarshal(b, &m); err != nil {

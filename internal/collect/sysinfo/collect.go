@@ -31,7 +31,7 @@ type Options struct {
 // mlx5_core versions only when it has RDMA NICs; the kernel log and fabric
 // manager only when it has GPUs). Library versions are not probed here
 // (that needs cgo, see internal/collect/libs); on a snapshot they are read
-// from LibrariesFile.
+// from snapshot.LibrariesFile.
 func Collect(ctx context.Context, r machine.Root, h *topology.Host, o Options) *Facts {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
@@ -216,7 +216,7 @@ func (c *collector) environ() Environ {
 	if c.r.Live() {
 		return Environ{Vars: FilterEnviron(os.Environ()), Known: true}
 	}
-	b, err := c.r.ReadFile(machine.CommandsDir + "/" + EnvironFile)
+	b, err := c.r.ReadFile(snapshot.EnvironFile)
 	if err != nil {
 		return Environ{}
 	}
@@ -224,7 +224,7 @@ func (c *collector) environ() Environ {
 }
 
 func (c *collector) libraries(context.Context) *Libraries {
-	b, err := c.r.ReadFile(machine.CommandsDir + "/" + LibrariesFile)
+	b, err := c.r.ReadFile(snapshot.LibrariesFile)
 	if err != nil {
 		return nil
 	}
