@@ -82,7 +82,7 @@ code=$?
 t1=$(date +%s.%N)
 python3 -c "
 import json; r = json.load(open('$OUT/engine/int2/results.json'))
-print('results.json: valid JSON, complete=%s rows=%d' % (r['complete'], sum(len(x['rows']) for x in r['results'])))
+print('results.json: valid JSON, complete=%s rows=%d' % (r['complete'], sum(len(x['rows']) for x in r['measurements'])))
 " || rc=1
 echo "exit $code (want 130), ended $(python3 -c "print('%.2f' % ($t1 - $t0))") s after the second SIGINT"; [ $code -eq 130 ] || rc=1
 exit $rc

@@ -35,5 +35,20 @@ else
   echo "REPLAY DIFFER:"; cat "$OUT/replay.diff"; rc=1
 fi
 $B topo --format json > "$OUT/gdrcheck-topo.json" || rc=1
+# Collect, then judge: the checks on the snapshot give what they give live.
+$B check --format json > "$OUT/check-live.json"
+$B check --format json --root "$OUT/snapshot.tgz" > "$OUT/check-replay.json"
+python3 - "$OUT/check-live.json" "$OUT/check-replay.json" <<'PY' || rc=1
+import json, sys
+key = lambda r: (r["id"], r.get("subject", ""), r["status"], r.get("reason", ""))
+live, replay = (sorted(map(key, json.load(open(p))["results"])) for p in sys.argv[1:3])
+if live == replay:
+    print("CHECKS MATCH: check --root snapshot == live check (%d results)" % len(live))
+    sys.exit(0)
+print("CHECKS DIFFER:")
+for r in sorted(set(live) ^ set(replay)):
+    print("  live" if r in live else "  replay", *r)
+sys.exit(1)
+PY
 $B run > "$OUT/run.txt" 2>&1 || rc=1
 exit $rc
