@@ -123,6 +123,22 @@ func (d *discoverer) read(rel string) (string, bool) {
 	return s, true
 }
 
+// parseAttr reads the attribute rel and parses it; a parse error is
+// recorded as a problem. The zero value stands for a missing attribute;
+// on a parse error the value is what parse returned.
+func parseAttr[T any](d *discoverer, rel string, parse func(string) (T, error)) T {
+	s, ok := d.read(rel)
+	if !ok {
+		var zero T
+		return zero
+	}
+	v, err := parse(s)
+	if err != nil {
+		d.problem(rel, err)
+	}
+	return v
+}
+
 func (d *discoverer) hostInfo() {
 	if s, ok := d.read("proc/sys/kernel/hostname"); ok {
 		d.h.Hostname = s
@@ -294,28 +310,8 @@ func (d *discoverer) attributes(dev *Device) {
 			dev.LocalCPUs = c
 		}
 	}
-	speed := func(name string) pci.LinkSpeed {
-		s, ok := d.read(base + name)
-		if !ok {
-			return 0
-		}
-		v, err := pci.ParseLinkSpeed(s)
-		if err != nil {
-			d.problem(base+name, err)
-		}
-		return v
-	}
-	width := func(name string) int {
-		s, ok := d.read(base + name)
-		if !ok {
-			return 0
-		}
-		v, err := pci.ParseLinkWidth(s)
-		if err != nil {
-			d.problem(base+name, err)
-		}
-		return v
-	}
+	speed := func(name string) pci.LinkSpeed { return parseAttr(d, base+name, pci.ParseLinkSpeed) }
+	width := func(name string) int { return parseAttr(d, base+name, pci.ParseLinkWidth) }
 	dev.Link = Link{CurSpeed: speed("current_link_speed"), MaxSpeed: speed("max_link_speed"), CurWidth: width("current_link_width"), MaxWidth: width("max_link_width")}
 	if drv, err := d.root.LinkBase(base + "driver"); err == nil {
 		dev.Driver = drv
