@@ -123,6 +123,17 @@ func (d *discoverer) read(rel string) (string, bool) {
 	return s, true
 }
 
+// names lists the directory rel; an error is recorded as a problem and
+// lists nothing.
+func (d *discoverer) names(rel string) []string {
+	names, err := d.root.Names(rel)
+	if err != nil {
+		d.problem(rel, err)
+		return nil
+	}
+	return names
+}
+
 // parseAttr reads the attribute rel and parses it; a parse error is
 // recorded as a problem. The zero value stands for a missing attribute;
 // on a parse error the value is what parse returned.
@@ -155,12 +166,7 @@ func (d *discoverer) hostInfo() {
 }
 
 func (d *discoverer) numa() {
-	names, err := d.root.Names("sys/devices/system/node")
-	if err != nil {
-		d.problem("sys/devices/system/node", err)
-		return
-	}
-	for _, n := range names {
+	for _, n := range d.names("sys/devices/system/node") {
 		m := reNodeDir.FindStringSubmatch(n)
 		if m == nil {
 			continue
@@ -410,12 +416,7 @@ func addressInPath(rel string) (string, bool) {
 
 func (d *discoverer) rdma() {
 	const dir = "sys/class/infiniband"
-	names, err := d.root.Names(dir)
-	if err != nil {
-		d.problem(dir, err)
-		return
-	}
-	for _, name := range names {
+	for _, name := range d.names(dir) {
 		base := dir + "/" + name + "/"
 		n := &NIC{Name: name}
 		if rel, err := d.root.Resolve(base + "device"); err == nil && d.root.Exists(rel) {
@@ -433,11 +434,7 @@ func (d *discoverer) rdma() {
 		if n.Dev != nil {
 			n.Driver = n.Dev.Driver
 		}
-		ports, err := d.root.Names(base + "ports")
-		if err != nil {
-			d.problem(base+"ports", err)
-		}
-		for _, p := range ports {
+		for _, p := range d.names(base + "ports") {
 			num, err := strconv.Atoi(p)
 			if err != nil {
 				continue
@@ -532,11 +529,7 @@ func ParseIBRate(s string) float64 {
 
 func (d *discoverer) netdevs() {
 	const dir = "sys/class/net"
-	names, err := d.root.Names(dir)
-	if err != nil {
-		d.problem(dir, err)
-		return
-	}
+	names := d.names(dir)
 	rdmaOf := map[string]string{}
 	for _, n := range d.h.NICs {
 		for _, nd := range n.NetDevs {
