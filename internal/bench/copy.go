@@ -195,6 +195,25 @@ func (c *copyRun) devFill(ctx context.Context, dev int, p cuda.DevPtr, n uint64,
 	return nil
 }
 
+// filledDev allocates n bytes of device memory and puts the pattern of
+// salt into them.
+func (c *copyRun) filledDev(ctx context.Context, rs *resources, dev int, n uint64, salt byte, stage cuda.HostPtr) (cuda.DevPtr, error) {
+	p, err := rs.dev(ctx, dev, n)
+	if err != nil {
+		return p, err
+	}
+	return p, c.devFill(ctx, dev, p, n, salt, stage)
+}
+
+// checkDst validates a copy's device destination, damaging it first when
+// the configuration asks for it (see corrupt).
+func (c *copyRun) checkDst(ctx context.Context, dev int, p cuda.DevPtr, n uint64, salt byte, stage cuda.HostPtr) (int64, error) {
+	if err := c.corrupt(ctx, dev, p, n); err != nil {
+		return 0, err
+	}
+	return c.devCheck(ctx, dev, p, n, salt, stage)
+}
+
 // devCheck counts device bytes that differ from the pattern.
 func (c *copyRun) devCheck(ctx context.Context, dev int, p cuda.DevPtr, n uint64, salt byte, stage cuda.HostPtr) (int64, error) {
 	var wrong int64
@@ -285,7 +304,7 @@ func (c *copyRun) single(ctx context.Context, test string, dev int) (CopyResult,
 	}
 	switch test {
 	case CopyD2D:
-		src, err := rs.dev(ctx, dev, n)
+		src, err := c.filledDev(ctx, rs, dev, n, salt, stage)
 		if err != nil {
 			return c.fail(res, err)
 		}
@@ -293,16 +312,8 @@ func (c *copyRun) single(ctx context.Context, test string, dev int) (CopyResult,
 		if err != nil {
 			return c.fail(res, err)
 		}
-		if err := c.devFill(ctx, dev, src, n, salt, stage); err != nil {
-			return c.fail(res, err)
-		}
 		spec.Src, spec.Dst, spec.Kind = src, dst, cuda.DeviceToDevice
-		check = func() (int64, error) {
-			if err := c.corrupt(ctx, dev, dst, n); err != nil {
-				return 0, err
-			}
-			return c.devCheck(ctx, dev, dst, n, salt, stage)
-		}
+		check = func() (int64, error) { return c.checkDst(ctx, dev, dst, n, salt, stage) }
 	case CopyH2DPinned, CopyH2DPageable, CopyBidirPinned:
 		host, err := rs.host(ctx, dev, n, test == CopyH2DPageable)
 		if err != nil {
@@ -316,14 +327,11 @@ func (c *copyRun) single(ctx context.Context, test string, dev int) (CopyResult,
 		spec.Src, spec.Dst, spec.Kind = host, dst, cuda.HostToDevice
 		var hostBack cuda.HostPtr
 		if test == CopyBidirPinned {
-			devSrc, err := rs.dev(ctx, dev, n)
+			devSrc, err := c.filledDev(ctx, rs, dev, n, salt^0xff, stage)
 			if err != nil {
 				return c.fail(res, err)
 			}
 			if hostBack, err = rs.pinned(ctx, dev, n); err != nil {
-				return c.fail(res, err)
-			}
-			if err := c.devFill(ctx, dev, devSrc, n, salt^0xff, stage); err != nil {
 				return c.fail(res, err)
 			}
 			s2, err := rs.stream(ctx, dev)
@@ -334,10 +342,7 @@ func (c *copyRun) single(ctx context.Context, test string, dev int) (CopyResult,
 			res.Note = "host-to-device and device-to-host at once; GB/s is both directions summed"
 		}
 		check = func() (int64, error) {
-			if err := c.corrupt(ctx, dev, dst, n); err != nil {
-				return 0, err
-			}
-			w, err := c.devCheck(ctx, dev, dst, n, salt, stage)
+			w, err := c.checkDst(ctx, dev, dst, n, salt, stage)
 			if err == nil && test == CopyBidirPinned {
 				w += checkHost(hostBack.Bytes()[:n], salt^0xff)
 			}
@@ -348,11 +353,8 @@ func (c *copyRun) single(ctx context.Context, test string, dev int) (CopyResult,
 		if err != nil {
 			return c.fail(res, err)
 		}
-		src, err := rs.dev(ctx, dev, n)
+		src, err := c.filledDev(ctx, rs, dev, n, salt, stage)
 		if err != nil {
-			return c.fail(res, err)
-		}
-		if err := c.devFill(ctx, dev, src, n, salt, stage); err != nil {
 			return c.fail(res, err)
 		}
 		spec.Src, spec.Dst, spec.Kind = src, host, cuda.DeviceToHost
@@ -456,7 +458,8 @@ func (c *copyRun) peer(ctx context.Context, test string, a, b int) (CopyResult, 
 	if err != nil {
 		return c.fail(res, err)
 	}
-	src, err := rs.dev(ctx, a, n)
+	const salt = 0x5a
+	src, err := c.filledDev(ctx, rs, a, n, salt, stage)
 	if err != nil {
 		return c.fail(res, err)
 	}
@@ -468,21 +471,14 @@ func (c *copyRun) peer(ctx context.Context, test string, a, b int) (CopyResult, 
 	if err != nil {
 		return c.fail(res, err)
 	}
-	const salt = 0x5a
-	if err := c.devFill(ctx, a, src, n, salt, stage); err != nil {
-		return c.fail(res, err)
-	}
 	spec := cuda.CopySpec{Dev: a, Dst: dst, Src: src, Bytes: n, Kind: cuda.PeerToPeer, DstDev: b, SrcDev: a, Stream: s1, Timeout: c.cfg.Timeout}
 	var revDst cuda.DevPtr
 	if test == CopyP2PBidir {
-		revSrc, err := rs.dev(ctx, b, n)
+		revSrc, err := c.filledDev(ctx, rs, b, n, salt^0xff, stage)
 		if err != nil {
 			return c.fail(res, err)
 		}
 		if revDst, err = rs.dev(ctx, a, n); err != nil {
-			return c.fail(res, err)
-		}
-		if err := c.devFill(ctx, b, revSrc, n, salt^0xff, stage); err != nil {
 			return c.fail(res, err)
 		}
 		s2, err := rs.stream(ctx, a)
@@ -492,10 +488,7 @@ func (c *copyRun) peer(ctx context.Context, test string, a, b int) (CopyResult, 
 		spec.RevDst, spec.RevSrc, spec.Stream2 = revDst, revSrc, s2
 	}
 	return c.timeAndCheck(ctx, res, spec, func() (int64, error) {
-		if err := c.corrupt(ctx, b, dst, n); err != nil {
-			return 0, err
-		}
-		w, err := c.devCheck(ctx, b, dst, n, salt, stage)
+		w, err := c.checkDst(ctx, b, dst, n, salt, stage)
 		if err == nil && test == CopyP2PBidir {
 			var w2 int64
 			w2, err = c.devCheck(ctx, a, revDst, n, salt^0xff, stage)
@@ -556,10 +549,7 @@ func (c *copyRun) latency(ctx context.Context, a, b int) (CopyResult, error) {
 		return c.fail(res, err)
 	}
 	res.US = ms * 1e3 / float64(spec.Iters)
-	if err := c.corrupt(ctx, dstDev, dst, n); err != nil {
-		return c.fail(res, err)
-	}
-	w, err := c.devCheck(ctx, dstDev, dst, n, salt, stage)
+	w, err := c.checkDst(ctx, dstDev, dst, n, salt, stage)
 	if err != nil {
 		return c.fail(res, err)
 	}

@@ -69,6 +69,17 @@ func openGPUs(ctx context.Context, g *globals, o benchOptions, ngpus int, h *top
 	return f, gpus, err
 }
 
+// withGPUs opens the GPUs of a bench command (see openGPUs), runs the
+// benchmark on them and closes them.
+func withGPUs(ctx context.Context, g *globals, o benchOptions, ngpus int, run func(*app.GPUs, report.Format) error) error {
+	f, gpus, err := openGPUs(ctx, g, o, ngpus, nil)
+	if err != nil {
+		return err
+	}
+	defer gpus.Close()
+	return run(gpus, f)
+}
+
 // benchError keeps the message of an interrupted benchmark.
 func benchError(err error) error {
 	if errors.Is(err, context.Canceled) {
@@ -126,7 +137,9 @@ topology and graph dumps) is kept with results.json in --out.`,
 				}
 				cfg.Collectives = append(cfg.Collectives, c)
 			}
-			return runBenchNCCL(cmd.Context(), g, o, cfg, ngpus)
+			return withGPUs(cmd.Context(), g, o, ngpus, func(gpus *app.GPUs, f report.Format) error {
+				return benchNCCL(cmd.Context(), g, gpus, f, o, cfg, nil)
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -148,15 +161,6 @@ topology and graph dumps) is kept with results.json in --out.`,
 	_ = f.MarkHidden("inject-corruption")
 	o.flags(cmd)
 	return cmd
-}
-
-func runBenchNCCL(ctx context.Context, g *globals, o benchOptions, cfg bench.NCCLConfig, ngpus int) error {
-	f, gpus, err := openGPUs(ctx, g, o, ngpus, nil)
-	if err != nil {
-		return err
-	}
-	defer gpus.Close()
-	return benchNCCL(ctx, g, gpus, f, o, cfg, nil)
 }
 
 // benchNCCL runs the collectives on GPUs already open; setup is NCCL's

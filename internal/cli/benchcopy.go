@@ -46,7 +46,9 @@ validated against the pattern written to its source.`,
 					cfg.Tests = append(cfg.Tests, t)
 				}
 			}
-			return runBenchCopy(cmd.Context(), g, o, cfg, ngpus)
+			return withGPUs(cmd.Context(), g, o, ngpus, func(gpus *app.GPUs, f report.Format) error {
+				return benchCopy(cmd.Context(), g, gpus, f, o, cfg)
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -59,15 +61,6 @@ validated against the pattern written to its source.`,
 	_ = f.MarkHidden("inject-corruption")
 	o.flags(cmd)
 	return cmd
-}
-
-func runBenchCopy(ctx context.Context, g *globals, o benchOptions, cfg bench.CopyConfig, ngpus int) error {
-	f, gpus, err := openGPUs(ctx, g, o, ngpus, nil)
-	if err != nil {
-		return err
-	}
-	defer gpus.Close()
-	return benchCopy(ctx, g, gpus, f, o, cfg)
 }
 
 // benchCopy runs the copies on GPUs already open.

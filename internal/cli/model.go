@@ -132,15 +132,11 @@ func runModel(cmd *cobra.Command, g *globals, f *modelFlags) error {
 				return toolError(fmt.Errorf("--%s describes hardware: with a host (--root %s) the hardware is read from it; give --gpu to describe it by flags instead", name, g.root))
 			}
 		}
-		r, cleanup, err := g.openRoot()
+		h, cleanup, err := g.discoverRoot(cmd.Context())
 		if err != nil {
 			return err
 		}
 		defer cleanup()
-		h, err := g.discover(cmd.Context(), r)
-		if err != nil {
-			return err
-		}
 		hm := app.HostModel{Host: h, Source: "host " + g.root, Nodes: f.nodes, InterSocketGBps: f.interSocket, HostMemGBps: f.hostMem}
 		if changed("nvls") {
 			hm.NVLS = &f.nvls

@@ -131,13 +131,20 @@ With no subcommand it runs the main job (gdrcheck run).`,
 	return root
 }
 
-// openRoot resolves --root; cleanup removes an extracted archive.
-func (g *globals) openRoot() (machine.Root, func(), error) {
+// discoverRoot resolves --root and runs topology discovery on it; cleanup
+// removes an extracted archive and is to be called once the host is no
+// longer read.
+func (g *globals) discoverRoot(ctx context.Context) (*topology.Host, func(), error) {
 	r, cleanup, err := snapshot.Open(g.root)
 	if err != nil {
-		return machine.Root{}, nil, &exitError{code: ExitToolErr, err: err}
+		return nil, nil, &exitError{code: ExitToolErr, err: err}
 	}
-	return r, cleanup, nil
+	h, err := g.discover(ctx, r)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return h, cleanup, nil
 }
 
 // discover runs topology discovery under the global deadline.
@@ -153,6 +160,25 @@ func (g *globals) discover(ctx context.Context, r machine.Root) (*topology.Host,
 
 // toolError marks errors that mean the tool could not run (exit 2).
 func toolError(err error) error { return &exitError{code: ExitToolErr, err: err} }
+
+// writeTextOrJSON runs a command whose output is its data alone: it checks
+// --format (text or json), collects the data, then writes it as a JSON
+// envelope named command or through text.
+func writeTextOrJSON[T any](g *globals, command, format string, collect func() (T, error), text func(io.Writer, T) error) error {
+	f, err := report.ParseFormat(format, report.Text, report.JSON)
+	if err != nil {
+		return toolError(err)
+	}
+	started := g.session.Now()
+	data, err := collect()
+	if err != nil {
+		return err
+	}
+	if f == report.JSON {
+		return report.WriteJSON(g.out, g.envelope(command, started, nil, data))
+	}
+	return text(g.out, data)
+}
 
 // envelope wraps a command's results and data for output.
 func (g *globals) envelope(command string, started time.Time, results []result.Result, data any) *report.Envelope {

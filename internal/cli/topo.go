@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
@@ -20,30 +19,22 @@ func newTopo(g *globals) *cobra.Command {
 		Short: "Print the GPU/NIC topology matrix (as nvidia-smi topo -m) and the GPU→NIC pairing",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := report.ParseFormat(format, report.Text, report.JSON)
-			if err != nil {
-				return toolError(err)
-			}
-			started := g.session.Now()
-			r, cleanup, err := g.openRoot()
-			if err != nil {
-				return err
-			}
-			defer cleanup()
-			h, err := g.discover(cmd.Context(), r)
-			if err != nil {
-				return err
-			}
-			s := h.Summarize()
-			s.Root = g.root
-			if pcie {
-				s.Matrix = h.BuildPCIeMatrix()
-			}
-			if f == report.JSON {
-				return report.WriteJSON(g.out, g.envelope("topo", started, nil, s))
-			}
-			// The matrix and the pairing are the topology's own text views.
-			return writeTopoText(g.out, s, useColor(color, g.out))
+			return writeTextOrJSON(g, "topo", format, func() (*topology.Summary, error) {
+				h, cleanup, err := g.discoverRoot(cmd.Context())
+				if err != nil {
+					return nil, err
+				}
+				defer cleanup()
+				s := h.Summarize()
+				s.Root = g.root
+				if pcie {
+					s.Matrix = h.BuildPCIeMatrix()
+				}
+				return s, nil
+			}, func(w io.Writer, s *topology.Summary) error {
+				// The matrix and the pairing are the topology's own text views.
+				return writeTopoText(w, s, useColor(color, w))
+			})
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")

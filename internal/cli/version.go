@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"runtime"
 	"time"
 
@@ -10,7 +11,6 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/app"
 	"github.com/gdrcheck/gdrcheck/internal/collect/nvml"
-	"github.com/gdrcheck/gdrcheck/internal/report"
 )
 
 // LibraryState is app.LibraryState under the name the library probes of
@@ -41,33 +41,29 @@ func newVersion(g *globals) *cobra.Command {
 		Short: "Print gdrcheck's version and the NVML, CUDA and NCCL libraries it can load",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := report.ParseFormat(format, report.Text, report.JSON)
-			if err != nil {
-				return toolError(err)
-			}
-			started := g.session.Now()
-			vi := collectVersions(cmd.Context(), g)
-			if f == report.JSON {
-				return report.WriteJSON(g.out, g.envelope("version", started, nil, vi))
-			}
-			fmt.Fprintf(g.out, "gdrcheck %s (commit %s, %s, %s)\n", vi.Version, vi.Commit, vi.GoVersion, vi.Platform)
-			for _, l := range []struct {
-				name string
-				s    LibraryState
-			}{{"NVML", vi.NVML}, {"CUDA runtime", vi.CUDA}, {"NCCL", vi.NCCL}} {
-				if l.s.Error != "" {
-					fmt.Fprintf(g.out, "%-13s not available: %s\n", l.name+":", l.s.Error)
-					continue
-				}
-				fmt.Fprintf(g.out, "%-13s %s (%s)", l.name+":", l.s.Version, l.s.Path)
-				if l.s.Detail != "" {
-					fmt.Fprintf(g.out, "; %s", l.s.Detail)
-				}
-				fmt.Fprintln(g.out)
-			}
-			return nil
+			collect := func() (app.VersionInfo, error) { return collectVersions(cmd.Context(), g), nil }
+			return writeTextOrJSON(g, "version", format, collect, writeVersionText)
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
 	return cmd
+}
+
+func writeVersionText(w io.Writer, vi app.VersionInfo) error {
+	fmt.Fprintf(w, "gdrcheck %s (commit %s, %s, %s)\n", vi.Version, vi.Commit, vi.GoVersion, vi.Platform)
+	for _, l := range []struct {
+		name string
+		s    LibraryState
+	}{{"NVML", vi.NVML}, {"CUDA runtime", vi.CUDA}, {"NCCL", vi.NCCL}} {
+		if l.s.Error != "" {
+			fmt.Fprintf(w, "%-13s not available: %s\n", l.name+":", l.s.Error)
+			continue
+		}
+		fmt.Fprintf(w, "%-13s %s (%s)", l.name+":", l.s.Version, l.s.Path)
+		if l.s.Detail != "" {
+			fmt.Fprintf(w, "; %s", l.s.Detail)
+		}
+		fmt.Fprintln(w)
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"sort"
 	"strings"
 
@@ -190,12 +191,10 @@ func evaluate(p paths, c collective.Collective, cd candidate, pr proto, bytes fl
 
 // log2i is NCCL's integer log2.
 func log2i(n int) int {
-	l := 0
-	for n > 1 {
-		n >>= 1
-		l++
+	if n <= 1 {
+		return 0
 	}
-	return l
+	return bits.Len(uint(n)) - 1
 }
 
 func hwName(h hop) string { return [...]string{"NVLink", "PCI", "network"}[h] }

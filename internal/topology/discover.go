@@ -127,6 +127,33 @@ func (d *discoverer) read(rel string) (string, bool) {
 	return s, true
 }
 
+// names lists the directory rel; an error is recorded as a problem and
+// lists nothing.
+func (d *discoverer) names(rel string) []string {
+	names, err := d.root.Names(rel)
+	if err != nil {
+		d.problem(rel, err)
+		return nil
+	}
+	return names
+}
+
+// parseAttr reads the attribute rel and parses it; a parse error is
+// recorded as a problem. The zero value stands for a missing attribute;
+// on a parse error the value is what parse returned.
+func parseAttr[T any](d *discoverer, rel string, parse func(string) (T, error)) T {
+	s, ok := d.read(rel)
+	if !ok {
+		var zero T
+		return zero
+	}
+	v, err := parse(s)
+	if err != nil {
+		d.problem(rel, err)
+	}
+	return v
+}
+
 func (d *discoverer) hostInfo() {
 	if s, ok := d.read("proc/sys/kernel/hostname"); ok {
 		d.h.Hostname = s
@@ -143,12 +170,7 @@ func (d *discoverer) hostInfo() {
 }
 
 func (d *discoverer) numa() {
-	names, err := d.root.Names("sys/devices/system/node")
-	if err != nil {
-		d.problem("sys/devices/system/node", err)
-		return
-	}
-	for _, n := range names {
+	for _, n := range d.names("sys/devices/system/node") {
 		m := reNodeDir.FindStringSubmatch(n)
 		if m == nil {
 			continue
@@ -298,28 +320,8 @@ func (d *discoverer) attributes(dev *Device) {
 			dev.LocalCPUs = c
 		}
 	}
-	speed := func(name string) pci.LinkSpeed {
-		s, ok := d.read(base + name)
-		if !ok {
-			return 0
-		}
-		v, err := pci.ParseLinkSpeed(s)
-		if err != nil {
-			d.problem(base+name, err)
-		}
-		return v
-	}
-	width := func(name string) int {
-		s, ok := d.read(base + name)
-		if !ok {
-			return 0
-		}
-		v, err := pci.ParseLinkWidth(s)
-		if err != nil {
-			d.problem(base+name, err)
-		}
-		return v
-	}
+	speed := func(name string) pci.LinkSpeed { return parseAttr(d, base+name, pci.ParseLinkSpeed) }
+	width := func(name string) int { return parseAttr(d, base+name, pci.ParseLinkWidth) }
 	dev.Link = Link{CurSpeed: speed("current_link_speed"), MaxSpeed: speed("max_link_speed"), CurWidth: width("current_link_width"), MaxWidth: width("max_link_width")}
 	if drv, err := d.root.LinkBase(base + "driver"); err == nil {
 		dev.Driver = drv
@@ -418,12 +420,7 @@ func addressInPath(rel string) (string, bool) {
 
 func (d *discoverer) rdma() {
 	const dir = "sys/class/infiniband"
-	names, err := d.root.Names(dir)
-	if err != nil {
-		d.problem(dir, err)
-		return
-	}
-	for _, name := range names {
+	for _, name := range d.names(dir) {
 		base := dir + "/" + name + "/"
 		n := &NIC{Name: name}
 		if rel, err := d.root.Resolve(base + "device"); err == nil && d.root.Exists(rel) {
@@ -441,11 +438,7 @@ func (d *discoverer) rdma() {
 		if n.Dev != nil {
 			n.Driver = n.Dev.Driver
 		}
-		ports, err := d.root.Names(base + "ports")
-		if err != nil {
-			d.problem(base+"ports", err)
-		}
-		for _, p := range ports {
+		for _, p := range d.names(base + "ports") {
 			num, err := strconv.Atoi(p)
 			if err != nil {
 				continue
@@ -540,11 +533,7 @@ func ParseIBRate(s string) float64 {
 
 func (d *discoverer) netdevs() {
 	const dir = "sys/class/net"
-	names, err := d.root.Names(dir)
-	if err != nil {
-		d.problem(dir, err)
-		return
-	}
+	names := d.names(dir)
 	rdmaOf := map[string]string{}
 	for _, n := range d.h.NICs {
 		for _, nd := range n.NetDevs {

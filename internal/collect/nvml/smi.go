@@ -225,21 +225,17 @@ func sumPtr(ss ...string) *uint64 {
 	return &total
 }
 
-func enabledPtr(s string) *bool {
-	switch strings.ToLower(na(s)) {
-	case "enabled":
-		return new(true)
-	case "disabled":
-		return new(false)
-	}
-	return nil
-}
+func enabledPtr(s string) *bool { return wordPtr(s, "enabled", "disabled") }
 
-func yesPtr(s string) *bool {
+func yesPtr(s string) *bool { return wordPtr(s, "yes", "no") }
+
+// wordPtr reads a boolean that nvidia-smi writes as the word yes or no (in
+// any case); nil for anything else, N/A included.
+func wordPtr(s, yes, no string) *bool {
 	switch strings.ToLower(na(s)) {
-	case "yes":
+	case yes:
 		return new(true)
-	case "no":
+	case no:
 		return new(false)
 	}
 	return nil
