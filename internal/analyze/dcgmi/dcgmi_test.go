@@ -115,14 +115,12 @@ func TestFailureKinds(t *testing.T) {
 }
 
 func TestUnreadable(t *testing.T) {
-	for _, c := range []struct{ in, prefix string }{
-		{"hello\n", "x.txt:1:"},
-		{"{\"DCGM Diagnostic\": {\"test_categories\": [", "x.txt:1:"},
-		{"{\n\"other\": {}\n}\n", "x.txt:1:"},
-		{"| Diagnostic | Result |\n\x00", "x.txt:2:"},
-	} {
-		reader.WantError(t, c.in, c.prefix)
-	}
+	reader.WantErrors(t, map[string]string{
+		"hello\n": "x.txt:1:",
+		"{\"DCGM Diagnostic\": {\"test_categories\": [": "x.txt:1:",
+		"{\n\"other\": {}\n}\n":                         "x.txt:1:",
+		"| Diagnostic | Result |\n\x00":                 "x.txt:2:",
+	})
 }
 
 // TestWriteFuzzSeeds: every sample is a seed of FuzzAnalyze

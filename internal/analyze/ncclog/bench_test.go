@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/readertest"
 )
 
 // logGen writes a realistic multi-rank NCCL_DEBUG=INFO log of a given size
@@ -429,7 +430,7 @@ func BenchmarkGenerate1GB(b *testing.B) {
 // BenchmarkAnalyzeSample is the largest corpus sample (a full 16-rank
 // AWS p5 log, 320 kB), analysed from memory.
 func BenchmarkAnalyzeSample(b *testing.B) {
-	body := sampleBody(b, "aws-p5-2node-efa-ofi-gdrdma-full.txt")
+	body := readertest.Body(b, "aws-p5-2node-efa-ofi-gdrdma-full.txt")
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {

@@ -3,7 +3,6 @@ package ncclog
 import (
 	"flag"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,17 +18,6 @@ var reader = readertest.Reader[*Report]{Detect: Detect, Analyze: Analyze, RawJSO
 // notLogs are nccl-tests outputs with at most one NCCL line: not detected
 // as logs, yet read as such when forced.
 var notLogs = map[string]bool{"aws-p5-2node-allreduce-srun.txt": true, "aws-p5-eks-allreduce-mpirun-tagged.txt": true, "gcp-a3high-tcpx-allgather-2node.txt": true}
-
-// sampleBody is a sample of testdata without its source header.
-func sampleBody(t testing.TB, name string) []byte {
-	return readertest.Sample(t, filepath.Join("testdata", name))
-}
-
-func analyzeSample(t testing.TB, name string) *Report {
-	t.Helper()
-	r, _ := reader.Sample(t, name)
-	return r
-}
 
 // TestGolden keeps the whole report (JSON, with the verdicts) and the text
 // summary of every sample; the verdicts are asserted one by one in
@@ -187,30 +175,22 @@ func allUnknown(reason string) []readertest.Want {
 }
 
 func TestVerdicts(t *testing.T) {
-	for _, name := range readertest.Samples(t) {
-		t.Run(name, func(t *testing.T) {
-			want, ok := wantVerdicts[name]
-			if !ok {
-				t.Fatalf("no expected verdicts for %s: add them to wantVerdicts", name)
-			}
-			_, vs := reader.Sample(t, name)
-			readertest.ExactVerdicts(t, vs, want, func(x result.Result) bool { return x.Reason == "NCCLWarnings" })
-			for _, x := range vs {
-				for _, e := range x.Evidence {
-					if !strings.HasPrefix(e.Source, name+":") || e.Value == "" {
-						t.Errorf("%s: evidence %+v does not point at a line of %s", x.ID, e, name)
-					}
+	reader.ExactSamples(t, wantVerdicts, func(x result.Result) bool { return x.Reason == "NCCLWarnings" }, func(t *testing.T, name string, vs []result.Result) {
+		for _, x := range vs {
+			for _, e := range x.Evidence {
+				if !strings.HasPrefix(e.Source, name+":") || e.Value == "" {
+					t.Errorf("%s: evidence %+v does not point at a line of %s", x.ID, e, name)
 				}
 			}
-		})
-	}
+		}
+	})
 }
 
 // TestEvidenceLines checks that evidence line numbers point at the line
 // that says it (after the header is stripped).
 func TestEvidenceLines(t *testing.T) {
 	for _, name := range readertest.Samples(t) {
-		body := sampleBody(t, name)
+		body := readertest.Body(t, name)
 		lines := strings.Split(string(body), "\n")
 		_, vs := reader.Sample(t, name)
 		for _, x := range vs {
@@ -232,11 +212,8 @@ func TestEvidenceLines(t *testing.T) {
 
 // TestExtraction asserts the facts a reader of each sample must get right.
 func TestExtraction(t *testing.T) {
-	tests := []struct {
-		file  string
-		check func(t *testing.T, r *Report)
-	}{
-		{"a100pcie-2node-gdr-level-sys-mixed-roce-ib-gather-dropoff.txt", func(t *testing.T, r *Report) {
+	reader.Cases(t, []readertest.Case[*Report]{
+		{File: "a100pcie-2node-gdr-level-sys-mixed-roce-ib-gather-dropoff.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			eq(t, "version", versions(r), "2.16.5+cuda11.8")
 			eq(t, "hosts", hostNames(r), "n013 n014")
 			h := host(t, r, "n014")
@@ -257,7 +234,7 @@ func TestExtraction(t *testing.T) {
 			eq(t, "paths", len(r.Topology[0].GPUNetPaths), 2)
 			eq(t, "path to NET/1", r.Topology[0].GPUNetPaths[0].Net+" "+r.Topology[0].GPUNetPaths[0].Type, "NET/1 PHB")
 		}},
-		{"aws-p5-2node-efa-ofi-gdrdma-full.txt", func(t *testing.T, r *Report) {
+		{File: "aws-p5-2node-efa-ofi-gdrdma-full.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			eq(t, "hosts", hostNames(r), "test-nccl-worker-0 test-nccl-worker-1")
 			eq(t, "ranks of worker-1", intRanges(host(t, r, "test-nccl-worker-1").Ranks), "8-15")
 			eq(t, "provider", r.Network.OFIProvider, "efa")
@@ -282,7 +259,7 @@ func TestExtraction(t *testing.T) {
 			}
 			eq(t, "init ranks", initRanks, 16)
 		}},
-		{"workstation-2gpu-no-ib-socket-shm-garbled.txt", func(t *testing.T, r *Report) {
+		{File: "workstation-2gpu-no-ib-socket-shm-garbled.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			eq(t, "hosts", hostNames(r), "ljm")
 			eq(t, "spliced", r.SplicedLines, int64(2))
 			h := host(t, r, "ljm")
@@ -294,7 +271,7 @@ func TestExtraction(t *testing.T) {
 			eq(t, "socket", strings.Join(h.SocketIfaces, " "), "bond0:192.168.3.21<0>")
 			eq(t, "gpus", strings.Join(h.GPUs, " "), "3000 2000")
 		}},
-		{"a100pcie-nvbridge-roce-gdr-disabled-24ch.txt", func(t *testing.T, r *Report) {
+		{File: "a100pcie-nvbridge-roce-gdr-disabled-24ch.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			eq(t, "coll", r.Channels.Counts[0].Coll, 24)
 			eq(t, "p2p lines", transportLines(r, "P2P/direct pointer/read"), int64(48))
 			eq(t, "hcas", len(r.GDR.HCAs), 3)
@@ -303,7 +280,7 @@ func TestExtraction(t *testing.T) {
 			eq(t, "oob", host(t, r, "mew0").IBOOB, "eno8303:192.168.0.3<0>")
 			eq(t, "nnodes", r.Comms[0].NNodes, 1)
 		}},
-		{"a100pcie-nvbridge-degraded-topo-2ch.txt", func(t *testing.T, r *Report) {
+		{File: "a100pcie-nvbridge-degraded-topo-2ch.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			p := r.Channels.Patterns[0]
 			if p.Pattern != 4 || p.Name != "ring" || p.NChannels != 1 || p.BWIntra != 20 || p.TypeIntra != "NVL" || p.TypeInter != "PIX" {
 				t.Errorf("pattern = %+v", p)
@@ -311,7 +288,7 @@ func TestExtraction(t *testing.T) {
 			eq(t, "finding", r.Topology[0].Findings[0].Kind, "nvlink-asymmetric")
 			eq(t, "topo file", env(r, "NCCL_TOPO_FILE"), "/home/zx/nccl-tests/topo_fail.xml")
 		}},
-		{"h200-kvm-vm-topo-system-pci0.2-emulated-switch-gdrdma-excerpt.txt", func(t *testing.T, r *Report) {
+		{File: "h200-kvm-vm-topo-system-pci0.2-emulated-switch-gdrdma-excerpt.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			tr := r.Topology[0]
 			if tr.GPUs != 8 || tr.NICs != 8 || tr.NVLinks != 8 || len(tr.Findings) != 8 {
 				t.Errorf("tree = %d GPUs %d NICs %d NVLinks %d findings", tr.GPUs, tr.NICs, tr.NVLinks, len(tr.Findings))
@@ -321,7 +298,7 @@ func TestExtraction(t *testing.T) {
 			}
 			eq(t, "hosts", hostNames(r), "node_2 node1")
 		}},
-		{"h200x1-vm-single-rank-socket-fallback-all-subsys.txt", func(t *testing.T, r *Report) {
+		{File: "h200x1-vm-single-rank-socket-fallback-all-subsys.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			eq(t, "version", versions(r), "2.28.9+cuda13.0")
 			eq(t, "ranks", len(r.Ranks), 1)
 			eq(t, "bus", r.Ranks[0].BusID, "60")
@@ -332,7 +309,7 @@ func TestExtraction(t *testing.T) {
 			eq(t, "ring lines", r.Channels.RingLines, int64(64))
 			eq(t, "ring total", r.Channels.MaxRingChannels, 64)
 		}},
-		{"roce-2hca-gdr-disabled-peermem-loaded-excerpt.txt", func(t *testing.T, r *Report) {
+		{File: "roce-2hca-gdr-disabled-peermem-loaded-excerpt.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			if !r.Network.NonDevicePlugin {
 				t.Error("Using non-device net plugin version 0: want non_device_plugin")
 			}
@@ -342,7 +319,7 @@ func TestExtraction(t *testing.T) {
 			}
 			eq(t, "oob", host(t, r, "hostname1").IBOOB, "primaryip:10.10.10.10<0>")
 		}},
-		{"a100-intranode-ranks-via-net-ib-gdrdma-excerpt.txt", func(t *testing.T, r *Report) {
+		{File: "a100-intranode-ranks-via-net-ib-gdrdma-excerpt.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			eq(t, "ranks", intRanges(host(t, r, "10-90-43-152").Ranks), "0-3")
 			eq(t, "intra", r.Channels.IntraNode, int64(12))
 			for _, rk := range r.Ranks {
@@ -351,7 +328,7 @@ func TestExtraction(t *testing.T) {
 				}
 			}
 		}},
-		{"synthetic-nccl24-ring-srun-trace.txt", func(t *testing.T, r *Report) {
+		{File: "synthetic-nccl24-ring-srun-trace.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			eq(t, "hosts", hostNames(r), "dgx1 dgx2")
 			eq(t, "version", versions(r), "2.4.8+cuda10.1")
 			eq(t, "inter", r.Channels.InterNode, int64(4))
@@ -366,13 +343,13 @@ func TestExtraction(t *testing.T) {
 				t.Errorf("rank 0 from the TRACE line = %+v", trace)
 			}
 		}},
-		{"synthetic-errors-ib-completion.txt", func(t *testing.T, r *Report) {
+		{File: "synthetic-errors-ib-completion.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			eq(t, "errors", r.ErrorCount, int64(7))
 			eq(t, "warnings", r.WarningCount, int64(1))
 			eq(t, "distinct", len(r.Errors), 6)
 			eq(t, "completion x2", r.Errors[0].Count, int64(2))
 		}},
-		{"synthetic-pxn-collnet-subcomm.txt", func(t *testing.T, r *Report) {
+		{File: "synthetic-pxn-collnet-subcomm.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			eq(t, "collnet", r.Channels.CollNetLines, int64(3))
 			eq(t, "comms", len(r.Comms), 2)
 			eq(t, "sub nranks", r.Comms[1].NRanks, 2)
@@ -390,10 +367,7 @@ func TestExtraction(t *testing.T) {
 				t.Error("no PXN record")
 			}
 		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) { tt.check(t, analyzeSample(t, tt.file)) })
-	}
+	})
 }
 
 func eq[T comparable](t *testing.T, what string, got, want T) {

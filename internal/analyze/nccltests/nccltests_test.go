@@ -285,18 +285,13 @@ func TestRowParsing(t *testing.T) {
 func ptr(v int) *int { return &v }
 
 func TestUnreadable(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		line string
-	}{
-		{"hello\nworld\n", "x.txt:2:"},
-		{"", "x.txt:1:"},
-		{"# nThread 1 nGpus 1\n\x00\x01", "x.txt:2:"},
-		{"{\"nccl_version\": 22602, \"results\": [", "x.txt:1:"},
-		{"{\"foo\": 1}", "x.txt:1:"},
-	} {
-		reader.WantError(t, c.in, c.line)
-	}
+	reader.WantErrors(t, map[string]string{
+		"hello\nworld\n":                "x.txt:2:",
+		"":                              "x.txt:1:",
+		"# nThread 1 nGpus 1\n\x00\x01": "x.txt:2:",
+		"{\"nccl_version\": 22602, \"results\": [": "x.txt:1:",
+		"{\"foo\": 1}": "x.txt:1:",
+	})
 }
 
 func TestDetect(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"flag"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -27,7 +26,7 @@ func notNVBandwidthFiles() []string { return slices.Collect(maps.Keys(notNVBandw
 
 func TestNotNVBandwidth(t *testing.T) {
 	for f := range notNVBandwidth {
-		body := readertest.Sample(t, filepath.Join("testdata", f))
+		body := readertest.Body(t, f)
 		if Detect(body) {
 			t.Errorf("%s: detected as nvbandwidth", f)
 		}
@@ -107,14 +106,12 @@ var samples = []readertest.Case[*Report]{
 func TestSamples(t *testing.T) { reader.Samples(t, samples, notNVBandwidthFiles()...) }
 
 func TestUnreadable(t *testing.T) {
-	for _, c := range []struct{ in, prefix string }{
-		{"hello\n", "x.txt:1:"},
-		{`{"nvbandwidth": {"testcases": [`, "x.txt:1:"},
-		{"{\n\n \"other\": 1}\n", "x.txt:1:"},
-		{"{\n \"nvbandwidth\": {\"testcases\": [{\"bandwidth_matrix\": [[true]]}]}}\n", "x.txt:1:"},
-	} {
-		reader.WantError(t, c.in, c.prefix)
-	}
+	reader.WantErrors(t, map[string]string{
+		"hello\n":                         "x.txt:1:",
+		`{"nvbandwidth": {"testcases": [`: "x.txt:1:",
+		"{\n\n \"other\": 1}\n":           "x.txt:1:",
+		"{\n \"nvbandwidth\": {\"testcases\": [{\"bandwidth_matrix\": [[true]]}]}}\n": "x.txt:1:",
+	})
 }
 
 // TestWriteFuzzSeeds: every sample is a seed of FuzzAnalyze

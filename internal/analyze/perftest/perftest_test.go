@@ -112,14 +112,12 @@ func TestUnitInference(t *testing.T) {
 }
 
 func TestUnreadable(t *testing.T) {
-	for _, c := range []struct{ in, prefix string }{
-		{"nothing here\n", "x.txt:1:"},
-		{"{\n\"test_info\": {\n\"Device\": \"mlx5_0\",\n", "x.txt:3:"},
-		{"{\n\"results\": {\ngarbage line\n}\n}\n", "x.txt:3:"},
-		{" #bytes     #iterations    BW peak[Gb/sec]\x00", "x.txt:1:"},
-	} {
-		reader.WantError(t, c.in, c.prefix)
-	}
+	reader.WantErrors(t, map[string]string{
+		"nothing here\n": "x.txt:1:",
+		"{\n\"test_info\": {\n\"Device\": \"mlx5_0\",\n": "x.txt:3:",
+		"{\n\"results\": {\ngarbage line\n}\n}\n":        "x.txt:3:",
+		" #bytes     #iterations    BW peak[Gb/sec]\x00": "x.txt:1:",
+	})
 }
 
 // TestWriteFuzzSeeds: every sample is a seed of FuzzAnalyze

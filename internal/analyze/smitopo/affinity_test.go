@@ -99,12 +99,10 @@ func TestPairingDistinctNICs(t *testing.T) {
 }
 
 func TestUnreadable(t *testing.T) {
-	for _, c := range []struct{ in, prefix string }{
-		{"no matrix here\n", "x.txt:1:"},
-		{"\tGPU0\tNIC0\tCPU Affinity\nGPU0\t X \tBOGUS\t0\n", "x.txt:2:"},
-	} {
-		reader.WantError(t, c.in, c.prefix)
-	}
+	reader.WantErrors(t, map[string]string{
+		"no matrix here\n": "x.txt:1:",
+		"\tGPU0\tNIC0\tCPU Affinity\nGPU0\t X \tBOGUS\t0\n": "x.txt:2:",
+	})
 }
 
 // TestWriteFuzzSeeds: every sample is a seed of FuzzAnalyze
