@@ -280,8 +280,7 @@ func TestDetect(t *testing.T) {
 }
 
 func FuzzAnalyze(f *testing.F) {
-	f.Add([]byte("# nThread 1 nGpus 1\n#  size count type\n   8 2 float sum -1 1.0 0.0 0.0 0 1.0 0.0 0.0 0\n"))
-	f.Fuzz(reader.Fuzz)
+	reader.FuzzAnalyze(f, "# nThread 1 nGpus 1\n#  size count type\n   8 2 float sum -1 1.0 0.0 0.0 0 1.0 0.0 0.0 0\n")
 }
 
 // TestHostileLines: long glued tokens and repeated markers must stay linear.

@@ -105,11 +105,8 @@ func TestUnreadable(t *testing.T) {
 	})
 }
 
-// TestWriteFuzzSeeds: every sample is a seed of FuzzAnalyze
-// (go test -run TestWriteFuzzSeeds -write-seeds rewrites them).
 func TestWriteFuzzSeeds(t *testing.T) { readertest.FuzzSeeds(t, 0, "FuzzAnalyze") }
 
 func FuzzAnalyze(f *testing.F) {
-	f.Add([]byte("\tGPU0\tNIC0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tPIX\t0-7\t0\nNIC0\tPIX\t X \n\nNIC Legend:\n\n  NIC0: mlx5_0\n"))
-	f.Fuzz(reader.Fuzz)
+	reader.FuzzAnalyze(f, "\tGPU0\tNIC0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tPIX\t0-7\t0\nNIC0\tPIX\t X \n\nNIC Legend:\n\n  NIC0: mlx5_0\n")
 }

@@ -399,6 +399,15 @@ func (rd Reader[R]) Fuzz(t *testing.T, data []byte) {
 	CheckOutcome(t, "fuzz.txt", rep, vs, nil)
 }
 
+// FuzzAnalyze is the body of a reader's FuzzAnalyze: it adds seeds to the
+// corpus and fuzzes with Fuzz.
+func (rd Reader[R]) FuzzAnalyze(f *testing.F, seeds ...string) {
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(rd.Fuzz)
+}
+
 // writeSeeds is the test flag -write-seeds of every reader package.
 var writeSeeds = flag.Bool("write-seeds", false, "rewrite the fuzz seeds in testdata/fuzz from the samples")
 
