@@ -27,12 +27,7 @@ func analyzeJSON(name string, r io.Reader) (*Report, error) {
 	res := map[string]string{}
 	resLine := 0
 	sawInfo := false
-	for {
-		line, ok := lr.Next()
-		if !ok {
-			break
-		}
-		n := lr.Line()
+	for n, line := range lr.All() {
 		t := strings.TrimSpace(line)
 		switch {
 		case t == "":

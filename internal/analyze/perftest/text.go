@@ -54,12 +54,8 @@ func analyzeText(name string, r io.Reader) (*Report, error) {
 	st := &textState{rep: &Report{Format: "text", Params: map[string]string{}}, seen: map[string]bool{}}
 	lr := textio.NewLineReader(name, r)
 	found := false
-	for {
-		line, ok := lr.Next()
-		if !ok {
-			break
-		}
-		if st.line(textio.StripANSI(line), lr.Line()) {
+	for n, line := range lr.All() {
+		if st.line(textio.StripANSI(line), n) {
 			found = true
 		}
 	}
