@@ -24,152 +24,136 @@ var notLogs = map[string]bool{"aws-p5-2node-allreduce-srun.txt": true, "aws-p5-e
 // TestVerdicts.
 func TestGolden(t *testing.T) { reader.GoldenSamples(t, *update, nil) }
 
-const (
-	pass = result.Pass
-	warn = result.Warn
-	fail = result.Fail
-	skip = result.Skip
-	unk  = result.Unknown
-)
-
-func v(id string, st result.Status, reason string) readertest.Want {
-	return readertest.Want{ID: id, Status: st, Reason: reason, Subject: "job"}
-}
-
-func vs(id string, st result.Status, reason, subject string) readertest.Want {
-	return readertest.Want{ID: id, Status: st, Reason: reason, Subject: subject}
-}
-
 // wantVerdicts is what a person reading each log concludes. Every verdict
 // a sample gets must be listed here, and nothing else.
 var wantVerdicts = map[string][]readertest.Want{
 	// Four ranks of one process on one host talk through the NIC
 	// (loopback) although they share the machine; GDRDMA is on.
-	"a100-intranode-ranks-via-net-ib-gdrdma-excerpt.txt": {
-		v("nccl.gdr", pass, "GDRDMA"), v("nccl.p2p", fail, "IntraNodeOverNet"), v("nccl.net", pass, "RDMANetwork"),
-		v("nccl.version", unk, "NoVersionLine"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", unk, "NoChannelCount"), v("nccl.topology", unk, "NoSystemTree"),
-	},
+	"a100-intranode-ranks-via-net-ib-gdrdma-excerpt.txt": readertest.Wants("job",
+		"pass nccl.gdr GDRDMA", "fail nccl.p2p IntraNodeOverNet", "pass nccl.net RDMANetwork",
+		"unknown nccl.version NoVersionLine", "pass nccl.errors NoErrors",
+		"unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree",
+	),
 	// nccl-tests table interleaved with INFO lines; two GPUs of mew0 over
 	// P2P; nothing on the network.
-	"a100pcie-2gpu-allreduce-interleaved-nccl-info.txt": {
-		v("nccl.gdr", skip, "NoInterNodeTraffic"), v("nccl.p2p", pass, "P2P"), v("nccl.net", unk, "NoNetworkLines"),
-		v("nccl.version", unk, "NoVersionLine"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", unk, "NoChannelCount"), v("nccl.topology", unk, "NoSystemTree"),
-	},
+	"a100pcie-2gpu-allreduce-interleaved-nccl-info.txt": readertest.Wants("job",
+		"skip nccl.gdr NoInterNodeTraffic", "pass nccl.p2p P2P", "unknown nccl.net NoNetworkLines",
+		"unknown nccl.version NoVersionLine", "pass nccl.errors NoErrors",
+		"unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree",
+	),
 	// Only n013 logged; its channels use GDRDMA (forced to SYS level),
 	// n014 (rank 1, from the nccl-tests header) printed nothing: its side
 	// (where the reporter found GDR off) is not in the log.
-	"a100pcie-2node-gdr-level-sys-mixed-roce-ib-gather-dropoff.txt": {
-		v("nccl.gdr", warn, "PartialLog"), v("nccl.p2p", skip, "NoIntraNodePeers"), v("nccl.net", pass, "RDMANetwork"),
-		v("nccl.version", pass, "SameVersion"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", pass, "ChannelCount"), vs("nccl.topology", pass, "TopologyConsistent", "n013"),
-	},
+	"a100pcie-2node-gdr-level-sys-mixed-roce-ib-gather-dropoff.txt": readertest.Wants("job",
+		"warn nccl.gdr PartialLog", "skip nccl.p2p NoIntraNodePeers", "pass nccl.net RDMANetwork",
+		"pass nccl.version SameVersion", "pass nccl.errors NoErrors",
+		"pass nccl.channels ChannelCount", "pass nccl.topology TopologyConsistent n013",
+	),
 	// The topology file claims NVL[20] one way and NVL[240] the other: 2
 	// channels instead of 24.
-	"a100pcie-nvbridge-degraded-topo-2ch.txt": {
-		v("nccl.gdr", skip, "NoInterNodeTraffic"), v("nccl.p2p", pass, "P2P"), v("nccl.net", pass, "RDMANetwork"),
-		v("nccl.version", pass, "SameVersion"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", warn, "LowChannelCount"), vs("nccl.topology", fail, "NVLinkDegraded", "mew0"),
-	},
+	"a100pcie-nvbridge-degraded-topo-2ch.txt": readertest.Wants("job",
+		"skip nccl.gdr NoInterNodeTraffic", "pass nccl.p2p P2P", "pass nccl.net RDMANetwork",
+		"pass nccl.version SameVersion", "pass nccl.errors NoErrors",
+		"warn nccl.channels LowChannelCount", "fail nccl.topology NVLinkDegraded mew0",
+	),
 	// Healthy single node: 24 channels over the NVLink bridge; GDR off on
 	// the HCAs does not matter for one host.
-	"a100pcie-nvbridge-roce-gdr-disabled-24ch.txt": {
-		v("nccl.gdr", skip, "NoInterNodeTraffic"), v("nccl.p2p", pass, "P2P"), v("nccl.net", pass, "RDMANetwork"),
-		v("nccl.version", pass, "SameVersion"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", pass, "ChannelCount"), vs("nccl.topology", pass, "TopologyConsistent", "mew0"),
-	},
+	"a100pcie-nvbridge-roce-gdr-disabled-24ch.txt": readertest.Wants("job",
+		"skip nccl.gdr NoInterNodeTraffic", "pass nccl.p2p P2P", "pass nccl.net RDMANetwork",
+		"pass nccl.version SameVersion", "pass nccl.errors NoErrors",
+		"pass nccl.channels ChannelCount", "pass nccl.topology TopologyConsistent mew0",
+	),
 	"aws-p5-2node-allreduce-srun.txt":        allUnknown("NoNCCLDebugLines"),
 	"aws-p5-eks-allreduce-mpirun-tagged.txt": allUnknown("NoNCCLDebugLines"),
 	// Good two-node EFA run: every inter-node channel NET/AWS Libfabric/n/GDRDMA,
 	// every intra-node one P2P/CUMEM.
-	"aws-p5-2node-efa-ofi-gdrdma-full.txt": {
-		v("nccl.gdr", pass, "GDRDMA"), v("nccl.p2p", pass, "P2P"), v("nccl.net", pass, "RDMANetwork"),
-		v("nccl.version", pass, "SameVersion"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", pass, "ChannelCount"), v("nccl.topology", unk, "NoSystemTree"),
-	},
+	"aws-p5-2node-efa-ofi-gdrdma-full.txt": readertest.Wants("job",
+		"pass nccl.gdr GDRDMA", "pass nccl.p2p P2P", "pass nccl.net RDMANetwork",
+		"pass nccl.version SameVersion", "pass nccl.errors NoErrors",
+		"pass nccl.channels ChannelCount", "unknown nccl.topology NoSystemTree",
+	),
 	// An nccl-tests output with a single NCCL INFO line: nothing to judge.
-	"gcp-a3high-tcpx-allgather-2node.txt": {
-		v("nccl.gdr", unk, "NoChannelLines"), v("nccl.p2p", unk, "NoChannelLines"), v("nccl.net", unk, "NoNetworkLines"),
-		v("nccl.version", unk, "NoVersionLine"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", unk, "NoChannelCount"), v("nccl.topology", unk, "NoSystemTree"),
-	},
+	"gcp-a3high-tcpx-allgather-2node.txt": readertest.Wants("job",
+		"unknown nccl.gdr NoChannelLines", "unknown nccl.p2p NoChannelLines", "unknown nccl.net NoNetworkLines",
+		"unknown nccl.version NoVersionLine", "pass nccl.errors NoErrors",
+		"unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree",
+	),
 	// VM with emulated switches: PCI[0.2] uplinks; the two channel lines
 	// use GDRDMA.
-	"h200-kvm-vm-topo-system-pci0.2-emulated-switch-gdrdma-excerpt.txt": {
-		v("nccl.gdr", pass, "GDRDMA"), v("nccl.p2p", skip, "NoIntraNodePeers"), v("nccl.net", pass, "RDMANetwork"),
-		v("nccl.version", unk, "NoVersionLine"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", unk, "NoChannelCount"), vs("nccl.topology", warn, "EmulatedPCIBridge", "node_2"),
-	},
+	"h200-kvm-vm-topo-system-pci0.2-emulated-switch-gdrdma-excerpt.txt": readertest.Wants("job",
+		"pass nccl.gdr GDRDMA", "skip nccl.p2p NoIntraNodePeers", "pass nccl.net RDMANetwork",
+		"unknown nccl.version NoVersionLine", "pass nccl.errors NoErrors",
+		"unknown nccl.channels NoChannelCount", "warn nccl.topology EmulatedPCIBridge node_2",
+	),
 	// One rank, socket fallback on a VM without RDMA: GDR does not apply.
-	"h200x1-vm-single-rank-socket-fallback-all-subsys.txt": {
-		v("nccl.gdr", skip, "NoInterNodeTraffic"), v("nccl.p2p", skip, "SingleRank"), v("nccl.net", skip, "SocketSingleHost"),
-		v("nccl.version", pass, "SameVersion"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", pass, "ChannelCount"), vs("nccl.topology", pass, "TopologyConsistent", "vm"),
-	},
+	"h200x1-vm-single-rank-socket-fallback-all-subsys.txt": readertest.Wants("job",
+		"skip nccl.gdr NoInterNodeTraffic", "skip nccl.p2p SingleRank", "skip nccl.net SocketSingleHost",
+		"pass nccl.version SameVersion", "pass nccl.errors NoErrors",
+		"pass nccl.channels ChannelCount", "pass nccl.topology TopologyConsistent vm",
+	),
 	// 16-rank RoCE job: both HCAs report GDR Disabled.
-	"roce-2hca-gdr-disabled-peermem-loaded-excerpt.txt": {
-		v("nccl.gdr", fail, "GDRDisabledForHCA"), v("nccl.p2p", unk, "NoChannelLines"), v("nccl.net", pass, "RDMANetwork"),
-		v("nccl.version", unk, "NoVersionLine"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", unk, "NoChannelCount"), v("nccl.topology", unk, "NoSystemTree"),
-	},
+	"roce-2hca-gdr-disabled-peermem-loaded-excerpt.txt": readertest.Wants("job",
+		"fail nccl.gdr GDRDisabledForHCA", "unknown nccl.p2p NoChannelLines", "pass nccl.net RDMANetwork",
+		"unknown nccl.version NoVersionLine", "pass nccl.errors NoErrors",
+		"unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree",
+	),
 	// Garbled two-GPU workstation: SHM between the GPUs, sockets only.
-	"workstation-2gpu-no-ib-socket-shm-garbled.txt": {
-		v("nccl.gdr", skip, "NoInterNodeTraffic"), v("nccl.p2p", warn, "SHMFallback"), v("nccl.net", skip, "SocketSingleHost"),
-		v("nccl.version", unk, "NoVersionLine"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", pass, "ChannelCount"), v("nccl.topology", unk, "NoSystemTree"),
-	},
-	"synthetic-2node-ib-no-gdr.txt": {
-		v("nccl.gdr", fail, "NoGDRDMA"), v("nccl.p2p", pass, "P2P"), v("nccl.net", pass, "RDMANetwork"),
-		v("nccl.version", pass, "SameVersion"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", pass, "ChannelCount"), v("nccl.topology", unk, "NoSystemTree"),
-	},
-	"synthetic-2node-init-only.txt": {
-		v("nccl.gdr", unk, "NoChannelLines"), v("nccl.p2p", unk, "NoChannelLines"), v("nccl.net", unk, "NoNetworkLines"),
-		v("nccl.version", pass, "SameVersion"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", unk, "NoChannelCount"), v("nccl.topology", unk, "NoSystemTree"),
-	},
-	"synthetic-2node-socket-fallback.txt": {
-		v("nccl.gdr", fail, "NoGDRDMA"), v("nccl.p2p", skip, "NoIntraNodePeers"), v("nccl.net", fail, "SocketFallback"),
-		v("nccl.version", pass, "SameVersion"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", pass, "ChannelCount"), v("nccl.topology", unk, "NoSystemTree"),
-	},
-	"synthetic-errors-ib-completion.txt": {
-		v("nccl.gdr", pass, "GDRDMA"), v("nccl.p2p", skip, "NoIntraNodePeers"), v("nccl.net", pass, "RDMANetwork"),
-		v("nccl.version", pass, "SameVersion"), v("nccl.errors", fail, "NCCLErrors"),
-		v("nccl.channels", unk, "NoChannelCount"), v("nccl.topology", unk, "NoSystemTree"),
-	},
-	"synthetic-nccl24-ring-srun-trace.txt": {
-		v("nccl.gdr", pass, "GDRDMA"), v("nccl.p2p", pass, "P2P"), v("nccl.net", pass, "RDMANetwork"),
-		v("nccl.version", pass, "SameVersion"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", pass, "ChannelCount"), v("nccl.topology", unk, "NoSystemTree"),
-	},
-	"synthetic-network-mismatch.txt": {
-		v("nccl.gdr", unk, "NoChannelLines"), v("nccl.p2p", unk, "NoChannelLines"), v("nccl.net", pass, "RDMANetwork"),
-		v("nccl.version", fail, "NetworkMismatch"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", unk, "NoChannelCount"), v("nccl.topology", unk, "NoSystemTree"),
-	},
-	"synthetic-nvswitch-one-gpu-degraded.txt": {
-		v("nccl.gdr", skip, "NoInterNodeTraffic"), v("nccl.p2p", pass, "P2P"), v("nccl.net", skip, "NoNetwork"),
-		v("nccl.version", pass, "SameVersion"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", pass, "ChannelCount"), vs("nccl.topology", fail, "NVLinkDegraded", "hgx1"),
-	},
-	"synthetic-pxn-collnet-subcomm.txt": {
-		v("nccl.gdr", pass, "GDRDMA"), v("nccl.p2p", pass, "P2P"), v("nccl.net", pass, "RDMANetwork"),
-		v("nccl.version", pass, "SameVersion"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", pass, "ChannelCount"), v("nccl.topology", unk, "NoSystemTree"),
-	},
-	"synthetic-version-mismatch.txt": {
-		v("nccl.gdr", pass, "GDRDMA"), v("nccl.p2p", skip, "NoIntraNodePeers"), v("nccl.net", pass, "RDMANetwork"),
-		v("nccl.version", fail, "VersionMismatch"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", pass, "ChannelCount"), v("nccl.topology", unk, "NoSystemTree"),
-	},
+	"workstation-2gpu-no-ib-socket-shm-garbled.txt": readertest.Wants("job",
+		"skip nccl.gdr NoInterNodeTraffic", "warn nccl.p2p SHMFallback", "skip nccl.net SocketSingleHost",
+		"unknown nccl.version NoVersionLine", "pass nccl.errors NoErrors",
+		"pass nccl.channels ChannelCount", "unknown nccl.topology NoSystemTree",
+	),
+	"synthetic-2node-ib-no-gdr.txt": readertest.Wants("job",
+		"fail nccl.gdr NoGDRDMA", "pass nccl.p2p P2P", "pass nccl.net RDMANetwork",
+		"pass nccl.version SameVersion", "pass nccl.errors NoErrors",
+		"pass nccl.channels ChannelCount", "unknown nccl.topology NoSystemTree",
+	),
+	"synthetic-2node-init-only.txt": readertest.Wants("job",
+		"unknown nccl.gdr NoChannelLines", "unknown nccl.p2p NoChannelLines", "unknown nccl.net NoNetworkLines",
+		"pass nccl.version SameVersion", "pass nccl.errors NoErrors",
+		"unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree",
+	),
+	"synthetic-2node-socket-fallback.txt": readertest.Wants("job",
+		"fail nccl.gdr NoGDRDMA", "skip nccl.p2p NoIntraNodePeers", "fail nccl.net SocketFallback",
+		"pass nccl.version SameVersion", "pass nccl.errors NoErrors",
+		"pass nccl.channels ChannelCount", "unknown nccl.topology NoSystemTree",
+	),
+	"synthetic-errors-ib-completion.txt": readertest.Wants("job",
+		"pass nccl.gdr GDRDMA", "skip nccl.p2p NoIntraNodePeers", "pass nccl.net RDMANetwork",
+		"pass nccl.version SameVersion", "fail nccl.errors NCCLErrors",
+		"unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree",
+	),
+	"synthetic-nccl24-ring-srun-trace.txt": readertest.Wants("job",
+		"pass nccl.gdr GDRDMA", "pass nccl.p2p P2P", "pass nccl.net RDMANetwork",
+		"pass nccl.version SameVersion", "pass nccl.errors NoErrors",
+		"pass nccl.channels ChannelCount", "unknown nccl.topology NoSystemTree",
+	),
+	"synthetic-network-mismatch.txt": readertest.Wants("job",
+		"unknown nccl.gdr NoChannelLines", "unknown nccl.p2p NoChannelLines", "pass nccl.net RDMANetwork",
+		"fail nccl.version NetworkMismatch", "pass nccl.errors NoErrors",
+		"unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree",
+	),
+	"synthetic-nvswitch-one-gpu-degraded.txt": readertest.Wants("job",
+		"skip nccl.gdr NoInterNodeTraffic", "pass nccl.p2p P2P", "skip nccl.net NoNetwork",
+		"pass nccl.version SameVersion", "pass nccl.errors NoErrors",
+		"pass nccl.channels ChannelCount", "fail nccl.topology NVLinkDegraded hgx1",
+	),
+	"synthetic-pxn-collnet-subcomm.txt": readertest.Wants("job",
+		"pass nccl.gdr GDRDMA", "pass nccl.p2p P2P", "pass nccl.net RDMANetwork",
+		"pass nccl.version SameVersion", "pass nccl.errors NoErrors",
+		"pass nccl.channels ChannelCount", "unknown nccl.topology NoSystemTree",
+	),
+	"synthetic-version-mismatch.txt": readertest.Wants("job",
+		"pass nccl.gdr GDRDMA", "skip nccl.p2p NoIntraNodePeers", "pass nccl.net RDMANetwork",
+		"fail nccl.version VersionMismatch", "pass nccl.errors NoErrors",
+		"pass nccl.channels ChannelCount", "unknown nccl.topology NoSystemTree",
+	),
 }
 
 func allUnknown(reason string) []readertest.Want {
 	var out []readertest.Want
 	for _, id := range []string{"nccl.gdr", "nccl.p2p", "nccl.net", "nccl.version", "nccl.errors", "nccl.channels", "nccl.topology"} {
-		out = append(out, v(id, unk, reason))
+		out = append(out, readertest.Want{ID: id, Status: result.Unknown, Reason: reason, Subject: "job"})
 	}
 	return out
 }

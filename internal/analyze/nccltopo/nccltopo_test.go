@@ -20,95 +20,79 @@ var reader = readertest.Reader[*Report]{Detect: Detect, Analyze: Analyze, RawJSO
 // TestVerdicts.
 func TestGolden(t *testing.T) { reader.GoldenSamples(t, *update, nil) }
 
-const (
-	pass = result.Pass
-	warn = result.Warn
-	fail = result.Fail
-	skip = result.Skip
-	unk  = result.Unknown
-)
-
-func sys(id string, st result.Status, reason string) readertest.Want {
-	return readertest.Want{ID: id, Status: st, Reason: reason, Subject: "system"}
-}
-
-func gr(id string, st result.Status, reason string) readertest.Want {
-	return readertest.Want{ID: id, Status: st, Reason: reason, Subject: "graphs"}
-}
-
 // wantVerdicts is what a person reading each file concludes; every verdict
 // a file gets must be listed.
 var wantVerdicts = map[string][]readertest.Want{
 	// Real dump: both CX-6 Dx ports gdr="0", GPUs and NIC directly on the
 	// CPU (PHB), NVLink bridge x12 both ways.
-	"a100pcie-nvbridge-cx6dx-dump.txt": {
-		sys("nccl.topo.gdr", fail, "GDRUnsupported"), sys("nccl.topo.nic-affinity", warn, "GDRPathTooFar"),
-		sys("nccl.topo.nvlink", pass, "NVLinkConsistent"), sys("nccl.topo.pcie", pass, "PCIeLinksOK"),
-	},
-	"a100pcie-nvbridge-cx6dx-vnic.txt": {
-		sys("nccl.topo.gdr", fail, "GDRUnsupported"), sys("nccl.topo.nic-affinity", warn, "GDRPathTooFar"),
-		sys("nccl.topo.nvlink", pass, "NVLinkConsistent"), sys("nccl.topo.pcie", pass, "PCIeLinksOK"),
-	},
+	"a100pcie-nvbridge-cx6dx-dump.txt": readertest.Wants("system",
+		"fail nccl.topo.gdr GDRUnsupported", "warn nccl.topo.nic-affinity GDRPathTooFar",
+		"pass nccl.topo.nvlink NVLinkConsistent", "pass nccl.topo.pcie PCIeLinksOK",
+	),
+	"a100pcie-nvbridge-cx6dx-vnic.txt": readertest.Wants("system",
+		"fail nccl.topo.gdr GDRUnsupported", "warn nccl.topo.nic-affinity GDRPathTooFar",
+		"pass nccl.topo.nvlink NVLinkConsistent", "pass nccl.topo.pcie PCIeLinksOK",
+	),
 	// Graph of a PCIe-only VM: GPUs meet only through the CPU (SYS).
-	"azure-ncv4-a100pcie-graph.txt": {
-		gr("nccl.graph.intra", warn, "IntraThroughCPU"), gr("nccl.graph.inter", skip, "NoNetInGraph"),
-		gr("nccl.graph.channels", pass, "ChannelsConsistent"),
-	},
+	"azure-ncv4-a100pcie-graph.txt": readertest.Wants("graphs",
+		"warn nccl.graph.intra IntraThroughCPU", "skip nccl.graph.inter NoNetInGraph",
+		"pass nccl.graph.channels ChannelsConsistent",
+	),
 	// Self-targeted NVLinks, socket-only NIC, no link info (VM).
-	"azure-ncv4-a100pcie-topo.txt": {
-		sys("nccl.topo.gdr", skip, "NoRDMANIC"), sys("nccl.topo.nic-affinity", skip, "NoRDMANIC"),
-		sys("nccl.topo.nvlink", warn, "BogusNVLink"), sys("nccl.topo.pcie", unk, "NoLinkInfo"),
-	},
+	"azure-ncv4-a100pcie-topo.txt": readertest.Wants("system",
+		"skip nccl.topo.gdr NoRDMANIC", "skip nccl.topo.nic-affinity NoRDMANIC",
+		"warn nccl.topo.nvlink BogusNVLink", "unknown nccl.topo.pcie NoLinkInfo",
+	),
 	// One IB VF for eight GPUs on the CPUs: PHB for four, SYS for four.
-	"azure-ndv2-v100-topo.txt": {
-		sys("nccl.topo.gdr", skip, "NoNetElements"), sys("nccl.topo.nic-affinity", warn, "GDRPathTooFar"),
-		sys("nccl.topo.nvlink", skip, "NoNVLink"), sys("nccl.topo.pcie", pass, "PCIeLinksOK"),
-	},
+	"azure-ndv2-v100-topo.txt": readertest.Wants("system",
+		"skip nccl.topo.gdr NoNetElements", "warn nccl.topo.nic-affinity GDRPathTooFar",
+		"skip nccl.topo.nvlink NoNVLink", "pass nccl.topo.pcie PCIeLinksOK",
+	),
 	// Synthetic bridges pair 2 GPUs with 2 NICs: PIX everywhere.
-	"azure-ndv4-a100-topo.txt": {
-		sys("nccl.topo.gdr", skip, "NoNetElements"), sys("nccl.topo.nic-affinity", pass, "NICNearGPU"),
-		sys("nccl.topo.nvlink", skip, "NoNVLink"), sys("nccl.topo.pcie", pass, "PCIeLinksOK"),
-	},
+	"azure-ndv4-a100-topo.txt": readertest.Wants("system",
+		"skip nccl.topo.gdr NoNetElements", "pass nccl.topo.nic-affinity NICNearGPU",
+		"skip nccl.topo.nvlink NoNVLink", "pass nccl.topo.pcie PCIeLinksOK",
+	),
 	// Flat VM PCI: NICs on host bridges, GPUs on the CPU: PHB.
-	"b200-vm-gvisor-flat-pci.txt": {
-		sys("nccl.topo.gdr", pass, "GDRCapable"), sys("nccl.topo.nic-affinity", warn, "GDRPathTooFar"),
-		sys("nccl.topo.nvlink", pass, "NVLinkConsistent"), sys("nccl.topo.pcie", pass, "PCIeLinksOK"),
-	},
-	"crusoe-b300-vm-cloud-hypervisor-topo.txt": {
-		sys("nccl.topo.gdr", skip, "NoNetElements"), sys("nccl.topo.nic-affinity", pass, "NICNearGPU"),
-		sys("nccl.topo.nvlink", skip, "NoNVLink"), sys("nccl.topo.pcie", pass, "PCIeLinksOK"),
-	},
+	"b200-vm-gvisor-flat-pci.txt": readertest.Wants("system",
+		"pass nccl.topo.gdr GDRCapable", "warn nccl.topo.nic-affinity GDRPathTooFar",
+		"pass nccl.topo.nvlink NVLinkConsistent", "pass nccl.topo.pcie PCIeLinksOK",
+	),
+	"crusoe-b300-vm-cloud-hypervisor-topo.txt": readertest.Wants("system",
+		"skip nccl.topo.gdr NoNetElements", "pass nccl.topo.nic-affinity NICNearGPU",
+		"skip nccl.topo.nvlink NoNVLink", "pass nccl.topo.pcie PCIeLinksOK",
+	),
 	// User-truncated VM dump: PHB, H200 and CX-7 at 16 GT/s.
-	"h200-kvm-vm-topo-dump-fragment.txt": {
-		sys("nccl.topo.file", warn, "Truncated"),
-		sys("nccl.topo.gdr", pass, "GDRCapable"), sys("nccl.topo.nic-affinity", warn, "GDRPathTooFar"),
-		sys("nccl.topo.nvlink", pass, "NVLinkConsistent"), sys("nccl.topo.pcie", warn, "SlowPCIeLink"),
-	},
-	"h200x1-vm-topo-dump.txt": {
-		sys("nccl.topo.gdr", skip, "NoRDMANIC"), sys("nccl.topo.nic-affinity", skip, "NoRDMANIC"),
-		sys("nccl.topo.nvlink", skip, "NoNVLink"), sys("nccl.topo.pcie", unk, "NoLinkInfo"),
-	},
-	"synthetic-a100pcie-topo-fail-count1.txt": {
-		sys("nccl.topo.gdr", fail, "GDRUnsupported"), sys("nccl.topo.nic-affinity", warn, "GDRPathTooFar"),
-		sys("nccl.topo.nvlink", fail, "NVLinkDegraded"), sys("nccl.topo.pcie", pass, "PCIeLinksOK"),
-	},
-	"synthetic-graph-2node.txt": {
-		gr("nccl.graph.intra", pass, "IntraDirect"), gr("nccl.graph.inter", warn, "InterThroughCPU"),
-		gr("nccl.graph.channels", warn, "InconsistentChannels"),
-	},
-	"synthetic-hgx-switches-degraded.txt": {
-		sys("nccl.topo.gdr", fail, "GDRUnsupported"), sys("nccl.topo.nic-affinity", pass, "NICNearGPU"),
-		sys("nccl.topo.nvlink", fail, "NVLinkDegraded"), sys("nccl.topo.pcie", warn, "SlowPCIeLink"),
-	},
-	"synthetic-truncated-mid-tag.txt": {
-		sys("nccl.topo.file", warn, "Truncated"),
-		sys("nccl.topo.gdr", skip, "NoNetElements"), sys("nccl.topo.nic-affinity", pass, "NICNearGPU"),
-		sys("nccl.topo.nvlink", skip, "NoNVLink"), sys("nccl.topo.pcie", pass, "PCIeLinksOK"),
-	},
-	"synthetic-vm-emulated-bridge-x1.txt": {
-		sys("nccl.topo.gdr", pass, "GDRCapable"), sys("nccl.topo.nic-affinity", pass, "NICNearGPU"),
-		sys("nccl.topo.nvlink", pass, "NVLinkConsistent"), sys("nccl.topo.pcie", warn, "SlowPCIeBridge"),
-	},
+	"h200-kvm-vm-topo-dump-fragment.txt": readertest.Wants("system",
+		"warn nccl.topo.file Truncated",
+		"pass nccl.topo.gdr GDRCapable", "warn nccl.topo.nic-affinity GDRPathTooFar",
+		"pass nccl.topo.nvlink NVLinkConsistent", "warn nccl.topo.pcie SlowPCIeLink",
+	),
+	"h200x1-vm-topo-dump.txt": readertest.Wants("system",
+		"skip nccl.topo.gdr NoRDMANIC", "skip nccl.topo.nic-affinity NoRDMANIC",
+		"skip nccl.topo.nvlink NoNVLink", "unknown nccl.topo.pcie NoLinkInfo",
+	),
+	"synthetic-a100pcie-topo-fail-count1.txt": readertest.Wants("system",
+		"fail nccl.topo.gdr GDRUnsupported", "warn nccl.topo.nic-affinity GDRPathTooFar",
+		"fail nccl.topo.nvlink NVLinkDegraded", "pass nccl.topo.pcie PCIeLinksOK",
+	),
+	"synthetic-graph-2node.txt": readertest.Wants("graphs",
+		"pass nccl.graph.intra IntraDirect", "warn nccl.graph.inter InterThroughCPU",
+		"warn nccl.graph.channels InconsistentChannels",
+	),
+	"synthetic-hgx-switches-degraded.txt": readertest.Wants("system",
+		"fail nccl.topo.gdr GDRUnsupported", "pass nccl.topo.nic-affinity NICNearGPU",
+		"fail nccl.topo.nvlink NVLinkDegraded", "warn nccl.topo.pcie SlowPCIeLink",
+	),
+	"synthetic-truncated-mid-tag.txt": readertest.Wants("system",
+		"warn nccl.topo.file Truncated",
+		"skip nccl.topo.gdr NoNetElements", "pass nccl.topo.nic-affinity NICNearGPU",
+		"skip nccl.topo.nvlink NoNVLink", "pass nccl.topo.pcie PCIeLinksOK",
+	),
+	"synthetic-vm-emulated-bridge-x1.txt": readertest.Wants("system",
+		"pass nccl.topo.gdr GDRCapable", "pass nccl.topo.nic-affinity NICNearGPU",
+		"pass nccl.topo.nvlink NVLinkConsistent", "warn nccl.topo.pcie SlowPCIeBridge",
+	),
 }
 
 func TestVerdicts(t *testing.T) {

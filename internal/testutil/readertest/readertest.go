@@ -198,6 +198,23 @@ type Want struct {
 	Subject string
 }
 
+// Wants reads verdicts written "status id reason" for subject, or
+// "status id reason subject" for another one. It panics on a malformed one.
+func Wants(subject string, verdicts ...string) []Want {
+	var out []Want
+	for _, v := range verdicts {
+		f := strings.Fields(v)
+		if len(f) == 3 {
+			f = append(f, subject)
+		}
+		if len(f) != 4 || !result.Status(f[0]).Valid() {
+			panic(fmt.Sprintf("readertest: malformed verdict %q", v))
+		}
+		out = append(out, Want{ID: f[1], Status: result.Status(f[0]), Reason: f[2], Subject: f[3]})
+	}
+	return out
+}
+
 // ExactVerdicts fails t unless got holds exactly one verdict per (ID,
 // Subject) of want, with the wanted status and reason, and nothing else.
 // Each has a title and a message, and a fail or warn has evidence unless
