@@ -272,6 +272,28 @@ func (rd Reader[R]) ExactSamples(t *testing.T, want map[string][]Want, bare func
 	}
 }
 
+// EvidenceLines checks every evidence item of every sample's verdicts: its
+// source names a line of the sample ("file:N") and holds(line, value) says
+// that line holds the value the item quotes.
+func (rd Reader[R]) EvidenceLines(t *testing.T, holds func(line, value string) bool) {
+	for _, name := range Samples(t) {
+		lines := strings.Split(string(Body(t, name)), "\n")
+		_, vs := rd.Sample(t, name)
+		for _, x := range vs {
+			for _, e := range x.Evidence {
+				var n int
+				if _, err := fmt.Sscan(strings.TrimPrefix(e.Source, name+":"), &n); err != nil || n < 1 || n > len(lines) {
+					t.Errorf("%s %s: bad source %q", name, x.ID, e.Source)
+					continue
+				}
+				if !holds(lines[n-1], e.Value) {
+					t.Errorf("%s %s: line %d %q does not hold the evidence %q", name, x.ID, n, lines[n-1], e.Value)
+				}
+			}
+		}
+	}
+}
+
 // Covered fails t for each sample testdata/*.txt that covered does not name.
 func Covered(t testing.TB, covered map[string]bool) {
 	t.Helper()
