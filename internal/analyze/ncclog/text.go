@@ -9,8 +9,8 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
-// WriteText prints a human summary: the verdicts first (status, reason,
-// message, remedy and some evidence), then what the log says.
+// WriteText prints a human summary (verdict.Text.Page): a headline, the
+// verdicts, then what the log says.
 func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
 	head := fmt.Sprintf("NCCL log %s: %d lines, %d NCCL messages", r.File, r.Lines, r.NCCLLines)
 	if r.SplicedLines > 0 {

@@ -9,8 +9,8 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
-// WriteText prints a human summary: the verdicts first (status, reason,
-// message, remedy and some evidence), then the GPUs, NICs and graphs.
+// WriteText prints a human summary (verdict.Text.Page): a headline, the
+// verdicts, then the GPUs, NICs and graphs.
 func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
 	kind := "topology"
 	if r.Kind == "graphs" {
