@@ -115,21 +115,16 @@ func TestFailureKinds(t *testing.T) {
 }
 
 func TestUnreadable(t *testing.T) {
-	for _, c := range []struct{ in, prefix string }{
-		{"hello\n", "x.txt:1:"},
-		{"{\"DCGM Diagnostic\": {\"test_categories\": [", "x.txt:1:"},
-		{"{\n\"other\": {}\n}\n", "x.txt:1:"},
-		{"| Diagnostic | Result |\n\x00", "x.txt:2:"},
-	} {
-		reader.WantError(t, c.in, c.prefix)
-	}
+	reader.WantErrors(t, map[string]string{
+		"hello\n": "x.txt:1:",
+		"{\"DCGM Diagnostic\": {\"test_categories\": [": "x.txt:1:",
+		"{\n\"other\": {}\n}\n":                         "x.txt:1:",
+		"| Diagnostic | Result |\n\x00":                 "x.txt:2:",
+	})
 }
 
-// TestWriteFuzzSeeds: every sample is a seed of FuzzAnalyze
-// (go test -run TestWriteFuzzSeeds -write-seeds rewrites them).
 func TestWriteFuzzSeeds(t *testing.T) { readertest.FuzzSeeds(t, 0, "FuzzAnalyze") }
 
 func FuzzAnalyze(f *testing.F) {
-	f.Add([]byte("| Diagnostic | Result |\n|-----  Hardware  ----+----|\n| memory | Fail |\n| Warning | GPU 0 bad |\n|  | GPU0: Fail |\n+----+----+\n"))
-	f.Fuzz(reader.Fuzz)
+	reader.FuzzAnalyze(f, "| Diagnostic | Result |\n|-----  Hardware  ----+----|\n| memory | Fail |\n| Warning | GPU 0 bad |\n|  | GPU0: Fail |\n+----+----+\n")
 }

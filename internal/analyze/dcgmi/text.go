@@ -47,12 +47,8 @@ type textState struct {
 func analyzeText(name string, r io.Reader) (*Report, error) {
 	st := &textState{rep: &Report{Format: "text"}}
 	lr := textio.NewLineReader(name, r)
-	for {
-		line, ok := lr.Next()
-		if !ok {
-			break
-		}
-		st.line(strings.TrimRight(textio.StripANSI(line), " \t"), lr.Line())
+	for n, line := range lr.All() {
+		st.line(strings.TrimRight(textio.StripANSI(line), " \t"), n)
 	}
 	if err := lr.Err(); err != nil {
 		return nil, err

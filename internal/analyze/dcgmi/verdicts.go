@@ -175,9 +175,6 @@ func countTests(rep *Report) int {
 
 // WriteText prints the verdicts, then the table as read.
 func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
-	if err := (verdict.Text{}).Write(w, vs); err != nil {
-		return err
-	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\ndcgmi diag (%s): DCGM %s, driver %s, %d GPU device id(s)\n", r.Format, r.DCGMVersion, r.DriverVersion, len(r.DeviceIDs))
 	cat := "\x00"
@@ -204,6 +201,5 @@ func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
 	if !r.Complete {
 		b.WriteString("  (table not closed: output cut off)\n")
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return (verdict.Text{}).Page(w, "", vs, b.String())
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/readertest"
 )
 
 // logGen writes a realistic multi-rank NCCL_DEBUG=INFO log of a given size
@@ -92,27 +93,32 @@ func (g *logGen) hostName(h int) {
 func (g *logGen) hdr(r int, tidOff int, level string) {
 	h, l := r/g.perHost, r%g.perHost
 	if g.rnd.IntN(2) == 0 {
-		g.buf = append(g.buf, "[1,"...)
-		g.buf = strconv.AppendInt(g.buf, int64(r), 10)
+		g.num("[1,", r)
 		g.buf = append(g.buf, "]<stdout>:"...)
 	}
 	g.hostName(h)
 	pid := 20000 + l*7
-	g.buf = append(g.buf, ':')
-	g.buf = strconv.AppendInt(g.buf, int64(pid), 10)
-	g.buf = append(g.buf, ':')
-	g.buf = strconv.AppendInt(g.buf, int64(pid+tidOff), 10)
-	g.buf = append(g.buf, " ["...)
-	g.buf = strconv.AppendInt(g.buf, int64(l), 10)
+	g.num(":", pid)
+	g.num(":", pid+tidOff)
+	g.num(" [", l)
 	g.buf = append(g.buf, "] "...)
 	g.buf = append(g.buf, level...)
 }
 
 const info = "NCCL INFO "
 
+// num writes text, then v in decimal.
+func (g *logGen) num(text string, v int) {
+	g.buf = strconv.AppendInt(append(g.buf, text...), int64(v), 10)
+}
+
+// hex writes text, then v in hexadecimal.
+func (g *logGen) hex(text string, v int) {
+	g.buf = strconv.AppendInt(append(g.buf, text...), int64(v), 16)
+}
+
 func (g *logGen) commID() {
-	g.buf = append(g.buf, "0x5ae77eb5ea4e"...)
-	g.buf = strconv.AppendInt(g.buf, int64(1000+g.epoch), 16)
+	g.hex("0x5ae77eb5ea4e", 1000+g.epoch)
 }
 
 func (g *logGen) busID(l int) {
@@ -129,44 +135,32 @@ func (g *logGen) initLines(r int) {
 	g.hdr(r, 0, info)
 	g.buf = append(g.buf, "cudaDriverVersion 12040\n"...)
 	g.hdr(r, tid, info)
-	g.buf = append(g.buf, "NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [2]mlx5_2:1/IB [3]mlx5_3:1/IB [RO]; OOB eth0:10.0."...)
-	g.buf = strconv.AppendInt(g.buf, int64(r/g.perHost%250), 10)
+	g.num("NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [2]mlx5_2:1/IB [3]mlx5_3:1/IB [RO]; OOB eth0:10.0.", r/g.perHost%250)
 	g.buf = append(g.buf, ".1<0>\n"...)
 	g.hdr(r, tid, info)
 	g.buf = append(g.buf, "Using network IB\n"...)
 	g.hdr(r, tid, info)
-	g.buf = append(g.buf, "DMA-BUF is available on GPU device "...)
-	g.buf = strconv.AppendInt(g.buf, int64(l), 10)
+	g.num("DMA-BUF is available on GPU device ", l)
 	g.buf = append(g.buf, '\n')
 	g.hdr(r, tid, info)
 	g.buf = append(g.buf, "NET/IB : GPU Direct RDMA Enabled for HCA 0 'mlx5_0'\n"...)
 	g.hdr(r, tid, info)
-	g.buf = append(g.buf, "ncclCommInitRank comm 0x55f6"...)
-	g.buf = strconv.AppendInt(g.buf, int64(r*4096+g.epoch), 16)
-	g.buf = append(g.buf, " rank "...)
-	g.buf = strconv.AppendInt(g.buf, int64(r), 10)
-	g.buf = append(g.buf, " nranks "...)
-	g.buf = strconv.AppendInt(g.buf, int64(n), 10)
-	g.buf = append(g.buf, " cudaDev "...)
-	g.buf = strconv.AppendInt(g.buf, int64(l), 10)
-	g.buf = append(g.buf, " nvmlDev "...)
-	g.buf = strconv.AppendInt(g.buf, int64(l), 10)
+	g.hex("ncclCommInitRank comm 0x55f6", r*4096+g.epoch)
+	g.num(" rank ", r)
+	g.num(" nranks ", n)
+	g.num(" cudaDev ", l)
+	g.num(" nvmlDev ", l)
 	g.buf = append(g.buf, " busId "...)
 	g.busID(l)
 	g.buf = append(g.buf, " commId "...)
 	g.commID()
 	g.buf = append(g.buf, " - Init START\n"...)
 	g.hdr(r, tid, info)
-	g.buf = append(g.buf, "comm 0x55f6"...)
-	g.buf = strconv.AppendInt(g.buf, int64(r*4096+g.epoch), 16)
-	g.buf = append(g.buf, " rank "...)
-	g.buf = strconv.AppendInt(g.buf, int64(r), 10)
-	g.buf = append(g.buf, " nRanks "...)
-	g.buf = strconv.AppendInt(g.buf, int64(n), 10)
-	g.buf = append(g.buf, " nNodes "...)
-	g.buf = strconv.AppendInt(g.buf, int64(g.hosts), 10)
-	g.buf = append(g.buf, " localRanks 8 localRank "...)
-	g.buf = strconv.AppendInt(g.buf, int64(l), 10)
+	g.hex("comm 0x55f6", r*4096+g.epoch)
+	g.num(" rank ", r)
+	g.num(" nRanks ", n)
+	g.num(" nNodes ", g.hosts)
+	g.num(" localRanks 8 localRank ", l)
 	g.buf = append(g.buf, " MNNVL 0\n"...)
 	g.hdr(r, tid, info)
 	g.buf = append(g.buf, "32 coll channels, 32 collnet channels, 16 nvls channels, 32 p2p channels, 2 p2p channels per peer\n"...)
@@ -177,24 +171,20 @@ func (g *logGen) initLines(r int) {
 	g.buf = append(g.buf, "CPU/0-0 (1/2/-1)\n"...)
 	for i := 0; i < 2; i++ {
 		g.hdr(r, tid, info)
-		g.buf = append(g.buf, "+ PCI[48.0] - PCI/0-1"...)
-		g.buf = strconv.AppendInt(g.buf, int64(i), 10)
+		g.num("+ PCI[48.0] - PCI/0-1", i)
 		g.buf = append(g.buf, "000 (1000c01010000000)\n"...)
 		g.hdr(r, tid, info)
 		g.buf = append(g.buf, "              + PCI[48.0] - GPU/0-"...)
 		g.busID(i)
-		g.buf = append(g.buf, " ("...)
-		g.buf = strconv.AppendInt(g.buf, int64(i), 10)
+		g.num(" (", i)
 		g.buf = append(g.buf, ")\n"...)
 		g.hdr(r, tid, info)
 		g.buf = append(g.buf, "                            + NVL[370.8] - NVS/0-0\n"...)
 		g.hdr(r, tid, info)
-		g.buf = append(g.buf, "              + PCI[48.0] - NIC/0-"...)
-		g.buf = strconv.AppendInt(g.buf, int64(0x1a+i), 16)
+		g.hex("              + PCI[48.0] - NIC/0-", 0x1a+i)
 		g.buf = append(g.buf, "000\n"...)
 		g.hdr(r, tid, info)
-		g.buf = append(g.buf, "                            + NET[50.0] - NET/0-"...)
-		g.buf = strconv.AppendInt(g.buf, int64(i), 10)
+		g.num("                            + NET[50.0] - NET/0-", i)
 		g.buf = append(g.buf, " (0/d4f9fc0003ae6d94/1/50.000000)\n"...)
 	}
 	g.hdr(r, tid, info)
@@ -214,8 +204,7 @@ func (g *logGen) channel(r int) {
 	g.buf = append(g.buf, "/0 : "...)
 	peerRank := func(p int) {
 		g.buf = strconv.AppendInt(g.buf, int64(p), 10)
-		g.buf = append(g.buf, '[')
-		g.buf = strconv.AppendInt(g.buf, int64(p%g.perHost), 10)
+		g.num("[", p%g.perHost)
 		g.buf = append(g.buf, ']')
 	}
 	if g.rnd.IntN(10) < 4 {
@@ -261,10 +250,8 @@ func (g *logGen) line() {
 		g.channel(r)
 	case k < 450:
 		g.hdr(r, 6, info)
-		g.buf = append(g.buf, "New proxy send connection "...)
-		g.buf = strconv.AppendInt(g.buf, int64(g.rnd.IntN(64)), 10)
-		g.buf = append(g.buf, " from local rank "...)
-		g.buf = strconv.AppendInt(g.buf, int64(l), 10)
+		g.num("New proxy send connection ", g.rnd.IntN(64))
+		g.num(" from local rank ", l)
 		g.buf = append(g.buf, ", transport 2\n"...)
 	case k < 600:
 		g.hdr(r, 30, info)
@@ -276,8 +263,7 @@ func (g *logGen) line() {
 		g.hdr(r, 0, info)
 		g.buf = append(g.buf, "AllReduce: opCount "...)
 		g.buf = strconv.AppendUint(g.buf, g.op, 16)
-		g.buf = append(g.buf, " sendbuff 0x7f1b0e800000 recvbuff 0x7f1b0e800000 count 1048576 datatype 7 op 0 root 0 comm 0x13174540 [nranks="...)
-		g.buf = strconv.AppendInt(g.buf, int64(n), 10)
+		g.num(" sendbuff 0x7f1b0e800000 recvbuff 0x7f1b0e800000 count 1048576 datatype 7 op 0 root 0 comm 0x13174540 [nranks=", n)
 		g.buf = append(g.buf, "] stream 0x55d5f4d50b60\n"...)
 	case k < 760:
 		g.hdr(r, 6, info)
@@ -286,8 +272,7 @@ func (g *logGen) line() {
 		g.hdr(r, 30, info)
 		g.buf = append(g.buf, "Trees"...)
 		for i := 0; i < 32; i++ {
-			g.buf = append(g.buf, " ["...)
-			g.buf = strconv.AppendInt(g.buf, int64(i), 10)
+			g.num(" [", i)
 			g.buf = append(g.buf, "] 1/-1/-1->0->-1"...)
 		}
 		g.buf = append(g.buf, '\n')
@@ -295,8 +280,7 @@ func (g *logGen) line() {
 		g.hdr(r, 30, info)
 		g.buf = append(g.buf, "GPU Direct RDMA Enabled for GPU "...)
 		g.busID(l)
-		g.buf = append(g.buf, " / HCA "...)
-		g.buf = strconv.AppendInt(g.buf, int64(l/2), 10)
+		g.num(" / HCA ", l/2)
 		g.buf = append(g.buf, " (distance 4 <= 4), read 1\n"...)
 	case k < 850:
 		// an nccl-tests row with an INFO line glued to it
@@ -316,8 +300,7 @@ func (g *logGen) line() {
 		g.buf = append(g.buf, "NET/IB : Got completion from peer 10.0.0.2<54862> with status=12 opcode=0 len=0 vendor err 129 (Recv)\n"...)
 	default:
 		g.hdr(r, 30, info)
-		g.buf = append(g.buf, "Connected to proxy localRank "...)
-		g.buf = strconv.AppendInt(g.buf, int64(l), 10)
+		g.num("Connected to proxy localRank ", l)
 		g.buf = append(g.buf, " -> connection 0x7f3fdc000d20\n"...)
 	}
 }
@@ -429,7 +412,7 @@ func BenchmarkGenerate1GB(b *testing.B) {
 // BenchmarkAnalyzeSample is the largest corpus sample (a full 16-rank
 // AWS p5 log, 320 kB), analysed from memory.
 func BenchmarkAnalyzeSample(b *testing.B) {
-	body := sampleBody(b, "aws-p5-2node-efa-ofi-gdrdma-full.txt")
+	body := readertest.Body(b, "aws-p5-2node-efa-ofi-gdrdma-full.txt")
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {

@@ -85,7 +85,7 @@ b:3:31 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA
 	eq(t, "world a 1->2", loc["a12"], "inter-node")
 	eq(t, "sub b 0->1", loc["b01"], "intra-node")
 	for _, x := range vs {
-		if x.ID == "nccl.p2p" && (x.Status != fail || x.Reason != "IntraNodeOverNet") {
+		if x.ID == "nccl.p2p" && (x.Status != result.Fail || x.Reason != "IntraNodeOverNet") {
 			t.Errorf("nccl.p2p = %s %s: %s", x.Status, x.Reason, x.Message)
 		}
 	}
@@ -119,7 +119,7 @@ func TestUntrackedConnections(t *testing.T) {
 	eq(t, "records", len(r.Channels.Records), maxRecords)
 	for _, x := range vs {
 		if x.ID == "nccl.gdr" {
-			if x.Status != fail || len(x.Evidence) == 0 || !strings.Contains(x.Evidence[0].Value, "via NET/IB/0") {
+			if x.Status != result.Fail || len(x.Evidence) == 0 || !strings.Contains(x.Evidence[0].Value, "via NET/IB/0") {
 				t.Errorf("nccl.gdr = %s %s %+v", x.Status, x.Reason, x.Evidence)
 			}
 		}

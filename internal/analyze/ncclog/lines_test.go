@@ -13,7 +13,7 @@ import (
 func TestDetect(t *testing.T) {
 	for _, name := range readertest.Samples(t) {
 		want := !notLogs[name]
-		if got := Detect(sampleBody(t, name)); got != want {
+		if got := Detect(readertest.Body(t, name)); got != want {
 			t.Errorf("Detect(%s) = %v, want %v", name, got, want)
 		}
 	}

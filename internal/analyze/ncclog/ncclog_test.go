@@ -2,8 +2,6 @@ package ncclog
 
 import (
 	"flag"
-	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,223 +18,170 @@ var reader = readertest.Reader[*Report]{Detect: Detect, Analyze: Analyze, RawJSO
 // as logs, yet read as such when forced.
 var notLogs = map[string]bool{"aws-p5-2node-allreduce-srun.txt": true, "aws-p5-eks-allreduce-mpirun-tagged.txt": true, "gcp-a3high-tcpx-allgather-2node.txt": true}
 
-// sampleBody is a sample of testdata without its source header.
-func sampleBody(t testing.TB, name string) []byte {
-	return readertest.Sample(t, filepath.Join("testdata", name))
-}
-
-func analyzeSample(t testing.TB, name string) *Report {
-	t.Helper()
-	r, _ := reader.Sample(t, name)
-	return r
-}
-
 // TestGolden keeps the whole report (JSON, with the verdicts) and the text
 // summary of every sample; the verdicts are asserted one by one in
 // TestVerdicts.
 func TestGolden(t *testing.T) { reader.GoldenSamples(t, *update, nil) }
-
-const (
-	pass = result.Pass
-	warn = result.Warn
-	fail = result.Fail
-	skip = result.Skip
-	unk  = result.Unknown
-)
-
-func v(id string, st result.Status, reason string) readertest.Want {
-	return readertest.Want{ID: id, Status: st, Reason: reason, Subject: "job"}
-}
-
-func vs(id string, st result.Status, reason, subject string) readertest.Want {
-	return readertest.Want{ID: id, Status: st, Reason: reason, Subject: subject}
-}
 
 // wantVerdicts is what a person reading each log concludes. Every verdict
 // a sample gets must be listed here, and nothing else.
 var wantVerdicts = map[string][]readertest.Want{
 	// Four ranks of one process on one host talk through the NIC
 	// (loopback) although they share the machine; GDRDMA is on.
-	"a100-intranode-ranks-via-net-ib-gdrdma-excerpt.txt": {
-		v("nccl.gdr", pass, "GDRDMA"), v("nccl.p2p", fail, "IntraNodeOverNet"), v("nccl.net", pass, "RDMANetwork"),
-		v("nccl.version", unk, "NoVersionLine"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", unk, "NoChannelCount"), v("nccl.topology", unk, "NoSystemTree"),
-	},
+	"a100-intranode-ranks-via-net-ib-gdrdma-excerpt.txt": readertest.Wants("job",
+		"pass nccl.gdr GDRDMA", "fail nccl.p2p IntraNodeOverNet", "pass nccl.net RDMANetwork",
+		"unknown nccl.version NoVersionLine", "pass nccl.errors NoErrors",
+		"unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree",
+	),
 	// nccl-tests table interleaved with INFO lines; two GPUs of mew0 over
 	// P2P; nothing on the network.
-	"a100pcie-2gpu-allreduce-interleaved-nccl-info.txt": {
-		v("nccl.gdr", skip, "NoInterNodeTraffic"), v("nccl.p2p", pass, "P2P"), v("nccl.net", unk, "NoNetworkLines"),
-		v("nccl.version", unk, "NoVersionLine"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", unk, "NoChannelCount"), v("nccl.topology", unk, "NoSystemTree"),
-	},
+	"a100pcie-2gpu-allreduce-interleaved-nccl-info.txt": readertest.Wants("job",
+		"skip nccl.gdr NoInterNodeTraffic", "pass nccl.p2p P2P", "unknown nccl.net NoNetworkLines",
+		"unknown nccl.version NoVersionLine", "pass nccl.errors NoErrors",
+		"unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree",
+	),
 	// Only n013 logged; its channels use GDRDMA (forced to SYS level),
 	// n014 (rank 1, from the nccl-tests header) printed nothing: its side
 	// (where the reporter found GDR off) is not in the log.
-	"a100pcie-2node-gdr-level-sys-mixed-roce-ib-gather-dropoff.txt": {
-		v("nccl.gdr", warn, "PartialLog"), v("nccl.p2p", skip, "NoIntraNodePeers"), v("nccl.net", pass, "RDMANetwork"),
-		v("nccl.version", pass, "SameVersion"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", pass, "ChannelCount"), vs("nccl.topology", pass, "TopologyConsistent", "n013"),
-	},
+	"a100pcie-2node-gdr-level-sys-mixed-roce-ib-gather-dropoff.txt": readertest.Wants("job",
+		"warn nccl.gdr PartialLog", "skip nccl.p2p NoIntraNodePeers", "pass nccl.net RDMANetwork",
+		"pass nccl.version SameVersion", "pass nccl.errors NoErrors",
+		"pass nccl.channels ChannelCount", "pass nccl.topology TopologyConsistent n013",
+	),
 	// The topology file claims NVL[20] one way and NVL[240] the other: 2
 	// channels instead of 24.
-	"a100pcie-nvbridge-degraded-topo-2ch.txt": {
-		v("nccl.gdr", skip, "NoInterNodeTraffic"), v("nccl.p2p", pass, "P2P"), v("nccl.net", pass, "RDMANetwork"),
-		v("nccl.version", pass, "SameVersion"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", warn, "LowChannelCount"), vs("nccl.topology", fail, "NVLinkDegraded", "mew0"),
-	},
+	"a100pcie-nvbridge-degraded-topo-2ch.txt": readertest.Wants("job",
+		"skip nccl.gdr NoInterNodeTraffic", "pass nccl.p2p P2P", "pass nccl.net RDMANetwork",
+		"pass nccl.version SameVersion", "pass nccl.errors NoErrors",
+		"warn nccl.channels LowChannelCount", "fail nccl.topology NVLinkDegraded mew0",
+	),
 	// Healthy single node: 24 channels over the NVLink bridge; GDR off on
 	// the HCAs does not matter for one host.
-	"a100pcie-nvbridge-roce-gdr-disabled-24ch.txt": {
-		v("nccl.gdr", skip, "NoInterNodeTraffic"), v("nccl.p2p", pass, "P2P"), v("nccl.net", pass, "RDMANetwork"),
-		v("nccl.version", pass, "SameVersion"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", pass, "ChannelCount"), vs("nccl.topology", pass, "TopologyConsistent", "mew0"),
-	},
+	"a100pcie-nvbridge-roce-gdr-disabled-24ch.txt": readertest.Wants("job",
+		"skip nccl.gdr NoInterNodeTraffic", "pass nccl.p2p P2P", "pass nccl.net RDMANetwork",
+		"pass nccl.version SameVersion", "pass nccl.errors NoErrors",
+		"pass nccl.channels ChannelCount", "pass nccl.topology TopologyConsistent mew0",
+	),
 	"aws-p5-2node-allreduce-srun.txt":        allUnknown("NoNCCLDebugLines"),
 	"aws-p5-eks-allreduce-mpirun-tagged.txt": allUnknown("NoNCCLDebugLines"),
 	// Good two-node EFA run: every inter-node channel NET/AWS Libfabric/n/GDRDMA,
 	// every intra-node one P2P/CUMEM.
-	"aws-p5-2node-efa-ofi-gdrdma-full.txt": {
-		v("nccl.gdr", pass, "GDRDMA"), v("nccl.p2p", pass, "P2P"), v("nccl.net", pass, "RDMANetwork"),
-		v("nccl.version", pass, "SameVersion"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", pass, "ChannelCount"), v("nccl.topology", unk, "NoSystemTree"),
-	},
+	"aws-p5-2node-efa-ofi-gdrdma-full.txt": readertest.Wants("job",
+		"pass nccl.gdr GDRDMA", "pass nccl.p2p P2P", "pass nccl.net RDMANetwork",
+		"pass nccl.version SameVersion", "pass nccl.errors NoErrors",
+		"pass nccl.channels ChannelCount", "unknown nccl.topology NoSystemTree",
+	),
 	// An nccl-tests output with a single NCCL INFO line: nothing to judge.
-	"gcp-a3high-tcpx-allgather-2node.txt": {
-		v("nccl.gdr", unk, "NoChannelLines"), v("nccl.p2p", unk, "NoChannelLines"), v("nccl.net", unk, "NoNetworkLines"),
-		v("nccl.version", unk, "NoVersionLine"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", unk, "NoChannelCount"), v("nccl.topology", unk, "NoSystemTree"),
-	},
+	"gcp-a3high-tcpx-allgather-2node.txt": readertest.Wants("job",
+		"unknown nccl.gdr NoChannelLines", "unknown nccl.p2p NoChannelLines", "unknown nccl.net NoNetworkLines",
+		"unknown nccl.version NoVersionLine", "pass nccl.errors NoErrors",
+		"unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree",
+	),
 	// VM with emulated switches: PCI[0.2] uplinks; the two channel lines
 	// use GDRDMA.
-	"h200-kvm-vm-topo-system-pci0.2-emulated-switch-gdrdma-excerpt.txt": {
-		v("nccl.gdr", pass, "GDRDMA"), v("nccl.p2p", skip, "NoIntraNodePeers"), v("nccl.net", pass, "RDMANetwork"),
-		v("nccl.version", unk, "NoVersionLine"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", unk, "NoChannelCount"), vs("nccl.topology", warn, "EmulatedPCIBridge", "node_2"),
-	},
+	"h200-kvm-vm-topo-system-pci0.2-emulated-switch-gdrdma-excerpt.txt": readertest.Wants("job",
+		"pass nccl.gdr GDRDMA", "skip nccl.p2p NoIntraNodePeers", "pass nccl.net RDMANetwork",
+		"unknown nccl.version NoVersionLine", "pass nccl.errors NoErrors",
+		"unknown nccl.channels NoChannelCount", "warn nccl.topology EmulatedPCIBridge node_2",
+	),
 	// One rank, socket fallback on a VM without RDMA: GDR does not apply.
-	"h200x1-vm-single-rank-socket-fallback-all-subsys.txt": {
-		v("nccl.gdr", skip, "NoInterNodeTraffic"), v("nccl.p2p", skip, "SingleRank"), v("nccl.net", skip, "SocketSingleHost"),
-		v("nccl.version", pass, "SameVersion"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", pass, "ChannelCount"), vs("nccl.topology", pass, "TopologyConsistent", "vm"),
-	},
+	"h200x1-vm-single-rank-socket-fallback-all-subsys.txt": readertest.Wants("job",
+		"skip nccl.gdr NoInterNodeTraffic", "skip nccl.p2p SingleRank", "skip nccl.net SocketSingleHost",
+		"pass nccl.version SameVersion", "pass nccl.errors NoErrors",
+		"pass nccl.channels ChannelCount", "pass nccl.topology TopologyConsistent vm",
+	),
 	// 16-rank RoCE job: both HCAs report GDR Disabled.
-	"roce-2hca-gdr-disabled-peermem-loaded-excerpt.txt": {
-		v("nccl.gdr", fail, "GDRDisabledForHCA"), v("nccl.p2p", unk, "NoChannelLines"), v("nccl.net", pass, "RDMANetwork"),
-		v("nccl.version", unk, "NoVersionLine"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", unk, "NoChannelCount"), v("nccl.topology", unk, "NoSystemTree"),
-	},
+	"roce-2hca-gdr-disabled-peermem-loaded-excerpt.txt": readertest.Wants("job",
+		"fail nccl.gdr GDRDisabledForHCA", "unknown nccl.p2p NoChannelLines", "pass nccl.net RDMANetwork",
+		"unknown nccl.version NoVersionLine", "pass nccl.errors NoErrors",
+		"unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree",
+	),
 	// Garbled two-GPU workstation: SHM between the GPUs, sockets only.
-	"workstation-2gpu-no-ib-socket-shm-garbled.txt": {
-		v("nccl.gdr", skip, "NoInterNodeTraffic"), v("nccl.p2p", warn, "SHMFallback"), v("nccl.net", skip, "SocketSingleHost"),
-		v("nccl.version", unk, "NoVersionLine"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", pass, "ChannelCount"), v("nccl.topology", unk, "NoSystemTree"),
-	},
-	"synthetic-2node-ib-no-gdr.txt": {
-		v("nccl.gdr", fail, "NoGDRDMA"), v("nccl.p2p", pass, "P2P"), v("nccl.net", pass, "RDMANetwork"),
-		v("nccl.version", pass, "SameVersion"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", pass, "ChannelCount"), v("nccl.topology", unk, "NoSystemTree"),
-	},
-	"synthetic-2node-init-only.txt": {
-		v("nccl.gdr", unk, "NoChannelLines"), v("nccl.p2p", unk, "NoChannelLines"), v("nccl.net", unk, "NoNetworkLines"),
-		v("nccl.version", pass, "SameVersion"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", unk, "NoChannelCount"), v("nccl.topology", unk, "NoSystemTree"),
-	},
-	"synthetic-2node-socket-fallback.txt": {
-		v("nccl.gdr", fail, "NoGDRDMA"), v("nccl.p2p", skip, "NoIntraNodePeers"), v("nccl.net", fail, "SocketFallback"),
-		v("nccl.version", pass, "SameVersion"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", pass, "ChannelCount"), v("nccl.topology", unk, "NoSystemTree"),
-	},
-	"synthetic-errors-ib-completion.txt": {
-		v("nccl.gdr", pass, "GDRDMA"), v("nccl.p2p", skip, "NoIntraNodePeers"), v("nccl.net", pass, "RDMANetwork"),
-		v("nccl.version", pass, "SameVersion"), v("nccl.errors", fail, "NCCLErrors"),
-		v("nccl.channels", unk, "NoChannelCount"), v("nccl.topology", unk, "NoSystemTree"),
-	},
-	"synthetic-nccl24-ring-srun-trace.txt": {
-		v("nccl.gdr", pass, "GDRDMA"), v("nccl.p2p", pass, "P2P"), v("nccl.net", pass, "RDMANetwork"),
-		v("nccl.version", pass, "SameVersion"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", pass, "ChannelCount"), v("nccl.topology", unk, "NoSystemTree"),
-	},
-	"synthetic-network-mismatch.txt": {
-		v("nccl.gdr", unk, "NoChannelLines"), v("nccl.p2p", unk, "NoChannelLines"), v("nccl.net", pass, "RDMANetwork"),
-		v("nccl.version", fail, "NetworkMismatch"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", unk, "NoChannelCount"), v("nccl.topology", unk, "NoSystemTree"),
-	},
-	"synthetic-nvswitch-one-gpu-degraded.txt": {
-		v("nccl.gdr", skip, "NoInterNodeTraffic"), v("nccl.p2p", pass, "P2P"), v("nccl.net", skip, "NoNetwork"),
-		v("nccl.version", pass, "SameVersion"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", pass, "ChannelCount"), vs("nccl.topology", fail, "NVLinkDegraded", "hgx1"),
-	},
-	"synthetic-pxn-collnet-subcomm.txt": {
-		v("nccl.gdr", pass, "GDRDMA"), v("nccl.p2p", pass, "P2P"), v("nccl.net", pass, "RDMANetwork"),
-		v("nccl.version", pass, "SameVersion"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", pass, "ChannelCount"), v("nccl.topology", unk, "NoSystemTree"),
-	},
-	"synthetic-version-mismatch.txt": {
-		v("nccl.gdr", pass, "GDRDMA"), v("nccl.p2p", skip, "NoIntraNodePeers"), v("nccl.net", pass, "RDMANetwork"),
-		v("nccl.version", fail, "VersionMismatch"), v("nccl.errors", pass, "NoErrors"),
-		v("nccl.channels", pass, "ChannelCount"), v("nccl.topology", unk, "NoSystemTree"),
-	},
+	"workstation-2gpu-no-ib-socket-shm-garbled.txt": readertest.Wants("job",
+		"skip nccl.gdr NoInterNodeTraffic", "warn nccl.p2p SHMFallback", "skip nccl.net SocketSingleHost",
+		"unknown nccl.version NoVersionLine", "pass nccl.errors NoErrors",
+		"pass nccl.channels ChannelCount", "unknown nccl.topology NoSystemTree",
+	),
+	"synthetic-2node-ib-no-gdr.txt": readertest.Wants("job",
+		"fail nccl.gdr NoGDRDMA", "pass nccl.p2p P2P", "pass nccl.net RDMANetwork",
+		"pass nccl.version SameVersion", "pass nccl.errors NoErrors",
+		"pass nccl.channels ChannelCount", "unknown nccl.topology NoSystemTree",
+	),
+	"synthetic-2node-init-only.txt": readertest.Wants("job",
+		"unknown nccl.gdr NoChannelLines", "unknown nccl.p2p NoChannelLines", "unknown nccl.net NoNetworkLines",
+		"pass nccl.version SameVersion", "pass nccl.errors NoErrors",
+		"unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree",
+	),
+	"synthetic-2node-socket-fallback.txt": readertest.Wants("job",
+		"fail nccl.gdr NoGDRDMA", "skip nccl.p2p NoIntraNodePeers", "fail nccl.net SocketFallback",
+		"pass nccl.version SameVersion", "pass nccl.errors NoErrors",
+		"pass nccl.channels ChannelCount", "unknown nccl.topology NoSystemTree",
+	),
+	"synthetic-errors-ib-completion.txt": readertest.Wants("job",
+		"pass nccl.gdr GDRDMA", "skip nccl.p2p NoIntraNodePeers", "pass nccl.net RDMANetwork",
+		"pass nccl.version SameVersion", "fail nccl.errors NCCLErrors",
+		"unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree",
+	),
+	"synthetic-nccl24-ring-srun-trace.txt": readertest.Wants("job",
+		"pass nccl.gdr GDRDMA", "pass nccl.p2p P2P", "pass nccl.net RDMANetwork",
+		"pass nccl.version SameVersion", "pass nccl.errors NoErrors",
+		"pass nccl.channels ChannelCount", "unknown nccl.topology NoSystemTree",
+	),
+	"synthetic-network-mismatch.txt": readertest.Wants("job",
+		"unknown nccl.gdr NoChannelLines", "unknown nccl.p2p NoChannelLines", "pass nccl.net RDMANetwork",
+		"fail nccl.version NetworkMismatch", "pass nccl.errors NoErrors",
+		"unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree",
+	),
+	"synthetic-nvswitch-one-gpu-degraded.txt": readertest.Wants("job",
+		"skip nccl.gdr NoInterNodeTraffic", "pass nccl.p2p P2P", "skip nccl.net NoNetwork",
+		"pass nccl.version SameVersion", "pass nccl.errors NoErrors",
+		"pass nccl.channels ChannelCount", "fail nccl.topology NVLinkDegraded hgx1",
+	),
+	"synthetic-pxn-collnet-subcomm.txt": readertest.Wants("job",
+		"pass nccl.gdr GDRDMA", "pass nccl.p2p P2P", "pass nccl.net RDMANetwork",
+		"pass nccl.version SameVersion", "pass nccl.errors NoErrors",
+		"pass nccl.channels ChannelCount", "unknown nccl.topology NoSystemTree",
+	),
+	"synthetic-version-mismatch.txt": readertest.Wants("job",
+		"pass nccl.gdr GDRDMA", "skip nccl.p2p NoIntraNodePeers", "pass nccl.net RDMANetwork",
+		"fail nccl.version VersionMismatch", "pass nccl.errors NoErrors",
+		"pass nccl.channels ChannelCount", "unknown nccl.topology NoSystemTree",
+	),
 }
 
 func allUnknown(reason string) []readertest.Want {
 	var out []readertest.Want
 	for _, id := range []string{"nccl.gdr", "nccl.p2p", "nccl.net", "nccl.version", "nccl.errors", "nccl.channels", "nccl.topology"} {
-		out = append(out, v(id, unk, reason))
+		out = append(out, readertest.Want{ID: id, Status: result.Unknown, Reason: reason, Subject: "job"})
 	}
 	return out
 }
 
 func TestVerdicts(t *testing.T) {
-	for _, name := range readertest.Samples(t) {
-		t.Run(name, func(t *testing.T) {
-			want, ok := wantVerdicts[name]
-			if !ok {
-				t.Fatalf("no expected verdicts for %s: add them to wantVerdicts", name)
-			}
-			_, vs := reader.Sample(t, name)
-			readertest.ExactVerdicts(t, vs, want, func(x result.Result) bool { return x.Reason == "NCCLWarnings" })
-			for _, x := range vs {
-				for _, e := range x.Evidence {
-					if !strings.HasPrefix(e.Source, name+":") || e.Value == "" {
-						t.Errorf("%s: evidence %+v does not point at a line of %s", x.ID, e, name)
-					}
+	reader.ExactSamples(t, wantVerdicts, func(x result.Result) bool { return x.Reason == "NCCLWarnings" }, func(t *testing.T, name string, vs []result.Result) {
+		for _, x := range vs {
+			for _, e := range x.Evidence {
+				if !strings.HasPrefix(e.Source, name+":") || e.Value == "" {
+					t.Errorf("%s: evidence %+v does not point at a line of %s", x.ID, e, name)
 				}
 			}
-		})
-	}
+		}
+	})
 }
 
 // TestEvidenceLines checks that evidence line numbers point at the line
 // that says it (after the header is stripped).
 func TestEvidenceLines(t *testing.T) {
-	for _, name := range readertest.Samples(t) {
-		body := sampleBody(t, name)
-		lines := strings.Split(string(body), "\n")
-		_, vs := reader.Sample(t, name)
-		for _, x := range vs {
-			for _, e := range x.Evidence {
-				var n int
-				if _, err := fmt.Sscan(strings.TrimPrefix(e.Source, name+":"), &n); err != nil || n < 1 || n > len(lines) {
-					t.Errorf("%s %s: bad source %q", name, x.ID, e.Source)
-					continue
-				}
-				line := lines[n-1]
-				val := strings.TrimSuffix(e.Value, "...")
-				if !strings.Contains(line, val) && !strings.Contains(strings.Join(strings.Fields(line), " "), strings.Join(strings.Fields(val), " ")) {
-					t.Errorf("%s %s: line %d %q does not contain evidence %q", name, x.ID, n, line, e.Value)
-				}
-			}
-		}
-	}
+	reader.EvidenceLines(t, func(line, value string) bool {
+		val := strings.TrimSuffix(value, "...")
+		return strings.Contains(line, val) || strings.Contains(strings.Join(strings.Fields(line), " "), strings.Join(strings.Fields(val), " "))
+	})
 }
 
 // TestExtraction asserts the facts a reader of each sample must get right.
 func TestExtraction(t *testing.T) {
-	tests := []struct {
-		file  string
-		check func(t *testing.T, r *Report)
-	}{
-		{"a100pcie-2node-gdr-level-sys-mixed-roce-ib-gather-dropoff.txt", func(t *testing.T, r *Report) {
+	reader.Cases(t, []readertest.Case[*Report]{
+		{File: "a100pcie-2node-gdr-level-sys-mixed-roce-ib-gather-dropoff.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			eq(t, "version", versions(r), "2.16.5+cuda11.8")
 			eq(t, "hosts", hostNames(r), "n013 n014")
 			h := host(t, r, "n014")
@@ -257,7 +202,7 @@ func TestExtraction(t *testing.T) {
 			eq(t, "paths", len(r.Topology[0].GPUNetPaths), 2)
 			eq(t, "path to NET/1", r.Topology[0].GPUNetPaths[0].Net+" "+r.Topology[0].GPUNetPaths[0].Type, "NET/1 PHB")
 		}},
-		{"aws-p5-2node-efa-ofi-gdrdma-full.txt", func(t *testing.T, r *Report) {
+		{File: "aws-p5-2node-efa-ofi-gdrdma-full.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			eq(t, "hosts", hostNames(r), "test-nccl-worker-0 test-nccl-worker-1")
 			eq(t, "ranks of worker-1", intRanges(host(t, r, "test-nccl-worker-1").Ranks), "8-15")
 			eq(t, "provider", r.Network.OFIProvider, "efa")
@@ -282,7 +227,7 @@ func TestExtraction(t *testing.T) {
 			}
 			eq(t, "init ranks", initRanks, 16)
 		}},
-		{"workstation-2gpu-no-ib-socket-shm-garbled.txt", func(t *testing.T, r *Report) {
+		{File: "workstation-2gpu-no-ib-socket-shm-garbled.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			eq(t, "hosts", hostNames(r), "ljm")
 			eq(t, "spliced", r.SplicedLines, int64(2))
 			h := host(t, r, "ljm")
@@ -294,7 +239,7 @@ func TestExtraction(t *testing.T) {
 			eq(t, "socket", strings.Join(h.SocketIfaces, " "), "bond0:192.168.3.21<0>")
 			eq(t, "gpus", strings.Join(h.GPUs, " "), "3000 2000")
 		}},
-		{"a100pcie-nvbridge-roce-gdr-disabled-24ch.txt", func(t *testing.T, r *Report) {
+		{File: "a100pcie-nvbridge-roce-gdr-disabled-24ch.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			eq(t, "coll", r.Channels.Counts[0].Coll, 24)
 			eq(t, "p2p lines", transportLines(r, "P2P/direct pointer/read"), int64(48))
 			eq(t, "hcas", len(r.GDR.HCAs), 3)
@@ -303,7 +248,7 @@ func TestExtraction(t *testing.T) {
 			eq(t, "oob", host(t, r, "mew0").IBOOB, "eno8303:192.168.0.3<0>")
 			eq(t, "nnodes", r.Comms[0].NNodes, 1)
 		}},
-		{"a100pcie-nvbridge-degraded-topo-2ch.txt", func(t *testing.T, r *Report) {
+		{File: "a100pcie-nvbridge-degraded-topo-2ch.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			p := r.Channels.Patterns[0]
 			if p.Pattern != 4 || p.Name != "ring" || p.NChannels != 1 || p.BWIntra != 20 || p.TypeIntra != "NVL" || p.TypeInter != "PIX" {
 				t.Errorf("pattern = %+v", p)
@@ -311,7 +256,7 @@ func TestExtraction(t *testing.T) {
 			eq(t, "finding", r.Topology[0].Findings[0].Kind, "nvlink-asymmetric")
 			eq(t, "topo file", env(r, "NCCL_TOPO_FILE"), "/home/zx/nccl-tests/topo_fail.xml")
 		}},
-		{"h200-kvm-vm-topo-system-pci0.2-emulated-switch-gdrdma-excerpt.txt", func(t *testing.T, r *Report) {
+		{File: "h200-kvm-vm-topo-system-pci0.2-emulated-switch-gdrdma-excerpt.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			tr := r.Topology[0]
 			if tr.GPUs != 8 || tr.NICs != 8 || tr.NVLinks != 8 || len(tr.Findings) != 8 {
 				t.Errorf("tree = %d GPUs %d NICs %d NVLinks %d findings", tr.GPUs, tr.NICs, tr.NVLinks, len(tr.Findings))
@@ -321,7 +266,7 @@ func TestExtraction(t *testing.T) {
 			}
 			eq(t, "hosts", hostNames(r), "node_2 node1")
 		}},
-		{"h200x1-vm-single-rank-socket-fallback-all-subsys.txt", func(t *testing.T, r *Report) {
+		{File: "h200x1-vm-single-rank-socket-fallback-all-subsys.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			eq(t, "version", versions(r), "2.28.9+cuda13.0")
 			eq(t, "ranks", len(r.Ranks), 1)
 			eq(t, "bus", r.Ranks[0].BusID, "60")
@@ -332,7 +277,7 @@ func TestExtraction(t *testing.T) {
 			eq(t, "ring lines", r.Channels.RingLines, int64(64))
 			eq(t, "ring total", r.Channels.MaxRingChannels, 64)
 		}},
-		{"roce-2hca-gdr-disabled-peermem-loaded-excerpt.txt", func(t *testing.T, r *Report) {
+		{File: "roce-2hca-gdr-disabled-peermem-loaded-excerpt.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			if !r.Network.NonDevicePlugin {
 				t.Error("Using non-device net plugin version 0: want non_device_plugin")
 			}
@@ -342,7 +287,7 @@ func TestExtraction(t *testing.T) {
 			}
 			eq(t, "oob", host(t, r, "hostname1").IBOOB, "primaryip:10.10.10.10<0>")
 		}},
-		{"a100-intranode-ranks-via-net-ib-gdrdma-excerpt.txt", func(t *testing.T, r *Report) {
+		{File: "a100-intranode-ranks-via-net-ib-gdrdma-excerpt.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			eq(t, "ranks", intRanges(host(t, r, "10-90-43-152").Ranks), "0-3")
 			eq(t, "intra", r.Channels.IntraNode, int64(12))
 			for _, rk := range r.Ranks {
@@ -351,7 +296,7 @@ func TestExtraction(t *testing.T) {
 				}
 			}
 		}},
-		{"synthetic-nccl24-ring-srun-trace.txt", func(t *testing.T, r *Report) {
+		{File: "synthetic-nccl24-ring-srun-trace.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			eq(t, "hosts", hostNames(r), "dgx1 dgx2")
 			eq(t, "version", versions(r), "2.4.8+cuda10.1")
 			eq(t, "inter", r.Channels.InterNode, int64(4))
@@ -366,13 +311,13 @@ func TestExtraction(t *testing.T) {
 				t.Errorf("rank 0 from the TRACE line = %+v", trace)
 			}
 		}},
-		{"synthetic-errors-ib-completion.txt", func(t *testing.T, r *Report) {
+		{File: "synthetic-errors-ib-completion.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			eq(t, "errors", r.ErrorCount, int64(7))
 			eq(t, "warnings", r.WarningCount, int64(1))
 			eq(t, "distinct", len(r.Errors), 6)
 			eq(t, "completion x2", r.Errors[0].Count, int64(2))
 		}},
-		{"synthetic-pxn-collnet-subcomm.txt", func(t *testing.T, r *Report) {
+		{File: "synthetic-pxn-collnet-subcomm.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			eq(t, "collnet", r.Channels.CollNetLines, int64(3))
 			eq(t, "comms", len(r.Comms), 2)
 			eq(t, "sub nranks", r.Comms[1].NRanks, 2)
@@ -390,10 +335,7 @@ func TestExtraction(t *testing.T) {
 				t.Error("no PXN record")
 			}
 		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) { tt.check(t, analyzeSample(t, tt.file)) })
-	}
+	})
 }
 
 func eq[T comparable](t *testing.T, what string, got, want T) {

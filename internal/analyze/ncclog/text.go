@@ -9,21 +9,17 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
-// WriteText prints a human summary: the verdicts first (status, reason,
-// message, remedy and some evidence), then what the log says.
+// WriteText prints a human summary (verdict.Text.Page): a headline, the
+// verdicts, then what the log says.
 func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "NCCL log %s: %d lines, %d NCCL messages", r.File, r.Lines, r.NCCLLines)
+	head := fmt.Sprintf("NCCL log %s: %d lines, %d NCCL messages", r.File, r.Lines, r.NCCLLines)
 	if r.SplicedLines > 0 {
-		fmt.Fprintf(&b, ", %d lines spliced by concurrent writers", r.SplicedLines)
+		head += fmt.Sprintf(", %d lines spliced by concurrent writers", r.SplicedLines)
 	}
 	if r.LongLines > 0 {
-		fmt.Fprintf(&b, ", %d overlong lines read in part", r.LongLines)
+		head += fmt.Sprintf(", %d overlong lines read in part", r.LongLines)
 	}
-	b.WriteString("\n\n")
-	if err := (verdict.Text{}).Write(&b, vs); err != nil {
-		return err
-	}
+	var b strings.Builder
 
 	if len(r.Versions) > 0 {
 		b.WriteString("\nNCCL versions:\n")
@@ -51,8 +47,7 @@ func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
 			fmt.Fprintf(&b, "  %-7s line %d x%d: %s\n", e.Level, e.Line, e.Count, short(e.Message, 160))
 		}
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return (verdict.Text{}).Page(w, head, vs, b.String())
 }
 
 // writeHosts prints the hosts (the first 32).

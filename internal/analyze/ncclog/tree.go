@@ -224,36 +224,33 @@ func (t *treeState) analyze() {
 				Detail: fmt.Sprintf("%s -> %s NVL[%.1f] but %s -> %s NVL[%.1f]", l.From, l.To, l.BW, r.From, r.To, r.BW)})
 		}
 	}
-	if len(nvs) > 1 {
-		best := 0.0
-		for _, i := range nvs {
-			best = max(best, t.links[i].BW)
-		}
-		for _, i := range nvs {
-			l := t.links[i]
-			if l.BW < 0.9*best {
-				t.addFinding(Finding{Kind: "nvlink-degraded", Line: l.Line, Text: t.texts[i],
-					Detail: fmt.Sprintf("%s NVL[%.1f] to %s, other GPUs NVL[%.1f]", l.From, l.BW, l.To, best)})
-			}
-		}
-	}
-	if len(gpuPCI) > 1 {
-		best := 0.0
-		for _, i := range gpuPCI {
-			best = max(best, t.links[i].BW)
-		}
-		for _, i := range gpuPCI {
-			l := t.links[i]
-			if l.BW < 0.75*best {
-				t.addFinding(Finding{Kind: "gpu-pci-narrow", Line: l.Line, Text: t.texts[i],
-					Detail: fmt.Sprintf("%s PCI[%.1f], other GPUs PCI[%.1f]", l.To, l.BW, best)})
-			}
-		}
-	}
+	t.belowBest(nvs, 0.9, "nvlink-degraded", func(l TreeLink, best float64) string {
+		return fmt.Sprintf("%s NVL[%.1f] to %s, other GPUs NVL[%.1f]", l.From, l.BW, l.To, best)
+	})
+	t.belowBest(gpuPCI, 0.75, "gpu-pci-narrow", func(l TreeLink, best float64) string {
+		return fmt.Sprintf("%s PCI[%.1f], other GPUs PCI[%.1f]", l.To, l.BW, best)
+	})
 	for i, l := range t.links {
 		if l.Type == "PCI" && l.BW > 0 && l.BW < 1.0 {
 			t.addFinding(Finding{Kind: "pci-slow-link", Line: l.Line, Text: t.texts[i],
 				Detail: fmt.Sprintf("%s -> %s PCI[%.1f]: slower than PCIe Gen1 x4; an emulated bridge (2.5 GT/s x1)", l.From, l.To, l.BW)})
+		}
+	}
+}
+
+// belowBest adds a finding of kind for each of the links idx (two or more)
+// slower than frac of the fastest of them.
+func (t *treeState) belowBest(idx []int, frac float64, kind string, detail func(l TreeLink, best float64) string) {
+	if len(idx) < 2 {
+		return
+	}
+	best := 0.0
+	for _, i := range idx {
+		best = max(best, t.links[i].BW)
+	}
+	for _, i := range idx {
+		if l := t.links[i]; l.BW < frac*best {
+			t.addFinding(Finding{Kind: kind, Line: l.Line, Text: t.texts[i], Detail: detail(l, best)})
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gdrcheck/gdrcheck/internal/analyze/verdict"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -29,8 +30,7 @@ func (a *analyzer) verdicts(r *Report, s *summary) []result.Result {
 		msg := fmt.Sprintf("no NCCL debug lines (\"host:pid:tid [dev] NCCL INFO ...\") in %d lines; run with NCCL_DEBUG=INFO", a.stats.lines)
 		var out []result.Result
 		for _, id := range []string{"nccl.gdr", "nccl.p2p", "nccl.net", "nccl.version", "nccl.errors", "nccl.channels", "nccl.topology"} {
-			out = append(out, result.Result{ID: id, Title: titles[id], Status: result.Unknown, Subject: "job",
-				Reason: "NoNCCLDebugLines", Message: msg})
+			out = append(out, titles.New(id, result.Unknown, "job", "NoNCCLDebugLines", msg, nil))
 		}
 		return out
 	}
@@ -41,7 +41,7 @@ func (a *analyzer) verdicts(r *Report, s *summary) []result.Result {
 	return out
 }
 
-var titles = map[string]string{
+var titles = verdict.Titles{
 	"nccl.gdr":      "GPU Direct RDMA on the network channels",
 	"nccl.p2p":      "Intra-node peers over P2P (NVLink/PCIe), not SHM or the NIC",
 	"nccl.net":      "RDMA network transport, not a socket fallback",
@@ -49,10 +49,6 @@ var titles = map[string]string{
 	"nccl.errors":   "NCCL errors and warnings",
 	"nccl.channels": "Number of channels NCCL built",
 	"nccl.topology": "NCCL's view of the node (system tree)",
-}
-
-func res(id string, st result.Status, subject, reason, msg string, ev []result.Evidence) result.Result {
-	return result.Result{ID: id, Title: titles[id], Status: st, Subject: subject, Reason: reason, Message: msg, Evidence: ev}
 }
 
 func plural(n int64, one, many string) string {
@@ -96,10 +92,10 @@ func (a *analyzer) vVersion(r *Report) result.Result {
 		return strings.Join(p, ", ")
 	}
 	if len(r.Versions) == 0 {
-		return res(id, result.Unknown, "job", "NoVersionLine", "no \"NCCL version\" line in the log", nil)
+		return titles.New(id, result.Unknown, "job", "NoVersionLine", "no \"NCCL version\" line in the log", nil)
 	}
 	if len(r.Versions) > 1 {
-		out := res(id, result.Fail, "job", "VersionMismatch",
+		out := titles.New(id, result.Fail, "job", "VersionMismatch",
 			"ranks run different NCCL versions: "+names(r.Versions)+" (processes)", verEv(r.Versions, ""))
 		out.Remedy = "Run one NCCL build on every node (same container image or the same libnccl.so.2 first in LD_LIBRARY_PATH)."
 		return out
@@ -111,18 +107,18 @@ func (a *analyzer) vVersion(r *Report) result.Result {
 			p = append(p, fmt.Sprintf("%s (%d)", x.Name, x.Processes))
 			evs = append(evs, a.ev(x.Line, x.Text, fmt.Sprintf("%d process(es)", x.Processes)))
 		}
-		out := res(id, result.Fail, "job", "NetworkMismatch", "ranks use different network plugins: "+strings.Join(p, ", ")+" (processes)", evs)
+		out := titles.New(id, result.Fail, "job", "NetworkMismatch", "ranks use different network plugins: "+strings.Join(p, ", ")+" (processes)", evs)
 		out.Remedy = "Give every node the same net plugin and RDMA devices (a rank without them falls back to another network)."
 		return out
 	}
 	if len(r.Network.PluginVersions) > 1 {
-		out := res(id, result.Fail, "job", "PluginVersionMismatch",
+		out := titles.New(id, result.Fail, "job", "PluginVersionMismatch",
 			"ranks load different network plugin versions: "+names(r.Network.PluginVersions), verEv(r.Network.PluginVersions, ""))
 		out.Remedy = "Install one net plugin build on every node."
 		return out
 	}
 	if len(r.CUDADriverVersions) > 1 {
-		return res(id, result.Warn, "job", "DriverVersionMismatch",
+		return titles.New(id, result.Warn, "job", "DriverVersionMismatch",
 			"NCCL "+r.Versions[0].Version+" everywhere, but CUDA drivers differ: "+names(r.CUDADriverVersions), verEv(r.CUDADriverVersions, ""))
 	}
 	v := r.Versions[0]
@@ -142,7 +138,7 @@ func (a *analyzer) vVersion(r *Report) result.Result {
 	if len(r.Network.PluginVersions) == 1 {
 		msg += ", plugin " + r.Network.PluginVersions[0].Version
 	}
-	return res(id, result.Pass, "job", "SameVersion", msg, verEv(r.Versions[:1], ""))
+	return titles.New(id, result.Pass, "job", "SameVersion", msg, verEv(r.Versions[:1], ""))
 }
 
 func (a *analyzer) vErrors(r *Report) result.Result {
@@ -181,13 +177,13 @@ func (a *analyzer) vErrors(r *Report) result.Result {
 		if r.WarningCount > 0 {
 			msg += fmt.Sprintf("; and %d warning %s", r.WarningCount, plural(r.WarningCount, "line", "lines"))
 		}
-		return res(id, result.Fail, "job", "NCCLErrors", msg, evs(r.Errors))
+		return titles.New(id, result.Fail, "job", "NCCLErrors", msg, evs(r.Errors))
 	}
 	if r.WarningCount > 0 {
-		return res(id, result.Warn, "job", "NCCLWarnings",
+		return titles.New(id, result.Warn, "job", "NCCLWarnings",
 			fmt.Sprintf("%d warning %s: %s", r.WarningCount, plural(r.WarningCount, "line", "lines"), first(r.Warnings)), evs(r.Warnings))
 	}
-	return res(id, result.Pass, "job", "NoErrors", fmt.Sprintf("no NCCL WARN or error lines in %d NCCL lines", a.stats.nccl), nil)
+	return titles.New(id, result.Pass, "job", "NoErrors", fmt.Sprintf("no NCCL WARN or error lines in %d NCCL lines", a.stats.nccl), nil)
 }
 
 func (a *analyzer) vChannels(r *Report, s *summary) result.Result {
@@ -209,7 +205,7 @@ func (a *analyzer) vChannels(r *Report, s *summary) result.Result {
 		minColl, what = a.graph.maxRingID+1, "rings (ring order lines)"
 	}
 	if minColl < 0 {
-		return res(id, result.Unknown, "job", "NoChannelCount", "the log does not say how many channels NCCL built (\"N coll channels, ...\")", nil)
+		return titles.New(id, result.Unknown, "job", "NoChannelCount", "the log does not say how many channels NCCL built (\"N coll channels, ...\")", nil)
 	}
 	var evs []result.Evidence
 	if cc != nil {
@@ -225,7 +221,7 @@ func (a *analyzer) vChannels(r *Report, s *summary) result.Result {
 				break
 			}
 		}
-		out := res(id, result.Warn, "job", "LowChannelCount", msg+" (see nccl.topology)", evs)
+		out := titles.New(id, result.Warn, "job", "LowChannelCount", msg+" (see nccl.topology)", evs)
 		out.Remedy = "Compare the system tree with nvidia-smi topo -m and nvidia-smi nvlink -s; a wrong NCCL_TOPO_FILE or missing NVLinks limit the channels."
 		return out
 	}
@@ -245,13 +241,13 @@ func (a *analyzer) vChannels(r *Report, s *summary) result.Result {
 			msg += fmt.Sprintf(" (fewest of %d distinct counts)", len(r.Channels.Counts))
 		}
 	}
-	return res(id, result.Pass, "job", "ChannelCount", msg, evs)
+	return titles.New(id, result.Pass, "job", "ChannelCount", msg, evs)
 }
 
 func (a *analyzer) vTopology(r *Report) []result.Result {
 	const id = "nccl.topology"
 	if len(r.Topology) == 0 {
-		return []result.Result{res(id, result.Unknown, "job", "NoSystemTree",
+		return []result.Result{titles.New(id, result.Unknown, "job", "NoSystemTree",
 			"the log has no \"=== System : maxBw ... ===\" tree (NCCL_DEBUG_SUBSYS must include GRAPH or ALL)", nil)}
 	}
 	var out []result.Result
@@ -292,7 +288,7 @@ func (a *analyzer) vTopology(r *Report) []result.Result {
 		}
 		switch {
 		case len(bad) > 0:
-			o := res(id, result.Fail, subject, "NVLinkDegraded", "NVLink bandwidth in NCCL's topology is not what the GPUs should have: "+details(bad), evs(bad))
+			o := titles.New(id, result.Fail, subject, "NVLinkDegraded", "NVLink bandwidth in NCCL's topology is not what the GPUs should have: "+details(bad), evs(bad))
 			o.Remedy = "Check nvidia-smi nvlink -s on this host and any NCCL_TOPO_FILE it loads (a hand-written file can claim fewer links than the hardware has)."
 			out = append(out, o)
 		case len(slow) > 0:
@@ -303,7 +299,7 @@ func (a *analyzer) vTopology(r *Report) []result.Result {
 				msg = fmt.Sprintf("%d PCI link(s) NCCL rates below 1 GB/s, typical of emulated bridges in a VM that advertise 2.5 GT/s x1: %s",
 					len(slow)+t.FindingsOmitted, details(slow))
 			}
-			o := res(id, result.Warn, subject, reason, msg, evs(slow))
+			o := titles.New(id, result.Warn, subject, reason, msg, evs(slow))
 			o.Remedy = "Give the VM PCIe bridges that report the real link speed and width, or an NCCL_TOPO_FILE that describes the host."
 			out = append(out, o)
 		default:
@@ -311,7 +307,7 @@ func (a *analyzer) vTopology(r *Report) []result.Result {
 			if !t.Complete {
 				msg += " (tree cut short in the log)"
 			}
-			out = append(out, res(id, result.Pass, subject, "TopologyConsistent", msg,
+			out = append(out, titles.New(id, result.Pass, subject, "TopologyConsistent", msg,
 				[]result.Evidence{a.ev(t.Line, fmt.Sprintf("=== System : maxBw %.1f totalBw %.1f ===", t.MaxBW, t.TotalBW), "")}))
 		}
 	}

@@ -76,7 +76,7 @@ func (a *analyzer) vGDR(r *Report, s *summary) result.Result {
 				if r.GDR.Level != "" {
 					msg += fmt.Sprintf("; NCCL_NET_GDR_LEVEL=%s does not help when the HCA itself has GDR disabled", r.GDR.Level)
 				}
-				out := res(id, result.Fail, "job", "GDRDisabledForHCA", msg, a.hcaEvidence(disLines))
+				out := titles.New(id, result.Fail, "job", "GDRDisabledForHCA", msg, a.hcaEvidence(disLines))
 				out.Remedy = gdrRemedy
 				return out
 			}
@@ -84,10 +84,10 @@ func (a *analyzer) vGDR(r *Report, s *summary) result.Result {
 			if s.multiNode {
 				msg = fmt.Sprintf("ranks on %d hosts but ", max(len(s.hostsWithRanks), s.maxNNodes)) + msg
 			}
-			return res(id, result.Unknown, "job", "NoChannelLines", msg, nil)
+			return titles.New(id, result.Unknown, "job", "NoChannelLines", msg, nil)
 		}
 		if s.multiNode && s.p2pInter > 0 {
-			return res(id, result.Skip, "job", "NoNetChannels",
+			return titles.New(id, result.Skip, "job", "NoNetChannels",
 				fmt.Sprintf("ranks on several hosts are joined over P2P (%d lines; multi-node NVLink, MNNVL) and no channel goes over the network", s.p2pInter), nil)
 		}
 		msg := "no channel goes over the network"
@@ -100,7 +100,7 @@ func (a *analyzer) vGDR(r *Report, s *summary) result.Result {
 		if len(disNames) > 0 {
 			msg += fmt.Sprintf("; NCCL reported GPU Direct RDMA Disabled for %s, which matters once the job spans hosts", strings.Join(disNames, ", "))
 		}
-		return res(id, result.Skip, "job", "NoInterNodeTraffic", msg, a.hcaEvidence(disLines))
+		return titles.New(id, result.Skip, "job", "NoInterNodeTraffic", msg, a.hcaEvidence(disLines))
 	}
 	where := ""
 	if s.netIntra == s.netLines {
@@ -118,7 +118,7 @@ func (a *analyzer) vGDR(r *Report, s *summary) result.Result {
 		}
 		evs := a.offEvidence(s.offNoGDR, "network channel without GDRDMA")
 		evs = append(evs, a.hcaEvidence(disLines)...)
-		out := res(id, result.Fail, "job", "NoGDRDMA", msg, evs)
+		out := titles.New(id, result.Fail, "job", "NoGDRDMA", msg, evs)
 		out.Remedy = gdrRemedy
 		return out
 	}
@@ -141,9 +141,9 @@ func (a *analyzer) vGDR(r *Report, s *summary) result.Result {
 	if len(s.silentHosts) > 0 {
 		msg += fmt.Sprintf("; but %s %s ranks and printed no NCCL line, so %s side of these connections is not in this log",
 			strings.Join(s.silentHosts, ", "), pluralS(len(s.silentHosts), "holds", "hold"), pluralS(len(s.silentHosts), "its", "their"))
-		return res(id, result.Warn, "job", "PartialLog", msg, evs)
+		return titles.New(id, result.Warn, "job", "PartialLog", msg, evs)
 	}
-	return res(id, result.Pass, "job", "GDRDMA", msg, evs)
+	return titles.New(id, result.Pass, "job", "GDRDMA", msg, evs)
 }
 
 func (a *analyzer) vP2P(r *Report, s *summary) result.Result {
@@ -151,23 +151,23 @@ func (a *analyzer) vP2P(r *Report, s *summary) result.Result {
 	if s.intraLines == 0 {
 		if a.chans.transportLines == 0 {
 			if s.maxNRanks == 1 {
-				return res(id, result.Skip, "job", "SingleRank", "one rank: no peers", nil)
+				return titles.New(id, result.Skip, "job", "SingleRank", "one rank: no peers", nil)
 			}
-			return res(id, result.Unknown, "job", "NoChannelLines",
+			return titles.New(id, result.Unknown, "job", "NoChannelLines",
 				"no channel transport lines in the log (NCCL_DEBUG_SUBSYS must include INIT; NCCL >= 2.22 connects at the first collective)", nil)
 		}
 		msg := "no channel joins two ranks of the same host"
 		if a.chans.garbled > 0 && a.chans.garbled == a.chans.transportLines {
-			return res(id, result.Unknown, "job", "GarbledChannelLines",
+			return titles.New(id, result.Unknown, "job", "GarbledChannelLines",
 				fmt.Sprintf("all %d channel transport lines were cut by other writers", a.chans.garbled), nil)
 		}
-		return res(id, result.Skip, "job", "NoIntraNodePeers", msg, nil)
+		return titles.New(id, result.Skip, "job", "NoIntraNodePeers", msg, nil)
 	}
 	if s.loopIntra > 0 {
 		msg := fmt.Sprintf("%d of %d intra-node channel %s go over the network (%s) between ranks of the same host: loopback through the NIC instead of P2P/NVLink",
 			s.loopIntra, s.intraLines, plural(s.intraLines, "line", "lines"),
 			transportList(r, func(t TransportCount) bool { return isNetClass(t) && t.Intra > 0 }))
-		out := res(id, result.Fail, "job", "IntraNodeOverNet", msg, a.offEvidence(s.offLoop, "both ranks are on this host"))
+		out := titles.New(id, result.Fail, "job", "IntraNodeOverNet", msg, a.offEvidence(s.offLoop, "both ranks are on this host"))
 		out.Remedy = "Let NCCL use P2P between local GPUs: unset NCCL_P2P_DISABLE / NCCL_SHM_DISABLE, check NCCL_P2P_LEVEL, run the ranks of a host in one container (or with shared IPC and /dev/shm), and check nvidia-smi topo -p2p r."
 		return out
 	}
@@ -175,7 +175,7 @@ func (a *analyzer) vP2P(r *Report, s *summary) result.Result {
 		msg := fmt.Sprintf("%d of %d intra-node channel %s use SHM (%s): data goes through host memory, P2P between these GPUs is not available",
 			s.shmIntra, s.intraLines, plural(s.intraLines, "line", "lines"),
 			transportList(r, func(t TransportCount) bool { return t.Class == "shm" }))
-		out := res(id, result.Warn, "job", "SHMFallback", msg, a.offEvidence(s.offSHM, "SHM instead of P2P"))
+		out := titles.New(id, result.Warn, "job", "SHMFallback", msg, a.offEvidence(s.offSHM, "SHM instead of P2P"))
 		out.Remedy = "Check why P2P is off: nvidia-smi topo -p2p r, NCCL_P2P_DISABLE/NCCL_P2P_LEVEL, PCIe ACS and IOMMU, GPUs without P2P support across the root complex."
 		return out
 	}
@@ -192,7 +192,7 @@ func (a *analyzer) vP2P(r *Report, s *summary) result.Result {
 	for _, o := range s.sampleP2P {
 		evs = append(evs, a.ev(o.line, o.text, ""))
 	}
-	return res(id, result.Pass, "job", "P2P", msg, evs)
+	return titles.New(id, result.Pass, "job", "P2P", msg, evs)
 }
 
 func (a *analyzer) vNet(r *Report, s *summary) result.Result {
@@ -226,7 +226,7 @@ func (a *analyzer) vNet(r *Report, s *summary) result.Result {
 	}
 	remedy := "Give NCCL an RDMA device: check ibv_devinfo, the rdma-core/libibverbs packages and /dev/infiniband in the container, NCCL_IB_DISABLE, NCCL_NET and the net plugin (aws-ofi-nccl, TCPX)."
 	if s.socketInter > 0 {
-		out := res(id, result.Fail, "job", "SocketFallback",
+		out := titles.New(id, result.Fail, "job", "SocketFallback",
 			fmt.Sprintf("%d channel %s between hosts use NET/Socket (TCP, no RDMA)%s", s.socketInter, plural(s.socketInter, "line", "lines"), sockWhy),
 			a.offEvidence(s.offSock, "socket transport"))
 		out.Remedy = remedy
@@ -236,15 +236,15 @@ func (a *analyzer) vNet(r *Report, s *summary) result.Result {
 		ev := []result.Evidence{a.ev(sockLine, sockText, "")}
 		switch {
 		case s.multiNode:
-			out := res(id, result.Fail, "job", "SocketFallback",
+			out := titles.New(id, result.Fail, "job", "SocketFallback",
 				fmt.Sprintf("NCCL selected the Socket network%s on a job that spans %d hosts: inter-node traffic goes over TCP", sockWhy, max(len(s.hostsWithRanks), s.maxNNodes)), ev)
 			out.Remedy = remedy
 			return out
 		case s.singleNode:
-			return res(id, result.Skip, "job", "SocketSingleHost",
+			return titles.New(id, result.Skip, "job", "SocketSingleHost",
 				fmt.Sprintf("NCCL selected the Socket network%s, but all ranks are on one host so the network is not used; in a multi-node job this host would fall back to TCP", sockWhy), ev)
 		}
-		out := res(id, result.Warn, "job", "SocketSelected",
+		out := titles.New(id, result.Warn, "job", "SocketSelected",
 			fmt.Sprintf("NCCL selected the Socket network%s; the log does not show whether the job spans hosts", sockWhy), ev)
 		out.Remedy = remedy
 		return out
@@ -253,9 +253,9 @@ func (a *analyzer) vNet(r *Report, s *summary) result.Result {
 		return a.vRDMANet(r, s, rdma)
 	}
 	if s.singleNode {
-		return res(id, result.Skip, "job", "NoNetwork", "all ranks are on one host and the log names no network", nil)
+		return titles.New(id, result.Skip, "job", "NoNetwork", "all ranks are on one host and the log names no network", nil)
 	}
-	return res(id, result.Unknown, "job", "NoNetworkLines", "the log names no network (\"Using network ...\") and no channel goes over NET", nil)
+	return titles.New(id, result.Unknown, "job", "NoNetworkLines", "the log names no network (\"Using network ...\") and no channel goes over NET", nil)
 }
 
 // vRDMANet is the pass of nccl.net: the RDMA networks used, with the IB
@@ -292,5 +292,5 @@ func (a *analyzer) vRDMANet(r *Report, s *summary, rdma []string) result.Result 
 	if len(s.offNoGDR) > 0 && len(evs) == 0 {
 		evs = append(evs, a.ev(s.offNoGDR[0].line, s.offNoGDR[0].text, "network transport of a channel"))
 	}
-	return res("nccl.net", result.Pass, "job", "RDMANetwork", msg, evs)
+	return titles.New("nccl.net", result.Pass, "job", "RDMANetwork", msg, evs)
 }

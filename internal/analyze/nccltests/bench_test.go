@@ -11,7 +11,7 @@ import (
 // BenchmarkAnalyzeLog reads an NCCL_DEBUG=INFO nccl-tests run (mostly NCCL
 // lines, the table at the end), the input this reader shares with ncclog.
 func BenchmarkAnalyzeLog(b *testing.B) {
-	body := readertest.Sample(b, "testdata/aws-p5-2node-efa-ofi-gdrdma-full.txt")
+	body := readertest.Body(b, "aws-p5-2node-efa-ofi-gdrdma-full.txt")
 	var big bytes.Buffer
 	for big.Len() < 32<<20 {
 		big.Write(body)

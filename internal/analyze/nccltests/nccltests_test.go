@@ -28,25 +28,31 @@ func one(t *testing.T, r *Report) *Test {
 	return r.Tests[0]
 }
 
-func wantAvg(t *testing.T, x *Test, avg float64, from string, rows int, peak float64) {
-	t.Helper()
-	if !near(x.AvgBusBW, avg) || x.AvgFrom != from {
-		t.Errorf("avg busbw %v (%s), want %v (%s)", x.AvgBusBW, x.AvgFrom, avg, from)
-	}
-	if len(x.Rows) != rows {
-		t.Errorf("%d rows, want %d", len(x.Rows), rows)
-	}
-	if !near(x.PeakBusBW, peak) {
-		t.Errorf("peak busbw %v, want %v", x.PeakBusBW, peak)
+// avg checks the one test of a report: its average bus bandwidth and where
+// it comes from, its row count and its peak bus bandwidth; then each of
+// more.
+func avg(avg float64, from string, rows int, peak float64, more ...func(t *testing.T, r *Report, x *Test)) func(*testing.T, *Report, []result.Result) {
+	return func(t *testing.T, r *Report, _ []result.Result) {
+		x := one(t, r)
+		if !near(x.AvgBusBW, avg) || x.AvgFrom != from {
+			t.Errorf("avg busbw %v (%s), want %v (%s)", x.AvgBusBW, x.AvgFrom, avg, from)
+		}
+		if len(x.Rows) != rows {
+			t.Errorf("%d rows, want %d", len(x.Rows), rows)
+		}
+		if !near(x.PeakBusBW, peak) {
+			t.Errorf("peak busbw %v, want %v", x.PeakBusBW, peak)
+		}
+		for _, f := range more {
+			f(t, r, x)
+		}
 	}
 }
 
 var samples = []readertest.Case[*Report]{
 	{File: "aws-p5-2node-efa-ofi-gdrdma-full.txt", Verdicts: []string{
 		"pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.wrong NoWrongResults all_reduce", "pass nccltests.run Completed run"},
-		Check: func(t *testing.T, r *Report, vs []result.Result) {
-			x := one(t, r)
-			wantAvg(t, x, 124.584, "printed", 32, 488.14)
+		Check: avg(124.584, "printed", 32, 488.14, func(t *testing.T, r *Report, x *Test) {
 			if x.PeakSize != 17179869184 || x.Stream != "1,0" || len(x.Devices) != 16 || len(x.Hosts) != 2 || x.NCCLVersion != "2.22.3+cuda12.2" || x.Collective != "all_reduce" {
 				t.Errorf("peak size %d stream %q devices %d hosts %v nccl %q collective %q", x.PeakSize, x.Stream, len(x.Devices), x.Hosts, x.NCCLVersion, x.Collective)
 			}
@@ -56,14 +62,13 @@ var samples = []readertest.Case[*Report]{
 			if m := x.Rows[0].OutOfPlace; m == nil || !near(m.TimeUS, 85.70) || *m.Wrong != 0 {
 				t.Errorf("first row split by mpirun tags read as %+v", x.Rows[0])
 			}
-		}},
+		})},
 	{File: "aws-p5-eks-allreduce-mpirun-tagged.txt", Verdicts: []string{"pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.run Completed run"},
-		Check: func(t *testing.T, r *Report, vs []result.Result) {
-			wantAvg(t, one(t, r), 52.9753, "printed", 7, 437.89)
+		Check: avg(52.9753, "printed", 7, 437.89, func(t *testing.T, r *Report, _ *Test) {
 			if !r.Elided {
 				t.Error("the '...' line was not noticed")
 			}
-		}},
+		})},
 	{File: "a100pcie-2gpu-allreduce-interleaved-nccl-info.txt", Verdicts: []string{
 		"unknown nccltests.run NoSummary run", "pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.wrong NoWrongResults all_reduce"},
 		Check: func(t *testing.T, r *Report, vs []result.Result) {
@@ -86,81 +91,57 @@ var samples = []readertest.Case[*Report]{
 			}
 		}},
 	{File: "a100x8-allgather-superbench.txt", Verdicts: []string{"unknown nccltests.wrong ValidationDisabled all_gather", "pass nccltests.busbw BusbwMeasured all_gather"},
-		Check: func(t *testing.T, r *Report, vs []result.Result) {
-			x := one(t, r)
-			wantAvg(t, x, 58.2651, "printed", 34, 230.07)
+		Check: avg(58.2651, "printed", 34, 230.07, func(t *testing.T, r *Report, x *Test) {
 			if x.CollectiveFrom != "file-name" || x.Params.Validation == nil || *x.Params.Validation != 0 {
 				t.Errorf("collective from %s validation %v", x.CollectiveFrom, x.Params.Validation)
 			}
-		}},
+		})},
 	{File: "a100x8-allreduce-superbench.txt", Verdicts: []string{"unknown nccltests.wrong ValidationDisabled all_reduce", "pass nccltests.busbw BusbwMeasured all_reduce"},
-		Check: func(t *testing.T, r *Report, vs []result.Result) {
-			x := one(t, r)
-			wantAvg(t, x, 68.4048, "printed", 34, 235.26)
+		Check: avg(68.4048, "printed", 34, 235.26, func(t *testing.T, r *Report, x *Test) {
 			if x.CollectiveFrom != "inferred" || x.Rows[0].Root != nil || x.Rows[0].RedOp != "sum" {
 				t.Errorf("collective from %s, row %+v", x.CollectiveFrom, x.Rows[0])
 			}
-		}},
+		})},
 	{File: "a100x8-alltoall-superbench.txt", Verdicts: []string{"pass nccltests.busbw BusbwMeasured alltoall"},
-		Check: func(t *testing.T, r *Report, vs []result.Result) {
-			x := one(t, r)
-			wantAvg(t, x, 58.6481, "printed", 34, 226.16)
+		Check: avg(58.6481, "printed", 34, 226.16, func(t *testing.T, r *Report, x *Test) {
 			if x.Rows[5].RedOp != "" || !near(x.Rows[5].OutOfPlace.TimeUS, 89.00) {
 				t.Errorf("blank redop row read as %+v", x.Rows[5])
 			}
-		}},
+		})},
 	{File: "a100x8-broadcast-superbench.txt", Verdicts: []string{"pass nccltests.busbw BusbwMeasured broadcast"},
-		Check: func(t *testing.T, r *Report, vs []result.Result) {
-			x := one(t, r)
-			wantAvg(t, x, 64.8653, "printed", 34, 234.70)
+		Check: avg(64.8653, "printed", 34, 234.70, func(t *testing.T, r *Report, x *Test) {
 			if x.Rows[0].Root == nil || *x.Rows[0].Root != 0 || x.Rows[0].RedOp != "" {
 				t.Errorf("root column read as %+v", x.Rows[0])
 			}
-		}},
+		})},
 	{File: "aws-p4de-2node-allreduce-srun.txt", Verdicts: []string{"unknown nccltests.run NoSummary run", "pass nccltests.busbw BusbwMeasured all_reduce"},
-		Check: func(t *testing.T, r *Report, vs []result.Result) {
-			x := one(t, r)
-			wantAvg(t, x, 18.5359, "computed", 29, 78.33)
+		Check: avg(18.5359, "computed", 29, 78.33, func(t *testing.T, r *Report, x *Test) {
 			if x.Stream != "0" {
 				t.Errorf("srun label stream %q", x.Stream)
 			}
-		}},
+		})},
 	{File: "aws-p5-2node-allreduce-srun.txt", Verdicts: []string{"unknown nccltests.run NoSummary run", "pass nccltests.busbw BusbwMeasured all_reduce"},
-		Check: func(t *testing.T, r *Report, vs []result.Result) {
-			wantAvg(t, one(t, r), 124.5356, "computed", 32, 487.26)
-		}},
+		Check: avg(124.5356, "computed", 32, 487.26)},
 	{File: "azure-nc96v4-a100pcie-4gpu-allreduce-topo-graph-files.txt", Verdicts: []string{"pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.wrong NoWrongResults all_reduce"},
-		Check: func(t *testing.T, r *Report, vs []result.Result) {
-			wantAvg(t, one(t, r), 13.7946, "printed", 31, 30.88)
-		}},
+		Check: avg(13.7946, "printed", 31, 30.88)},
 	{File: "azure-ndmv4-aks-2node-allreduce-ib-189.txt", Verdicts: []string{"pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.run Completed run"},
-		Check: func(t *testing.T, r *Report, vs []result.Result) {
-			wantAvg(t, one(t, r), 57.347, "printed", 31, 189.28)
-		}},
+		Check: avg(57.347, "printed", 31, 189.28)},
 	{File: "dell-xe9680-h100-2node-allreduce-mpi-warnings.txt", Verdicts: []string{"pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.wrong NoWrongResults all_reduce"},
-		Check: func(t *testing.T, r *Report, vs []result.Result) {
-			x := one(t, r)
-			wantAvg(t, x, 139.56, "printed", 32, 469.21)
+		Check: avg(139.56, "printed", 32, 469.21, func(t *testing.T, r *Report, x *Test) {
 			if x.Binary != "all_reduce_perf_mpi" || x.NCCLVersion != "2.26.2+cuda12.8" || len(x.Devices) != 16 || len(x.Hosts) != 2 {
 				t.Errorf("binary %q nccl %q devices %d hosts %v", x.Binary, x.NCCLVersion, len(x.Devices), x.Hosts)
 			}
-		}},
+		})},
 	{File: "dgxc-h100-1node-allreduce-nvls-480.txt", Verdicts: []string{"pass nccltests.busbw BusbwMeasured all_reduce"},
-		Check: func(t *testing.T, r *Report, vs []result.Result) {
-			x := one(t, r)
-			wantAvg(t, x, 159.151, "printed", 32, 480.16)
+		Check: avg(159.151, "printed", 32, 480.16, func(t *testing.T, r *Report, x *Test) {
 			if x.Params.Extra["direction"] != "H2D" || x.Params.Iters != 20 || x.Params.WarmupIters != 5 || x.Params.AggIters != 1 {
 				t.Errorf("params %+v", x.Params)
 			}
-		}},
+		})},
 	{File: "gcp-a3high-tcpx-allgather-2node.txt", Verdicts: []string{"unknown nccltests.wrong ValidationDisabled all_gather", "pass nccltests.busbw BusbwMeasured all_gather"},
-		Check: func(t *testing.T, r *Report, vs []result.Result) {
-			wantAvg(t, one(t, r), 30.9622, "printed", 10, 71.35)
-		}},
+		Check: avg(30.9622, "printed", 10, 71.35)},
 	{File: "gcp-a3ultra-rdma-allgather-2node.txt", Verdicts: []string{"pass nccltests.busbw BusbwMeasured all_gather", "pass nccltests.wrong NoWrongResults all_gather"},
-		Check: func(t *testing.T, r *Report, vs []result.Result) {
-			wantAvg(t, one(t, r), 120.248, "printed", 24, 335.67)
-		}},
+		Check: avg(120.248, "printed", 24, 335.67)},
 	{File: "h100-10node-80gpu-5collectives.txt", Verdicts: []string{
 		"pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.busbw BusbwMeasured all_gather", "pass nccltests.busbw BusbwMeasured reduce_scatter",
 		"pass nccltests.busbw BusbwMeasured alltoall", "pass nccltests.busbw BusbwMeasured sendrecv", "pass nccltests.run Completed run"},
@@ -176,17 +157,13 @@ var samples = []readertest.Case[*Report]{
 			}
 		}},
 	{File: "h100-8node-64gpu-allreduce-scaleout-drop.txt", Verdicts: []string{"warn nccltests.busbw BusbwUnstable all_reduce", "pass nccltests.wrong NoWrongResults all_reduce"},
-		Check: func(t *testing.T, r *Report, vs []result.Result) {
-			wantAvg(t, one(t, r), 183.055, "printed", 14, 321.03)
-		}},
+		Check: avg(183.055, "printed", 14, 321.03)},
 	{File: "h200-kvm-vm-2node-allreduce-27-no-topo-file.txt", Verdicts: []string{"warn nccltests.busbw BusbwUnstable all_reduce", "pass nccltests.run Completed run"},
-		Check: func(t *testing.T, r *Report, vs []result.Result) {
-			x := one(t, r)
-			wantAvg(t, x, 27.5091, "printed", 6, 57.78)
+		Check: avg(27.5091, "printed", 6, 57.78, func(t *testing.T, r *Report, x *Test) {
 			if x.Params.Step != "3(factor)" {
 				t.Errorf("step %q", x.Params.Step)
 			}
-		}},
+		})},
 	{File: "a100pcie-2node-gdr-level-sys-mixed-roce-ib-gather-dropoff.txt", Verdicts: []string{
 		"warn nccltests.busbw BusbwCollapse gather", "unknown nccltests.run NoSummary run", "pass nccltests.wrong NoWrongResults gather"},
 		Check: func(t *testing.T, r *Report, vs []result.Result) {
@@ -217,13 +194,11 @@ var samples = []readertest.Case[*Report]{
 			}
 		}},
 	{File: "synthetic-json-allreduce-J.txt", Verdicts: []string{"pass nccltests.wrong NoWrongResults all_reduce", "pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.run Completed run"},
-		Check: func(t *testing.T, r *Report, vs []result.Result) {
-			x := one(t, r)
-			wantAvg(t, x, 29.02, "printed", 3, 40.52)
+		Check: avg(29.02, "printed", 3, 40.52, func(t *testing.T, r *Report, x *Test) {
 			if r.Format != "json" || x.NCCLVersion != "2.26.2" || x.Rows[0].InPlace.Wrong != nil || *x.Rows[0].Root != -1 || len(x.Hosts) != 2 || x.Params.Step != "2(factor)" {
 				t.Errorf("format %s nccl %s row %+v hosts %v step %q", r.Format, x.NCCLVersion, x.Rows[0], x.Hosts, x.Params.Step)
 			}
-		}},
+		})},
 	{File: "synthetic-mpirun-independent-runs-interleaved.txt", Verdicts: []string{"warn nccltests.run IndependentRuns run"},
 		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			if len(r.Tests) != 2 || r.Streams != 2 {
@@ -249,9 +224,7 @@ var samples = []readertest.Case[*Report]{
 			}
 		}},
 	{File: "synthetic-h100-1node-allreduce-quarter-bandwidth.txt", Verdicts: []string{"warn nccltests.busbw BelowExpected all_reduce"},
-		Check: func(t *testing.T, r *Report, vs []result.Result) {
-			wantAvg(t, one(t, r), 39.7878, "printed", 32, 120.04)
-		}},
+		Check: avg(39.7878, "printed", 32, 120.04)},
 }
 
 func TestSamples(t *testing.T) { reader.Samples(t, samples) }
@@ -285,18 +258,13 @@ func TestRowParsing(t *testing.T) {
 func ptr(v int) *int { return &v }
 
 func TestUnreadable(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		line string
-	}{
-		{"hello\nworld\n", "x.txt:2:"},
-		{"", "x.txt:1:"},
-		{"# nThread 1 nGpus 1\n\x00\x01", "x.txt:2:"},
-		{"{\"nccl_version\": 22602, \"results\": [", "x.txt:1:"},
-		{"{\"foo\": 1}", "x.txt:1:"},
-	} {
-		reader.WantError(t, c.in, c.line)
-	}
+	reader.WantErrors(t, map[string]string{
+		"hello\nworld\n":                "x.txt:2:",
+		"":                              "x.txt:1:",
+		"# nThread 1 nGpus 1\n\x00\x01": "x.txt:2:",
+		"{\"nccl_version\": 22602, \"results\": [": "x.txt:1:",
+		"{\"foo\": 1}": "x.txt:1:",
+	})
 }
 
 func TestDetect(t *testing.T) {
@@ -312,8 +280,7 @@ func TestDetect(t *testing.T) {
 }
 
 func FuzzAnalyze(f *testing.F) {
-	f.Add([]byte("# nThread 1 nGpus 1\n#  size count type\n   8 2 float sum -1 1.0 0.0 0.0 0 1.0 0.0 0.0 0\n"))
-	f.Fuzz(reader.Fuzz)
+	reader.FuzzAnalyze(f, "# nThread 1 nGpus 1\n#  size count type\n   8 2 float sum -1 1.0 0.0 0.0 0 1.0 0.0 0.0 0\n")
 }
 
 // TestHostileLines: long glued tokens and repeated markers must stay linear.

@@ -125,12 +125,8 @@ func analyzeText(name string, r io.Reader) (*Report, error) {
 		hosts:   map[string]bool{},
 	}
 	lr := textio.NewLineReader(name, r)
-	for {
-		line, ok := lr.Next()
-		if !ok {
-			break
-		}
-		p.line(line, lr.Line())
+	for n, line := range lr.All() {
+		p.line(line, n)
 	}
 	if err := lr.Err(); err != nil {
 		return nil, err

@@ -13,9 +13,6 @@ import (
 
 // WriteText prints the verdicts, then each test's summary and table.
 func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
-	if err := (verdict.Text{}).Write(w, vs); err != nil {
-		return err
-	}
 	var b strings.Builder
 	subj := subjects(r.Tests)
 	for i, t := range r.Tests {
@@ -73,8 +70,7 @@ func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
 	if r.NCCLLogLines > 0 {
 		fmt.Fprintf(&b, "\n%d NCCL_DEBUG lines were mixed into the output (read them with --kind nccl-log)\n", r.NCCLLogLines)
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return (verdict.Text{}).Page(w, "", vs, b.String())
 }
 
 func mTime(m *collective.Measure) string {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,161 +15,109 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 
 var reader = readertest.Reader[*Report]{Detect: Detect, Analyze: Analyze, RawJSON: true}
 
-// sampleBody is a sample of testdata without its source header.
-func sampleBody(t testing.TB, name string) []byte {
-	return readertest.Sample(t, filepath.Join("testdata", name))
-}
-
-func analyzeSample(t testing.TB, name string) *Report {
-	t.Helper()
-	r, _ := reader.Sample(t, name)
-	return r
-}
-
 // TestGolden keeps the whole report (JSON, with the verdicts) and the text
 // summary of every sample; the verdicts are asserted one by one in
 // TestVerdicts.
 func TestGolden(t *testing.T) { reader.GoldenSamples(t, *update, nil) }
-
-const (
-	pass = result.Pass
-	warn = result.Warn
-	fail = result.Fail
-	skip = result.Skip
-	unk  = result.Unknown
-)
-
-func sys(id string, st result.Status, reason string) readertest.Want {
-	return readertest.Want{ID: id, Status: st, Reason: reason, Subject: "system"}
-}
-
-func gr(id string, st result.Status, reason string) readertest.Want {
-	return readertest.Want{ID: id, Status: st, Reason: reason, Subject: "graphs"}
-}
 
 // wantVerdicts is what a person reading each file concludes; every verdict
 // a file gets must be listed.
 var wantVerdicts = map[string][]readertest.Want{
 	// Real dump: both CX-6 Dx ports gdr="0", GPUs and NIC directly on the
 	// CPU (PHB), NVLink bridge x12 both ways.
-	"a100pcie-nvbridge-cx6dx-dump.txt": {
-		sys("nccl.topo.gdr", fail, "GDRUnsupported"), sys("nccl.topo.nic-affinity", warn, "GDRPathTooFar"),
-		sys("nccl.topo.nvlink", pass, "NVLinkConsistent"), sys("nccl.topo.pcie", pass, "PCIeLinksOK"),
-	},
-	"a100pcie-nvbridge-cx6dx-vnic.txt": {
-		sys("nccl.topo.gdr", fail, "GDRUnsupported"), sys("nccl.topo.nic-affinity", warn, "GDRPathTooFar"),
-		sys("nccl.topo.nvlink", pass, "NVLinkConsistent"), sys("nccl.topo.pcie", pass, "PCIeLinksOK"),
-	},
+	"a100pcie-nvbridge-cx6dx-dump.txt": readertest.Wants("system",
+		"fail nccl.topo.gdr GDRUnsupported", "warn nccl.topo.nic-affinity GDRPathTooFar",
+		"pass nccl.topo.nvlink NVLinkConsistent", "pass nccl.topo.pcie PCIeLinksOK",
+	),
+	"a100pcie-nvbridge-cx6dx-vnic.txt": readertest.Wants("system",
+		"fail nccl.topo.gdr GDRUnsupported", "warn nccl.topo.nic-affinity GDRPathTooFar",
+		"pass nccl.topo.nvlink NVLinkConsistent", "pass nccl.topo.pcie PCIeLinksOK",
+	),
 	// Graph of a PCIe-only VM: GPUs meet only through the CPU (SYS).
-	"azure-ncv4-a100pcie-graph.txt": {
-		gr("nccl.graph.intra", warn, "IntraThroughCPU"), gr("nccl.graph.inter", skip, "NoNetInGraph"),
-		gr("nccl.graph.channels", pass, "ChannelsConsistent"),
-	},
+	"azure-ncv4-a100pcie-graph.txt": readertest.Wants("graphs",
+		"warn nccl.graph.intra IntraThroughCPU", "skip nccl.graph.inter NoNetInGraph",
+		"pass nccl.graph.channels ChannelsConsistent",
+	),
 	// Self-targeted NVLinks, socket-only NIC, no link info (VM).
-	"azure-ncv4-a100pcie-topo.txt": {
-		sys("nccl.topo.gdr", skip, "NoRDMANIC"), sys("nccl.topo.nic-affinity", skip, "NoRDMANIC"),
-		sys("nccl.topo.nvlink", warn, "BogusNVLink"), sys("nccl.topo.pcie", unk, "NoLinkInfo"),
-	},
+	"azure-ncv4-a100pcie-topo.txt": readertest.Wants("system",
+		"skip nccl.topo.gdr NoRDMANIC", "skip nccl.topo.nic-affinity NoRDMANIC",
+		"warn nccl.topo.nvlink BogusNVLink", "unknown nccl.topo.pcie NoLinkInfo",
+	),
 	// One IB VF for eight GPUs on the CPUs: PHB for four, SYS for four.
-	"azure-ndv2-v100-topo.txt": {
-		sys("nccl.topo.gdr", skip, "NoNetElements"), sys("nccl.topo.nic-affinity", warn, "GDRPathTooFar"),
-		sys("nccl.topo.nvlink", skip, "NoNVLink"), sys("nccl.topo.pcie", pass, "PCIeLinksOK"),
-	},
+	"azure-ndv2-v100-topo.txt": readertest.Wants("system",
+		"skip nccl.topo.gdr NoNetElements", "warn nccl.topo.nic-affinity GDRPathTooFar",
+		"skip nccl.topo.nvlink NoNVLink", "pass nccl.topo.pcie PCIeLinksOK",
+	),
 	// Synthetic bridges pair 2 GPUs with 2 NICs: PIX everywhere.
-	"azure-ndv4-a100-topo.txt": {
-		sys("nccl.topo.gdr", skip, "NoNetElements"), sys("nccl.topo.nic-affinity", pass, "NICNearGPU"),
-		sys("nccl.topo.nvlink", skip, "NoNVLink"), sys("nccl.topo.pcie", pass, "PCIeLinksOK"),
-	},
+	"azure-ndv4-a100-topo.txt": readertest.Wants("system",
+		"skip nccl.topo.gdr NoNetElements", "pass nccl.topo.nic-affinity NICNearGPU",
+		"skip nccl.topo.nvlink NoNVLink", "pass nccl.topo.pcie PCIeLinksOK",
+	),
 	// Flat VM PCI: NICs on host bridges, GPUs on the CPU: PHB.
-	"b200-vm-gvisor-flat-pci.txt": {
-		sys("nccl.topo.gdr", pass, "GDRCapable"), sys("nccl.topo.nic-affinity", warn, "GDRPathTooFar"),
-		sys("nccl.topo.nvlink", pass, "NVLinkConsistent"), sys("nccl.topo.pcie", pass, "PCIeLinksOK"),
-	},
-	"crusoe-b300-vm-cloud-hypervisor-topo.txt": {
-		sys("nccl.topo.gdr", skip, "NoNetElements"), sys("nccl.topo.nic-affinity", pass, "NICNearGPU"),
-		sys("nccl.topo.nvlink", skip, "NoNVLink"), sys("nccl.topo.pcie", pass, "PCIeLinksOK"),
-	},
+	"b200-vm-gvisor-flat-pci.txt": readertest.Wants("system",
+		"pass nccl.topo.gdr GDRCapable", "warn nccl.topo.nic-affinity GDRPathTooFar",
+		"pass nccl.topo.nvlink NVLinkConsistent", "pass nccl.topo.pcie PCIeLinksOK",
+	),
+	"crusoe-b300-vm-cloud-hypervisor-topo.txt": readertest.Wants("system",
+		"skip nccl.topo.gdr NoNetElements", "pass nccl.topo.nic-affinity NICNearGPU",
+		"skip nccl.topo.nvlink NoNVLink", "pass nccl.topo.pcie PCIeLinksOK",
+	),
 	// User-truncated VM dump: PHB, H200 and CX-7 at 16 GT/s.
-	"h200-kvm-vm-topo-dump-fragment.txt": {
-		sys("nccl.topo.file", warn, "Truncated"),
-		sys("nccl.topo.gdr", pass, "GDRCapable"), sys("nccl.topo.nic-affinity", warn, "GDRPathTooFar"),
-		sys("nccl.topo.nvlink", pass, "NVLinkConsistent"), sys("nccl.topo.pcie", warn, "SlowPCIeLink"),
-	},
-	"h200x1-vm-topo-dump.txt": {
-		sys("nccl.topo.gdr", skip, "NoRDMANIC"), sys("nccl.topo.nic-affinity", skip, "NoRDMANIC"),
-		sys("nccl.topo.nvlink", skip, "NoNVLink"), sys("nccl.topo.pcie", unk, "NoLinkInfo"),
-	},
-	"synthetic-a100pcie-topo-fail-count1.txt": {
-		sys("nccl.topo.gdr", fail, "GDRUnsupported"), sys("nccl.topo.nic-affinity", warn, "GDRPathTooFar"),
-		sys("nccl.topo.nvlink", fail, "NVLinkDegraded"), sys("nccl.topo.pcie", pass, "PCIeLinksOK"),
-	},
-	"synthetic-graph-2node.txt": {
-		gr("nccl.graph.intra", pass, "IntraDirect"), gr("nccl.graph.inter", warn, "InterThroughCPU"),
-		gr("nccl.graph.channels", warn, "InconsistentChannels"),
-	},
-	"synthetic-hgx-switches-degraded.txt": {
-		sys("nccl.topo.gdr", fail, "GDRUnsupported"), sys("nccl.topo.nic-affinity", pass, "NICNearGPU"),
-		sys("nccl.topo.nvlink", fail, "NVLinkDegraded"), sys("nccl.topo.pcie", warn, "SlowPCIeLink"),
-	},
-	"synthetic-truncated-mid-tag.txt": {
-		sys("nccl.topo.file", warn, "Truncated"),
-		sys("nccl.topo.gdr", skip, "NoNetElements"), sys("nccl.topo.nic-affinity", pass, "NICNearGPU"),
-		sys("nccl.topo.nvlink", skip, "NoNVLink"), sys("nccl.topo.pcie", pass, "PCIeLinksOK"),
-	},
-	"synthetic-vm-emulated-bridge-x1.txt": {
-		sys("nccl.topo.gdr", pass, "GDRCapable"), sys("nccl.topo.nic-affinity", pass, "NICNearGPU"),
-		sys("nccl.topo.nvlink", pass, "NVLinkConsistent"), sys("nccl.topo.pcie", warn, "SlowPCIeBridge"),
-	},
+	"h200-kvm-vm-topo-dump-fragment.txt": readertest.Wants("system",
+		"warn nccl.topo.file Truncated",
+		"pass nccl.topo.gdr GDRCapable", "warn nccl.topo.nic-affinity GDRPathTooFar",
+		"pass nccl.topo.nvlink NVLinkConsistent", "warn nccl.topo.pcie SlowPCIeLink",
+	),
+	"h200x1-vm-topo-dump.txt": readertest.Wants("system",
+		"skip nccl.topo.gdr NoRDMANIC", "skip nccl.topo.nic-affinity NoRDMANIC",
+		"skip nccl.topo.nvlink NoNVLink", "unknown nccl.topo.pcie NoLinkInfo",
+	),
+	"synthetic-a100pcie-topo-fail-count1.txt": readertest.Wants("system",
+		"fail nccl.topo.gdr GDRUnsupported", "warn nccl.topo.nic-affinity GDRPathTooFar",
+		"fail nccl.topo.nvlink NVLinkDegraded", "pass nccl.topo.pcie PCIeLinksOK",
+	),
+	"synthetic-graph-2node.txt": readertest.Wants("graphs",
+		"pass nccl.graph.intra IntraDirect", "warn nccl.graph.inter InterThroughCPU",
+		"warn nccl.graph.channels InconsistentChannels",
+	),
+	"synthetic-hgx-switches-degraded.txt": readertest.Wants("system",
+		"fail nccl.topo.gdr GDRUnsupported", "pass nccl.topo.nic-affinity NICNearGPU",
+		"fail nccl.topo.nvlink NVLinkDegraded", "warn nccl.topo.pcie SlowPCIeLink",
+	),
+	"synthetic-truncated-mid-tag.txt": readertest.Wants("system",
+		"warn nccl.topo.file Truncated",
+		"skip nccl.topo.gdr NoNetElements", "pass nccl.topo.nic-affinity NICNearGPU",
+		"skip nccl.topo.nvlink NoNVLink", "pass nccl.topo.pcie PCIeLinksOK",
+	),
+	"synthetic-vm-emulated-bridge-x1.txt": readertest.Wants("system",
+		"pass nccl.topo.gdr GDRCapable", "pass nccl.topo.nic-affinity NICNearGPU",
+		"pass nccl.topo.nvlink NVLinkConsistent", "warn nccl.topo.pcie SlowPCIeBridge",
+	),
 }
 
 func TestVerdicts(t *testing.T) {
-	for _, name := range readertest.Samples(t) {
-		t.Run(name, func(t *testing.T) {
-			want, ok := wantVerdicts[name]
-			if !ok {
-				t.Fatalf("no expected verdicts for %s: add them to wantVerdicts", name)
-			}
-			_, vs := reader.Sample(t, name)
-			readertest.ExactVerdicts(t, vs, want, func(x result.Result) bool { return x.ID == "nccl.topo.file" })
-		})
-	}
+	reader.ExactSamples(t, wantVerdicts, func(x result.Result) bool { return x.ID == "nccl.topo.file" }, nil)
 }
 
 // TestEvidenceLines: evidence points at the line of the element it quotes.
 func TestEvidenceLines(t *testing.T) {
-	for _, name := range readertest.Samples(t) {
-		lines := strings.Split(string(sampleBody(t, name)), "\n")
-		_, vs := reader.Sample(t, name)
-		for _, x := range vs {
-			for _, e := range x.Evidence {
-				var n int
-				if _, err := fmt.Sscan(strings.TrimPrefix(e.Source, name+":"), &n); err != nil || n < 1 || n > len(lines) {
-					t.Errorf("%s %s: bad source %q", name, x.ID, e.Source)
-					continue
-				}
-				// the quoted element's first attribute value is on that line
-				val := e.Value
-				if i := strings.IndexByte(val, '"'); i >= 0 {
-					if j := strings.IndexByte(val[i+1:], '"'); j >= 0 {
-						val = val[i+1 : i+1+j]
-					}
-				} else {
-					val = strings.TrimPrefix(val, "GPU ")
-				}
-				if !strings.Contains(strings.ToLower(lines[n-1]), strings.ToLower(val)) {
-					t.Errorf("%s %s: line %d %q does not hold %q", name, x.ID, n, lines[n-1], val)
-				}
+	reader.EvidenceLines(t, func(line, value string) bool {
+		// the quoted element's first attribute value is on that line
+		val := value
+		if i := strings.IndexByte(val, '"'); i >= 0 {
+			if j := strings.IndexByte(val[i+1:], '"'); j >= 0 {
+				val = val[i+1 : i+1+j]
 			}
+		} else {
+			val = strings.TrimPrefix(val, "GPU ")
 		}
-	}
+		return strings.Contains(strings.ToLower(line), strings.ToLower(val))
+	})
 }
 
 func TestExtraction(t *testing.T) {
-	tests := []struct {
-		file  string
-		check func(t *testing.T, r *Report)
-	}{
-		{"a100pcie-nvbridge-cx6dx-dump.txt", func(t *testing.T, r *Report) {
+	reader.Cases(t, []readertest.Case[*Report]{
+		{File: "a100pcie-nvbridge-cx6dx-dump.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			s := r.System
 			eq(t, "kind", r.Kind, "system")
 			eq(t, "version", r.Version, "1")
@@ -184,7 +131,7 @@ func TestExtraction(t *testing.T) {
 			eq(t, "net1", fmt.Sprintf("%s port %d speed %d gdr %v", n.Nets[1].Name, *n.Nets[1].Port, *n.Nets[1].Speed, *n.Nets[1].GDR), "mlx5_1 port 2 speed 100000 gdr false")
 			eq(t, "path", s.Paths[0].Type, "PHB")
 		}},
-		{"azure-ndv4-a100-topo.txt", func(t *testing.T, r *Report) {
+		{File: "azure-ndv4-a100-topo.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			s := r.System
 			eq(t, "cpus", len(s.CPUs), 4)
 			eq(t, "gpus", len(s.GPUs), 8)
@@ -195,12 +142,12 @@ func TestExtraction(t *testing.T) {
 			eq(t, "gpu0 path", strings.Join(s.GPUs[0].Path, ">"), "ffff:ff:01.0")
 			eq(t, "gpu0 nics", strings.Join(s.Paths[0].NICs, " "), "0103:00:00.0 0104:00:00.0")
 		}},
-		{"crusoe-b300-vm-cloud-hypervisor-topo.txt", func(t *testing.T, r *Report) {
+		{File: "crusoe-b300-vm-cloud-hypervisor-topo.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			eq(t, "comments", r.Comments, 24)
 			eq(t, "gpu 7 nic", r.System.Paths[7].GPU+" "+r.System.Paths[7].Type+" "+r.System.Paths[7].NICs[0], "0003:00:04.0 PIX 0003:00:0c.0")
 			eq(t, "speed", r.System.GPUs[0].LinkSpeedGTs, 64.0)
 		}},
-		{"h200-kvm-vm-topo-dump-fragment.txt", func(t *testing.T, r *Report) {
+		{File: "h200-kvm-vm-topo-dump-fragment.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			if !r.Truncated || !strings.Contains(r.Problem, "<system> <cpu> not closed") || !strings.HasPrefix(r.Problem, "h200-kvm-vm-topo-dump-fragment.txt:") {
 				t.Errorf("truncated %v, problem %q", r.Truncated, r.Problem)
 			}
@@ -208,7 +155,7 @@ func TestExtraction(t *testing.T) {
 			eq(t, "gpus", len(r.System.GPUs), 1)
 			eq(t, "net", r.System.NICs[0].Nets[0].Name, "mlx5_0")
 		}},
-		{"synthetic-truncated-mid-tag.txt", func(t *testing.T, r *Report) {
+		{File: "synthetic-truncated-mid-tag.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			if !r.Truncated || !strings.Contains(r.Problem, "<nic> not closed") {
 				t.Errorf("problem %q", r.Problem)
 			}
@@ -216,13 +163,13 @@ func TestExtraction(t *testing.T) {
 			eq(t, "nets", len(r.System.NICs[0].Nets), 0)
 			eq(t, "path", r.System.Paths[0].Type, "PIX")
 		}},
-		{"synthetic-vm-emulated-bridge-x1.txt", func(t *testing.T, r *Report) {
+		{File: "synthetic-vm-emulated-bridge-x1.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			g := r.System.GPUs[0]
 			eq(t, "odd names", fmt.Sprintf("%s %s %g x%d", g.BusID, g.VendorDevice, g.LinkSpeedGTs, *g.LinkWidth), "0000:68:00.0 10de:2335 32 x16")
 			eq(t, "unquoted", *r.System.GPUs[1].LinkWidth, 16)
 			eq(t, "comments", r.Comments, 1)
 		}},
-		{"synthetic-hgx-switches-degraded.txt", func(t *testing.T, r *Report) {
+		{File: "synthetic-hgx-switches-degraded.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			var types []string
 			for _, p := range r.System.Paths {
 				types = append(types, p.Type)
@@ -230,19 +177,16 @@ func TestExtraction(t *testing.T) {
 			eq(t, "paths", strings.Join(types, " "), "PIX PIX PXB PIX")
 			eq(t, "comments", r.Comments, 1)
 		}},
-		{"azure-ncv4-a100pcie-graph.txt", func(t *testing.T, r *Report) {
+		{File: "azure-ncv4-a100pcie-graph.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			eq(t, "graphs", len(r.Graphs), 3)
 			g := r.Graphs[1]
 			eq(t, "graph 1", fmt.Sprintf("%d %s %d %g %s %s", g.Pattern, g.PatternName, g.NChannels, g.SpeedIntra, g.TypeIntra, g.TypeInter), "1 balanced tree 4 12 SYS PIX")
 			eq(t, "channel", fmt.Sprint(g.Channels[1].Devices), "[{gpu 1} {gpu 0} {gpu 3} {gpu 2}]")
 		}},
-		{"synthetic-graph-2node.txt", func(t *testing.T, r *Report) {
+		{File: "synthetic-graph-2node.txt", Check: func(t *testing.T, r *Report, _ []result.Result) {
 			eq(t, "channel", fmt.Sprint(r.Graphs[0].Channels[0].Devices), "[{net 0} {gpu 0} {gpu 1} {net 0}]")
 		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) { tt.check(t, analyzeSample(t, tt.file)) })
-	}
+	})
 }
 
 func eq[T comparable](t *testing.T, what string, got, want T) {
@@ -254,7 +198,7 @@ func eq[T comparable](t *testing.T, what string, got, want T) {
 
 func TestDetect(t *testing.T) {
 	for _, name := range readertest.Samples(t) {
-		if !Detect(sampleBody(t, name)) {
+		if !Detect(readertest.Body(t, name)) {
 			t.Errorf("Detect(%s) = false", name)
 		}
 	}
@@ -298,8 +242,8 @@ func TestInputErrors(t *testing.T) {
 // fails once the root is read, reports the cut, and what it returns is a
 // prefix of the full file's GPUs.
 func TestTruncationEverywhere(t *testing.T) {
-	body := sampleBody(t, "a100pcie-nvbridge-cx6dx-dump.txt")
-	full := analyzeSample(t, "a100pcie-nvbridge-cx6dx-dump.txt")
+	body := readertest.Body(t, "a100pcie-nvbridge-cx6dx-dump.txt")
+	full := reader.Report(t, "a100pcie-nvbridge-cx6dx-dump.txt")
 	root := bytes.Index(body, []byte(">")) + 1
 	for n := root; n < len(body); n++ {
 		r, _, err := Analyze("cut.xml", bytes.NewReader(body[:n]))

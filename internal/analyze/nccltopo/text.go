@@ -9,22 +9,18 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
-// WriteText prints a human summary: the verdicts first (status, reason,
-// message, remedy and some evidence), then the GPUs, NICs and graphs.
+// WriteText prints a human summary (verdict.Text.Page): a headline, the
+// verdicts, then the GPUs, NICs and graphs.
 func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
-	var b strings.Builder
 	kind := "topology"
 	if r.Kind == "graphs" {
 		kind = "graph"
 	}
-	fmt.Fprintf(&b, "NCCL %s file %s (version %q, %d lines)", kind, r.File, r.Version, r.Lines)
+	head := fmt.Sprintf("NCCL %s file %s (version %q, %d lines)", kind, r.File, r.Version, r.Lines)
 	if r.Truncated {
-		b.WriteString(", TRUNCATED")
+		head += ", TRUNCATED"
 	}
-	b.WriteString("\n\n")
-	if err := (verdict.Text{Notes: true}).Write(&b, vs); err != nil {
-		return err
-	}
+	var b strings.Builder
 	if s := r.System; s != nil {
 		fmt.Fprintf(&b, "\nCPUs: %d, GPUs: %d, NICs: %d\n", len(s.CPUs), len(s.GPUs), len(s.NICs))
 		for _, g := range s.GPUs {
@@ -72,8 +68,7 @@ func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
 			fmt.Fprintf(&b, "  channel %d: %s\n", i, strings.Join(d, " "))
 		}
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return (verdict.Text{Notes: true}).Page(w, head, vs, b.String())
 }
 
 func intOr(p *int) string {

@@ -6,13 +6,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gdrcheck/gdrcheck/internal/analyze/verdict"
 	"github.com/gdrcheck/gdrcheck/internal/hw"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
 const maxEvidence = 10
 
-var titles = map[string]string{
+var titles = verdict.Titles{
 	"nccl.topo.file":         "Topology file read to the end",
 	"nccl.topo.gdr":          "NICs and GPUs that NCCL marks GPU Direct RDMA capable",
 	"nccl.topo.nic-affinity": "Every GPU near an RDMA NIC (PIX/PXB)",
@@ -21,10 +22,6 @@ var titles = map[string]string{
 	"nccl.graph.intra":       "Intra-node path type of the graphs",
 	"nccl.graph.inter":       "GPU to NIC path type of the graphs",
 	"nccl.graph.channels":    "Graph channels consistent",
-}
-
-func vres(id string, st result.Status, subject, reason, msg string, ev []result.Evidence) result.Result {
-	return result.Result{ID: id, Title: titles[id], Status: st, Subject: subject, Reason: reason, Message: msg, Evidence: ev}
 }
 
 type judge struct {
@@ -39,7 +36,7 @@ func verdicts(r *Report) []result.Result {
 	j := judge{r}
 	var out []result.Result
 	if r.Truncated {
-		out = append(out, vres("nccl.topo.file", result.Warn, r.Kind, "Truncated",
+		out = append(out, titles.New("nccl.topo.file", result.Warn, r.Kind, "Truncated",
 			r.Problem+"; the verdicts below judge only what was read", nil))
 	}
 	if r.System != nil {
@@ -104,32 +101,32 @@ func (j judge) gdr() result.Result {
 		if len(bad) > 0 {
 			msg = fmt.Sprintf("%d of %d RDMA net(s) have gdr=\"0\" (%s): NCCL will stage network traffic through host memory", len(bad), len(rdma), strings.Join(names, ", "))
 		}
-		o := vres(id, result.Fail, "system", "GDRUnsupported", msg, evs)
+		o := titles.New(id, result.Fail, "system", "GDRUnsupported", msg, evs)
 		o.Remedy = "Load nvidia-peermem or use a dma-buf capable kernel and driver (NCCL_DMABUF_ENABLE), then dump the topology again."
 		return o
 	}
 	if len(rdma) == 0 {
 		if sockets > 0 {
-			return vres(id, result.Skip, "system", "NoRDMANIC", fmt.Sprintf("only socket NICs (%d net(s) with guid 0x0): no GPU Direct RDMA to judge", sockets), nil)
+			return titles.New(id, result.Skip, "system", "NoRDMANIC", fmt.Sprintf("only socket NICs (%d net(s) with guid 0x0): no GPU Direct RDMA to judge", sockets), nil)
 		}
-		return vres(id, result.Skip, "system", "NoNetElements",
+		return titles.New(id, result.Skip, "system", "NoNetElements",
 			"the file lists no <net> elements (a hand-written NCCL_TOPO_FILE: NCCL adds the NICs it finds at run time)", nil)
 	}
 	if len(unknown) == len(rdma) {
-		return vres(id, result.Unknown, "system", "NoGDRAttribute", "no RDMA net carries a gdr attribute", nil)
+		return titles.New(id, result.Unknown, "system", "NoGDRAttribute", "no RDMA net carries a gdr attribute", nil)
 	}
 	msg := fmt.Sprintf("all %d RDMA net(s) have gdr=\"1\"", len(rdma)-len(unknown))
 	if len(unknown) > 0 {
 		msg += fmt.Sprintf(" (%d without a gdr attribute)", len(unknown))
 	}
-	return vres(id, result.Pass, "system", "GDRCapable", msg, nil)
+	return titles.New(id, result.Pass, "system", "GDRCapable", msg, nil)
 }
 
 func (j judge) affinity() result.Result {
 	const id = "nccl.topo.nic-affinity"
 	s := j.r.System
 	if len(s.GPUs) == 0 {
-		return vres(id, result.Skip, "system", "NoGPU", "no GPU in the file", nil)
+		return titles.New(id, result.Skip, "system", "NoGPU", "no GPU in the file", nil)
 	}
 	rdma := 0
 	for _, n := range s.NICs {
@@ -138,7 +135,7 @@ func (j judge) affinity() result.Result {
 		}
 	}
 	if rdma == 0 {
-		return vres(id, result.Skip, "system", "NoRDMANIC", "no RDMA NIC in the file", nil)
+		return titles.New(id, result.Skip, "system", "NoRDMANIC", "no RDMA NIC in the file", nil)
 	}
 	var far []GPUPath
 	count := map[string]int{}
@@ -171,11 +168,11 @@ func (j judge) affinity() result.Result {
 		}
 		msg := fmt.Sprintf("%d of %d GPU(s) reach their nearest RDMA NIC only through the CPU (%s): NCCL's automatic GDR level normally stops at PXB, so GPU Direct RDMA is off unless NCCL_NET_GDR_LEVEL allows it; %s",
 			len(far), len(s.GPUs), strings.Join(dist, ", "), strings.Join(parts, "; "))
-		o := vres(id, result.Warn, "system", "GDRPathTooFar", msg, evs)
+		o := titles.New(id, result.Warn, "system", "GDRPathTooFar", msg, evs)
 		o.Remedy = "Put each GPU and its NIC under one PCIe switch (in a VM: behind one emulated switch, mirroring the host), or set NCCL_NET_GDR_LEVEL=PHB on every rank where the platform supports peer-to-peer through the root complex."
 		return o
 	}
-	return vres(id, result.Pass, "system", "NICNearGPU",
+	return titles.New(id, result.Pass, "system", "NICNearGPU",
 		fmt.Sprintf("every GPU has an RDMA NIC within one PCIe switch tree (%s)", strings.Join(dist, ", ")), nil)
 }
 
@@ -241,7 +238,7 @@ func (j judge) nvlink() result.Result {
 		}
 	}
 	if len(all) == 0 {
-		return vres(id, result.Skip, "system", "NoNVLink", "no <nvlink> element: PCIe only, or a file that does not list NVLinks", nil)
+		return titles.New(id, result.Skip, "system", "NoNVLink", "no <nvlink> element: PCIe only, or a file that does not list NVLinks", nil)
 	}
 	cnt := func(l NVLink) int { return deref(l.Count) }
 	var fails, warns []string
@@ -296,11 +293,11 @@ func (j judge) nvlink() result.Result {
 	}
 	switch {
 	case len(fails) > 0:
-		o := vres(id, result.Fail, "system", "NVLinkDegraded", "NVLink counts are inconsistent: "+joinN(fails, 4), evs)
+		o := titles.New(id, result.Fail, "system", "NVLinkDegraded", "NVLink counts are inconsistent: "+joinN(fails, 4), evs)
 		o.Remedy = "Check nvidia-smi nvlink -s on the host; if this is a hand-written NCCL_TOPO_FILE, correct its counts."
 		return o
 	case len(warns) > 0:
-		return vres(id, result.Warn, "system", "BogusNVLink", "NVLink entries NCCL cannot use as written: "+joinN(warns, 4), evs)
+		return titles.New(id, result.Warn, "system", "BogusNVLink", "NVLink entries NCCL cannot use as written: "+joinN(warns, 4), evs)
 	}
 	var parts []string
 	byCount := map[int]int{}
@@ -310,7 +307,7 @@ func (j judge) nvlink() result.Result {
 	for _, c := range sortedIntKeys(byCount) {
 		parts = append(parts, fmt.Sprintf("%d link(s) with count %d", byCount[c], c))
 	}
-	return vres(id, result.Pass, "system", "NVLinkConsistent", "NVLink counts agree in both directions and across GPUs: "+strings.Join(parts, ", "), nil)
+	return titles.New(id, result.Pass, "system", "NVLinkConsistent", "NVLink counts agree in both directions and across GPUs: "+strings.Join(parts, ", "), nil)
 }
 
 func sortedIntKeys(m map[int]int) []int {
@@ -430,22 +427,22 @@ func (j judge) pcie() result.Result {
 		if endpoints == 0 {
 			reason = "SlowPCIeBridge"
 		}
-		o := vres(id, result.Warn, "system", reason, "PCIe links below what the devices support: "+joinN(slow, 4), evs)
+		o := titles.New(id, result.Warn, "system", reason, "PCIe links below what the devices support: "+joinN(slow, 4), evs)
 		o.Remedy = "Check lspci -vv LnkSta under load (idle GPUs train down to save power); in a VM, the emulated root ports must advertise the real speed and width."
 		return o
 	}
 	if known == 0 {
 		if unknown == 0 {
-			return vres(id, result.Skip, "system", "NoDevices", "no GPU or NIC with a PCI link in the file", nil)
+			return titles.New(id, result.Skip, "system", "NoDevices", "no GPU or NIC with a PCI link in the file", nil)
 		}
-		return vres(id, result.Unknown, "system", "NoLinkInfo",
+		return titles.New(id, result.Unknown, "system", "NoLinkInfo",
 			fmt.Sprintf("no GPU or NIC has a link speed and width (%d with link_speed=\"\" or link_width=\"0\", as in VMs)", unknown), nil)
 	}
 	msg := fmt.Sprintf("%d device link(s) at the speed and width expected", known)
 	if unknown > 0 {
 		msg += fmt.Sprintf("; %d without link speed or width", unknown)
 	}
-	return vres(id, result.Pass, "system", "PCIeLinksOK", msg, nil)
+	return titles.New(id, result.Pass, "system", "PCIeLinksOK", msg, nil)
 }
 
 // pathGood says whether an intra- or inter-node path type is a direct one.
@@ -454,7 +451,7 @@ var pathGood = map[string]bool{"LOC": true, "NVL": true, "NVB": true, "C2C": tru
 func (j judge) graphIntra() result.Result {
 	const id = "nccl.graph.intra"
 	if len(j.r.Graphs) == 0 {
-		return vres(id, result.Skip, "graphs", "NoGraph", "no <graph> element", nil)
+		return titles.New(id, result.Skip, "graphs", "NoGraph", "no <graph> element", nil)
 	}
 	var parts, bad []string
 	var evs []result.Evidence
@@ -468,11 +465,11 @@ func (j judge) graphIntra() result.Result {
 		}
 	}
 	if len(bad) > 0 {
-		return vres(id, result.Warn, "graphs", "IntraThroughCPU",
+		return titles.New(id, result.Warn, "graphs", "IntraThroughCPU",
 			fmt.Sprintf("in %d of %d graph(s) the GPUs of a node reach each other only through the CPU (PHB/SYS, no NVLink or PCIe switch): %s",
 				len(bad), len(parts), strings.Join(bad, "; ")), evs)
 	}
-	return vres(id, result.Pass, "graphs", "IntraDirect", strings.Join(parts, "; "), nil)
+	return titles.New(id, result.Pass, "graphs", "IntraDirect", strings.Join(parts, "; "), nil)
 }
 
 func graphName(g Graph) string {
@@ -507,22 +504,22 @@ func (j judge) graphInter() result.Result {
 		}
 	}
 	if len(parts) == 0 {
-		return vres(id, result.Skip, "graphs", "NoNetInGraph", "no channel goes through a NET: a single-node graph", nil)
+		return titles.New(id, result.Skip, "graphs", "NoNetInGraph", "no channel goes through a NET: a single-node graph", nil)
 	}
 	if len(bad) > 0 {
-		o := vres(id, result.Warn, "graphs", "InterThroughCPU",
+		o := titles.New(id, result.Warn, "graphs", "InterThroughCPU",
 			fmt.Sprintf("%d of %d graph(s) reach the NIC only through the CPU (PHB/SYS), where GPU Direct RDMA is off by default: %s (all: %s)",
 				len(bad), len(parts), strings.Join(bad, "; "), strings.Join(parts, "; ")), evs)
 		o.Remedy = "Pair each GPU with a NIC under one PCIe switch, or set NCCL_NET_GDR_LEVEL where peer-to-peer through the root complex works."
 		return o
 	}
-	return vres(id, result.Pass, "graphs", "InterDirect", strings.Join(parts, "; "), nil)
+	return titles.New(id, result.Pass, "graphs", "InterDirect", strings.Join(parts, "; "), nil)
 }
 
 func (j judge) graphChannels() result.Result {
 	const id = "nccl.graph.channels"
 	if len(j.r.Graphs) == 0 {
-		return vres(id, result.Skip, "graphs", "NoGraph", "no <graph> element", nil)
+		return titles.New(id, result.Skip, "graphs", "NoGraph", "no <graph> element", nil)
 	}
 	var probs, parts []string
 	var evs []result.Evidence
@@ -562,7 +559,7 @@ func (j judge) graphChannels() result.Result {
 		}
 	}
 	if len(probs) > 0 {
-		return vres(id, result.Warn, "graphs", "InconsistentChannels", joinN(probs, 4), evs)
+		return titles.New(id, result.Warn, "graphs", "InconsistentChannels", joinN(probs, 4), evs)
 	}
-	return vres(id, result.Pass, "graphs", "ChannelsConsistent", "channels per graph: "+strings.Join(parts, ", "), nil)
+	return titles.New(id, result.Pass, "graphs", "ChannelsConsistent", "channels per graph: "+strings.Join(parts, ", "), nil)
 }

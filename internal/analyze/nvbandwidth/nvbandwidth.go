@@ -129,12 +129,8 @@ type textState struct {
 func analyzeText(name string, r io.Reader) (*Report, error) {
 	st := &textState{rep: &Report{Format: "text"}}
 	lr := textio.NewLineReader(name, r)
-	for {
-		line, ok := lr.Next()
-		if !ok {
-			break
-		}
-		if err := st.line(strings.TrimRight(textio.StripANSI(line), " \t"), lr.Line()); err != nil {
+	for n, line := range lr.All() {
+		if err := st.line(strings.TrimRight(textio.StripANSI(line), " \t"), n); err != nil {
 			return nil, err
 		}
 	}

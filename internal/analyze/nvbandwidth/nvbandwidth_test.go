@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"flag"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -27,7 +26,7 @@ func notNVBandwidthFiles() []string { return slices.Collect(maps.Keys(notNVBandw
 
 func TestNotNVBandwidth(t *testing.T) {
 	for f := range notNVBandwidth {
-		body := readertest.Sample(t, filepath.Join("testdata", f))
+		body := readertest.Body(t, f)
 		if Detect(body) {
 			t.Errorf("%s: detected as nvbandwidth", f)
 		}
@@ -107,21 +106,16 @@ var samples = []readertest.Case[*Report]{
 func TestSamples(t *testing.T) { reader.Samples(t, samples, notNVBandwidthFiles()...) }
 
 func TestUnreadable(t *testing.T) {
-	for _, c := range []struct{ in, prefix string }{
-		{"hello\n", "x.txt:1:"},
-		{`{"nvbandwidth": {"testcases": [`, "x.txt:1:"},
-		{"{\n\n \"other\": 1}\n", "x.txt:1:"},
-		{"{\n \"nvbandwidth\": {\"testcases\": [{\"bandwidth_matrix\": [[true]]}]}}\n", "x.txt:1:"},
-	} {
-		reader.WantError(t, c.in, c.prefix)
-	}
+	reader.WantErrors(t, map[string]string{
+		"hello\n":                         "x.txt:1:",
+		`{"nvbandwidth": {"testcases": [`: "x.txt:1:",
+		"{\n\n \"other\": 1}\n":           "x.txt:1:",
+		"{\n \"nvbandwidth\": {\"testcases\": [{\"bandwidth_matrix\": [[true]]}]}}\n": "x.txt:1:",
+	})
 }
 
-// TestWriteFuzzSeeds: every sample is a seed of FuzzAnalyze
-// (go test -run TestWriteFuzzSeeds -write-seeds rewrites them).
 func TestWriteFuzzSeeds(t *testing.T) { readertest.FuzzSeeds(t, 0, "FuzzAnalyze") }
 
 func FuzzAnalyze(f *testing.F) {
-	f.Add([]byte("Running x_ce.\nmemcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)\n 0 1\n0 N/A 1.0\n1 2.0 N/A\n\nSUM x_ce 3.0\n"))
-	f.Fuzz(reader.Fuzz)
+	reader.FuzzAnalyze(f, "Running x_ce.\nmemcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)\n 0 1\n0 N/A 1.0\n1 2.0 N/A\n\nSUM x_ce 3.0\n")
 }

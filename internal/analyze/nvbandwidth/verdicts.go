@@ -187,9 +187,6 @@ func cells(tc *Testcase) int {
 
 // WriteText prints the verdicts, then each testcase's matrix.
 func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
-	if err := (verdict.Text{}).Write(w, vs); err != nil {
-		return err
-	}
 	var b strings.Builder
 	var facts []string
 	for _, f := range []struct{ k, v string }{{"nvbandwidth", r.Version}, {"driver", r.DriverVersion}, {"CUDA runtime", r.CUDARuntime}, {"host", r.Hostname}} {
@@ -233,6 +230,5 @@ func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
 			fmt.Fprintf(&b, "  SUM %s (cells add up to %s)\n", fmtF(*tc.Sum), fmtF(tc.SumComputed))
 		}
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return (verdict.Text{}).Page(w, "", vs, b.String())
 }

@@ -4,7 +4,6 @@ import (
 	"io"
 	"math"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
@@ -28,12 +27,7 @@ func analyzeJSON(name string, r io.Reader) (*Report, error) {
 	res := map[string]string{}
 	resLine := 0
 	sawInfo := false
-	for {
-		line, ok := lr.Next()
-		if !ok {
-			break
-		}
-		n := lr.Line()
+	for n, line := range lr.All() {
 		t := strings.TrimSpace(line)
 		switch {
 		case t == "":
@@ -98,32 +92,16 @@ func analyzeJSON(name string, r io.Reader) (*Report, error) {
 }
 
 func jsonInfo(rep *Report, k, v string) {
-	k, v = textio.Clip(k, 64), textio.Clip(v, 128)
-	if len(rep.Params) < 64 {
-		rep.Params[k] = v
-	}
+	param(rep, k, v)
 	switch k {
 	case "test":
+		v = textio.Clip(v, 128)
 		rep.Test = strings.ReplaceAll(v, "_", " ")
 		if strings.Contains(v, "Latency") {
 			rep.Type = "lat"
 		} else if strings.Contains(v, "BW") {
 			rep.Type = "bw"
 		}
-	case "Device":
-		rep.Device = v
-	case "Number_of_qps":
-		rep.QPs, _ = strconv.Atoi(v)
-	case "Transport_type":
-		rep.Transport = v
-	case "Connection_type":
-		rep.ConnectionType = v
-	case "Mtu":
-		rep.MTU, _ = strconv.Atoi(v)
-	case "Link_type":
-		rep.LinkType = v
-	case "rdma_cm_QPs":
-		rep.RDMACM = v == "ON"
 	case "cuda_device":
 		rep.Memory.Kind = "cuda"
 	case "Use_ROCm_memory":

@@ -112,21 +112,16 @@ func TestUnitInference(t *testing.T) {
 }
 
 func TestUnreadable(t *testing.T) {
-	for _, c := range []struct{ in, prefix string }{
-		{"nothing here\n", "x.txt:1:"},
-		{"{\n\"test_info\": {\n\"Device\": \"mlx5_0\",\n", "x.txt:3:"},
-		{"{\n\"results\": {\ngarbage line\n}\n}\n", "x.txt:3:"},
-		{" #bytes     #iterations    BW peak[Gb/sec]\x00", "x.txt:1:"},
-	} {
-		reader.WantError(t, c.in, c.prefix)
-	}
+	reader.WantErrors(t, map[string]string{
+		"nothing here\n": "x.txt:1:",
+		"{\n\"test_info\": {\n\"Device\": \"mlx5_0\",\n": "x.txt:3:",
+		"{\n\"results\": {\ngarbage line\n}\n}\n":        "x.txt:3:",
+		" #bytes     #iterations    BW peak[Gb/sec]\x00": "x.txt:1:",
+	})
 }
 
-// TestWriteFuzzSeeds: every sample is a seed of FuzzAnalyze
-// (go test -run TestWriteFuzzSeeds -write-seeds rewrites them).
 func TestWriteFuzzSeeds(t *testing.T) { readertest.FuzzSeeds(t, 0, "FuzzAnalyze") }
 
 func FuzzAnalyze(f *testing.F) {
-	f.Add([]byte(" #bytes #iterations BW peak[Gb/sec] BW average[Gb/sec] MsgRate[Mpps]\n 65536 5000 381.5 381.41 0.727\n"))
-	f.Fuzz(reader.Fuzz)
+	reader.FuzzAnalyze(f, " #bytes #iterations BW peak[Gb/sec] BW average[Gb/sec] MsgRate[Mpps]\n 65536 5000 381.5 381.41 0.727\n")
 }

@@ -54,12 +54,8 @@ func analyzeText(name string, r io.Reader) (*Report, error) {
 	st := &textState{rep: &Report{Format: "text", Params: map[string]string{}}, seen: map[string]bool{}}
 	lr := textio.NewLineReader(name, r)
 	found := false
-	for {
-		line, ok := lr.Next()
-		if !ok {
-			break
-		}
-		if st.line(textio.StripANSI(line), lr.Line()) {
+	for n, line := range lr.All() {
+		if st.line(textio.StripANSI(line), n) {
 			found = true
 		}
 	}
@@ -158,7 +154,7 @@ func (st *textState) line(s string, n int) bool {
 	}
 	if st.inHead && !reAddress.MatchString(t) && !reGID.MatchString(t) {
 		for _, kv := range reKV.FindAllStringSubmatch(t, 8) {
-			st.param(strings.TrimSpace(kv[1]), kv[2])
+			param(st.rep, strings.TrimSpace(kv[1]), kv[2])
 		}
 		return true
 	}
@@ -188,13 +184,15 @@ func (st *textState) command(t string) bool {
 	return true
 }
 
-func (st *textState) param(k, v string) {
-	rep := st.rep
+// param records one of perftest's parameters, the key as printed, and sets
+// the fields of the report that some of them give. The JSON output writes
+// the keys of the text with "_" for each space ("Link_type").
+func param(rep *Report, k, v string) {
 	k, v = textio.Clip(k, 64), textio.Clip(v, 128)
 	if len(rep.Params) < 64 {
 		rep.Params[k] = v
 	}
-	switch k {
+	switch strings.ReplaceAll(k, "_", " ") {
 	case "Device":
 		rep.Device = v
 	case "Link type":
@@ -207,7 +205,7 @@ func (st *textState) param(k, v string) {
 		rep.QPs, _ = strconv.Atoi(v)
 	case "Mtu":
 		rep.MTU, _ = strconv.Atoi(strings.TrimSuffix(v, "[B]"))
-	case "rdma_cm QPs":
+	case "rdma cm QPs":
 		rep.RDMACM = v == "ON"
 	}
 }

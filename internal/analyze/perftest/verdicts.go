@@ -312,9 +312,6 @@ func fmtF(v float64) string { return textio.FormatFloat(v, 3) }
 
 // WriteText prints the verdicts, then the test set-up and its rows.
 func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
-	if err := (verdict.Text{}).Write(w, vs); err != nil {
-		return err
-	}
 	var b strings.Builder
 	title := r.Test
 	if title == "" {
@@ -355,8 +352,7 @@ func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
 	for _, e := range r.Warnings {
 		fmt.Fprintf(&b, "  warning (line %d): %s\n", e.Line, e.Text)
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return (verdict.Text{}).Page(w, "", vs, b.String())
 }
 
 func opt(v *float64) string {

@@ -211,9 +211,6 @@ func (r *Report) affinity(name string) []result.Result {
 
 // WriteText prints the verdicts, the matrix size and the pairing.
 func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
-	if err := (verdict.Text{}).Write(w, vs); err != nil {
-		return err
-	}
 	m := r.Matrix
 	var b strings.Builder
 	gpus, nics := 0, 0
@@ -253,8 +250,7 @@ func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
 		}
 		fmt.Fprintf(&b, "  NICs no GPU is paired with: %s\n", strings.Join(names, ", "))
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return (verdict.Text{}).Page(w, "", vs, b.String())
 }
 
 func dash(s string) string {

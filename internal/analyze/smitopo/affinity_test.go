@@ -99,19 +99,14 @@ func TestPairingDistinctNICs(t *testing.T) {
 }
 
 func TestUnreadable(t *testing.T) {
-	for _, c := range []struct{ in, prefix string }{
-		{"no matrix here\n", "x.txt:1:"},
-		{"\tGPU0\tNIC0\tCPU Affinity\nGPU0\t X \tBOGUS\t0\n", "x.txt:2:"},
-	} {
-		reader.WantError(t, c.in, c.prefix)
-	}
+	reader.WantErrors(t, map[string]string{
+		"no matrix here\n": "x.txt:1:",
+		"\tGPU0\tNIC0\tCPU Affinity\nGPU0\t X \tBOGUS\t0\n": "x.txt:2:",
+	})
 }
 
-// TestWriteFuzzSeeds: every sample is a seed of FuzzAnalyze
-// (go test -run TestWriteFuzzSeeds -write-seeds rewrites them).
 func TestWriteFuzzSeeds(t *testing.T) { readertest.FuzzSeeds(t, 0, "FuzzAnalyze") }
 
 func FuzzAnalyze(f *testing.F) {
-	f.Add([]byte("\tGPU0\tNIC0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tPIX\t0-7\t0\nNIC0\tPIX\t X \n\nNIC Legend:\n\n  NIC0: mlx5_0\n"))
-	f.Fuzz(reader.Fuzz)
+	reader.FuzzAnalyze(f, "\tGPU0\tNIC0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tPIX\t0-7\t0\nNIC0\tPIX\t X \n\nNIC Legend:\n\n  NIC0: mlx5_0\n")
 }

@@ -48,12 +48,8 @@ func Parse(name string, r io.Reader) (*Matrix, error) {
 	lineNo := 0
 	state := 0 // 0: looking for header, 1: rows, 2: after rows, 3: NIC legend
 	seenRow := map[string]bool{}
-	for {
-		raw, ok := lr.Next()
-		if !ok {
-			break
-		}
-		lineNo = lr.Line()
+	for n, raw := range lr.All() {
+		lineNo = n
 		line := strings.TrimRight(textio.StripANSI(raw), "\r")
 		trim := strings.TrimSpace(line)
 		switch state {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"math"
 	"regexp"
 	"strconv"
@@ -91,6 +92,19 @@ func (lr *LineReader) Next() (string, bool) {
 		return "", false
 	}
 	return string(buf), true
+}
+
+// All yields the numbered lines of Next until the end of input or a read
+// error (see Err).
+func (lr *LineReader) All() iter.Seq2[int, string] {
+	return func(yield func(int, string) bool) {
+		for {
+			line, ok := lr.Next()
+			if !ok || !yield(lr.line, line) {
+				return
+			}
+		}
+	}
 }
 
 // Line is the number of the line Next returned last.

@@ -3,6 +3,7 @@ package textio
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -32,6 +33,26 @@ func TestLineReader(t *testing.T) {
 	var pe *ParseError
 	if !errors.As(lr.Err(), &pe) || pe.Line != 2 || !strings.HasPrefix(pe.Error(), "f.txt:2: binary data") {
 		t.Errorf("NUL byte: %v", lr.Err())
+	}
+}
+
+func TestLineReaderAll(t *testing.T) {
+	lr := NewLineReader("f.txt", strings.NewReader("a\nb\x00\nc\n"))
+	var got []string
+	for n, line := range lr.All() {
+		got = append(got, fmt.Sprintf("%d:%s", n, line))
+	}
+	if strings.Join(got, " ") != "1:a" || lr.Err() == nil || !strings.HasPrefix(lr.Err().Error(), "f.txt:2:") {
+		t.Errorf("lines %q, error %v", got, lr.Err())
+	}
+	lr = NewLineReader("f.txt", strings.NewReader("a\nb\nc\n"))
+	for n := range lr.All() {
+		if n == 2 {
+			break
+		}
+	}
+	if line, ok := lr.Next(); !ok || line != "c" || lr.Line() != 3 {
+		t.Errorf("after a break at line 2, Next = %q %v at %d", line, ok, lr.Line())
 	}
 }
 

@@ -61,6 +61,22 @@ func (p Text) Write(w io.Writer, vs []result.Result) error {
 	return err
 }
 
+// Page writes a reader's text summary: head and a blank line (when head
+// is not empty), the verdicts (Write), then body.
+func (p Text) Page(w io.Writer, head string, vs []result.Result, body string) error {
+	var b strings.Builder
+	if head != "" {
+		b.WriteString(head)
+		b.WriteString("\n\n")
+	}
+	if err := p.Write(&b, vs); err != nil {
+		return err
+	}
+	b.WriteString(body)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
 // clip cuts a value longer than maxValue bytes to maxValue-3 bytes (no
 // partial rune) and marks the cut.
 func clip(s string) string {

@@ -44,6 +44,17 @@ func TestText(t *testing.T) {
 	}
 }
 
+func TestPage(t *testing.T) {
+	var b strings.Builder
+	if err := (Text{}).Page(&b, "Head", nil, "\nbody\n"); err != nil || b.String() != "Head\n\nVerdicts: none\n\nbody\n" {
+		t.Errorf("with a head: %q %v", b.String(), err)
+	}
+	b.Reset()
+	if err := (Text{}).Page(&b, "", nil, "body\n"); err != nil || b.String() != "Verdicts: none\nbody\n" {
+		t.Errorf("without a head: %q %v", b.String(), err)
+	}
+}
+
 func TestQuotes(t *testing.T) {
 	qs := []textio.Quote{{Line: 1, Text: "a"}, {Line: 2, Text: " b "}}
 	if ev := Quotes("f", qs); len(ev) != 2 || ev[1].Source != "f:2" || ev[1].Value != "b" {

@@ -15,6 +15,16 @@ func New(id string, st result.Status, subject, reason, msg string, ev ...result.
 	return result.Result{ID: id, Status: st, Subject: subject, Reason: reason, Message: msg, Evidence: ev}
 }
 
+// Titles maps verdict ids to their titles.
+type Titles map[string]string
+
+// New builds a verdict that carries the title of its id.
+func (ts Titles) New(id string, st result.Status, subject, reason, msg string, ev []result.Evidence) result.Result {
+	v := New(id, st, subject, reason, msg, ev...)
+	v.Title = ts[id]
+	return v
+}
+
 // Source formats an evidence source: "name:line".
 // A line of 0 or less means the whole file (JSON input has no line per item).
 func Source(name string, line int) string {

@@ -198,6 +198,23 @@ type Want struct {
 	Subject string
 }
 
+// Wants reads verdicts written "status id reason" for subject, or
+// "status id reason subject" for another one. It panics on a malformed one.
+func Wants(subject string, verdicts ...string) []Want {
+	var out []Want
+	for _, v := range verdicts {
+		f := strings.Fields(v)
+		if len(f) == 3 {
+			f = append(f, subject)
+		}
+		if len(f) != 4 || !result.Status(f[0]).Valid() {
+			panic(fmt.Sprintf("readertest: malformed verdict %q", v))
+		}
+		out = append(out, Want{ID: f[1], Status: result.Status(f[0]), Reason: f[2], Subject: f[3]})
+	}
+	return out
+}
+
 // ExactVerdicts fails t unless got holds exactly one verdict per (ID,
 // Subject) of want, with the wanted status and reason, and nothing else.
 // Each has a title and a message, and a fail or warn has evidence unless
@@ -236,6 +253,47 @@ func ExactVerdicts(t testing.TB, got []result.Result, want []Want, bare func(res
 	}
 }
 
+// ExactSamples runs ExactVerdicts on every sample testdata/*.txt with the
+// verdicts want gives it (a sample want does not name fails), then check,
+// when not nil, on its verdicts.
+func (rd Reader[R]) ExactSamples(t *testing.T, want map[string][]Want, bare func(result.Result) bool, check func(t *testing.T, file string, vs []result.Result)) {
+	for _, file := range Samples(t) {
+		t.Run(file, func(t *testing.T) {
+			w, ok := want[file]
+			if !ok {
+				t.Fatalf("no expected verdicts for %s: add them to the table", file)
+			}
+			_, vs := rd.Sample(t, file)
+			ExactVerdicts(t, vs, w, bare)
+			if check != nil {
+				check(t, file, vs)
+			}
+		})
+	}
+}
+
+// EvidenceLines checks every evidence item of every sample's verdicts: its
+// source names a line of the sample ("file:N") and holds(line, value) says
+// that line holds the value the item quotes.
+func (rd Reader[R]) EvidenceLines(t *testing.T, holds func(line, value string) bool) {
+	for _, name := range Samples(t) {
+		lines := strings.Split(string(Body(t, name)), "\n")
+		_, vs := rd.Sample(t, name)
+		for _, x := range vs {
+			for _, e := range x.Evidence {
+				var n int
+				if _, err := fmt.Sscan(strings.TrimPrefix(e.Source, name+":"), &n); err != nil || n < 1 || n > len(lines) {
+					t.Errorf("%s %s: bad source %q", name, x.ID, e.Source)
+					continue
+				}
+				if !holds(lines[n-1], e.Value) {
+					t.Errorf("%s %s: line %d %q does not hold the evidence %q", name, x.ID, n, lines[n-1], e.Value)
+				}
+			}
+		}
+	}
+}
+
 // Covered fails t for each sample testdata/*.txt that covered does not name.
 func Covered(t testing.TB, covered map[string]bool) {
 	t.Helper()
@@ -259,11 +317,17 @@ type Reader[R Report] struct {
 	Undetected map[string]bool
 }
 
+// Body is the corpus sample testdata/file without its source header.
+func Body(t testing.TB, file string) []byte {
+	t.Helper()
+	return Sample(t, filepath.Join("testdata", file))
+}
+
 // Sample analyzes the corpus sample testdata/file, which Detect must
 // recognise from its head (unless the sample is Undetected).
 func (rd Reader[R]) Sample(t testing.TB, file string) (R, []result.Result) {
 	t.Helper()
-	body := Sample(t, filepath.Join("testdata", file))
+	body := Body(t, file)
 	if got := rd.Detect(body[:min(len(body), textio.HeadSize)]); got == rd.Undetected[file] {
 		t.Errorf("%s: Detect is %v", file, got)
 	}
@@ -272,6 +336,13 @@ func (rd Reader[R]) Sample(t testing.TB, file string) (R, []result.Result) {
 		t.Fatal(err)
 	}
 	return rep, vs
+}
+
+// Report is the report of the corpus sample testdata/file (see Sample).
+func (rd Reader[R]) Report(t testing.TB, file string) R {
+	t.Helper()
+	r, _ := rd.Sample(t, file)
+	return r
 }
 
 // Samples lists the corpus samples testdata/*.txt by file name, sorted.
@@ -325,6 +396,14 @@ func (rd Reader[R]) Samples(t *testing.T, cases []Case[R], also ...string) {
 	}
 	for _, c := range cases {
 		covered[c.File] = true
+	}
+	rd.Cases(t, cases)
+	Covered(t, covered)
+}
+
+// Cases runs every case, a subtest named by its file.
+func (rd Reader[R]) Cases(t *testing.T, cases []Case[R]) {
+	for _, c := range cases {
 		t.Run(c.File, func(t *testing.T) {
 			r, vs := rd.Sample(t, c.File)
 			WantVerdicts(t, vs, c.Verdicts)
@@ -333,16 +412,17 @@ func (rd Reader[R]) Samples(t *testing.T, cases []Case[R], also ...string) {
 			}
 		})
 	}
-	Covered(t, covered)
 }
 
-// WantError wants Analyze to refuse in (read as "x.txt") with an error
-// that starts with prefix ("x.txt:3:").
-func (rd Reader[R]) WantError(t testing.TB, in, prefix string) {
+// WantErrors wants Analyze to refuse each input of refusals (read as
+// "x.txt") with an error that starts with the prefix it maps to ("x.txt:3:").
+func (rd Reader[R]) WantErrors(t testing.TB, refusals map[string]string) {
 	t.Helper()
-	_, _, err := rd.Analyze("x.txt", strings.NewReader(in))
-	if err == nil || !strings.HasPrefix(err.Error(), prefix) {
-		t.Errorf("%q: error %v, want one starting %q", in, err, prefix)
+	for in, prefix := range refusals {
+		_, _, err := rd.Analyze("x.txt", strings.NewReader(in))
+		if err == nil || !strings.HasPrefix(err.Error(), prefix) {
+			t.Errorf("%q: error %v, want one starting %q", in, err, prefix)
+		}
 	}
 }
 
@@ -358,6 +438,15 @@ func (rd Reader[R]) Fuzz(t *testing.T, data []byte) {
 	CheckOutcome(t, "fuzz.txt", rep, vs, nil)
 }
 
+// FuzzAnalyze is the body of a reader's FuzzAnalyze: it adds seeds to the
+// corpus and fuzzes with Fuzz.
+func (rd Reader[R]) FuzzAnalyze(f *testing.F, seeds ...string) {
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(rd.Fuzz)
+}
+
 // writeSeeds is the test flag -write-seeds of every reader package.
 var writeSeeds = flag.Bool("write-seeds", false, "rewrite the fuzz seeds in testdata/fuzz from the samples")
 
@@ -369,7 +458,7 @@ func FuzzSeeds(t *testing.T, max int, targets ...string) {
 	for _, fz := range targets {
 		dir := filepath.Join("testdata", "fuzz", fz)
 		for _, name := range Samples(t) {
-			seed := Sample(t, filepath.Join("testdata", name))
+			seed := Body(t, name)
 			if max > 0 && len(seed) > max {
 				cut := bytes.LastIndexByte(seed[:max], '\n')
 				if cut < 0 {
