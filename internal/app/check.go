@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/checks"
+	"github.com/gdrcheck/gdrcheck/internal/collect/discover"
 	"github.com/gdrcheck/gdrcheck/internal/collect/libs"
 	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
@@ -32,7 +33,7 @@ func openNode(ctx context.Context, n NodeOptions) (machine.Root, func(), *topolo
 	}
 	dctx, cancel := context.WithTimeout(ctx, n.Timeout)
 	defer cancel()
-	h, err := topology.Discover(dctx, topology.WithRoot(r))
+	h, err := discover.Discover(dctx, discover.WithRoot(r))
 	if err != nil {
 		cleanup()
 		return machine.Root{}, nil, nil, toolErr(err)

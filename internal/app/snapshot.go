@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/gdrcheck/gdrcheck/internal/collect/discover"
 	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
-	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
 // SnapshotOptions are a `gdrcheck snapshot` run's.
@@ -32,7 +32,7 @@ func (s *Session) Snapshot(ctx context.Context, o SnapshotOptions) (*snapshot.Ma
 	defer cancel()
 	rec := machine.NewRecorder()
 	rr := r.WithRecorder(rec)
-	h, err := topology.Discover(ctx, topology.WithRoot(rr))
+	h, err := discover.Discover(ctx, discover.WithRoot(rr))
 	if err != nil {
 		return nil, toolErr(err)
 	}

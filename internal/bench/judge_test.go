@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gdrcheck/gdrcheck/internal/collect/discover"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/model"
 	"github.com/gdrcheck/gdrcheck/internal/result"
@@ -20,7 +21,7 @@ func TestJudgeCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cleanup()
-	h, err := topology.Discover(context.Background(), topology.WithRoot(r))
+	h, err := discover.Discover(context.Background(), discover.WithRoot(r))
 	if err != nil || len(h.GPUs) != 1 {
 		t.Fatalf("discover: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/checks"
+	"github.com/gdrcheck/gdrcheck/internal/collect/discover"
 	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
@@ -239,7 +240,7 @@ func load(t testing.TB, key string, open func() (machine.Root, func(), error)) (
 		if d.err != nil {
 			return
 		}
-		d.host, d.err = topology.Discover(context.Background(), topology.WithRoot(root))
+		d.host, d.err = discover.Discover(context.Background(), discover.WithRoot(root))
 		if d.err == nil {
 			d.facts = sysinfo.Collect(context.Background(), root, d.host, sysinfo.Options{})
 		}
@@ -505,7 +506,7 @@ func TestEveryCheckHasCases(t *testing.T) {
 // The goal for a whole `gdrcheck check` is under 1 s (docs/performance.md).
 func BenchmarkChecks8GPU(b *testing.B) {
 	root := fakehost.Root(b, hostsDir+"/hgx-h200-8gpu-10nic.host")
-	h, err := topology.Discover(context.Background(), topology.WithRoot(root))
+	h, err := discover.Discover(context.Background(), discover.WithRoot(root))
 	if err != nil {
 		b.Fatal(err)
 	}

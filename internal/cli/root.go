@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gdrcheck/gdrcheck/internal/app"
+	"github.com/gdrcheck/gdrcheck/internal/collect/discover"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/report"
@@ -151,7 +152,7 @@ func (g *globals) discoverRoot(ctx context.Context) (*topology.Host, func(), err
 func (g *globals) discover(ctx context.Context, r machine.Root) (*topology.Host, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
-	h, err := topology.Discover(ctx, topology.WithRoot(r))
+	h, err := discover.Discover(ctx, discover.WithRoot(r))
 	if err != nil {
 		return nil, &exitError{code: ExitToolErr, err: err}
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gdrcheck/gdrcheck/internal/collect/discover"
 	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
@@ -23,9 +24,9 @@ func discoverFixture(t *testing.T, name string) *topology.Host {
 			t.Fatal(oerr)
 		}
 		t.Cleanup(cleanup)
-		h, err = topology.Discover(context.Background(), topology.WithRoot(r))
+		h, err = discover.Discover(context.Background(), discover.WithRoot(r))
 	} else {
-		h, err = topology.Discover(context.Background(), topology.WithRoot(fakehost.Root(t, repoRoot+"/testdata/hosts/"+name+".host")))
+		h, err = discover.Discover(context.Background(), discover.WithRoot(fakehost.Root(t, repoRoot+"/testdata/hosts/"+name+".host")))
 	}
 	if err != nil {
 		t.Fatal(err)

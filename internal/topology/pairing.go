@@ -70,15 +70,20 @@ func portScore(p *Port) float64 {
 	return s
 }
 
-// Pairing is the GPU→NIC pairing, computed once when Discover ends; a
-// Host built otherwise gets it computed on each call. It is shared:
-// callers must not modify it.
+// Pairing is the GPU→NIC pairing, computed once by Finish; a Host not
+// finished gets it computed on each call. It is shared: callers must not
+// modify it.
 func (h *Host) Pairing() *Pairing {
 	if h.pairing != nil {
 		return h.pairing
 	}
 	return h.pair()
 }
+
+// Finish computes the GPU→NIC pairing and keeps it for Pairing. Whoever
+// builds a Host calls it last, once GPUs and NICs are complete; the Host
+// must not change afterwards.
+func (h *Host) Finish() { h.pairing = h.pair() }
 
 // pair assigns each GPU a rail NIC with pairing.Assign: the nearest by PCIe
 // path, a distinct NIC per GPU where the tree allows (a maximum matching

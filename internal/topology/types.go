@@ -1,15 +1,18 @@
-// Package topology discovers what a GPU node is made of and how its parts
-// are connected: the PCI tree (host bridges, root ports, PCIe switches,
-// endpoints), GPUs, NVSwitches, RDMA NICs and other NICs, NUMA locality, and
-// NVLink. From that it derives the relation of every pair of GPUs and NICs
-// with the meaning `nvidia-smi topo -m` gives them, and the GPU→NIC pairing
-// NCCL's GPU Direct RDMA depends on.
+// Package topology is the model of what a GPU node is made of and how its
+// parts are connected: the PCI tree (host bridges, root ports, PCIe
+// switches, endpoints), GPUs, NVSwitches, RDMA NICs and other NICs, NUMA
+// locality, and NVLink. From that it derives the relation of every pair of
+// GPUs and NICs with the meaning `nvidia-smi topo -m` gives them, and the
+// GPU→NIC pairing NCCL's GPU Direct RDMA depends on.
 //
-// Everything is read through a host.Root, so discovery runs the same on the
-// live host, on a snapshot and on test fixtures.
+// The package reads nothing: internal/collect/discover builds a Host
+// through a machine.Root, so the model is the same for the live host, a
+// snapshot and test fixtures.
 package topology
 
 import (
+	"strings"
+
 	"github.com/gdrcheck/gdrcheck/internal/collect/nvml"
 	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
 )
@@ -34,8 +37,7 @@ type Host struct {
 	Problems    []Problem `json:"problems,omitempty"`
 	DiscoveryMS float64   `json:"discovery_ms"`
 
-	byAddr map[string]*Device
-	// pairing is the GPU→NIC pairing, computed when Discover ends.
+	// pairing is the GPU→NIC pairing, computed by Finish.
 	pairing *Pairing
 }
 
@@ -83,7 +85,6 @@ type Device struct {
 	// device) was missing or unreadable.
 	Incomplete bool `json:"incomplete,omitempty"`
 
-	addr   pci.Address
 	parent *Device
 }
 
@@ -112,8 +113,34 @@ func (d *Device) IsNVSwitch() bool {
 	return d.Vendor == 0x10de && d.Class>>8 == 0x0680
 }
 
-// ParentDevice is the upstream bridge, nil on a root bus.
+// ParentDevice is the upstream bridge, nil on a root bus (or before
+// Host.LinkParents).
 func (d *Device) ParentDevice() *Device { return d.parent }
+
+// LinkParents points every device at its upstream bridge, the device whose
+// address is its Parent, and lists it among that bridge's Children, in
+// h.Devices order. It returns, in the same order, the devices whose Parent
+// is not in h.Devices; they stay unlinked. Whoever builds a Host calls it
+// once, after Devices is complete.
+func (h *Host) LinkParents() (orphans []*Device) {
+	byAddr := make(map[string]*Device, len(h.Devices))
+	for _, dev := range h.Devices {
+		byAddr[dev.Address] = dev
+	}
+	for _, dev := range h.Devices {
+		if dev.Parent == "" {
+			continue
+		}
+		p := byAddr[dev.Parent]
+		if p == nil {
+			orphans = append(orphans, dev)
+			continue
+		}
+		dev.parent = p
+		p.Children = append(p.Children, dev.Address)
+	}
+	return orphans
+}
 
 // GPU is an NVIDIA GPU.
 type GPU struct {
@@ -232,3 +259,37 @@ func (h *Host) PathToRoot(d *Device) []*Device {
 	}
 	return out
 }
+
+// NaturalLess orders names with embedded numbers numerically:
+// mlx5_2 < mlx5_10.
+func NaturalLess(a, b string) bool {
+	for a != "" && b != "" {
+		da, db := isDigit(a[0]), isDigit(b[0])
+		if da && db {
+			i := 0
+			for i < len(a) && isDigit(a[i]) {
+				i++
+			}
+			j := 0
+			for j < len(b) && isDigit(b[j]) {
+				j++
+			}
+			na, nb := strings.TrimLeft(a[:i], "0"), strings.TrimLeft(b[:j], "0")
+			if len(na) != len(nb) {
+				return len(na) < len(nb)
+			}
+			if na != nb {
+				return na < nb
+			}
+			a, b = a[i:], b[j:]
+			continue
+		}
+		if a[0] != b[0] {
+			return a[0] < b[0]
+		}
+		a, b = a[1:], b[1:]
+	}
+	return len(a) < len(b)
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }

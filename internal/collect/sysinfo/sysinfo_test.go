@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gdrcheck/gdrcheck/internal/collect/discover"
 	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
@@ -53,7 +54,7 @@ func collectNode(t *testing.T) (machine.Root, *topology.Host, *sysinfo.Facts) {
 		t.Fatal(err)
 	}
 	root := fakehost.MaterializeRoot(t, spec)
-	h, err := topology.Discover(context.Background(), topology.WithRoot(root))
+	h, err := discover.Discover(context.Background(), discover.WithRoot(root))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func TestSnapshotHoldsWhatCollectionRead(t *testing.T) {
 	root, h, want := collectNode(t)
 	rec := machine.NewRecorder()
 	rr := root.WithRecorder(rec)
-	hr, err := topology.Discover(context.Background(), topology.WithRoot(rr))
+	hr, err := discover.Discover(context.Background(), discover.WithRoot(rr))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/gdrcheck/gdrcheck/internal/collect/discover"
 	"github.com/gdrcheck/gdrcheck/internal/collect/nvml"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
@@ -52,7 +53,7 @@ func TestRoundTrip(t *testing.T) {
 			// The host's own PCI ID database, which names its GPUs.
 			fsys["usr/share/misc/pci.ids"] = &fstest.MapFile{Data: []byte("10de  NVIDIA\n\t2335  This host's H200\n")}
 			rec := machine.NewRecorder()
-			h1, err := topology.Discover(context.Background(), topology.WithRoot(src.WithRecorder(rec)))
+			h1, err := discover.Discover(context.Background(), discover.WithRoot(src.WithRecorder(rec)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,7 +73,7 @@ func TestRoundTrip(t *testing.T) {
 			if root.Exists(gpu + "/resource0") {
 				t.Error("resource0 was captured")
 			}
-			h2, err := topology.Discover(context.Background(), topology.WithRoot(root))
+			h2, err := discover.Discover(context.Background(), discover.WithRoot(root))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,8 @@
-package topology
+// Package discover builds the topology model (topology.Host) of a node by
+// reading it through a machine.Root: sysfs' PCI tree, NUMA nodes, RDMA and
+// network devices, the PCI ID database and the driver's facts. It runs the
+// same on the live host, on a snapshot and on test fixtures.
+package discover
 
 import (
 	"context"
@@ -16,6 +20,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/collect/nvml"
 	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
+	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
 // Option configures discovery.
@@ -52,13 +57,13 @@ var (
 // Discover reads the host's topology. It fails only when there is no PCI
 // tree to read; every other unreadable or malformed fact is recorded in
 // Host.Problems and left unknown.
-func Discover(ctx context.Context, opts ...Option) (*Host, error) {
+func Discover(ctx context.Context, opts ...Option) (*topology.Host, error) {
 	start := time.Now()
 	o := options{root: machine.NewRoot("/")}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	h := &Host{Root: o.root.Dir(), byAddr: map[string]*Device{}}
+	h := &topology.Host{Root: o.root.Dir()}
 	// Parsing the PCI ID database is CPU work; reading sysfs is system
 	// calls. Overlap them.
 	dbc := make(chan deviceNamer, 1)
@@ -69,7 +74,7 @@ func Discover(ctx context.Context, opts ...Option) (*Host, error) {
 			go func() { dbc <- loadPCINames(o.root) }()
 		}
 	}
-	d := discoverer{root: o.root, h: h}
+	d := discoverer{root: o.root, h: h, byAddr: map[string]*topology.Device{}}
 	d.hostInfo()
 	d.numa()
 	if err := d.pciDevices(); err != nil {
@@ -99,18 +104,20 @@ func Discover(ctx context.Context, opts ...Option) (*Host, error) {
 			d.attachFacts(f)
 		}
 	}
-	h.pairing = h.pair()
+	h.Finish()
 	h.DiscoveryMS = float64(time.Since(start).Microseconds()) / 1000
 	return h, nil
 }
 
 type discoverer struct {
 	root machine.Root
-	h    *Host
+	h    *topology.Host
+	// byAddr is every PCI function by its address.
+	byAddr map[string]*topology.Device
 }
 
 func (d *discoverer) problem(rel string, err error) {
-	d.h.Problems = append(d.h.Problems, Problem{Path: d.root.Display(rel), Message: err.Error()})
+	d.h.Problems = append(d.h.Problems, topology.Problem{Path: d.root.Display(rel), Message: err.Error()})
 }
 
 // read returns a trimmed attribute; a missing file is "" with ok=false and
@@ -182,7 +189,7 @@ func (d *discoverer) numa() {
 		if err != nil {
 			d.problem(rel, err)
 		}
-		d.h.NUMANodes = append(d.h.NUMANodes, NUMANode{ID: id, CPUs: cpus})
+		d.h.NUMANodes = append(d.h.NUMANodes, topology.NUMANode{ID: id, CPUs: cpus})
 	}
 	sort.Slice(d.h.NUMANodes, func(i, j int) bool { return d.h.NUMANodes[i].ID < d.h.NUMANodes[j].ID })
 }
@@ -196,6 +203,11 @@ func (d *discoverer) pciDevices() error {
 	if len(names) == 0 {
 		return fmt.Errorf("%w under %s (is the root a host or a snapshot?)", ErrNoPCI, d.root.Display(dir))
 	}
+	type found struct {
+		addr pci.Address
+		dev  *topology.Device
+	}
+	var devs []found
 	for _, name := range names {
 		addr, err := pci.ParseAddress(name)
 		if err != nil {
@@ -211,28 +223,22 @@ func (d *discoverer) pciDevices() error {
 			d.problem(dir+"/"+name, fmt.Errorf("broken link to %s", rel))
 			continue
 		}
-		dev := &Device{Address: addr.String(), addr: addr, NUMANode: -1, PortType: pci.PortUnknown, SysPath: rel}
-		if err := d.placeInTree(dev, rel); err != nil {
+		dev := &topology.Device{Address: addr.String(), NUMANode: -1, PortType: pci.PortUnknown, SysPath: rel}
+		if err := d.placeInTree(dev, addr, rel); err != nil {
 			d.problem(dir+"/"+name, err)
 			dev.TreeUnknown = true
 		}
 		d.attributes(dev)
-		d.h.Devices = append(d.h.Devices, dev)
-		d.h.byAddr[dev.Address] = dev
+		devs = append(devs, found{addr, dev})
+		d.byAddr[dev.Address] = dev
 	}
-	sort.Slice(d.h.Devices, func(i, j int) bool { return d.h.Devices[i].addr.Less(d.h.Devices[j].addr) })
-	for _, dev := range d.h.Devices {
-		if dev.Parent == "" {
-			continue
-		}
-		p := d.h.byAddr[dev.Parent]
-		if p == nil {
-			d.problem(dev.SysPath, fmt.Errorf("upstream bridge %s is not in sys/bus/pci/devices", dev.Parent))
-			dev.TreeUnknown = true
-			continue
-		}
-		dev.parent = p
-		p.Children = append(p.Children, dev.Address)
+	sort.Slice(devs, func(i, j int) bool { return devs[i].addr.Less(devs[j].addr) })
+	for _, f := range devs {
+		d.h.Devices = append(d.h.Devices, f.dev)
+	}
+	for _, dev := range d.h.LinkParents() {
+		d.problem(dev.SysPath, fmt.Errorf("upstream bridge %s is not in sys/bus/pci/devices", dev.Parent))
+		dev.TreeUnknown = true
 	}
 	d.portTypes()
 	return nil
@@ -243,14 +249,14 @@ func (d *discoverer) pciDevices() error {
 // pci0000:00 and parent 0000:00:01.0. Paths with non-PCI elements above the
 // host bridge (Hyper-V's VMBus, VMD domains) are handled by taking the last
 // host bridge element before the device.
-func (d *discoverer) placeInTree(dev *Device, rel string) error {
+func (d *discoverer) placeInTree(dev *topology.Device, addr pci.Address, rel string) error {
 	parts := strings.Split(rel, "/")
 	if len(parts) < 3 || parts[0] != "sys" || parts[1] != "devices" {
 		return fmt.Errorf("resolves to %s, outside sys/devices", rel)
 	}
 	parts = parts[2:]
 	last := parts[len(parts)-1]
-	if a, err := pci.ParseAddress(last); err != nil || a != dev.addr {
+	if a, err := pci.ParseAddress(last); err != nil || a != addr {
 		return fmt.Errorf("resolves to %s, which does not end in %s", rel, dev.Address)
 	}
 	hb := -1
@@ -273,7 +279,7 @@ func (d *discoverer) placeInTree(dev *Device, rel string) error {
 	return nil
 }
 
-func (d *discoverer) attributes(dev *Device) {
+func (d *discoverer) attributes(dev *topology.Device) {
 	base := dev.SysPath + "/"
 	hexAttr := func(name string, bits int) uint64 {
 		identifying := name == "class" || name == "vendor" || name == "device"
@@ -322,7 +328,7 @@ func (d *discoverer) attributes(dev *Device) {
 	}
 	speed := func(name string) pci.LinkSpeed { return parseAttr(d, base+name, pci.ParseLinkSpeed) }
 	width := func(name string) int { return parseAttr(d, base+name, pci.ParseLinkWidth) }
-	dev.Link = Link{CurSpeed: speed("current_link_speed"), MaxSpeed: speed("max_link_speed"), CurWidth: width("current_link_width"), MaxWidth: width("max_link_width")}
+	dev.Link = topology.Link{CurSpeed: speed("current_link_speed"), MaxSpeed: speed("max_link_speed"), CurWidth: width("current_link_width"), MaxWidth: width("max_link_width")}
 	if drv, err := d.root.LinkBase(base + "driver"); err == nil {
 		dev.Driver = drv
 	}
@@ -364,23 +370,23 @@ func (d *discoverer) portTypes() {
 	}
 	// Parents sort before children (lower bus numbers), but do not rely on
 	// it: resolve recursively with a guard.
-	var infer func(dev *Device, depth int) pci.PortType
-	infer = func(dev *Device, depth int) pci.PortType {
+	var infer func(dev *topology.Device, depth int) pci.PortType
+	infer = func(dev *topology.Device, depth int) pci.PortType {
 		if dev.PortTypeFrom != "" || depth > 64 {
 			return dev.PortType
 		}
 		dev.PortTypeFrom = "inferred"
 		switch {
 		case !dev.IsBridge():
-			if dev.parent == nil {
+			if dev.ParentDevice() == nil {
 				dev.PortType = pci.PortRCIntegrated
 			} else {
 				dev.PortType = pci.PortEndpoint
 			}
-		case dev.parent == nil:
+		case dev.ParentDevice() == nil:
 			dev.PortType = pci.PortRootPort
 		default:
-			switch infer(dev.parent, depth+1) {
+			switch infer(dev.ParentDevice(), depth+1) {
 			case pci.PortRootPort, pci.PortDownstream:
 				dev.PortType = pci.PortUpstream
 			case pci.PortUpstream:
@@ -400,7 +406,7 @@ func (d *discoverer) gpus() {
 	for _, dev := range d.h.Devices {
 		switch {
 		case dev.IsGPU():
-			d.h.GPUs = append(d.h.GPUs, &GPU{Index: len(d.h.GPUs), Address: dev.Address, Name: dev.Name, Dev: dev})
+			d.h.GPUs = append(d.h.GPUs, &topology.GPU{Index: len(d.h.GPUs), Address: dev.Address, Name: dev.Name, Dev: dev})
 		case dev.IsNVSwitch():
 			d.h.NVSwitches = append(d.h.NVSwitches, dev)
 		}
@@ -422,11 +428,11 @@ func (d *discoverer) rdma() {
 	const dir = "sys/class/infiniband"
 	for _, name := range d.names(dir) {
 		base := dir + "/" + name + "/"
-		n := &NIC{Name: name}
+		n := &topology.NIC{Name: name}
 		if rel, err := d.root.Resolve(base + "device"); err == nil && d.root.Exists(rel) {
 			if a, ok := addressInPath(rel); ok {
 				n.Address = a
-				n.Dev = d.h.byAddr[a]
+				n.Dev = d.byAddr[a]
 			}
 		}
 		n.NodeGUID, _ = d.read(base + "node_guid")
@@ -461,7 +467,7 @@ func (d *discoverer) rdma() {
 		}
 		d.h.NICs = append(d.h.NICs, n)
 	}
-	sort.SliceStable(d.h.NICs, func(i, j int) bool { return NaturalLess(d.h.NICs[i].Name, d.h.NICs[j].Name) })
+	sort.SliceStable(d.h.NICs, func(i, j int) bool { return topology.NaturalLess(d.h.NICs[i].Name, d.h.NICs[j].Name) })
 	// NICn numbers count only devices on a PCI function, as the matrix does.
 	i := 0
 	for _, n := range d.h.NICs {
@@ -480,8 +486,8 @@ var errorCounters = []string{
 	"excessive_buffer_overrun_errors", "port_rcv_constraint_errors", "port_xmit_constraint_errors",
 }
 
-func (d *discoverer) port(base string, num int) Port {
-	p := Port{Number: num}
+func (d *discoverer) port(base string, num int) topology.Port {
+	p := topology.Port{Number: num}
 	// "4: ACTIVE" -> "ACTIVE"; "5: LinkUp" -> "LinkUp"
 	after := func(s string) string {
 		if _, v, ok := strings.Cut(s, ":"); ok {
@@ -554,8 +560,8 @@ func (d *discoverer) netdevs() {
 		if !ok {
 			continue
 		}
-		nd := &NetDev{Name: name, Address: a, RDMA: rdmaOf[name]}
-		if dev := d.h.byAddr[a]; dev != nil {
+		nd := &topology.NetDev{Name: name, Address: a, RDMA: rdmaOf[name]}
+		if dev := d.byAddr[a]; dev != nil {
 			nd.Driver = dev.Driver
 		}
 		nd.OperState, _ = d.read(dir + "/" + name + "/operstate")
@@ -587,41 +593,7 @@ func (d *discoverer) attachFacts(f *nvml.Facts) {
 	}
 	for _, gf := range f.GPUs {
 		if d.h.GPUByAddress(gf.BusID) == nil && gf.BusID != "" {
-			d.h.Problems = append(d.h.Problems, Problem{Path: f.Source, Message: fmt.Sprintf("driver reports GPU %d at %s, which sysfs does not show", gf.Index, gf.BusID)})
+			d.h.Problems = append(d.h.Problems, topology.Problem{Path: f.Source, Message: fmt.Sprintf("driver reports GPU %d at %s, which sysfs does not show", gf.Index, gf.BusID)})
 		}
 	}
 }
-
-// NaturalLess orders names with embedded numbers numerically:
-// mlx5_2 < mlx5_10.
-func NaturalLess(a, b string) bool {
-	for a != "" && b != "" {
-		da, db := isDigit(a[0]), isDigit(b[0])
-		if da && db {
-			i := 0
-			for i < len(a) && isDigit(a[i]) {
-				i++
-			}
-			j := 0
-			for j < len(b) && isDigit(b[j]) {
-				j++
-			}
-			na, nb := strings.TrimLeft(a[:i], "0"), strings.TrimLeft(b[:j], "0")
-			if len(na) != len(nb) {
-				return len(na) < len(nb)
-			}
-			if na != nb {
-				return na < nb
-			}
-			a, b = a[i:], b[j:]
-			continue
-		}
-		if a[0] != b[0] {
-			return a[0] < b[0]
-		}
-		a, b = a[1:], b[1:]
-	}
-	return len(a) < len(b)
-}
-
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }

@@ -1,4 +1,4 @@
-package topology_test
+package discover_test
 
 import (
 	"context"
@@ -6,9 +6,9 @@ import (
 
 	"github.com/NVIDIA/go-nvlib/pkg/pciids"
 
+	"github.com/gdrcheck/gdrcheck/internal/collect/discover"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
-	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
 // BenchmarkDiscover8GPU10NIC: discovery of an HGX H200 node (8 GPUs, 10 NICs,
@@ -19,7 +19,7 @@ func BenchmarkDiscover8GPU10NIC(b *testing.B) {
 	root := machine.NewRoot(fakehost.Dir(b, hostsDir+"/hgx-h200-8gpu-10nic.host"))
 	b.Run("with-pci-names", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			if _, err := topology.Discover(context.Background(), topology.WithRoot(root)); err != nil {
+			if _, err := discover.Discover(context.Background(), discover.WithRoot(root)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -27,19 +27,19 @@ func BenchmarkDiscover8GPU10NIC(b *testing.B) {
 	db := pciids.NewDB()
 	b.Run("shared-pci-db", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			if _, err := topology.Discover(context.Background(), topology.WithRoot(root), topology.WithPCIDB(db)); err != nil {
+			if _, err := discover.Discover(context.Background(), discover.WithRoot(root), discover.WithPCIDB(db)); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
-	h, err := topology.Discover(context.Background(), topology.WithRoot(root), topology.WithPCIDB(db))
+	h, err := discover.Discover(context.Background(), discover.WithRoot(root), discover.WithPCIDB(db))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Run("matrix-and-pairing", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			h.BuildMatrix()
-			topology.ComputePairing(h)
+			h.Finish()
 		}
 	})
 }

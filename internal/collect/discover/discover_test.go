@@ -1,4 +1,4 @@
-package topology_test
+package discover_test
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/smitopo"
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/collect/discover"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
@@ -21,7 +22,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-const hostsDir = "../../testdata/hosts"
+const hostsDir = "../../../testdata/hosts"
 
 // corpusBody returns an expected-output file without its source header
 // and terminal escapes.
@@ -51,7 +52,7 @@ func matrixLines(s string) []string {
 }
 
 // discover reads a .host fixture (built in memory) or a snapshot archive.
-func discover(t *testing.T, path string) (*topology.Host, machine.Root) {
+func discoverHost(t *testing.T, path string) (*topology.Host, machine.Root) {
 	t.Helper()
 	var r machine.Root
 	if strings.HasSuffix(path, ".host") {
@@ -64,7 +65,7 @@ func discover(t *testing.T, path string) (*topology.Host, machine.Root) {
 		}
 		t.Cleanup(cleanup)
 	}
-	h, err := topology.Discover(context.Background(), topology.WithRoot(r))
+	h, err := discover.Discover(context.Background(), discover.WithRoot(r))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,8 +83,8 @@ func TestMatrixMatchesNvidiaSMI(t *testing.T) {
 		exact bool   // byte-for-byte (tab layout) instead of cell-by-cell
 		pcie  bool   // topo -mp
 	}{
-		{"h200x1-vm snapshot", "../../testdata/snapshots/h200x1-vm.tgz", "", true, false},
-		{"h200x1 gdrcheck snapshot", "../../testdata/snapshots/h200x1-live-gdrcheck.tgz", "", true, false},
+		{"h200x1-vm snapshot", "../../../testdata/snapshots/h200x1-vm.tgz", "", true, false},
+		{"h200x1 gdrcheck snapshot", "../../../testdata/snapshots/h200x1-live-gdrcheck.tgz", "", true, false},
 		{"hgx-h200 8 GPU 10 NIC", hostsDir + "/hgx-h200-8gpu-10nic.host", hostsDir + "/hgx-h200-8gpu-10nic.topo-m.txt", true, false},
 		{"hgx-h100 8 GPU 12 NIC RoCE", hostsDir + "/hgx-h100-8gpu-12nic-roce.host", hostsDir + "/hgx-h100-8gpu-12nic-roce.topo-m.txt", true, false},
 		{"dell h100 pcie-only", hostsDir + "/dell-h100-8gpu-12nic-pcie-only.host", hostsDir + "/dell-h100-8gpu-12nic-pcie-only.topo-m.txt", true, true},
@@ -96,7 +97,7 @@ func TestMatrixMatchesNvidiaSMI(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			h, root := discover(t, tc.root)
+			h, root := discoverHost(t, tc.root)
 			m := h.BuildMatrix()
 			if tc.pcie {
 				m = h.BuildPCIeMatrix()
@@ -191,7 +192,7 @@ func TestPairingGolden(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(f), ".host")
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			h, _ := discover(t, f)
+			h, _ := discoverHost(t, f)
 			var buf bytes.Buffer
 			if err := h.BuildMatrix().WriteText(&buf, topology.RenderOptions{}); err != nil {
 				t.Fatal(err)

@@ -1,4 +1,4 @@
-package topology_test
+package discover_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/gdrcheck/gdrcheck/internal/collect/discover"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
@@ -195,7 +196,7 @@ func TestDiscoverSurvivesBadInput(t *testing.T) {
 			t.Parallel()
 			fsys := smallTree(t)
 			tc.mutate(t, fsys)
-			h, err := topology.Discover(context.Background(), topology.WithRoot(machine.NewRootFS(fsys, "small")), topology.WithoutGPUFacts(), topology.WithoutNames())
+			h, err := discover.Discover(context.Background(), discover.WithRoot(machine.NewRootFS(fsys, "small")), discover.WithoutGPUFacts(), discover.WithoutNames())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -254,11 +255,11 @@ func TestUnprivilegedMatchesRoot(t *testing.T) {
 			priv := fakehost.MaterializeRoot(t, spec)
 			spec.Privileged = false
 			unpriv := fakehost.MaterializeRoot(t, spec)
-			hp, err := topology.Discover(context.Background(), topology.WithRoot(priv), topology.WithoutNames())
+			hp, err := discover.Discover(context.Background(), discover.WithRoot(priv), discover.WithoutNames())
 			if err != nil {
 				t.Fatal(err)
 			}
-			hu, err := topology.Discover(context.Background(), topology.WithRoot(unpriv), topology.WithoutNames())
+			hu, err := discover.Discover(context.Background(), discover.WithRoot(unpriv), discover.WithoutNames())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -285,18 +286,18 @@ func TestUnprivilegedMatchesRoot(t *testing.T) {
 
 func TestDiscoverNoPCI(t *testing.T) {
 	fsys := fstest.MapFS{}
-	_, err := topology.Discover(context.Background(), topology.WithRoot(machine.NewRootFS(fsys, "empty")), topology.WithoutGPUFacts())
-	if !errors.Is(err, topology.ErrNoPCI) {
+	_, err := discover.Discover(context.Background(), discover.WithRoot(machine.NewRootFS(fsys, "empty")), discover.WithoutGPUFacts())
+	if !errors.Is(err, discover.ErrNoPCI) {
 		t.Fatalf("empty root: err = %v, want ErrNoPCI", err)
 	}
 	fsys["sys/bus/pci/devices"] = file("not a dir")
-	_, err = topology.Discover(context.Background(), topology.WithRoot(machine.NewRootFS(fsys, "empty")), topology.WithoutGPUFacts())
-	if !errors.Is(err, topology.ErrNoPCI) || !strings.Contains(err.Error(), "sys/bus/pci/devices") {
+	_, err = discover.Discover(context.Background(), discover.WithRoot(machine.NewRootFS(fsys, "empty")), discover.WithoutGPUFacts())
+	if !errors.Is(err, discover.ErrNoPCI) || !strings.Contains(err.Error(), "sys/bus/pci/devices") {
 		t.Fatalf("devices is a file: err = %v", err)
 	}
 	// A directory root that holds nothing.
-	_, err = topology.Discover(context.Background(), topology.WithRoot(machine.NewRoot(t.TempDir())), topology.WithoutGPUFacts())
-	if !errors.Is(err, topology.ErrNoPCI) {
+	_, err = discover.Discover(context.Background(), discover.WithRoot(machine.NewRoot(t.TempDir())), discover.WithoutGPUFacts())
+	if !errors.Is(err, discover.ErrNoPCI) {
 		t.Fatalf("empty directory: err = %v, want ErrNoPCI", err)
 	}
 }

@@ -1,4 +1,4 @@
-package topology
+package discover
 
 import (
 	"fmt"
