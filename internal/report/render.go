@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/gdrcheck/gdrcheck/internal/report/printable"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -81,14 +82,15 @@ func CountsLine(c result.Counts) string {
 
 // WriteTable prints one line per result in the given order, with the remedy
 // under each line that is not a pass, then the counts and the time taken.
+// Every value is escaped to one line (printable.Line), whatever it holds.
 func WriteTable(w io.Writer, rs []result.Result, took time.Duration) error {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "STATUS\tCHECK\tSUBJECT\tREASON\tMESSAGE")
 	for _, x := range rs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", strings.ToUpper(string(x.Status)), x.ID, x.Subject, x.Reason, x.Message)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", strings.ToUpper(string(x.Status)), printable.Line(x.ID), printable.Line(x.Subject), printable.Line(x.Reason), printable.Line(x.Message))
 		if x.Remedy != "" && x.Status != result.Pass {
-			fmt.Fprintf(tw, "\t\t\t\t  → %s\n", x.Remedy)
+			fmt.Fprintf(tw, "\t\t\t\t  → %s\n", printable.Line(x.Remedy))
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -99,13 +101,14 @@ func WriteTable(w io.Writer, rs []result.Result, took time.Duration) error {
 	return err
 }
 
-// WriteMarkdown writes a table a person pastes into a ticket.
+// WriteMarkdown writes a table a person pastes into a ticket. Every value
+// is escaped for a cell (printable.Cell): a subject or message taken from
+// the input can neither break the table nor carry markup.
 func WriteMarkdown(w io.Writer, rs []result.Result) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "| status | check | subject | reason | message | remedy |\n|---|---|---|---|---|---|\n")
-	esc := strings.NewReplacer("|", "\\|", "\n", " ").Replace
 	for _, x := range rs {
-		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s | %s |\n", x.Status, x.ID, esc(x.Subject), x.Reason, esc(x.Message), esc(x.Remedy))
+		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s | %s |\n", x.Status, printable.Code(x.ID), printable.Cell(x.Subject), printable.Cell(x.Reason), printable.Cell(x.Message), printable.Cell(x.Remedy))
 	}
 	fmt.Fprintf(&b, "\n%s\n", CountsLine(result.Count(rs)))
 	_, err := io.WriteString(w, b.String())
