@@ -104,13 +104,25 @@ func TestHostileInputPrintsEscaped(t *testing.T) {
 		}
 		cmds = append(cmds, c)
 	}
+	// A file whose name holds the payload.
+	named := filepath.Join(t.TempDir(), "log"+ansitest.Payload)
+	if err := os.Rename(plant(t, repo+"/internal/analyze/"+logs[0].file, logs[0].after), named); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"text", "table", "md", "junit"} {
+		var shows []string // table and md do not print evidence, where the name is
+		if f == "text" || f == "junit" {
+			shows = ansitest.Visible
+		}
+		cmds = append(cmds, cmd{[]string{"analyze", named, "--format", f}, shows})
+	}
 	// A file that cannot be read: its name, holding the payload, is in the
 	// error message.
 	nosuch := filepath.Join(t.TempDir(), "nosuch"+ansitest.Payload)
 	cmds = append(cmds, cmd{[]string{"analyze", nosuch}, ansitest.Visible})
 	for _, c := range cmds {
 		out, errs, code := run(t, c.args...)
-		what := strings.Join(c.args, " ")
+		what := printable.Line(strings.Join(c.args, " "))
 		if slices.Contains(c.args, "always") { // the underline gdrcheck writes itself
 			if !strings.Contains(out, "\x1b[4m") {
 				t.Errorf("%s: no underline", what)
