@@ -76,6 +76,9 @@ func TestHostileInputPrintsEscaped(t *testing.T) {
 		{[]string{"snapshot", "--root", root, "-o", filepath.Join(t.TempDir(), "again.tgz")}, ansitest.Visible},
 		{[]string{"check", "--root", root}, dev},
 	}
+	for _, c := range []string{"topo", "model", "check", "run"} { // JSON: escaped by encoding/json and report.WriteJSON
+		cmds = append(cmds, cmd{args: []string{c, "--root", root, "--format", "json"}})
+	}
 	for _, f := range []string{"md", "junit"} {
 		shows := dev
 		if f == "md" {
@@ -95,7 +98,7 @@ func TestHostileInputPrintsEscaped(t *testing.T) {
 	}
 	for _, l := range logs {
 		p := plant(t, repo+"/internal/analyze/"+l.file, l.after)
-		for _, f := range []string{"table", "md", "junit"} {
+		for _, f := range []string{"table", "md", "junit", "json"} {
 			cmds = append(cmds, cmd{args: []string{"analyze", p, "--format", f}})
 		}
 		c := cmd{args: []string{"analyze", p}}

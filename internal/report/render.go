@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -59,10 +60,39 @@ func Write(w io.Writer, f Format, e *Envelope) error {
 }
 
 // WriteJSON writes v as indented JSON (an Envelope in its layout).
+// encoding/json escapes C0 controls and replaces invalid UTF-8, but writes
+// C1 controls (U+0080–U+009F) raw, and some terminals act on them when the
+// document is shown: they are written as \u00XX escapes, which decode to
+// the same strings.
 func WriteJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(escapeC1(b.Bytes()))
+	return err
+}
+
+// escapeC1 rewrites the C1 controls in encoded JSON as \u00XX. The
+// encoder's output is UTF-8, so a byte 0xc2 always starts a rune, and
+// 0xc2 0x80–0x9f are exactly U+0080–U+009F; they occur only inside
+// strings, where an escape means the same.
+func escapeC1(js []byte) []byte {
+	if !bytes.Contains(js, []byte{0xc2}) {
+		return js
+	}
+	out := make([]byte, 0, len(js)+16)
+	for i := 0; i < len(js); i++ {
+		if js[i] == 0xc2 && i+1 < len(js) && js[i+1] >= 0x80 && js[i+1] <= 0x9f {
+			out = fmt.Appendf(out, `\u%04x`, js[i+1])
+			i++
+			continue
+		}
+		out = append(out, js[i])
+	}
+	return out
 }
 
 // CountsLine summarises counts, worst first: "2 fail, 1 warn, 30 pass,

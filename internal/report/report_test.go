@@ -102,13 +102,22 @@ func TestHostileValuesEscaped(t *testing.T) {
 		{ID: "a.d", Status: result.Skip, Subject: "\u009b2J", Reason: "Meh", Message: ansitest.Payload},
 	}
 	e := &Envelope{Run: run, Results: rs}
-	for _, f := range []Format{Table, Markdown, JUnit} {
+	for _, f := range []Format{Table, Markdown, JUnit, JSON} {
 		var b bytes.Buffer
 		if err := Write(&b, f, e); err != nil {
 			t.Fatal(err)
 		}
 		out := b.String()
 		ansitest.Clean(t, string(f), out)
+		if f == JSON {
+			var doc struct {
+				Results []result.Result `json:"results"`
+			}
+			if err := json.Unmarshal(b.Bytes(), &doc); err != nil || len(doc.Results) != 3 || doc.Results[2].Subject != "\u009b2J" || doc.Results[1].Message != strings.ToValidUTF8(ansitest.Payload, "\ufffd") {
+				t.Errorf("json does not decode to the same values: %v %+v", err, doc.Results)
+			}
+			continue
+		}
 		if f == Markdown {
 			// As rendered: a backslash before punctuation is dropped.
 			ansitest.Shows(t, string(f), regexp.MustCompile(`\\([[:punct:]])`).ReplaceAllString(out, "$1"))
