@@ -60,6 +60,7 @@ func TestHostileInputPrintsEscaped(t *testing.T) {
 	type cmd struct {
 		args  []string
 		shows []string
+		usage bool // exits 2: the arguments are refused
 	}
 	dev := []string{`\x1b]0;PWNED-TITLE\a`, `\x1b[2J`, `\x1b]52;c;UFdORUQ=\a`, `\u009b31m\rPASS`}
 	devMD := make([]string, len(dev))
@@ -69,12 +70,12 @@ func TestHostileInputPrintsEscaped(t *testing.T) {
 	gpu := []string{`\x1b]0;PWNED-TITLE\a`, `\x1b[2J`, `\rPASS`}
 	osc := []string{`\x1b]0;PWNED-TITLE\a`, `\rPASS`}
 	cmds := []cmd{
-		{[]string{"topo", "--root", root}, dev},
-		{[]string{"topo", "--root", root, "--pcie", "--color", "always"}, dev},
-		{[]string{"model", "--root", root}, gpu},
-		{[]string{"run", "--root", root}, append(dev, ansitest.Visible...)},
-		{[]string{"snapshot", "--root", root, "-o", filepath.Join(t.TempDir(), "again.tgz")}, ansitest.Visible},
-		{[]string{"check", "--root", root}, dev},
+		{args: []string{"topo", "--root", root}, shows: dev},
+		{args: []string{"topo", "--root", root, "--pcie", "--color", "always"}, shows: dev},
+		{args: []string{"model", "--root", root}, shows: gpu},
+		{args: []string{"run", "--root", root}, shows: append(dev, ansitest.Visible...)},
+		{args: []string{"snapshot", "--root", root, "-o", filepath.Join(t.TempDir(), "again.tgz")}, shows: ansitest.Visible},
+		{args: []string{"check", "--root", root}, shows: dev},
 	}
 	for _, c := range []string{"topo", "model", "check", "run"} { // JSON: escaped by encoding/json and report.WriteJSON
 		cmds = append(cmds, cmd{args: []string{c, "--root", root, "--format", "json"}})
@@ -84,8 +85,8 @@ func TestHostileInputPrintsEscaped(t *testing.T) {
 		if f == "md" {
 			shows = devMD
 		}
-		cmds = append(cmds, cmd{[]string{"check", "--root", root, "--format", f}, shows},
-			cmd{[]string{"run", "--root", root, "--format", f}, shows})
+		cmds = append(cmds, cmd{args: []string{"check", "--root", root, "--format", f}, shows: shows},
+			cmd{args: []string{"run", "--root", root, "--format", f}, shows: shows})
 	}
 	logs := []struct {
 		file, after string
@@ -117,12 +118,17 @@ func TestHostileInputPrintsEscaped(t *testing.T) {
 		if f == "text" || f == "junit" {
 			shows = ansitest.Visible
 		}
-		cmds = append(cmds, cmd{[]string{"analyze", named, "--format", f}, shows})
+		cmds = append(cmds, cmd{args: []string{"analyze", named, "--format", f}, shows: shows})
 	}
 	// A file that cannot be read: its name, holding the payload, is in the
 	// error message.
 	nosuch := filepath.Join(t.TempDir(), "nosuch"+ansitest.Payload)
-	cmds = append(cmds, cmd{[]string{"analyze", nosuch}, ansitest.Visible})
+	cmds = append(cmds, cmd{args: []string{"analyze", nosuch}, shows: ansitest.Visible, usage: true})
+	// Arguments quoted in usage errors (exit 2).
+	cmds = append(cmds, cmd{args: []string{"topo", "--root", root, "--format", ansitest.Payload}, usage: true},
+		cmd{args: []string{"topo", "--root", root, "--" + ansitest.Payload}, usage: true},
+		cmd{args: []string{"nosuch" + ansitest.Payload}, usage: true},
+		cmd{args: []string{"check", "--root", root, "--only", ansitest.Payload}, usage: true})
 	for _, c := range cmds {
 		out, errs, code := run(t, c.args...)
 		what := printable.Line(strings.Join(c.args, " "))
@@ -134,7 +140,7 @@ func TestHostileInputPrintsEscaped(t *testing.T) {
 		}
 		ansitest.Clean(t, what+": stdout", out)
 		ansitest.Clean(t, what+": stderr", errs)
-		if code != ExitOK && code != ExitFailed && c.args[1] != nosuch {
+		if ok := code == ExitOK || code == ExitFailed; ok == c.usage {
 			t.Errorf("%s: exit %d: %s", what, code, errs)
 		}
 		if c.shows != nil {
