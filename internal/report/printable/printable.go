@@ -120,22 +120,11 @@ func safeASCII(c byte, keepLayout bool) bool {
 	return false
 }
 
+// asciiEscape writes \a \b \t \n \v \f \r (0x07–0x0d) by name, other
+// ASCII controls as \xHH.
 func asciiEscape(c byte) string {
-	switch c {
-	case '\a':
-		return `\a`
-	case '\b':
-		return `\b`
-	case '\t':
-		return `\t`
-	case '\n':
-		return `\n`
-	case '\v':
-		return `\v`
-	case '\f':
-		return `\f`
-	case '\r':
-		return `\r`
+	if c >= '\a' && c <= '\r' {
+		return `\` + string("abtnvfr"[c-'\a'])
 	}
 	return fmt.Sprintf(`\x%02x`, c)
 }
