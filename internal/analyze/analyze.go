@@ -20,6 +20,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/analyze/perftest"
 	"github.com/gdrcheck/gdrcheck/internal/analyze/smitopo"
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/report/printable"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -43,8 +44,9 @@ type Output struct {
 }
 
 // WriteText prints the file and kind, then the report (verdicts first).
+// The file's name is printed escaped (printable.Line).
 func (o *Output) WriteText(w io.Writer) error {
-	if _, err := fmt.Fprintf(w, "== %s (%s)\n", o.File, o.Kind); err != nil {
+	if _, err := fmt.Fprintf(w, "== %s (%s)\n", printable.Line(o.File), o.Kind); err != nil {
 		return err
 	}
 	return o.Report.WriteText(w, o.Verdicts)

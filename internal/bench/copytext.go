@@ -6,15 +6,18 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/gdrcheck/gdrcheck/internal/report/printable"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
 // WriteCopyText is bench copy's own text view: a table of every copy, the
-// peer matrices and the judgements.
+// peer matrices and the judgements. What the runtime and the driver said
+// (versions, device names, errors) is printed escaped (printable.Line).
 func WriteCopyText(w io.Writer, rep *CopyReport, cfg CopyConfig, judgements []result.Result) {
-	fmt.Fprintf(w, "gdrcheck bench copy: CUDA runtime %s, %d bytes per copy, %d timed after %d warm-up, every copy validated\n", rep.CUDARuntime, cfg.Bytes, cfg.Iters, cfg.Warmup)
+	l := printable.Line
+	fmt.Fprintf(w, "gdrcheck bench copy: CUDA runtime %s, %d bytes per copy, %d timed after %d warm-up, every copy validated\n", l(rep.CUDARuntime), cfg.Bytes, cfg.Iters, cfg.Warmup)
 	for _, d := range rep.Devices {
-		fmt.Fprintf(w, "  device %d [%s] %s\n", d.CUDA, d.BusID, d.Name)
+		fmt.Fprintf(w, "  device %d [%s] %s\n", d.CUDA, l(d.BusID), l(d.Name))
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nTEST\tGPU\tPEER\tBYTES\tTIME(us)\tGB/s\tREAD+WRITE GB/s\tVALID\tNUMA-LOCAL\tNOTE")
@@ -34,9 +37,9 @@ func WriteCopyText(w io.Writer, rep *CopyReport, cfg CopyConfig, judgements []re
 		if !r.Valid {
 			valid = fmt.Sprintf("NO (%d bytes wrong)", r.Wrong)
 		}
-		note := r.Note
+		note := l(r.Note)
 		if r.Error != "" {
-			valid, note = "ERROR", r.Error
+			valid, note = "ERROR", l(r.Error)
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%.2f\t%s\t%s\t%s\t%s\t%s\n", r.Test, r.Dev, peer, r.Bytes, r.US, gb, rw, valid, yesno(r.NUMABound), note)
 	}
@@ -45,7 +48,7 @@ func WriteCopyText(w io.Writer, rep *CopyReport, cfg CopyConfig, judgements []re
 	writePeerMatrix(w, rep.Measurements, CopyP2PBidir, "GPU<->GPU copy bandwidth, both ways at once, summed (GB/s)")
 	writePeerMatrix(w, rep.Measurements, CopyLatency, "GPU->GPU small-copy latency (us)")
 	for _, j := range judgements {
-		fmt.Fprintf(w, "%-7s %s\n", strings.ToUpper(string(j.Status)), j.Message)
+		fmt.Fprintf(w, "%-7s %s\n", strings.ToUpper(string(j.Status)), l(j.Message))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/collective"
+	"github.com/gdrcheck/gdrcheck/internal/report/printable"
 )
 
 // floatCell prints a number in at most width characters as nccl-tests
@@ -78,7 +79,7 @@ func (r NCCLResult) WriteTable(w io.Writer) error {
 		b.WriteString(RowLine(row) + "\n")
 	}
 	if r.Error != "" {
-		fmt.Fprintf(&b, "# ERROR: %s\n", r.Error)
+		fmt.Fprintf(&b, "# ERROR: %s\n", printable.Line(r.Error))
 	}
 	b.WriteString(r.Footer())
 	_, err := io.WriteString(w, b.String())

@@ -2,15 +2,18 @@ package bench
 
 import (
 	"fmt"
-	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"io"
 	"strings"
 
+	"github.com/gdrcheck/gdrcheck/internal/collective"
+	"github.com/gdrcheck/gdrcheck/internal/report/printable"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
 // NCCLText streams bench nccl's own text view, nccl-tests' layout, while
-// a run goes. A nil W writes nothing.
+// a run goes. A nil W writes nothing. What the libraries, the driver and
+// NCCL's log said (versions, paths, device names, errors, NCCL's summary
+// lines) is printed escaped (printable.Line).
 type NCCLText struct{ W io.Writer }
 
 // Header names the libraries, the sizes and the ranks.
@@ -18,12 +21,12 @@ func (t NCCLText) Header(rep *NCCLReport, cfg NCCLConfig, host string, pid int) 
 	if t.W == nil {
 		return
 	}
-	w := t.W
-	fmt.Fprintf(w, "# gdrcheck bench nccl: NCCL %s (%s), CUDA runtime %s, driver CUDA %s\n", rep.NCCL, rep.NCCLPath, rep.CUDARuntime, rep.CUDADriver)
+	w, l := t.W, printable.Line
+	fmt.Fprintf(w, "# gdrcheck bench nccl: NCCL %s (%s), CUDA runtime %s, driver CUDA %s\n", l(rep.NCCL), l(rep.NCCLPath), l(rep.CUDARuntime), l(rep.CUDADriver))
 	fmt.Fprintf(w, "# minBytes %d maxBytes %d step: %s warmup iters: %d iters: %d validation: %d\n", cfg.MinBytes, cfg.MaxBytes, stepText(cfg), cfg.Warmup, cfg.Iters, cfg.Check)
-	fmt.Fprintf(w, "# device buffers from %s\n", cfg.Buffers)
+	fmt.Fprintf(w, "# device buffers from %s\n", l(string(cfg.Buffers)))
 	for i, d := range rep.Devices {
-		fmt.Fprintf(w, "#  Rank %2d Group  0 Pid %6d on %10s device %2d [%s] %s\n", i, pid, host, d.CUDA, d.BusID, d.Name)
+		fmt.Fprintf(w, "#  Rank %2d Group  0 Pid %6d on %10s device %2d [%s] %s\n", i, pid, l(host), d.CUDA, l(d.BusID), l(d.Name))
 	}
 }
 
@@ -37,7 +40,7 @@ func stepText(cfg NCCLConfig) string {
 // Note is a remark nccl-tests would print ("Reducing maxBytes").
 func (t NCCLText) Note(s string) {
 	if t.W != nil {
-		fmt.Fprintf(t.W, "#\n# %s\n", s)
+		fmt.Fprintf(t.W, "#\n# %s\n", printable.Line(s))
 	}
 }
 
@@ -63,12 +66,12 @@ func (t NCCLText) Footers(results []NCCLResult, runErr error) {
 	}
 	for _, r := range results {
 		if r.Error != "" {
-			fmt.Fprintf(t.W, "# ERROR: %s\n", r.Error)
+			fmt.Fprintf(t.W, "# ERROR: %s\n", printable.Line(r.Error))
 		}
 		io.WriteString(t.W, r.Footer())
 	}
 	if runErr != nil && len(results) == 0 {
-		fmt.Fprintf(t.W, "# ERROR: %v\n", runErr)
+		fmt.Fprintf(t.W, "# ERROR: %s\n", printable.Line(runErr.Error()))
 	}
 }
 
@@ -79,10 +82,10 @@ func (t NCCLText) Trailer(judgements []result.Result, ev *NCCLEvidence, dir stri
 		return
 	}
 	for _, j := range judgements {
-		fmt.Fprintf(t.W, "# %-7s %s: %s\n", strings.ToUpper(string(j.Status)), j.Subject, j.Message)
+		fmt.Fprintf(t.W, "# %-7s %s: %s\n", strings.ToUpper(string(j.Status)), printable.Line(j.Subject), printable.Line(j.Message))
 	}
 	for _, l := range ev.Summary {
-		fmt.Fprintf(t.W, "# NCCL: %s\n", l)
+		fmt.Fprintf(t.W, "# NCCL: %s\n", printable.Line(l))
 	}
-	fmt.Fprintf(t.W, "# Results and NCCL's logs: %s\n", dir)
+	fmt.Fprintf(t.W, "# Results and NCCL's logs: %s\n", printable.Line(dir))
 }

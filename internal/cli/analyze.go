@@ -9,6 +9,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/analyze"
 	"github.com/gdrcheck/gdrcheck/internal/app"
 	"github.com/gdrcheck/gdrcheck/internal/report"
+	"github.com/gdrcheck/gdrcheck/internal/report/printable"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -52,7 +53,7 @@ func runAnalyze(g *globals, files []string, kind, format string) error {
 		return err
 	}
 	for _, err := range a.Unread {
-		fmt.Fprintln(g.errOut, "gdrcheck: analyze:", err)
+		fmt.Fprintln(g.errOut, "gdrcheck: analyze:", printable.Text(err.Error()))
 	}
 	switch f {
 	case report.Text:

@@ -12,6 +12,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/report"
+	"github.com/gdrcheck/gdrcheck/internal/report/printable"
 )
 
 func newBenchCopy(g *globals) *cobra.Command {
@@ -73,7 +74,7 @@ func benchCopy(ctx context.Context, g *globals, gpus *app.GPUs, f report.Format,
 			}
 		} else {
 			bench.WriteCopyText(g.out, env.Data.(*bench.CopyReport), cfg, env.Results)
-			fmt.Fprintf(g.out, "Results: %s\n", dir+"/results.json")
+			fmt.Fprintf(g.out, "Results: %s\n", printable.Line(dir+"/results.json"))
 		}
 	}
 	return benchError(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/report"
+	"github.com/gdrcheck/gdrcheck/internal/report/printable"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
@@ -81,7 +82,7 @@ func execute(args []string, stdout, stderr io.Writer, s *app.Session) int {
 	err := cmd.ExecuteContext(ctx)
 	code := exitCode(err)
 	if code != ExitOK && !errors.Is(err, errFailedQuietly) {
-		fmt.Fprintln(stderr, "gdrcheck:", err)
+		fmt.Fprintln(stderr, "gdrcheck:", printable.Text(err.Error()))
 	}
 	return code
 }

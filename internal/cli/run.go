@@ -11,6 +11,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/report"
+	"github.com/gdrcheck/gdrcheck/internal/report/printable"
 )
 
 type runOptions struct {
@@ -105,7 +106,7 @@ func runQuickBench(ctx context.Context, g *globals, nr *app.NodeRun) error {
 	env, dir, errC := nr.BenchCopy(ctx, g.errOut)
 	if env != nil {
 		bench.WriteCopyText(g.out, env.Data.(*bench.CopyReport), nr.Copy, env.Results)
-		fmt.Fprintf(g.out, "Results: %s\n", dir+"/results.json")
+		fmt.Fprintf(g.out, "Results: %s\n", printable.Line(dir+"/results.json"))
 	}
 	if errN != nil {
 		return benchError(errN)

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gdrcheck/gdrcheck/internal/app"
+	"github.com/gdrcheck/gdrcheck/internal/report/printable"
 )
 
 func newSnapshot(g *globals) *cobra.Command {
@@ -30,14 +31,15 @@ are never read. Any later command can run on the result: gdrcheck topo --root FI
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(g.out, "snapshot of %s written to %s: %d files, %d links, %d command outputs\n", m.Hostname, out, m.Files, m.Links, len(m.Commands))
+			l := printable.Line // the host name and the errors come from the host
+			fmt.Fprintf(g.out, "snapshot of %s written to %s: %d files, %d links, %d command outputs\n", l(m.Hostname), l(out), m.Files, m.Links, len(m.Commands))
 			for _, c := range m.Commands {
 				if c.Error != "" {
-					fmt.Fprintf(g.out, "  %s: %s\n", c.Command, firstLine(c.Error))
+					fmt.Fprintf(g.out, "  %s: %s\n", l(c.Command), l(firstLine(c.Error)))
 				}
 			}
 			for _, e := range m.Errors {
-				fmt.Fprintf(g.out, "  error: %s\n", e)
+				fmt.Fprintf(g.out, "  error: %s\n", l(e))
 			}
 			return nil
 		},

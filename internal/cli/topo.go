@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/gdrcheck/gdrcheck/internal/report/printable"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
@@ -48,7 +49,7 @@ func writeTopoText(w io.Writer, s *topology.Summary, underline bool) error {
 		return err
 	}
 	if s.Matrix.NVLinkUnknown && len(s.GPUs) > 1 {
-		fmt.Fprintf(w, "\nNote: NVLink state unknown (%s): GPU pairs show their PCIe path only.\n", factsWhy(s))
+		fmt.Fprintf(w, "\nNote: NVLink state unknown (%s): GPU pairs show their PCIe path only.\n", printable.Line(factsWhy(s)))
 	}
 	if len(s.GPUs) > 0 {
 		if err := s.Pairing.WriteText(w); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/app"
 	"github.com/gdrcheck/gdrcheck/internal/collect/nvml"
+	"github.com/gdrcheck/gdrcheck/internal/report/printable"
 )
 
 // LibraryState is app.LibraryState under the name the library probes of
@@ -56,12 +57,12 @@ func writeVersionText(w io.Writer, vi app.VersionInfo) error {
 		s    LibraryState
 	}{{"NVML", vi.NVML}, {"CUDA runtime", vi.CUDA}, {"NCCL", vi.NCCL}} {
 		if l.s.Error != "" {
-			fmt.Fprintf(w, "%-13s not available: %s\n", l.name+":", l.s.Error)
+			fmt.Fprintf(w, "%-13s not available: %s\n", l.name+":", printable.Line(l.s.Error))
 			continue
 		}
-		fmt.Fprintf(w, "%-13s %s (%s)", l.name+":", l.s.Version, l.s.Path)
+		fmt.Fprintf(w, "%-13s %s (%s)", l.name+":", printable.Line(l.s.Version), printable.Line(l.s.Path))
 		if l.s.Detail != "" {
-			fmt.Fprintf(w, "; %s", l.s.Detail)
+			fmt.Fprintf(w, "; %s", printable.Line(l.s.Detail))
 		}
 		fmt.Fprintln(w)
 	}

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gdrcheck/gdrcheck/internal/collective"
+	"github.com/gdrcheck/gdrcheck/internal/report/printable"
 )
 
 // ReportOptions choose what a report predicts.
@@ -104,13 +105,17 @@ func FormatTime(us float64) string {
 	return fmt.Sprintf("%.2f us", us)
 }
 
-// WriteText prints the report for a person.
+// WriteText prints the report for a person. Names that can come from a
+// host (the GPU's, the link layer, the source, notes) or from the command
+// line (what-ifs) are printed escaped (printable.Line), and the page as a
+// whole keeps only tabs and line breaks (printable.Text).
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
+	l := printable.Line
 	s := r.System
-	fmt.Fprintf(&b, "Expected performance: %d node(s) × %d GPU(s) = %d rank(s), %s (%s)\n\n", s.Nodes, s.GPUsPerNode, s.Ranks(), s.GPUName, s.Source)
+	fmt.Fprintf(&b, "Expected performance: %d node(s) × %d GPU(s) = %d rank(s), %s (%s)\n\n", s.Nodes, s.GPUsPerNode, s.Ranks(), l(s.GPUName), l(s.Source))
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  GPU\t%s (%s, %s), memory %.0f GB/s peak\n", s.GPUName, s.GPU, s.Arch, s.MemGBps)
+	fmt.Fprintf(tw, "  GPU\t%s (%s, %s), memory %.0f GB/s peak\n", l(s.GPUName), l(s.GPU), l(s.Arch), s.MemGBps)
 	switch s.NVLinkTopology {
 	case NVLinkNone:
 		fmt.Fprintf(tw, "  NVLink\tnone\n")
@@ -124,7 +129,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "  NVLink\tgeneration %d, %d links per GPU × %g GB/s per direction, %s, %s\n", s.NVLinkGen, s.NVLinks, s.NVLinkLinkGBps, what, nvls)
 	}
 	if s.GPUsPerNode > 1 {
-		fmt.Fprintf(tw, "  PCIe\tGen%d x%d per GPU; GPUs at most %s apart\n", s.PCIeGen, s.PCIeWidth, s.GPUPath)
+		fmt.Fprintf(tw, "  PCIe\tGen%d x%d per GPU; GPUs at most %s apart\n", s.PCIeGen, s.PCIeWidth, l(s.GPUPath))
 	} else {
 		fmt.Fprintf(tw, "  PCIe\tGen%d x%d\n", s.PCIeGen, s.PCIeWidth)
 	}
@@ -144,7 +149,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		if s.SHARP {
 			sharp = "SHARP on"
 		}
-		fmt.Fprintf(tw, "  Network\t%d NIC(s) per node × %g Gb/s %s, NIC PCIe Gen%d x%d, %s, %s, %s\n", s.NICsPerNode, s.NICRateGbps, s.NICLinkLayer, s.NICPCIeGen, s.NICPCIeWidth, gdr, where, sharp)
+		fmt.Fprintf(tw, "  Network\t%d NIC(s) per node × %g Gb/s %s, NIC PCIe Gen%d x%d, %s, %s, %s\n", s.NICsPerNode, s.NICRateGbps, l(s.NICLinkLayer), s.NICPCIeGen, s.NICPCIeWidth, gdr, where, sharp)
 	} else {
 		fmt.Fprintf(tw, "  Network\tnone\n")
 	}
@@ -164,8 +169,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	for _, l := range r.WhatIfs {
-		fmt.Fprintf(&b, "  What if: %s\n", l)
+	for _, x := range r.WhatIfs {
+		fmt.Fprintf(&b, "  What if: %s\n", l(x))
 	}
 
 	formulas := map[string]int{}
@@ -234,10 +239,10 @@ func (r *Report) WriteText(w io.Writer) error {
 	if len(s.Notes) > 0 {
 		b.WriteString("\nNotes:\n")
 		for _, n := range s.Notes {
-			fmt.Fprintf(&b, "  - %s\n", n)
+			fmt.Fprintf(&b, "  - %s\n", l(n))
 		}
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, printable.Text(b.String()))
 	return err
 }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gdrcheck/gdrcheck/internal/report/printable"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -66,11 +67,14 @@ type junitMessage struct {
 // WriteJUnit writes JUnit XML for CI dashboards: one testsuite per result
 // ID, one testcase per subject. fail is a failure, error an error; skip and
 // unknown are skipped (never passed); warn passes with its message in
-// system-out.
+// system-out. Values are escaped with printable.Line: encoding/xml would
+// turn most C0 controls into U+FFFD (XML 1.0 forbids them) but passes C1
+// controls through, which some terminals act on when the file is shown.
 func WriteJUnit(w io.Writer, suiteName string, rs []result.Result, took time.Duration) error {
 	bySuite := map[string]*junitSuite{}
 	top := junitSuites{Name: suiteName, junitTotals: junitTotals{Time: fmt.Sprintf("%.3f", took.Seconds())}}
 	for _, x := range rs {
+		x.ID, x.Subject, x.Reason, x.Message, x.Remedy = printable.Line(x.ID), printable.Line(x.Subject), printable.Line(x.Reason), printable.Line(x.Message), printable.Line(x.Remedy)
 		s := bySuite[x.ID]
 		if s == nil {
 			s = &junitSuite{Name: x.ID, junitTotals: junitTotals{Time: fmt.Sprintf("%.3f", x.DurationMS/1000)}}
@@ -79,7 +83,7 @@ func WriteJUnit(w io.Writer, suiteName string, rs []result.Result, took time.Dur
 		c := junitCase{Name: x.Subject, Classname: x.ID, Time: "0"}
 		body := x.Message
 		for _, e := range x.Evidence {
-			body += "\n" + e.Source + ": " + e.Value
+			body += "\n" + printable.Line(e.Source) + ": " + printable.Line(e.Value)
 		}
 		if x.Remedy != "" {
 			body += "\nremedy: " + x.Remedy

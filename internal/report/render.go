@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/gdrcheck/gdrcheck/internal/report/printable"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -58,10 +60,39 @@ func Write(w io.Writer, f Format, e *Envelope) error {
 }
 
 // WriteJSON writes v as indented JSON (an Envelope in its layout).
+// encoding/json escapes C0 controls and replaces invalid UTF-8, but writes
+// C1 controls (U+0080–U+009F) raw, and some terminals act on them when the
+// document is shown: they are written as \u00XX escapes, which decode to
+// the same strings.
 func WriteJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(escapeC1(b.Bytes()))
+	return err
+}
+
+// escapeC1 rewrites the C1 controls in encoded JSON as \u00XX. The
+// encoder's output is UTF-8, so a byte 0xc2 always starts a rune, and
+// 0xc2 0x80–0x9f are exactly U+0080–U+009F; they occur only inside
+// strings, where an escape means the same.
+func escapeC1(js []byte) []byte {
+	if !bytes.Contains(js, []byte{0xc2}) {
+		return js
+	}
+	out := make([]byte, 0, len(js)+16)
+	for i := 0; i < len(js); i++ {
+		if js[i] == 0xc2 && i+1 < len(js) && js[i+1] >= 0x80 && js[i+1] <= 0x9f {
+			out = fmt.Appendf(out, `\u%04x`, js[i+1])
+			i++
+			continue
+		}
+		out = append(out, js[i])
+	}
+	return out
 }
 
 // CountsLine summarises counts, worst first: "2 fail, 1 warn, 30 pass,
@@ -81,14 +112,15 @@ func CountsLine(c result.Counts) string {
 
 // WriteTable prints one line per result in the given order, with the remedy
 // under each line that is not a pass, then the counts and the time taken.
+// Every value is escaped to one line (printable.Line), whatever it holds.
 func WriteTable(w io.Writer, rs []result.Result, took time.Duration) error {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "STATUS\tCHECK\tSUBJECT\tREASON\tMESSAGE")
 	for _, x := range rs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", strings.ToUpper(string(x.Status)), x.ID, x.Subject, x.Reason, x.Message)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", strings.ToUpper(string(x.Status)), printable.Line(x.ID), printable.Line(x.Subject), printable.Line(x.Reason), printable.Line(x.Message))
 		if x.Remedy != "" && x.Status != result.Pass {
-			fmt.Fprintf(tw, "\t\t\t\t  → %s\n", x.Remedy)
+			fmt.Fprintf(tw, "\t\t\t\t  → %s\n", printable.Line(x.Remedy))
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -99,13 +131,14 @@ func WriteTable(w io.Writer, rs []result.Result, took time.Duration) error {
 	return err
 }
 
-// WriteMarkdown writes a table a person pastes into a ticket.
+// WriteMarkdown writes a table a person pastes into a ticket. Every value
+// is escaped for a cell (printable.Cell): a subject or message taken from
+// the input can neither break the table nor carry markup.
 func WriteMarkdown(w io.Writer, rs []result.Result) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "| status | check | subject | reason | message | remedy |\n|---|---|---|---|---|---|\n")
-	esc := strings.NewReplacer("|", "\\|", "\n", " ").Replace
 	for _, x := range rs {
-		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s | %s |\n", x.Status, x.ID, esc(x.Subject), x.Reason, esc(x.Message), esc(x.Remedy))
+		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s | %s |\n", x.Status, printable.Code(x.ID), printable.Cell(x.Subject), printable.Cell(x.Reason), printable.Cell(x.Message), printable.Cell(x.Remedy))
 	}
 	fmt.Fprintf(&b, "\n%s\n", CountsLine(result.Count(rs)))
 	_, err := io.WriteString(w, b.String())

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/ansitest"
 )
 
 func TestJUnitNeverPassesSkipOrUnknown(t *testing.T) {
@@ -86,5 +88,57 @@ func TestFormats(t *testing.T) {
 	}
 	if _, err := ParseFormat("yaml", Text, JSON, Markdown); err == nil || err.Error() != `--format "yaml": want text, json or md` {
 		t.Errorf("ParseFormat: %v", err)
+	}
+}
+
+// Values from the input (a subject, a message, evidence) reach no output
+// with a control character: they are shown escaped, and neither a line
+// break nor a | breaks a table.
+func TestHostileValuesEscaped(t *testing.T) {
+	rs := []result.Result{
+		{ID: "a.b", Status: result.Fail, Subject: "mlx5_0" + ansitest.Payload, Reason: "Bad", Message: "state " + ansitest.Payload + "\nPASS a.b fake | row",
+			Remedy: "fix " + ansitest.Payload, Evidence: []result.Evidence{{Source: "f" + ansitest.Payload, Value: ansitest.Payload}}},
+		{ID: "a.c", Status: result.Warn, Subject: ansitest.Payload, Reason: "Meh", Message: ansitest.Payload},
+		{ID: "a.d", Status: result.Skip, Subject: "\u009b2J", Reason: "Meh", Message: ansitest.Payload},
+	}
+	e := &Envelope{Run: run, Results: rs}
+	for _, f := range []Format{Table, Markdown, JUnit, JSON} {
+		var b bytes.Buffer
+		if err := Write(&b, f, e); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		ansitest.Clean(t, string(f), out)
+		if f == JSON {
+			var doc struct {
+				Results []result.Result `json:"results"`
+			}
+			if err := json.Unmarshal(b.Bytes(), &doc); err != nil || len(doc.Results) != 3 || doc.Results[2].Subject != "\u009b2J" || doc.Results[1].Message != strings.ToValidUTF8(ansitest.Payload, "\ufffd") {
+				t.Errorf("json does not decode to the same values: %v %+v", err, doc.Results)
+			}
+			continue
+		}
+		if f == Markdown {
+			// As rendered: a backslash before punctuation is dropped.
+			ansitest.Shows(t, string(f), regexp.MustCompile(`\\([[:punct:]])`).ReplaceAllString(out, "$1"))
+		} else {
+			ansitest.Shows(t, string(f), out)
+		}
+		if strings.Contains(out, "\nPASS") || !strings.Contains(out, `\u009b2J`) {
+			t.Errorf("%s: a planted line break or a C1 control made it through:\n%s", f, out)
+		}
+		if f == JUnit {
+			var s junitSuites
+			if err := xml.Unmarshal(b.Bytes(), &s); err != nil || s.Tests != 3 {
+				t.Errorf("junit: %v %+v", err, s)
+			}
+		}
+		if f == Markdown {
+			for _, l := range strings.Split(strings.TrimSpace(out), "\n")[2:5] {
+				if n := strings.Count(l, "|") - strings.Count(l, `\|`); n != 7 {
+					t.Errorf("markdown row has %d cell borders, want 7: %s", n, l)
+				}
+			}
+		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/gdrcheck/gdrcheck/internal/report/printable"
 )
 
 // Matrix is the topology matrix as data: the same content as
@@ -91,15 +93,21 @@ type RenderOptions struct {
 }
 
 // WriteText prints the matrix in `nvidia-smi topo -m`'s tab-separated
-// layout, legend and NIC legend included.
+// layout, legend and NIC legend included. Labels, affinities and NIC names
+// are printed escaped (printable.Line): a NIC's name is a directory name
+// from the host, and may hold anything but a slash.
 func (m *Matrix) WriteText(w io.Writer, o RenderOptions) error {
 	var b strings.Builder
-	hdr := strings.Join(append(append([]string{}, m.Labels...), "CPU Affinity", "NUMA Affinity", "GPU NUMA ID"), "\t")
+	labels := make([]string, len(m.Labels))
+	for i, l := range m.Labels {
+		labels[i] = printable.Line(l)
+	}
+	hdr := strings.Join(append(labels, "CPU Affinity", "NUMA Affinity", "GPU NUMA ID"), "\t")
 	if o.Underline {
 		hdr = "\x1b[4m" + hdr + "\x1b[0m"
 	}
 	b.WriteString("\t" + hdr + "\n")
-	for i, l := range m.Labels {
+	for i, l := range labels {
 		cells := make([]string, 0, len(m.Labels)+5)
 		cells = append(cells, l)
 		for j := range m.Labels {
@@ -110,7 +118,7 @@ func (m *Matrix) WriteText(w io.Writer, o RenderOptions) error {
 			}
 		}
 		// nvidia-smi leaves an empty field between NUMA Affinity and GPU NUMA ID.
-		cells = append(cells, m.CPUAffinity[i], m.NUMAAffinity[i], "", m.GPUNUMAID[i])
+		cells = append(cells, printable.Line(m.CPUAffinity[i]), printable.Line(m.NUMAAffinity[i]), "", printable.Line(m.GPUNUMAID[i]))
 		b.WriteString(strings.Join(cells, "\t") + "\n")
 	}
 	b.WriteString("\nLegend:\n\n")
@@ -123,7 +131,7 @@ func (m *Matrix) WriteText(w io.Writer, o RenderOptions) error {
 	if len(m.NICNames) > 0 {
 		b.WriteString("\nNIC Legend:\n\n")
 		for i, n := range m.NICNames {
-			fmt.Fprintf(&b, "  NIC%d: %s\n", i, n)
+			fmt.Fprintf(&b, "  NIC%d: %s\n", i, printable.Line(n))
 		}
 		b.WriteString("\n")
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/gdrcheck/gdrcheck/internal/report/printable"
 	"github.com/gdrcheck/gdrcheck/internal/topology/level"
 	"github.com/gdrcheck/gdrcheck/internal/topology/pairing"
 )
@@ -190,19 +191,23 @@ func (h *Host) pair() *Pairing {
 	return p
 }
 
-// WriteText prints the pairing as a table, then the NCCL settings and notes.
+// WriteText prints the pairing as a table, then the NCCL settings and
+// notes. Names and states read from the host are printed escaped
+// (printable.Line), so that they cannot act on the terminal or shift the
+// table's columns.
 func (p *Pairing) WriteText(w io.Writer) error {
 	var b strings.Builder
+	l := printable.Line
 	b.WriteString("\nGPU→NIC pairing (GPU Direct RDMA needs the NIC within PXB of the GPU, NCCL's default NCCL_NET_GDR_LEVEL):\n\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "GPU\tBus Id\tNIC\tPath\tRail\tPort\tState\tRate\tLink layer\tGDR\tAlso nearest")
 	for _, e := range p.GPUs {
 		nic, rail, port, rate, layer, gdr, state := "-", "-", "-", "-", "-", "no", "-"
 		if e.PortState != "" {
-			state = e.PortState
+			state = l(e.PortState)
 		}
 		if e.NIC != "" {
-			nic, rail = e.NIC, strconv.Itoa(e.Rail)
+			nic, rail = l(e.NIC), strconv.Itoa(e.Rail)
 			if e.Port > 0 {
 				port = strconv.Itoa(e.Port)
 			}
@@ -210,7 +215,7 @@ func (p *Pairing) WriteText(w io.Writer) error {
 				rate = strconv.FormatFloat(e.RateGbps, 'f', -1, 64) + " Gb/s"
 			}
 			if e.LinkLayer != "" {
-				layer = e.LinkLayer
+				layer = l(e.LinkLayer)
 			}
 			if e.GDR {
 				gdr = "yes"
@@ -227,19 +232,19 @@ func (p *Pairing) WriteText(w io.Writer) error {
 		}
 		alsoS := "-"
 		if len(also) > 0 {
-			alsoS = strings.Join(also, ",")
+			alsoS = l(strings.Join(also, ","))
 		}
 		lvl := e.Level.String()
 		if e.NIC == "" {
 			lvl = "-"
 		}
-		fmt.Fprintf(tw, "GPU%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.GPU, e.GPUAddress, nic, lvl, rail, port, state, rate, layer, gdr, alsoS)
+		fmt.Fprintf(tw, "GPU%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.GPU, l(e.GPUAddress), nic, lvl, rail, port, state, rate, layer, gdr, alsoS)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	if len(p.Unused) > 0 {
-		fmt.Fprintf(&b, "\nRDMA NICs no GPU is paired with: %s\n", strings.Join(p.Unused, ", "))
+		fmt.Fprintf(&b, "\nRDMA NICs no GPU is paired with: %s\n", l(strings.Join(p.Unused, ", ")))
 	}
 	if len(p.NCCL) > 0 {
 		b.WriteString("\nNCCL settings that follow:\n")
@@ -249,12 +254,12 @@ func (p *Pairing) WriteText(w io.Writer) error {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			fmt.Fprintf(&b, "  %s=%s\n", k, p.NCCL[k])
+			fmt.Fprintf(&b, "  %s=%s\n", k, l(p.NCCL[k]))
 		}
 	}
 	for _, n := range p.Notes {
-		fmt.Fprintf(&b, "\nNote: %s\n", n)
+		fmt.Fprintf(&b, "\nNote: %s\n", l(n))
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, printable.Text(b.String()))
 	return err
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/gdrcheck/gdrcheck/internal/report/printable"
 )
 
 // Summary is the discovered host as data: what `gdrcheck topo --format
@@ -75,18 +77,22 @@ func (h *Host) Summarize() *Summary {
 }
 
 // WriteInventory prints what was found, in words a person reads first.
+// Every value read from the host is printed escaped, on its own line
+// (printable.Line): a snapshot cannot send escape sequences to the
+// terminal or forge a line.
 func (s *Summary) WriteInventory(w io.Writer) error {
 	var b strings.Builder
-	name := s.Hostname
+	l := printable.Line
+	name := l(s.Hostname)
 	if name == "" {
 		name = "(unknown host)"
 	}
 	fmt.Fprintf(&b, "Host %s", name)
 	if s.Kernel != "" {
-		fmt.Fprintf(&b, ", kernel %s", s.Kernel)
+		fmt.Fprintf(&b, ", kernel %s", l(s.Kernel))
 	}
 	if s.Root != "/" {
-		fmt.Fprintf(&b, " (read from %s)", s.Root)
+		fmt.Fprintf(&b, " (read from %s)", l(s.Root))
 	}
 	b.WriteString("\n")
 	if len(s.NUMANodes) > 0 {
@@ -98,9 +104,9 @@ func (s *Summary) WriteInventory(w io.Writer) error {
 	}
 	switch {
 	case s.DriverVersion != "":
-		fmt.Fprintf(&b, "NVIDIA driver %s (facts from %s)\n", s.DriverVersion, s.GPUFactsSource)
+		fmt.Fprintf(&b, "NVIDIA driver %s (facts from %s)\n", l(s.DriverVersion), l(s.GPUFactsSource))
 	case s.GPUFactsError != "":
-		fmt.Fprintf(&b, "NVIDIA driver facts unavailable: %s\n", s.GPUFactsError)
+		fmt.Fprintf(&b, "NVIDIA driver facts unavailable: %s\n", l(s.GPUFactsError))
 	}
 	if len(s.GPUs) == 0 {
 		b.WriteString("GPUs: none: no NVIDIA GPU on the PCI bus (no function with vendor 0x10de and class 0x0300/0x0302)\n")
@@ -116,13 +122,13 @@ func (s *Summary) WriteInventory(w io.Writer) error {
 		}
 		up := "on the root bus"
 		if len(g.Upstream) > 0 {
-			up = "under " + strings.Join(g.Upstream, " < ")
+			up = "under " + l(strings.Join(g.Upstream, " < "))
 		}
-		fmt.Fprintf(&b, "  GPU%d %s %s, PCIe %s x%d (max %s x%d), NUMA %s, %s, %s %s\n", g.Index, g.Address, g.Name,
-			g.Link.CurSpeed, g.Link.CurWidth, g.Link.MaxSpeed, g.Link.MaxWidth, numaText(g.NUMA), nv, g.HostBridge, up)
+		fmt.Fprintf(&b, "  GPU%d %s %s, PCIe %s x%d (max %s x%d), NUMA %s, %s, %s %s\n", g.Index, l(g.Address), l(g.Name),
+			g.Link.CurSpeed, g.Link.CurWidth, g.Link.MaxSpeed, g.Link.MaxWidth, numaText(g.NUMA), nv, l(g.HostBridge), up)
 	}
 	if len(s.NVSwitches) > 0 {
-		fmt.Fprintf(&b, "NVSwitches: %d (%s)\n", len(s.NVSwitches), strings.Join(s.NVSwitches, ", "))
+		fmt.Fprintf(&b, "NVSwitches: %d (%s)\n", len(s.NVSwitches), l(strings.Join(s.NVSwitches, ", ")))
 	}
 	if len(s.NICs) == 0 {
 		b.WriteString("RDMA NICs: none: GPU Direct RDMA is not possible on this host (no /sys/class/infiniband devices)\n")
@@ -132,18 +138,18 @@ func (s *Summary) WriteInventory(w io.Writer) error {
 	for _, n := range s.NICs {
 		var ports []string
 		for _, p := range n.Ports {
-			ports = append(ports, fmt.Sprintf("port %d %s/%s %s %s", p.Number, p.State, p.PhysState, p.LinkLayer, p.RateText))
+			ports = append(ports, fmt.Sprintf("port %d %s/%s %s %s", p.Number, l(p.State), l(p.PhysState), l(p.LinkLayer), l(p.RateText)))
 		}
-		addr := n.Address
+		addr := l(n.Address)
 		if addr == "" {
 			addr = "no PCI function"
 		}
-		fmt.Fprintf(&b, "  %s %s fw %s: %s\n", n.Name, addr, n.FWVersion, strings.Join(ports, "; "))
+		fmt.Fprintf(&b, "  %s %s fw %s: %s\n", l(n.Name), addr, l(n.FWVersion), strings.Join(ports, "; "))
 	}
 	var eth []string
 	for _, nd := range s.NetDevs {
 		if nd.RDMA == "" {
-			eth = append(eth, fmt.Sprintf("%s (%s, %s, %s)", nd.Name, nd.Address, nd.Driver, nd.OperState))
+			eth = append(eth, fmt.Sprintf("%s (%s, %s, %s)", l(nd.Name), l(nd.Address), l(nd.Driver), l(nd.OperState)))
 		}
 	}
 	if len(eth) > 0 {
@@ -152,10 +158,10 @@ func (s *Summary) WriteInventory(w io.Writer) error {
 	if len(s.Problems) > 0 {
 		fmt.Fprintf(&b, "Could not read %d item(s):\n", len(s.Problems))
 		for _, p := range s.Problems {
-			fmt.Fprintf(&b, "  %s: %s\n", p.Path, p.Message)
+			fmt.Fprintf(&b, "  %s: %s\n", l(p.Path), l(p.Message))
 		}
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, printable.Text(b.String()))
 	return err
 }
 

@@ -6,11 +6,15 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/gdrcheck/gdrcheck/internal/report/printable"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
-// Text prints verdicts for people. It depends on nothing but result, so that
-// it can move to whichever package renders reports.
+// Text prints verdicts for people. It depends on nothing but result and
+// printable, so that it can move to whichever package renders reports.
+// Everything it prints that came from the input is escaped (printable):
+// a log line holding terminal escapes or a carriage return prints them
+// visibly, never acts on the terminal.
 type Text struct {
 	// Notes prints each evidence note after its value, in parentheses.
 	Notes bool
@@ -41,18 +45,18 @@ func (p Text) Write(w io.Writer, vs []result.Result) error {
 		b.WriteString("Verdicts:\n")
 	}
 	for _, v := range sorted {
-		fmt.Fprintf(&b, "  %-7s %s [%s] %s: %s\n", statusWord[v.Status], v.ID, v.Reason, v.Subject, v.Message)
+		fmt.Fprintf(&b, "  %-7s %s [%s] %s: %s\n", statusWord[v.Status], printable.Line(v.ID), printable.Line(v.Reason), printable.Line(v.Subject), printable.Line(v.Message))
 		if v.Remedy != "" {
-			fmt.Fprintf(&b, "          remedy: %s\n", v.Remedy)
+			fmt.Fprintf(&b, "          remedy: %s\n", printable.Line(v.Remedy))
 		}
 		for i, e := range v.Evidence {
 			if i == maxEvidence {
 				fmt.Fprintf(&b, "          ... %d more evidence lines\n", len(v.Evidence)-maxEvidence)
 				break
 			}
-			fmt.Fprintf(&b, "          %s: %s", e.Source, clip(e.Value))
+			fmt.Fprintf(&b, "          %s: %s", printable.Line(e.Source), clip(printable.Line(e.Value)))
 			if p.Notes && e.Note != "" {
-				fmt.Fprintf(&b, " (%s)", e.Note)
+				fmt.Fprintf(&b, " (%s)", printable.Line(e.Note))
 			}
 			b.WriteString("\n")
 		}
@@ -62,17 +66,20 @@ func (p Text) Write(w io.Writer, vs []result.Result) error {
 }
 
 // Page writes a reader's text summary: head and a blank line (when head
-// is not empty), the verdicts (Write), then body.
+// is not empty), the verdicts (Write), then body. head and body are the
+// reader's own layout over values from the input: their tabs and line
+// breaks are kept, every other control character is escaped
+// (printable.Text).
 func (p Text) Page(w io.Writer, head string, vs []result.Result, body string) error {
 	var b strings.Builder
 	if head != "" {
-		b.WriteString(head)
+		b.WriteString(printable.Text(head))
 		b.WriteString("\n\n")
 	}
 	if err := p.Write(&b, vs); err != nil {
 		return err
 	}
-	b.WriteString(body)
+	b.WriteString(printable.Text(body))
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -5,7 +5,9 @@ import (
 	"testing"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/report/printable"
 	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/ansitest"
 )
 
 func TestText(t *testing.T) {
@@ -62,5 +64,26 @@ func TestQuotes(t *testing.T) {
 	}
 	if s := Source("f", 0); s != "f" {
 		t.Errorf("whole-file source %q", s)
+	}
+}
+
+// Review row 80: evidence from a NCCL WARN line holding OSC 0, CSI 2J and
+// OSC 52 reached the terminal raw. Every value, the head and the body are
+// printed escaped.
+func TestTextEscapesInput(t *testing.T) {
+	p := ansitest.Payload
+	v := New("nccl.warn", result.Fail, "rank"+p, "Warn"+p, "msg"+p, Ev("log"+p, 2, "WARN "+p, "note"+p))
+	v.Remedy = "fix" + p
+	var b strings.Builder
+	if err := (Text{Notes: true}).Page(&b, "head"+p, []result.Result{v}, "body "+p+"\n\tnext\n"); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	ansitest.Clean(t, "page", out)
+	ansitest.Shows(t, "page", out)
+	for _, want := range []string{"rank" + printable.Line(p), "msg" + printable.Line(p), "fix" + printable.Line(p), "WARN " + printable.Line(p), "(note" + printable.Line(p) + ")", "head" + printable.Line(p) + "\n\n", "body " + printable.Line(p) + "\n\tnext\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("page lacks %q:\n%s", want, out)
+		}
 	}
 }
