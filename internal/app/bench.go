@@ -21,6 +21,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/native/dl"
 	"github.com/gdrcheck/gdrcheck/internal/native/nccl"
 	"github.com/gdrcheck/gdrcheck/internal/report"
+	"github.com/gdrcheck/gdrcheck/internal/report/printable"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
@@ -325,7 +326,7 @@ func (s *Session) BenchNCCL(ctx context.Context, g *GPUs, o NCCLOptions) (*repor
 	}
 	env := s.Envelope("bench-nccl", started, judgements, rep)
 	if err := WriteAtomic(path, env); err != nil && o.Warn != nil {
-		fmt.Fprintf(o.Warn, "gdrcheck: writing %s: %v\n", path, err)
+		fmt.Fprintf(o.Warn, "gdrcheck: writing %s: %s\n", printable.Line(path), printable.Line(err.Error()))
 	}
 	text.Trailer(judgements, ev, dir)
 	return env, dir, benchOutcome(runErr, results, judgements)
@@ -399,7 +400,7 @@ func (s *Session) BenchCopy(ctx context.Context, g *GPUs, o CopyOptions) (*repor
 	env := s.Envelope("bench-copy", started, judgements, rep)
 	path := filepath.Join(dir, "results.json")
 	if err := WriteAtomic(path, env); err != nil && o.Warn != nil {
-		fmt.Fprintf(o.Warn, "gdrcheck: writing %s: %v\n", path, err)
+		fmt.Fprintf(o.Warn, "gdrcheck: writing %s: %s\n", printable.Line(path), printable.Line(err.Error()))
 	}
 	if runErr != nil {
 		return env, dir, benchOutcome(runErr, nil, nil)
