@@ -302,9 +302,9 @@ func TestSpecialFilesAreNeverOpened(t *testing.T) {
 	}
 	mem := fstest.MapFS{
 		"sys/devices/pci0000:15/0000:18:00.0/vendor": &fstest.MapFile{Mode: fs.ModeNamedPipe | 0o644},
-		"commands/nvml.json":                          &fstest.MapFile{Mode: fs.ModeSocket | 0o644},
-		"sys/vendor-link":                             &fstest.MapFile{Data: []byte("devices/pci0000:15/0000:18:00.0/vendor"), Mode: fs.ModeSymlink},
-		"dev/null":                                    &fstest.MapFile{Mode: fs.ModeDevice | fs.ModeCharDevice | 0o666},
+		"commands/nvml.json":                         &fstest.MapFile{Mode: fs.ModeSocket | 0o644},
+		"sys/vendor-link":                            &fstest.MapFile{Data: []byte("devices/pci0000:15/0000:18:00.0/vendor"), Mode: fs.ModeSymlink},
+		"dev/null":                                   &fstest.MapFile{Mode: fs.ModeDevice | fs.ModeCharDevice | 0o666},
 	}
 	for name, r := range map[string]Root{"dir": NewRoot(dir), "memory": NewRootFS(mem, "snap")} {
 		t.Run(name, func(t *testing.T) {
