@@ -7,7 +7,6 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
-	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
 // SnapshotOptions are a `gdrcheck snapshot` run's.
@@ -23,7 +22,10 @@ type SnapshotOptions struct {
 // they read, so a snapshot holds what every later command needs by
 // construction. The manifest names the session's tool.
 func (s *Session) Snapshot(ctx context.Context, o SnapshotOptions) (*snapshot.Manifest, error) {
-	r, cleanup, err := snapshot.Open(o.Node.Root)
+	if o.Node.Timeout <= 0 {
+		return nil, toolErr(fmt.Errorf("--timeout %s: must be positive", o.Node.Timeout))
+	}
+	r, cleanup, err := snapshot.OpenContext(ctx, o.Node.Root)
 	if err != nil {
 		return nil, toolErr(err)
 	}
@@ -31,11 +33,11 @@ func (s *Session) Snapshot(ctx context.Context, o SnapshotOptions) (*snapshot.Ma
 	ctx, cancel := context.WithTimeout(ctx, o.Node.Timeout)
 	defer cancel()
 	rec := machine.NewRecorder()
-	rr := r.WithRecorder(rec)
-	h, err := topology.Discover(ctx, topology.WithRoot(rr))
+	rr, stop, h, err := DiscoverWithin(ctx, r.WithRecorder(rec), o.Node.Timeout)
 	if err != nil {
-		return nil, toolErr(err)
+		return nil, err
 	}
+	defer stop()
 	f := collectFacts(ctx, rr, h, nil)
 	for _, c := range forHumansCommands {
 		_, _ = rr.Run(ctx, c)
@@ -55,9 +57,12 @@ func (s *Session) Snapshot(ctx context.Context, o SnapshotOptions) (*snapshot.Ma
 	if h.GPUFactsError != "" {
 		so.FactsErr = fmt.Errorf("%s", h.GPUFactsError)
 	}
+	// Write reads under ctx: an interrupt or the deadline publishes
+	// nothing, and an interrupt exits 130 (the error wraps
+	// context.Canceled).
 	m, err := snapshot.Write(ctx, r, rec, o.Out, so)
 	if err != nil {
-		return nil, toolErr(err)
+		return nil, toolErr(fmt.Errorf("snapshot -o %s: %w", o.Out, err))
 	}
 	return m, nil
 }
