@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -182,8 +183,18 @@ func TestArchiveLimits(t *testing.T) {
 	big := writeTar(t, true, func(tw *tar.Writer) {
 		tw.WriteHeader(&tar.Header{Name: "sys/a", Typeflag: tar.TypeReg, Size: snapshot.MaxArchiveBytes + 1, Mode: 0o644})
 	})
-	if _, err := snapshot.ReadArchive(ctx, big); err == nil || !strings.Contains(err.Error(), "more than 268435456 bytes") {
+	if _, err := snapshot.ReadArchive(ctx, big); err == nil || !strings.Contains(err.Error(), "more than 67108864 bytes") {
 		t.Errorf("too many bytes: %v", err)
+	}
+	// Deep names imply directories, which count: 60 entries of 2000
+	// levels each would make 120,000.
+	deep := writeTar(t, true, func(tw *tar.Writer) {
+		for i := range 60 {
+			tw.WriteHeader(&tar.Header{Name: fmt.Sprintf("d%d/", i) + strings.Repeat("a/", 2000), Typeflag: tar.TypeDir, Mode: 0o755})
+		}
+	})
+	if _, err := snapshot.ReadArchive(ctx, deep); err == nil || !strings.Contains(err.Error(), "more than 100000 entries") {
+		t.Errorf("deep names: %v", err)
 	}
 	long := writeTar(t, false, func(tw *tar.Writer) {
 		tw.WriteHeader(&tar.Header{Name: strings.Repeat("n/", 5000), Typeflag: tar.TypeDir, Mode: 0o755})

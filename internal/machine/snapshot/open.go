@@ -27,9 +27,10 @@ const (
 	// MaxArchiveBytes bounds the sum of the entries' sizes, data and
 	// names, as the archive declares them (what is skipped counts too:
 	// reading past it costs as much).
-	MaxArchiveBytes = 256 << 20
+	MaxArchiveBytes = 64 << 20
 	// MaxArchiveEntries bounds the entries of every kind, counted as they
-	// are read.
+	// are read, and the tree they make (with the parent directories their
+	// names imply).
 	MaxArchiveEntries = 100_000
 	// maxNameBytes bounds one entry's name and link target (PATH_MAX).
 	maxNameBytes = 4096
@@ -156,6 +157,11 @@ func ReadArchive(ctx context.Context, archive string) (fstest.MapFS, error) {
 		}
 		if err := add(tree, name, file); err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", archive, name, err)
+		}
+		// The directories an entry implies count too: deep names must
+		// not multiply the tree.
+		if len(tree) > MaxArchiveEntries {
+			return nil, fmt.Errorf("%s: more than %d entries (with the directories they imply); a snapshot has a few thousand", archive, MaxArchiveEntries)
 		}
 	}
 }
