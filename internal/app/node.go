@@ -26,7 +26,7 @@ func DiscoverWithin(ctx context.Context, r machine.Root, timeout time.Duration) 
 	h, err := topology.Discover(dctx, topology.WithRoot(r))
 	switch {
 	case ctx.Err() != nil:
-		err = ctx.Err()
+		err = fmt.Errorf("discovery of %s interrupted: %w", r.Display(""), ctx.Err())
 	case errors.Is(dctx.Err(), context.DeadlineExceeded):
 		err = toolErr(fmt.Errorf("discovery of %s did not finish within --timeout %s", r.Display(""), timeout))
 	case err != nil:

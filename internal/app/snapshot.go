@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
@@ -35,6 +36,9 @@ func (s *Session) Snapshot(ctx context.Context, o SnapshotOptions) (*snapshot.Ma
 	rec := machine.NewRecorder()
 	rr, stop, h, err := DiscoverWithin(ctx, r.WithRecorder(rec), o.Node.Timeout)
 	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			err = fmt.Errorf("%w: %w", snapshot.ErrInterrupted, err)
+		}
 		return nil, err
 	}
 	defer stop()

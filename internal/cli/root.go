@@ -142,7 +142,10 @@ With no subcommand it runs the main job (gdrcheck run).`,
 func (g *globals) discoverRoot(ctx context.Context) (*topology.Host, func(), error) {
 	r, cleanup, err := snapshot.OpenContext(ctx, g.root)
 	if err != nil {
-		return nil, nil, &exitError{code: ExitToolErr, err: err}
+		if errors.Is(err, context.Canceled) {
+			return nil, nil, err // exit 130
+		}
+		return nil, nil, toolError(err)
 	}
 	h, err := g.discover(ctx, r)
 	if err != nil {

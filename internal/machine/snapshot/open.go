@@ -108,7 +108,7 @@ func ReadArchive(ctx context.Context, archive string) (fstest.MapFS, error) {
 	var total int64
 	for n := 0; ; n++ {
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("%s: %w", archive, err)
+			return nil, fmt.Errorf("%s: reading interrupted: %w", archive, err)
 		}
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
