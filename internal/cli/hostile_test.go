@@ -30,6 +30,15 @@ func TestTimeoutMustBePositive(t *testing.T) {
 			}
 		}
 	}
+	// A deadline that passes during discovery is said, not taken for a
+	// host with nothing on it.
+	dir := fakehost.Dir(t, repo+"/testdata/hosts/hgx-h200-8gpu-10nic.host")
+	for _, cmd := range []string{"topo", "check"} {
+		_, errs, code := run(t, cmd, "--root", dir, "--timeout", "1ns")
+		if code != ExitToolErr || !strings.Contains(errs, "did not finish within --timeout 1ns") {
+			t.Errorf("%s --timeout 1ns: exit %d, %q", cmd, code, errs)
+		}
+	}
 }
 
 // TestNamedPipesInARootDoNotHang (review D9, rows 48 and 131): a named
