@@ -61,10 +61,11 @@ func evilRoots(t *testing.T) (dir, tgz string) {
 		"sys/class/infiniband":      "nonexistent/../../../proc/evil2/ssh",
 		"sys/class/net/notdir":      "../../../proc/meminfo/../evil/secret.txt",
 		// rows 7 and 8: absolute and climbing targets, /proc/self.
-		"proc/cmdline":               etc + "/shadow",
-		"proc/version":               "../../../../../../../.." + etc + "/passwd",
-		"proc/modules":               "/proc/self/environ",
-		"sys/class/infiniband_verbs": etc,
+		"proc/cmdline":                     etc + "/shadow",
+		"proc/version":                     "../../../../../../../.." + etc + "/passwd",
+		"proc/modules":                     "/proc/self/environ",
+		"sys/class/infiniband_verbs":       etc,
+		"sys/bus/pci/devices/0000:ff:00.0": "/",
 	} {
 		tree[name] = link(target)
 	}
