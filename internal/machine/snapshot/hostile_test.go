@@ -302,8 +302,8 @@ func TestWriteIsAllOrNothing(t *testing.T) {
 	}
 	// TMPDIR that does not exist does not matter.
 	t.Setenv("TMPDIR", "/nonexistent/dir")
-	for _, name := range []string{"d", "s.tgz"} {
-		out := filepath.Join(t.TempDir(), name)
+	for _, name := range []string{"d", "s.tgz", "slash/"} {
+		out := t.TempDir() + "/" + name
 		if m, err := snapshot.Write(context.Background(), r, rec, out, snapshot.Options{Tool: "test"}); err != nil || m.Files != 2 || m.Hostname != "node-2" {
 			t.Errorf("%s with TMPDIR missing: %+v, %v", name, m, err)
 		}
@@ -314,7 +314,7 @@ func TestWriteIsAllOrNothing(t *testing.T) {
 		if s, err := sr.ReadString("sys/class/net/eth0/mtu"); err != nil || s != "9000" {
 			t.Errorf("%s read back: %q, %v", name, s, err)
 		}
-		if fi, err := os.Stat(out); err != nil || (name == "d" && fi.Mode().Perm() != 0o755) {
+		if fi, err := os.Stat(out); err != nil || (fi.IsDir() && fi.Mode().Perm() != 0o755) {
 			t.Errorf("%s: %v, %v", name, fi.Mode(), err)
 		}
 	}

@@ -98,6 +98,7 @@ type Options struct {
 // deadline) nothing is published and the error wraps ctx's.
 func Write(ctx context.Context, src machine.Root, rec *machine.Recorder, out string, o Options) (*Manifest, error) {
 	src = src.WithContext(ctx)
+	out = filepath.Clean(out) // "snap/" is the directory snap, beside which the capture is made
 	archive := isArchive(out)
 	if !archive {
 		if err := emptyOrMissing(out); err != nil {
