@@ -25,9 +25,9 @@ func DiscoverWithin(ctx context.Context, r machine.Root, timeout time.Duration) 
 	r = r.WithContext(dctx)
 	h, err := topology.Discover(dctx, topology.WithRoot(r))
 	switch {
-	case ctx.Err() != nil:
+	case errors.Is(ctx.Err(), context.Canceled):
 		err = fmt.Errorf("discovery of %s interrupted: %w", r.Display(""), ctx.Err())
-	case errors.Is(dctx.Err(), context.DeadlineExceeded):
+	case dctx.Err() != nil: // this deadline, or an outer one
 		err = toolErr(fmt.Errorf("discovery of %s did not finish within --timeout %s", r.Display(""), timeout))
 	case err != nil:
 		err = toolErr(err)

@@ -79,9 +79,6 @@ func (t *osTree) dir(rel string) (*os.Root, error) {
 func (t *osTree) Open(name string) (fs.File, error) {
 	var f *os.File
 	err := t.do("open", name, func(d *os.Root, base string) error {
-		if base == "" {
-			base = "."
-		}
 		fi, err := d.Stat(base)
 		if err != nil {
 			return err
