@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/checks"
-	"github.com/gdrcheck/gdrcheck/internal/collect/discover"
 	"github.com/gdrcheck/gdrcheck/internal/collect/libs"
 	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
@@ -21,24 +20,22 @@ import (
 // take.
 type NodeOptions struct {
 	Root    string        // --root: "/" (this host), a host or snapshot directory, or a snapshot .tgz
-	Timeout time.Duration // deadline of discovery (--timeout)
+	Timeout time.Duration // deadline of discovery and collection (--timeout)
 }
 
-// openNode opens the root and discovers the host behind it; cleanup
-// removes an extracted archive.
+// openNode opens the root and discovers the host behind it; the root
+// reads under the discovery deadline, and cleanup releases it.
 func openNode(ctx context.Context, n NodeOptions) (machine.Root, func(), *topology.Host, error) {
-	r, cleanup, err := snapshot.Open(n.Root)
+	r, cleanup, err := snapshot.OpenContext(ctx, n.Root)
 	if err != nil {
 		return machine.Root{}, nil, nil, toolErr(err)
 	}
-	dctx, cancel := context.WithTimeout(ctx, n.Timeout)
-	defer cancel()
-	h, err := discover.Discover(dctx, discover.WithRoot(r))
+	r, stop, h, err := DiscoverWithin(ctx, r, n.Timeout)
 	if err != nil {
 		cleanup()
-		return machine.Root{}, nil, nil, toolErr(err)
+		return machine.Root{}, nil, nil, err
 	}
-	return r, cleanup, h, nil
+	return r, func() { stop(); cleanup() }, h, nil
 }
 
 // CheckOptions choose and configure the readiness checks.

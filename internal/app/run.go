@@ -2,8 +2,10 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -56,8 +58,12 @@ type NodeRun struct {
 	NCCL bench.NCCLConfig
 	Copy bench.CopyConfig
 	// BenchErr says why the benchmark pass cannot run (no CUDA runtime,
-	// no GPU, not the live host); nil when it can.
+	// no GPU, not the live host, --out not writable); nil when it can.
 	BenchErr error
+	// OutErr says why run.json could not be written into Out (a ToolError
+	// naming the user's path). The report itself is whole: the caller
+	// still prints it, then fails with OutErr.
+	OutErr error
 
 	s         *Session
 	out       string
@@ -75,12 +81,11 @@ var quickJudging = Judging{Pass: 0.85}
 // checks' library probe and the benchmarks share it, and picks the devices
 // after them; failing at either is the benchmarks' error (BenchErr), not
 // the checks'.
+//
+// Out is made only once the node is judged. When it cannot be written the
+// run still returns its report, with OutErr set (and BenchErr, since the
+// benchmarks' results would go there too).
 func (s *Session) Run(ctx context.Context, o RunOptions) (_ *NodeRun, err error) {
-	if o.Out != "" {
-		if err := os.MkdirAll(o.Out, 0o755); err != nil {
-			return nil, toolErr(fmt.Errorf("--out: %w", err))
-		}
-	}
 	started := s.Now()
 	nr := &NodeRun{s: s, out: o.Out}
 	if o.Bench {
@@ -115,12 +120,39 @@ func (s *Session) Run(ctx context.Context, o RunOptions) (_ *NodeRun, err error)
 	c := nr.Checks
 	nr.Envelope = s.Envelope("run", started, c.Results, RunReport{Host: nr.Summary, Checks: ChecksRun{Counts: c.Counts, DurationMS: c.DurationMS, Checks: c.Checks}})
 	if o.Out != "" {
-		if err := WriteAtomic(filepath.Join(o.Out, "run.json"), nr.Envelope); err != nil {
-			nr.Close()
-			return nil, toolErr(fmt.Errorf("--out: %w", err))
+		if nr.OutErr = writeRunJSON(o.Out, nr.Envelope); nr.OutErr != nil && nr.BenchErr == nil {
+			nr.BenchErr = nr.OutErr
 		}
 	}
 	return nr, nil
+}
+
+// writeRunJSON writes run.json into the directory out, making it. Its
+// errors name the user's path, not the temporary file run.json is
+// written through.
+func writeRunJSON(out string, env *report.Envelope) error {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return toolErr(fmt.Errorf("--out %s: cannot make the directory: %w", out, cause(err)))
+	}
+	p := filepath.Join(out, "run.json")
+	if err := WriteAtomic(p, env); err != nil {
+		return toolErr(fmt.Errorf("--out %s: cannot write %s: %w", out, p, cause(err)))
+	}
+	return nil
+}
+
+// cause is the reason of a file-system error without the path it names
+// (for renameio, a hidden temporary file the user never asked for).
+func cause(err error) error {
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		return pe.Err
+	case errors.As(err, &le):
+		return le.Err
+	}
+	return err
 }
 
 // openBenchRuntime loads the CUDA runtime of the benchmark pass, which

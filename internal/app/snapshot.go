@@ -2,9 +2,9 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
-	"github.com/gdrcheck/gdrcheck/internal/collect/discover"
 	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
@@ -23,7 +23,10 @@ type SnapshotOptions struct {
 // they read, so a snapshot holds what every later command needs by
 // construction. The manifest names the session's tool.
 func (s *Session) Snapshot(ctx context.Context, o SnapshotOptions) (*snapshot.Manifest, error) {
-	r, cleanup, err := snapshot.Open(o.Node.Root)
+	if o.Node.Timeout <= 0 {
+		return nil, toolErr(fmt.Errorf("--timeout %s: must be positive", o.Node.Timeout))
+	}
+	r, cleanup, err := snapshot.OpenContext(ctx, o.Node.Root)
 	if err != nil {
 		return nil, toolErr(err)
 	}
@@ -31,11 +34,14 @@ func (s *Session) Snapshot(ctx context.Context, o SnapshotOptions) (*snapshot.Ma
 	ctx, cancel := context.WithTimeout(ctx, o.Node.Timeout)
 	defer cancel()
 	rec := machine.NewRecorder()
-	rr := r.WithRecorder(rec)
-	h, err := discover.Discover(ctx, discover.WithRoot(rr))
+	rr, stop, h, err := DiscoverWithin(ctx, r.WithRecorder(rec), o.Node.Timeout)
 	if err != nil {
-		return nil, toolErr(err)
+		if errors.Is(err, context.Canceled) {
+			err = fmt.Errorf("%w: %w", snapshot.ErrInterrupted, err)
+		}
+		return nil, err
 	}
+	defer stop()
 	f := collectFacts(ctx, rr, h, nil)
 	for _, c := range forHumansCommands {
 		_, _ = rr.Run(ctx, c)
@@ -55,9 +61,12 @@ func (s *Session) Snapshot(ctx context.Context, o SnapshotOptions) (*snapshot.Ma
 	if h.GPUFactsError != "" {
 		so.FactsErr = fmt.Errorf("%s", h.GPUFactsError)
 	}
+	// Write reads under ctx: an interrupt or the deadline publishes
+	// nothing, and an interrupt exits 130 (the error wraps
+	// context.Canceled).
 	m, err := snapshot.Write(ctx, r, rec, o.Out, so)
 	if err != nil {
-		return nil, toolErr(err)
+		return nil, toolErr(fmt.Errorf("snapshot -o %s: %w", o.Out, err))
 	}
 	return m, nil
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gdrcheck/gdrcheck/internal/app"
-	"github.com/gdrcheck/gdrcheck/internal/collect/discover"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/report"
@@ -123,23 +122,31 @@ func newRoot(g *globals) *cobra.Command {
 With no subcommand it runs the main job (gdrcheck run).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			if g.timeout <= 0 {
+				return toolError(fmt.Errorf("--timeout %s: must be positive (the deadline of discovery and collection)", g.timeout))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runMain(cmd.Context(), g, runOptions{format: "text", checks: checkOptions{timeout: 10 * time.Second, xidWindow: 24 * time.Hour}})
 		},
 	}
 	root.PersistentFlags().StringVar(&g.root, "root", "/", "host root to read: / (this host), a snapshot directory, or a snapshot .tgz")
-	root.PersistentFlags().DurationVar(&g.timeout, "timeout", 2*time.Minute, "overall deadline of discovery and checks")
+	root.PersistentFlags().DurationVar(&g.timeout, "timeout", 2*time.Minute, "overall deadline of discovery and collection; a read that blocks past it fails")
 	root.AddCommand(newVersion(g), newTopo(g), newSnapshot(g), newRun(g), newCheck(g), newBench(g), newAnalyze(g), newModel(g))
 	return root
 }
 
 // discoverRoot resolves --root and runs topology discovery on it; cleanup
-// removes an extracted archive and is to be called once the host is no
-// longer read.
+// is to be called once the host is no longer read.
 func (g *globals) discoverRoot(ctx context.Context) (*topology.Host, func(), error) {
-	r, cleanup, err := snapshot.Open(g.root)
+	r, cleanup, err := snapshot.OpenContext(ctx, g.root)
 	if err != nil {
-		return nil, nil, &exitError{code: ExitToolErr, err: err}
+		if errors.Is(err, context.Canceled) {
+			return nil, nil, err // exit 130
+		}
+		return nil, nil, toolError(err)
 	}
 	h, err := g.discover(ctx, r)
 	if err != nil {
@@ -151,12 +158,11 @@ func (g *globals) discoverRoot(ctx context.Context) (*topology.Host, func(), err
 
 // discover runs topology discovery under the global deadline.
 func (g *globals) discover(ctx context.Context, r machine.Root) (*topology.Host, error) {
-	ctx, cancel := context.WithTimeout(ctx, g.timeout)
-	defer cancel()
-	h, err := discover.Discover(ctx, discover.WithRoot(r))
+	_, stop, h, err := app.DiscoverWithin(ctx, r, g.timeout)
 	if err != nil {
-		return nil, &exitError{code: ExitToolErr, err: err}
+		return nil, err
 	}
+	stop()
 	return h, nil
 }
 

@@ -88,6 +88,11 @@ func runMain(ctx context.Context, g *globals, o runOptions) error {
 	if o.bench { // text only: other formats were refused above
 		benchErr = runQuickBench(ctx, g, nr)
 	}
+	// The report is printed whole even when --out could not be written;
+	// then the run fails for it.
+	if nr.OutErr != nil {
+		return nr.OutErr
+	}
 	if rep.Counts.Failed() {
 		return &exitError{code: ExitFailed, err: fmt.Errorf("%s", rep.CountsLine())}
 	}

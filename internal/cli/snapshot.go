@@ -21,7 +21,11 @@ systemctl is-active nvidia-fabricmanager, ...), the job environment, the librari
 found and the driver's GPU facts as commands/nvml.json, plus for a person reading it
 nvidia-smi topo -m, nvidia-smi -q -x, nvidia-smi nvlink -s, ibv_devinfo -v and a few
 host files (os-release, cpuinfo, meminfo). BARs, ROMs and files with side effects (resource*, rom, remove, reset)
-are never read. Any later command can run on the result: gdrcheck topo --root FILE.tgz.`,
+are never read. Any later command can run on the result: gdrcheck topo --root FILE.tgz.
+
+The snapshot appears whole or not at all: it is made beside the target and renamed
+into place. -o DIR must be new or empty (an older snapshot there is not overwritten),
+and an interrupted snapshot (Ctrl-C, SIGTERM) writes nothing and exits 130.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
@@ -44,7 +48,7 @@ are never read. Any later command can run on the result: gdrcheck topo --root FI
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&out, "output", "o", "", "where to write: a directory, or a .tgz/.tar.gz file")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "where to write: a new or empty directory, or a .tgz/.tar.gz file")
 	return cmd
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // maxOpenDirs bounds the directories an osTree keeps open.
@@ -71,17 +72,41 @@ func (t *osTree) dir(rel string) (*os.Root, error) {
 	return d, nil
 }
 
+// Open opens a regular file or a directory. Anything else is refused
+// before it is opened (a named pipe would block, a device node may act on
+// open); it is opened non-blocking and checked again, in case the entry
+// changed between the two.
 func (t *osTree) Open(name string) (fs.File, error) {
 	var f *os.File
-	err := t.do("open", name, func(d *os.Root, base string) (err error) {
-		f, err = d.Open(base)
-		return err
+	err := t.do("open", name, func(d *os.Root, base string) error {
+		fi, err := d.Stat(base)
+		if err != nil {
+			return err
+		}
+		if !plain(fi.Mode()) {
+			return &fs.PathError{Op: "open", Path: name, Err: specialFile(fi.Mode())}
+		}
+		if f, err = d.OpenFile(base, os.O_RDONLY|syscall.O_NONBLOCK, 0); err != nil {
+			return err
+		}
+		if fi, err = f.Stat(); err != nil || !plain(fi.Mode()) {
+			f.Close()
+			f = nil
+			if err == nil {
+				err = &fs.PathError{Op: "open", Path: name, Err: specialFile(fi.Mode())}
+			}
+			return err
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return f, nil
 }
+
+// plain reports whether m is a regular file or a directory.
+func plain(m fs.FileMode) bool { return m.IsRegular() || m.IsDir() }
 
 func (t *osTree) ReadDir(name string) ([]fs.DirEntry, error) {
 	f, err := t.Open(name)

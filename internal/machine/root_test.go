@@ -277,3 +277,103 @@ func TestZeroRootReadsNothing(t *testing.T) {
 		t.Errorf("the zero Root listed %v, %v", n, err)
 	}
 }
+
+// TestSpecialFilesAreNeverOpened (review D9, row 48): a named pipe where an
+// attribute or a captured output should be, or as a directory to list,
+// is refused at once with a message naming the path; opening it would
+// block forever. Device nodes and sockets are refused the same way.
+func TestSpecialFilesAreNeverOpened(t *testing.T) {
+	dir := t.TempDir()
+	dev := filepath.Join(dir, "sys/devices/pci0000:15/0000:18:00.0")
+	if err := os.MkdirAll(dev, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, CommandsDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{dev + "/vendor", filepath.Join(dir, CommandsDir, "nvml.json"), filepath.Join(dir, "sys/class")} {
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A link to the pipe is refused too.
+	if err := os.Symlink("devices/pci0000:15/0000:18:00.0/vendor", filepath.Join(dir, "sys/vendor-link")); err != nil {
+		t.Fatal(err)
+	}
+	mem := fstest.MapFS{
+		"sys/devices/pci0000:15/0000:18:00.0/vendor": &fstest.MapFile{Mode: fs.ModeNamedPipe | 0o644},
+		"commands/nvml.json":                         &fstest.MapFile{Mode: fs.ModeSocket | 0o644},
+		"sys/vendor-link":                            &fstest.MapFile{Data: []byte("devices/pci0000:15/0000:18:00.0/vendor"), Mode: fs.ModeSymlink},
+		"dev/null":                                   &fstest.MapFile{Mode: fs.ModeDevice | fs.ModeCharDevice | 0o666},
+	}
+	for name, r := range map[string]Root{"dir": NewRoot(dir), "memory": NewRootFS(mem, "snap")} {
+		t.Run(name, func(t *testing.T) {
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for _, p := range []string{"sys/devices/pci0000:15/0000:18:00.0/vendor", "sys/vendor-link", CommandsDir + "/nvml.json", "dev/null"} {
+					_, err := r.ReadFile(p)
+					if name == "dir" && p == "dev/null" {
+						continue
+					}
+					if !errors.Is(err, ErrSpecialFile) || !strings.Contains(err.Error(), p) {
+						t.Errorf("ReadFile(%s) err = %v, want ErrSpecialFile naming the path", p, err)
+					}
+				}
+				if name == "dir" {
+					if _, err := r.ReadDir("sys/class"); !errors.Is(err, ErrSpecialFile) || !strings.Contains(err.Error(), "named pipe") {
+						t.Errorf("ReadDir of a pipe err = %v", err)
+					}
+				}
+			}()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("a read of a special file blocked")
+			}
+		})
+	}
+}
+
+// blockingFS is a tree whose files block on read until release closes.
+type blockingFS struct {
+	fstest.MapFS
+	release chan struct{}
+}
+
+func (b blockingFS) Open(name string) (fs.File, error) {
+	<-b.release
+	return b.MapFS.Open(name)
+}
+
+// TestContextBoundsReads (review D9, rows 48 and 131): a root given a
+// context fails every read once it is done, and a read of the live host
+// that blocks (here a tree standing for it) returns when the context ends
+// instead of hanging.
+func TestContextBoundsReads(t *testing.T) {
+	tree := blockingFS{MapFS: fstest.MapFS{"sys/x": &fstest.MapFile{Data: []byte("1\n")}, "sys/d/y": &fstest.MapFile{}}, release: make(chan struct{})}
+	defer close(tree.release)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	r := Root{fsys: tree, dir: "/", cache: newDirCache()}.WithContext(ctx)
+	start := time.Now()
+	if _, err := r.ReadFile("sys/x"); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "/sys/x") {
+		t.Errorf("blocked read: %v", err)
+	}
+	if _, err := r.ReadDir("sys/d"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("blocked listing: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("blocked reads returned after %s", d)
+	}
+	// Once the context is done, nothing is read at all.
+	done, stop := context.WithCancel(context.Background())
+	stop()
+	open := NewRootFS(fstest.MapFS{"sys/x": &fstest.MapFile{Data: []byte("1\n")}}, "snap")
+	if _, err := open.WithContext(done).ReadFile("sys/x"); !errors.Is(err, context.Canceled) {
+		t.Errorf("read after cancel: %v", err)
+	}
+	if s, err := open.WithContext(context.Background()).ReadString("sys/x"); err != nil || s != "1" {
+		t.Errorf("read with a live context: %q, %v", s, err)
+	}
+}

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,25 +51,32 @@ func CommandFile(c machine.Command) string { return CommandsDir + "/" + c.Key }
 // gdrcheck reads.
 var ErrNewerFormat = errors.New("snapshot format is newer than this gdrcheck reads")
 
-// CheckFormat refuses a root whose manifest declares a newer format than
-// Format. A root without a manifest (a host directory, an older capture)
-// passes.
+// CheckFormat refuses a root whose manifest cannot be read, is empty (a
+// capture that did not finish), is not a manifest, or declares a newer
+// format than Format. A root without a manifest (a host directory, an
+// older capture) passes.
 func CheckFormat(r machine.Root) error {
 	b, err := r.ReadFile(ManifestFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("snapshot manifest unreadable: %w", err)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return fmt.Errorf("%s: empty snapshot manifest: the capture did not finish; take the snapshot again", r.Display(ManifestFile))
 	}
 	var m struct {
-		Format int `json:"format"`
+		Format *int `json:"format"`
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
 		return fmt.Errorf("%s: not a snapshot manifest: %w", r.Display(ManifestFile), err)
 	}
-	if m.Format > Format {
-		return fmt.Errorf("%s: format %d: %w (format %d and older); read it with a newer gdrcheck", r.Display(ManifestFile), m.Format, ErrNewerFormat, Format)
+	if m.Format == nil || *m.Format < 1 {
+		return fmt.Errorf("%s: not a snapshot manifest: no format number", r.Display(ManifestFile))
+	}
+	if *m.Format > Format {
+		return fmt.Errorf("%s: format %d: %w (format %d and older); read it with a newer gdrcheck", r.Display(ManifestFile), *m.Format, ErrNewerFormat, Format)
 	}
 	return nil
 }

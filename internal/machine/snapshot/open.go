@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bufio"
 	"compress/gzip"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,19 +19,38 @@ import (
 )
 
 // Limits on what Open accepts from an archive, which it holds in memory. A
-// snapshot is a few megabytes: sysfs attributes, captured outputs and
-// pci.ids, each file at most MaxFileSize.
+// real snapshot has about a thousand entries and a few megabytes (sysfs
+// attributes, captured outputs and pci.ids, each file at most
+// MaxFileSize); the limits leave a hundred times that, and bound the
+// memory an archive can cost (docs/performance.md).
 const (
-	MaxArchiveBytes   = 512 << 20
-	MaxArchiveEntries = 1 << 20
+	// MaxArchiveBytes bounds the sum of the entries' sizes, data and
+	// names, as the archive declares them (what is skipped counts too:
+	// reading past it costs as much).
+	MaxArchiveBytes = 64 << 20
+	// MaxArchiveEntries bounds the entries of every kind, counted as they
+	// are read, and the tree they make (with the parent directories their
+	// names imply).
+	MaxArchiveEntries = 100_000
+	// maxNameBytes bounds one entry's name and link target (PATH_MAX).
+	maxNameBytes = 4096
 )
+
+// ErrNotArchive means a --root file is not a tar or tar.gz archive.
+var ErrNotArchive = errors.New("not a tar or tar.gz archive")
 
 // Open returns a root for a --root argument: a directory as is, or a
 // .tgz/.tar.gz/.tar snapshot read into memory (nothing is written to
 // disk; the returned cleanup has nothing left to do for an archive, and
 // is there for the caller's defer). A snapshot of a newer format than
-// this gdrcheck reads is refused (CheckFormat).
+// this gdrcheck reads is refused, and so is one whose manifest cannot be
+// read (CheckFormat).
 func Open(p string) (machine.Root, func(), error) {
+	return OpenContext(context.Background(), p)
+}
+
+// OpenContext is Open that stops reading an archive when ctx ends.
+func OpenContext(ctx context.Context, p string) (machine.Root, func(), error) {
 	if p == "" || p == "/" {
 		return machine.NewRoot("/"), func() {}, nil
 	}
@@ -39,14 +59,17 @@ func Open(p string) (machine.Root, func(), error) {
 		return machine.Root{}, nil, fmt.Errorf("--root %s: %w", p, err)
 	}
 	var r machine.Root
-	if fi.IsDir() {
+	switch {
+	case fi.IsDir():
 		r = machine.NewRoot(p)
-	} else {
-		tree, err := ReadArchive(p)
+	case fi.Mode().IsRegular():
+		tree, err := ReadArchive(ctx, p)
 		if err != nil {
 			return machine.Root{}, nil, err
 		}
 		r = machine.NewRootFS(tree, p)
+	default:
+		return machine.Root{}, nil, fmt.Errorf("--root %s: neither a directory nor a snapshot archive (%s)", p, fi.Mode().Type())
 	}
 	if err := CheckFormat(r); err != nil {
 		return machine.Root{}, nil, err
@@ -57,12 +80,14 @@ func Open(p string) (machine.Root, func(), error) {
 func isRootDir(n string) bool { return n == "sys" || n == "proc" || n == CommandsDir }
 
 // ReadArchive reads a snapshot archive (.tgz, .tar.gz or .tar) into an
-// in-memory tree. Entries with absolute names or ".." are refused, and so
-// is an entry below a link or a file of the archive; symbolic links are
-// kept as they are (machine.Root never lets them escape the root).
-// Hard links, devices and FIFOs are left out. An archive made with a top
-// folder (tar czf x.tgz snapdir) gives the tree inside that folder.
-func ReadArchive(archive string) (fstest.MapFS, error) {
+// in-memory tree, within MaxArchiveEntries and MaxArchiveBytes, checked
+// entry by entry as it goes; it stops when ctx ends. Entries with
+// absolute names or ".." are refused, and so is an entry below a link or
+// a file of the archive; symbolic links are kept as they are
+// (machine.Root never lets them escape the root). Hard links, devices and
+// FIFOs are left out. An archive made with a top folder (tar czf x.tgz
+// snapdir) gives the tree inside that folder.
+func ReadArchive(ctx context.Context, archive string) (fstest.MapFS, error) {
 	f, err := os.Open(archive)
 	if err != nil {
 		return nil, err
@@ -73,7 +98,7 @@ func ReadArchive(archive string) (fstest.MapFS, error) {
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		gz, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", archive, err)
+			return nil, fmt.Errorf("%s: %w (%v)", archive, ErrNotArchive, err)
 		}
 		defer gz.Close()
 		r = gz
@@ -82,6 +107,9 @@ func ReadArchive(archive string) (fstest.MapFS, error) {
 	tree := fstest.MapFS{}
 	var total int64
 	for n := 0; ; n++ {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("%s: reading interrupted: %w", archive, err)
+		}
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
 			if n == 0 {
@@ -90,10 +118,20 @@ func ReadArchive(archive string) (fstest.MapFS, error) {
 			return topFolder(tree), nil
 		}
 		if err != nil {
+			if n == 0 {
+				return nil, fmt.Errorf("%s: %w (%v)", archive, ErrNotArchive, err)
+			}
 			return nil, fmt.Errorf("%s: entry %d: %w", archive, n+1, err)
 		}
 		if n >= MaxArchiveEntries {
-			return nil, fmt.Errorf("%s: more than %d entries", archive, MaxArchiveEntries)
+			return nil, fmt.Errorf("%s: more than %d entries; a snapshot has a few thousand", archive, MaxArchiveEntries)
+		}
+		if len(hdr.Name) > maxNameBytes || len(hdr.Linkname) > maxNameBytes {
+			return nil, fmt.Errorf("%s: entry %d: a name longer than %d bytes", archive, n+1, maxNameBytes)
+		}
+		total += max(hdr.Size, 0) + int64(len(hdr.Name)+len(hdr.Linkname))
+		if total > MaxArchiveBytes {
+			return nil, fmt.Errorf("%s: more than %d bytes; a snapshot has a few megabytes", archive, int64(MaxArchiveBytes))
 		}
 		name := strings.TrimPrefix(path.Clean("/"+hdr.Name), "/")
 		if name == "" {
@@ -109,12 +147,8 @@ func ReadArchive(archive string) (fstest.MapFS, error) {
 		case tar.TypeSymlink:
 			file = &fstest.MapFile{Data: []byte(hdr.Linkname), Mode: fs.ModeSymlink | 0o777}
 		case tar.TypeReg:
-			total += hdr.Size
-			if total > MaxArchiveBytes {
-				return nil, fmt.Errorf("%s: more than %d bytes", archive, int64(MaxArchiveBytes))
-			}
-			b, err := io.ReadAll(io.LimitReader(tr, hdr.Size))
-			if err != nil {
+			b := make([]byte, hdr.Size)
+			if _, err := io.ReadFull(tr, b); err != nil {
 				return nil, fmt.Errorf("%s: %s: %w", archive, name, err)
 			}
 			file = &fstest.MapFile{Data: b, Mode: 0o644}
@@ -123,6 +157,11 @@ func ReadArchive(archive string) (fstest.MapFS, error) {
 		}
 		if err := add(tree, name, file); err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", archive, name, err)
+		}
+		// The directories an entry implies count too: deep names must
+		// not multiply the tree.
+		if len(tree) > MaxArchiveEntries {
+			return nil, fmt.Errorf("%s: more than %d entries (with the directories they imply); a snapshot has a few thousand", archive, MaxArchiveEntries)
 		}
 	}
 }

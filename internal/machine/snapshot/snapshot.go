@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -88,36 +89,102 @@ type Options struct {
 }
 
 // Write copies every path rec saw under src (the live root) to out: a
-// directory, or a .tgz/.tar.gz file written atomically.
+// directory, or a .tgz/.tar.gz file. Either appears whole or not at all:
+// the capture is made in a temporary directory beside out (never in
+// TMPDIR) and renamed into place, or packed into an archive that
+// replaces out atomically. A directory out must not exist or be empty;
+// one that holds anything is refused, never mixed with the new capture.
+// When ctx ends before the capture is complete (Ctrl-C, SIGTERM, the
+// deadline) nothing is published and the error wraps ctx's.
 func Write(ctx context.Context, src machine.Root, rec *machine.Recorder, out string, o Options) (*Manifest, error) {
-	if isArchive(out) {
-		tmp, err := os.MkdirTemp("", "gdrcheck-snapshot-")
-		if err != nil {
+	src = src.WithContext(ctx)
+	out = filepath.Clean(out) // "snap/" is the directory snap, beside which the capture is made
+	archive := isArchive(out)
+	if !archive {
+		if err := emptyOrMissing(out); err != nil {
 			return nil, err
 		}
-		defer os.RemoveAll(tmp)
-		m, err := writeDir(ctx, src, rec, tmp, o)
-		if err != nil {
-			return m, err
-		}
-		return m, packTGZ(tmp, out)
 	}
-	return writeDir(ctx, src, rec, out, o)
+	parent := filepath.Dir(out)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(out)+".partial-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	m, err := writeDir(ctx, src, rec, tmp, o)
+	if err != nil {
+		return m, err
+	}
+	if err := interrupted(ctx); err != nil {
+		return m, err
+	}
+	if archive {
+		return m, packTGZ(ctx, tmp, out)
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return m, err
+	}
+	// An empty directory is replaced; os.Remove fails if something was
+	// put into it meanwhile.
+	if err := os.Remove(out); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return m, fmt.Errorf("%s: %w", out, err)
+	}
+	return m, os.Rename(tmp, out)
+}
+
+// ErrInterrupted means a capture ended before it was complete and was
+// not written.
+var ErrInterrupted = errors.New("snapshot not written: the capture did not finish")
+
+// interrupted is ErrInterrupted with ctx's reason, or nil while ctx runs.
+func interrupted(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%w (%w)", ErrInterrupted, err)
+	}
+	return nil
+}
+
+// emptyOrMissing refuses an output directory that already holds something
+// (an older snapshot would be mixed with the new one).
+func emptyOrMissing(out string) error {
+	f, err := os.Open(out)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s exists and is not a directory; write a snapshot directory to a new path, or a .tgz", out)
+	}
+	if names, _ := f.Readdirnames(1); len(names) > 0 {
+		return fmt.Errorf("%s is not empty: a snapshot directory is written to a new or empty directory, never over another (remove it first, or choose another path)", out)
+	}
+	return nil
 }
 
 func isArchive(p string) bool {
 	return strings.HasSuffix(p, ".tgz") || strings.HasSuffix(p, ".tar.gz") || strings.HasSuffix(p, ".tar")
 }
 
+// writeDir writes the capture into the directory out, which exists.
 func writeDir(ctx context.Context, src machine.Root, rec *machine.Recorder, out string, o Options) (*Manifest, error) {
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return nil, err
-	}
 	m := &Manifest{Format: Format, CreatedAt: time.Now().UTC(), Tool: o.Tool}
 	if h, err := src.ReadString("proc/sys/kernel/hostname"); err == nil {
 		m.Hostname = h
 	}
 	for _, e := range rec.Entries() {
+		if err := interrupted(ctx); err != nil {
+			return m, err
+		}
 		rel := e.Path
 		if Skip(rel) {
 			m.Skipped = append(m.Skipped, rel)
@@ -149,6 +216,9 @@ func writeDir(ctx context.Context, src machine.Root, rec *machine.Recorder, out 
 	for _, c := range o.Commands {
 		if cmds[c.Key] {
 			continue
+		}
+		if err := interrupted(ctx); err != nil {
+			return m, err
 		}
 		b, err := machine.RunLive(ctx, c)
 		write(c, b, err)
@@ -231,8 +301,9 @@ func copyEntry(src machine.Root, out, rel string, read bool, m *Manifest) error 
 	return nil
 }
 
-// packTGZ writes dir as a gzip'd tar at out, atomically.
-func packTGZ(dir, out string) error {
+// packTGZ writes dir as a gzip'd tar at out, atomically; nothing is
+// published once ctx has ended.
+func packTGZ(ctx context.Context, dir, out string) error {
 	t, err := renameio.NewPendingFile(out, renameio.WithPermissions(0o644))
 	if err != nil {
 		return err
@@ -247,6 +318,9 @@ func packTGZ(dir, out string) error {
 	tw := tar.NewWriter(w)
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
+			return err
+		}
+		if err := interrupted(ctx); err != nil {
 			return err
 		}
 		rel, err := filepath.Rel(dir, p)
@@ -296,6 +370,9 @@ func packTGZ(dir, out string) error {
 		if err := gz.Close(); err != nil {
 			return err
 		}
+	}
+	if err := interrupted(ctx); err != nil {
+		return err
 	}
 	return t.CloseAtomicallyReplace()
 }

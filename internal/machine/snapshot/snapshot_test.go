@@ -130,7 +130,7 @@ func TestExtractRefusesEscapes(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := snapshot.ReadArchive(tarball(t, c.h))
+			_, err := snapshot.ReadArchive(context.Background(), tarball(t, c.h))
 			if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
 				t.Errorf("err = %v, want %q", err, c.err)
 			}
@@ -157,7 +157,7 @@ func TestExtractRefusesEscapes(t *testing.T) {
 		t.Error("an archive entry was written outside the archive")
 	}
 	p = tarball(t, tar.Header{Name: "sys/f", Typeflag: tar.TypeReg}, tar.Header{Name: "sys/f/x", Typeflag: tar.TypeReg})
-	if _, err := snapshot.ReadArchive(p); err == nil {
+	if _, err := snapshot.ReadArchive(context.Background(), p); err == nil {
 		t.Error("an entry below a file of the archive was accepted")
 	}
 	// tar czf x.tgz snapdir: the root is the folder.
