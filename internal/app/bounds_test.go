@@ -19,6 +19,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/model"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/memtest"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
@@ -258,15 +259,6 @@ func bridgeChain(n int) scenario {
 	}}
 }
 
-// allocated is the number of bytes f allocates on the heap.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
 func TestWholeRunMemoryCeiling(t *testing.T) { testCeiling(t, adversarial) }
 
 // TestWholeRunMemoryCeilingBeyondCaps is the same at sizes that need
@@ -284,7 +276,7 @@ func testCeiling(t *testing.T, scenarios []scenario) {
 			r := a.build(t)
 			var err error
 			start := time.Now()
-			n := allocated(func() { err = wholeRun(t.Context(), r) })
+			n := memtest.Allocated(func() { err = wholeRun(t.Context(), r) })
 			t.Logf("%s: %d MiB allocated in %s", a.name, n>>20, time.Since(start).Round(time.Millisecond))
 			if err != nil {
 				t.Errorf("%s: %v", a.name, err)
@@ -339,7 +331,7 @@ func BenchmarkWholeRunAdversarial(b *testing.B) {
 			var total uint64
 			for b.Loop() {
 				var err error
-				total += allocated(func() {
+				total += memtest.Allocated(func() {
 					peak = max(peak, peakHeap(func() { err = wholeRun(b.Context(), r) }))
 				})
 				if err != nil {

@@ -6,13 +6,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
 	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/memtest"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
@@ -165,7 +165,7 @@ func TestTopoFile(t *testing.T) {
 // process was killed. A profile is read to at most MaxExpectBytes.
 func TestLoadExpectBounded(t *testing.T) {
 	var err error
-	n := allocated(func() { _, err = LoadExpect("/dev/zero") })
+	n := memtest.Allocated(func() { _, err = LoadExpect("/dev/zero") })
 	if err == nil || !strings.Contains(err.Error(), "larger than") || n > 4*MaxExpectBytes {
 		t.Errorf("/dev/zero: %v, %d bytes allocated", err, n)
 	}
@@ -197,17 +197,8 @@ func TestParseExpectAliasBomb(t *testing.T) {
 	}
 	b.WriteString("gpus: {model: *a29}\n")
 	var err error
-	n := allocated(func() { _, err = ParseExpect("bomb.yaml", []byte(b.String())) })
+	n := memtest.Allocated(func() { _, err = ParseExpect("bomb.yaml", []byte(b.String())) })
 	if err == nil || !strings.Contains(err.Error(), "cannot unmarshal !!seq") || n > 1<<20 {
 		t.Errorf("alias bomb: %v, %d bytes allocated", err, n)
 	}
-}
-
-// allocated is the number of bytes f allocates on the heap.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
 }

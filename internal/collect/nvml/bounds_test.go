@@ -2,7 +2,6 @@ package nvml
 
 import (
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 	"unsafe"
@@ -10,16 +9,8 @@ import (
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gdrcheck/gdrcheck/internal/machine"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/memtest"
 )
-
-// allocated is the number of bytes f allocates on the heap.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
 
 // repeat repeats item n times, joined by sep.
 func repeat(item, sep string, n int) string {
@@ -56,7 +47,7 @@ func TestDecodeFactsBounded(t *testing.T) {
 	} {
 		var f *Facts
 		var err error
-		n := allocated(func() { f, err = DecodeFacts("nvml.json", []byte(c.doc)) })
+		n := memtest.Allocated(func() { f, err = DecodeFacts("nvml.json", []byte(c.doc)) })
 		if (err == nil) != c.ok {
 			t.Errorf("%s: %v", c.name, err)
 		}
@@ -96,7 +87,7 @@ func TestParseSMIQueryBounded(t *testing.T) {
 	} {
 		var f *Facts
 		var err error
-		n := allocated(func() { f, err = ParseSMIQuery("q.xml", []byte(c.doc)) })
+		n := memtest.Allocated(func() { f, err = ParseSMIQuery("q.xml", []byte(c.doc)) })
 		if (err == nil) != c.ok {
 			t.Errorf("%s: %v", c.name, err)
 		}

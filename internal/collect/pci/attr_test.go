@@ -2,10 +2,11 @@ package pci
 
 import (
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/gdrcheck/gdrcheck/internal/testutil/memtest"
 )
 
 func TestParseAddress(t *testing.T) {
@@ -157,15 +158,6 @@ func FuzzAttributes(f *testing.F) {
 	})
 }
 
-// allocated is the number of bytes f allocates on the heap.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
 // The review's S2: a local_cpulist of one range repeated to fill the 64 KiB
 // an attribute may be cost 10 GB, because every range was expanded before
 // duplicates were dropped. Ranges are now merged first: a page of
@@ -184,7 +176,7 @@ func TestCPUListBombBounded(t *testing.T) {
 		bomb = strings.TrimSuffix(bomb, ",")
 		var set CPUSet
 		var err error
-		n := allocated(func() { set, err = ParseCPUList(bomb) })
+		n := memtest.Allocated(func() { set, err = ParseCPUList(bomb) })
 		if c.count == 0 && err == nil || c.count > 0 && (err != nil || len(set) != c.count) {
 			t.Errorf("%s repeated: %d CPUs, %v", c.rng, len(set), err)
 		}
@@ -211,7 +203,7 @@ func TestCPUListBombBounded(t *testing.T) {
 func TestCPUMaskBounded(t *testing.T) {
 	full := strings.TrimSuffix(strings.Repeat("ffffffff,", (64<<10)/9), ",")
 	var err error
-	n := allocated(func() { _, err = ParseCPUMask(full) })
+	n := memtest.Allocated(func() { _, err = ParseCPUMask(full) })
 	// The words (16 bytes for every 9 of input) and the set as it grows.
 	if limit := uint64(len(full))*8 + MaxCPUs*8*2; err == nil || n > limit {
 		t.Errorf("page of ffffffff: %v, %d bytes allocated", err, n)

@@ -1,22 +1,13 @@
 package sysinfo_test
 
 import (
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/memtest"
 )
-
-// allocated is the number of bytes f allocates on the heap.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
 
 // /proc/modules of the door's 4 MiB in two-byte lines named two million
 // modules; the parser keeps MaxModules, and always the modules the checks
@@ -29,7 +20,7 @@ func TestParseModulesBounded(t *testing.T) {
 	}
 	b.WriteString("nvidia_peermem 16384 0 - Live 0x0\n" + strings.Repeat("x", 100) + " 1 0 - Live\n")
 	var mods map[string]bool
-	n := allocated(func() { mods = sysinfo.ParseModules([]byte(b.String())) })
+	n := memtest.Allocated(func() { mods = sysinfo.ParseModules([]byte(b.String())) })
 	if len(mods) != sysinfo.MaxModules+1 || !mods["nvidia_peermem"] {
 		t.Errorf("%d modules kept, nvidia_peermem %v", len(mods), mods["nvidia_peermem"])
 	}
