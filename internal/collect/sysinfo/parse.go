@@ -125,9 +125,9 @@ var reXid = regexp.MustCompile(`NVRM: Xid \(PCI:([0-9a-fA-F:.]+)\): (\d+),`)
 // ParseXids reads the Xid lines of `dmesg --time-format iso` output (lines
 // without a time stamp are kept with a zero time). No line is too long to
 // read: a log that cannot be read to its end must not look free of Xids.
-// Every Xid is kept (the checks count them; the shortest Xid line is 30
-// bytes, so a log of machine.DefaultMaxRead holds fewer than 150,000), each
-// quoting at most MaxLine bytes of its line.
+// Every Xid is kept (the checks count them; the shortest Xid line is 22
+// bytes, so a log of machine.DefaultMaxRead holds fewer than 200,000, about
+// 15 MB of Xids), each quoting at most MaxLine bytes of its line.
 func ParseXids(b []byte) []Xid {
 	var out []Xid
 	for line := range strings.Lines(string(b)) {
