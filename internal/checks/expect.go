@@ -63,12 +63,24 @@ type ExpectGDR struct {
 
 var reYAMLType = regexp.MustCompile(` in type checks\.Expect(\w*)`)
 
-// LoadExpect reads a site profile. Errors name the file, the line and the
-// field.
+// MaxExpectBytes bounds a site profile: a profile is a few hundred bytes,
+// and --expect /dev/zero must not read until memory runs out.
+const MaxExpectBytes = 1 << 20
+
+// LoadExpect reads a site profile of at most MaxExpectBytes. Errors name
+// the file, the line and the field.
 func LoadExpect(path string) (*Expect, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("--expect: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxExpectBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("--expect: %w", err)
+	}
+	if len(b) > MaxExpectBytes {
+		return nil, fmt.Errorf("--expect %s: larger than %d bytes, not a site profile", path, MaxExpectBytes)
 	}
 	return ParseExpect(path, b)
 }

@@ -2,13 +2,17 @@ package checks
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
 	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/memtest"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
@@ -154,5 +158,47 @@ func TestTopoFile(t *testing.T) {
 		if len(rs) != 1 || rs[0].Reason != c.reason || rs[0].Status != c.status {
 			t.Errorf("%+v: %+v, want %s %s", c.topo, rs, c.status, c.reason)
 		}
+	}
+}
+
+// The review's D14: --expect /dev/zero grew by 0.5 GB a second until the
+// process was killed. A profile is read to at most MaxExpectBytes.
+func TestLoadExpectBounded(t *testing.T) {
+	var err error
+	n := memtest.Allocated(func() { _, err = LoadExpect("/dev/zero") })
+	if err == nil || !strings.Contains(err.Error(), "larger than") || n > 4*MaxExpectBytes {
+		t.Errorf("/dev/zero: %v, %d bytes allocated", err, n)
+	}
+	big := filepath.Join(t.TempDir(), "big.yaml")
+	if err := os.WriteFile(big, []byte("gpus: {count: 8}\n"+strings.Repeat("# padding\n", MaxExpectBytes/10+1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadExpect(big); err == nil {
+		t.Error("a profile over MaxExpectBytes accepted")
+	}
+	ok := filepath.Join(t.TempDir(), "site.yaml")
+	if err := os.WriteFile(ok, []byte("gpus: {count: 8}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := LoadExpect(ok); err != nil || e.GPUs.Count != 8 {
+		t.Errorf("small profile: %v", err)
+	}
+}
+
+// An alias bomb (each level doubling the one before, a billion nodes at
+// the end) is refused without being expanded: the profile's fields are
+// scalars in structs of known names, so the decoder never descends into
+// an alias's sequence.
+func TestParseExpectAliasBomb(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("a0: &a0 [x, x]\n")
+	for i := 1; i < 30; i++ {
+		fmt.Fprintf(&b, "a%d: &a%d [*a%d, *a%d]\n", i, i, i-1, i-1)
+	}
+	b.WriteString("gpus: {model: *a29}\n")
+	var err error
+	n := memtest.Allocated(func() { _, err = ParseExpect("bomb.yaml", []byte(b.String())) })
+	if err == nil || !strings.Contains(err.Error(), "cannot unmarshal !!seq") || n > 1<<20 {
+		t.Errorf("alias bomb: %v, %d bytes allocated", err, n)
 	}
 }

@@ -7,6 +7,7 @@
 package nvml
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
@@ -160,7 +161,12 @@ func (f *Facts) PeerStatus(a, b int) *P2P {
 }
 
 // DecodeFacts reads Facts from JSON, naming the file and the line in errors.
+// A file whose arrays, strings or nesting exceed what any host has (see
+// MaxGPUs) is refused before it is decoded.
 func DecodeFacts(name string, b []byte) (*Facts, error) {
+	if err := checkFactsShape(b); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	var f Facts
 	if err := textio.UnmarshalJSON(name, b, &f); err != nil {
 		return nil, err

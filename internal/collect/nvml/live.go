@@ -72,6 +72,9 @@ func (l *live) Collect(ctx context.Context) (*Facts, error) {
 	if !ok {
 		return f, fmt.Errorf("nvmlDeviceGetCount: %s", strings.Join(f.Errors, "; "))
 	}
+	if n < 0 || n > MaxGPUs {
+		return f, fmt.Errorf("nvmlDeviceGetCount: %d GPUs, want 0 to %d", n, MaxGPUs)
+	}
 	devs := make([]gonvml.Device, 0, n)
 	for i := 0; i < n; i++ {
 		d, ok := get(c, fmt.Sprintf("nvmlDeviceGetHandleByIndex(%d)", i), func() (gonvml.Device, gonvml.Return) { return l.lib.DeviceGetHandleByIndex(i) })

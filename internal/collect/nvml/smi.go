@@ -108,7 +108,10 @@ func ParseSMIQuery(name string, b []byte) (*Facts, error) {
 	d.Strict = false
 	// nvidia-smi names a DTD that is not shipped; ignore it.
 	d.Entity = xml.HTMLEntity
-	if err := d.Decode(&log); err != nil && err != io.EOF {
+	if err := checkXMLDepth(b); err != nil {
+		return nil, fmt.Errorf("%s: not nvidia-smi -q -x output: %v", name, err)
+	}
+	if err := decodeSMILog(d, &log); err != nil && err != io.EOF {
 		line, _ := d.InputPos()
 		return nil, fmt.Errorf("%s:%d: not nvidia-smi -q -x output: %v", name, line, err)
 	}
@@ -168,6 +171,147 @@ func ParseSMIQuery(name string, b []byte) (*Facts, error) {
 		f.GPUs = append(f.GPUs, g)
 	}
 	return f, nil
+}
+
+// maxXMLDepth bounds the nesting of nvidia-smi -q -x output, which is 5
+// deep: the decoder keeps a frame for every open element.
+const maxXMLDepth = 32
+
+// checkXMLDepth scans b, allocating nothing, and refuses elements nested
+// deeper than maxXMLDepth. It counts as the decoder does: a start tag opens
+// an element unless it ends in "/>", an end tag closes one (a mismatched
+// one too, in non-strict mode); comments, CDATA sections, processing
+// instructions and declarations open nothing, and a quoted attribute value
+// may hold '>' and "/>". Syntax errors are left to the decoder.
+func checkXMLDepth(b []byte) error {
+	depth := 0
+	for i := 0; i < len(b); {
+		j := bytes.IndexByte(b[i:], '<')
+		if j < 0 {
+			return nil
+		}
+		i += j
+		rest := b[i:]
+		var end []byte
+		switch {
+		case bytes.HasPrefix(rest, []byte("<!--")):
+			end = []byte("-->")
+		case bytes.HasPrefix(rest, []byte("<![CDATA[")):
+			end = []byte("]]>")
+		case bytes.HasPrefix(rest, []byte("<?")):
+			end = []byte("?>")
+		}
+		if end != nil {
+			k := bytes.Index(rest, end)
+			if k < 0 {
+				return nil
+			}
+			i += k + len(end)
+			continue
+		}
+		// A tag: find its '>' outside quotes.
+		k, quote := 1, byte(0)
+		for ; k < len(rest); k++ {
+			c := rest[k]
+			if quote != 0 {
+				if c == quote {
+					quote = 0
+				}
+				continue
+			}
+			if c == '"' || c == '\'' {
+				quote = c
+			} else if c == '>' {
+				break
+			}
+		}
+		if k == len(rest) {
+			return nil
+		}
+		switch {
+		case rest[1] == '/':
+			depth--
+		case rest[1] == '!' || rest[k-1] == '/':
+		default:
+			if depth++; depth > maxXMLDepth {
+				return fmt.Errorf("line %d: elements nested more than %d deep", 1+bytes.Count(b[:i], []byte("\n")), maxXMLDepth)
+			}
+		}
+		i += k + 1
+	}
+	return nil
+}
+
+// decodeSMILog decodes the first element of d into log one child at a
+// time, so that a document of a million empty <gpu/> elements stops at
+// MaxGPUs instead of decoding them all. (The decoder itself refuses
+// nesting deeper than 10,000 elements.)
+func decodeSMILog(d *xml.Decoder, log *smiLog) error {
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return err
+		}
+		if _, ok := tok.(xml.StartElement); ok {
+			break
+		}
+	}
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return err
+		}
+		var el xml.StartElement
+		switch t := tok.(type) {
+		case xml.EndElement:
+			return nil
+		case xml.StartElement:
+			el = t
+		default:
+			continue
+		}
+		switch el.Name.Local {
+		case "driver_version":
+			err = d.DecodeElement(&log.Driver, &el)
+		case "cuda_version":
+			err = d.DecodeElement(&log.CUDA, &el)
+		case "gpu":
+			if len(log.GPUs) == MaxGPUs {
+				return fmt.Errorf("more than %d <gpu> elements", MaxGPUs)
+			}
+			var g smiGPU
+			err = d.DecodeElement(&g, &el)
+			log.GPUs = append(log.GPUs, g)
+		default:
+			err = d.Skip()
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// UnmarshalXML keeps at most maxClockEvents reasons.
+func (r *smiReasons) UnmarshalXML(d *xml.Decoder, start xml.StartElement) error {
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return err
+		}
+		switch t := tok.(type) {
+		case xml.EndElement:
+			return nil
+		case xml.StartElement:
+			if len(r.Items) == maxClockEvents {
+				return fmt.Errorf("<%s> lists more than %d reasons", start.Name.Local, maxClockEvents)
+			}
+			item := smiReason{XMLName: t.Name}
+			if err := d.DecodeElement(&item.Value, &t); err != nil {
+				return err
+			}
+			r.Items = append(r.Items, item)
+		}
+	}
 }
 
 func (c smiECCCounts) uncorrected() *uint64 {

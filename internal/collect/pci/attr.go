@@ -5,11 +5,13 @@
 package pci
 
 import (
+	"cmp"
 	"fmt"
 	"math/bits"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Address is a PCI function address: domain:bus:device.function.
@@ -32,27 +34,27 @@ func ParseAddress(s string) (Address, error) {
 		parts = append([]string{"0"}, parts...)
 	case 3:
 	default:
-		return a, fmt.Errorf("pci address %q: want domain:bus:device.function", orig)
+		return a, fmt.Errorf("pci address %s: want domain:bus:device.function", Quote(orig))
 	}
 	df := strings.Split(parts[2], ".")
 	if len(df) != 2 {
-		return a, fmt.Errorf("pci address %q: want device.function after the bus", orig)
+		return a, fmt.Errorf("pci address %s: want device.function after the bus", Quote(orig))
 	}
 	dom, err := strconv.ParseUint(parts[0], 16, 32)
 	if err != nil || len(parts[0]) == 0 || len(parts[0]) > 8 {
-		return a, fmt.Errorf("pci address %q: bad domain %q", orig, parts[0])
+		return a, fmt.Errorf("pci address %s: bad domain %s", Quote(orig), Quote(parts[0]))
 	}
 	bus, err := strconv.ParseUint(parts[1], 16, 8)
 	if err != nil || len(parts[1]) == 0 || len(parts[1]) > 2 {
-		return a, fmt.Errorf("pci address %q: bad bus %q", orig, parts[1])
+		return a, fmt.Errorf("pci address %s: bad bus %s", Quote(orig), Quote(parts[1]))
 	}
 	dev, err := strconv.ParseUint(df[0], 16, 8)
 	if err != nil || dev > 0x1f || len(df[0]) == 0 || len(df[0]) > 2 {
-		return a, fmt.Errorf("pci address %q: bad device %q", orig, df[0])
+		return a, fmt.Errorf("pci address %s: bad device %s", Quote(orig), Quote(df[0]))
 	}
 	fn, err := strconv.ParseUint(df[1], 16, 8)
 	if err != nil || fn > 7 || len(df[1]) != 1 {
-		return a, fmt.Errorf("pci address %q: bad function %q", orig, df[1])
+		return a, fmt.Errorf("pci address %s: bad function %s", Quote(orig), Quote(df[1]))
 	}
 	return Address{Domain: uint32(dom), Bus: uint8(bus), Device: uint8(dev), Function: uint8(fn)}, nil
 }
@@ -91,11 +93,11 @@ func ParseHex(s string, bitSize int) (uint64, error) {
 	t := strings.TrimSpace(s)
 	t = strings.TrimPrefix(strings.TrimPrefix(t, "0x"), "0X")
 	if t == "" {
-		return 0, fmt.Errorf("hex value %q: empty", s)
+		return 0, fmt.Errorf("hex value %s: empty", Quote(s))
 	}
 	v, err := strconv.ParseUint(t, 16, bitSize)
 	if err != nil {
-		return 0, fmt.Errorf("hex value %q: not a %d-bit hex number", s, bitSize)
+		return 0, fmt.Errorf("hex value %s: not a %d-bit hex number", Quote(s), bitSize)
 	}
 	return v, nil
 }
@@ -105,7 +107,7 @@ func ParseInt(s string) (int, error) {
 	t := strings.TrimSpace(s)
 	v, err := strconv.Atoi(t)
 	if err != nil {
-		return 0, fmt.Errorf("integer value %q: not a decimal number", s)
+		return 0, fmt.Errorf("integer value %s: not a decimal number", Quote(s))
 	}
 	return v, nil
 }
@@ -152,11 +154,11 @@ func ParseLinkSpeed(s string) (LinkSpeed, error) {
 	}
 	f := strings.Fields(t)
 	if len(f) < 2 || !strings.EqualFold(f[1], "GT/s") {
-		return 0, fmt.Errorf("link speed %q: want \"<n> GT/s\"", s)
+		return 0, fmt.Errorf("link speed %s: want \"<n> GT/s\"", Quote(s))
 	}
 	v, err := strconv.ParseFloat(f[0], 64)
 	if err != nil || v <= 0 || v > 1024 {
-		return 0, fmt.Errorf("link speed %q: bad number %q", s, f[0])
+		return 0, fmt.Errorf("link speed %s: bad number %s", Quote(s), Quote(f[0]))
 	}
 	return LinkSpeed(v), nil
 }
@@ -170,7 +172,7 @@ func ParseLinkWidth(s string) (int, error) {
 	}
 	v, err := strconv.Atoi(t)
 	if err != nil || v < 0 {
-		return 0, fmt.Errorf("link width %q: not a lane count", s)
+		return 0, fmt.Errorf("link width %s: not a lane count", Quote(s))
 	}
 	if v == 255 || v > 32 {
 		return 0, nil
@@ -178,63 +180,101 @@ func ParseLinkWidth(s string) (int, error) {
 	return v, nil
 }
 
-// CPUSet is a set of CPU numbers.
+// CPUSet is a set of CPU numbers, in increasing order.
 type CPUSet []int
 
+// Bounds on a CPU set read from sysfs. Linux numbers at most NR_CPUS CPUs,
+// which is 8192 at most on any architecture today (x86-64 with MAXSMP,
+// ppc64); a list or mask naming more is not what a kernel writes, and
+// holding it would let one short attribute (a "0-65535" repeated to fill a
+// page) cost megabytes on every PCI function.
+const (
+	// MaxCPUs is the most CPUs a set may hold.
+	MaxCPUs = 8192
+	// MaxCPU is the highest CPU number accepted.
+	MaxCPU = 1<<20 - 1
+)
+
+// cpuRange is the inclusive range lo..hi.
+type cpuRange struct{ lo, hi int }
+
 // ParseCPUList reads the kernel's list form, "0-63,128-191" or "" (none).
+// Ranges may overlap and repeat; they are merged before any CPU is listed,
+// so the work and the memory are bounded by the input's length and
+// MaxCPUs, whatever the ranges say.
 func ParseCPUList(s string) (CPUSet, error) {
 	t := strings.TrimSpace(s)
 	if t == "" {
 		return nil, nil
 	}
-	var out []int
-	for _, part := range strings.Split(t, ",") {
+	ranges := make([]cpuRange, 0, strings.Count(t, ",")+1)
+	for part := range strings.SplitSeq(t, ",") {
 		part = strings.TrimSpace(part)
 		lo, hi, isRange := strings.Cut(part, "-")
 		a, err := strconv.Atoi(lo)
 		if err != nil || a < 0 {
-			return nil, fmt.Errorf("cpu list %q: bad element %q", s, part)
+			return nil, fmt.Errorf("cpu list %s: bad element %s", Quote(s), Quote(part))
 		}
 		b := a
 		if isRange {
 			b, err = strconv.Atoi(hi)
 			if err != nil || b < a {
-				return nil, fmt.Errorf("cpu list %q: bad range %q", s, part)
+				return nil, fmt.Errorf("cpu list %s: bad range %s", Quote(s), Quote(part))
 			}
 		}
-		if b-a > 1<<16 || b > 1<<20 {
-			return nil, fmt.Errorf("cpu list %q: range %q too large", s, part)
+		if b-a >= MaxCPUs || b > MaxCPU {
+			return nil, fmt.Errorf("cpu list %s: range %s too large", Quote(s), Quote(part))
 		}
-		for c := a; c <= b; c++ {
+		ranges = append(ranges, cpuRange{a, b})
+	}
+	slices.SortFunc(ranges, func(x, y cpuRange) int { return cmp.Compare(x.lo, y.lo) })
+	merged := ranges[:1]
+	total := 0
+	for _, r := range ranges[1:] {
+		last := &merged[len(merged)-1]
+		if r.lo <= last.hi+1 {
+			last.hi = max(last.hi, r.hi)
+			continue
+		}
+		merged = append(merged, r)
+	}
+	for _, r := range merged {
+		total += r.hi - r.lo + 1
+	}
+	if total > MaxCPUs {
+		return nil, fmt.Errorf("cpu list %s: %d CPUs, more than %d", Quote(s), total, MaxCPUs)
+	}
+	out := make(CPUSet, 0, total)
+	for _, r := range merged {
+		for c := r.lo; c <= r.hi; c++ {
 			out = append(out, c)
 		}
 	}
-	sort.Ints(out)
-	// drop duplicates
-	n := 0
-	for i, c := range out {
-		if i == 0 || c != out[n-1] {
-			out[n] = c
-			n++
-		}
-	}
-	return CPUSet(out[:n]), nil
+	return out, nil
 }
 
 // ParseCPUMask reads the kernel's mask form, "ffffffff,00000000" (comma
-// separated 32-bit words, most significant first).
+// separated 32-bit words, most significant first). Leading zero words are
+// accepted however many there are; a set bit above MaxCPU, or more than
+// MaxCPUs set bits, is an error.
 func ParseCPUMask(s string) (CPUSet, error) {
 	t := strings.TrimSpace(s)
 	if t == "" {
 		return nil, nil
 	}
 	words := strings.Split(t, ",")
-	var out []int
+	var out CPUSet
 	for i := range words {
 		w := words[len(words)-1-i]
 		v, err := strconv.ParseUint(w, 16, 32)
 		if err != nil {
-			return nil, fmt.Errorf("cpu mask %q: bad word %q", s, w)
+			return nil, fmt.Errorf("cpu mask %s: bad word %s", Quote(s), Quote(w))
+		}
+		if v == 0 {
+			continue
+		}
+		if i*32+bits.Len64(v)-1 > MaxCPU || len(out)+bits.OnesCount64(v) > MaxCPUs {
+			return nil, fmt.Errorf("cpu mask %s: more than %d CPUs or a CPU above %d", Quote(s), MaxCPUs, MaxCPU)
 		}
 		for v != 0 {
 			b := bits.TrailingZeros64(v)
@@ -242,8 +282,24 @@ func ParseCPUMask(s string) (CPUSet, error) {
 			v &^= 1 << uint(b)
 		}
 	}
-	sort.Ints(out)
-	return CPUSet(out), nil
+	return out, nil
+}
+
+// maxQuoted is how much of a bad value an error message quotes.
+const maxQuoted = 64
+
+// Quote quotes a value read from the machine for an error message, at most
+// its first 64 bytes: a value of a page must not make every message about
+// it a page long.
+func Quote(s string) string {
+	if len(s) <= maxQuoted {
+		return strconv.Quote(s)
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + fmt.Sprintf("... (%d bytes)", len(s))
 }
 
 // String prints the kernel's list form, "0-63,128-191".

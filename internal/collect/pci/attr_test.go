@@ -1,8 +1,12 @@
 package pci
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/gdrcheck/gdrcheck/internal/testutil/memtest"
 )
 
 func TestParseAddress(t *testing.T) {
@@ -152,4 +156,94 @@ func FuzzAttributes(f *testing.F) {
 		_, _ = ParseCPUMask(s)
 		_ = NormalizeBusID(s)
 	})
+}
+
+// The review's S2: a local_cpulist of one range repeated to fill the 64 KiB
+// an attribute may be cost 10 GB, because every range was expanded before
+// duplicates were dropped. Ranges are now merged first: a page of
+// repeats costs what the one range costs.
+func TestCPUListBombBounded(t *testing.T) {
+	for _, c := range []struct {
+		rng   string
+		count int // CPUs in the set; 0: refused
+	}{
+		{"0-8191", MaxCPUs},    // the most a set may hold, repeated
+		{"0-65536", 0},         // the review's reproduction: one range over MaxCPUs
+		{"5-5", 1},             // one CPU, repeated
+		{"1048575-1048575", 1}, // the highest CPU number
+	} {
+		bomb := strings.Repeat(c.rng+",", (64<<10)/(len(c.rng)+1))
+		bomb = strings.TrimSuffix(bomb, ",")
+		var set CPUSet
+		var err error
+		n := memtest.Allocated(func() { set, err = ParseCPUList(bomb) })
+		if c.count == 0 && err == nil || c.count > 0 && (err != nil || len(set) != c.count) {
+			t.Errorf("%s repeated: %d CPUs, %v", c.rng, len(set), err)
+		}
+		// The ranges themselves (16 bytes for every 2 bytes or more of
+		// input), the set, and the message.
+		if limit := uint64(len(bomb))*8 + MaxCPUs*8 + 4<<10; n > limit {
+			t.Errorf("%s repeated (%d bytes): %d bytes allocated, want at most %d", c.rng, len(bomb), n, limit)
+		}
+		if err != nil && len(err.Error()) > 300 {
+			t.Errorf("the message quotes the whole value: %d bytes", len(err.Error()))
+		}
+	}
+	// Overlapping ranges in any order add up once.
+	set, err := ParseCPUList("4096-8191,0-4096,100-200,8191")
+	if err != nil || len(set) != MaxCPUs || set.String() != "0-8191" {
+		t.Errorf("overlaps: %q, %v", set.String(), err)
+	}
+	if _, err := ParseCPUList("0-4095,8192-12288"); err == nil {
+		t.Error("8193 CPUs in two ranges accepted")
+	}
+}
+
+// A mask has the same bound: a page of ffffffff words names 233,000 CPUs.
+func TestCPUMaskBounded(t *testing.T) {
+	full := strings.TrimSuffix(strings.Repeat("ffffffff,", (64<<10)/9), ",")
+	var err error
+	n := memtest.Allocated(func() { _, err = ParseCPUMask(full) })
+	// The words (16 bytes for every 9 of input) and the set as it grows.
+	if limit := uint64(len(full))*8 + MaxCPUs*8*2; err == nil || n > limit {
+		t.Errorf("page of ffffffff: %v, %d bytes allocated", err, n)
+	}
+	// Leading zero words cost nothing and change nothing.
+	zeros := strings.Repeat("00000000,", 7000) + "0000ffff"
+	if m, err := ParseCPUMask(zeros); err != nil || m.String() != "0-15" {
+		t.Errorf("zero words: %q, %v", m.String(), err)
+	}
+	if _, err := ParseCPUMask("1" + strings.Repeat(",00000000", 1<<15)); err == nil {
+		t.Error("CPU 1<<20 accepted")
+	}
+}
+
+// Every message quotes at most the start of a bad value.
+func TestMessagesQuoteBounded(t *testing.T) {
+	long := strings.Repeat("\x1b[2J", 16<<10)
+	var errs []error
+	_, err := ParseAddress(long)
+	errs = append(errs, err)
+	_, err = ParseHex(long, 32)
+	errs = append(errs, err)
+	_, err = ParseInt(long)
+	errs = append(errs, err)
+	_, err = ParseLinkSpeed(long)
+	errs = append(errs, err)
+	_, err = ParseLinkSpeed(long + " GT/s")
+	errs = append(errs, err)
+	_, err = ParseLinkWidth(long)
+	errs = append(errs, err)
+	_, err = ParseCPUList(long)
+	errs = append(errs, err)
+	_, err = ParseCPUMask(long)
+	errs = append(errs, err)
+	for i, err := range errs {
+		if err == nil || len(err.Error()) > 400 {
+			t.Errorf("parser %d: %d bytes: %.100v", i, len(fmt.Sprint(err)), err)
+		}
+	}
+	if q := Quote("héllo" + strings.Repeat("é", 100)); !strings.HasSuffix(q, "... (206 bytes)") || !utf8.ValidString(q) {
+		t.Errorf("Quote = %s", q)
+	}
 }

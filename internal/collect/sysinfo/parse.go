@@ -3,17 +3,56 @@ package sysinfo
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
-// ParseModules reads /proc/modules: the first field of each line.
+// Bounds on what the parsers keep of a file the door let through (at most
+// machine.DefaultMaxRead bytes).
+const (
+	// MaxModules is the most module names kept of /proc/modules, beside
+	// ModulesOfInterest, which are always kept: a host loads a few hundred.
+	MaxModules = 1 << 13
+	// maxModuleName is the longest module name Linux allows
+	// (MODULE_NAME_LEN less its terminating NUL).
+	maxModuleName = 55
+	// MaxLine is the most of one line a fact quotes (a driver version line,
+	// a limits line, an Xid line).
+	MaxLine = 512
+)
+
+// clip shortens a line read from the machine to MaxLine bytes (on a
+// character boundary), marking the cut.
+func clip(s string) string {
+	if len(s) <= MaxLine {
+		return s
+	}
+	cut := MaxLine
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("... (%d bytes)", len(s))
+}
+
+// ParseModules reads /proc/modules: the first field of each line. It keeps
+// at most MaxModules names (and every one of ModulesOfInterest); a field
+// longer than any module name is not one.
 func ParseModules(b []byte) map[string]bool {
 	out := map[string]bool{}
 	for line := range strings.Lines(string(b)) {
-		if f := strings.Fields(line); len(f) > 0 {
-			out[f[0]] = true
+		name := strings.TrimLeftFunc(line, unicode.IsSpace)
+		if i := strings.IndexFunc(name, unicode.IsSpace); i >= 0 {
+			name = name[:i]
+		}
+		if name == "" || len(name) > maxModuleName {
+			continue
+		}
+		if len(out) < MaxModules || slices.Contains(ModulesOfInterest, name) {
+			out[name] = true
 		}
 	}
 	return out
@@ -24,7 +63,7 @@ var reDriverVersion = regexp.MustCompile(`Kernel Module(?: for [a-z0-9_]+)?\s+([
 // ParseDriver reads the first line of /proc/driver/nvidia/version.
 func ParseDriver(source, text string) Driver {
 	first := strings.SplitN(text, "\n", 2)[0]
-	d := Driver{Source: source, Line: first, Open: strings.Contains(first, "Open Kernel Module")}
+	d := Driver{Source: source, Line: clip(first), Open: strings.Contains(first, "Open Kernel Module")}
 	if m := reDriverVersion.FindStringSubmatch(first); m != nil {
 		d.Version = m[1]
 	}
@@ -52,7 +91,7 @@ func ParseLimits(source, text string) (m Memlock, ok bool) {
 	if sm == nil {
 		return Memlock{}, false
 	}
-	m = Memlock{Source: source, Line: strings.TrimSpace(sm[0])}
+	m = Memlock{Source: source, Line: clip(strings.TrimSpace(sm[0]))}
 	if sm[1] == "unlimited" {
 		m.KB = -1
 		return m, true
@@ -72,7 +111,7 @@ func ParseUlimit(source, text string) Memlock {
 	if sm == nil {
 		return Memlock{Source: source, Line: "no max locked memory line", Err: fmt.Errorf("no max locked memory line in %s", source)}
 	}
-	m := Memlock{Source: source, Line: strings.TrimSpace(sm[0])}
+	m := Memlock{Source: source, Line: clip(strings.TrimSpace(sm[0]))}
 	if sm[1] == "unlimited" {
 		m.KB = -1
 		return m
@@ -86,6 +125,9 @@ var reXid = regexp.MustCompile(`NVRM: Xid \(PCI:([0-9a-fA-F:.]+)\): (\d+),`)
 // ParseXids reads the Xid lines of `dmesg --time-format iso` output (lines
 // without a time stamp are kept with a zero time). No line is too long to
 // read: a log that cannot be read to its end must not look free of Xids.
+// Every Xid is kept (the checks count them; the shortest Xid line is 22
+// bytes, so a log of machine.DefaultMaxRead holds fewer than 200,000, about
+// 15 MB of Xids), each quoting at most MaxLine bytes of its line.
 func ParseXids(b []byte) []Xid {
 	var out []Xid
 	for line := range strings.Lines(string(b)) {
@@ -97,7 +139,7 @@ func ParseXids(b []byte) []Xid {
 			continue
 		}
 		code, _ := strconv.Atoi(m[2])
-		x := Xid{Bus: strings.ToLower(m[1]), Code: code, Line: strings.TrimSpace(line)}
+		x := Xid{Bus: strings.ToLower(m[1]), Code: code, Line: clip(strings.TrimSpace(line))}
 		if f := strings.Fields(line); len(f) > 0 {
 			if t, err := time.Parse("2006-01-02T15:04:05,000000-07:00", f[0]); err == nil {
 				x.When = t
