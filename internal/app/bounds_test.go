@@ -15,12 +15,12 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/gdrcheck/gdrcheck/internal/collect/discover"
 	"github.com/gdrcheck/gdrcheck/internal/collect/nvml"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/model"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/memtest"
-	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
 // The whole pipeline on hostile snapshots: discovery, collection, the
@@ -37,7 +37,7 @@ const runCeiling = 256 << 20
 // wholeRun is `gdrcheck check` and `gdrcheck model` on a root already
 // open: discovery, collection, every check, and the model of the host.
 func wholeRun(ctx context.Context, r machine.Root) error {
-	h, err := topology.Discover(ctx, topology.WithRoot(r))
+	h, err := discover.Discover(ctx, discover.WithRoot(r))
 	if err != nil {
 		return err
 	}
