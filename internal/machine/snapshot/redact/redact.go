@@ -120,7 +120,11 @@ func (r *Redactor) File(rel string, b []byte) []byte {
 	s = replaceBounded(s, reGID, isHexOrColon, r.gid)
 	s = replaceBounded(s, reGUID, isHexOrColon, r.guid)
 	s = replaceBounded(s, reHWAddr, isHexOrColon, r.hwaddr)
-	s = replaceBounded(s, reIPv4, isWordOrDot, r.ipv4)
+	if !sys {
+		// sysfs holds no IPv4 address as text, but versions that look
+		// like one (sys/module/vsock/version: 1.0.2.0-k).
+		s = replaceBounded(s, reIPv4, isVersionChar, r.ipv4)
+	}
 	if rel == snapshot.EnvironFile {
 		s = reMasterAddr.ReplaceAllStringFunc(s, func(m string) string {
 			k, v, _ := strings.Cut(m, "=")
@@ -158,8 +162,8 @@ func isHex(c byte) bool {
 func isWord(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_'
 }
-func isWordOrDot(c byte) bool { return isWord(c) || c == '.' }
-func isHostChar(c byte) bool  { return isWord(c) || c == '-' }
+func isVersionChar(c byte) bool { return isWord(c) || c == '.' || c == '-' }
+func isHostChar(c byte) bool    { return isWord(c) || c == '-' }
 
 // replaceBounded replaces each match of re in s that stands alone (the
 // bytes either side are not inside(c)) with f(match); f returns the match
