@@ -1,13 +1,11 @@
 package app
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -102,7 +100,7 @@ func TestRedactedSnapshotJudgesAlike(t *testing.T) {
 	host, secrets := identifiedHost(t)
 	s := testSession()
 	snap := func(redacted bool) (string, *snapshot.Manifest) {
-		out := filepath.Join(t.TempDir(), "snap.tgz")
+		out := filepath.Join(t.TempDir(), "snap")
 		m, err := s.Snapshot(t.Context(), SnapshotOptions{Node: NodeOptions{Root: host, Timeout: time.Minute}, Out: out, Redact: redacted})
 		if err != nil {
 			t.Fatal(err)
@@ -145,50 +143,36 @@ func TestRedactedSnapshotJudgesAlike(t *testing.T) {
 		}
 	}
 
-	// What each archive holds: the plain one drops secrets, the full
+	// What each snapshot holds: the plain one drops secrets, the full
 	// kernel log and the command line; the redacted one every identifier.
 	for _, c := range []struct {
-		archive string
-		never   []string
+		dir   string
+		never []string
 	}{{plain, secrets[2:4]}, {plain, secrets[6:8]}, {red, secrets}} {
-		for name, b := range readArchive(t, c.archive) {
+		for name, b := range readSnapshot(t, c.dir) {
 			for _, s := range c.never {
 				if s != "" && bytes.Contains(b, []byte(s)) {
-					t.Errorf("%s: %s holds %q", filepath.Base(filepath.Dir(c.archive)), name, s)
+					t.Errorf("%s holds %q", name, s)
 				}
 			}
 		}
 	}
 }
 
-// readArchive returns the regular files of a .tgz by name.
-func readArchive(t *testing.T, p string) map[string][]byte {
+// readSnapshot returns the regular files of a snapshot directory by path.
+func readSnapshot(t *testing.T, dir string) map[string][]byte {
 	t.Helper()
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string][]byte{}
-	tr := tar.NewReader(gz)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return out
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag == tar.TypeReg {
-			b, err := io.ReadAll(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out[h.Name] = b
-		}
+		b, err := os.ReadFile(p)
+		out[p] = b
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	return out
 }
