@@ -187,3 +187,28 @@ func TestZeroesTheDeviceSerialNumber(t *testing.T) {
 
 // redactKeyless zeroes a config space's DSN (the key plays no part).
 func redactKeyless(rel string, b []byte) []byte { return redact.NewWithKey(key).File(rel, b) }
+
+// FuzzFile: a snapshot is untrusted input; redacting any file of it never
+// panics, keeps config space's length, and gives the same output for the
+// same input under one key.
+func FuzzFile(f *testing.F) {
+	f.Add("sys/devices/x/config", configWithDSN())
+	f.Add("commands/ibv_devinfo-v.txt", []byte("node_guid: 0c42:a103:0016:054c\nGID[0]: fe80:0000:0000:0000:0e42:a1ff:fe16:054c\n"))
+	f.Add("sys/class/net/ib0/address", []byte("00:00:10:87:fe:80:00:00:00:00:00:00:0c:42:a1:03:00:16:05:4c"))
+	f.Add("commands/environ.txt", []byte("MASTER_ADDR=node17\nCUDA_VISIBLE_DEVICES=GPU-3bc6dcad-d8ba-24b2-eea8-bd103cbfe5a4,10.0.0.1\n"))
+	f.Add("commands/nvml.json", []byte(`{"serial": "1654024075980", "uuid": "MIG-3bc6dcad-d8ba-24b2-eea8-bd103cbfe5a4"}`))
+	r := redact.NewWithKey(key, "node17.example")
+	f.Fuzz(func(t *testing.T, rel string, b []byte) {
+		in := bytes.Clone(b)
+		out := r.File(rel, b)
+		if !bytes.Equal(in, b) {
+			t.Fatal("the input was modified")
+		}
+		if strings.HasSuffix(rel, "/config") && strings.HasPrefix(rel, "sys/") && len(out) != len(b) {
+			t.Fatalf("config space of %d bytes became %d", len(b), len(out))
+		}
+		if again := r.File(rel, b); !bytes.Equal(again, out) {
+			t.Fatal("two outputs for one input")
+		}
+	})
+}
