@@ -8,6 +8,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
+	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot/redact"
 )
 
 // SnapshotOptions are a `gdrcheck snapshot` run's.
@@ -16,6 +17,9 @@ type SnapshotOptions struct {
 	// snapshot, not only discovery.
 	Node NodeOptions
 	Out  string // a directory, or a .tgz/.tar.gz file
+	// Redact replaces serials, UUIDs, MACs, GUIDs, host names and IP
+	// addresses with pseudonyms (snapshot/redact).
+	Redact bool
 }
 
 // Snapshot is `gdrcheck snapshot`: it runs discovery and collection, the
@@ -58,6 +62,10 @@ func (s *Session) Snapshot(ctx context.Context, o SnapshotOptions) (*snapshot.Ma
 			so.Extra[snapshot.LibrariesFile] = b
 		}
 	}
+	so.Transform, so.LeftOut = sysinfo.ForSharing, sysinfo.LeftOut()
+	if o.Redact {
+		so.Transform, so.Redacted = redactor(r), redact.Classes
+	}
 	if h.GPUFactsError != "" {
 		so.FactsErr = fmt.Errorf("%s", h.GPUFactsError)
 	}
@@ -69,6 +77,19 @@ func (s *Session) Snapshot(ctx context.Context, o SnapshotOptions) (*snapshot.Ma
 		return nil, toolErr(fmt.Errorf("snapshot -o %s: %w", o.Out, err))
 	}
 	return m, nil
+}
+
+// redactor is ForSharing followed by the redaction of r's identifiers,
+// under a key of its own.
+func redactor(r machine.Root) func(string, []byte) []byte {
+	var hosts []string
+	for _, f := range []string{snapshot.HostnameFile, "etc/hostname"} {
+		if h, err := r.ReadString(f); err == nil {
+			hosts = append(hosts, h)
+		}
+	}
+	red := redact.New(hosts...)
+	return func(rel string, b []byte) []byte { return red.File(rel, sysinfo.ForSharing(rel, b)) }
 }
 
 // forHumansCommands and forHumansFiles are captured although no stage reads

@@ -12,6 +12,7 @@ import (
 
 func newSnapshot(g *globals) *cobra.Command {
 	var out string
+	var redact bool
 	cmd := &cobra.Command{
 		Use:   "snapshot -o DIR|FILE.tgz",
 		Short: "Capture everything gdrcheck reads on this host, for later runs with --root",
@@ -25,13 +26,21 @@ are never read. Any later command can run on the result: gdrcheck topo --root FI
 
 The snapshot appears whole or not at all: it is made beside the target and renamed
 into place. -o DIR must be new or empty (an older snapshot there is not overwritten),
-and an interrupted snapshot (Ctrl-C, SIGTERM) writes nothing and exits 130.`,
+and an interrupted snapshot (Ctrl-C, SIGTERM) writes nothing and exits 130.
+
+Left out always: of the environment all but NCCL_*, CUDA_*, UCX_*, FI_*, OMPI_MCA_*,
+NVSHMEM_*, TORCH_NCCL_*, NVIDIA_VISIBLE_DEVICES, NVIDIA_DRIVER_CAPABILITIES,
+LD_LIBRARY_PATH and the launchers' rank variables, with secret-looking values masked;
+of the kernel log all but the NVRM Xid lines; of the kernel command line all but the
+IOMMU parameters. --redact also replaces GPU serials and UUIDs, the PCIe Device Serial
+Number, MAC addresses, InfiniBand GUIDs, host names and IP addresses with pseudonyms,
+the same value by the same pseudonym throughout the snapshot. See docs/snapshots.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
 				return &exitError{code: ExitToolErr, err: fmt.Errorf("snapshot needs -o DIR or -o FILE.tgz")}
 			}
-			m, err := g.session.Snapshot(cmd.Context(), app.SnapshotOptions{Node: g.node(), Out: out})
+			m, err := g.session.Snapshot(cmd.Context(), app.SnapshotOptions{Node: g.node(), Out: out, Redact: redact})
 			if err != nil {
 				return err
 			}
@@ -49,6 +58,7 @@ and an interrupted snapshot (Ctrl-C, SIGTERM) writes nothing and exits 130.`,
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "where to write: a new or empty directory, or a .tgz/.tar.gz file")
+	cmd.Flags().BoolVar(&redact, "redact", false, "replace serials, UUIDs, MACs, GUIDs, host names and IP addresses with pseudonyms")
 	return cmd
 }
 

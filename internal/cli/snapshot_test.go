@@ -14,19 +14,22 @@ import (
 // host it was taken from.
 func TestSnapshotHoldsWhatChecksJudge(t *testing.T) {
 	for _, host := range []string{"hgx-h200-8gpu-10nic.host", "a100sxm-4gpu-nvlink-degraded.host"} {
-		root := fakehost.Root(t, repo+"/testdata/hosts/"+host).Dir()
-		tgz := filepath.Join(t.TempDir(), "node.tgz")
-		if out, errs, code := run(t, "snapshot", "--root", root, "-o", tgz); code != ExitOK {
-			t.Fatalf("%s: snapshot exit %d: %s %s", host, code, out, errs)
-		}
-		want, _, _ := run(t, "check", "--root", root, "--format", "json")
-		got, _, _ := run(t, "check", "--root", tgz, "--format", "json")
-		w, g := verdicts(t, want), verdicts(t, got)
-		if len(w) == 0 {
-			t.Fatalf("%s: no verdicts in\n%s", host, want)
-		}
-		if !slices.Equal(g, w) {
-			t.Errorf("%s: on the snapshot\n  %v\nwant\n  %v", host, g, w)
+		// --redact changes identifiers only, never a verdict.
+		for _, redact := range []string{"--redact=false", "--redact"} {
+			root := fakehost.Root(t, repo+"/testdata/hosts/"+host).Dir()
+			tgz := filepath.Join(t.TempDir(), "node.tgz")
+			if out, errs, code := run(t, "snapshot", "--root", root, redact, "-o", tgz); code != ExitOK {
+				t.Fatalf("%s %s: snapshot exit %d: %s %s", host, redact, code, out, errs)
+			}
+			want, _, _ := run(t, "check", "--root", root, "--format", "json")
+			got, _, _ := run(t, "check", "--root", tgz, "--format", "json")
+			w, g := verdicts(t, want), verdicts(t, got)
+			if len(w) == 0 {
+				t.Fatalf("%s: no verdicts in\n%s", host, want)
+			}
+			if !slices.Equal(g, w) {
+				t.Errorf("%s %s: on the snapshot\n  %v\nwant\n  %v", host, redact, g, w)
+			}
 		}
 	}
 }

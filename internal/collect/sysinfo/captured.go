@@ -7,26 +7,6 @@ import (
 	"strings"
 )
 
-// EnvironPrefixes are the variables kept of the job environment.
-var EnvironPrefixes = []string{"NCCL_", "CUDA_", "NVIDIA_", "UCX_", "OMPI_MCA_", "FI_", "LD_LIBRARY_PATH", "TORCH_NCCL", "NVSHMEM_"}
-
-// FilterEnviron keeps the variables that shape the data path.
-func FilterEnviron(environ []string) map[string]string {
-	out := map[string]string{}
-	for _, kv := range environ {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			continue
-		}
-		for _, p := range EnvironPrefixes {
-			if strings.HasPrefix(k, p) {
-				out[k] = v
-			}
-		}
-	}
-	return out
-}
-
 // ParseEnviron reads KEY=VALUE lines.
 func ParseEnviron(b []byte) map[string]string {
 	return FilterEnviron(strings.Split(string(b), "\n"))

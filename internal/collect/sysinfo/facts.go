@@ -155,7 +155,8 @@ type RDMACore struct {
 }
 
 // Environ is the environment of the process that will run the job: the
-// variables that shape the data path (see EnvironPrefixes).
+// variables that shape the data path and the launchers', secrets masked
+// (see FilterEnviron).
 type Environ struct {
 	Vars map[string]string
 	// Known is false when it could not be had (a snapshot without it).

@@ -43,6 +43,11 @@ type Manifest struct {
 	Skipped   []string        `json:"skipped,omitempty"`
 	Commands  []CommandStatus `json:"commands"`
 	Errors    []string        `json:"errors,omitempty"`
+	// LeftOut says what of the host was left out on purpose (Options.LeftOut).
+	LeftOut []string `json:"left_out,omitempty"`
+	// Redacted names the classes of identifiers replaced by pseudonyms
+	// (Options.Redacted); empty when the snapshot is not redacted.
+	Redacted []string `json:"redacted,omitempty"`
 }
 
 // CommandStatus records one captured command.
@@ -86,6 +91,25 @@ type Options struct {
 	// Extra are more files to store under commands/ (name -> content; a
 	// path such as EnvironFile is stored under its base name).
 	Extra map[string][]byte
+
+	// Transform, when set, rewrites the content of every file before it
+	// is written (rel is the file's path in the snapshot: "proc/cmdline",
+	// "commands/dmesg.txt", ...); the manifest's host name is the
+	// transform of HostnameFile. LeftOut and Redacted go to the manifest
+	// as they are. See sysinfo.ForSharing and snapshot/redact.
+	Transform func(rel string, b []byte) []byte
+	LeftOut   []string
+	Redacted  []string
+}
+
+// HostnameFile is where a host's name is read from.
+const HostnameFile = "proc/sys/kernel/hostname"
+
+func (o *Options) transform(rel string, b []byte) []byte {
+	if o.Transform == nil {
+		return b
+	}
+	return o.Transform(rel, b)
 }
 
 // Write copies every path rec saw under src (the live root) to out: a
@@ -177,9 +201,9 @@ func isArchive(p string) bool {
 
 // writeDir writes the capture into the directory out, which exists.
 func writeDir(ctx context.Context, src machine.Root, rec *machine.Recorder, out string, o Options) (*Manifest, error) {
-	m := &Manifest{Format: Format, CreatedAt: time.Now().UTC(), Tool: o.Tool}
-	if h, err := src.ReadString("proc/sys/kernel/hostname"); err == nil {
-		m.Hostname = h
+	m := &Manifest{Format: Format, CreatedAt: time.Now().UTC(), Tool: o.Tool, LeftOut: o.LeftOut, Redacted: o.Redacted}
+	if h, err := src.ReadString(HostnameFile); err == nil {
+		m.Hostname = strings.TrimSpace(string(o.transform(HostnameFile, []byte(h))))
 	}
 	for _, e := range rec.Entries() {
 		if err := interrupted(ctx); err != nil {
@@ -190,7 +214,7 @@ func writeDir(ctx context.Context, src machine.Root, rec *machine.Recorder, out 
 			m.Skipped = append(m.Skipped, rel)
 			continue
 		}
-		if err := copyEntry(src, out, rel, e.Read, m); err != nil {
+		if err := copyEntry(src, out, rel, e.Read, m, o.transform); err != nil {
 			m.Errors = append(m.Errors, err.Error())
 		}
 	}
@@ -205,7 +229,7 @@ func writeDir(ctx context.Context, src machine.Root, rec *machine.Recorder, out 
 		// A failed command's output is kept only if it printed something;
 		// the error stays in the manifest.
 		if err == nil || len(b) > 0 {
-			if werr := writeFile(filepath.Join(out, filepath.FromSlash(CommandFile(c))), b); werr != nil {
+			if werr := writeFile(filepath.Join(out, filepath.FromSlash(CommandFile(c))), o.transform(CommandFile(c), b)); werr != nil {
 				m.Errors = append(m.Errors, werr.Error())
 			}
 		}
@@ -226,7 +250,7 @@ func writeDir(ctx context.Context, src machine.Root, rec *machine.Recorder, out 
 	if o.Facts != nil {
 		b, err := json.MarshalIndent(o.Facts, "", "  ")
 		if err == nil {
-			err = writeFile(filepath.Join(out, filepath.FromSlash(FactsFile)), b)
+			err = writeFile(filepath.Join(out, filepath.FromSlash(FactsFile)), o.transform(FactsFile, b))
 		}
 		if err != nil {
 			m.Errors = append(m.Errors, err.Error())
@@ -235,7 +259,7 @@ func writeDir(ctx context.Context, src machine.Root, rec *machine.Recorder, out 
 		m.Errors = append(m.Errors, "GPU facts: "+o.FactsErr.Error())
 	}
 	for name, b := range o.Extra {
-		if err := writeFile(filepath.Join(out, CommandsDir, filepath.Base(name)), b); err != nil {
+		if err := writeFile(filepath.Join(out, CommandsDir, filepath.Base(name)), o.transform(CommandsDir+"/"+filepath.Base(name), b)); err != nil {
 			m.Errors = append(m.Errors, err.Error())
 		}
 	}
@@ -256,7 +280,7 @@ func writeFile(p string, b []byte) error {
 // copyEntry recreates one path: links as links, directories as
 // directories, regular files with their content (bounded) when they were
 // read, empty when they were only seen in a listing.
-func copyEntry(src machine.Root, out, rel string, read bool, m *Manifest) error {
+func copyEntry(src machine.Root, out, rel string, read bool, m *Manifest, transform func(string, []byte) []byte) error {
 	dp := filepath.Join(out, filepath.FromSlash(rel))
 	fi, err := src.Lstat(rel)
 	if err != nil {
@@ -296,7 +320,7 @@ func copyEntry(src machine.Root, out, rel string, read bool, m *Manifest) error 
 			return nil
 		}
 		m.Files++
-		return os.WriteFile(dp, b, 0o644)
+		return os.WriteFile(dp, transform(rel, b), 0o644)
 	}
 	return nil
 }
