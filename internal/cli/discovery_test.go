@@ -15,7 +15,7 @@ import (
 // names the device and gpu.present the GPU the driver still reports.
 func TestUnidentifiedGPUFailsCheck(t *testing.T) {
 	for _, c := range []struct {
-		name  string
+		name   string
 		damage func(vendor string) error
 	}{
 		{"garbage", func(v string) error { return os.WriteFile(v, []byte("\x00\xffgarbage\n"), 0o644) }},
