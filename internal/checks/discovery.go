@@ -129,3 +129,17 @@ func driverEvidence(env *Env) *result.Evidence {
 	}
 	return nil
 }
+
+// problemAt is the problem discovery recorded reading the first of rels
+// (root-relative paths) that has one; nil when none has.
+func problemAt(env *Env, rels ...string) *topology.Problem {
+	for _, rel := range rels {
+		at := display(env, rel)
+		for i, p := range env.Host.Problems {
+			if p.Path == at {
+				return &env.Host.Problems[i]
+			}
+		}
+	}
+	return nil
+}

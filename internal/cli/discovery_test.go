@@ -54,3 +54,64 @@ func TestUnidentifiedGPUFailsCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestUnreadableAttributesSayWhy holds review D22's messages: an
+// unreadable port state is not "port 1 is /LinkUp", ports/ that cannot be
+// listed is not "lists no ports", a garbage link width is not "no PCIe
+// link", and sys/class/infiniband/self -> . is not a NIC.
+func TestUnreadableAttributesSayWhy(t *testing.T) {
+	loop := func(p string) error {
+		if err := os.RemoveAll(p); err != nil {
+			return err
+		}
+		return os.Symlink(filepath.Base(p), p)
+	}
+	for _, c := range []struct {
+		name   string
+		damage func(root, gpu0 string) error
+		only   string
+		want   []string
+		reject []string
+	}{
+		{"port state a link loop", func(root, _ string) error {
+			return loop(filepath.Join(root, "sys/class/infiniband/mlx5_3/ports/1/state"))
+		}, "nic.port", []string{"StateUnknown", "mlx5_3 port 1: the port state could not be read", "too many levels of symbolic links"}, []string{" is /LinkUp"}},
+		{"port state empty", func(root, _ string) error {
+			return os.WriteFile(filepath.Join(root, "sys/class/infiniband/mlx5_3/ports/1/state"), nil, 0o644)
+		}, "nic.port", []string{"StateUnknown", "(empty or missing)"}, []string{" is /LinkUp"}},
+		{"ports a link loop", func(root, _ string) error {
+			return loop(filepath.Join(root, "sys/class/infiniband/mlx5_3/ports"))
+		}, "nic.port", []string{"PortsUnreadable", "the ports of mlx5_3 could not be listed"}, []string{"lists no ports"}},
+		{"negative link width", func(_, gpu0 string) error {
+			return os.WriteFile(filepath.Join(gpu0, "max_link_width"), []byte("-16\n"), 0o644)
+		}, "pcie.link", []string{"LinkUnreadable", "GPU0 0000:18:00.0: the PCIe link could not be read"}, []string{"reports no PCIe link"}},
+		{"garbage link width", func(_, gpu0 string) error {
+			return os.WriteFile(filepath.Join(gpu0, "max_link_width"), []byte("sixteen\n"), 0o644)
+		}, "pcie.link", []string{"LinkUnreadable"}, []string{"reports no PCIe link"}},
+		{"infiniband/self -> .", func(root, _ string) error {
+			return os.Symlink(".", filepath.Join(root, "sys/class/infiniband/self"))
+		}, "nic.port,node.discovery", []string{"sys/class/infiniband/self", "not an RDMA device's directory"}, []string{"self:1", "self lists no ports"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := fakehost.Dir(t, repo+"/testdata/hosts/hgx-h200-8gpu-10nic.host")
+			gpu0, err := filepath.EvalSymlinks(filepath.Join(root, "sys/bus/pci/devices/0000:18:00.0"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.damage(root, gpu0); err != nil {
+				t.Fatal(err)
+			}
+			out, errs, _ := run(t, "check", "--root", root, "--only", c.only)
+			for _, want := range c.want {
+				if !strings.Contains(out, want) {
+					t.Errorf("check lacks %q (%s):\n%s", want, errs, out)
+				}
+			}
+			for _, bad := range c.reject {
+				if strings.Contains(out, bad) {
+					t.Errorf("check says %q:\n%s", bad, out)
+				}
+			}
+		})
+	}
+}
