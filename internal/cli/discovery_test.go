@@ -9,6 +9,18 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
 )
 
+// hgxDir materialises the HGX H200 host as a directory for a test to
+// damage; gpu0 is GPU0's sysfs directory in it.
+func hgxDir(t *testing.T) (root, gpu0 string) {
+	t.Helper()
+	root = fakehost.Dir(t, repo+"/testdata/hosts/hgx-h200-8gpu-10nic.host")
+	gpu0, err := filepath.EvalSymlinks(filepath.Join(root, "sys/bus/pci/devices/0000:18:00.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, gpu0
+}
+
 // TestUnidentifiedGPUFailsCheck: a GPU whose vendor is garbage, missing,
 // a directory or a link loop used to vanish from the topology while
 // check exited 0 (review D8, rows 36, 43, 44, 47). Now node.discovery
@@ -34,11 +46,7 @@ func TestUnidentifiedGPUFailsCheck(t *testing.T) {
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			root := fakehost.Dir(t, repo+"/testdata/hosts/hgx-h200-8gpu-10nic.host")
-			dev, err := filepath.EvalSymlinks(filepath.Join(root, "sys/bus/pci/devices/0000:18:00.0"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			root, dev := hgxDir(t)
 			if err := c.damage(filepath.Join(dev, "vendor")); err != nil {
 				t.Fatal(err)
 			}
@@ -93,11 +101,7 @@ func TestUnreadableAttributesSayWhy(t *testing.T) {
 		}, "nic.port,node.discovery", []string{"sys/class/infiniband/self", "not an RDMA device's directory"}, []string{"self:1", "self lists no ports"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			root := fakehost.Dir(t, repo+"/testdata/hosts/hgx-h200-8gpu-10nic.host")
-			gpu0, err := filepath.EvalSymlinks(filepath.Join(root, "sys/bus/pci/devices/0000:18:00.0"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			root, gpu0 := hgxDir(t)
 			if err := c.damage(root, gpu0); err != nil {
 				t.Fatal(err)
 			}
