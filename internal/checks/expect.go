@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"regexp"
 	"strings"
@@ -66,12 +67,28 @@ var reYAMLType = regexp.MustCompile(` in type checks\.Expect(\w*)`)
 // LoadExpect reads a site profile. Errors name the file, the line and the
 // field.
 func LoadExpect(path string) (*Expect, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("--expect: %w", err)
 	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, fmt.Errorf("--expect: %w", err)
+	} else if fi.Mode()&(fs.ModeDevice|fs.ModeCharDevice|fs.ModeDir) != 0 {
+		return nil, fmt.Errorf("--expect %s: not a file (%s)", path, fi.Mode().Type())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxExpectBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("--expect: %w", err)
+	}
+	if len(b) > MaxExpectBytes {
+		return nil, fmt.Errorf("--expect %s: larger than %d bytes: not a site profile", path, MaxExpectBytes)
+	}
 	return ParseExpect(path, b)
 }
+
+// MaxExpectBytes bounds a site profile: a real one is a few hundred bytes.
+const MaxExpectBytes = 1 << 20
 
 // ParseExpect parses a site profile from bytes.
 func ParseExpect(name string, b []byte) (*Expect, error) {

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,6 +16,10 @@ import (
 func TestFlagsRefused(t *testing.T) {
 	fakeGPUs(t, "2")
 	hgx := fakehost.Archive(t, repo+"/testdata/hosts/hgx-h200-8gpu-10nic.host")
+	big := filepath.Join(t.TempDir(), "huge.yaml")
+	if err := os.WriteFile(big, []byte("# "+strings.Repeat("x", 2<<20)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	nccl := []string{"bench", "nccl", "-b", "8", "-e", "64", "--no-judge"}
 	cases := []struct {
 		name string
@@ -41,6 +47,8 @@ func TestFlagsRefused(t *testing.T) {
 		{"color purple", []string{"topo", "--root", hgx, "--color", "purple"}, `--color "purple"`},
 		{"negative Xid window", []string{"check", "--root", hgx, "--xid-window", "-5h"}, "--xid-window -5h0m0s"},
 		{"check timeout 0", []string{"check", "--root", hgx, "--check-timeout", "0"}, "--check-timeout 0s"},
+		{"profile a device", []string{"check", "--root", hgx, "--expect", "/dev/zero"}, "--expect /dev/zero: not a file"},
+		{"profile too large", []string{"check", "--root", hgx, "--expect", big}, "larger than 1048576 bytes"},
 		{"run check timeout 0", []string{"run", "--root", hgx, "--check-timeout", "0"}, "--check-timeout 0s"},
 		{"model NaN rate", []string{"model", "--gpu", "h100", "--nodes", "2", "--nics-per-node", "8", "--nic-rate", "NaN"}, "--nic-rate NaN"},
 		{"model Inf rate", []string{"model", "--gpu", "h100", "--nodes", "2", "--nics-per-node", "8", "--nic-rate", "Inf"}, "--nic-rate +Inf"},
