@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -88,6 +90,23 @@ func openRuntime(path string) (*cuda.Runtime, error) {
 	return rt, nil
 }
 
+// ParseDevices reads --devices: CUDA ordinals, comma-separated, each at
+// most once (NCCL refuses a device given twice to one communicator).
+func ParseDevices(s string) ([]int, error) {
+	var ds []int
+	for f := range strings.SplitSeq(s, ",") {
+		d, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || d < 0 {
+			return nil, toolErr(fmt.Errorf("--devices %q: %q is not a device number (0, 1, ...)", s, f))
+		}
+		if slices.Contains(ds, d) {
+			return nil, toolErr(fmt.Errorf("--devices %q: device %d is given twice", s, d))
+		}
+		ds = append(ds, d)
+	}
+	return ds, nil
+}
+
 // useGPUs picks the devices of o on the open runtime rt; when it fails,
 // rt's lifetime ends with it. o.CUDART is not used.
 func useGPUs(ctx context.Context, rt *cuda.Runtime, o GPUOptions) (_ *GPUs, err error) {
@@ -107,12 +126,13 @@ func useGPUs(ctx context.Context, rt *cuda.Runtime, o GPUOptions) (_ *GPUs, err 
 	}
 	switch {
 	case o.Devices != "":
-		for f := range strings.SplitSeq(o.Devices, ",") {
-			var d int
-			if _, err := fmt.Sscan(strings.TrimSpace(f), &d); err != nil || d < 0 || d >= n {
-				return nil, toolErr(fmt.Errorf("--devices %q: device %q is not one of 0..%d", o.Devices, f, n-1))
+		if g.Devices, err = ParseDevices(o.Devices); err != nil {
+			return nil, err
+		}
+		for _, d := range g.Devices {
+			if d >= n {
+				return nil, toolErr(fmt.Errorf("--devices %q: device %d is not one of 0..%d", o.Devices, d, n-1))
 			}
-			g.Devices = append(g.Devices, d)
 		}
 	case o.NGPUs > 0:
 		if o.NGPUs > n {

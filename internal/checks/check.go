@@ -77,6 +77,7 @@ func All() []Check {
 	return []Check{
 		kernelModule{}, nicAffinity{}, pcieACS{}, pcieLink{}, pcieMRR{}, iommuMode{},
 		memlock{}, pcieP2P{}, nicPort{}, nvlinkState{}, gpuHealth{}, ncclEnv{}, inventory{},
+		discoveryProblems{}, gpuPresent{},
 	}
 }
 

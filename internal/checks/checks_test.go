@@ -326,6 +326,14 @@ var noFabricInfo = map[string]string{
 	"@nvml1": `nvml-gpu 0000:3a:00.0 name="NVIDIA H100 80GB HBM3" nvswitch=18`,
 }
 
+// gpu0Dir is base's GPU0 in sysfs.
+const gpu0Dir = "sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:00.0/0000:18:00.0"
+
+// gpu0Attr is the fixture line that replaces an attribute of base's GPU0.
+func gpu0Attr(name, value string) string {
+	return "file " + gpu0Dir + "/" + name + " \"" + value + "\\n\"\n"
+}
+
 type checkCase struct {
 	name    string
 	check   string
@@ -429,6 +437,19 @@ var checkCases = []checkCase{
 	{"bond present", "nccl.env", fixture{set: map[string]string{"@environ": "NCCL_SOCKET_IFNAME=bond0"}, extra: "file sys/class/net/bond0/operstate \"up\\n\"\n"}, result.Pass, "MatchesInterfaces", "NCCL_SOCKET_IFNAME"},
 	{"tuning override", "nccl.env", fixture{set: map[string]string{"@environ": "NCCL_ALGO=Ring"}}, result.Warn, "TuningOverride", "NCCL_ALGO"},
 	{"environment not captured", "nccl.env", fixture{noEnv: true}, result.Unknown, "EnvironmentUnknown", "node"},
+	// node.discovery
+	{"every function identified", "node.discovery", fixture{}, result.Pass, "NoProblems", "node"},
+	{"GPU vendor garbage", "node.discovery", fixture{extra: gpu0Attr("vendor", "garbage")}, result.Fail, "DeviceUnidentified", "0000:18:00.0"},
+	{"GPU class empty", "node.discovery", fixture{extra: gpu0Attr("class", "")}, result.Fail, "DeviceUnidentified", "0000:18:00.0"},
+	{"GPU NUMA node garbage", "node.discovery", fixture{extra: gpu0Attr("numa_node", "zero")}, result.Unknown, "Unreadable", "0000:18:00.0"},
+	// gpu.present
+	{"both GPUs visible", "gpu.present", fixture{}, result.Pass, "GPUsVisible", "node"},
+	{"as many GPUs as the profile", "gpu.present", fixture{expect: "gpus: {count: 2}\n"}, result.Pass, "GPUsVisible", "node"},
+	{"fewer GPUs than the profile", "gpu.present", fixture{expect: "gpus: {count: 4}\n"}, result.Fail, "GPUCountMismatch", "node"},
+	{"GPU the driver lists, sysfs cannot identify", "gpu.present", fixture{extra: gpu0Attr("vendor", "garbage")}, result.Fail, "NotInSysfs", "0000:18:00.0"},
+	{"no GPU, nothing expects one", "gpu.present", fixture{file: "testdata/no-gpu.host"}, result.Unknown, "NoGPU", "node"},
+	{"no GPU, the driver is installed", "gpu.present", fixture{file: "testdata/no-gpu.host", extra: "file proc/driver/nvidia/version \"" + defaults["@driver"] + "\\n\"\n"}, result.Fail, "NoGPU", "node"},
+	{"no GPU, the profile expects 8", "gpu.present", fixture{file: "testdata/no-gpu.host", expect: "gpus: {count: 8}\n"}, result.Fail, "GPUCountMismatch", "node"},
 	// inventory.versions
 	{"driver recorded", "inventory.versions", fixture{}, result.Pass, "Recorded", "driver"},
 	{"driver differs from the fleet", "inventory.versions", fixture{expect: "versions: {driver: \"550.*\"}\n"}, result.Fail, "VersionMismatch", "driver"},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"regexp"
 	"strings"
@@ -75,12 +76,17 @@ func LoadExpect(path string) (*Expect, error) {
 		return nil, fmt.Errorf("--expect: %w", err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, fmt.Errorf("--expect: %w", err)
+	} else if fi.Mode()&(fs.ModeDevice|fs.ModeCharDevice|fs.ModeDir) != 0 {
+		return nil, fmt.Errorf("--expect %s: not a file (%s)", path, fi.Mode().Type())
+	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxExpectBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("--expect: %w", err)
 	}
 	if len(b) > MaxExpectBytes {
-		return nil, fmt.Errorf("--expect %s: larger than %d bytes, not a site profile", path, MaxExpectBytes)
+		return nil, fmt.Errorf("--expect %s: larger than %d bytes: not a site profile", path, MaxExpectBytes)
 	}
 	return ParseExpect(path, b)
 }

@@ -61,6 +61,10 @@ func (nicPort) Run(ctx context.Context, env *Env) []result.Result {
 	}
 	for _, n := range nics {
 		if len(n.Ports) == 0 {
+			if p := problemAt(env, "sys/class/infiniband/"+n.Name+"/ports"); p != nil {
+				out = append(out, res(result.Unknown, n.Name, "PortsUnreadable", fmt.Sprintf("the ports of %s could not be listed: %s", n.Name, p.Message), ev(p.Path, p.Message)))
+				continue
+			}
 			out = append(out, res(result.Unknown, n.Name, "NoPorts", n.Name+" lists no ports", ev(display(env, "sys/class/infiniband/"+n.Name+"/ports"), "empty")))
 			continue
 		}
@@ -87,6 +91,14 @@ func judgePort(env *Env, n *topology.NIC, p topology.Port, rail bool, want float
 		downStatus = result.Warn
 	}
 	var out []result.Result
+	if p.State == "" || p.PhysState == "" {
+		why := "empty or missing"
+		if pr := problemAt(env, base+"state", base+"phys_state"); pr != nil {
+			why = pr.Message
+		}
+		return append(out, res(result.Unknown, subject, "StateUnknown",
+			fmt.Sprintf("%s port %d: the port state could not be read (%s), so it cannot be judged", n.Name, p.Number, why), evs...))
+	}
 	if p.State != "ACTIVE" || p.PhysState != "LinkUp" {
 		out = append(out, withRemedy(res(downStatus, subject, "PortDown",
 			fmt.Sprintf("%s port %d is %s/%s; %s", n.Name, p.Number, p.State, p.PhysState, role), evs...),

@@ -243,6 +243,14 @@ func judgeLink(env *Env, s linkSubject) []result.Result {
 		ev(sysPath(env, d, "max_link_width"), fmt.Sprintf("x%d", l.MaxWidth)),
 	}
 	if l.MaxSpeed == 0 || l.MaxWidth == 0 {
+		// Garbage (a negative width, text) is unreadable, not "no link".
+		attrs := []string{"max_link_speed", "max_link_width", "current_link_speed", "current_link_width"}
+		for i, a := range attrs {
+			attrs[i] = d.SysPath + "/" + a
+		}
+		if p := problemAt(env, attrs...); p != nil {
+			return []result.Result{res(result.Unknown, s.label, "LinkUnreadable", fmt.Sprintf("%s %s: the PCIe link could not be read (%s: %s), so it cannot be judged", s.label, d.Address, p.Path, p.Message), append(evs, ev(p.Path, p.Message))...)}
+		}
 		return []result.Result{res(result.Skip, s.label, "NoLinkAttributes", fmt.Sprintf("%s %s reports no PCIe link (virtual or integrated device)", s.label, d.Address), evs...)}
 	}
 	// What the link can reach: the device's own maximum, capped by the port

@@ -39,12 +39,39 @@ func (o *benchOptions) flags(cmd *cobra.Command) {
 	cmd.Flags().Float64Var(&o.margin, "pass-ratio", 0.85, "pass when measured/expected is at least this at large sizes")
 }
 
+// validate refuses the shared bench options that cannot mean anything,
+// before anything loads or is written.
+func (o *benchOptions) validate(ngpus, iters, warm int) error {
+	switch {
+	case ngpus < 0:
+		return toolError(fmt.Errorf("-g %d: a number of GPUs, 0 for all", ngpus))
+	case iters < 1:
+		return toolError(fmt.Errorf("-n %d: at least 1 timed iteration", iters))
+	case warm < 0:
+		return toolError(fmt.Errorf("-w %d: a number of warm-up iterations, 0 or more", warm))
+	case o.opTimeout <= 0:
+		return toolError(fmt.Errorf("--op-timeout %s: must be positive", o.opTimeout))
+	case !(o.margin > 0 && o.margin <= 1): // also refuses NaN
+		return toolError(fmt.Errorf("--pass-ratio %g: want a fraction of expected in (0, 1]", o.margin))
+	}
+	if o.devices != "" {
+		if _, err := app.ParseDevices(o.devices); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (o *benchOptions) judging() app.Judging { return app.Judging{Off: o.noJudge, Pass: o.margin} }
 
 func newBench(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Native benchmarks through CUDA and NCCL: collectives (nccl-tests semantics) and copies",
+		// An unknown subcommand is an argument: refused (exit 2), not
+		// answered with the help.
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newBenchNCCL(g), newBenchCopy(g))
 	return cmd
@@ -106,6 +133,15 @@ checked runs with fresh non-zero data (#wrong). NCCL's own evidence (NCCL_DEBUG=
 topology and graph dumps) is kept with results.json in --out.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.validate(ngpus, iters, warm); err != nil {
+				return err
+			}
+			if check < 0 {
+				return toolError(fmt.Errorf("-c %d: a number of checked runs, 0 for none", check))
+			}
+			if factor == 0 {
+				return toolError(fmt.Errorf("-f 0: the step factor is at least 1 (1 steps by -i)"))
+			}
 			cfg := bench.NCCLConfig{StepFactor: factor, StepBytes: step, Warmup: warm, Iters: iters, Check: check, Root: root, OpTimeout: o.opTimeout, CorruptAfterCheck: corrupt}
 			var err error
 			if cfg.MinBytes, err = collective.ParseSize(minS); err != nil {
@@ -116,6 +152,9 @@ topology and graph dumps) is kept with results.json in --out.`,
 			}
 			if cfg.MinBytes > cfg.MaxBytes {
 				return toolError(fmt.Errorf("-b %s is larger than -e %s", minS, maxS))
+			}
+			if factor == 1 && step == 0 && cfg.MinBytes < cfg.MaxBytes {
+				return toolError(fmt.Errorf("-f 1 -i 0 never grows from -b %s to -e %s: give -i BYTES, or -f 2 or more", minS, maxS))
 			}
 			if cfg.DType, err = bench.DTypeByName(dtype); err != nil {
 				return toolError(fmt.Errorf("-d: %v", err))

@@ -30,6 +30,9 @@ peer copy bandwidth one way and both ways and the small-copy latency. Every copy
 validated against the pattern written to its source.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.validate(ngpus, iters, warm); err != nil {
+				return err
+			}
 			n, err := collective.ParseSize(size)
 			if err != nil {
 				return toolError(fmt.Errorf("--size: %v", err))

@@ -27,6 +27,17 @@ func (o *checkOptions) flags(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&o.xidWindow, "xid-window", 24*time.Hour, "how far back kernel-log Xid events count")
 }
 
+// validate refuses check options that cannot mean anything.
+func (o *checkOptions) validate() error {
+	if o.timeout <= 0 {
+		return toolError(fmt.Errorf("--check-timeout %s: must be positive (the deadline of each check)", o.timeout))
+	}
+	if o.xidWindow <= 0 {
+		return toolError(fmt.Errorf("--xid-window %s: must be positive (how far back Xid events count)", o.xidWindow))
+	}
+	return nil
+}
+
 func newCheck(g *globals) *cobra.Command {
 	var o checkOptions
 	cmd := &cobra.Command{
@@ -46,6 +57,9 @@ Exit code 0 when nothing fails, 1 when something fails, 2 when the tool itself c
 			f, err := report.ParseFormat(o.format, checkFormats...)
 			if err != nil {
 				return toolError(err)
+			}
+			if err := o.validate(); err != nil {
+				return err
 			}
 			started := g.session.Now()
 			j, err := app.Check(cmd.Context(), g.node(), o.options())

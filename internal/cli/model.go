@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -109,6 +110,11 @@ func runModel(cmd *cobra.Command, g *globals, f *modelFlags) error {
 	if changed("nodes") && f.nodes < 1 {
 		return toolError(fmt.Errorf("--nodes %d: at least 1", f.nodes))
 	}
+	for name, v := range map[string]float64{"nic-rate": f.nicRate, "inter-socket-bw": f.interSocket, "host-mem-bw": f.hostMem} {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return toolError(fmt.Errorf("--%s %g: want a finite number", name, v))
+		}
+	}
 
 	var s model.System
 	if f.gpu != "" {
@@ -146,6 +152,9 @@ func runModel(cmd *cobra.Command, g *globals, f *modelFlags) error {
 		}
 	}
 
+	if s.GPUsPerNode > 0 && s.Nodes > math.MaxInt32/s.GPUsPerNode {
+		return toolError(fmt.Errorf("--nodes %d × %d GPU(s) per node: more ranks than the model counts (%d)", s.Nodes, s.GPUsPerNode, math.MaxInt32))
+	}
 	w := model.WhatIf{GDROff: f.gdrOff, RemoteNIC: f.remoteNIC, HalfRails: f.halfRails, NVLinkDown: f.nvlinksDown}
 	if changed("sharp") {
 		w.SHARP = &f.sharp

@@ -10,6 +10,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/app"
 	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/collective"
+	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/report/printable"
 )
@@ -43,6 +44,10 @@ the tool itself could not run.`,
 	return cmd
 }
 
+// minBenchSize is the smallest --bench-size: the pass's collectives start
+// at 8 bytes.
+const minBenchSize = 8
+
 // runFormats are run's output formats: text is the inventory, the
 // topology and the checks' table.
 var runFormats = []report.Format{report.Text, report.JSON, report.Markdown, report.JUnit}
@@ -52,6 +57,9 @@ func runMain(ctx context.Context, g *globals, o runOptions) error {
 	if err != nil {
 		return toolError(err)
 	}
+	if err := o.checks.validate(); err != nil {
+		return err
+	}
 	ro := app.RunOptions{Node: g.node(), Checks: o.checks.options(), Out: o.out, Bench: o.bench}
 	if o.bench {
 		if f != report.Text {
@@ -59,6 +67,13 @@ func runMain(ctx context.Context, g *globals, o runOptions) error {
 		}
 		if ro.BenchSize, err = collective.ParseSize(o.benchSize); err != nil {
 			return toolError(fmt.Errorf("--bench-size: %v", err))
+		}
+		if ro.BenchSize < minBenchSize {
+			return toolError(fmt.Errorf("--bench-size %s: at least %d bytes (the smallest collective size)", o.benchSize, minBenchSize))
+		}
+		// Refused here, before the checks run and print.
+		if !machine.NewRoot(g.root).Live() {
+			return toolError(fmt.Errorf("--bench runs on the live host only (--root is %s)", g.root))
 		}
 	}
 	nr, err := g.session.Run(ctx, ro)

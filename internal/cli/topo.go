@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -20,6 +22,9 @@ func newTopo(g *globals) *cobra.Command {
 		Short: "Print the GPU/NIC topology matrix (as nvidia-smi topo -m) and the GPU→NIC pairing",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if !slices.Contains(colorModes, color) {
+				return toolError(fmt.Errorf("--color %q: want %s", color, strings.Join(colorModes, ", ")))
+			}
 			return writeTextOrJSON(g, "topo", format, func() (*topology.Summary, error) {
 				h, cleanup, err := g.discoverRoot(cmd.Context())
 				if err != nil {
@@ -65,6 +70,9 @@ func factsWhy(s *topology.Summary) string {
 	}
 	return "the driver did not report NVLink"
 }
+
+// colorModes are --color's values.
+var colorModes = []string{"auto", "always", "never"}
 
 func useColor(mode string, w io.Writer) bool {
 	switch mode {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"regexp"
 	"sort"
 	"strconv"
@@ -427,6 +428,15 @@ func addressInPath(rel string) (string, bool) {
 func (d *discoverer) rdma() {
 	const dir = "sys/class/infiniband"
 	for _, name := range d.names(dir) {
+		// A device's entry resolves to its own directory, named as it is;
+		// anything else (self -> ., a loop) is no device.
+		if rel, err := d.root.Resolve(dir + "/" + name); err != nil {
+			d.problem(dir+"/"+name, err)
+			continue
+		} else if path.Base(rel) != name {
+			d.problem(dir+"/"+name, fmt.Errorf("resolves to %s, not an RDMA device's directory", rel))
+			continue
+		}
 		base := dir + "/" + name + "/"
 		n := &topology.NIC{Name: name}
 		if rel, err := d.root.Resolve(base + "device"); err == nil && d.root.Exists(rel) {

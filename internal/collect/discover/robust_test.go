@@ -301,3 +301,28 @@ func TestDiscoverNoPCI(t *testing.T) {
 		t.Fatalf("empty directory: err = %v, want ErrNoPCI", err)
 	}
 }
+
+// TestRDMAEntriesThatAreNoDevice: sys/class/infiniband/self -> . and a
+// link loop are recorded as problems, not listed as NICs (review D22).
+func TestRDMAEntriesThatAreNoDevice(t *testing.T) {
+	fsys := smallTree(t)
+	fsys["sys/class/infiniband/self"] = symlink(".")
+	fsys["sys/class/infiniband/loopA"] = symlink("loopB")
+	fsys["sys/class/infiniband/loopB"] = symlink("loopA")
+	h, err := discover.Discover(context.Background(), discover.WithRoot(machine.NewRootFS(fsys, "small")), discover.WithoutGPUFacts(), discover.WithoutNames())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, n := range h.NICs {
+		names = append(names, n.Name)
+	}
+	if !slices.Equal(names, []string{"mlx5_0"}) {
+		t.Errorf("NICs %v, want only mlx5_0", names)
+	}
+	for _, name := range []string{"self", "loopA", "loopB"} {
+		if !slices.ContainsFunc(h.Problems, func(p topology.Problem) bool { return strings.HasSuffix(p.Path, "sys/class/infiniband/"+name) }) {
+			t.Errorf("no problem for %s: %+v", name, h.Problems)
+		}
+	}
+}
