@@ -32,6 +32,8 @@ type Report struct {
 	Devices       []Device       `json:"devices,omitempty"`
 	Testcases     []*Testcase    `json:"testcases"`
 	Errors        []textio.Quote `json:"errors,omitempty"`
+	// Dropped counts the testcases past the cap (4096), read but not kept.
+	Dropped int `json:"dropped_testcases,omitempty"`
 }
 
 // Device is a "Device 0: Tesla T4 (00000000:3b:00)" line.
@@ -145,10 +147,12 @@ func analyzeText(name string, r io.Reader) (*Report, error) {
 
 func (st *textState) testcase(n int) *Testcase {
 	if st.cur == nil || st.cur.Matrix != nil || st.cur.Sum != nil {
+		st.cur = &Testcase{Line: n}
 		if len(st.rep.Testcases) >= maxCases {
+			// Past the cap a testcase is read into a discarded record.
+			st.rep.Dropped++
 			return st.cur
 		}
-		st.cur = &Testcase{Line: n}
 		st.rep.Testcases = append(st.rep.Testcases, st.cur)
 	}
 	return st.cur
@@ -337,6 +341,7 @@ func analyzeJSON(name string, r io.Reader) (*Report, error) {
 	}
 	for i, jt := range j.Testcases {
 		if i >= maxCases {
+			rep.Dropped = len(j.Testcases) - maxCases
 			break
 		}
 		tc := &Testcase{Name: jt.Name, Status: jt.Status, Error: jt.Error, Description: jt.Description, Line: 1}

@@ -119,3 +119,23 @@ func TestWriteFuzzSeeds(t *testing.T) { readertest.FuzzSeeds(t, 0, "FuzzAnalyze"
 func FuzzAnalyze(f *testing.F) {
 	reader.FuzzAnalyze(f, "Running x_ce.\nmemcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)\n 0 1\n0 N/A 1.0\n1 2.0 N/A\n\nSUM x_ce 3.0\n")
 }
+
+// TestTestcaseCap is review D1: past 4096 "Running X." lines the reader
+// dereferenced a nil testcase and panicked.
+func TestTestcaseCap(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("nvbandwidth Version: v0.8\n")
+	for range maxCases + 1 {
+		b.WriteString("Running host_to_device_memcpy_ce.\n")
+	}
+	for _, in := range []string{b.String(), strings.TrimPrefix(b.String(), "nvbandwidth Version: v0.8\n")} {
+		rep, vs, err := Analyze("nv.txt", strings.NewReader(in))
+		readertest.CheckOutcome(t, "nv.txt", rep, vs, err)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Testcases) != maxCases || rep.Dropped != 1 {
+			t.Errorf("%d testcases kept, %d dropped; want %d and 1", len(rep.Testcases), rep.Dropped, maxCases)
+		}
+	}
+}

@@ -204,6 +204,9 @@ func (m *Matrix) row(line string) (string, error) {
 	if i < 0 {
 		return "", fmt.Errorf("row label %q is not a column of the header", label)
 	}
+	if i < len(m.Cells) {
+		return "", fmt.Errorf("row %s appears twice", label)
+	}
 	if i != len(m.Cells) {
 		return "", fmt.Errorf("row %s out of order (expected %s)", label, m.Labels[len(m.Cells)])
 	}
