@@ -35,6 +35,8 @@ type Report struct {
 	Elided bool `json:"elided,omitempty"`
 	// TruncatedLines counts input lines longer than the reader keeps.
 	TruncatedLines int `json:"truncated_lines,omitempty"`
+	// DroppedTests counts the tests past the cap (1024), read but not kept.
+	DroppedTests int `json:"dropped_tests,omitempty"`
 }
 
 // Test is one benchmark run: one collective, one table.
@@ -59,8 +61,11 @@ type Test struct {
 	// Unordered is true when sizes did not increase down the table
 	// (interleaved or concatenated tables).
 	Unordered bool `json:"unordered,omitempty"`
-	// DroppedRows counts rows beyond the kept maximum.
+	// DroppedRows counts rows beyond the kept maximum (65536 per test,
+	// and as many over all tests).
 	DroppedRows int `json:"dropped_rows,omitempty"`
+	// rowsLeft is the rows the report may still keep over all its tests.
+	rowsLeft *int
 
 	OutOfBounds   *int64 `json:"out_of_bounds,omitempty"`
 	OutOfBoundsOK *bool  `json:"out_of_bounds_ok,omitempty"`

@@ -62,6 +62,10 @@ const (
 	maxRowTokens = 64
 	// maxRows bounds the rows kept per test (a benchmark prints tens).
 	maxRows = 1 << 16
+	// maxTests bounds the tests kept, maxTotalRows the rows kept over
+	// all of them: 200 MB of one-row tables must not cost gigabytes.
+	maxTests     = 1024
+	maxTotalRows = 1 << 16
 )
 
 type stream struct {
@@ -77,10 +81,12 @@ type stream struct {
 }
 
 type textParser struct {
-	rep     *Report
-	streams map[string]*stream
-	tests   []*Test
-	hosts   map[string]bool
+	// rowsLeft is how many more rows the kept tests may hold.
+	rowsLeft int
+	rep      *Report
+	streams  map[string]*stream
+	tests    []*Test
+	hosts    map[string]bool
 }
 
 // fileHints name collectives in file names, most specific first.
@@ -120,9 +126,10 @@ func nameHint(rep *Report, name string) {
 
 func analyzeText(name string, r io.Reader) (*Report, error) {
 	p := &textParser{
-		rep:     &Report{Format: "text"},
-		streams: map[string]*stream{},
-		hosts:   map[string]bool{},
+		rowsLeft: maxTotalRows,
+		rep:      &Report{Format: "text"},
+		streams:  map[string]*stream{},
+		hosts:    map[string]bool{},
 	}
 	lr := textio.NewLineReader(name, r)
 	for n, line := range lr.All() {
@@ -401,6 +408,13 @@ func (p *textParser) newTest(st *stream, n int) *Test {
 	st.nextVersion, st.nextBinary = "", ""
 	st.cur = t
 	st.used = true
+	if len(p.tests) >= maxTests {
+		// Past the cap a test is read into a discarded record.
+		p.rep.DroppedTests++
+		t.rowsLeft = new(0)
+		return t
+	}
+	t.rowsLeft = &p.rowsLeft
 	p.tests = append(p.tests, t)
 	return t
 }
@@ -552,8 +566,11 @@ func (t *Test) addRow(r collective.Row) {
 	if k := len(t.Rows); k > 0 && r.Bytes < t.Rows[k-1].Bytes {
 		t.Unordered = true
 	}
-	if len(t.Rows) < maxRows {
+	if len(t.Rows) < maxRows && (t.rowsLeft == nil || *t.rowsLeft > 0) {
 		t.Rows = append(t.Rows, r)
+		if t.rowsLeft != nil {
+			*t.rowsLeft--
+		}
 	} else {
 		t.DroppedRows++
 	}
