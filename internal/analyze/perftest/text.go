@@ -3,6 +3,7 @@ package perftest
 import (
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -82,11 +83,11 @@ func (st *textState) line(s string, n int) bool {
 	if t == "" {
 		return false
 	}
-	if rep.Command == "" && st.command(t) {
+	if rep.Command == "" && (strings.Contains(t, "ib_") || strings.Contains(t, "raw_ethernet_")) && st.command(t) {
 		return true
 	}
 	switch {
-	case reTitle.MatchString(t) && !strings.HasPrefix(t, "#"):
+	case strings.Contains(t, "Test") && reTitle.MatchString(t) && !strings.HasPrefix(t, "#"):
 		m := reTitle.FindStringSubmatch(t)
 		if rep.Test == "" {
 			rep.Test = textio.Clip(t, 128)
@@ -99,14 +100,14 @@ func (st *textState) line(s string, n int) bool {
 		rep.Sides++
 		st.inHead, st.table = true, ""
 		return true
-	case reDashes.MatchString(t):
+	case strings.HasPrefix(t, "-----") && reDashes.MatchString(t):
 		st.inHead = false
 		st.table = ""
 		return false
 	case strings.Contains(t, "Waiting for client to connect"):
 		rep.Server = true
 		return true
-	case reBWHeader.MatchString(t):
+	case strings.HasPrefix(t, "#bytes") && reBWHeader.MatchString(t):
 		m := reBWHeader.FindStringSubmatch(t)
 		rep.Unit, st.table, st.inHead = textio.Clip(m[3], 16), "bw", false
 		if rep.Type == "" {
@@ -117,7 +118,7 @@ func (st *textState) line(s string, n int) bool {
 			st.latCol = []string{"#sl"}
 		}
 		return true
-	case reLatHead.MatchString(t):
+	case strings.HasPrefix(t, "#bytes") && reLatHead.MatchString(t):
 		st.table, st.inHead = "lat", false
 		st.latCol = latColumns(t)
 		if rep.Type == "" {
@@ -130,7 +131,8 @@ func (st *textState) line(s string, n int) bool {
 			return true
 		}
 	}
-	if st.memoryLine(t, n) {
+	lower := strings.ToLower(t)
+	if hasAny(lower, memoryWords) && st.memoryLine(t, n) {
 		return true
 	}
 	switch {
@@ -145,7 +147,7 @@ func (st *textState) line(s string, n int) bool {
 	case reFreq.MatchString(t):
 		st.quote(&rep.Warnings, n, t)
 		return true
-	case reFailPath.MatchString(t) || (reFailTool.MatchString(t) && !st.inHead && !reAddress.MatchString(t)):
+	case hasAny(lower, failWords) && (reFailPath.MatchString(t) || (reFailTool.MatchString(t) && !st.inHead && !reAddress.MatchString(t))):
 		st.quote(&rep.Errors, n, t)
 		return true
 	case reWarning.MatchString(t):
@@ -162,6 +164,20 @@ func (st *textState) line(s string, n int) bool {
 		return true
 	}
 	return false
+}
+
+// The regular expressions below run only on lines that hold one of their
+// words (in lower case): run on every line, their backtracking made the
+// reader crawl (3 MB/s).
+var (
+	memoryWords = []string{"dma-buf", "dmabuf", "cuda", "device name", "cumemalloc", "gpu buffer", "picking", "rocm", "hipmalloc"}
+	failWords   = []string{"error", "failed", "scnt=", "couldn't", "ibv_reg_", "dma-buf", "problems with warm up",
+		"unable to", "not found", "devices found", "invalid", "unrecognized option", "unknown option", "segmentation fault", "core dumped"}
+)
+
+// hasAny reports whether s contains one of words.
+func hasAny(s string, words []string) bool {
+	return slices.ContainsFunc(words, func(w string) bool { return strings.Contains(s, w) })
 }
 
 // command takes the first line that names the tool as its command line.
