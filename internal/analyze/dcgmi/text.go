@@ -2,7 +2,6 @@ package dcgmi
 
 import (
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -14,13 +13,13 @@ import (
 const infoLen = 45
 
 var (
-	reSection  = regexp.MustCompile(`^[|+]-+\s+(\w[\w ]*?)\s+-+\+-*[|+]\s*$`)
-	reBorder   = regexp.MustCompile(`^\+[-=+]+\+\s*$`)
-	reHeader   = regexp.MustCompile(`^\|\s*Diagnostic\s*\|\s*Result\s*\|\s*$`)
-	reGPUSub   = regexp.MustCompile(`^GPU(\d+):\s*(Pass|Fail|Warn|Skip|Not Run)\b`)
-	reResult3  = regexp.MustCompile(`^(Pass|Fail|Warn|Skip|Not Run)(?:\s*-\s*(All|GPUs?:\s*([\d,\s]+)))?\s*$`)
-	reMsgName  = regexp.MustCompile(`^(Warning|Info|Error)(?::\s*GPU\s*(\d+))?$`)
-	reGPUInMsg = regexp.MustCompile(`^GPU (\d+)\b`)
+	reSection  = textio.MustCompile(`^[|+]-+\s+(\w[\w ]*?)\s+-+\+-*[|+]\s*$`)
+	reBorder   = textio.MustCompile(`^\+[-=+]+\+\s*$`)
+	reHeader   = textio.MustCompile(`^\|\s*Diagnostic\s*\|\s*Result\s*\|\s*$`)
+	reGPUSub   = textio.MustCompile(`^GPU(\d+):\s*(Pass|Fail|Warn|Skip|Not Run)\b`)
+	reResult3  = textio.MustCompile(`^(Pass|Fail|Warn|Skip|Not Run)(?:\s*-\s*(All|GPUs?:\s*([\d,\s]+)))?\s*$`)
+	reMsgName  = textio.MustCompile(`^(Warning|Info|Error)(?::\s*GPU\s*(\d+))?$`)
+	reGPUInMsg = textio.MustCompile(`^GPU (\d+)\b`)
 )
 
 const (

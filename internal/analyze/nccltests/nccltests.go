@@ -9,7 +9,6 @@ package nccltests
 import (
 	"bytes"
 	"io"
-	"regexp"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/collective"
@@ -114,8 +113,8 @@ type Device struct {
 }
 
 var (
-	reDetectText = regexp.MustCompile(`(?m)^(?:\[\d+,\d+\]<std(?:out|err)>:|\d+: )?#\s*(?:nThread \d+ nGpus \d+|nccl-tests version|Collective test starting|\s*size\s+count\s+type|\s*Avg bus bandwidth\s*:|\s*Out of bounds values\s*:)`)
-	reDetectRow  = regexp.MustCompile(`(?m)^(?:\[\d+,\d+\]<std(?:out|err)>:|\d+: )?\s+\d+\s+\d+\s+(?:` + typeAlt + `)\s+`)
+	reDetectText = textio.MustCompile(`(?m)^(?:\[\d+,\d+\]<std(?:out|err)>:|\d+: )?#\s*(?:nThread \d+ nGpus \d+|nccl-tests version|Collective test starting|\s*size\s+count\s+type|\s*Avg bus bandwidth\s*:|\s*Out of bounds values\s*:)`)
+	reDetectRow  = textio.MustCompile(`(?m)^(?:\[\d+,\d+\]<std(?:out|err)>:|\d+: )?\s+\d+\s+\d+\s+(?:` + typeAlt + `)\s+`)
 )
 
 // Detect reports whether head looks like nccl-tests output (text or -J JSON).

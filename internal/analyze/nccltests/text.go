@@ -3,7 +3,6 @@ package nccltests
 import (
 	"io"
 	"math"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,39 +19,39 @@ var (
 	// srun --label puts "rank: " at the start of each line. (mpirun
 	// --tag-output puts "[job,rank]<stdout>:" before every write, so in the
 	// middle of lines too: see findTags.)
-	reSrun = regexp.MustCompile(`^\s*(\d+): `)
+	reSrun = textio.MustCompile(`^\s*(\d+): `)
 
-	reLogVersion = regexp.MustCompile(`NCCL (?:INFO|VERSION) NCCL version (\S+)`)
-	reLogOp      = regexp.MustCompile(`NCCL INFO (AllReduce|AllGather|ReduceScatter|Broadcast|Reduce|AllToAll|AlltoAll|SendRecv|Send|Recv|Gather|Scatter|HyperCube): opCount`)
-	reVersion    = regexp.MustCompile(`^NCCL version (\S+)`)
-	reBinary     = regexp.MustCompile(`(?:^|[/\s])([a-z][a-z0-9_]*?_perf)(_mpi)?(?:\s|$)`)
-	reFailure    = regexp.MustCompile(`\bTest (?:NCCL |CUDA |MPI )?failure\b`)
+	reLogVersion = textio.MustCompile(`NCCL (?:INFO|VERSION) NCCL version (\S+)`)
+	reLogOp      = textio.MustCompile(`NCCL INFO (AllReduce|AllGather|ReduceScatter|Broadcast|Reduce|AllToAll|AlltoAll|SendRecv|Send|Recv|Gather|Scatter|HyperCube): opCount`)
+	reVersion    = textio.MustCompile(`^NCCL version (\S+)`)
+	reBinary     = textio.MustCompile(`(?:^|[/\s])([a-z][a-z0-9_]*?_perf)(_mpi)?(?:\s|$)`)
+	reFailure    = textio.MustCompile(`\bTest (?:NCCL |CUDA |MPI )?failure\b`)
 
-	reTestsVersion = regexp.MustCompile(`^nccl-tests version (\S+)`)
-	reStarting     = regexp.MustCompile(`^Collective test starting:\s*(\S+)`)
-	reConcluded    = regexp.MustCompile(`^Collective test concluded:\s*(\S+)`)
-	reNThread      = regexp.MustCompile(`^nThread\s+(\d+)\s+nGpus\s+(\d+)`)
-	reDevice       = regexp.MustCompile(`^Rank\s+(\d+)(?:\s+Group\s+(\d+))?\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)$`)
-	reColumns      = regexp.MustCompile(`^size\s+count\s+type\b`)
-	reOOB          = regexp.MustCompile(`^Out of bounds values\s*:\s*(\d+)\s*(\w*)`)
-	reAvg          = regexp.MustCompile(`^Avg bus bandwidth\s*:\s*(\S+)\s*(\w*)`)
-	reReducing     = regexp.MustCompile(`^Reducing maxBytes to (\d+)`)
-	reHashError    = regexp.MustCompile(`^error:\s*(.+)`)
-	reJSONOut      = regexp.MustCompile(`^Writing JSON output to (\S+)`)
+	reTestsVersion = textio.MustCompile(`^nccl-tests version (\S+)`)
+	reStarting     = textio.MustCompile(`^Collective test starting:\s*(\S+)`)
+	reConcluded    = textio.MustCompile(`^Collective test concluded:\s*(\S+)`)
+	reNThread      = textio.MustCompile(`^nThread\s+(\d+)\s+nGpus\s+(\d+)`)
+	reDevice       = textio.MustCompile(`^Rank\s+(\d+)(?:\s+Group\s+(\d+))?\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)$`)
+	reColumns      = textio.MustCompile(`^size\s+count\s+type\b`)
+	reOOB          = textio.MustCompile(`^Out of bounds values\s*:\s*(\d+)\s*(\w*)`)
+	reAvg          = textio.MustCompile(`^Avg bus bandwidth\s*:\s*(\S+)\s*(\w*)`)
+	reReducing     = textio.MustCompile(`^Reducing maxBytes to (\d+)`)
+	reHashError    = textio.MustCompile(`^error:\s*(.+)`)
+	reJSONOut      = textio.MustCompile(`^Writing JSON output to (\S+)`)
 
-	reParamInt = map[string]*regexp.Regexp{
-		"minBytes": regexp.MustCompile(`\bminBytes\s+(\d+)`),
-		"maxBytes": regexp.MustCompile(`\bmaxBytes\s+(\d+)`),
-		"warmup":   regexp.MustCompile(`\bwarmup iters:\s*(\d+)`),
-		"agg":      regexp.MustCompile(`\bagg iters:\s*(\d+)`),
-		"valid":    regexp.MustCompile(`\bvalidation:\s*(\d+)`),
-		"graph":    regexp.MustCompile(`\bgraph:\s*(\d+)`),
+	reParamInt = map[string]*textio.Pattern{
+		"minBytes": textio.MustCompile(`\bminBytes\s+(\d+)`),
+		"maxBytes": textio.MustCompile(`\bmaxBytes\s+(\d+)`),
+		"warmup":   textio.MustCompile(`\bwarmup iters:\s*(\d+)`),
+		"agg":      textio.MustCompile(`\bagg iters:\s*(\d+)`),
+		"valid":    textio.MustCompile(`\bvalidation:\s*(\d+)`),
+		"graph":    textio.MustCompile(`\bgraph:\s*(\d+)`),
 	}
-	reParamIters = regexp.MustCompile(`(\S+\s+)?iters:\s*(\d+)`)
-	reParamStep  = regexp.MustCompile(`\bstep:\s*(\S+)`)
-	reParamExtra = regexp.MustCompile(`\b([a-z_]+):\s*(\S+)`)
-	reTimestamp  = regexp.MustCompile(`^\d{1,2}:\d{2}:\d{2}(?:\.\d+)?$`)
-	reDate       = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+	reParamIters = textio.MustCompile(`(\S+\s+)?iters:\s*(\d+)`)
+	reParamStep  = textio.MustCompile(`\bstep:\s*(\S+)`)
+	reParamExtra = textio.MustCompile(`\b([a-z_]+):\s*(\S+)`)
+	reTimestamp  = textio.MustCompile(`^\d{1,2}:\d{2}:\d{2}(?:\.\d+)?$`)
+	reDate       = textio.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
 )
 
 // Limits that keep memory bounded on hostile input.
@@ -91,18 +90,18 @@ type textParser struct {
 
 // fileHints name collectives in file names, most specific first.
 var fileHints = []struct {
-	re   *regexp.Regexp
+	re   *textio.Pattern
 	coll string
 }{
-	{regexp.MustCompile(`all_?reduce`), "all_reduce"},
-	{regexp.MustCompile(`all_?gather`), "all_gather"},
-	{regexp.MustCompile(`reduce_?scatter`), "reduce_scatter"},
-	{regexp.MustCompile(`all_?to_?all`), "alltoall"},
-	{regexp.MustCompile(`broadcast|bcast`), "broadcast"},
-	{regexp.MustCompile(`send_?recv`), "sendrecv"},
-	{regexp.MustCompile(`hypercube`), "hypercube"},
-	{regexp.MustCompile(`gather`), "gather"},
-	{regexp.MustCompile(`scatter`), "scatter"},
+	{textio.MustCompile(`all_?reduce`), "all_reduce"},
+	{textio.MustCompile(`all_?gather`), "all_gather"},
+	{textio.MustCompile(`reduce_?scatter`), "reduce_scatter"},
+	{textio.MustCompile(`all_?to_?all`), "alltoall"},
+	{textio.MustCompile(`broadcast|bcast`), "broadcast"},
+	{textio.MustCompile(`send_?recv`), "sendrecv"},
+	{textio.MustCompile(`hypercube`), "hypercube"},
+	{textio.MustCompile(`gather`), "gather"},
+	{textio.MustCompile(`scatter`), "scatter"},
 }
 
 // nameHint is the last resort for a table that names no collective.

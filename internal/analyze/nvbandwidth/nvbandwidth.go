@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"io"
 	"math"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -74,20 +73,20 @@ type Testcase struct {
 }
 
 var (
-	reVersion   = regexp.MustCompile(`^nvbandwidth Version:\s*(\S+)`)
-	reGit       = regexp.MustCompile(`^Built from Git version:\s*(\S+)`)
-	reRuntime   = regexp.MustCompile(`^CUDA Runtime Version:\s*(\S+)`)
-	reCUDADrv   = regexp.MustCompile(`^CUDA Driver Version:\s*(\S+)`)
-	reDriver    = regexp.MustCompile(`^Driver Version:\s*(\S+)`)
-	reDevice    = regexp.MustCompile(`^Device (\d+): (.*?)\s*(?:\(([0-9a-fA-F]+:[0-9a-fA-F]+:[0-9a-fA-F]+(?:\.[0-9a-fA-F])?)\))?\s*$`)
-	reRunning   = regexp.MustCompile(`^Running (\S+?)\.?\s*$`)
-	reDesc      = regexp.MustCompile(`^(?:(memcpy|memory \w+)\s+)?(CE|SM)?\s*(CPU|GPU)\(row\)\s*(->|<-|<->)\s*(CPU|GPU)\(column\)\s*(.*?)\s*(?:\(([^)]+)\))?\s*$`)
-	reSum       = regexp.MustCompile(`^SUM\s+(\S+)\s+(\S+)\s*$`)
-	reColHeader = regexp.MustCompile(`^\s*\d+(\s+\d+)*\s*$`)
-	reWaived    = regexp.MustCompile(`^(Waived|Error|Not Found)\s*:?\s*(.*)$`)
-	reHostname  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]{0,62}$`)
+	reVersion   = textio.MustCompile(`^nvbandwidth Version:\s*(\S+)`)
+	reGit       = textio.MustCompile(`^Built from Git version:\s*(\S+)`)
+	reRuntime   = textio.MustCompile(`^CUDA Runtime Version:\s*(\S+)`)
+	reCUDADrv   = textio.MustCompile(`^CUDA Driver Version:\s*(\S+)`)
+	reDriver    = textio.MustCompile(`^Driver Version:\s*(\S+)`)
+	reDevice    = textio.MustCompile(`^Device (\d+): (.*?)\s*(?:\(([0-9a-fA-F]+:[0-9a-fA-F]+:[0-9a-fA-F]+(?:\.[0-9a-fA-F])?)\))?\s*$`)
+	reRunning   = textio.MustCompile(`^Running (\S+?)\.?\s*$`)
+	reDesc      = textio.MustCompile(`^(?:(memcpy|memory \w+)\s+)?(CE|SM)?\s*(CPU|GPU)\(row\)\s*(->|<-|<->)\s*(CPU|GPU)\(column\)\s*(.*?)\s*(?:\(([^)]+)\))?\s*$`)
+	reSum       = textio.MustCompile(`^SUM\s+(\S+)\s+(\S+)\s*$`)
+	reColHeader = textio.MustCompile(`^\s*\d+(\s+\d+)*\s*$`)
+	reWaived    = textio.MustCompile(`^(Waived|Error|Not Found)\s*:?\s*(.*)$`)
+	reHostname  = textio.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]{0,62}$`)
 
-	reDetect = regexp.MustCompile(`(?m)^(?:nvbandwidth Version:|Running \w+_(?:ce|sm)\.|memcpy (?:CE|SM) (?:CPU|GPU)\(row\))`)
+	reDetect = textio.MustCompile(`(?m)^(?:nvbandwidth Version:|Running \w+_(?:ce|sm)\.|memcpy (?:CE|SM) (?:CPU|GPU)\(row\))`)
 )
 
 // Limits keeping memory bounded.
@@ -310,7 +309,7 @@ type jsonRoot struct {
 	} `json:"nvbandwidth"`
 }
 
-var reJSONDevice = regexp.MustCompile(`^(\d+):\s*(.*?)\s*(?:\(([0-9a-fA-F]+:[0-9a-fA-F]+:[0-9a-fA-F]+)\))?\s*(?::\s*\(([^)]*)\))?\s*$`)
+var reJSONDevice = textio.MustCompile(`^(\d+):\s*(.*?)\s*(?:\(([0-9a-fA-F]+:[0-9a-fA-F]+:[0-9a-fA-F]+)\))?\s*(?::\s*\(([^)]*)\))?\s*$`)
 
 func analyzeJSON(name string, r io.Reader) (*Report, error) {
 	lc := textio.NewLineCounter(r)

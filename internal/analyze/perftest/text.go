@@ -2,7 +2,6 @@ package perftest
 
 import (
 	"io"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,31 +10,31 @@ import (
 )
 
 var (
-	reTool     = regexp.MustCompile(`\b((?:ib_(?:write|read|send|atomic)_(?:bw|lat))|raw_ethernet_\w+)\b`)
-	reTitle    = regexp.MustCompile(`^\s*(\S.*?)\s+(BW|Latency|Lat)\s+Test\s*$`)
-	reKV       = regexp.MustCompile(`([A-Za-z][\w*. /-]*?)\s*:\s*([^\s:]+)`)
-	reBWHeader = regexp.MustCompile(`^\s*#bytes\s+(#sl\s+)?#iterations\s+BW peak\[([^\]]+)\]\s+BW average\[([^\]]+)\]`)
-	reLatHead  = regexp.MustCompile(`^\s*#bytes\s+#iterations\s+(t_\w+|tps)`)
-	reDashes   = regexp.MustCompile(`^\s*-{20,}\s*$`)
-	reAddress  = regexp.MustCompile(`^\s*(local|remote) address:`)
-	reGID      = regexp.MustCompile(`^\s*GID:`)
+	reTool     = textio.MustCompile(`\b((?:ib_(?:write|read|send|atomic)_(?:bw|lat))|raw_ethernet_\w+)\b`)
+	reTitle    = textio.MustCompile(`^\s*(\S.*?)\s+(BW|Latency|Lat)\s+Test\s*$`)
+	reKV       = textio.MustCompile(`([A-Za-z][\w*. /-]*?)\s*:\s*([^\s:]+)`)
+	reBWHeader = textio.MustCompile(`^\s*#bytes\s+(#sl\s+)?#iterations\s+BW peak\[([^\]]+)\]\s+BW average\[([^\]]+)\]`)
+	reLatHead  = textio.MustCompile(`^\s*#bytes\s+#iterations\s+(t_\w+|tps)`)
+	reDashes   = textio.MustCompile(`^\s*-{20,}\s*$`)
+	reAddress  = textio.MustCompile(`^\s*(local|remote) address:`)
+	reGID      = textio.MustCompile(`^\s*GID:`)
 
-	reCUDAAddr = regexp.MustCompile(`CUDA device \d+: PCIe address is (\S+)`)
-	reCUDAName = regexp.MustCompile(`device name = \[([^\]]+)\]`)
-	reIntegr   = regexp.MustCompile(`CUDA device integrated: (\S+)`)
-	reDMABuf   = regexp.MustCompile(`using DMA-BUF for GPU buffer|Calling ibv_reg_dmabuf_mr\(`)
-	reGPUAlloc = regexp.MustCompile(`cuMemAlloc\(\) of a|allocated GPU buffer|initializing CUDA|Picking (?:device|GPU) (?:No\.|number)`)
-	reROCm     = regexp.MustCompile(`(?i)\brocm\b|hipMalloc|Using ROCm`)
+	reCUDAAddr = textio.MustCompile(`CUDA device \d+: PCIe address is (\S+)`)
+	reCUDAName = textio.MustCompile(`device name = \[([^\]]+)\]`)
+	reIntegr   = textio.MustCompile(`CUDA device integrated: (\S+)`)
+	reDMABuf   = textio.MustCompile(`using DMA-BUF for GPU buffer|Calling ibv_reg_dmabuf_mr\(`)
+	reGPUAlloc = textio.MustCompile(`cuMemAlloc\(\) of a|allocated GPU buffer|initializing CUDA|Picking (?:device|GPU) (?:No\.|number)`)
+	reROCm     = textio.MustCompile(`(?i)\brocm\b|hipMalloc|Using ROCm`)
 
-	reMTULow  = regexp.MustCompile(`Requested mtu is higher than active mtu`)
-	reNoPeak  = regexp.MustCompile(`BW peak won't be measured`)
-	reFreq    = regexp.MustCompile(`Conflicting CPU frequency values`)
-	reWarning = regexp.MustCompile(`(?i)^\s*warning\b`)
+	reMTULow  = textio.MustCompile(`Requested mtu is higher than active mtu`)
+	reNoPeak  = textio.MustCompile(`BW peak won't be measured`)
+	reFreq    = textio.MustCompile(`Conflicting CPU frequency values`)
+	reWarning = textio.MustCompile(`(?i)^\s*warning\b`)
 	// Failures of the data path: the transfer itself went wrong.
-	reFailPath = regexp.MustCompile(`Completion with error|Failed status \d+|Failed to complete run_iter|^\s*scnt=\d+, ccnt=\d+|Couldn't (?:allocate|register) MR|ibv_reg_(?:dmabuf_)?mr failed|does not support DMA-BUF|DMA-BUF is not supported|poll CQ failed|Problems with warm up|Couldn't post send|Couldn't post recv`)
+	reFailPath = textio.MustCompile(`Completion with error|Failed status \d+|Failed to complete run_iter|^\s*scnt=\d+, ccnt=\d+|Couldn't (?:allocate|register) MR|ibv_reg_(?:dmabuf_)?mr failed|does not support DMA-BUF|DMA-BUF is not supported|poll CQ failed|Problems with warm up|Couldn't post send|Couldn't post recv`)
 	// Failures of the tool: it could not set the test up.
-	reFailTool = regexp.MustCompile(`(?i)couldn't|unable to|failed to|\berror\b|no ib devices found|not found|invalid|unrecognized option|unknown option|segmentation fault|core dumped`)
-	reStatus   = regexp.MustCompile(`Failed status (\d+)`)
+	reFailTool = textio.MustCompile(`(?i)couldn't|unable to|failed to|\berror\b|no ib devices found|not found|invalid|unrecognized option|unknown option|segmentation fault|core dumped`)
+	reStatus   = textio.MustCompile(`Failed status (\d+)`)
 )
 
 // Limits keeping memory bounded.

@@ -7,7 +7,6 @@ package smitopo
 import (
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
@@ -36,8 +35,8 @@ type Matrix struct {
 }
 
 var (
-	reLegend   = regexp.MustCompile(`^\s*(NIC\d+)\s*:\s*(\S+)\s*$`)
-	reGPULabel = regexp.MustCompile(`^GPU\d+$`)
+	reLegend   = textio.MustCompile(`^\s*(NIC\d+)\s*:\s*(\S+)\s*$`)
+	reGPULabel = textio.MustCompile(`^GPU\d+$`)
 )
 
 // Parse reads the first topology matrix in r (and the rest of r). name is
