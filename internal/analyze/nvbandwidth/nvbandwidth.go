@@ -167,30 +167,29 @@ func (st *textState) line(s string, n int) error {
 			return nil
 		}
 	}
+	var m []string
 	switch {
 	case t == "":
-	case reVersion.MatchString(t):
-		rep.Version, st.sawHdr = textio.Clip(reVersion.FindStringSubmatch(t)[1], 64), true
-	case reGit.MatchString(t):
-		rep.GitVersion = textio.Clip(reGit.FindStringSubmatch(t)[1], 64)
-	case reRuntime.MatchString(t):
-		rep.CUDARuntime, st.sawHdr = textio.Clip(reRuntime.FindStringSubmatch(t)[1], 32), true
-	case reCUDADrv.MatchString(t):
-		rep.CUDADriver = textio.Clip(reCUDADrv.FindStringSubmatch(t)[1], 32)
-	case reDriver.MatchString(t):
-		rep.DriverVersion, st.sawHdr = textio.Clip(reDriver.FindStringSubmatch(t)[1], 32), true
-	case reDevice.MatchString(t):
-		m := reDevice.FindStringSubmatch(t)
+	case reVersion.Submatch(t, &m):
+		rep.Version, st.sawHdr = textio.Clip(m[1], 64), true
+	case reGit.Submatch(t, &m):
+		rep.GitVersion = textio.Clip(m[1], 64)
+	case reRuntime.Submatch(t, &m):
+		rep.CUDARuntime, st.sawHdr = textio.Clip(m[1], 32), true
+	case reCUDADrv.Submatch(t, &m):
+		rep.CUDADriver = textio.Clip(m[1], 32)
+	case reDriver.Submatch(t, &m):
+		rep.DriverVersion, st.sawHdr = textio.Clip(m[1], 32), true
+	case reDevice.Submatch(t, &m):
 		idx, _ := strconv.Atoi(m[1])
 		if len(rep.Devices) < maxDim {
 			rep.Devices = append(rep.Devices, Device{Index: idx, Name: textio.Clip(m[2], 128), BusID: m[3]})
 		}
-	case reRunning.MatchString(t):
+	case reRunning.Submatch(t, &m):
 		st.cur = nil
 		tc := st.testcase(n)
-		tc.Name = textio.Clip(reRunning.FindStringSubmatch(t)[1], 128)
-	case strings.Contains(t, "(row)") && reDesc.MatchString(t):
-		m := reDesc.FindStringSubmatch(t)
+		tc.Name = textio.Clip(m[1], 128)
+	case strings.Contains(t, "(row)") && reDesc.Submatch(t, &m):
 		tc := st.testcase(n)
 		if tc.Description != "" { // a second matrix in one testcase: start another
 			st.cur = nil
@@ -208,8 +207,7 @@ func (st *textState) line(s string, n int) error {
 		}
 		st.cur.Matrix = [][]*float64{}
 		st.inMat = true
-	case reSum.MatchString(t):
-		m := reSum.FindStringSubmatch(t)
+	case reSum.Submatch(t, &m):
 		tc := st.cur
 		name := textio.Clip(m[1], 128)
 		if tc == nil || (tc.Name != "" && tc.Name != name) {
@@ -223,10 +221,9 @@ func (st *textState) line(s string, n int) error {
 		if v, ok := textio.ParseFloat(m[2]); ok {
 			tc.Sum = &v
 		}
-	case reWaived.MatchString(t) && (st.cur == nil || st.cur.Matrix == nil || strings.HasPrefix(t, "Waived")):
+	case (st.cur == nil || st.cur.Matrix == nil || strings.HasPrefix(t, "Waived")) && reWaived.Submatch(t, &m):
 		// "Waived: " comes without a "Running" line (the testcase's filter
 		// refused it); "Error: ..." follows the "Running" line of its testcase.
-		m := reWaived.FindStringSubmatch(t)
 		tc := st.cur
 		if m[1] == "Waived" || tc == nil || tc.Matrix != nil {
 			st.cur = nil

@@ -90,3 +90,11 @@ func (p *Pattern) FindString(s string) string {
 	}
 	return p.Regexp.FindString(s)
 }
+
+// Submatch sets *m to the submatches of s and reports whether s matched:
+// one regexp run where MatchString then FindStringSubmatch would take two
+// (case re.Submatch(line, &m): in a switch).
+func (p *Pattern) Submatch(s string, m *[]string) bool {
+	*m = p.FindStringSubmatch(s)
+	return *m != nil
+}
