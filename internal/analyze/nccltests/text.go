@@ -491,13 +491,14 @@ func (p *textParser) finishPending(st *stream) {
 }
 
 func (p *textParser) comment(st *stream, c string, n int) {
+	var m []string
 	switch {
-	case reTestsVersion.MatchString(c):
+	case reTestsVersion.Submatch(c, &m):
 		st.cur = nil
-		st.nextVersion = textio.Clip(reTestsVersion.FindStringSubmatch(c)[1], 64)
-	case reStarting.MatchString(c):
+		st.nextVersion = textio.Clip(m[1], 64)
+	case reStarting.Submatch(c, &m):
 		st.cur = nil
-		st.nextBinary = textio.Clip(reStarting.FindStringSubmatch(c)[1], 128)
+		st.nextBinary = textio.Clip(m[1], 128)
 	case reConcluded.MatchString(c):
 		st.cur = nil
 	case reNThread.MatchString(c):
@@ -506,8 +507,7 @@ func (p *textParser) comment(st *stream, c string, n int) {
 			t = p.newTest(st, n)
 		}
 		t.Params = parseParams(c)
-	case reDevice.MatchString(c):
-		m := reDevice.FindStringSubmatch(c)
+	case reDevice.Submatch(c, &m):
 		t := st.cur
 		if t == nil || len(t.Rows) > 0 || len(t.Columns) > 0 {
 			t = p.newTest(st, n)
@@ -532,8 +532,7 @@ func (p *textParser) comment(st *stream, c string, n int) {
 		for i, col := range t.Columns {
 			t.Columns[i] = textio.Clip(col, 32)
 		}
-	case reOOB.MatchString(c):
-		m := reOOB.FindStringSubmatch(c)
+	case reOOB.Submatch(c, &m):
 		t := p.current(st, n, false)
 		v, _ := strconv.ParseInt(m[1], 10, 64)
 		ok := v == 0
@@ -541,20 +540,19 @@ func (p *textParser) comment(st *stream, c string, n int) {
 			ok = m[2] == "OK"
 		}
 		t.OutOfBounds, t.OutOfBoundsOK, t.summary = &v, &ok, true
-	case reAvg.MatchString(c):
-		m := reAvg.FindStringSubmatch(c)
+	case reAvg.Submatch(c, &m):
 		t := p.current(st, n, false)
 		if v, ok := textio.ParseFloat(m[1]); ok {
 			t.AvgBusBW, t.AvgFrom = v, "printed"
 		}
 		t.AvgCheck = m[2]
 		t.summary = true
-	case reReducing.MatchString(c):
+	case reReducing.Submatch(c, &m):
 		t := p.current(st, n, false)
-		t.note("maxBytes reduced to " + textio.Clip(reReducing.FindStringSubmatch(c)[1], 24) + " because of GPU memory")
-	case reJSONOut.MatchString(c):
+		t.note("maxBytes reduced to " + textio.Clip(m[1], 24) + " because of GPU memory")
+	case reJSONOut.Submatch(c, &m):
 		t := p.current(st, n, false)
-		t.note("JSON output written to " + textio.Clip(reJSONOut.FindStringSubmatch(c)[1], 256))
+		t.note("JSON output written to " + textio.Clip(m[1], 256))
 	case reHashError.MatchString(c):
 		p.quoteFailure(n, "# "+c)
 	}
