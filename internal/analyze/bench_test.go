@@ -46,3 +46,20 @@ func BenchmarkReaders(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTinyTables reads 32 MiB of one-row nccl-tests tables (review
+// D3's input): every line starts a test or is its header or row.
+func BenchmarkTinyTables(b *testing.B) {
+	table := "# nThread 1 nGpus 8 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n" +
+		"#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n" +
+		"           8             2     float     sum      -1    35.06    0.00    0.00      0    34.83    0.00    0.00      0\n"
+	in := bytes.Repeat([]byte(table), (32<<20)/len(table))
+	rd := analyze.Readers()[5]
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := analyze.Read("tiny", bytes.NewReader(in), rd); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

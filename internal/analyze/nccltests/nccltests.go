@@ -65,6 +65,8 @@ type Test struct {
 	DroppedRows int `json:"dropped_rows,omitempty"`
 	// rowsLeft is the rows the report may still keep over all its tests.
 	rowsLeft *int
+	// dropped is true for a test past the cap, read but not kept.
+	dropped bool
 
 	OutOfBounds   *int64 `json:"out_of_bounds,omitempty"`
 	OutOfBoundsOK *bool  `json:"out_of_bounds_ok,omitempty"`

@@ -410,7 +410,7 @@ func (p *textParser) newTest(st *stream, n int) *Test {
 	if len(p.tests) >= maxTests {
 		// Past the cap a test is read into a discarded record.
 		p.rep.DroppedTests++
-		t.rowsLeft = new(0)
+		t.rowsLeft, t.dropped = new(0), true
 		return t
 	}
 	t.rowsLeft = &p.rowsLeft
@@ -501,12 +501,17 @@ func (p *textParser) comment(st *stream, c string, n int) {
 		st.nextBinary = textio.Clip(m[1], 128)
 	case reConcluded.MatchString(c):
 		st.cur = nil
-	case reNThread.MatchString(c):
+	case reNThread.Submatch(c, &m):
 		t := st.cur
 		if t == nil || len(t.Rows) > 0 || len(t.Columns) > 0 || t.Params.NGpus > 0 {
 			t = p.newTest(st, n)
 		}
-		t.Params = parseParams(c)
+		if t.dropped {
+			// A test past the cap is not kept: its parameters are not read.
+			t.Params = Params{NThread: atoi(m[1]), NGpus: atoi(m[2])}
+		} else {
+			t.Params = parseParams(c)
+		}
 	case reDevice.Submatch(c, &m):
 		t := st.cur
 		if t == nil || len(t.Rows) > 0 || len(t.Columns) > 0 {
