@@ -79,9 +79,7 @@ var (
 	reCUDADrv   = textio.MustCompile(`^CUDA Driver Version:\s*(\S+)`)
 	reDriver    = textio.MustCompile(`^Driver Version:\s*(\S+)`)
 	reDevice    = textio.MustCompile(`^Device (\d+): (.*?)\s*(?:\(([0-9a-fA-F]+:[0-9a-fA-F]+:[0-9a-fA-F]+(?:\.[0-9a-fA-F])?)\))?\s*$`)
-	reRunning   = textio.MustCompile(`^Running (\S+?)\.?\s*$`)
 	reDesc      = textio.MustCompile(`^(?:(memcpy|memory \w+)\s+)?(CE|SM)?\s*(CPU|GPU)\(row\)\s*(->|<-|<->)\s*(CPU|GPU)\(column\)\s*(.*?)\s*(?:\(([^)]+)\))?\s*$`)
-	reSum       = textio.MustCompile(`^SUM\s+(\S+)\s+(\S+)\s*$`)
 	reColHeader = textio.MustCompile(`^\s*\d+(\s+\d+)*\s*$`)
 	reWaived    = textio.MustCompile(`^(Waived|Error|Not Found)\s*:?\s*(.*)$`)
 	reHostname  = textio.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]{0,62}$`)
@@ -185,7 +183,7 @@ func (st *textState) line(s string, n int) error {
 		if len(rep.Devices) < maxDim {
 			rep.Devices = append(rep.Devices, Device{Index: idx, Name: textio.Clip(m[2], 128), BusID: m[3]})
 		}
-	case reRunning.Submatch(t, &m):
+	case runningLine(t, &m):
 		st.cur = nil
 		tc := st.testcase(n)
 		tc.Name = textio.Clip(m[1], 128)
@@ -207,7 +205,7 @@ func (st *textState) line(s string, n int) error {
 		}
 		st.cur.Matrix = [][]*float64{}
 		st.inMat = true
-	case reSum.Submatch(t, &m):
+	case sumLine(t, &m):
 		tc := st.cur
 		name := textio.Clip(m[1], 128)
 		if tc == nil || (tc.Name != "" && tc.Name != name) {
@@ -245,6 +243,39 @@ func (st *textState) line(s string, n int) error {
 		rep.Hostname = textio.Clip(t, 64)
 	}
 	return nil
+}
+
+// reSpace is RE2's \s: the separators of reRunning and reSum.
+func reSpace(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\f' || r == '\r' }
+
+// runningLine is reRunning.Submatch without the regexp (it runs on every
+// line): "Running NAME.".
+func runningLine(t string, m *[]string) bool {
+	rest, ok := strings.CutPrefix(t, "Running ")
+	rest = strings.TrimRightFunc(rest, reSpace)
+	if !ok || rest == "" || strings.IndexFunc(rest, reSpace) >= 0 {
+		return false
+	}
+	name := strings.TrimSuffix(rest, ".")
+	if name == "" {
+		name = rest
+	}
+	*m = []string{t, name}
+	return true
+}
+
+// sumLine is reSum.Submatch without the regexp: "SUM NAME VALUE".
+func sumLine(t string, m *[]string) bool {
+	rest, ok := strings.CutPrefix(t, "SUM")
+	if !ok || rest == "" || !reSpace(rune(rest[0])) {
+		return false
+	}
+	f := strings.FieldsFunc(rest, reSpace)
+	if len(f) != 2 {
+		return false
+	}
+	*m = []string{t, f[0], f[1]}
+	return true
 }
 
 // matrixRow reads " 0       N/A     26.34 ...".

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -139,3 +140,26 @@ func TestTestcaseCap(t *testing.T) {
 		}
 	}
 }
+
+// runningLine and sumLine are reRunning and reSum without the regexp.
+func TestHandParsers(t *testing.T) {
+	for _, s := range []string{"Running a.", "Running a", "Running a..", "Running .", "Running ..", "Running a b.", "Running ", "Running\ta.",
+		"Running a.\t", "Running x\vy.", "SUM a 1", "SUM a 1 2", "SUM  a\t1", "SUMa 1", "SUM a", "SUM", "SUM a 1\f", "SUM a\v1 2"} {
+		var m []string
+		got, want := runningLine(s, &m), reRunning.FindStringSubmatch(s)
+		if got != (want != nil) || got && m[1] != want[1] {
+			t.Errorf("runningLine(%q) = %v %q, regexp %q", s, got, m, want)
+		}
+		m = nil
+		got, want = sumLine(s, &m), reSum.FindStringSubmatch(s)
+		if got != (want != nil) || got && (m[1] != want[1] || m[2] != want[2]) {
+			t.Errorf("sumLine(%q) = %v %q, regexp %q", s, got, m, want)
+		}
+	}
+}
+
+// The regexps the hand parsers replace.
+var (
+	reRunning = regexp.MustCompile(`^Running (\S+?)\.?\s*$`)
+	reSum     = regexp.MustCompile(`^SUM\s+(\S+)\s+(\S+)\s*$`)
+)
