@@ -386,29 +386,21 @@ func TestGeneratedLog(t *testing.T) {
 // BenchmarkAnalyze1GB streams a generated 1 GB log of 2048 ranks on 256
 // hosts through Analyze (generation included; see BenchmarkGenerate1GB),
 // reporting MB/s and the peak HeapInuse. Run with -benchtime=1x.
-func BenchmarkAnalyze1GB(b *testing.B) {
-	const size = 1 << 30
-	b.SetBytes(size)
-	b.ReportAllocs()
-	var peak uint64
-	for i := 0; i < b.N; i++ {
-		_, _, p := analyzeGenerated(b, size, 256, 8)
-		peak = max(peak, p)
-	}
-	b.ReportMetric(float64(peak)/1e6, "peak-heap-MB")
-}
+func BenchmarkAnalyze1GB(b *testing.B) { benchGenerated(b, 256, 8) }
 
 // BenchmarkAnalyzeCaps is review D4's input: a generated 1 GB log of 50,000
 // hosts with 4 ranks each (200,000 processes), beyond every cap on hosts,
 // processes and connections. Run with -benchtime=1x under /usr/bin/time
 // for the peak RSS.
-func BenchmarkAnalyzeCaps(b *testing.B) {
+func BenchmarkAnalyzeCaps(b *testing.B) { benchGenerated(b, 50000, 4) }
+
+func benchGenerated(b *testing.B, hosts, perHost int) {
 	const size = 1 << 30
 	b.SetBytes(size)
 	b.ReportAllocs()
 	var peak uint64
 	for b.Loop() {
-		_, _, p := analyzeGenerated(b, size, 50000, 4)
+		_, _, p := analyzeGenerated(b, size, hosts, perHost)
 		peak = max(peak, p)
 	}
 	b.ReportMetric(float64(peak)/1e6, "peak-heap-MB")
