@@ -64,6 +64,7 @@ func analyzeText(name string, r io.Reader) (*Report, error) {
 
 func (st *textState) line(s string, n int) {
 	t := strings.TrimSpace(s)
+	var m []string
 	switch {
 	case t == "":
 		return
@@ -74,9 +75,9 @@ func (st *textState) line(s string, n int) {
 		st.inTable, st.tableSeen = true, true
 		st.rep.Complete = false
 		return
-	case reSection.MatchString(t):
+	case len(t) > 1 && t[1] == '-' && reSection.Submatch(t, &m): // "|----- Name -----+---|"
 		st.flushMsg()
-		st.section = textio.Clip(reSection.FindStringSubmatch(t)[1], 64)
+		st.section = textio.Clip(m[1], 64)
 		st.cur = nil
 		st.inTable, st.tableSeen = true, true
 		st.rep.Complete = false
