@@ -178,11 +178,9 @@ func (st *textState) line(s string, n int) error {
 		rep.CUDADriver = textio.Clip(m[1], 32)
 	case reDriver.Submatch(t, &m):
 		rep.DriverVersion, st.sawHdr = textio.Clip(m[1], 32), true
-	case reDevice.Submatch(t, &m):
+	case len(rep.Devices) < maxDim && reDevice.Submatch(t, &m): // past the cap a device line is not parsed
 		idx, _ := strconv.Atoi(m[1])
-		if len(rep.Devices) < maxDim {
-			rep.Devices = append(rep.Devices, Device{Index: idx, Name: textio.Clip(m[2], 128), BusID: m[3]})
-		}
+		rep.Devices = append(rep.Devices, Device{Index: idx, Name: textio.Clip(m[2], 128), BusID: m[3]})
 	case runningLine(t, &m):
 		st.cur = nil
 		tc := st.testcase(n)
@@ -196,7 +194,7 @@ func (st *textState) line(s string, n int) error {
 			tc.Name = name
 		}
 		tc.Description, tc.Engine, tc.RowKind, tc.Direction, tc.ColKind, tc.Unit = textio.Clip(t, 256), m[2], m[3], m[4], m[5], textio.Clip(m[7], 16)
-	case reColHeader.MatchString(t) && st.cur != nil && st.cur.Description != "" && st.cur.Matrix == nil:
+	case st.cur != nil && st.cur.Description != "" && st.cur.Matrix == nil && reColHeader.MatchString(t):
 		for _, f := range strings.Fields(t) {
 			v, _ := strconv.Atoi(f)
 			if len(st.cur.Columns) < maxDim {
@@ -289,17 +287,18 @@ func (st *textState) matrixRow(t string, n int) bool {
 		return false
 	}
 	tc := st.cur
-	row := make([]*float64, 0, len(f)-1)
-	for _, c := range f[1:] {
+	row := make([]*float64, len(f)-1)
+	vals := make([]float64, len(f)-1) // the cells' values: one allocation per row
+	for i, c := range f[1:] {
 		if c == "N/A" {
-			row = append(row, nil)
 			continue
 		}
 		v, ok := textio.ParseFloat(c)
 		if !ok {
 			return false
 		}
-		row = append(row, &v)
+		vals[i] = v
+		row[i] = &vals[i]
 	}
 	if len(tc.Columns) > 0 && len(row) != len(tc.Columns) {
 		return false
