@@ -39,8 +39,8 @@ func Analyze(ctx context.Context, files []string, kind string) (*Analysis, error
 		} else {
 			got, err = analyze.FileAll(ctx, f)
 		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("interrupted while reading %s: %w", f, err)
 		}
 		if err != nil {
 			a.Unread = append(a.Unread, err)
