@@ -14,6 +14,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/dcgmi"
 	"github.com/gdrcheck/gdrcheck/internal/analyze/ncclog"
@@ -182,7 +183,7 @@ func (in *input) Read(p []byte) (int, error) {
 // read on a pipe is ended when ctx ends.
 func open(ctx context.Context, path string) (io.Reader, func(), error) {
 	if path == Stdin {
-		return os.Stdin, func() {}, nil
+		return openStdin(ctx)
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -202,6 +203,25 @@ func open(ctx context.Context, path string) (io.Reader, func(), error) {
 	}
 	stop := context.AfterFunc(ctx, func() { f.Close() })
 	return f, func() { stop(); f.Close() }, nil
+}
+
+// openStdin gives the standard input. A pipe is read through a descriptor
+// of analyze's own, opened non-blocking, so that the end of ctx can end a
+// pending read by closing it (a read on the inherited, blocking descriptor
+// could not be ended), and without changing the flags of the standard
+// input that other processes share.
+func openStdin(ctx context.Context) (io.Reader, func(), error) {
+	if fi, err := os.Stdin.Stat(); err == nil && fi.Mode()&os.ModeNamedPipe != 0 {
+		fd := uintptr(0)
+		if rc, err := os.Stdin.SyscallConn(); err == nil {
+			_ = rc.Control(func(d uintptr) { fd = d }) // Fd() would make os.Stdin blocking
+		}
+		if f, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", fd), os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+			stop := context.AfterFunc(ctx, func() { f.Close() })
+			return f, func() { stop(); f.Close() }, nil
+		}
+	}
+	return os.Stdin, func() {}, nil
 }
 
 // openFile opens path. Opening a FIFO waits for its writer, which may

@@ -192,3 +192,44 @@ func TestInterruptExit130(t *testing.T) {
 		t.Errorf("exit %v, want status 130", err)
 	}
 }
+
+// TestInterruptIdlePipe: SIGINT ends `analyze -` within a second while it
+// waits on a pipe that gives no data (a read on the inherited, blocking
+// standard input cannot be interrupted).
+func TestInterruptIdlePipe(t *testing.T) {
+	if os.Getenv("GDRCHECK_ANALYZE_CHILD") == "idle" {
+		os.Exit(cli.Main([]string{"analyze", "--kind", "nccl-log", "-"}, io.Discard, io.Discard, cli.BuildInfo{Version: "test"}))
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close() // the writer stays open and silent
+	cmd := exec.Command(os.Args[0], "-test.run=^TestInterruptIdlePipe$")
+	cmd.Env = append(os.Environ(), "GDRCHECK_ANALYZE_CHILD=idle")
+	cmd.Stdin = r
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	defer cmd.Process.Kill()
+	time.Sleep(500 * time.Millisecond)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	sent := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("analyze - still waiting on its pipe 5 s after SIGINT")
+	}
+	if d := time.Since(sent); d > time.Second {
+		t.Errorf("exited %v after SIGINT, want within a second", d)
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Errorf("exit %v, want status 130", err)
+	}
+}
