@@ -6,11 +6,15 @@ package analyze
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"sync"
+	"syscall"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/dcgmi"
 	"github.com/gdrcheck/gdrcheck/internal/analyze/ncclog"
@@ -143,31 +147,124 @@ func Detect(head []byte) []string {
 	return out
 }
 
-func readHead(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	head := make([]byte, textio.HeadSize)
-	n, err := io.ReadFull(f, head)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return head[:n], nil
+// MaxInput bounds the bytes read from one input: past it the readers stop
+// with an error, so that an endless stream (a device, a pipe that never
+// ends) cannot keep analyze running for ever.
+const MaxInput int64 = 16 << 30
+
+// Stdin is the file name that stands for the standard input.
+const Stdin = "-"
+
+// input is one file being read: its bytes are read once, in chunks, with
+// the context checked before each chunk and the total bounded by MaxInput.
+type input struct {
+	ctx  context.Context
+	name string
+	r    io.Reader
+	n    int64
 }
 
-// DetectFile lists the kinds recognised in the first 64 KiB of a file.
-func DetectFile(path string) ([]string, error) {
-	head, err := readHead(path)
+func (in *input) Read(p []byte) (int, error) {
+	if err := in.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if in.n >= MaxInput {
+		return 0, fmt.Errorf("input longer than %d GiB: not read further", MaxInput>>30)
+	}
+	if int64(len(p)) > MaxInput-in.n {
+		p = p[:MaxInput-in.n]
+	}
+	n, err := in.r.Read(p)
+	in.n += int64(n)
+	return n, err
+}
+
+// open opens path for reading, "-" being the standard input. Regular
+// files, pipes and FIFOs are read; a directory or a device is refused
+// with a clear error. The returned function closes the file; a pending
+// read on a pipe is ended when ctx ends.
+func open(ctx context.Context, path string) (io.Reader, func(), error) {
+	if path == Stdin {
+		return openStdin(ctx)
+	}
+	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	kinds := Detect(head)
-	if len(kinds) == 0 {
-		return nil, unrecognised(path, head)
+	switch m := fi.Mode(); {
+	case m.IsDir():
+		return nil, nil, &KindError{path, "is a directory, not a file"}
+	case m&os.ModeDevice != 0:
+		return nil, nil, &KindError{path, "is a device, not a file (pipe its output into analyze - instead)"}
+	case m&os.ModeSocket != 0:
+		return nil, nil, &KindError{path, "is a socket, not a file"}
 	}
-	return kinds, nil
+	f, err := openFile(ctx, path, fi.Mode()&os.ModeNamedPipe != 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { f.Close() })
+	return f, func() { stop(); f.Close() }, nil
+}
+
+// openStdin gives the standard input. A pipe is read through a descriptor
+// of analyze's own, opened non-blocking, so that the end of ctx can end a
+// pending read by closing it (a read on the inherited, blocking descriptor
+// could not be ended), and without changing the flags of the standard
+// input that other processes share.
+func openStdin(ctx context.Context) (io.Reader, func(), error) {
+	if fi, err := os.Stdin.Stat(); err == nil && fi.Mode()&os.ModeNamedPipe != 0 {
+		fd := uintptr(0)
+		if rc, err := os.Stdin.SyscallConn(); err == nil {
+			_ = rc.Control(func(d uintptr) { fd = d }) // Fd() would make os.Stdin blocking
+		}
+		if f, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", fd), os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+			stop := context.AfterFunc(ctx, func() { f.Close() })
+			return f, func() { stop(); f.Close() }, nil
+		}
+	}
+	return os.Stdin, func() {}, nil
+}
+
+// openFile opens path. Opening a FIFO waits for its writer, which may
+// never come: that wait ends when ctx does (the opening goroutine is left
+// behind, and closes the file if the open ever completes).
+func openFile(ctx context.Context, path string, fifo bool) (*os.File, error) {
+	if !fifo {
+		return os.Open(path)
+	}
+	type opened struct {
+		f   *os.File
+		err error
+	}
+	done := make(chan opened, 1)
+	go func() {
+		f, err := os.Open(path)
+		done <- opened{f, err}
+	}()
+	select {
+	case o := <-done:
+		return o.f, o.err
+	case <-ctx.Done():
+		go func() {
+			if o := <-done; o.f != nil {
+				o.f.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
+}
+
+// head reads the first HeadSize bytes of r for detection and returns them
+// with a reader that gives the whole input again (head, then the rest).
+func head(path string, r io.Reader) ([]byte, io.Reader, error) {
+	h := make([]byte, textio.HeadSize)
+	n, err := io.ReadFull(r, h)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	h = h[:n]
+	return h, io.MultiReader(bytes.NewReader(h), r), nil
 }
 
 func unrecognised(path string, head []byte) error {
@@ -177,26 +274,130 @@ func unrecognised(path string, head []byte) error {
 	return &KindError{path, "kind not recognised (want one of " + strings.Join(Kinds(), ", ") + "; force one with --kind)"}
 }
 
-// File reads path as kind; an empty kind means the first kind detected.
-func File(path, kind string) (*Output, error) {
-	if kind == "" {
-		kinds, err := DetectFile(path)
-		if err != nil {
-			return nil, err
+// File reads path ("-": the standard input) as kind; an empty kind means
+// the first kind detected. It stops with ctx's error when ctx ends.
+func File(ctx context.Context, path, kind string) (*Output, error) {
+	if kind != "" {
+		if _, ok := reader(kind); !ok {
+			return nil, &KindError{path, fmt.Sprintf("unknown kind %q (want one of %s)", kind, strings.Join(Kinds(), ", "))}
 		}
-		kind = kinds[0]
 	}
-	rd, ok := reader(kind)
-	if !ok {
-		return nil, &KindError{path, fmt.Sprintf("unknown kind %q (want one of %s)", kind, strings.Join(Kinds(), ", "))}
-	}
-	f, err := os.Open(path)
+	outs, err := analyzeFile(ctx, path, kind, false)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	return Read(path, f, rd)
+	return outs[0], nil
 }
+
+// FileAll reads path ("-": the standard input) as every kind detected in
+// it: an NCCL_DEBUG=INFO run of nccl-tests is both an NCCL log and a
+// nccl-tests output. The input is read once, every reader being given the
+// same bytes. A detected kind whose reader then finds nothing is dropped;
+// the error comes back only when no kind could read the file.
+func FileAll(ctx context.Context, path string) ([]*Output, error) {
+	return analyzeFile(ctx, path, "", true)
+}
+
+func analyzeFile(ctx context.Context, path, kind string, all bool) ([]*Output, error) {
+	f, closeFile, err := open(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer closeFile()
+	src := io.Reader(&input{ctx: ctx, name: path, r: f})
+	var rds []Reader
+	if kind != "" {
+		rd, _ := reader(kind)
+		rds = []Reader{rd}
+	} else {
+		var h []byte
+		if h, src, err = head(path, src); err != nil {
+			return nil, ctxErr(ctx, err)
+		}
+		kinds := Detect(h)
+		if len(kinds) == 0 {
+			return nil, unrecognised(path, h)
+		}
+		if !all {
+			kinds = kinds[:1]
+		}
+		for _, k := range kinds {
+			rd, _ := reader(k)
+			rds = append(rds, rd)
+		}
+	}
+	outs, errs := readAll(path, src, rds)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var kept []*Output
+	for _, o := range outs {
+		if o != nil {
+			kept = append(kept, o)
+		}
+	}
+	if len(kept) == 0 {
+		return nil, cmp.Or(errs...)
+	}
+	return kept, nil
+}
+
+// ctxErr is ctx's error once ctx has ended (the read failed because of
+// it), err otherwise.
+func ctxErr(ctx context.Context, err error) error {
+	return cmp.Or(ctx.Err(), err)
+}
+
+// readAll analyses src with every reader of rds, reading src once: with
+// one reader directly, with several through one pipe each, fed the same
+// chunks. A reader that returns early stops taking chunks; the others go
+// on.
+func readAll(name string, src io.Reader, rds []Reader) ([]*Output, []error) {
+	outs, errs := make([]*Output, len(rds)), make([]error, len(rds))
+	if len(rds) == 1 {
+		outs[0], errs[0] = Read(name, src, rds[0])
+		return outs, errs
+	}
+	prs, pws := make([]*io.PipeReader, len(rds)), make([]*io.PipeWriter, len(rds))
+	var wg sync.WaitGroup
+	for i, rd := range rds {
+		prs[i], pws[i] = io.Pipe()
+		wg.Go(func() {
+			outs[i], errs[i] = Read(name, prs[i], rd)
+			prs[i].CloseWithError(errReaderDone)
+		})
+	}
+	buf := make([]byte, 256<<10)
+	live := len(rds)
+	for live > 0 {
+		n, err := src.Read(buf)
+		for i, pw := range pws {
+			if pw == nil || n == 0 {
+				continue
+			}
+			if _, werr := pw.Write(buf[:n]); werr != nil {
+				pws[i] = nil
+				live--
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			for _, pw := range pws {
+				if pw != nil {
+					pw.CloseWithError(err)
+				}
+			}
+			break
+		}
+	}
+	wg.Wait()
+	return outs, errs
+}
+
+// errReaderDone closes the pipe of a reader that has returned.
+var errReaderDone = errors.New("reader done")
 
 // Read analyses r with one reader.
 func Read(name string, r io.Reader, rd Reader) (*Output, error) {
@@ -208,31 +409,4 @@ func Read(name string, r io.Reader, rd Reader) (*Output, error) {
 		vs = []result.Result{}
 	}
 	return &Output{File: name, Kind: rd.Kind(), Report: rep, Verdicts: vs}, nil
-}
-
-// FileAll reads path as every kind detected in it: an NCCL_DEBUG=INFO run
-// of nccl-tests is both an NCCL log and a nccl-tests output. A detected
-// kind whose reader then finds nothing is dropped; the error comes back
-// only when no kind could read the file.
-func FileAll(path string) ([]*Output, error) {
-	kinds, err := DetectFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var outs []*Output
-	var first error
-	for _, k := range kinds {
-		o, err := File(path, k)
-		if err != nil {
-			if first == nil {
-				first = err
-			}
-			continue
-		}
-		outs = append(outs, o)
-	}
-	if len(outs) == 0 {
-		return nil, first
-	}
-	return outs, nil
 }

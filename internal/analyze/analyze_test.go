@@ -84,7 +84,7 @@ func TestContract(t *testing.T) {
 			continue
 		}
 		p := body(t, sample)
-		o, err := analyze.File(p, "")
+		o, err := analyze.File(t.Context(), p, "")
 		if err != nil || o.Kind != kind || len(o.Verdicts) == 0 {
 			t.Fatalf("%s: %v, %+v", sample, err, o)
 		}
@@ -119,7 +119,7 @@ func TestDispatch(t *testing.T) {
 		{"nccltopo/testdata/azure-ndv2-v100-topo.txt", []string{"nccl-topo"}, nil},
 	} {
 		t.Run(filepath.Base(c.sample), func(t *testing.T) {
-			outs, err := analyze.FileAll(body(t, c.sample))
+			outs, err := analyze.FileAll(t.Context(), body(t, c.sample))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -149,34 +149,34 @@ func TestDispatch(t *testing.T) {
 
 func TestNotRecognised(t *testing.T) {
 	p := body(t, "nvbandwidth/testdata/vastai-4xa100-custom-p2p-bandwidth-nvlink-vs-pcie.txt")
-	_, err := analyze.File(p, "")
+	_, err := analyze.File(t.Context(), p, "")
 	var ke *analyze.KindError
 	if !errors.As(err, &ke) || ke.File != p {
 		t.Fatalf("error %v, want a KindError for the file", err)
 	}
-	if _, err := analyze.File(p, "no-such-kind"); !errors.As(err, &ke) {
+	if _, err := analyze.File(t.Context(), p, "no-such-kind"); !errors.As(err, &ke) {
 		t.Errorf("unknown kind: %v", err)
 	}
 	empty := filepath.Join(t.TempDir(), "empty.txt")
 	if err := os.WriteFile(empty, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := analyze.FileAll(empty); !errors.As(err, &ke) || !strings.Contains(err.Error(), "empty") {
+	if _, err := analyze.FileAll(t.Context(), empty); !errors.As(err, &ke) || !strings.Contains(err.Error(), "empty") {
 		t.Errorf("empty file: %v", err)
 	}
-	if _, err := analyze.File(filepath.Join(t.TempDir(), "missing.txt"), ""); err == nil {
+	if _, err := analyze.File(t.Context(), filepath.Join(t.TempDir(), "missing.txt"), ""); err == nil {
 		t.Error("missing file: no error")
 	}
 }
 
 func TestForcedKind(t *testing.T) {
 	p := body(t, "dcgmi/testdata/dcgmi-diag-r2-aws-p4de-a100-dcgm333.txt")
-	_, err := analyze.File(p, "perftest")
+	_, err := analyze.File(t.Context(), p, "perftest")
 	var pe *textio.ParseError
 	if !errors.As(err, &pe) || pe.Name != p || pe.Line < 1 {
 		t.Fatalf("dcgmi output read as perftest: %v, want an error naming the file and a line", err)
 	}
-	o, err := analyze.File(p, "dcgmi")
+	o, err := analyze.File(t.Context(), p, "dcgmi")
 	if err != nil || o.Kind != "dcgmi" || o.File != p {
 		t.Fatalf("forced dcgmi: %v %+v", err, o)
 	}

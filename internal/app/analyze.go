@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -21,7 +22,8 @@ type Analysis struct {
 
 // Analyze reads every file as kind, or as every kind its content matches
 // when kind is "". A kind that no reader has is a ToolError.
-func Analyze(files []string, kind string) (*Analysis, error) {
+// It stops with ctx's error when ctx ends (Ctrl-C).
+func Analyze(ctx context.Context, files []string, kind string) (*Analysis, error) {
 	if kind != "" && !slices.Contains(analyze.Kinds(), kind) {
 		return nil, toolErr(fmt.Errorf("--kind %q: want one of %s", kind, strings.Join(analyze.Kinds(), ", ")))
 	}
@@ -31,11 +33,14 @@ func Analyze(files []string, kind string) (*Analysis, error) {
 		var err error
 		if kind != "" {
 			var o *analyze.Output
-			if o, err = analyze.File(f, kind); err == nil {
+			if o, err = analyze.File(ctx, f, kind); err == nil {
 				got = []*analyze.Output{o}
 			}
 		} else {
-			got, err = analyze.FileAll(f)
+			got, err = analyze.FileAll(ctx, f)
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("interrupted while reading %s: %w", f, err)
 		}
 		if err != nil {
 			a.Unread = append(a.Unread, err)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -26,11 +27,15 @@ The kind of each file is detected from its content (a NCCL_DEBUG=INFO run of
 nccl-tests is read both as an NCCL log and as nccl-tests output); --kind forces
 one. Kinds: ` + strings.Join(analyze.Kinds(), ", ") + `.
 
+FILE "-" is the standard input; pipes, FIFOs and process substitution
+(<(cmd)) are read once, as they come. Directories and devices are refused.
+Ctrl-C stops the analysis (exit 130).
+
 Exit status: 0 when no verdict fails, 1 when a verdict fails (or says the analysed
 tool itself broke), 2 when a file cannot be read or its kind is not recognised.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runAnalyze(g, args, kind, format)
+			return runAnalyze(cmd.Context(), g, args, kind, format)
 		},
 	}
 	cmd.Flags().StringVar(&kind, "kind", "", "read every file as this kind: "+strings.Join(analyze.Kinds(), ", "))
@@ -42,13 +47,13 @@ tool itself broke), 2 when a file cannot be read or its kind is not recognised.`
 // view; table, md and junit list the verdicts.
 var analyzeFormats = []report.Format{report.Text, report.JSON, report.Table, report.Markdown, report.JUnit}
 
-func runAnalyze(g *globals, files []string, kind, format string) error {
+func runAnalyze(ctx context.Context, g *globals, files []string, kind, format string) error {
 	f, err := report.ParseFormat(format, analyzeFormats...)
 	if err != nil {
 		return toolError(err)
 	}
 	started := g.session.Now()
-	a, err := app.Analyze(files, kind)
+	a, err := app.Analyze(ctx, files, kind)
 	if err != nil {
 		return err
 	}

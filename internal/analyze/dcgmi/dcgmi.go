@@ -8,7 +8,6 @@ package dcgmi
 import (
 	"bytes"
 	"io"
-	"regexp"
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
@@ -64,8 +63,8 @@ type Message struct {
 }
 
 var (
-	reDetectText = regexp.MustCompile(`(?m)^\|\s*Diagnostic\s+\|\s*Result\s+\|\s*$|^\|-+\s+(?:Metadata|Deployment|Integration|Hardware|Stress)\s+-+\+`)
-	reDetectJSON = regexp.MustCompile(`"DCGM (?:GPU )?Diagnostic"`)
+	reDetectText = textio.MustCompile(`(?m)^\|\s*Diagnostic\s+\|\s*Result\s+\|\s*$|^\|-+\s+(?:Metadata|Deployment|Integration|Hardware|Stress)\s+-+\+`)
+	reDetectJSON = textio.MustCompile(`"DCGM (?:GPU )?Diagnostic"`)
 )
 
 // Detect reports whether head looks like dcgmi diag output.

@@ -2,7 +2,6 @@ package dcgmi
 
 import (
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -14,13 +13,13 @@ import (
 const infoLen = 45
 
 var (
-	reSection  = regexp.MustCompile(`^[|+]-+\s+(\w[\w ]*?)\s+-+\+-*[|+]\s*$`)
-	reBorder   = regexp.MustCompile(`^\+[-=+]+\+\s*$`)
-	reHeader   = regexp.MustCompile(`^\|\s*Diagnostic\s*\|\s*Result\s*\|\s*$`)
-	reGPUSub   = regexp.MustCompile(`^GPU(\d+):\s*(Pass|Fail|Warn|Skip|Not Run)\b`)
-	reResult3  = regexp.MustCompile(`^(Pass|Fail|Warn|Skip|Not Run)(?:\s*-\s*(All|GPUs?:\s*([\d,\s]+)))?\s*$`)
-	reMsgName  = regexp.MustCompile(`^(Warning|Info|Error)(?::\s*GPU\s*(\d+))?$`)
-	reGPUInMsg = regexp.MustCompile(`^GPU (\d+)\b`)
+	reSection  = textio.MustCompile(`^[|+]-+\s+(\w[\w ]*?)\s+-+\+-*[|+]\s*$`)
+	reBorder   = textio.MustCompile(`^\+[-=+]+\+\s*$`)
+	reHeader   = textio.MustCompile(`^\|\s*Diagnostic\s*\|\s*Result\s*\|\s*$`)
+	reGPUSub   = textio.MustCompile(`^GPU(\d+):\s*(Pass|Fail|Warn|Skip|Not Run)\b`)
+	reResult3  = textio.MustCompile(`^(Pass|Fail|Warn|Skip|Not Run)(?:\s*-\s*(All|GPUs?:\s*([\d,\s]+)))?\s*$`)
+	reMsgName  = textio.MustCompile(`^(Warning|Info|Error)(?::\s*GPU\s*(\d+))?$`)
+	reGPUInMsg = textio.MustCompile(`^GPU (\d+)\b`)
 )
 
 const (
@@ -65,6 +64,7 @@ func analyzeText(name string, r io.Reader) (*Report, error) {
 
 func (st *textState) line(s string, n int) {
 	t := strings.TrimSpace(s)
+	var m []string
 	switch {
 	case t == "":
 		return
@@ -75,9 +75,9 @@ func (st *textState) line(s string, n int) {
 		st.inTable, st.tableSeen = true, true
 		st.rep.Complete = false
 		return
-	case reSection.MatchString(t):
+	case len(t) > 1 && t[1] == '-' && reSection.Submatch(t, &m): // "|----- Name -----+---|"
 		st.flushMsg()
-		st.section = textio.Clip(reSection.FindStringSubmatch(t)[1], 64)
+		st.section = textio.Clip(m[1], 64)
 		st.cur = nil
 		st.inTable, st.tableSeen = true, true
 		st.rep.Complete = false

@@ -3,10 +3,10 @@ package dcgmi
 import (
 	"fmt"
 	"io"
-	"regexp"
 	"sort"
 	"strings"
 
+	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/analyze/verdict"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
@@ -25,7 +25,7 @@ const (
 	categoryInternal = 16
 )
 
-var reInternal = regexp.MustCompile(`(?i)internal error|child process \(\d+\) exited|couldn't be parsed|could not be parsed|syntax error: value, object or array expected|plugin .* (?:crashed|timed out)|failed to (?:load|launch) (?:the )?plugin|nvvs (?:crashed|exited)`)
+var reInternal = textio.MustCompile(`(?i)internal error|child process \(\d+\) exited|couldn't be parsed|could not be parsed|syntax error: value, object or array expected|plugin .* (?:crashed|timed out)|failed to (?:load|launch) (?:the )?plugin|nvvs (?:crashed|exited)`)
 
 func internal(m Message) bool {
 	if m.ErrorID != nil && *m.ErrorID == errInternal || m.Category != nil && *m.Category == categoryInternal {

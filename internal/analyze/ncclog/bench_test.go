@@ -327,12 +327,12 @@ func heapPeak(stop <-chan struct{}, every time.Duration) <-chan uint64 {
 	return out
 }
 
-func analyzeGenerated(tb testing.TB, size int64) (*Report, []result.Result, uint64) {
+func analyzeGenerated(tb testing.TB, size int64, hosts, perHost int) (*Report, []result.Result, uint64) {
 	tb.Helper()
 	runtime.GC()
 	stop := make(chan struct{})
 	peak := heapPeak(stop, 20*time.Millisecond)
-	r, vs, err := Analyze("generated.log", newLogGen(size, 256, 8))
+	r, vs, err := Analyze("generated.log", newLogGen(size, hosts, perHost))
 	close(stop)
 	if err != nil {
 		tb.Fatal(err)
@@ -352,7 +352,7 @@ func TestGeneratedLog(t *testing.T) {
 		size = 1 << 30
 	}
 	start := time.Now()
-	r, vs, peak := analyzeGenerated(t, size)
+	r, vs, peak := analyzeGenerated(t, size, 256, 8)
 	el := time.Since(start)
 	t.Logf("%d MB in %v (%.0f MB/s incl. generation), peak HeapInuse %.1f MB, %d lines, %d connections tracked, %d untracked",
 		size>>20, el, float64(size)/1e6/el.Seconds(), float64(peak)/1e6, r.Lines, r.Channels.Connections, r.Channels.ConnectionsUntracked)
@@ -386,13 +386,21 @@ func TestGeneratedLog(t *testing.T) {
 // BenchmarkAnalyze1GB streams a generated 1 GB log of 2048 ranks on 256
 // hosts through Analyze (generation included; see BenchmarkGenerate1GB),
 // reporting MB/s and the peak HeapInuse. Run with -benchtime=1x.
-func BenchmarkAnalyze1GB(b *testing.B) {
+func BenchmarkAnalyze1GB(b *testing.B) { benchGenerated(b, 256, 8) }
+
+// BenchmarkAnalyzeCaps is review D4's input: a generated 1 GB log of 50,000
+// hosts with 4 ranks each (200,000 processes), beyond every cap on hosts,
+// processes and connections. Run with -benchtime=1x under /usr/bin/time
+// for the peak RSS.
+func BenchmarkAnalyzeCaps(b *testing.B) { benchGenerated(b, 50000, 4) }
+
+func benchGenerated(b *testing.B, hosts, perHost int) {
 	const size = 1 << 30
 	b.SetBytes(size)
 	b.ReportAllocs()
 	var peak uint64
-	for i := 0; i < b.N; i++ {
-		_, _, p := analyzeGenerated(b, size)
+	for b.Loop() {
+		_, _, p := analyzeGenerated(b, size, hosts, perHost)
 		peak = max(peak, p)
 	}
 	b.ReportMetric(float64(peak)/1e6, "peak-heap-MB")

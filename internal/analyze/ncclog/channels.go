@@ -6,7 +6,7 @@ import (
 
 // Caps of the channel tracker.
 const (
-	maxConns      = 1 << 18
+	maxConns      = 1 << 17
 	maxRecords    = 1000 // connections in detail in the report
 	maxTransports = 255
 	maxTextBytes  = 16 << 20

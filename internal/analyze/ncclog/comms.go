@@ -12,8 +12,8 @@ import (
 const (
 	maxComms       = 1 << 12
 	maxProcComms   = 64 // communicators remembered per process
-	maxGlobalRanks = 1 << 20
-	maxCommRanks   = 1 << 21 // over all communicators
+	maxGlobalRanks = 1 << 19
+	maxCommRanks   = 1 << 20 // over all communicators
 	maxRankRecs    = 1 << 14
 )
 

@@ -7,13 +7,13 @@ import (
 
 // Caps of the host tracker.
 const (
-	maxHosts    = 1 << 15
-	maxProcs    = 1 << 17
+	maxHosts    = 1 << 14
+	maxProcs    = 1 << 15
 	maxHostSet  = 4096 // ranks of one host
 	maxSmallSet = 64   // GPUs, devices, interfaces of one host; names in a list
 	// hostSetBudget bounds the entries of all per-host sets together
 	// (ranks, GPUs, devices), whatever the number of hosts.
-	hostSetBudget = 1 << 20
+	hostSetBudget = 1 << 18
 )
 
 // hostTracker owns the hosts and processes that printed, and the budget

@@ -213,6 +213,12 @@ func (a *analyzer) run(r io.Reader) error {
 		chunk, err := br.ReadSlice('\n')
 		a.stats.bytes += int64(len(chunk))
 		if err == bufio.ErrBufferFull || inLong {
+			// A line too long for the buffer that holds a NUL before any
+			// NCCL line is binary data (a device, an image, possibly
+			// without a newline at all): stop at once.
+			if a.stats.nccl == 0 && bytes.IndexByte(chunk, 0) >= 0 {
+				return &textio.ParseError{Name: a.name, Line: int(lineNo + 1), Msg: "binary data (NUL byte), not a text log"}
+			}
 			room := MaxLine - len(long)
 			if room < len(chunk) {
 				cut = true

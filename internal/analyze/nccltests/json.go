@@ -89,6 +89,10 @@ func analyzeJSON(name string, r io.Reader) (*Report, error) {
 		if f.Config == nil && f.Results == nil && f.AvgBusBW == nil {
 			return nil, textio.Errorf(name, start, "JSON object is not nccl-tests output (no config, results or average_bus_bandwidth)")
 		}
+		if len(rep.Tests) >= maxTests {
+			rep.DroppedTests++
+			continue
+		}
 		rep.Tests = append(rep.Tests, jsonTest(&f, start))
 		for _, e := range f.Errors {
 			if strings.TrimSpace(e) != "" {

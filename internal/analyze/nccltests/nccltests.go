@@ -9,7 +9,6 @@ package nccltests
 import (
 	"bytes"
 	"io"
-	"regexp"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/collective"
@@ -35,6 +34,8 @@ type Report struct {
 	Elided bool `json:"elided,omitempty"`
 	// TruncatedLines counts input lines longer than the reader keeps.
 	TruncatedLines int `json:"truncated_lines,omitempty"`
+	// DroppedTests counts the tests past the cap (1024), read but not kept.
+	DroppedTests int `json:"dropped_tests,omitempty"`
 }
 
 // Test is one benchmark run: one collective, one table.
@@ -59,8 +60,13 @@ type Test struct {
 	// Unordered is true when sizes did not increase down the table
 	// (interleaved or concatenated tables).
 	Unordered bool `json:"unordered,omitempty"`
-	// DroppedRows counts rows beyond the kept maximum.
+	// DroppedRows counts rows beyond the kept maximum (65536 per test,
+	// and as many over all tests).
 	DroppedRows int `json:"dropped_rows,omitempty"`
+	// rowsLeft is the rows the report may still keep over all its tests.
+	rowsLeft *int
+	// dropped is true for a test past the cap, read but not kept.
+	dropped bool
 
 	OutOfBounds   *int64 `json:"out_of_bounds,omitempty"`
 	OutOfBoundsOK *bool  `json:"out_of_bounds_ok,omitempty"`
@@ -109,8 +115,8 @@ type Device struct {
 }
 
 var (
-	reDetectText = regexp.MustCompile(`(?m)^(?:\[\d+,\d+\]<std(?:out|err)>:|\d+: )?#\s*(?:nThread \d+ nGpus \d+|nccl-tests version|Collective test starting|\s*size\s+count\s+type|\s*Avg bus bandwidth\s*:|\s*Out of bounds values\s*:)`)
-	reDetectRow  = regexp.MustCompile(`(?m)^(?:\[\d+,\d+\]<std(?:out|err)>:|\d+: )?\s+\d+\s+\d+\s+(?:` + typeAlt + `)\s+`)
+	reDetectText = textio.MustCompile(`(?m)^(?:\[\d+,\d+\]<std(?:out|err)>:|\d+: )?#\s*(?:nThread \d+ nGpus \d+|nccl-tests version|Collective test starting|\s*size\s+count\s+type|\s*Avg bus bandwidth\s*:|\s*Out of bounds values\s*:)`)
+	reDetectRow  = textio.MustCompile(`(?m)^(?:\[\d+,\d+\]<std(?:out|err)>:|\d+: )?\s+\d+\s+\d+\s+(?:` + typeAlt + `)\s+`)
 )
 
 // Detect reports whether head looks like nccl-tests output (text or -J JSON).

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -315,5 +316,45 @@ func TestTypeNames(t *testing.T) {
 		if typeSize[n] == 0 {
 			t.Errorf("type %s has no size", n)
 		}
+	}
+}
+
+// TestTestsCapped is review D3: 200 MB of one-row tables cost 3.8 GB,
+// because the tests were not capped (only the rows of each).
+func TestTestsCapped(t *testing.T) {
+	table := "# nThread 1 nGpus 8 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n" +
+		"#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n" +
+		"           8             2     float     sum      -1    35.06    0.00    0.00      0    34.83    0.00    0.00      0\n"
+	rep, vs, err := Analyze("t.txt", strings.NewReader(strings.Repeat(table, maxTests+5)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Tests) != maxTests || rep.DroppedTests != 5 {
+		t.Errorf("%d tests kept, %d dropped; want %d and 5", len(rep.Tests), rep.DroppedTests, maxTests)
+	}
+	if !slices.ContainsFunc(vs, func(v result.Result) bool { return v.ID == IDRun }) {
+		t.Error("no run verdict")
+	}
+	for _, v := range vs {
+		if v.ID == IDRun && (!strings.Contains(v.Message, "and 1008 more") || !strings.Contains(v.Message, "5 further test(s)") || len(v.Message) > 1000) {
+			t.Errorf("the run verdict must list 16 tests, then say how many more and that tests were dropped: %.300s", v.Message)
+		}
+	}
+	var big strings.Builder
+	big.WriteString(strings.SplitAfterN(table, "\n", 3)[0] + strings.SplitAfterN(table, "\n", 3)[1])
+	for range maxTotalRows + 10 {
+		big.WriteString(strings.SplitAfterN(table, "\n", 3)[2])
+	}
+	rep, _, err = Analyze("t.txt", strings.NewReader(strings.Repeat(big.String(), 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, dropped := 0, 0
+	for _, tt := range rep.Tests {
+		rows += len(tt.Rows)
+		dropped += tt.DroppedRows
+	}
+	if rows != maxTotalRows || dropped != maxTotalRows+20 {
+		t.Errorf("%d rows kept, %d dropped over %d tests; want %d kept", rows, dropped, len(rep.Tests), maxTotalRows)
 	}
 }

@@ -3,7 +3,6 @@ package nccltests
 import (
 	"io"
 	"math"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,39 +19,39 @@ var (
 	// srun --label puts "rank: " at the start of each line. (mpirun
 	// --tag-output puts "[job,rank]<stdout>:" before every write, so in the
 	// middle of lines too: see findTags.)
-	reSrun = regexp.MustCompile(`^\s*(\d+): `)
+	reSrun = textio.MustCompile(`^\s*(\d+): `)
 
-	reLogVersion = regexp.MustCompile(`NCCL (?:INFO|VERSION) NCCL version (\S+)`)
-	reLogOp      = regexp.MustCompile(`NCCL INFO (AllReduce|AllGather|ReduceScatter|Broadcast|Reduce|AllToAll|AlltoAll|SendRecv|Send|Recv|Gather|Scatter|HyperCube): opCount`)
-	reVersion    = regexp.MustCompile(`^NCCL version (\S+)`)
-	reBinary     = regexp.MustCompile(`(?:^|[/\s])([a-z][a-z0-9_]*?_perf)(_mpi)?(?:\s|$)`)
-	reFailure    = regexp.MustCompile(`\bTest (?:NCCL |CUDA |MPI )?failure\b`)
+	reLogVersion = textio.MustCompile(`NCCL (?:INFO|VERSION) NCCL version (\S+)`)
+	reLogOp      = textio.MustCompile(`NCCL INFO (AllReduce|AllGather|ReduceScatter|Broadcast|Reduce|AllToAll|AlltoAll|SendRecv|Send|Recv|Gather|Scatter|HyperCube): opCount`)
+	reVersion    = textio.MustCompile(`^NCCL version (\S+)`)
+	reBinary     = textio.MustCompile(`(?:^|[/\s])([a-z][a-z0-9_]*?_perf)(_mpi)?(?:\s|$)`)
+	reFailure    = textio.MustCompile(`\bTest (?:NCCL |CUDA |MPI )?failure\b`)
 
-	reTestsVersion = regexp.MustCompile(`^nccl-tests version (\S+)`)
-	reStarting     = regexp.MustCompile(`^Collective test starting:\s*(\S+)`)
-	reConcluded    = regexp.MustCompile(`^Collective test concluded:\s*(\S+)`)
-	reNThread      = regexp.MustCompile(`^nThread\s+(\d+)\s+nGpus\s+(\d+)`)
-	reDevice       = regexp.MustCompile(`^Rank\s+(\d+)(?:\s+Group\s+(\d+))?\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)$`)
-	reColumns      = regexp.MustCompile(`^size\s+count\s+type\b`)
-	reOOB          = regexp.MustCompile(`^Out of bounds values\s*:\s*(\d+)\s*(\w*)`)
-	reAvg          = regexp.MustCompile(`^Avg bus bandwidth\s*:\s*(\S+)\s*(\w*)`)
-	reReducing     = regexp.MustCompile(`^Reducing maxBytes to (\d+)`)
-	reHashError    = regexp.MustCompile(`^error:\s*(.+)`)
-	reJSONOut      = regexp.MustCompile(`^Writing JSON output to (\S+)`)
+	reTestsVersion = textio.MustCompile(`^nccl-tests version (\S+)`)
+	reStarting     = textio.MustCompile(`^Collective test starting:\s*(\S+)`)
+	reConcluded    = textio.MustCompile(`^Collective test concluded:\s*(\S+)`)
+	reNThread      = textio.MustCompile(`^nThread\s+(\d+)\s+nGpus\s+(\d+)`)
+	reDevice       = textio.MustCompile(`^Rank\s+(\d+)(?:\s+Group\s+(\d+))?\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)$`)
+	reColumns      = textio.MustCompile(`^size\s+count\s+type\b`)
+	reOOB          = textio.MustCompile(`^Out of bounds values\s*:\s*(\d+)\s*(\w*)`)
+	reAvg          = textio.MustCompile(`^Avg bus bandwidth\s*:\s*(\S+)\s*(\w*)`)
+	reReducing     = textio.MustCompile(`^Reducing maxBytes to (\d+)`)
+	reHashError    = textio.MustCompile(`^error:\s*(.+)`)
+	reJSONOut      = textio.MustCompile(`^Writing JSON output to (\S+)`)
 
-	reParamInt = map[string]*regexp.Regexp{
-		"minBytes": regexp.MustCompile(`\bminBytes\s+(\d+)`),
-		"maxBytes": regexp.MustCompile(`\bmaxBytes\s+(\d+)`),
-		"warmup":   regexp.MustCompile(`\bwarmup iters:\s*(\d+)`),
-		"agg":      regexp.MustCompile(`\bagg iters:\s*(\d+)`),
-		"valid":    regexp.MustCompile(`\bvalidation:\s*(\d+)`),
-		"graph":    regexp.MustCompile(`\bgraph:\s*(\d+)`),
+	reParamInt = map[string]*textio.Pattern{
+		"minBytes": textio.MustCompile(`\bminBytes\s+(\d+)`),
+		"maxBytes": textio.MustCompile(`\bmaxBytes\s+(\d+)`),
+		"warmup":   textio.MustCompile(`\bwarmup iters:\s*(\d+)`),
+		"agg":      textio.MustCompile(`\bagg iters:\s*(\d+)`),
+		"valid":    textio.MustCompile(`\bvalidation:\s*(\d+)`),
+		"graph":    textio.MustCompile(`\bgraph:\s*(\d+)`),
 	}
-	reParamIters = regexp.MustCompile(`(\S+\s+)?iters:\s*(\d+)`)
-	reParamStep  = regexp.MustCompile(`\bstep:\s*(\S+)`)
-	reParamExtra = regexp.MustCompile(`\b([a-z_]+):\s*(\S+)`)
-	reTimestamp  = regexp.MustCompile(`^\d{1,2}:\d{2}:\d{2}(?:\.\d+)?$`)
-	reDate       = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+	reParamIters = textio.MustCompile(`(\S+\s+)?iters:\s*(\d+)`)
+	reParamStep  = textio.MustCompile(`\bstep:\s*(\S+)`)
+	reParamExtra = textio.MustCompile(`\b([a-z_]+):\s*(\S+)`)
+	reTimestamp  = textio.MustCompile(`^\d{1,2}:\d{2}:\d{2}(?:\.\d+)?$`)
+	reDate       = textio.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
 )
 
 // Limits that keep memory bounded on hostile input.
@@ -62,6 +61,10 @@ const (
 	maxRowTokens = 64
 	// maxRows bounds the rows kept per test (a benchmark prints tens).
 	maxRows = 1 << 16
+	// maxTests bounds the tests kept, maxTotalRows the rows kept over
+	// all of them: 200 MB of one-row tables must not cost gigabytes.
+	maxTests     = 1024
+	maxTotalRows = 1 << 16
 )
 
 type stream struct {
@@ -77,26 +80,28 @@ type stream struct {
 }
 
 type textParser struct {
-	rep     *Report
-	streams map[string]*stream
-	tests   []*Test
-	hosts   map[string]bool
+	// rowsLeft is how many more rows the kept tests may hold.
+	rowsLeft int
+	rep      *Report
+	streams  map[string]*stream
+	tests    []*Test
+	hosts    map[string]bool
 }
 
 // fileHints name collectives in file names, most specific first.
 var fileHints = []struct {
-	re   *regexp.Regexp
+	re   *textio.Pattern
 	coll string
 }{
-	{regexp.MustCompile(`all_?reduce`), "all_reduce"},
-	{regexp.MustCompile(`all_?gather`), "all_gather"},
-	{regexp.MustCompile(`reduce_?scatter`), "reduce_scatter"},
-	{regexp.MustCompile(`all_?to_?all`), "alltoall"},
-	{regexp.MustCompile(`broadcast|bcast`), "broadcast"},
-	{regexp.MustCompile(`send_?recv`), "sendrecv"},
-	{regexp.MustCompile(`hypercube`), "hypercube"},
-	{regexp.MustCompile(`gather`), "gather"},
-	{regexp.MustCompile(`scatter`), "scatter"},
+	{textio.MustCompile(`all_?reduce`), "all_reduce"},
+	{textio.MustCompile(`all_?gather`), "all_gather"},
+	{textio.MustCompile(`reduce_?scatter`), "reduce_scatter"},
+	{textio.MustCompile(`all_?to_?all`), "alltoall"},
+	{textio.MustCompile(`broadcast|bcast`), "broadcast"},
+	{textio.MustCompile(`send_?recv`), "sendrecv"},
+	{textio.MustCompile(`hypercube`), "hypercube"},
+	{textio.MustCompile(`gather`), "gather"},
+	{textio.MustCompile(`scatter`), "scatter"},
 }
 
 // nameHint is the last resort for a table that names no collective.
@@ -120,9 +125,10 @@ func nameHint(rep *Report, name string) {
 
 func analyzeText(name string, r io.Reader) (*Report, error) {
 	p := &textParser{
-		rep:     &Report{Format: "text"},
-		streams: map[string]*stream{},
-		hosts:   map[string]bool{},
+		rowsLeft: maxTotalRows,
+		rep:      &Report{Format: "text"},
+		streams:  map[string]*stream{},
+		hosts:    map[string]bool{},
 	}
 	lr := textio.NewLineReader(name, r)
 	for n, line := range lr.All() {
@@ -401,6 +407,13 @@ func (p *textParser) newTest(st *stream, n int) *Test {
 	st.nextVersion, st.nextBinary = "", ""
 	st.cur = t
 	st.used = true
+	if len(p.tests) >= maxTests {
+		// Past the cap a test is read into a discarded record.
+		p.rep.DroppedTests++
+		t.rowsLeft, t.dropped = new(0), true
+		return t
+	}
+	t.rowsLeft = &p.rowsLeft
 	p.tests = append(p.tests, t)
 	return t
 }
@@ -478,23 +491,28 @@ func (p *textParser) finishPending(st *stream) {
 }
 
 func (p *textParser) comment(st *stream, c string, n int) {
+	var m []string
 	switch {
-	case reTestsVersion.MatchString(c):
+	case reTestsVersion.Submatch(c, &m):
 		st.cur = nil
-		st.nextVersion = textio.Clip(reTestsVersion.FindStringSubmatch(c)[1], 64)
-	case reStarting.MatchString(c):
+		st.nextVersion = textio.Clip(m[1], 64)
+	case reStarting.Submatch(c, &m):
 		st.cur = nil
-		st.nextBinary = textio.Clip(reStarting.FindStringSubmatch(c)[1], 128)
+		st.nextBinary = textio.Clip(m[1], 128)
 	case reConcluded.MatchString(c):
 		st.cur = nil
-	case reNThread.MatchString(c):
+	case reNThread.Submatch(c, &m):
 		t := st.cur
 		if t == nil || len(t.Rows) > 0 || len(t.Columns) > 0 || t.Params.NGpus > 0 {
 			t = p.newTest(st, n)
 		}
-		t.Params = parseParams(c)
-	case reDevice.MatchString(c):
-		m := reDevice.FindStringSubmatch(c)
+		if t.dropped {
+			// A test past the cap is not kept: its parameters are not read.
+			t.Params = Params{NThread: atoi(m[1]), NGpus: atoi(m[2])}
+		} else {
+			t.Params = parseParams(c)
+		}
+	case reDevice.Submatch(c, &m):
 		t := st.cur
 		if t == nil || len(t.Rows) > 0 || len(t.Columns) > 0 {
 			t = p.newTest(st, n)
@@ -519,8 +537,7 @@ func (p *textParser) comment(st *stream, c string, n int) {
 		for i, col := range t.Columns {
 			t.Columns[i] = textio.Clip(col, 32)
 		}
-	case reOOB.MatchString(c):
-		m := reOOB.FindStringSubmatch(c)
+	case reOOB.Submatch(c, &m):
 		t := p.current(st, n, false)
 		v, _ := strconv.ParseInt(m[1], 10, 64)
 		ok := v == 0
@@ -528,20 +545,19 @@ func (p *textParser) comment(st *stream, c string, n int) {
 			ok = m[2] == "OK"
 		}
 		t.OutOfBounds, t.OutOfBoundsOK, t.summary = &v, &ok, true
-	case reAvg.MatchString(c):
-		m := reAvg.FindStringSubmatch(c)
+	case reAvg.Submatch(c, &m):
 		t := p.current(st, n, false)
 		if v, ok := textio.ParseFloat(m[1]); ok {
 			t.AvgBusBW, t.AvgFrom = v, "printed"
 		}
 		t.AvgCheck = m[2]
 		t.summary = true
-	case reReducing.MatchString(c):
+	case reReducing.Submatch(c, &m):
 		t := p.current(st, n, false)
-		t.note("maxBytes reduced to " + textio.Clip(reReducing.FindStringSubmatch(c)[1], 24) + " because of GPU memory")
-	case reJSONOut.MatchString(c):
+		t.note("maxBytes reduced to " + textio.Clip(m[1], 24) + " because of GPU memory")
+	case reJSONOut.Submatch(c, &m):
 		t := p.current(st, n, false)
-		t.note("JSON output written to " + textio.Clip(reJSONOut.FindStringSubmatch(c)[1], 256))
+		t.note("JSON output written to " + textio.Clip(m[1], 256))
 	case reHashError.MatchString(c):
 		p.quoteFailure(n, "# "+c)
 	}
@@ -552,8 +568,11 @@ func (t *Test) addRow(r collective.Row) {
 	if k := len(t.Rows); k > 0 && r.Bytes < t.Rows[k-1].Bytes {
 		t.Unordered = true
 	}
-	if len(t.Rows) < maxRows {
+	if len(t.Rows) < maxRows && (t.rowsLeft == nil || *t.rowsLeft > 0) {
 		t.Rows = append(t.Rows, r)
+		if t.rowsLeft != nil {
+			*t.rowsLeft--
+		}
 	} else {
 		t.DroppedRows++
 	}

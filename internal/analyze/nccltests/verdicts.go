@@ -318,17 +318,26 @@ func runVerdict(name string, rep *Report, subj []string) result.Result {
 			missing = append(missing, subj[i])
 		}
 	}
+	dropped := ""
+	if rep.DroppedTests > 0 {
+		dropped = fmt.Sprintf("; %d further test(s) past the first %d were read but not kept", rep.DroppedTests, maxTests)
+	}
 	if len(missing) > 0 {
-		msg := fmt.Sprintf("no '# Out of bounds values' / '# Avg bus bandwidth' summary for %s: the output is an excerpt or the run did not finish", strings.Join(missing, ", "))
+		names := strings.Join(missing[:min(len(missing), 16)], ", ")
+		if len(missing) > 16 {
+			names += fmt.Sprintf(" and %d more", len(missing)-16)
+		}
+		msg := fmt.Sprintf("no '# Out of bounds values' / '# Avg bus bandwidth' summary for %s: the output is an excerpt or the run did not finish", names)
 		if len(rep.PartialRows) > 0 {
 			msg += fmt.Sprintf("; %d row(s) started but never completed (last at line %d)", len(rep.PartialRows), rep.PartialRows[len(rep.PartialRows)-1].Line)
 		}
-		return verdict.New(IDRun, result.Unknown, "run", "NoSummary", msg)
+		return verdict.New(IDRun, result.Unknown, "run", "NoSummary", msg+dropped)
 	}
 	msg := fmt.Sprintf("%d test(s), %d rows, every test printed its summary", len(rep.Tests), rows)
 	if len(rep.PartialRows) > 0 {
 		msg += fmt.Sprintf("; %d row(s) could not be reassembled", len(rep.PartialRows))
 	}
+	msg += dropped
 	return verdict.New(IDRun, result.Pass, "run", "Completed", msg)
 }
 

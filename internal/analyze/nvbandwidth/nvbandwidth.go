@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"io"
 	"math"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,6 +31,8 @@ type Report struct {
 	Devices       []Device       `json:"devices,omitempty"`
 	Testcases     []*Testcase    `json:"testcases"`
 	Errors        []textio.Quote `json:"errors,omitempty"`
+	// Dropped counts the testcases past the cap (4096), read but not kept.
+	Dropped int `json:"dropped_testcases,omitempty"`
 }
 
 // Device is a "Device 0: Tesla T4 (00000000:3b:00)" line.
@@ -72,20 +73,18 @@ type Testcase struct {
 }
 
 var (
-	reVersion   = regexp.MustCompile(`^nvbandwidth Version:\s*(\S+)`)
-	reGit       = regexp.MustCompile(`^Built from Git version:\s*(\S+)`)
-	reRuntime   = regexp.MustCompile(`^CUDA Runtime Version:\s*(\S+)`)
-	reCUDADrv   = regexp.MustCompile(`^CUDA Driver Version:\s*(\S+)`)
-	reDriver    = regexp.MustCompile(`^Driver Version:\s*(\S+)`)
-	reDevice    = regexp.MustCompile(`^Device (\d+): (.*?)\s*(?:\(([0-9a-fA-F]+:[0-9a-fA-F]+:[0-9a-fA-F]+(?:\.[0-9a-fA-F])?)\))?\s*$`)
-	reRunning   = regexp.MustCompile(`^Running (\S+?)\.?\s*$`)
-	reDesc      = regexp.MustCompile(`^(?:(memcpy|memory \w+)\s+)?(CE|SM)?\s*(CPU|GPU)\(row\)\s*(->|<-|<->)\s*(CPU|GPU)\(column\)\s*(.*?)\s*(?:\(([^)]+)\))?\s*$`)
-	reSum       = regexp.MustCompile(`^SUM\s+(\S+)\s+(\S+)\s*$`)
-	reColHeader = regexp.MustCompile(`^\s*\d+(\s+\d+)*\s*$`)
-	reWaived    = regexp.MustCompile(`^(Waived|Error|Not Found)\s*:?\s*(.*)$`)
-	reHostname  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]{0,62}$`)
+	reVersion   = textio.MustCompile(`^nvbandwidth Version:\s*(\S+)`)
+	reGit       = textio.MustCompile(`^Built from Git version:\s*(\S+)`)
+	reRuntime   = textio.MustCompile(`^CUDA Runtime Version:\s*(\S+)`)
+	reCUDADrv   = textio.MustCompile(`^CUDA Driver Version:\s*(\S+)`)
+	reDriver    = textio.MustCompile(`^Driver Version:\s*(\S+)`)
+	reDevice    = textio.MustCompile(`^Device (\d+): (.*?)\s*(?:\(([0-9a-fA-F]+:[0-9a-fA-F]+:[0-9a-fA-F]+(?:\.[0-9a-fA-F])?)\))?\s*$`)
+	reDesc      = textio.MustCompile(`^(?:(memcpy|memory \w+)\s+)?(CE|SM)?\s*(CPU|GPU)\(row\)\s*(->|<-|<->)\s*(CPU|GPU)\(column\)\s*(.*?)\s*(?:\(([^)]+)\))?\s*$`)
+	reColHeader = textio.MustCompile(`^\s*\d+(\s+\d+)*\s*$`)
+	reWaived    = textio.MustCompile(`^(Waived|Error|Not Found)\s*:?\s*(.*)$`)
+	reHostname  = textio.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]{0,62}$`)
 
-	reDetect = regexp.MustCompile(`(?m)^(?:nvbandwidth Version:|Running \w+_(?:ce|sm)\.|memcpy (?:CE|SM) (?:CPU|GPU)\(row\))`)
+	reDetect = textio.MustCompile(`(?m)^(?:nvbandwidth Version:|Running \w+_(?:ce|sm)\.|memcpy (?:CE|SM) (?:CPU|GPU)\(row\))`)
 )
 
 // Limits keeping memory bounded.
@@ -145,10 +144,12 @@ func analyzeText(name string, r io.Reader) (*Report, error) {
 
 func (st *textState) testcase(n int) *Testcase {
 	if st.cur == nil || st.cur.Matrix != nil || st.cur.Sum != nil {
+		st.cur = &Testcase{Line: n}
 		if len(st.rep.Testcases) >= maxCases {
+			// Past the cap a testcase is read into a discarded record.
+			st.rep.Dropped++
 			return st.cur
 		}
-		st.cur = &Testcase{Line: n}
 		st.rep.Testcases = append(st.rep.Testcases, st.cur)
 	}
 	return st.cur
@@ -164,30 +165,27 @@ func (st *textState) line(s string, n int) error {
 			return nil
 		}
 	}
+	var m []string
 	switch {
 	case t == "":
-	case reVersion.MatchString(t):
-		rep.Version, st.sawHdr = textio.Clip(reVersion.FindStringSubmatch(t)[1], 64), true
-	case reGit.MatchString(t):
-		rep.GitVersion = textio.Clip(reGit.FindStringSubmatch(t)[1], 64)
-	case reRuntime.MatchString(t):
-		rep.CUDARuntime, st.sawHdr = textio.Clip(reRuntime.FindStringSubmatch(t)[1], 32), true
-	case reCUDADrv.MatchString(t):
-		rep.CUDADriver = textio.Clip(reCUDADrv.FindStringSubmatch(t)[1], 32)
-	case reDriver.MatchString(t):
-		rep.DriverVersion, st.sawHdr = textio.Clip(reDriver.FindStringSubmatch(t)[1], 32), true
-	case reDevice.MatchString(t):
-		m := reDevice.FindStringSubmatch(t)
+	case reVersion.Submatch(t, &m):
+		rep.Version, st.sawHdr = textio.Clip(m[1], 64), true
+	case reGit.Submatch(t, &m):
+		rep.GitVersion = textio.Clip(m[1], 64)
+	case reRuntime.Submatch(t, &m):
+		rep.CUDARuntime, st.sawHdr = textio.Clip(m[1], 32), true
+	case reCUDADrv.Submatch(t, &m):
+		rep.CUDADriver = textio.Clip(m[1], 32)
+	case reDriver.Submatch(t, &m):
+		rep.DriverVersion, st.sawHdr = textio.Clip(m[1], 32), true
+	case len(rep.Devices) < maxDim && reDevice.Submatch(t, &m): // past the cap a device line is not parsed
 		idx, _ := strconv.Atoi(m[1])
-		if len(rep.Devices) < maxDim {
-			rep.Devices = append(rep.Devices, Device{Index: idx, Name: textio.Clip(m[2], 128), BusID: m[3]})
-		}
-	case reRunning.MatchString(t):
+		rep.Devices = append(rep.Devices, Device{Index: idx, Name: textio.Clip(m[2], 128), BusID: m[3]})
+	case runningLine(t, &m):
 		st.cur = nil
 		tc := st.testcase(n)
-		tc.Name = textio.Clip(reRunning.FindStringSubmatch(t)[1], 128)
-	case strings.Contains(t, "(row)") && reDesc.MatchString(t):
-		m := reDesc.FindStringSubmatch(t)
+		tc.Name = textio.Clip(m[1], 128)
+	case strings.Contains(t, "(row)") && reDesc.Submatch(t, &m):
 		tc := st.testcase(n)
 		if tc.Description != "" { // a second matrix in one testcase: start another
 			st.cur = nil
@@ -196,7 +194,7 @@ func (st *textState) line(s string, n int) error {
 			tc.Name = name
 		}
 		tc.Description, tc.Engine, tc.RowKind, tc.Direction, tc.ColKind, tc.Unit = textio.Clip(t, 256), m[2], m[3], m[4], m[5], textio.Clip(m[7], 16)
-	case reColHeader.MatchString(t) && st.cur != nil && st.cur.Description != "" && st.cur.Matrix == nil:
+	case st.cur != nil && st.cur.Description != "" && st.cur.Matrix == nil && reColHeader.MatchString(t):
 		for _, f := range strings.Fields(t) {
 			v, _ := strconv.Atoi(f)
 			if len(st.cur.Columns) < maxDim {
@@ -205,8 +203,7 @@ func (st *textState) line(s string, n int) error {
 		}
 		st.cur.Matrix = [][]*float64{}
 		st.inMat = true
-	case reSum.MatchString(t):
-		m := reSum.FindStringSubmatch(t)
+	case sumLine(t, &m):
 		tc := st.cur
 		name := textio.Clip(m[1], 128)
 		if tc == nil || (tc.Name != "" && tc.Name != name) {
@@ -220,10 +217,9 @@ func (st *textState) line(s string, n int) error {
 		if v, ok := textio.ParseFloat(m[2]); ok {
 			tc.Sum = &v
 		}
-	case reWaived.MatchString(t) && (st.cur == nil || st.cur.Matrix == nil || strings.HasPrefix(t, "Waived")):
+	case (st.cur == nil || st.cur.Matrix == nil || strings.HasPrefix(t, "Waived")) && reWaived.Submatch(t, &m):
 		// "Waived: " comes without a "Running" line (the testcase's filter
 		// refused it); "Error: ..." follows the "Running" line of its testcase.
-		m := reWaived.FindStringSubmatch(t)
 		tc := st.cur
 		if m[1] == "Waived" || tc == nil || tc.Matrix != nil {
 			st.cur = nil
@@ -247,6 +243,39 @@ func (st *textState) line(s string, n int) error {
 	return nil
 }
 
+// reSpace is RE2's \s: the separators of reRunning and reSum.
+func reSpace(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\f' || r == '\r' }
+
+// runningLine is reRunning.Submatch without the regexp (it runs on every
+// line): "Running NAME.".
+func runningLine(t string, m *[]string) bool {
+	rest, ok := strings.CutPrefix(t, "Running ")
+	rest = strings.TrimRightFunc(rest, reSpace)
+	if !ok || rest == "" || strings.IndexFunc(rest, reSpace) >= 0 {
+		return false
+	}
+	name := strings.TrimSuffix(rest, ".")
+	if name == "" {
+		name = rest
+	}
+	*m = []string{t, name}
+	return true
+}
+
+// sumLine is reSum.Submatch without the regexp: "SUM NAME VALUE".
+func sumLine(t string, m *[]string) bool {
+	rest, ok := strings.CutPrefix(t, "SUM")
+	if !ok || rest == "" || !reSpace(rune(rest[0])) {
+		return false
+	}
+	f := strings.FieldsFunc(rest, reSpace)
+	if len(f) != 2 {
+		return false
+	}
+	*m = []string{t, f[0], f[1]}
+	return true
+}
+
 // matrixRow reads " 0       N/A     26.34 ...".
 func (st *textState) matrixRow(t string, n int) bool {
 	f := strings.Fields(t)
@@ -258,17 +287,18 @@ func (st *textState) matrixRow(t string, n int) bool {
 		return false
 	}
 	tc := st.cur
-	row := make([]*float64, 0, len(f)-1)
-	for _, c := range f[1:] {
+	row := make([]*float64, len(f)-1)
+	vals := make([]float64, len(f)-1) // the cells' values: one allocation per row
+	for i, c := range f[1:] {
 		if c == "N/A" {
-			row = append(row, nil)
 			continue
 		}
 		v, ok := textio.ParseFloat(c)
 		if !ok {
 			return false
 		}
-		row = append(row, &v)
+		vals[i] = v
+		row[i] = &vals[i]
 	}
 	if len(tc.Columns) > 0 && len(row) != len(tc.Columns) {
 		return false
@@ -306,7 +336,7 @@ type jsonRoot struct {
 	} `json:"nvbandwidth"`
 }
 
-var reJSONDevice = regexp.MustCompile(`^(\d+):\s*(.*?)\s*(?:\(([0-9a-fA-F]+:[0-9a-fA-F]+:[0-9a-fA-F]+)\))?\s*(?::\s*\(([^)]*)\))?\s*$`)
+var reJSONDevice = textio.MustCompile(`^(\d+):\s*(.*?)\s*(?:\(([0-9a-fA-F]+:[0-9a-fA-F]+:[0-9a-fA-F]+)\))?\s*(?::\s*\(([^)]*)\))?\s*$`)
 
 func analyzeJSON(name string, r io.Reader) (*Report, error) {
 	lc := textio.NewLineCounter(r)
@@ -337,6 +367,7 @@ func analyzeJSON(name string, r io.Reader) (*Report, error) {
 	}
 	for i, jt := range j.Testcases {
 		if i >= maxCases {
+			rep.Dropped = len(j.Testcases) - maxCases
 			break
 		}
 		tc := &Testcase{Name: jt.Name, Status: jt.Status, Error: jt.Error, Description: jt.Description, Line: 1}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -119,3 +120,46 @@ func TestWriteFuzzSeeds(t *testing.T) { readertest.FuzzSeeds(t, 0, "FuzzAnalyze"
 func FuzzAnalyze(f *testing.F) {
 	reader.FuzzAnalyze(f, "Running x_ce.\nmemcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)\n 0 1\n0 N/A 1.0\n1 2.0 N/A\n\nSUM x_ce 3.0\n")
 }
+
+// TestTestcaseCap is review D1: past 4096 "Running X." lines the reader
+// dereferenced a nil testcase and panicked.
+func TestTestcaseCap(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("nvbandwidth Version: v0.8\n")
+	for range maxCases + 1 {
+		b.WriteString("Running host_to_device_memcpy_ce.\n")
+	}
+	for _, in := range []string{b.String(), strings.TrimPrefix(b.String(), "nvbandwidth Version: v0.8\n")} {
+		rep, vs, err := Analyze("nv.txt", strings.NewReader(in))
+		readertest.CheckOutcome(t, "nv.txt", rep, vs, err)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Testcases) != maxCases || rep.Dropped != 1 {
+			t.Errorf("%d testcases kept, %d dropped; want %d and 1", len(rep.Testcases), rep.Dropped, maxCases)
+		}
+	}
+}
+
+// runningLine and sumLine are reRunning and reSum without the regexp.
+func TestHandParsers(t *testing.T) {
+	for _, s := range []string{"Running a.", "Running a", "Running a..", "Running .", "Running ..", "Running a b.", "Running ", "Running\ta.",
+		"Running a.\t", "Running x\vy.", "SUM a 1", "SUM a 1 2", "SUM  a\t1", "SUMa 1", "SUM a", "SUM", "SUM a 1\f", "SUM a\v1 2"} {
+		var m []string
+		got, want := runningLine(s, &m), reRunning.FindStringSubmatch(s)
+		if got != (want != nil) || got && m[1] != want[1] {
+			t.Errorf("runningLine(%q) = %v %q, regexp %q", s, got, m, want)
+		}
+		m = nil
+		got, want = sumLine(s, &m), reSum.FindStringSubmatch(s)
+		if got != (want != nil) || got && (m[1] != want[1] || m[2] != want[2]) {
+			t.Errorf("sumLine(%q) = %v %q, regexp %q", s, got, m, want)
+		}
+	}
+}
+
+// The regexps the hand parsers replace.
+var (
+	reRunning = regexp.MustCompile(`^Running (\S+?)\.?\s*$`)
+	reSum     = regexp.MustCompile(`^SUM\s+(\S+)\s+(\S+)\s*$`)
+)

@@ -3,7 +3,6 @@ package perftest
 import (
 	"io"
 	"math"
-	"regexp"
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
@@ -14,9 +13,9 @@ import (
 // variants are not valid JSON (the QoS line writes sl: unquoted), so the
 // file is read line by line rather than with a JSON decoder.
 var (
-	reJKV    = regexp.MustCompile(`^\s*"?([^":{}]+?)"?\s*:\s*(.*?)\s*,?\s*$`)
-	reJOpen  = regexp.MustCompile(`^\s*\{\s*$`)
-	reJClose = regexp.MustCompile(`^\s*\}\s*,?\s*$`)
+	reJKV    = textio.MustCompile(`^\s*"?([^":{}]+?)"?\s*:\s*(.*?)\s*,?\s*$`)
+	reJOpen  = textio.MustCompile(`^\s*\{\s*$`)
+	reJClose = textio.MustCompile(`^\s*\}\s*,?\s*$`)
 )
 
 func analyzeJSON(name string, r io.Reader) (*Report, error) {

@@ -9,7 +9,6 @@ package perftest
 import (
 	"bytes"
 	"io"
-	"regexp"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/result"
@@ -123,10 +122,10 @@ func (r *LatRow) field(col string) **float64 {
 }
 
 var (
-	reDetectTitle  = regexp.MustCompile(`(?m)^\s*(?:RDMA_Write|RDMA_Read|Send|Atomic|Raw Ethernet|RDMA Write|RDMA Read)[\w ]*\s(?:BW|Latency|Lat)\s+Test\s*$`)
-	reDetectResult = regexp.MustCompile(`(?m)^\s*#bytes\s+(?:#sl\s+)?#iterations\s+(?:BW peak|t_min|t_avg)`)
-	reDetectTool   = regexp.MustCompile(`\bib_(?:write|read|send|atomic)_(?:bw|lat)\b`)
-	reDetectMsg    = regexp.MustCompile(`#bytes|Couldn't connect to|Unable to init the socket connection|Waiting for client to connect|Completion with error|Failed status \d+|No IB devices found|Couldn't get device`)
+	reDetectTitle  = textio.MustCompile(`(?m)^\s*(?:RDMA_Write|RDMA_Read|Send|Atomic|Raw Ethernet|RDMA Write|RDMA Read)[\w ]*\s(?:BW|Latency|Lat)\s+Test\s*$`)
+	reDetectResult = textio.MustCompile(`(?m)^\s*#bytes\s+(?:#sl\s+)?#iterations\s+(?:BW peak|t_min|t_avg)`)
+	reDetectTool   = textio.MustCompile(`\bib_(?:write|read|send|atomic)_(?:bw|lat)\b`)
+	reDetectMsg    = textio.MustCompile(`#bytes|Couldn't connect to|Unable to init the socket connection|Waiting for client to connect|Completion with error|Failed status \d+|No IB devices found|Couldn't get device`)
 )
 
 // Detect reports whether head looks like perftest output.

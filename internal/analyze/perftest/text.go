@@ -2,7 +2,7 @@ package perftest
 
 import (
 	"io"
-	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -10,31 +10,31 @@ import (
 )
 
 var (
-	reTool     = regexp.MustCompile(`\b((?:ib_(?:write|read|send|atomic)_(?:bw|lat))|raw_ethernet_\w+)\b`)
-	reTitle    = regexp.MustCompile(`^\s*(\S.*?)\s+(BW|Latency|Lat)\s+Test\s*$`)
-	reKV       = regexp.MustCompile(`([A-Za-z][\w*. /-]*?)\s*:\s*([^\s:]+)`)
-	reBWHeader = regexp.MustCompile(`^\s*#bytes\s+(#sl\s+)?#iterations\s+BW peak\[([^\]]+)\]\s+BW average\[([^\]]+)\]`)
-	reLatHead  = regexp.MustCompile(`^\s*#bytes\s+#iterations\s+(t_\w+|tps)`)
-	reDashes   = regexp.MustCompile(`^\s*-{20,}\s*$`)
-	reAddress  = regexp.MustCompile(`^\s*(local|remote) address:`)
-	reGID      = regexp.MustCompile(`^\s*GID:`)
+	reTool     = textio.MustCompile(`\b((?:ib_(?:write|read|send|atomic)_(?:bw|lat))|raw_ethernet_\w+)\b`)
+	reTitle    = textio.MustCompile(`^\s*(\S.*?)\s+(BW|Latency|Lat)\s+Test\s*$`)
+	reKV       = textio.MustCompile(`([A-Za-z][\w*. /-]*?)\s*:\s*([^\s:]+)`)
+	reBWHeader = textio.MustCompile(`^\s*#bytes\s+(#sl\s+)?#iterations\s+BW peak\[([^\]]+)\]\s+BW average\[([^\]]+)\]`)
+	reLatHead  = textio.MustCompile(`^\s*#bytes\s+#iterations\s+(t_\w+|tps)`)
+	reDashes   = textio.MustCompile(`^\s*-{20,}\s*$`)
+	reAddress  = textio.MustCompile(`^\s*(local|remote) address:`)
+	reGID      = textio.MustCompile(`^\s*GID:`)
 
-	reCUDAAddr = regexp.MustCompile(`CUDA device \d+: PCIe address is (\S+)`)
-	reCUDAName = regexp.MustCompile(`device name = \[([^\]]+)\]`)
-	reIntegr   = regexp.MustCompile(`CUDA device integrated: (\S+)`)
-	reDMABuf   = regexp.MustCompile(`using DMA-BUF for GPU buffer|Calling ibv_reg_dmabuf_mr\(`)
-	reGPUAlloc = regexp.MustCompile(`cuMemAlloc\(\) of a|allocated GPU buffer|initializing CUDA|Picking (?:device|GPU) (?:No\.|number)`)
-	reROCm     = regexp.MustCompile(`(?i)\brocm\b|hipMalloc|Using ROCm`)
+	reCUDAAddr = textio.MustCompile(`CUDA device \d+: PCIe address is (\S+)`)
+	reCUDAName = textio.MustCompile(`device name = \[([^\]]+)\]`)
+	reIntegr   = textio.MustCompile(`CUDA device integrated: (\S+)`)
+	reDMABuf   = textio.MustCompile(`using DMA-BUF for GPU buffer|Calling ibv_reg_dmabuf_mr\(`)
+	reGPUAlloc = textio.MustCompile(`cuMemAlloc\(\) of a|allocated GPU buffer|initializing CUDA|Picking (?:device|GPU) (?:No\.|number)`)
+	reROCm     = textio.MustCompile(`(?i)\brocm\b|hipMalloc|Using ROCm`)
 
-	reMTULow  = regexp.MustCompile(`Requested mtu is higher than active mtu`)
-	reNoPeak  = regexp.MustCompile(`BW peak won't be measured`)
-	reFreq    = regexp.MustCompile(`Conflicting CPU frequency values`)
-	reWarning = regexp.MustCompile(`(?i)^\s*warning\b`)
+	reMTULow  = textio.MustCompile(`Requested mtu is higher than active mtu`)
+	reNoPeak  = textio.MustCompile(`BW peak won't be measured`)
+	reFreq    = textio.MustCompile(`Conflicting CPU frequency values`)
+	reWarning = textio.MustCompile(`(?i)^\s*warning\b`)
 	// Failures of the data path: the transfer itself went wrong.
-	reFailPath = regexp.MustCompile(`Completion with error|Failed status \d+|Failed to complete run_iter|^\s*scnt=\d+, ccnt=\d+|Couldn't (?:allocate|register) MR|ibv_reg_(?:dmabuf_)?mr failed|does not support DMA-BUF|DMA-BUF is not supported|poll CQ failed|Problems with warm up|Couldn't post send|Couldn't post recv`)
+	reFailPath = textio.MustCompile(`Completion with error|Failed status \d+|Failed to complete run_iter|^\s*scnt=\d+, ccnt=\d+|Couldn't (?:allocate|register) MR|ibv_reg_(?:dmabuf_)?mr failed|does not support DMA-BUF|DMA-BUF is not supported|poll CQ failed|Problems with warm up|Couldn't post send|Couldn't post recv`)
 	// Failures of the tool: it could not set the test up.
-	reFailTool = regexp.MustCompile(`(?i)couldn't|unable to|failed to|\berror\b|no ib devices found|not found|invalid|unrecognized option|unknown option|segmentation fault|core dumped`)
-	reStatus   = regexp.MustCompile(`Failed status (\d+)`)
+	reFailTool = textio.MustCompile(`(?i)couldn't|unable to|failed to|\berror\b|no ib devices found|not found|invalid|unrecognized option|unknown option|segmentation fault|core dumped`)
+	reStatus   = textio.MustCompile(`Failed status (\d+)`)
 )
 
 // Limits keeping memory bounded.
@@ -82,11 +82,11 @@ func (st *textState) line(s string, n int) bool {
 	if t == "" {
 		return false
 	}
-	if rep.Command == "" && st.command(t) {
+	if rep.Command == "" && (strings.Contains(t, "ib_") || strings.Contains(t, "raw_ethernet_")) && st.command(t) {
 		return true
 	}
 	switch {
-	case reTitle.MatchString(t) && !strings.HasPrefix(t, "#"):
+	case strings.Contains(t, "Test") && reTitle.MatchString(t) && !strings.HasPrefix(t, "#"):
 		m := reTitle.FindStringSubmatch(t)
 		if rep.Test == "" {
 			rep.Test = textio.Clip(t, 128)
@@ -99,14 +99,14 @@ func (st *textState) line(s string, n int) bool {
 		rep.Sides++
 		st.inHead, st.table = true, ""
 		return true
-	case reDashes.MatchString(t):
+	case strings.HasPrefix(t, "-----") && reDashes.MatchString(t):
 		st.inHead = false
 		st.table = ""
 		return false
 	case strings.Contains(t, "Waiting for client to connect"):
 		rep.Server = true
 		return true
-	case reBWHeader.MatchString(t):
+	case strings.HasPrefix(t, "#bytes") && reBWHeader.MatchString(t):
 		m := reBWHeader.FindStringSubmatch(t)
 		rep.Unit, st.table, st.inHead = textio.Clip(m[3], 16), "bw", false
 		if rep.Type == "" {
@@ -117,7 +117,7 @@ func (st *textState) line(s string, n int) bool {
 			st.latCol = []string{"#sl"}
 		}
 		return true
-	case reLatHead.MatchString(t):
+	case strings.HasPrefix(t, "#bytes") && reLatHead.MatchString(t):
 		st.table, st.inHead = "lat", false
 		st.latCol = latColumns(t)
 		if rep.Type == "" {
@@ -130,7 +130,8 @@ func (st *textState) line(s string, n int) bool {
 			return true
 		}
 	}
-	if st.memoryLine(t, n) {
+	lower := strings.ToLower(t)
+	if hasAny(lower, memoryWords) && st.memoryLine(t, n) {
 		return true
 	}
 	switch {
@@ -145,7 +146,7 @@ func (st *textState) line(s string, n int) bool {
 	case reFreq.MatchString(t):
 		st.quote(&rep.Warnings, n, t)
 		return true
-	case reFailPath.MatchString(t) || (reFailTool.MatchString(t) && !st.inHead && !reAddress.MatchString(t)):
+	case hasAny(lower, failWords) && (reFailPath.MatchString(t) || (reFailTool.MatchString(t) && !st.inHead && !reAddress.MatchString(t))):
 		st.quote(&rep.Errors, n, t)
 		return true
 	case reWarning.MatchString(t):
@@ -162,6 +163,20 @@ func (st *textState) line(s string, n int) bool {
 		return true
 	}
 	return false
+}
+
+// The regular expressions below run only on lines that hold one of their
+// words (in lower case): run on every line, their backtracking made the
+// reader crawl (3 MB/s).
+var (
+	memoryWords = []string{"dma-buf", "dmabuf", "cuda", "device name", "cumemalloc", "gpu buffer", "picking", "rocm", "hipmalloc"}
+	failWords   = []string{"error", "failed", "scnt=", "couldn't", "ibv_reg_", "dma-buf", "problems with warm up",
+		"unable to", "not found", "devices found", "invalid", "unrecognized option", "unknown option", "segmentation fault", "core dumped"}
+)
+
+// hasAny reports whether s contains one of words.
+func hasAny(s string, words []string) bool {
+	return slices.ContainsFunc(words, func(w string) bool { return strings.Contains(s, w) })
 }
 
 // command takes the first line that names the tool as its command line.

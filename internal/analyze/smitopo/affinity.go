@@ -3,7 +3,6 @@ package smitopo
 import (
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
 	"text/tabwriter"
 
@@ -52,9 +51,9 @@ type GPUNIC struct {
 }
 
 var (
-	reHeaderDetect = regexp.MustCompile(`(?m)^\s*GPU0\b[^\n]*\b(?:CPU Affinity|NUMA Affinity)`)
-	reRowDetect    = regexp.MustCompile(`(?m)^\s*GPU0\s+X\b`)
-	reLegendDetect = regexp.MustCompile(`(?m)^\s*X\s+= Self\s*$`)
+	reHeaderDetect = textio.MustCompile(`(?m)^\s*GPU0\b[^\n]*\b(?:CPU Affinity|NUMA Affinity)`)
+	reRowDetect    = textio.MustCompile(`(?m)^\s*GPU0\s+X\b`)
+	reLegendDetect = textio.MustCompile(`(?m)^\s*X\s+= Self\s*$`)
 )
 
 // Detect reports whether head looks like `nvidia-smi topo -m` output.

@@ -110,3 +110,29 @@ func TestWriteFuzzSeeds(t *testing.T) { readertest.FuzzSeeds(t, 0, "FuzzAnalyze"
 func FuzzAnalyze(f *testing.F) {
 	reader.FuzzAnalyze(f, "\tGPU0\tNIC0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tPIX\t0-7\t0\nNIC0\tPIX\t X \n\nNIC Legend:\n\n  NIC0: mlx5_0\n")
 }
+
+// TestRepeatedLastRow is review D2: a matrix whose last row is pasted twice
+// once indexed past the header's labels and panicked.
+func TestRepeatedLastRow(t *testing.T) {
+	reader.WantErrors(t, map[string]string{
+		"\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNV12\t0-31\t0\nGPU1\tNV12\t X \t0-31\t0\nGPU1\tNV12\t X \t0-31\t0\n": "x.txt:4: row GPU1 appears twice",
+		// The fuzzer's crasher had five columns ("index out of range [5]
+		// with length 5"); testdata/fuzz/FuzzAnalyze/crash-repeated-last-row
+		// keeps this input in the corpus.
+		crasher: "x.txt:7: row NIC1 appears twice",
+	})
+}
+
+const crasher = "\tGPU0\tGPU1\tGPU2\tNIC0\tNIC1\tCPU Affinity\tNUMA Affinity\n" +
+	"GPU0\t X \tPHB\tPXB\tPXB\tPXB\t0-23\t0\n" +
+	"GPU1\tPHB\t X \tPHB\tPHB\tPHB\t0-23\t0\n" +
+	"GPU2\tPXB\tPHB\t X \tPXB\tPHB\t0-23\t0\n" +
+	"NIC0\tPXB\tPHB\tPXB\t X \tPIX\n" +
+	"NIC1\tPXB\tPHB\tPHB\tPIX\t X \n" +
+	"NIC1\tPXB\tPHB\tPHB\tPIX\t X \n"
+
+// TestCrasherSeed keeps the D2 crasher in the fuzz corpus, so that every
+// fuzz run (and go test, which runs the corpus) replays it.
+func TestCrasherSeed(t *testing.T) {
+	readertest.WantSeed(t, "FuzzAnalyze", "crash-repeated-last-row", []byte(crasher))
+}

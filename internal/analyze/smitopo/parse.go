@@ -7,7 +7,6 @@ package smitopo
 import (
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
@@ -36,8 +35,8 @@ type Matrix struct {
 }
 
 var (
-	reLegend   = regexp.MustCompile(`^\s*(NIC\d+)\s*:\s*(\S+)\s*$`)
-	reGPULabel = regexp.MustCompile(`^GPU\d+$`)
+	reLegend   = textio.MustCompile(`^\s*(NIC\d+)\s*:\s*(\S+)\s*$`)
+	reGPULabel = textio.MustCompile(`^GPU\d+$`)
 )
 
 // Parse reads the first topology matrix in r (and the rest of r). name is
@@ -203,6 +202,9 @@ func (m *Matrix) row(line string) (string, error) {
 	i := m.index(label)
 	if i < 0 {
 		return "", fmt.Errorf("row label %q is not a column of the header", label)
+	}
+	if i < len(m.Cells) {
+		return "", fmt.Errorf("row %s appears twice", label)
 	}
 	if i != len(m.Cells) {
 		return "", fmt.Errorf("row %s out of order (expected %s)", label, m.Labels[len(m.Cells)])

@@ -62,8 +62,17 @@ func (lr *LineReader) Next() (string, bool) {
 	}
 	var buf []byte
 	cut := false
+	col := 0 // bytes of the line before chunk
 	for {
 		chunk, err := lr.br.ReadSlice('\n')
+		// A NUL ends the input at once, before the end of its line: binary
+		// data (a device, an image) may have no newline at all.
+		if i := bytes.IndexByte(chunk, 0); i >= 0 {
+			lr.line++
+			lr.err = Errorf(lr.name, lr.line, "binary data (NUL byte at column %d): not a text output", col+i+1)
+			return "", false
+		}
+		col += len(chunk)
 		if len(buf)+len(chunk) <= MaxLine {
 			buf = append(buf, chunk...)
 		} else if !cut {
@@ -87,10 +96,6 @@ func (lr *LineReader) Next() (string, bool) {
 	}
 	buf = bytes.TrimSuffix(buf, []byte("\n"))
 	buf = bytes.TrimSuffix(buf, []byte("\r"))
-	if i := bytes.IndexByte(buf, 0); i >= 0 {
-		lr.err = Errorf(lr.name, lr.line, "binary data (NUL byte at column %d): not a text output", i+1)
-		return "", false
-	}
 	return string(buf), true
 }
 

@@ -450,6 +450,33 @@ func (rd Reader[R]) FuzzAnalyze(f *testing.F, seeds ...string) {
 // writeSeeds is the test flag -write-seeds of every reader package.
 var writeSeeds = flag.Bool("write-seeds", false, "rewrite the fuzz seeds in testdata/fuzz from the samples")
 
+// WantSeed keeps data in the corpus of a fuzz target as
+// testdata/fuzz/<target>/<name>: an input that once crashed a reader stays
+// a seed, so that go test and every fuzz run replay it. With -write-seeds
+// it writes the seed; otherwise it fails for a missing or stale one.
+func WantSeed(t *testing.T, target, name string, data []byte) {
+	t.Helper()
+	dir := filepath.Join("testdata", "fuzz", target)
+	writeSeed(t, dir, filepath.Join(dir, name), data)
+}
+
+func writeSeed(t *testing.T, dir, path string, data []byte) {
+	t.Helper()
+	content := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", data)
+	if *writeSeeds {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if got, err := os.ReadFile(path); err != nil || string(got) != content {
+		t.Errorf("%s: missing or stale fuzz seed (rewrite with -write-seeds)", path)
+	}
+}
+
 // FuzzSeeds keeps one seed per sample in the corpus of each fuzz target,
 // testdata/fuzz/<target>/seed-<stem>: the sample's body, cut at a line end
 // to at most max bytes when max > 0. With -write-seeds it rewrites them;
@@ -466,20 +493,7 @@ func FuzzSeeds(t *testing.T, max int, targets ...string) {
 				}
 				seed = seed[:cut+1]
 			}
-			path := filepath.Join(dir, "seed-"+strings.TrimSuffix(name, ".txt"))
-			content := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", seed)
-			if *writeSeeds {
-				if err := os.MkdirAll(dir, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				continue
-			}
-			if got, err := os.ReadFile(path); err != nil || string(got) != content {
-				t.Errorf("%s: missing or stale fuzz seed (rewrite with -write-seeds)", path)
-			}
+			writeSeed(t, dir, filepath.Join(dir, "seed-"+strings.TrimSuffix(name, ".txt")), seed)
 		}
 	}
 }
