@@ -18,6 +18,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/collect/discover"
 	"github.com/gdrcheck/gdrcheck/internal/collect/nvml"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
+	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/model"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/memtest"
@@ -163,14 +164,14 @@ var adversarial = []scenario{
 		t := hgx(tb)
 		bomb := page("0-8191", ",")
 		t.each(func(n string) { t.file(n, bomb) }, "local_cpulist", "cpulist")
-		return machine.NewRootFS(newIndexedFS(fstest.MapFS(t)), "cpulist-bomb")
+		return machine.NewRootFS(snapshot.Indexed(fstest.MapFS(t)), "cpulist-bomb")
 	}},
 	{"cpulist-bomb-refused", func(tb testing.TB) machine.Root {
 		// The review's own reproduction: "0-65536" repeated.
 		t := hgx(tb)
 		bomb := page("0-65536", ",")
 		t.each(func(n string) { t.file(n, bomb) }, "local_cpulist", "cpulist")
-		return machine.NewRootFS(newIndexedFS(fstest.MapFS(t)), "cpulist-bomb-refused")
+		return machine.NewRootFS(snapshot.Indexed(fstest.MapFS(t)), "cpulist-bomb-refused")
 	}},
 	{"huge-numbers", func(tb testing.TB) machine.Root {
 		// Review row 38, in every attribute at once.
@@ -182,7 +183,7 @@ var adversarial = []scenario{
 			}
 		})
 		t.file("commands/"+nvml.FactsFile, maxFacts())
-		return machine.NewRootFS(newIndexedFS(fstest.MapFS(t)), "huge-numbers")
+		return machine.NewRootFS(snapshot.Indexed(fstest.MapFS(t)), "huge-numbers")
 	}},
 	{"64KiB-everywhere", func(tb testing.TB) machine.Root {
 		// Every attribute as long as the door lets it be, full of
@@ -196,7 +197,7 @@ var adversarial = []scenario{
 		})
 		t.file("commands/"+nvml.FactsFile, maxFacts())
 		t.file("commands/"+machine.CmdDmesg.Key, page("NVRM: Xid (PCI:0000:18:00): 79, x", "\n"))
-		return machine.NewRootFS(newIndexedFS(fstest.MapFS(t)), "64KiB-everywhere")
+		return machine.NewRootFS(snapshot.Indexed(fstest.MapFS(t)), "64KiB-everywhere")
 	}},
 	manyFunctions(capFunctions),
 	manyRDMA(capRDMA),
@@ -212,7 +213,7 @@ func manyFunctions(n int) scenario {
 	return scenario{name, func(tb testing.TB) machine.Root {
 		t := hgx(tb)
 		t.pciFunctions(n, false)
-		return machine.NewRootFS(newIndexedFS(fstest.MapFS(t)), name)
+		return machine.NewRootFS(snapshot.Indexed(fstest.MapFS(t)), name)
 	}}
 }
 
@@ -230,7 +231,7 @@ func manyRDMA(n int) scenario {
 			t.file(base+"/ports/1/state", state)
 			t.file(base+"/ports/1/rate", rate)
 		}
-		return machine.NewRootFS(newIndexedFS(fstest.MapFS(t)), name)
+		return machine.NewRootFS(snapshot.Indexed(fstest.MapFS(t)), name)
 	}}
 }
 
@@ -255,7 +256,7 @@ func bridgeChain(n int) scenario {
 			t.file(dir+"/vendor", []byte("0x10de\n"))
 			t.file(dir+"/device", []byte("0x2335\n"))
 		}
-		return machine.NewRootFS(newIndexedFS(fstest.MapFS(t)), name)
+		return machine.NewRootFS(snapshot.Indexed(fstest.MapFS(t)), name)
 	}}
 }
 

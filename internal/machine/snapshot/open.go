@@ -67,7 +67,7 @@ func OpenContext(ctx context.Context, p string) (machine.Root, func(), error) {
 		if err != nil {
 			return machine.Root{}, nil, err
 		}
-		r = machine.NewRootFS(tree, p)
+		r = machine.NewRootFS(Indexed(tree), p)
 	default:
 		return machine.Root{}, nil, fmt.Errorf("--root %s: neither a directory nor a snapshot archive (%s)", p, fi.Mode().Type())
 	}

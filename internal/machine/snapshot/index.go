@@ -1,4 +1,4 @@
-package app
+package snapshot
 
 import (
 	"io/fs"
@@ -10,17 +10,20 @@ import (
 )
 
 // indexedFS is an in-memory tree that finds an entry, and lists a
-// directory, through an index. fstest.MapFS, which snapshot.ReadArchive
-// also returns, scans every entry of the tree to answer for a name it does
-// not hold (a missing attribute) and to list a directory: a root of 100,000
-// PCI functions then took hours instead of seconds. The hostile roots here
-// measure what gdrcheck costs, not that scan.
+// directory, through an index. fstest.MapFS alone scans every entry of the
+// tree to answer for a name it does not hold (a missing attribute) and to
+// list a directory, so an archive of 100,000 entries within the caps would
+// cost hours of lookups instead of seconds; Open reads archives through
+// this index.
 type indexedFS struct {
 	m    fstest.MapFS
 	kids map[string][]string // a directory's entries, by base name, sorted
 }
 
-// newIndexedFS indexes m, listing every parent directory m leaves out.
+// Indexed returns m as a file system that answers through an index,
+// listing every parent directory m leaves out (it adds them to m).
+func Indexed(m fstest.MapFS) fs.FS { return newIndexedFS(m) }
+
 func newIndexedFS(m fstest.MapFS) indexedFS {
 	x := indexedFS{m: m, kids: map[string][]string{}}
 	added := map[string]bool{}
