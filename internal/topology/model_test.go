@@ -56,7 +56,7 @@ func TestLinkParents(t *testing.T) {
 func TestFinishKeepsThePairing(t *testing.T) {
 	h, _ := handBuilt()
 	h.LinkParents()
-	if h.Pairing() == h.Pairing() {
+	if first, again := h.Pairing(), h.Pairing(); first == again {
 		t.Error("an unfinished Host keeps a pairing")
 	}
 	h.Finish()
