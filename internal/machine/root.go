@@ -28,6 +28,12 @@ const DefaultMaxRead = 4 << 20
 // path before giving up with ErrLinkLoop (Linux uses 40).
 const maxLinkHops = 40
 
+// maxPathBytes bounds a path while it is resolved. No path gdrcheck reads
+// comes near it (the deepest sysfs device paths of real PCIe trees are a
+// few hundred bytes), and resolving costs the square of a path's depth, so
+// a chain of bridges built to be thousands deep stops here.
+const maxPathBytes = 1024
+
 // ErrLinkLoop reports a symbolic-link cycle inside the root.
 var ErrLinkLoop = errors.New("too many levels of symbolic links")
 
@@ -426,8 +432,19 @@ func (r Root) locate(rel string) (string, error) {
 	}
 	rd, ok := r.cache.get(dir)
 	if !ok {
+		// Start from the nearest ancestor already resolved: a device deep
+		// in a PCIe tree then costs the elements below its parent, not
+		// its whole path again (a deep chain would be quadratic).
+		from, rest := "", dir
+		for a := dir; a != "" && a != "."; {
+			a = path.Dir(a)
+			if ra, ok := r.cache.get(a); ok && a != "." {
+				from, rest = ra, strings.TrimPrefix(dir, a+"/")
+				break
+			}
+		}
 		var err error
-		if rd, err = r.walk(dir); err != nil {
+		if rd, err = r.walkFrom(from, rest); err != nil {
 			return "", err
 		}
 		r.cache.put(dir, rd)
@@ -438,9 +455,15 @@ func (r Root) locate(rel string) (string, error) {
 }
 
 // walk resolves a path one element at a time, following links.
-func (r Root) walk(rel string) (string, error) {
+func (r Root) walk(rel string) (string, error) { return r.walkFrom("", rel) }
+
+// walkFrom resolves rel below start, a path already resolved (no links).
+func (r Root) walkFrom(start, rel string) (string, error) {
 	todo := strings.Split(clean(rel), "/")
 	var done []string
+	if start != "" {
+		done = strings.Split(start, "/")
+	}
 	hops := 0
 	for len(todo) > 0 {
 		elem := todo[0]
@@ -455,6 +478,9 @@ func (r Root) walk(rel string) (string, error) {
 			continue
 		}
 		cur := join(strings.Join(done, "/"), elem)
+		if len(cur) > maxPathBytes {
+			return "", syscall.ENAMETOOLONG
+		}
 		r.rec.note(cur, noteEntry)
 		fi, err := fs.Lstat(r.tree(), cur)
 		if err != nil {

@@ -135,6 +135,17 @@ func (d *discoverer) read(rel string) (string, bool) {
 	return s, true
 }
 
+// Bounds on what discovery walks: well past the largest real hosts, so
+// that a snapshot built to exhaust memory is cut short with a problem
+// instead (docs/performance.md).
+const (
+	MaxPCIFunctions = 16384 // a PCI domain has at most 256 buses × 32 devices × 8 functions; real hosts a few hundred
+	MaxRDMADevices  = 1024
+	MaxPorts        = 256
+	MaxNUMANodes    = 1024 // Linux's MAX_NUMNODES
+	MaxNetDevs      = 4096
+)
+
 // names lists the directory rel; an error is recorded as a problem and
 // lists nothing.
 func (d *discoverer) names(rel string) []string {
@@ -144,6 +155,16 @@ func (d *discoverer) names(rel string) []string {
 		return nil
 	}
 	return names
+}
+
+// capped keeps the first max names of the directory rel, recording a
+// problem when there are more.
+func (d *discoverer) capped(rel string, names []string, max int, what string) []string {
+	if len(names) <= max {
+		return names
+	}
+	d.problem(rel, fmt.Errorf("%d %s listed; only the first %d are read (no real host has more)", len(names), what, max))
+	return names[:max]
 }
 
 // parseAttr reads the attribute rel and parses it; a parse error is
@@ -178,7 +199,8 @@ func (d *discoverer) hostInfo() {
 }
 
 func (d *discoverer) numa() {
-	for _, n := range d.names("sys/devices/system/node") {
+	const nodes = "sys/devices/system/node"
+	for _, n := range d.capped(nodes, d.names(nodes), MaxNUMANodes, "NUMA node entries") {
 		m := reNodeDir.FindStringSubmatch(n)
 		if m == nil {
 			continue
@@ -209,7 +231,7 @@ func (d *discoverer) pciDevices() error {
 		dev  *topology.Device
 	}
 	var devs []found
-	for _, name := range names {
+	for _, name := range d.capped(dir, names, MaxPCIFunctions, "PCI functions") {
 		addr, err := pci.ParseAddress(name)
 		if err != nil {
 			d.problem(dir+"/"+name, fmt.Errorf("not a PCI address: %v", err))
@@ -427,7 +449,7 @@ func addressInPath(rel string) (string, bool) {
 
 func (d *discoverer) rdma() {
 	const dir = "sys/class/infiniband"
-	for _, name := range d.names(dir) {
+	for _, name := range d.capped(dir, d.names(dir), MaxRDMADevices, "RDMA devices") {
 		// A device's entry resolves to its own directory, named as it is;
 		// anything else (self -> ., a loop) is no device.
 		if rel, err := d.root.Resolve(dir + "/" + name); err != nil {
@@ -454,7 +476,7 @@ func (d *discoverer) rdma() {
 		if n.Dev != nil {
 			n.Driver = n.Dev.Driver
 		}
-		for _, p := range d.names(base + "ports") {
+		for _, p := range d.capped(base+"ports", d.names(base+"ports"), MaxPorts, "ports") {
 			num, err := strconv.Atoi(p)
 			if err != nil {
 				continue
@@ -549,7 +571,7 @@ func ParseIBRate(s string) float64 {
 
 func (d *discoverer) netdevs() {
 	const dir = "sys/class/net"
-	names := d.names(dir)
+	names := d.capped(dir, d.names(dir), MaxNetDevs, "network interfaces")
 	rdmaOf := map[string]string{}
 	for _, n := range d.h.NICs {
 		for _, nd := range n.NetDevs {
