@@ -44,7 +44,6 @@ const (
 var advKnown = map[string]string{
 	"bomb-cpulist":                    "S2: fixed by the bounds work (collect/pci ParseCPUList bounds the total)",
 	"logs/nvbandwidth-many-testcases": "D1: fixed by the readers work (nvbandwidth panics past 4096 testcases)",
-	"special-device-entry":            "no owner yet: a named pipe as a device entry of /sys/bus/pci/devices blocks discovery until --timeout (docs/adversarial.md)",
 	"bomb-listing":                    "no owner yet: 2000 files in sys/bus/pci/devices and sys/class/net take seconds and about 1.3 GiB (docs/adversarial.md)",
 	"bomb-deep-bridges":               "no owner yet: a 120-deep bridge chain with a loop link allocates about 1.8 GiB (docs/adversarial.md)",
 }
