@@ -388,18 +388,18 @@ func advCommands(root, out string, everyFormat bool) [][]string {
 	return cmds
 }
 
-// TestAdversarialSnapshots runs every command that reads a root on every
-// case of testdata/adversarial, as a directory and as a .tgz.
-func TestAdversarialSnapshots(t *testing.T) {
-	cases, err := filepath.Glob(advDir + "/*.txtar")
+// eachAdv runs test, in parallel, on every case file in the folder sub
+// ("" or "logs/") of testdata/adversarial, skipping those in advKnown.
+func eachAdv(t *testing.T, sub string, test func(t *testing.T, name string, secs []advSection)) {
+	cases, err := filepath.Glob(advDir + "/" + sub + "*.txtar")
 	if err != nil || len(cases) == 0 {
-		t.Fatalf("no cases in %s: %v", advDir, err)
+		t.Fatalf("no cases in %s/%s: %v", advDir, sub, err)
 	}
 	for _, file := range cases {
 		name := strings.TrimSuffix(filepath.Base(file), ".txtar")
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			if why, ok := advKnown[name]; ok {
+			if why, ok := advKnown[sub+name]; ok {
 				t.Skip(why)
 			}
 			b, err := os.ReadFile(file)
@@ -407,67 +407,59 @@ func TestAdversarialSnapshots(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, secs := parseAdv(string(b))
-			w := materialiseAdv(t, name, secs)
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
-			for _, root := range []string{w.root, w.archive(t)} {
-				out := t.TempDir()
-				for _, args := range advCommands(root, out, root == w.root) {
-					checkAdv(t, w.canary, runAdv(t, args...), args)
-				}
-				if _, err := os.Stat(filepath.Join(out, "again.tgz")); err == nil {
-					args := []string{"topo", "--root", filepath.Join(out, "again.tgz")}
-					checkAdv(t, w.canary, runAdv(t, args...), args)
-				}
-				noCanaryIn(t, w.canary, out)
-			}
-			runtime.ReadMemStats(&after)
-			if d := after.TotalAlloc - before.TotalAlloc; d > advCaseAllocCeiling {
-				t.Errorf("the commands allocated %d MiB, over the ceiling of %d MiB", d>>20, advCaseAllocCeiling>>20)
-			}
+			test(t, name, secs)
 		})
 	}
+}
+
+// TestAdversarialSnapshots runs every command that reads a root on every
+// case of testdata/adversarial, as a directory and as a .tgz.
+func TestAdversarialSnapshots(t *testing.T) {
+	eachAdv(t, "", func(t *testing.T, name string, secs []advSection) {
+		w := materialiseAdv(t, name, secs)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for _, root := range []string{w.root, w.archive(t)} {
+			out := t.TempDir()
+			for _, args := range advCommands(root, out, root == w.root) {
+				checkAdv(t, w.canary, runAdv(t, args...), args)
+			}
+			if _, err := os.Stat(filepath.Join(out, "again.tgz")); err == nil {
+				args := []string{"topo", "--root", filepath.Join(out, "again.tgz")}
+				checkAdv(t, w.canary, runAdv(t, args...), args)
+			}
+			noCanaryIn(t, w.canary, out)
+		}
+		runtime.ReadMemStats(&after)
+		if d := after.TotalAlloc - before.TotalAlloc; d > advCaseAllocCeiling {
+			t.Errorf("the commands allocated %d MiB, over the ceiling of %d MiB", d>>20, advCaseAllocCeiling>>20)
+		}
+	})
 }
 
 // TestAdversarialLogs runs analyze, in every format, on every log sample
 // of testdata/adversarial/logs (each case file holds one or more).
 func TestAdversarialLogs(t *testing.T) {
-	cases, err := filepath.Glob(advDir + "/logs/*.txtar")
-	if err != nil || len(cases) == 0 {
-		t.Fatalf("no log samples in %s/logs: %v", advDir, err)
-	}
-	for _, file := range cases {
-		name := strings.TrimSuffix(filepath.Base(file), ".txtar")
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			if why, ok := advKnown["logs/"+name]; ok {
-				t.Skip(why)
+	eachAdv(t, "logs/", func(t *testing.T, _ string, secs []advSection) {
+		w := advWorld{root: t.TempDir()}
+		var files []string
+		for _, s := range secs {
+			if err := w.apply(s.name, s.data); err != nil {
+				t.Fatalf("section %q: %v", s.name, err)
 			}
-			b, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
+			if f := filepath.Join(w.root, s.name[strings.LastIndex(s.name, " ")+1:]); !slices.Contains(files, f) {
+				files = append(files, f)
 			}
-			_, secs := parseAdv(string(b))
-			w := advWorld{root: t.TempDir()}
-			var files []string
-			for _, s := range secs {
-				if err := w.apply(s.name, s.data); err != nil {
-					t.Fatalf("section %q: %v", s.name, err)
-				}
-				if f := filepath.Join(w.root, s.name[strings.LastIndex(s.name, " ")+1:]); !slices.Contains(files, f) {
-					files = append(files, f)
-				}
-			}
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
-			for _, f := range []string{"text", "table", "md", "junit", "json"} {
-				args := append([]string{"analyze", "--format", f}, files...)
-				checkAdv(t, "", runAdv(t, args...), args)
-			}
-			runtime.ReadMemStats(&after)
-			if d := after.TotalAlloc - before.TotalAlloc; d > advCaseAllocCeiling {
-				t.Errorf("analyze allocated %d MiB, over the ceiling of %d MiB", d>>20, advCaseAllocCeiling>>20)
-			}
-		})
-	}
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for _, f := range []string{"text", "table", "md", "junit", "json"} {
+			args := append([]string{"analyze", "--format", f}, files...)
+			checkAdv(t, "", runAdv(t, args...), args)
+		}
+		runtime.ReadMemStats(&after)
+		if d := after.TotalAlloc - before.TotalAlloc; d > advCaseAllocCeiling {
+			t.Errorf("analyze allocated %d MiB, over the ceiling of %d MiB", d>>20, advCaseAllocCeiling>>20)
+		}
+	})
 }
