@@ -64,6 +64,15 @@ func (t *osTree) dir(rel string) (*os.Root, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Opening a named pipe blocks until a writer comes, and OpenRoot opens
+	// without O_DIRECTORY: look before opening.
+	fi, err := p.Stat(base)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, &fs.PathError{Op: "open", Path: rel, Err: syscall.ENOTDIR}
+	}
 	d, err := p.OpenRoot(base)
 	if err != nil {
 		return nil, err
