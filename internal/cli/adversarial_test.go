@@ -44,10 +44,7 @@ const (
 // advKnown are the cases that fail on this tree because of a defect
 // another piece of work fixes: the finding of the reliability review, and
 // what fixes it. The coordinator removes an entry once that work is in.
-var advKnown = map[string]string{
-	"bomb-cpulist":                    "S2: fixed by the bounds work (collect/pci ParseCPUList bounds the total)",
-	"logs/nvbandwidth-many-testcases": "D1: fixed by the readers work (nvbandwidth panics past 4096 testcases)",
-}
+var advKnown = map[string]string{}
 
 // advSection is one "-- NAME --" part of a case file (the txtar format:
 // a comment, then sections up to the next "-- NAME --" line).
