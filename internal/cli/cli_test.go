@@ -310,20 +310,24 @@ func testVerdict(t *testing.T, good, bad string) {
 		!slices.Equal(v.Failing, []string{"gdr.kernel-module", "gdr.nic-affinity"}) || !slices.Contains(v.Unknown, "nccl.env") {
 		t.Errorf("json verdict %+v", v)
 	}
+	out, _, code = run(t, "check", "--root", bad, "--strict", "--format", "json")
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != ExitFailed || !slices.Contains(doc.Verdict.Failing, "nccl.env") || !doc.Verdict.Strict {
+		t.Errorf("--strict: an unknown result is not failing: exit %d, %v, %+v", code, err, doc.Verdict)
+	}
 	out, _, code = run(t, "check", "--root", good, "--format", "json")
 	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != ExitOK || doc.Verdict.Status == checks.NotReady {
 		t.Fatalf("healthy HGX: exit %d, %v, %+v", code, err, doc.Verdict)
 	}
 	unknown := doc.Verdict.Unknown
+	if len(unknown) == 0 || doc.Verdict.Status != checks.Degraded {
+		t.Fatalf("the healthy HGX fixture has unknown results (no dmesg, no environment): %+v", doc.Verdict)
+	}
 	out, _, code = run(t, "check", "--root", good, "--strict", "--format", "json")
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if len(unknown) > 0 && (code != ExitFailed || doc.Verdict.Status != checks.NotReady || !slices.Equal(doc.Verdict.Failing, unknown) || !doc.Verdict.Strict) {
+	if code != ExitFailed || doc.Verdict.Status != checks.NotReady || !slices.Equal(doc.Verdict.Failing, unknown) || !doc.Verdict.Strict {
 		t.Errorf("--strict with unknown %q: exit %d, %+v", unknown, code, doc.Verdict)
-	}
-	if len(unknown) == 0 && (code != ExitOK || doc.Verdict.Status == checks.NotReady) {
-		t.Errorf("--strict with nothing unknown: exit %d, %+v", code, doc.Verdict)
 	}
 	out, _, _ = run(t, "run", "--root", bad, "--format", "json")
 	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Verdict.Status != checks.NotReady {
