@@ -109,7 +109,12 @@ func (gpuPresent) Run(ctx context.Context, env *Env) []result.Result {
 			if miss := goneFromSysfs(h); len(miss) > 0 {
 				msg += "; missing: " + strings.Join(miss, ", ")
 			}
-			return append(out, withRemedy(res(result.Fail, "node", "GPUCountMismatch", msg, found, ev("site profile", fmt.Sprintf("gpus.count %d", e.GPUs.Count))),
+			evs := []result.Evidence{found, ev("site profile", fmt.Sprintf("gpus.count %d", e.GPUs.Count))}
+			if unused := h.Pairing().Unused; len(h.GPUs) < e.GPUs.Count && len(unused) > 0 {
+				// Where a lost GPU sat: its rail NIC is left with no GPU.
+				evs = append(evs, evNote("topology", "RDMA NICs no GPU is paired with: "+strings.Join(unused, ", "), "a missing GPU's rail NIC is among them; storage and front-end NICs are too"))
+			}
+			return append(out, withRemedy(res(result.Fail, "node", "GPUCountMismatch", msg, evs...),
 				"find the missing GPU (nvidia-smi, lspci -d 10de:, the kernel log) before the node joins the fleet"))
 		}
 	} else if len(h.GPUs) == 0 {

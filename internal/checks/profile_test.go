@@ -151,6 +151,9 @@ nvml-gpu 0000:5e:00.0 name="NVIDIA H100 80GB HBM3"
 			if r.Status != result.Fail || !strings.Contains(r.Message, "missing: GPU 2 at 0000:5e:00.0 (last seen by") {
 				t.Errorf("gpu.present does not name the missing GPU: %s %s", r.Status, r.Message)
 			}
+			if !slices.ContainsFunc(r.Evidence, func(e result.Evidence) bool { return strings.HasSuffix(e.Value, "paired with: mlx5_2") }) {
+				t.Errorf("gpu.present does not say which NIC lost its GPU: %+v", r.Evidence)
+			}
 		case r.ID == "gpu.present" && r.Reason == "NotInSysfs":
 			if r.Subject != "0000:5e:00.0" || r.Status != result.Fail {
 				t.Errorf("gpu.present: %s %s %s", r.Status, r.Subject, r.Message)
