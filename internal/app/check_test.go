@@ -2,6 +2,7 @@ package app
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,5 +60,24 @@ func TestXidWindowFromCaptureTime(t *testing.T) {
 	}
 	if v := j.Checks.Verdict; !v.Time.Equal(captured) || v.Status != checks.NotReady || v.Host != j.Host.Hostname {
 		t.Errorf("verdict %+v, want NOT READY at %s", v, captured)
+	}
+}
+
+// TestSerialsInInventory: the serials the driver reports stay in the
+// node's summary (run's inventory and run.json), by bus id.
+func TestSerialsInInventory(t *testing.T) {
+	host, _ := identifiedHost(t)
+	nr, err := testSession().Run(t.Context(), RunOptions{Node: NodeOptions{Root: host, Timeout: time.Minute}, Checks: CheckOptions{Timeout: 10 * time.Second, XidWindow: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nr.Close()
+	if len(nr.Summary.GPUs) == 0 {
+		t.Fatal("no GPU in the summary")
+	}
+	for i, g := range nr.Summary.GPUs {
+		if want := fmt.Sprintf("16540240759%02d", i); g.Serial != want {
+			t.Errorf("GPU%d at %s: serial %q, want %q", g.Index, g.Address, g.Serial, want)
+		}
 	}
 }
