@@ -44,6 +44,8 @@ type CheckOptions struct {
 	Only      []string      // --only: check IDs or prefixes ending in "."
 	Timeout   time.Duration // deadline of each check
 	XidWindow time.Duration // how far back kernel-log Xid events count
+	// Strict (--strict) counts unknown and error results as failures.
+	Strict bool
 }
 
 // checkPlan is a run of checks whose options were read and validated.
@@ -81,7 +83,7 @@ func knownCheck(id string) bool {
 // one is open) and runs the checks on them.
 func (p *checkPlan) judge(ctx context.Context, r machine.Root, h *topology.Host, rt *cuda.Runtime) *checks.Report {
 	env := checkEnv(ctx, r, h, rt, p.expect, p.o.XidWindow)
-	return checks.Run(ctx, env, checks.All(), checks.Options{Timeout: p.o.Timeout, Only: p.o.Only})
+	return checks.Run(ctx, env, checks.All(), checks.Options{Timeout: p.o.Timeout, Only: p.o.Only, Strict: p.o.Strict})
 }
 
 // Judged is a node discovered and judged.

@@ -35,8 +35,9 @@ type RunOptions struct {
 // RunReport is run.json's data beside the envelope's results: the node's
 // summary and the checks' own outcome.
 type RunReport struct {
-	Host   *topology.Summary `json:"host"`
-	Checks ChecksRun         `json:"checks"`
+	Verdict checks.Verdict    `json:"verdict"`
+	Host    *topology.Summary `json:"host"`
+	Checks  ChecksRun         `json:"checks"`
 }
 
 // ChecksRun is a run of checks without its results, which the envelope
@@ -118,7 +119,7 @@ func (s *Session) Run(ctx context.Context, o RunOptions) (_ *NodeRun, err error)
 	nr.Summary = h.Summarize()
 	nr.Summary.Root = o.Node.Root
 	c := nr.Checks
-	nr.Envelope = s.Envelope("run", started, c.Results, RunReport{Host: nr.Summary, Checks: ChecksRun{Counts: c.Counts, DurationMS: c.DurationMS, Checks: c.Checks}})
+	nr.Envelope = s.Envelope("run", started, c.Results, RunReport{Verdict: c.Verdict, Host: nr.Summary, Checks: ChecksRun{Counts: c.Counts, DurationMS: c.DurationMS, Checks: c.Checks}})
 	if o.Out != "" {
 		if nr.OutErr = writeRunJSON(o.Out, nr.Envelope); nr.OutErr != nil && nr.BenchErr == nil {
 			nr.BenchErr = nr.OutErr

@@ -49,6 +49,8 @@ type Env struct {
 
 // Report is the outcome of a run of checks.
 type Report struct {
+	// Verdict is the node's one answer (Judge over Results).
+	Verdict    Verdict         `json:"verdict"`
 	Results    []result.Result `json:"results"`
 	Counts     result.Counts   `json:"counts"`
 	DurationMS float64         `json:"duration_ms"`
@@ -70,6 +72,8 @@ type Options struct {
 	Timeout time.Duration
 	// Only restricts the run to these check IDs (or prefixes ending in ".").
 	Only []string
+	// Strict counts unknown and error results as failures (for sign-off).
+	Strict bool
 }
 
 // All returns every check, in a stable order.
@@ -140,6 +144,7 @@ func Run(ctx context.Context, env *Env, checks []Check, o Options) *Report {
 	}
 	result.Sort(rep.Results)
 	rep.Counts = result.Count(rep.Results)
+	rep.Verdict = Judge(rep.Results, env.Host.Hostname, env.Now, o.Strict)
 	rep.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 	return rep
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
@@ -88,10 +89,32 @@ func (gpuPresent) Run(ctx context.Context, env *Env) []result.Result {
 		}
 	}
 	found := ev("sysfs", fmt.Sprintf("%d NVIDIA GPU(s)", len(h.GPUs)))
+	if e := env.Expect; e != nil && e.GPUs != nil && e.GPUs.Model != "" {
+		for _, g := range h.GPUs {
+			if !strings.Contains(strings.ToLower(g.Name), strings.ToLower(e.GPUs.Model)) {
+				name := g.Name
+				if name == "" {
+					name = "a GPU of unknown model"
+				}
+				out = append(out, withRemedy(res(result.Fail, g.Address, "ModelMismatch",
+					fmt.Sprintf("%s at %s is %s, the site profile expects %s", gpuLabel(g), g.Address, name, e.GPUs.Model),
+					ev(display(env, "sys/bus/pci/devices/"+g.Address), name), ev("site profile", "gpus.model "+e.GPUs.Model)),
+					"install the GPU model the fleet expects, or fix the site profile"))
+			}
+		}
+	}
 	if e := env.Expect; e != nil && e.GPUs != nil && e.GPUs.Count > 0 {
 		if len(h.GPUs) != e.GPUs.Count {
-			return append(out, withRemedy(res(result.Fail, "node", "GPUCountMismatch",
-				fmt.Sprintf("%d GPU(s) visible, the site profile expects %d", len(h.GPUs), e.GPUs.Count), found, ev("site profile", fmt.Sprintf("gpus.count %d", e.GPUs.Count))),
+			msg := fmt.Sprintf("%d GPU(s) visible, the site profile expects %d", len(h.GPUs), e.GPUs.Count)
+			if miss := goneFromSysfs(h); len(miss) > 0 {
+				msg += "; missing: " + strings.Join(miss, ", ")
+			}
+			evs := []result.Evidence{found, ev("site profile", fmt.Sprintf("gpus.count %d", e.GPUs.Count))}
+			if unused := h.Pairing().Unused; len(h.GPUs) < e.GPUs.Count && len(unused) > 0 {
+				// Where a lost GPU sat: its rail NIC is left with no GPU.
+				evs = append(evs, evNote("topology", "RDMA NICs no GPU is paired with: "+strings.Join(unused, ", "), "a missing GPU's rail NIC is among them; storage and front-end NICs are too"))
+			}
+			return append(out, withRemedy(res(result.Fail, "node", "GPUCountMismatch", msg, evs...),
 				"find the missing GPU (nvidia-smi, lspci -d 10de:, the kernel log) before the node joins the fleet"))
 		}
 	} else if len(h.GPUs) == 0 {
@@ -112,6 +135,31 @@ func (gpuPresent) Run(ctx context.Context, env *Env) []result.Result {
 		msg += ", as the site profile expects"
 	}
 	return []result.Result{res(result.Pass, "node", "GPUsVisible", msg, found)}
+}
+
+// goneFromSysfs names the GPUs the driver's facts list that sysfs does not
+// show ("GPU 3 at 0000:9a:00.0"): the driver last saw them there.
+func goneFromSysfs(h *topology.Host) []string {
+	var out []string
+	if f := h.GPUFacts; f != nil {
+		for _, gf := range f.GPUs {
+			if gf.BusID != "" && h.GPUByAddress(gf.BusID) == nil {
+				out = append(out, fmt.Sprintf("GPU %d at %s (last seen by %s)", gf.Index, gf.BusID, f.Source))
+			}
+		}
+	}
+	return out
+}
+
+// missingGPUs is how many GPUs the node lacks: the site profile's count
+// less those visible, or those the driver knows that sysfs does not show,
+// whichever is more.
+func missingGPUs(env *Env) int {
+	n := len(goneFromSysfs(env.Host))
+	if e := env.Expect; e != nil && e.GPUs != nil && e.GPUs.Count > len(env.Host.GPUs) {
+		n = max(n, e.GPUs.Count-len(env.Host.GPUs))
+	}
+	return n
 }
 
 // driverEvidence is what says this node has NVIDIA GPUs although sysfs

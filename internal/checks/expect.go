@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -111,39 +112,76 @@ func ParseExpect(name string, b []byte) (*Expect, error) {
 		})
 		return nil, fmt.Errorf("%s: %s", name, msg)
 	}
-	if err := e.validate(); err != nil {
-		return nil, fmt.Errorf("%s: %v", name, err)
+	if bad := e.validate(); bad != nil {
+		if line := lineOf(b, bad.path); line > 0 {
+			return nil, fmt.Errorf("%s: line %d: %s: %s", name, line, bad.path, bad.msg)
+		}
+		return nil, fmt.Errorf("%s: %s: %s", name, bad.path, bad.msg)
 	}
 	return &e, nil
 }
 
-func (e *Expect) validate() error {
-	if g := e.GPUs; g != nil {
-		if g.Count < 0 || g.NVLinks < 0 || g.PCIeGen < 0 || g.PCIeGen > 7 || g.PCIeWidth < 0 || g.PCIeWidth > 32 {
-			return fmt.Errorf("gpus: count, nvlinks, pcie_gen (1-7) and pcie_width (1-32) must be sensible")
+// fieldError is a bad value in a site profile: the field's dotted path
+// and what is wrong with it.
+type fieldError struct {
+	path, msg string
+}
+
+// validate refuses values that cannot mean anything, naming the first bad
+// field.
+func (e *Expect) validate() *fieldError {
+	var bad *fieldError
+	check := func(ok bool, path, msg string) {
+		if !ok && bad == nil {
+			bad = &fieldError{path, msg}
 		}
+	}
+	gen, width := "must be a PCIe generation, 1 to 7", "must be a PCIe link width, 1 to 32"
+	if g := e.GPUs; g != nil {
+		check(g.Count >= 0, "gpus.count", "must not be negative")
+		check(g.NVLinks >= 0, "gpus.nvlinks", "must not be negative")
+		check(g.PCIeGen >= 0 && g.PCIeGen <= 7, "gpus.pcie_gen", gen)
+		check(g.PCIeWidth >= 0 && g.PCIeWidth <= 32, "gpus.pcie_width", width)
 	}
 	if n := e.NICs; n != nil {
-		if n.Count < 0 || n.RateGbps < 0 || n.MTU < 0 || n.PCIeGen < 0 || n.PCIeGen > 7 || n.PCIeWidth < 0 || n.PCIeWidth > 32 {
-			return fmt.Errorf("nics: count, rate_gbps, mtu, pcie_gen and pcie_width must be sensible")
-		}
-		if n.LinkLayer != "" && n.LinkLayer != "InfiniBand" && n.LinkLayer != "Ethernet" {
-			return fmt.Errorf("nics.link_layer: %q, want InfiniBand or Ethernet", n.LinkLayer)
-		}
+		check(n.Count >= 0, "nics.count", "must not be negative")
+		check(n.RateGbps >= 0, "nics.rate_gbps", "must not be negative")
+		check(n.MTU >= 0, "nics.mtu", "must not be negative")
+		check(n.PCIeGen >= 0 && n.PCIeGen <= 7, "nics.pcie_gen", gen)
+		check(n.PCIeWidth >= 0 && n.PCIeWidth <= 32, "nics.pcie_width", width)
+		check(n.LinkLayer == "" || n.LinkLayer == "InfiniBand" || n.LinkLayer == "Ethernet", "nics.link_layer", fmt.Sprintf("%q, want InfiniBand or Ethernet", n.LinkLayer))
 	}
 	if g := e.GDR; g != nil {
-		switch g.Mode {
-		case "", "any", "peermem", "dmabuf":
-		default:
-			return fmt.Errorf("gdr.mode: %q, want any, peermem or dmabuf", g.Mode)
-		}
+		check(slices.Contains([]string{"", "any", "peermem", "dmabuf"}, g.Mode), "gdr.mode", fmt.Sprintf("%q, want any, peermem or dmabuf", g.Mode))
 	}
 	if e.MemlockKB != "" && e.MemlockKB != "unlimited" {
-		if _, err := sysinfo.ParseKB(e.MemlockKB); err != nil {
-			return fmt.Errorf("memlock_kb: %v", err)
-		}
+		_, err := sysinfo.ParseKB(e.MemlockKB)
+		check(err == nil, "memlock_kb", fmt.Sprint(err))
 	}
-	return nil
+	return bad
+}
+
+// lineOf is the line of the value at a dotted path in a YAML document; 0
+// when the document has no such path.
+func lineOf(b []byte, path string) int {
+	var doc yaml.Node
+	if yaml.Unmarshal(b, &doc) != nil || len(doc.Content) == 0 {
+		return 0
+	}
+	n := doc.Content[0]
+	for key := range strings.SplitSeq(path, ".") {
+		var next *yaml.Node
+		for i := 0; n.Kind == yaml.MappingNode && i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				next = n.Content[i+1]
+			}
+		}
+		if next == nil {
+			return 0
+		}
+		n = next
+	}
+	return n.Line
 }
 
 // versionMatches compares a found version with an expected one: exact, or

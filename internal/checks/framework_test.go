@@ -99,9 +99,14 @@ func TestParseExpect(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"gpus:\n  count: 8\n  modle: H100\n", "site.yaml: line 3: field modle not found (gpus)"},
 		{"nics:\n  rate_gbps: fast\n", "site.yaml: line 2: cannot unmarshal !!str `fast`"},
-		{"nics: {link_layer: Ethernett}\n", "nics.link_layer"},
-		{"gdr: {mode: magic}\n", "gdr.mode"},
-		{"memlock_kb: lots\n", "memlock_kb"},
+		{"nics: {link_layer: Ethernett}\n", "site.yaml: line 1: nics.link_layer: \"Ethernett\""},
+		{"gdr: {mode: magic}\n", "site.yaml: line 1: gdr.mode"},
+		{"memlock_kb: lots\n", "site.yaml: line 1: memlock_kb"},
+		{"gpus:\n  count: 8\n  pcie_gen: 9\n", "site.yaml: line 3: gpus.pcie_gen: must be a PCIe generation"},
+		{"nics:\n  count: -1\n", "site.yaml: line 2: nics.count: must not be negative"},
+		{"nics:\n  rate_gbps: 400\n  mtu: -9000\n", "site.yaml: line 3: nics.mtu"},
+		{"gpus: {count: 8}\nfoo: 1\n", "site.yaml: line 2: field foo not found"},
+		{`{"gdr": {"mode": "magic"}}`, "site.yaml: line 1: gdr.mode"},
 		{"", "empty site profile"},
 		{"gpus: [1, 2\n", "site.yaml: line"},
 	} {

@@ -117,7 +117,7 @@ func (nvlinkState) Run(ctx context.Context, env *Env) []result.Result {
 	if fabricNeeded {
 		out = append(out, fabricResults(env)...)
 	}
-	return out
+	return identifyGPUs(env.Host, out)
 }
 
 func downText(down []int) string {
@@ -270,7 +270,7 @@ func (gpuHealth) Run(ctx context.Context, env *Env) []result.Result {
 			out = append(out, xidResult(label, hits, window))
 		}
 	}
-	return out
+	return identifyGPUs(env.Host, out)
 }
 
 func xidResult(label string, hits []sysinfo.Xid, window time.Duration) result.Result {
@@ -379,4 +379,28 @@ func healthOf(label string, f *nvml.GPU) []result.Result {
 		return []result.Result{res(result.Pass, label, "Healthy", label+": "+strings.Join(parts, ", "), ev("nvml", f.Name))}
 	}
 	return out
+}
+
+// identifyGPUs adds to each result about a GPU (subject GPUn, GPUn-xid,
+// GPUn-fabric) the GPU's bus id, and its UUID and serial where the driver
+// reports them: the index renumbers when a GPU drops off the bus, the bus
+// id does not, so results of two runs compare by it.
+func identifyGPUs(h *topology.Host, rs []result.Result) []result.Result {
+	for _, g := range h.GPUs {
+		label := gpuLabel(g)
+		id := []string{g.Address}
+		if g.UUID != "" {
+			id = append(id, "UUID "+g.UUID)
+		}
+		if g.Facts != nil && g.Facts.Serial != "" {
+			id = append(id, "serial "+g.Facts.Serial)
+		}
+		e := ev("pci", label+" is "+strings.Join(id, ", "))
+		for i := range rs {
+			if rs[i].Subject == label || strings.HasPrefix(rs[i].Subject, label+"-") {
+				rs[i].Evidence = append(rs[i].Evidence, e)
+			}
+		}
+	}
+	return rs
 }

@@ -54,10 +54,17 @@ func (nicPort) Run(ctx context.Context, env *Env) []result.Result {
 	}
 	var out []result.Result
 	if e := env.Expect; e != nil && e.NICs != nil && e.NICs.Count > 0 && len(rails) < e.NICs.Count {
-		out = append(out, withRemedy(res(result.Fail, "node", "FewerRailsThanProfile",
-			fmt.Sprintf("%d rail NIC(s) paired with GPUs (%s), the site profile expects %d", len(rails), strings.Join(railNames, ", "), e.NICs.Count),
-			ev("topology", fmt.Sprintf("%d RDMA NICs, %d paired with GPUs", len(nics), len(rails)))),
-			"check that every NIC is seated, its driver loaded and its PCIe link up"))
+		if gone := missingGPUs(env); gone > 0 && len(nics) >= e.NICs.Count {
+			// The NICs are there; a GPU is not, so its NIC has no GPU to pair with.
+			out = append(out, res(result.Warn, "node", "RailsFollowMissingGPU",
+				fmt.Sprintf("%d rail NIC(s) paired with GPUs (%s) of the %d the site profile expects: the NICs are all present, %d GPU(s) are missing (see gpu.present)", len(rails), strings.Join(railNames, ", "), e.NICs.Count, gone),
+				ev("topology", fmt.Sprintf("%d RDMA NICs, %d paired with GPUs", len(nics), len(rails)))))
+		} else {
+			out = append(out, withRemedy(res(result.Fail, "node", "FewerRailsThanProfile",
+				fmt.Sprintf("%d rail NIC(s) paired with GPUs (%s), the site profile expects %d", len(rails), strings.Join(railNames, ", "), e.NICs.Count),
+				ev("topology", fmt.Sprintf("%d RDMA NICs, %d paired with GPUs", len(nics), len(rails)))),
+				"check that every NIC is seated, its driver loaded and its PCIe link up"))
+		}
 	}
 	for _, n := range nics {
 		if len(n.Ports) == 0 {
@@ -125,7 +132,11 @@ func judgePort(env *Env, n *topology.NIC, p topology.Port, rail bool, want float
 		if e := env.Expect; e != nil && e.NICs != nil && e.NICs.MTU > 0 {
 			wantMTU = e.NICs.MTU
 		}
-		if p.MTU < wantMTU && rail {
+		if e := env.Expect; e != nil && e.NICs != nil && e.NICs.MTU > 0 && p.MTU < e.NICs.MTU && rail {
+			out = append(out, withRemedy(res(result.Fail, subject, "MTUBelowProfile",
+				fmt.Sprintf("%s port %d (RoCE, netdev %s) has MTU %d, the site profile expects at least %d", n.Name, p.Number, p.NetDev, p.MTU, e.NICs.MTU), append(evs, mev, ev("site profile", fmt.Sprintf("nics.mtu %d", e.NICs.MTU)))...),
+				fmt.Sprintf("ip link set %s mtu %d (and on the switch ports)", p.NetDev, e.NICs.MTU)))
+		} else if p.MTU < wantMTU && rail {
 			out = append(out, withRemedy(res(result.Warn, subject, "SmallMTU",
 				fmt.Sprintf("%s port %d (RoCE, netdev %s) has MTU %d: below %d the RoCE path MTU drops from 4096 to 1024 or 2048 bytes, costing bandwidth", n.Name, p.Number, p.NetDev, p.MTU, wantMTU), append(evs, mev)...),
 				fmt.Sprintf("ip link set %s mtu 9000 (and on the switch ports)", p.NetDev)))

@@ -10,6 +10,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/app"
 	"github.com/gdrcheck/gdrcheck/internal/checks"
 	"github.com/gdrcheck/gdrcheck/internal/report"
+	"github.com/gdrcheck/gdrcheck/internal/report/printable"
 )
 
 type checkOptions struct {
@@ -18,6 +19,7 @@ type checkOptions struct {
 	only      []string
 	timeout   time.Duration
 	xidWindow time.Duration
+	strict    bool
 }
 
 func (o *checkOptions) flags(cmd *cobra.Command) {
@@ -25,6 +27,8 @@ func (o *checkOptions) flags(cmd *cobra.Command) {
 	cmd.Flags().StringSliceVar(&o.only, "only", nil, "run only these check IDs (or prefixes like pcie.)")
 	cmd.Flags().DurationVar(&o.timeout, "check-timeout", 10*time.Second, "deadline of each check")
 	cmd.Flags().DurationVar(&o.xidWindow, "xid-window", 24*time.Hour, "how far back kernel-log Xid events count")
+	cmd.Flags().BoolVar(&o.strict, "strict", false, "for sign-off: count unknown and error results as failures (NOT READY, exit 1); "+
+		"the default counts them as DEGRADED, because a check that could not look (no root, not captured) says nothing is wrong")
 }
 
 // validate refuses check options that cannot mean anything.
@@ -51,7 +55,15 @@ Each result has a status (pass, warn, fail, skip, unknown, error), a Reason, a m
 evidence and a remedy. skip and unknown never count as passing. Check IDs:
   ` + strings.Join(checks.IDs(), "\n  ") + `
 
-Exit code 0 when nothing fails, 1 when something fails, 2 when the tool itself could not run.`,
+The output opens with the node verdict on one line: READY, DEGRADED or NOT READY, the
+host, the time it was read and the failing check IDs (JSON: the "verdict" member). A fail
+makes the node NOT READY, a warn DEGRADED. An unknown or error result (a check that could
+not look, e.g. without root, or broke) is DEGRADED by default, since it shows nothing wrong
+and a partial run (no root, an old snapshot) should still say what it saw; --strict, for
+sign-off, makes it NOT READY, since a node must not be signed off on what nobody saw.
+
+Exit code 0 when nothing fails, 1 when something fails or a check broke (with --strict
+also when a result is unknown), 2 when the tool itself could not run.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := report.ParseFormat(o.format, checkFormats...)
@@ -67,10 +79,11 @@ Exit code 0 when nothing fails, 1 when something fails, 2 when the tool itself c
 				return err
 			}
 			rep := j.Checks
+			writeVerdict(g, f, rep.Verdict)
 			if err := report.Write(g.out, f, g.envelope("check", started, rep.Results, rep)); err != nil {
 				return err
 			}
-			if rep.Counts.Failed() {
+			if notReady(rep) {
 				return &exitError{code: ExitFailed, err: fmt.Errorf("%s", rep.CountsLine())}
 			}
 			return nil
@@ -86,8 +99,32 @@ var checkFormats = []report.Format{report.Table, report.JSON, report.Markdown, r
 
 // options are the use-case's options from the flags.
 func (o *checkOptions) options() app.CheckOptions {
-	return app.CheckOptions{Expect: o.expect, Only: o.only, Timeout: o.timeout, XidWindow: o.xidWindow}
+	return app.CheckOptions{Expect: o.expect, Only: o.only, Timeout: o.timeout, XidWindow: o.xidWindow, Strict: o.strict}
 }
+
+// writeVerdict opens a page for people (table, text, Markdown) with the
+// node verdict, and the results a run without root could not read; JSON
+// carries the verdict as a member, JUnit as its test cases.
+func writeVerdict(g *globals, f report.Format, v checks.Verdict) {
+	switch f {
+	case report.Table, report.Text, report.Markdown:
+	default:
+		return
+	}
+	line := printable.Line(v.Line())
+	if f == report.Markdown {
+		line = "**" + printable.Cell(v.Line()) + "**"
+	}
+	fmt.Fprintln(g.out, line)
+	if h := v.RootHint(); h != "" {
+		fmt.Fprintln(g.out, printable.Line(h))
+	}
+	fmt.Fprintln(g.out)
+}
+
+// notReady is whether a run of checks exits 1: a failure, a broken check,
+// or with --strict an unknown result.
+func notReady(rep *checks.Report) bool { return rep.Counts.Failed() || rep.Verdict.NotReady() }
 
 // node is the node every command reads: --root, discovered under --timeout.
 func (g *globals) node() app.NodeOptions { return app.NodeOptions{Root: g.root, Timeout: g.timeout} }

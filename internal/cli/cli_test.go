@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/app"
+	"github.com/gdrcheck/gdrcheck/internal/checks"
 	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
@@ -155,9 +156,13 @@ func TestCheckCommand(t *testing.T) {
 		t.Errorf("table:\n%s", out)
 	}
 	bad := fakehost.Archive(t, repo+"/testdata/hosts/pcie-l40s-remote-nic.host")
+	testVerdict(t, good, bad)
 	out, errs, code = run(t, "check", "--root", bad)
-	if code != ExitFailed || !strings.HasPrefix(out, "STATUS") || !strings.Contains(strings.SplitN(out, "\n", 3)[1], "FAIL") {
-		t.Errorf("remote NIC: exit %d, failures not first:\n%s%s", code, out, errs)
+	// The verdict first (issue 13, item 2), then the table, failures first.
+	verdict, table, _ := strings.Cut(out, "\n\n")
+	if code != ExitFailed || !strings.HasPrefix(verdict, "NOT READY  pcie-l40s-01  ") || !strings.Contains(verdict, "failing: gdr.kernel-module, gdr.nic-affinity") ||
+		!strings.HasPrefix(table, "STATUS") || !strings.Contains(strings.SplitN(table, "\n", 3)[1], "FAIL") {
+		t.Errorf("remote NIC: exit %d, verdict or failures not first:\n%s%s", code, out, errs)
 	}
 	for _, f := range []string{"json", "md", "junit"} {
 		out, _, code = run(t, "check", "--root", bad, "--format", f)
@@ -287,5 +292,49 @@ func TestAnalyzeCommand(t *testing.T) {
 	}
 	if _, errs, code := run(t, "analyze", failed, "--kind", "tea-leaves"); code != ExitToolErr || !strings.Contains(errs, `--kind "tea-leaves"`) {
 		t.Errorf("unknown kind: exit %d %q", code, errs)
+	}
+}
+
+// testVerdict: the JSON carries the verdict line's content, and --strict
+// turns unknown results into failures, exit code included.
+func testVerdict(t *testing.T, good, bad string) {
+	t.Helper()
+	var doc struct {
+		Verdict checks.Verdict `json:"verdict"`
+	}
+	out, _, code := run(t, "check", "--root", bad, "--format", "json")
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != ExitFailed {
+		t.Fatalf("json: exit %d, %v", code, err)
+	}
+	if v := doc.Verdict; v.Status != checks.NotReady || v.Host != "pcie-l40s-01" || v.Time.IsZero() ||
+		!slices.Equal(v.Failing, []string{"gdr.kernel-module", "gdr.nic-affinity"}) || !slices.Contains(v.Unknown, "nccl.env") {
+		t.Errorf("json verdict %+v", v)
+	}
+	out, _, code = run(t, "check", "--root", bad, "--strict", "--format", "json")
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != ExitFailed || !slices.Contains(doc.Verdict.Failing, "nccl.env") || !doc.Verdict.Strict {
+		t.Errorf("--strict: an unknown result is not failing: exit %d, %v, %+v", code, err, doc.Verdict)
+	}
+	out, _, code = run(t, "check", "--root", good, "--format", "json")
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != ExitOK || doc.Verdict.Status == checks.NotReady {
+		t.Fatalf("healthy HGX: exit %d, %v, %+v", code, err, doc.Verdict)
+	}
+	unknown := doc.Verdict.Unknown
+	if len(unknown) == 0 || doc.Verdict.Status != checks.Degraded {
+		t.Fatalf("the healthy HGX fixture has unknown results (no dmesg, no environment): %+v", doc.Verdict)
+	}
+	out, _, code = run(t, "check", "--root", good, "--strict", "--format", "json")
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if code != ExitFailed || doc.Verdict.Status != checks.NotReady || !slices.Equal(doc.Verdict.Failing, unknown) || !doc.Verdict.Strict {
+		t.Errorf("--strict with unknown %q: exit %d, %+v", unknown, code, doc.Verdict)
+	}
+	out, _, _ = run(t, "run", "--root", bad, "--format", "json")
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Verdict.Status != checks.NotReady {
+		t.Errorf("run --format json: %v %+v", err, doc.Verdict)
+	}
+	out, _, _ = run(t, "run", "--root", bad)
+	if !strings.HasPrefix(out, "NOT READY  pcie-l40s-01  ") {
+		t.Errorf("run does not open with the verdict:\n%s", out)
 	}
 }

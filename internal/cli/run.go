@@ -29,8 +29,11 @@ func newRun(g *globals) *cobra.Command {
 		Use:   "run",
 		Short: "The main job: discover the node, check every data-path prerequisite, report",
 		Long: `run discovers the node (PCI tree, GPUs, NICs, NVLink, the GPU→NIC pairing) and runs
-every readiness check on it. Exit code 0 when nothing fails, 1 when a check fails, 2 when
-the tool itself could not run.`,
+every readiness check on it. The output opens with the node verdict on one line (READY,
+DEGRADED or NOT READY, the host, the time, the failing check IDs; JSON: "verdict"); see
+check --help for the rule and --strict. Exit code 0 when nothing fails, 1 when a check
+fails or broke (with --strict also when a result is unknown), 2 when the tool itself could
+not run.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runMain(cmd.Context(), g, o)
@@ -82,6 +85,7 @@ func runMain(ctx context.Context, g *globals, o runOptions) error {
 	}
 	defer nr.Close()
 	rep := nr.Checks
+	writeVerdict(g, f, rep.Verdict)
 	if f != report.Text {
 		if err := report.Write(g.out, f, nr.Envelope); err != nil {
 			return err
@@ -108,7 +112,7 @@ func runMain(ctx context.Context, g *globals, o runOptions) error {
 	if nr.OutErr != nil {
 		return nr.OutErr
 	}
-	if rep.Counts.Failed() {
+	if notReady(rep) {
 		return &exitError{code: ExitFailed, err: fmt.Errorf("%s", rep.CountsLine())}
 	}
 	return benchErr

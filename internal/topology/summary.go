@@ -34,6 +34,7 @@ type GPUSummary struct {
 	Address    string   `json:"address"`
 	Name       string   `json:"name"`
 	UUID       string   `json:"uuid,omitempty"`
+	Serial     string   `json:"serial,omitempty"` // the board serial the driver reports
 	NUMA       int      `json:"numa_node"`
 	LocalCPUs  string   `json:"local_cpus"`
 	Link       Link     `json:"link"`
@@ -59,6 +60,9 @@ func (h *Host) Summarize() *Summary {
 	for _, g := range h.GPUs {
 		gs := GPUSummary{Index: g.Index, Address: g.Address, Name: g.Name, UUID: g.UUID, NUMA: h.NUMAOf(g.Dev),
 			LocalCPUs: g.Dev.LocalCPUs.String(), Link: g.Dev.Link, HostBridge: g.Dev.HostBridge, NVLinksActive: -1, NVLinksTotal: -1}
+		if g.Facts != nil {
+			gs.Serial = g.Facts.Serial
+		}
 		for _, p := range h.PathToRoot(g.Dev) {
 			gs.Upstream = append(gs.Upstream, fmt.Sprintf("%s (%s)", p.Address, p.PortType))
 		}
