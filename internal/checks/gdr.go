@@ -183,6 +183,10 @@ func parseNCCLLevel(v string) (level.Level, error) {
 	return level.Unknown, fmt.Errorf("%q is not an NCCL path level (LOC, PIX, PXB, PHB, NODE, SYS)", v)
 }
 
+// gdrLevelRef names nccl.env's finding on NCCL_NET_GDR_LEVEL, the one
+// cause the GPU–NIC pairs it narrows follow from.
+const gdrLevelRef = "nccl.env NCCL_NET_GDR_LEVEL"
+
 type nicAffinity struct{}
 
 func (nicAffinity) ID() string { return "gdr.nic-affinity" }
@@ -220,7 +224,14 @@ func (nicAffinity) Run(ctx context.Context, env *Env) []result.Result {
 			shared = " (the NIC also serves another GPU)"
 		}
 		switch {
-		case e.Level <= level.DefaultGDR && e.Level <= limit:
+		case e.Level <= level.DefaultGDR && e.Level > limit:
+			// The NIC is where it should be; the job's setting keeps GDR
+			// off. nccl.env reports that setting once, with its remedy.
+			r := res(result.Skip, subject, "NarrowedByGDRLevel",
+				fmt.Sprintf("%s reaches %s at %s, within PXB: the placement is right; NCCL_NET_GDR_LEVEL=%s keeps NCCL from using GPU Direct RDMA for it (follows from %s)", gpuLabel(g), e.NIC, e.Level, setting, gdrLevelRef), evs...)
+			r.FollowsFrom = gdrLevelRef
+			out = append(out, r)
+		case e.Level <= level.DefaultGDR:
 			out = append(out, res(result.Pass, subject, "NICAt"+e.Level.String(),
 				fmt.Sprintf("%s reaches %s at %s: GPU Direct RDMA is used%s", gpuLabel(g), e.NIC, e.Level, shared), evs...))
 		case e.Level <= limit:
@@ -229,7 +240,7 @@ func (nicAffinity) Run(ctx context.Context, env *Env) []result.Result {
 				"put a NIC under each GPU's PCIe switch (rail-optimised layout), or accept the reduced bandwidth"))
 		default:
 			why := "beyond PXB, NCCL's default NCCL_NET_GDR_LEVEL"
-			if setting != "" {
+			if setting != "" && limit >= level.DefaultGDR {
 				why = "beyond NCCL_NET_GDR_LEVEL=" + setting
 			}
 			out = append(out, withRemedy(res(result.Fail, subject, "NICBeyondGDRLevel",
