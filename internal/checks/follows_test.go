@@ -44,3 +44,40 @@ func TestStrayGDRLevelIsOneFinding(t *testing.T) {
 		}
 	}
 }
+
+// TestNoHealthyBesideXid: "GPU3 Healthy" must not sit next to "GPU3 Xid
+// 79". A hardware Xid turns the GPU's clean driver facts into a note (Skip)
+// that follows from the Xid result; an application Xid leaves them a pass
+// of the facts alone, still not called Healthy. The other GPU stays Healthy.
+func TestNoHealthyBesideXid(t *testing.T) {
+	for _, tc := range []struct {
+		dmesg  string
+		gpu    string
+		status result.Status
+	}{
+		{"2026-12-01T11:30:00,000000+00:00 NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.", "GPU0", result.Skip},
+		{"2026-12-01T11:30:00,000000+00:00 NVRM: Xid (PCI:0000:3a:00): 13, pid=4242, name=python, Graphics SM Warp Exception", "GPU1", result.Pass},
+	} {
+		env := fixture{set: map[string]string{"@dmesg": tc.dmesg}}.env(t)
+		rep := checks.Run(context.Background(), env, checks.All(), checks.Options{Only: []string{"gpu.health"}})
+		healthy, notes := 0, 0
+		for _, r := range rep.Results {
+			if r.Reason == "Healthy" {
+				healthy++
+				if strings.HasPrefix(r.Subject, tc.gpu) {
+					t.Errorf("%s called healthy beside its Xid: %+v", tc.gpu, r)
+				}
+			}
+			if r.Reason == "NoFaultInDriverFacts" {
+				notes++
+				if r.Subject != tc.gpu || r.Status != tc.status || r.FollowsFrom != "gpu.health "+tc.gpu+"-xid" ||
+					!strings.Contains(r.Message, "follows from gpu.health "+tc.gpu+"-xid") {
+					t.Errorf("note: %+v", r)
+				}
+			}
+		}
+		if healthy != 1 || notes != 1 {
+			t.Errorf("%s: %d healthy, %d notes; want 1 and 1", tc.gpu, healthy, notes)
+		}
+	}
+}
