@@ -81,3 +81,41 @@ func TestNoHealthyBesideXid(t *testing.T) {
 		}
 	}
 }
+
+// TestPairingGDRFollowsRegistration: with peermem missing and the
+// proprietary driver (no dma-buf), the pairing no longer says "GDR yes" for
+// a NIC that is merely within PXB: it says "path only" and why. With a
+// registration path, the column is unchanged.
+func TestPairingGDRFollowsRegistration(t *testing.T) {
+	const proprietary = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.133.20  Release Build  (dvs-builder@U16-I3-B03-4-3)  Thu Mar 13 19:01:23 UTC 2025"
+	for _, tc := range []struct {
+		set     map[string]string
+		blocked bool
+	}{
+		{nil, false},
+		{map[string]string{"@peermem": ""}, false}, // the open module: dma-buf
+		{map[string]string{"@peermem": "", "@driver": proprietary}, true},
+	} {
+		env := fixture{set: tc.set}.env(t)
+		why := checks.GDRBlocked(env)
+		if (why != "") != tc.blocked {
+			t.Errorf("%v: blocked %q", tc.set, why)
+			continue
+		}
+		var text, own strings.Builder
+		if err := env.Host.Pairing().WithGDRBlocked(why).WriteText(&text); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Host.Pairing().WriteText(&own); err != nil {
+			t.Fatal(err)
+		}
+		yes := strings.Contains(text.String(), "  yes  ")
+		if yes == tc.blocked || strings.Contains(text.String(), "path only") != tc.blocked ||
+			tc.blocked && !strings.Contains(text.String(), "GPU Direct RDMA cannot be used on this node: neither nvidia_peermem is loaded nor dma-buf possible (the proprietary") {
+			t.Errorf("%v:\n%s", tc.set, text.String())
+		}
+		if !strings.Contains(own.String(), "  yes  ") || env.Host.Pairing().GDRBlocked != "" {
+			t.Errorf("the host's own pairing changed:\n%s", own.String())
+		}
+	}
+}
