@@ -50,7 +50,16 @@ func Healthy(found System, h *topology.Host, w Want) Basis {
 	if links == 0 && known {
 		links = spec.NVLinks
 	}
-	if s.NVLinkTopology != NVLinkNone && links > s.NVLinks {
+	if s.NVLinkTopology == NVLinkNone && known && spec.FormFactor == "SXM" && links > 0 && s.GPUsPerNode > 1 {
+		// SXM GPUs always have their NVLinks (a baseboard's mesh or
+		// NVSwitches): none active is damage (links or fabric down).
+		s.NVLinkTopology = NVLinkMesh
+		if spec.NVSwitchBoard && s.GPUsPerNode > 4 {
+			s.NVLinkTopology = NVLinkSwitch
+		}
+		s.NVLinks = links
+		s.NVLinkPairLinks = datasheetPairLinks(s.NVLinkTopology, links, s.GPUsPerNode)
+	} else if s.NVLinkTopology != NVLinkNone && links > s.NVLinks {
 		if s.NVLinkTopology == NVLinkSwitch || s.NVLinks == 0 {
 			s.NVLinkPairLinks = links
 		} else {

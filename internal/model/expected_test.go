@@ -106,6 +106,31 @@ func TestHealthyDegraded(t *testing.T) {
 	}
 }
 
+// TestHealthyNoNVLink: SXM GPUs with no NVLink active (links or fabric
+// down) are expected on their NVSwitch baseboard; PCIe GPUs stay on PCIe.
+func TestHealthyNoNVLink(t *testing.T) {
+	h := discoverFixture(t, "hgx-h200-8gpu-10nic")
+	found, err := FromHost(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found.NVLinkTopology, found.NVLinks, found.NVLinkPairLinks, found.NVLS = NVLinkNone, 0, 0, false
+	b := Healthy(found, h, Want{})
+	if s := b.Should; s.NVLinkTopology != NVLinkSwitch || s.NVLinks != 18 || s.NVLinkPairLinks != 18 || !s.NVLS || !slices.Equal(b.Deviations, []string{"0 NVLinks"}) {
+		t.Errorf("should %+v, deviations %q", s, b.Deviations)
+	}
+	if !slower(t, b) {
+		t.Error("no NVLink is not slower")
+	}
+	pcie := discoverFixture(t, "epyc-genoa-4gpu-pcie")
+	if found, err = FromHost(pcie); err != nil {
+		t.Fatal(err)
+	}
+	if b := Healthy(found, pcie, Want{}); b.Should.NVLinkTopology != NVLinkNone || len(b.Deviations) != 0 {
+		t.Errorf("PCIe GPUs: should %+v, deviations %q", b.Should, b.Deviations)
+	}
+}
+
 // TestNameAndExplain: the message halves a judgement is built from.
 func TestNameAndExplain(t *testing.T) {
 	h := discoverFixture(t, "a100sxm-4gpu-nvlink-degraded")
@@ -122,29 +147,27 @@ func TestNameAndExplain(t *testing.T) {
 	}
 }
 
-// slower: one of the predictions for b.Found is below b.Should's.
+// slower: one of the predictions for b.Found is below b.Should's (a copy
+// the found node cannot make, P2P over NVLink without NVLink, counts as 0).
 func slower(t *testing.T, b Basis) bool {
 	t.Helper()
-	predict := func(s System) []float64 {
+	busbw := func(s System) float64 {
 		p, err := Expect(s, collective.AllReduce, 16<<30)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := []float64{p.BusBW}
-		for _, c := range []CopyTest{CopyP2PNVLink, CopyH2DPinned} {
-			x, err := ExpectCopy(s, c)
-			if err == nil {
-				out = append(out, x.GBps)
-			}
+		return p.BusBW
+	}
+	if busbw(b.Found) < busbw(b.Should) {
+		return true
+	}
+	for _, c := range []CopyTest{CopyP2PNVLink, CopyH2DPinned} {
+		want, err := ExpectCopy(b.Should, c)
+		if err != nil {
+			continue
 		}
-		return out
-	}
-	found, should := predict(b.Found), predict(b.Should)
-	if len(found) != len(should) {
-		t.Fatalf("predictions %v as found, %v as it should be", found, should)
-	}
-	for i := range found {
-		if found[i] < should[i] {
+		got, err := ExpectCopy(b.Found, c)
+		if err != nil || got.GBps < want.GBps {
 			return true
 		}
 	}
