@@ -16,6 +16,7 @@ import (
 	"github.com/google/renameio/v2"
 
 	"github.com/gdrcheck/gdrcheck/internal/bench"
+	"github.com/gdrcheck/gdrcheck/internal/checks"
 	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
 	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/model"
@@ -190,24 +191,52 @@ func (g *GPUs) devices() []bench.Device {
 	return out
 }
 
-// system is the model of this host restricted to the devices in use.
-func (g *GPUs) system() (model.System, error) {
+// basis is what the benchmarks on the devices in use are judged against:
+// this host as it should be (the catalogue and the site profile) and as
+// found. A run on some of the GPUs is held to that many GPUs; a run on all
+// of them to the profile's count.
+func (g *GPUs) basis(want model.Want) (model.Basis, error) {
 	if g.Host == nil {
-		return model.System{}, fmt.Errorf("host not discovered")
+		return model.Basis{}, fmt.Errorf("host not discovered")
 	}
 	s, err := model.FromHost(g.Host)
 	if err != nil {
-		return s, err
+		return model.Basis{}, err
+	}
+	if len(g.Devices) < len(g.Host.GPUs) {
+		want.GPUs = 0
 	}
 	s.GPUsPerNode = len(g.Devices)
 	s.Nodes = 1
-	return s, s.Validate()
+	if err := s.Validate(); err != nil {
+		return model.Basis{}, err
+	}
+	return model.Healthy(s, g.Host, want), nil
+}
+
+// WantOf is the part of a site profile that sets the benchmarks'
+// expectations; nil: none.
+func WantOf(e *checks.Expect) model.Want {
+	var w model.Want
+	if e == nil {
+		return w
+	}
+	if g := e.GPUs; g != nil {
+		w.GPUs, w.NVLinks, w.PCIeGen, w.PCIeWidth = g.Count, g.NVLinks, g.PCIeGen, g.PCIeWidth
+	}
+	if n := e.NICs; n != nil {
+		w.NICs, w.NICRateGbps = n.Count, n.RateGbps
+	}
+	return w
 }
 
 // Judging of benchmarks against the model.
 type Judging struct {
 	Off  bool    // --no-judge
 	Pass float64 // --pass-ratio
+	// Want is the site profile's part that sets expectations (gpus.count,
+	// nics.rate_gbps, ...); zero: the catalogue and the node as found.
+	Want model.Want
 }
 
 // OutDir is a benchmark's output directory: Dir, or
@@ -333,10 +362,10 @@ func (s *Session) BenchNCCL(ctx context.Context, g *GPUs, o NCCLOptions) (*repor
 	ev.Collect()
 	var judgements []result.Result
 	if !o.Judge.Off {
-		if sys, err := g.system(); err != nil {
+		if b, err := g.basis(o.Judge.Want); err != nil {
 			judgements = bench.NoModel(bench.JudgeNCCLID, err)
 		} else {
-			judgements = bench.JudgeNCCL(sys, results, o.Judge.Pass)
+			judgements = bench.JudgeNCCL(b, results, o.Judge.Pass)
 		}
 	}
 	rep.Complete = runErr == nil
@@ -411,10 +440,10 @@ func (s *Session) BenchCopy(ctx context.Context, g *GPUs, o CopyOptions) (*repor
 	}
 	var judgements []result.Result
 	if !o.Judge.Off {
-		if sys, err := g.system(); err != nil {
+		if b, err := g.basis(o.Judge.Want); err != nil {
 			judgements = bench.NoModel(bench.JudgeCopyID, err)
 		} else {
-			judgements = bench.JudgeCopies(sys, g.GPUs, res, o.Judge.Pass)
+			judgements = bench.JudgeCopies(b, g.GPUs, res, o.Judge.Pass)
 		}
 	}
 	env := s.Envelope("bench-copy", started, judgements, rep)

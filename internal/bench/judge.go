@@ -22,8 +22,10 @@ func NoModel(id string, err error) []result.Result {
 }
 
 // JudgeNCCL compares the largest size of each collective with the model of
-// s; pass is the fraction of expected that passes.
-func JudgeNCCL(s model.System, results []NCCLResult, pass float64) []result.Result {
+// the node as it should be (b.Should); pass is the fraction of expected
+// that passes. Where the node as found falls short of it, the message adds
+// what the node as found would reach, as the explanation.
+func JudgeNCCL(b model.Basis, results []NCCLResult, pass float64) []result.Result {
 	m := model.DefaultMargin()
 	m.Pass = pass
 	var out []result.Result
@@ -35,16 +37,22 @@ func JudgeNCCL(s model.System, results []NCCLResult, pass float64) []result.Resu
 		if row.OutOfPlace == nil {
 			continue
 		}
-		p, err := model.Expect(s, r.Collective, float64(row.Bytes))
+		p, err := model.Expect(b.Should, r.Collective, float64(row.Bytes))
 		if err != nil {
 			out = append(out, result.Result{ID: JudgeNCCLID, Status: result.Unknown, Subject: string(r.Collective), Reason: "NoModel", Message: err.Error()})
 			continue
 		}
 		st, ratio := p.Judge(row.OutOfPlace.AlgBW, m)
-		out = append(out, result.Result{ID: JudgeNCCLID, Status: st, Subject: string(r.Collective), Reason: "MeasuredVsExpected",
-			Message: fmt.Sprintf("%s at %s: algbw %.1f GB/s (busbw %.1f), expected %.1f GB/s (busbw %.1f) by %s, limited by %s: %.0f%% of expected",
-				r.Collective, collective.FormatSize(row.Bytes), row.OutOfPlace.AlgBW, row.OutOfPlace.BusBW, p.AlgBW, p.BusBW, p.Algorithm, p.Bottleneck, 100*ratio),
-			Evidence: []result.Evidence{{Source: "model", Value: p.Formula}}})
+		msg := fmt.Sprintf("%s at %s: algbw %.1f GB/s (busbw %.1f), expected %.1f GB/s (busbw %.1f) for %s by %s, limited by %s: %.0f%% of expected",
+			r.Collective, collective.FormatSize(row.Bytes), row.OutOfPlace.AlgBW, row.OutOfPlace.BusBW, p.AlgBW, p.BusBW, b.Should.Name(), p.Algorithm, p.Bottleneck, 100*ratio)
+		ev := []result.Evidence{{Source: "model", Value: p.Formula}}
+		if len(b.Deviations) > 0 {
+			if f, err := model.Expect(b.Found, r.Collective, float64(row.Bytes)); err == nil {
+				msg += "; " + b.Explain(f.AlgBW) + fmt.Sprintf(" (busbw %.1f)", f.BusBW)
+				ev = append(ev, result.Evidence{Source: "model as found", Value: f.Formula})
+			}
+		}
+		out = append(out, result.Result{ID: JudgeNCCLID, Status: st, Subject: string(r.Collective), Reason: "MeasuredVsExpected", Message: msg, Evidence: ev})
 	}
 	return out
 }
@@ -65,10 +73,11 @@ func measuredForModel(r CopyResult) float64 {
 	return r.GBps
 }
 
-// JudgeCopies compares copies with the model of s and states each as a
-// fraction of the hardware limit. gpus maps CUDA ordinals to the
+// JudgeCopies compares copies with the model of the node as it should be
+// (b.Should), adds what the node as found would reach where it falls
+// short, and states each as a fraction of the hardware limit. gpus maps CUDA ordinals to the
 // discovered GPUs (to tell NVLink peers from PCIe peers).
-func JudgeCopies(s model.System, gpus map[int]*topology.GPU, res []CopyResult, pass float64) []result.Result {
+func JudgeCopies(b model.Basis, gpus map[int]*topology.GPU, res []CopyResult, pass float64) []result.Result {
 	m := model.DefaultMargin()
 	m.Pass = pass
 	var out []result.Result
@@ -86,7 +95,7 @@ func JudgeCopies(s model.System, gpus map[int]*topology.GPU, res []CopyResult, p
 		if !ok || r.Error != "" {
 			continue
 		}
-		x, err := model.ExpectCopy(s, t)
+		x, err := model.ExpectCopy(b.Should, t)
 		if err != nil {
 			continue
 		}
@@ -98,6 +107,9 @@ func JudgeCopies(s model.System, gpus map[int]*topology.GPU, res []CopyResult, p
 		}
 		msg := fmt.Sprintf("%s: %.1f GB/s, expected %.1f GB/s (%s, limited by %s): %.0f%% of expected", subject, got, x.GBps, x.Description, x.Bottleneck, 100*ratio)
 		ev := []result.Evidence{{Source: "model", Value: x.Formula}}
+		if f, err := model.ExpectCopy(b.Found, t); err == nil && len(b.Deviations) > 0 && f.GBps < x.GBps {
+			msg += "; " + b.Explain(f.GBps)
+		}
 		if x.PeakGBps > 0 {
 			msg += fmt.Sprintf(", %.0f%% of the hardware limit", 100*got/x.PeakGBps)
 			ev = append(ev, result.Evidence{Source: "hardware limit", Value: x.Limit})

@@ -2,13 +2,16 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/gdrcheck/gdrcheck/internal/collect/discover"
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/model"
 	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
@@ -36,7 +39,7 @@ func TestJudgeCopies(t *testing.T) {
 		{Test: CopyBidirPinned, Dev: 0, Peer: -1, GBps: 99.2, Valid: true},
 		{Test: CopyH2DPinned, Dev: 0, Peer: -1, GBps: 20, Valid: true},
 	}
-	got := JudgeCopies(s, map[int]*topology.GPU{0: h.GPUs[0]}, res, 0.85)
+	got := JudgeCopies(model.Healthy(s, h, model.Want{}), map[int]*topology.GPU{0: h.GPUs[0]}, res, 0.85)
 	want := []struct {
 		status result.Status
 		msg    string
@@ -59,5 +62,47 @@ func TestJudgeCopies(t *testing.T) {
 		if len(g.Evidence) != 2 || g.Evidence[1].Source != "hardware limit" || g.Evidence[1].Value != w.limit {
 			t.Errorf("%d: evidence %+v", i, g.Evidence)
 		}
+	}
+}
+
+// TestJudgeNCCLAgainstHealthy: a node with 12 of 18 NVLinks that reaches
+// what its damaged hardware allows fails: it is judged against the node as
+// it should be, and the message says what the node as found would reach.
+// The same node intact, measuring the same, passes with no explanation.
+func TestJudgeNCCLAgainstHealthy(t *testing.T) {
+	h, err := discover.Discover(context.Background(), discover.WithRoot(fakehost.Root(t, "../../testdata/hosts/hgx-h200-8gpu-10nic.host")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	intact, err := model.FromHost(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	damaged := intact
+	damaged.NVLinks, damaged.NVLinkPairLinks = 12, 12
+	const size = 8 << 30
+	p, err := model.Expect(damaged, collective.AllReduce, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := []NCCLResult{{Collective: collective.AllReduce, Ranks: 8, Rows: []collective.Row{{Bytes: size,
+		OutOfPlace: &collective.Measure{AlgBW: p.AlgBW, BusBW: p.BusBW}}}}}
+
+	got := JudgeNCCL(model.Healthy(damaged, h, model.Want{}), res, 0.85)
+	if len(got) != 1 || got[0].Status != result.Fail {
+		t.Fatalf("damaged: %+v", got)
+	}
+	for _, want := range []string{"for 8×NVIDIA H200 with 18 NVLinks", "this node as found (12 NVLinks) would reach " + fmt.Sprintf("%.1f GB/s", p.AlgBW)} {
+		if !strings.Contains(got[0].Message, want) {
+			t.Errorf("message %q lacks %q", got[0].Message, want)
+		}
+	}
+	if len(got[0].Evidence) != 2 || got[0].Evidence[1].Source != "model as found" {
+		t.Errorf("evidence %+v", got[0].Evidence)
+	}
+
+	ok := JudgeNCCL(model.Healthy(intact, h, model.Want{}), res, 0.5)
+	if len(ok) != 1 || ok[0].Status != result.Pass || strings.Contains(ok[0].Message, "as found") || len(ok[0].Evidence) != 1 {
+		t.Errorf("intact: %+v", ok)
 	}
 }

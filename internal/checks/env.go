@@ -99,7 +99,7 @@ func (ncclEnv) Run(ctx context.Context, env *Env) []result.Result {
 		case err != nil:
 			out = append(out, res(result.Fail, "NCCL_NET_GDR_LEVEL", "BadValue", "NCCL_NET_GDR_LEVEL: "+err.Error(), e("NCCL_NET_GDR_LEVEL", v)))
 		case l <= level.Self:
-			out = append(out, withRemedy(res(result.Fail, "NCCL_NET_GDR_LEVEL", "GDRDisabled", "NCCL_NET_GDR_LEVEL="+v+" disables GPU Direct RDMA: network traffic is staged through host memory", e("NCCL_NET_GDR_LEVEL", v)), unset("NCCL_NET_GDR_LEVEL")))
+			out = append(out, withRemedy(res(result.Fail, "NCCL_NET_GDR_LEVEL", "GDRDisabled", "NCCL_NET_GDR_LEVEL="+v+" disables GPU Direct RDMA: network traffic is staged through host memory (gdr.nic-affinity's pairs follow from this)", e("NCCL_NET_GDR_LEVEL", v)), unset("NCCL_NET_GDR_LEVEL")))
 		case l > level.DefaultGDR:
 			out = append(out, res(result.Warn, "NCCL_NET_GDR_LEVEL", "GDRWidened", "NCCL_NET_GDR_LEVEL="+v+" lets NCCL use GPU Direct RDMA across paths beyond PXB (see gdr.nic-affinity)", e("NCCL_NET_GDR_LEVEL", v)))
 		default:

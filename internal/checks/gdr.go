@@ -38,7 +38,30 @@ func (kernelModule) Title() string {
 	return "GPU Direct RDMA registration path (nvidia_peermem or dma-buf)"
 }
 
-func (kernelModule) Run(ctx context.Context, env *Env) []result.Result {
+// registration is how this node can register GPU memory with a NIC: the
+// peer-memory module loaded (""), whether dma-buf is possible and why (not),
+// and the evidence.
+type registration struct {
+	peermem string
+	dmabuf  bool
+	dmaWhy  string
+	evs     []result.Evidence
+}
+
+// GDRBlocked is why no GPU memory can be registered with any NIC on this
+// node (neither nvidia_peermem nor dma-buf), for the GPU→NIC pairing's GDR
+// column (topology.Pairing.WithGDRBlocked); "" when a path exists or the
+// facts could not be read. gdr.kernel-module judges the same facts.
+func GDRBlocked(env *Env) string {
+	r := registrationOf(env)
+	if r.peermem != "" || r.dmabuf || env.Facts.Driver.Err != nil && env.Facts.Modules.Err != nil {
+		return ""
+	}
+	return "neither nvidia_peermem is loaded nor dma-buf possible (" + r.dmaWhy + ")"
+}
+
+// registrationOf reads the node's GPU memory registration paths.
+func registrationOf(env *Env) registration {
 	mods := env.Facts.Modules
 	drv := env.Facts.Driver
 	var evs []result.Evidence
@@ -86,6 +109,13 @@ func (kernelModule) Run(ctx context.Context, env *Env) []result.Result {
 		evs = append(evs, ev(drv.Source, drv.Line))
 	}
 	evs = append(evs, ev("kernel release", env.Host.Kernel))
+	return registration{peermem: peermem, dmabuf: dmabuf, dmaWhy: dmaWhy, evs: evs}
+}
+
+func (kernelModule) Run(ctx context.Context, env *Env) []result.Result {
+	drv := env.Facts.Driver
+	reg := registrationOf(env)
+	peermem, dmabuf, dmaWhy, evs := reg.peermem, reg.dmabuf, reg.dmaWhy, reg.evs
 	dmaEnv := env.Facts.Environ.Vars["NCCL_DMABUF_ENABLE"]
 	ncclDmabuf := dmabuf && dmaEnv != "0"
 	summary := fmt.Sprintf("nvidia_peermem: %s; dma-buf: %s (%s)", loadedText(peermem), yesno(dmabuf), dmaWhy)
@@ -122,7 +152,7 @@ func (kernelModule) Run(ctx context.Context, env *Env) []result.Result {
 		return []result.Result{res(result.Pass, "node", "DMABufAvailable", summary+"; "+uses, evs...)}
 	case peermem != "":
 		return []result.Result{res(result.Pass, "node", "PeermemLoaded", summary+"; "+uses, evs...)}
-	case drv.Err != nil && mods.Err != nil:
+	case drv.Err != nil && env.Facts.Modules.Err != nil:
 		return []result.Result{res(result.Unknown, "node", "CannotRead", "could not read the kernel modules or the NVIDIA driver version; "+summary, evs...)}
 	}
 	return []result.Result{withRemedy(res(result.Fail, "node", "NoGDRPath",
@@ -183,6 +213,10 @@ func parseNCCLLevel(v string) (level.Level, error) {
 	return level.Unknown, fmt.Errorf("%q is not an NCCL path level (LOC, PIX, PXB, PHB, NODE, SYS)", v)
 }
 
+// gdrLevelRef names nccl.env's finding on NCCL_NET_GDR_LEVEL, the one
+// cause the GPU–NIC pairs it narrows follow from.
+const gdrLevelRef = "nccl.env NCCL_NET_GDR_LEVEL"
+
 type nicAffinity struct{}
 
 func (nicAffinity) ID() string { return "gdr.nic-affinity" }
@@ -220,7 +254,14 @@ func (nicAffinity) Run(ctx context.Context, env *Env) []result.Result {
 			shared = " (the NIC also serves another GPU)"
 		}
 		switch {
-		case e.Level <= level.DefaultGDR && e.Level <= limit:
+		case e.Level <= level.DefaultGDR && e.Level > limit:
+			// The NIC is where it should be; the job's setting keeps GDR
+			// off. nccl.env reports that setting once, with its remedy.
+			r := res(result.Skip, subject, "NarrowedByGDRLevel",
+				fmt.Sprintf("%s reaches %s at %s, within PXB: the placement is right; NCCL_NET_GDR_LEVEL=%s keeps NCCL from using GPU Direct RDMA for it (follows from %s)", gpuLabel(g), e.NIC, e.Level, setting, gdrLevelRef), evs...)
+			r.FollowsFrom = gdrLevelRef
+			out = append(out, r)
+		case e.Level <= level.DefaultGDR:
 			out = append(out, res(result.Pass, subject, "NICAt"+e.Level.String(),
 				fmt.Sprintf("%s reaches %s at %s: GPU Direct RDMA is used%s", gpuLabel(g), e.NIC, e.Level, shared), evs...))
 		case e.Level <= limit:
@@ -229,7 +270,7 @@ func (nicAffinity) Run(ctx context.Context, env *Env) []result.Result {
 				"put a NIC under each GPU's PCIe switch (rail-optimised layout), or accept the reduced bandwidth"))
 		default:
 			why := "beyond PXB, NCCL's default NCCL_NET_GDR_LEVEL"
-			if setting != "" {
+			if setting != "" && limit >= level.DefaultGDR {
 				why = "beyond NCCL_NET_GDR_LEVEL=" + setting
 			}
 			out = append(out, withRemedy(res(result.Fail, subject, "NICBeyondGDRLevel",

@@ -247,19 +247,21 @@ func (gpuHealth) Run(ctx context.Context, env *Env) []result.Result {
 		label := gpuLabel(g)
 		bus := xidBus(g.Address)
 		f := g.Facts
+		var health []result.Result
 		if f == nil {
 			why := h.GPUFactsError
 			if why == "" {
 				why = "the driver does not list this GPU"
 			}
-			out = append(out, withRemedy(res(result.Unknown, label, "NoDriverFacts", label+": health unknown: "+why, factsEvidence(h)), "run with the NVIDIA driver loaded"))
+			health = []result.Result{withRemedy(res(result.Unknown, label, "NoDriverFacts", label+": health unknown: "+why, factsEvidence(h)), "run with the NVIDIA driver loaded")}
 		} else {
-			out = append(out, healthOf(label, f)...)
+			health = healthOf(label, f)
 		}
 		// Xid events for this GPU within the window.
+		var xid result.Result
 		switch {
 		case logErr != nil && len(xids) == 0:
-			out = append(out, withRemedy(res(result.Unknown, label+"-xid", "KernelLogUnreadable", label+": cannot read the kernel log for Xid events: "+logErr.Error(), ev("dmesg", logErr.Error())), "run as root (dmesg_restrict) or capture dmesg in the snapshot"))
+			xid = withRemedy(res(result.Unknown, label+"-xid", "KernelLogUnreadable", label+": cannot read the kernel log for Xid events: "+logErr.Error(), ev("dmesg", logErr.Error())), "run as root (dmesg_restrict) or capture dmesg in the snapshot")
 		default:
 			var hits []sysinfo.Xid
 			for _, x := range xids {
@@ -267,10 +269,31 @@ func (gpuHealth) Run(ctx context.Context, env *Env) []result.Result {
 					hits = append(hits, x)
 				}
 			}
-			out = append(out, xidResult(label, hits, window))
+			xid = xidResult(label, hits, window)
 		}
+		out = append(append(out, notHealthyBesideXid(health, xid)...), xid)
 	}
 	return identifyGPUs(env.Host, out)
+}
+
+// notHealthyBesideXid keeps a GPU from being called Healthy beside its own
+// Xid events: clean driver facts then become a note that follows from the
+// Xid result (Skip when the Xid is a hardware fault, whose GPU's facts
+// cannot be trusted; Pass of the facts alone when it only warns).
+func notHealthyBesideXid(health []result.Result, xid result.Result) []result.Result {
+	if len(health) != 1 || health[0].Reason != "Healthy" || (xid.Status != result.Fail && xid.Status != result.Warn) {
+		return health
+	}
+	r := health[0]
+	xid.ID = gpuHealth{}.ID() // the framework stamps IDs after Run
+	clean := strings.TrimPrefix(r.Message, r.Subject+": ")
+	r.Reason = "NoFaultInDriverFacts"
+	r.Message = fmt.Sprintf("%s: the driver's health fields show no fault (%s), but the GPU has Xid events (follows from %s)", r.Subject, clean, xid.Ref())
+	if xid.Status == result.Fail {
+		r.Status = result.Skip
+	}
+	r.FollowsFrom = xid.Ref()
+	return []result.Result{r}
 }
 
 func xidResult(label string, hits []sysinfo.Xid, window time.Duration) result.Result {

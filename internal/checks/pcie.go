@@ -10,6 +10,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
+	"github.com/gdrcheck/gdrcheck/internal/topology/level"
 )
 
 // pathBridges lists the bridges peer traffic between two devices passes
@@ -60,6 +61,7 @@ func p2pPairs(env *Env) []peerPair {
 	h := env.Host
 	var out []peerPair
 	limit, _, _ := gdrLevel(env)
+	limit = max(limit, level.DefaultGDR) // a job setting that narrows GDR hides no bridge of the hardware's GDR paths
 	if len(h.MatrixNICs()) > 0 {
 		for _, e := range h.Pairing().GPUs {
 			if e.NIC == "" || e.Level > limit {

@@ -87,9 +87,20 @@ type Result struct {
 	Message  string     `json:"message"`
 	Evidence []Evidence `json:"evidence,omitempty"`
 	Remedy   string     `json:"remedy,omitempty"`
+	// FollowsFrom names the finding this result follows from, as "ID
+	// subject" of that result (Ref): one cause is one finding, judged and
+	// given its remedy once; the results it explains say so here and in
+	// their message instead of repeating it. Such a result is a note: Skip
+	// (not judged on its own), or the status of what it still judges
+	// itself, without the cause's remedy.
+	FollowsFrom string `json:"follows_from,omitempty"`
 	// DurationMS is the check's run time (the same for every subject of one check).
 	DurationMS float64 `json:"duration_ms"`
 }
+
+// Ref is how FollowsFrom names r: its ID and subject ("nccl.env
+// NCCL_NET_GDR_LEVEL").
+func (r Result) Ref() string { return r.ID + " " + r.Subject }
 
 // SourceCheck is the Source of the readiness checks' results.
 const SourceCheck = "check"

@@ -39,6 +39,11 @@ type Pairing struct {
 	Rails []string `json:"rails"`
 	// NoGDR lists GPUs with no RDMA NIC at PIX or PXB.
 	NoGDR []int `json:"gpus_without_gdr_nic"`
+	// GDRBlocked, when set, is why no NIC can register GPU memory on this
+	// node (neither nvidia_peermem nor dma-buf), from the kernel-module
+	// facts (checks.GDRBlocked, set through WithGDRBlocked). Each pair's GDR
+	// stays its placement; the text then says "path only", not "yes".
+	GDRBlocked string `json:"gdr_blocked,omitempty"`
 	// Unused lists RDMA NICs no GPU was paired with (front-end, storage).
 	Unused []string `json:"unused_nics"`
 	// NCCL are environment settings that follow from the pairing.
@@ -191,6 +196,18 @@ func (h *Host) pair() *Pairing {
 	return p
 }
 
+// WithGDRBlocked is a copy of p whose GDR column says why no GPU memory
+// can be registered with a NIC ("": p as it is). The host's own pairing is
+// left unchanged.
+func (p *Pairing) WithGDRBlocked(why string) *Pairing {
+	if p == nil || why == "" {
+		return p
+	}
+	c := *p
+	c.GDRBlocked = why
+	return &c
+}
+
 // WriteText prints the pairing as a table, then the NCCL settings and
 // notes. Names and states read from the host are printed escaped
 // (printable.Line), so that they cannot act on the terminal or shift the
@@ -219,6 +236,9 @@ func (p *Pairing) WriteText(w io.Writer) error {
 			}
 			if e.GDR {
 				gdr = "yes"
+				if p.GDRBlocked != "" {
+					gdr = "path only"
+				}
 			}
 			if e.Shared {
 				rail += " (shared)"
@@ -259,6 +279,9 @@ func (p *Pairing) WriteText(w io.Writer) error {
 	}
 	for _, n := range p.Notes {
 		fmt.Fprintf(&b, "\nNote: %s\n", l(n))
+	}
+	if p.GDRBlocked != "" {
+		fmt.Fprintf(&b, "\nNote: GPU Direct RDMA cannot be used on this node: %s. \"path only\": the NIC is within PXB, but no GPU memory can be registered with it (see gdr.kernel-module).\n", l(p.GDRBlocked))
 	}
 	_, err := io.WriteString(w, printable.Text(b.String()))
 	return err

@@ -116,7 +116,7 @@ func (e *eventTracker) add(level byte, host int32, m []byte, no int64) {
 func (e *eventTracker) report(name func(int32) string) (errs, warns []Event) {
 	for _, k := range e.order {
 		x := e.kinds[k]
-		ev := Event{Line: x.line, Host: name(x.host), Message: x.message, Count: x.count}
+		ev := Event{Line: x.line, Host: name(x.host), Message: x.message, Count: x.count, Explanation: explainEvent(x.message)}
 		if x.level == 'e' {
 			ev.Level = "error"
 			if len(errs) < maxEventsOut {

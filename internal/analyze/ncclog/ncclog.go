@@ -331,6 +331,9 @@ type Event struct {
 	Level   string `json:"level"`
 	Message string `json:"message"`
 	Count   int64  `json:"count"`
+	// Explanation names the ncclResult_t the message quotes and what it
+	// means ("ncclResult 6 is ncclRemoteError: ..."); "" when it quotes none.
+	Explanation string `json:"explanation,omitempty"`
 }
 
 // MaxLine bounds the part of one physical line that is read; the rest of a

@@ -45,6 +45,9 @@ func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
 		fmt.Fprintf(&b, "\nErrors (%d lines) and warnings (%d lines):\n", r.ErrorCount, r.WarningCount)
 		for _, e := range append(append([]Event{}, r.Errors...), r.Warnings...) {
 			fmt.Fprintf(&b, "  %-7s line %d x%d: %s\n", e.Level, e.Line, e.Count, short(e.Message, 160))
+			if e.Explanation != "" {
+				fmt.Fprintf(&b, "          (%s)\n", e.Explanation)
+			}
 		}
 	}
 	return (verdict.Text{}).Page(w, head, vs, b.String())

@@ -149,10 +149,14 @@ func (a *analyzer) vErrors(r *Report) result.Result {
 			if len(out) >= maxEvidence {
 				break
 			}
-			note := ""
+			var notes []string
 			if e.Count > 1 {
-				note = fmt.Sprintf("%d lines like this", e.Count)
+				notes = append(notes, fmt.Sprintf("%d lines like this", e.Count))
 			}
+			if e.Explanation != "" {
+				notes = append(notes, e.Explanation)
+			}
+			note := strings.Join(notes, "; ")
 			out = append(out, a.ev(e.Line, e.Message, note))
 		}
 		return out
