@@ -82,8 +82,14 @@ func knownCheck(id string) bool {
 // judge collects the node facts of h (rt: the process's CUDA runtime when
 // one is open) and runs the checks on them.
 func (p *checkPlan) judge(ctx context.Context, r machine.Root, h *topology.Host, rt *cuda.Runtime) *checks.Report {
+	rep, _ := p.judgeEnv(ctx, r, h, rt)
+	return rep
+}
+
+// judgeEnv is judge, with the facts the checks judged.
+func (p *checkPlan) judgeEnv(ctx context.Context, r machine.Root, h *topology.Host, rt *cuda.Runtime) (*checks.Report, *checks.Env) {
 	env := checkEnv(ctx, r, h, rt, p.expect, p.o.XidWindow)
-	return checks.Run(ctx, env, checks.All(), checks.Options{Timeout: p.o.Timeout, Only: p.o.Only, Strict: p.o.Strict})
+	return checks.Run(ctx, env, checks.All(), checks.Options{Timeout: p.o.Timeout, Only: p.o.Only, Strict: p.o.Strict}), env
 }
 
 // Judged is a node discovered and judged.

@@ -70,6 +70,7 @@ type NodeRun struct {
 	out       string
 	gpus      *GPUs
 	ncclSetup *NCCLSetup
+	judging   Judging
 }
 
 // quickJudging judges the benchmark pass of `run --bench`.
@@ -112,12 +113,20 @@ func (s *Session) Run(ctx context.Context, o RunOptions) (_ *NodeRun, err error)
 	if o.Bench {
 		rt, nr.BenchErr = openBenchRuntime(r, o.Node.Root)
 	}
-	nr.Checks = p.judge(ctx, r, h, rt)
+	var env *checks.Env
+	nr.Checks, env = p.judgeEnv(ctx, r, h, rt)
 	if rt != nil {
 		nr.gpus, nr.BenchErr = useGPUs(ctx, rt, GPUOptions{Host: h})
 	}
 	nr.Summary = h.Summarize()
 	nr.Summary.Root = o.Node.Root
+	// The pairing's GDR column says "path only" when nothing on this node
+	// can register GPU memory (gdr.kernel-module says why).
+	nr.Summary.Pairing = nr.Summary.Pairing.WithGDRBlocked(checks.GDRBlocked(env))
+	// The benchmarks are judged against the node as it should be: the
+	// site profile where there is one, the catalogue otherwise.
+	nr.judging = quickJudging
+	nr.judging.Want = WantOf(p.expect)
 	c := nr.Checks
 	nr.Envelope = s.Envelope("run", started, c.Results, RunReport{Verdict: c.Verdict, Host: nr.Summary, Checks: ChecksRun{Counts: c.Counts, DurationMS: c.DurationMS, Checks: c.Checks}})
 	if o.Out != "" {
@@ -184,7 +193,7 @@ func (nr *NodeRun) BenchNCCL(ctx context.Context, text, warn io.Writer) (*report
 	if nr.BenchErr != nil {
 		return nil, nr.BenchErr
 	}
-	env, _, err := nr.s.BenchNCCL(ctx, nr.gpus, NCCLOptions{Setup: nr.ncclSetup, Config: nr.NCCL, Judge: quickJudging, Text: text, Warn: warn})
+	env, _, err := nr.s.BenchNCCL(ctx, nr.gpus, NCCLOptions{Setup: nr.ncclSetup, Config: nr.NCCL, Judge: nr.judging, Text: text, Warn: warn})
 	return env, err
 }
 
@@ -194,7 +203,7 @@ func (nr *NodeRun) BenchCopy(ctx context.Context, warn io.Writer) (*report.Envel
 	if nr.BenchErr != nil {
 		return nil, "", nr.BenchErr
 	}
-	return nr.s.BenchCopy(ctx, nr.gpus, CopyOptions{Out: subdir(nr.out, "copy"), Config: nr.Copy, Judge: quickJudging, Warn: warn})
+	return nr.s.BenchCopy(ctx, nr.gpus, CopyOptions{Out: subdir(nr.out, "copy"), Config: nr.Copy, Judge: nr.judging, Warn: warn})
 }
 
 // Close ends the benchmark pass's CUDA runtime.
