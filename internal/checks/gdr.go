@@ -130,6 +130,10 @@ func (kernelModule) Run(ctx context.Context, env *Env) []result.Result {
 		}
 	}
 	if len(env.Host.MatrixNICs()) == 0 {
+		if required, _ := gdrRequired(env); required {
+			return []result.Result{withRemedy(res(result.Fail, "node", "GDRRequired",
+				"the site profile requires GPU Direct RDMA, but this host has no RDMA NIC; "+summary, evs...), noNICRemedy)}
+		}
 		return []result.Result{res(result.Skip, "node", "NoRDMADevice",
 			"no RDMA NIC on this host, so GPU Direct RDMA cannot be used whatever the modules; "+summary, evs...)}
 	}
@@ -155,10 +159,27 @@ func (kernelModule) Run(ctx context.Context, env *Env) []result.Result {
 	case drv.Err != nil && env.Facts.Modules.Err != nil:
 		return []result.Result{res(result.Unknown, "node", "CannotRead", "could not read the kernel modules or the NVIDIA driver version; "+summary, evs...)}
 	}
-	return []result.Result{withRemedy(res(result.Fail, "node", "NoGDRPath",
-		"neither nvidia_peermem is loaded nor dma-buf possible: NCCL cannot register GPU memory with the NIC and will stage every network transfer through host memory; "+summary, evs...),
+	msg := "neither nvidia_peermem is loaded nor dma-buf possible: NCCL cannot register GPU memory with the NIC and will stage every network transfer through host memory; " + summary
+	if required, stated := gdrRequired(env); stated && !required {
+		// The site does not require GPU Direct RDMA: the missing path is
+		// worth knowing, not a reason to hold the node back.
+		return []result.Result{withRemedy(res(result.Warn, "node", "NoGDRPath", msg+" (the site profile does not require GPU Direct RDMA)", evs...),
+			peermemRemedy+"; or "+dmabufRemedy)}
+	}
+	return []result.Result{withRemedy(res(result.Fail, "node", "NoGDRPath", msg, evs...),
 		peermemRemedy+"; or "+dmabufRemedy)}
 }
+
+// gdrRequired reads the site profile's gdr.required: whether GPU Direct
+// RDMA is required, and whether the profile says at all.
+func gdrRequired(env *Env) (required, stated bool) {
+	if e := env.Expect; e != nil && e.GDR != nil {
+		return e.GDR.Required, true
+	}
+	return false, false
+}
+
+const noNICRemedy = "check that the RDMA NICs are seated and their driver (mlx5_core/mlx5_ib, or efa) is loaded: ls /sys/class/infiniband should list them"
 
 const peermemRemedy = "load the peer-memory module that ships with the NVIDIA driver: modprobe nvidia-peermem (it needs an ib_core with the peer-memory API, e.g. MLNX_OFED/DOCA-OFED), and add it to /etc/modules-load.d"
 const dmabufRemedy = "use the NVIDIA open kernel module (driver 515 or later) on kernel 5.12 or later with mlx5_ib/efa loaded, so NCCL can use dma-buf"
@@ -230,6 +251,9 @@ func (nicAffinity) Run(ctx context.Context, env *Env) []result.Result {
 		return []result.Result{res(result.Skip, "node", "NoGPU", "no GPU on this host")}
 	}
 	if len(h.MatrixNICs()) == 0 {
+		if required, _ := gdrRequired(env); required {
+			return []result.Result{withRemedy(res(result.Fail, "node", "GDRRequired", "the site profile requires GPU Direct RDMA, but this host has no RDMA NIC for its GPUs to pair with"), noNICRemedy)}
+		}
 		return []result.Result{res(result.Skip, "node", "NoRDMADevice", "no RDMA NIC on this host: there is no GPU Direct RDMA path to check (inter-node NCCL traffic would use sockets)")}
 	}
 	limit, setting, err := gdrLevel(env)

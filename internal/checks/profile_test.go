@@ -60,9 +60,7 @@ func TestProfileFields(t *testing.T) {
 		}
 	}
 	// Every field of the profile has a case below, or says here why not.
-	notHere := map[string]string{
-		"gdr.required": "judged by gdr.kernel-module (gdr.go), which fails a node with no GDR path whatever the profile; see docs/checks.md",
-	}
+	notHere := map[string]string{}
 	tested := map[string]bool{}
 	defer func() {
 		for _, f := range profileFields(reflect.TypeFor[checks.Expect](), "") {
@@ -72,6 +70,7 @@ func TestProfileFields(t *testing.T) {
 		}
 	}()
 	noPeermem := map[string]string{"@peermem": ""}
+	noNICs := map[string]string{"@rdma0": "", "@rdma1": ""}
 	smallLock := map[string]string{"@memlock": "8589934592"}
 	jumbo := map[string]string{"@rdma0": "rdma mlx5_0 0000:19:00.0 layer=Ethernet netdev=eth2 mtu=4200", "@rdma1": "rdma mlx5_1 0000:3b:00.0 layer=Ethernet netdev=eth3 mtu=4200"}
 	nccl := map[string]string{"nccl": "2.28.3", "nccl_path": "/usr/lib/libnccl.so.2"}
@@ -100,6 +99,7 @@ func TestProfileFields(t *testing.T) {
 		{"versions.nccl", "gdr:", "  nccl: \"2.27.*\"\ngdr:", "inventory.versions", "VersionMismatch", nil, nccl, ""},
 		{"gdr.mode", "mode: any", "mode: peermem", "gdr.kernel-module", "PeermemExpected", noPeermem, nil, strings.Replace(fullProfile, "mode: peermem", "mode: any", 1)},
 		{"memlock_kb", "memlock_kb: 8388608", "memlock_kb: unlimited", "limits.memlock", "LimitBelowProfile", smallLock, nil, strings.Replace(fullProfile, "memlock_kb: unlimited", "memlock_kb: 8388608", 1)},
+		{"gdr.required", "required: false", "required: true", "gdr.kernel-module", "GDRRequired", noNICs, nil, strings.Replace(fullProfile, "required: true", "required: false", 1)},
 		{"nics.mtu", "nics: {}", "nics: {mtu: 9000}", "nic.port", "MTUBelowProfile", jumbo, nil, "nics: {}\n"},
 	} {
 		tested[c.field] = true
