@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/scratch"
 	"os"
 	"sort"
 	"strings"
@@ -196,6 +197,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	scratch.OnTmpfs()
 	dir, err := os.MkdirTemp("", "checks-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

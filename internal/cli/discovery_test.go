@@ -26,6 +26,7 @@ func hgxDir(t *testing.T) (root, gpu0 string) {
 // check exited 0 (review D8, rows 36, 43, 44, 47). Now node.discovery
 // names the device and gpu.present the GPU the driver still reports.
 func TestUnidentifiedGPUFailsCheck(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		damage func(vendor string) error
@@ -68,6 +69,7 @@ func TestUnidentifiedGPUFailsCheck(t *testing.T) {
 // listed is not "lists no ports", a garbage link width is not "no PCIe
 // link", and sys/class/infiniband/self -> . is not a NIC.
 func TestUnreadableAttributesSayWhy(t *testing.T) {
+	t.Parallel()
 	loop := func(p string) error {
 		if err := os.RemoveAll(p); err != nil {
 			return err

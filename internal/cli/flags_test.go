@@ -69,6 +69,7 @@ func TestFlagsRefused(t *testing.T) {
 // TestRunBenchRefusedBeforeChecks: run --bench refuses a bad --bench-size
 // and a root that is not the live host before the checks run and print.
 func TestRunBenchRefusedBeforeChecks(t *testing.T) {
+	t.Parallel()
 	hgx := fakehost.Archive(t, repo+"/testdata/hosts/hgx-h200-8gpu-10nic.host")
 	for _, c := range []struct {
 		args []string

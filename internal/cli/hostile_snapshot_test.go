@@ -17,6 +17,7 @@ import (
 // TestTimeoutMustBePositive (review D9, row 119): --timeout 0 or below
 // is refused with exit 2 instead of never being checked.
 func TestTimeoutMustBePositive(t *testing.T) {
+	t.Parallel()
 	snap := repo + "/testdata/snapshots/h200x1-vm.tgz"
 	for _, v := range []string{"0", "-1s"} {
 		for _, cmd := range []string{"topo", "check", "run", "snapshot"} {
@@ -45,6 +46,7 @@ func TestTimeoutMustBePositive(t *testing.T) {
 // pipe as a GPU's vendor attribute and as commands/nvml.json is refused
 // at once, named in the problems, and every command ends.
 func TestNamedPipesInARootDoNotHang(t *testing.T) {
+	t.Parallel()
 	dir := fakehost.Dir(t, repo+"/testdata/hosts/hgx-h200-8gpu-10nic.host")
 	gpu, err := machine.NewRoot(dir).Resolve("sys/bus/pci/devices/0000:18:00.0")
 	if err != nil {
@@ -80,6 +82,7 @@ func TestNamedPipesInARootDoNotHang(t *testing.T) {
 // written, the whole report still reaches stdout, the run exits 2, and
 // the message names the user's path, not a hidden temporary file.
 func TestRunOutUnwritable(t *testing.T) {
+	t.Parallel()
 	snap := repo + "/testdata/snapshots/h200x1-vm.tgz"
 	file := filepath.Join(t.TempDir(), "afile")
 	os.WriteFile(file, nil, 0o644)
@@ -104,6 +107,7 @@ func TestRunOutUnwritable(t *testing.T) {
 // TestSnapshotIntoAUsedDirectory (review D10, row 136): a second
 // snapshot into the same directory is refused; the first stays whole.
 func TestSnapshotIntoAUsedDirectory(t *testing.T) {
+	t.Parallel()
 	root := fakehost.Dir(t, repo+"/testdata/hosts/hgx-h200-8gpu-10nic.host")
 	out := filepath.Join(t.TempDir(), "snap")
 	if o, errs, code := run(t, "snapshot", "--root", root, "-o", out); code != ExitOK {
@@ -121,6 +125,7 @@ func TestSnapshotIntoAUsedDirectory(t *testing.T) {
 // TestInterruptedSnapshotExits130 (review D7, rows 126 and 127): an
 // interrupted snapshot writes nothing and maps to exit 130.
 func TestInterruptedSnapshotExits130(t *testing.T) {
+	t.Parallel()
 	root := fakehost.Dir(t, repo+"/testdata/hosts/hgx-h200-8gpu-10nic.host")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -52,6 +52,7 @@ func plant(t *testing.T, corpus, after string) string {
 // analysed file reached the terminal raw. Every command, in every text
 // format, prints them escaped and still shows them.
 func TestHostileInputPrintsEscaped(t *testing.T) {
+	t.Parallel()
 	root := hostileRoot(t)
 	// shows: the pieces of the planted value the page shows, escaped. The
 	// device's name holds the C1 CSI as a rune; the GPU's name went

@@ -5,6 +5,10 @@ import (
 	"testing"
 
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakelib"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/scratch"
 )
 
-func TestMain(m *testing.M) { os.Exit(fakelib.RunTests(m)) }
+func TestMain(m *testing.M) {
+	scratch.OnTmpfs()
+	os.Exit(fakelib.RunTests(m))
+}

@@ -24,6 +24,7 @@ func runModelCLI(t *testing.T, args ...string) (string, string, int) {
 }
 
 func TestModelCommandGolden(t *testing.T) {
+	t.Parallel()
 	h200 := fakehost.Archive(t, "../../testdata/hosts/hgx-h200-8gpu-10nic.host")
 	for _, tc := range []struct {
 		name string
@@ -53,6 +54,7 @@ func TestModelCommandGolden(t *testing.T) {
 // The command and the package agree: the JSON reads back as a report
 // with the predictions the package makes for the same system.
 func TestModelCommandMatchesPackage(t *testing.T) {
+	t.Parallel()
 	out, errs, code := runModelCLI(t, "--gpu", "a100", "--nodes", "2", "--nics-per-node", "8", "--nic-rate", "200",
 		"--collective", "all_reduce", "--size", "8G", "--format", "json")
 	if code != ExitOK {
@@ -79,6 +81,7 @@ func TestModelCommandMatchesPackage(t *testing.T) {
 }
 
 func TestModelCommandErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string

@@ -13,6 +13,7 @@ import (
 // collection, not the checks, yet every check judges it as it judges the
 // host it was taken from.
 func TestSnapshotHoldsWhatChecksJudge(t *testing.T) {
+	t.Parallel()
 	for _, host := range []string{"hgx-h200-8gpu-10nic.host", "a100sxm-4gpu-nvlink-degraded.host"} {
 		// --redact changes identifiers only, never a verdict.
 		for _, redact := range []string{"--redact=false", "--redact"} {
