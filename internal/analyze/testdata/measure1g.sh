@@ -5,7 +5,7 @@
 #   go build -o bin/gdrcheck ./cmd/gdrcheck
 #   TMPDIR=/dev/shm internal/analyze/testdata/measure1g.sh [BINARY]
 set -euo pipefail
-root=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
+root=$(cd "$(dirname "$0")/../../.." && pwd)
 bin=${1:-$root/bin/gdrcheck}
 tmp=${TMPDIR:-/tmp}/gdrmeasure; mkdir -p "$tmp"
 gen() { # sample size out: the sample's body (after its '---' line) repeated
@@ -18,13 +18,18 @@ chunk=(body+b'\n')*max(1,(8<<20)//(len(body)+1))
 while n<size: out.write(chunk); n+=len(chunk)
 PY
 }
-measure() { # kind file
-  /usr/bin/time -o "$tmp/time" -f '%e %U %S %M %x' "$bin" analyze --kind "$1" "$2" > /dev/null 2> "$tmp/err" || true
-  local t; t=$(tail -1 "$tmp/time")
-  local s u y kb rc; read -r s u y kb rc <<<"$t"
-  local bytes; bytes=$(stat -c %s "$2")
-  printf '%-16s %5d MiB  wall %6.2f s  cpu %6.2f s  %5.0f MB/s (cpu)  RSS %4.0f MB  exit %s\n' "$1" "$((bytes>>20))" "$s" "$(echo "$u+$y" | bc -l)" \
-    "$(echo "$bytes/($u+$y)/1000000" | bc -l)" "$(echo "$kb/1024" | bc -l)" "${rc:-?}"
+measure() { # kind file: CPU time and peak RSS of the child, from getrusage
+  python3 - "$bin" "$1" "$2" <<'PY'
+import os, resource, subprocess, sys, time
+bin, kind, f = sys.argv[1:4]
+t0 = time.monotonic()
+rc = subprocess.call([bin, "analyze", "--kind", kind, f], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+wall = time.monotonic() - t0
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+cpu = ru.ru_utime + ru.ru_stime
+size = os.path.getsize(f)
+print("%-16s %5d MiB  wall %6.2f s  cpu %6.2f s  %5.0f MB/s (cpu)  RSS %4.0f MB  exit %d" % (kind, size >> 20, wall, cpu, size / cpu / 1e6, ru.ru_maxrss / 1024, rc))
+PY
 }
 while read -r kind sample; do
   gen "$root/internal/analyze/$sample" "${SIZE:-$((1<<30))}" "$tmp/in"
