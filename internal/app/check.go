@@ -80,14 +80,9 @@ func knownCheck(id string) bool {
 }
 
 // judge collects the node facts of h (rt: the process's CUDA runtime when
-// one is open) and runs the checks on them.
-func (p *checkPlan) judge(ctx context.Context, r machine.Root, h *topology.Host, rt *cuda.Runtime) *checks.Report {
-	rep, _ := p.judgeEnv(ctx, r, h, rt)
-	return rep
-}
-
-// judgeEnv is judge, with the facts the checks judged.
-func (p *checkPlan) judgeEnv(ctx context.Context, r machine.Root, h *topology.Host, rt *cuda.Runtime) (*checks.Report, *checks.Env) {
+// one is open) and runs the checks on them; it returns the report and the
+// facts the checks judged.
+func (p *checkPlan) judge(ctx context.Context, r machine.Root, h *topology.Host, rt *cuda.Runtime) (*checks.Report, *checks.Env) {
 	env := checkEnv(ctx, r, h, rt, p.expect, p.o.XidWindow)
 	return checks.Run(ctx, env, checks.All(), checks.Options{Timeout: p.o.Timeout, Only: p.o.Only, Strict: p.o.Strict}), env
 }
@@ -111,7 +106,8 @@ func Check(ctx context.Context, n NodeOptions, o CheckOptions) (*Judged, error) 
 		return nil, err
 	}
 	defer cleanup()
-	return &Judged{Host: h, Checks: p.judge(ctx, r, h, nil)}, nil
+	rep, _ := p.judge(ctx, r, h, nil)
+	return &Judged{Host: h, Checks: rep}, nil
 }
 
 // collectFacts is the collection stage after discovery: the node facts

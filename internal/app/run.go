@@ -114,7 +114,7 @@ func (s *Session) Run(ctx context.Context, o RunOptions) (_ *NodeRun, err error)
 		rt, nr.BenchErr = openBenchRuntime(r, o.Node.Root)
 	}
 	var env *checks.Env
-	nr.Checks, env = p.judgeEnv(ctx, r, h, rt)
+	nr.Checks, env = p.judge(ctx, r, h, rt)
 	if rt != nil {
 		nr.gpus, nr.BenchErr = useGPUs(ctx, rt, GPUOptions{Host: h})
 	}

@@ -2,7 +2,6 @@ package sysinfo
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -237,14 +236,8 @@ func (c *collector) libraries(context.Context) *Libraries {
 
 // capturedAt is when the snapshot was taken, per its manifest.
 func (c *collector) capturedAt(context.Context) time.Time {
-	b, err := c.r.ReadFile(snapshot.ManifestFile)
-	if err != nil {
-		return time.Time{}
-	}
-	var m struct {
-		CreatedAt time.Time `json:"created_at"`
-	}
-	if json.Unmarshal(b, &m) != nil {
+	m, err := snapshot.ReadManifest(c.r)
+	if err != nil || m == nil {
 		return time.Time{}
 	}
 	return m.CreatedAt

@@ -56,27 +56,33 @@ var ErrNewerFormat = errors.New("snapshot format is newer than this gdrcheck rea
 // format than Format. A root without a manifest (a host directory, an
 // older capture) passes.
 func CheckFormat(r machine.Root) error {
+	_, err := ReadManifest(r)
+	return err
+}
+
+// ReadManifest reads a root's manifest: nil, nil when the root has none
+// (a host directory, an older capture); an error when it is unreadable,
+// empty, not a manifest, or of a newer format than Format.
+func ReadManifest(r machine.Root) (*Manifest, error) {
 	b, err := r.ReadFile(ManifestFile)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("snapshot manifest unreadable: %w", err)
+		return nil, fmt.Errorf("snapshot manifest unreadable: %w", err)
 	}
 	if len(bytes.TrimSpace(b)) == 0 {
-		return fmt.Errorf("%s: empty snapshot manifest: the capture did not finish; take the snapshot again", r.Display(ManifestFile))
+		return nil, fmt.Errorf("%s: empty snapshot manifest: the capture did not finish; take the snapshot again", r.Display(ManifestFile))
 	}
-	var m struct {
-		Format *int `json:"format"`
-	}
+	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
-		return fmt.Errorf("%s: not a snapshot manifest: %w", r.Display(ManifestFile), err)
+		return nil, fmt.Errorf("%s: not a snapshot manifest: %w", r.Display(ManifestFile), err)
 	}
-	if m.Format == nil || *m.Format < 1 {
-		return fmt.Errorf("%s: not a snapshot manifest: no format number", r.Display(ManifestFile))
+	if m.Format < 1 {
+		return nil, fmt.Errorf("%s: not a snapshot manifest: no format number", r.Display(ManifestFile))
 	}
-	if *m.Format > Format {
-		return fmt.Errorf("%s: format %d: %w (format %d and older); read it with a newer gdrcheck", r.Display(ManifestFile), *m.Format, ErrNewerFormat, Format)
+	if m.Format > Format {
+		return nil, fmt.Errorf("%s: format %d: %w (format %d and older); read it with a newer gdrcheck", r.Display(ManifestFile), m.Format, ErrNewerFormat, Format)
 	}
-	return nil
+	return &m, nil
 }
