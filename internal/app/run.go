@@ -73,8 +73,9 @@ type NodeRun struct {
 	judging   Judging
 }
 
-// quickJudging judges the benchmark pass of `run --bench`.
-var quickJudging = Judging{Pass: 0.85}
+// quickPass is the fraction of the expected bandwidth that passes in the
+// benchmark pass of `run --bench`.
+const quickPass = 0.85
 
 // Run is `gdrcheck run`: it discovers the node, runs the readiness checks
 // and writes run.json into Out before anything slower runs, so an
@@ -125,8 +126,7 @@ func (s *Session) Run(ctx context.Context, o RunOptions) (_ *NodeRun, err error)
 	nr.Summary.Pairing = nr.Summary.Pairing.WithGDRBlocked(checks.GDRBlocked(env))
 	// The benchmarks are judged against the node as it should be: the
 	// site profile where there is one, the catalogue otherwise.
-	nr.judging = quickJudging
-	nr.judging.Want = WantOf(p.expect)
+	nr.judging = Judging{Pass: quickPass, Want: WantOf(p.expect)}
 	c := nr.Checks
 	nr.Envelope = s.Envelope("run", started, c.Results, RunReport{Verdict: c.Verdict, Host: nr.Summary, Checks: ChecksRun{Counts: c.Counts, DurationMS: c.DurationMS, Checks: c.Checks}})
 	if o.Out != "" {
