@@ -114,20 +114,24 @@ func judgeTest(t *nccltests.Test, h Hardware) result.Result {
 			}
 		}
 	}
-	nodes := cmp.Or(h.Nodes, len(t.Hosts), 1)
+	nodes := cmp.Or(h.Nodes, len(t.Hosts))
+	if nodes == 0 {
+		return result.Result{ID: HardwareID, Status: result.Unknown, Subject: subject, Reason: "NoModel",
+			Message: "the output names no hosts (no \"# Rank ... on HOST\" lines), so the number of nodes is not known: give --nodes"}
+	}
 	perNode := h.GPUsPerNode
 	if perNode == 0 && len(t.Devices) > 0 {
 		perNode = (len(t.Devices) + nodes - 1) / nodes
 	}
-	nics := cmp.Or(h.NICsPerNode, perNode)
-	if nodes == 1 && h.NICRateGbps == 0 {
-		nics = h.NICsPerNode // one node: the network does not carry the collective
-	}
 	p := model.Params{GPU: gpu, Nodes: nodes, GPUsPerNode: perNode, NICRateGbps: h.NICRateGbps, NICLayer: h.NICLayer}
-	if nodes > 1 || h.NICRateGbps > 0 {
-		p.NICsPerNode = nics
+	s, err := model.NewSystem(model.Params{GPU: gpu, GPUsPerNode: perNode}) // one node: the board's defaults
+	if err == nil && (nodes > 1 || h.NICRateGbps > 0) {
+		// One NIC per GPU (the rails of HGX/DGX boards) unless told.
+		p.NICsPerNode = cmp.Or(h.NICsPerNode, s.GPUsPerNode)
+		s, err = model.NewSystem(p)
+	} else if err == nil {
+		s, err = model.NewSystem(p)
 	}
-	s, err := model.NewSystem(p)
 	if err != nil {
 		var missing []string
 		if gpu == "" {
