@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze"
+	"github.com/gdrcheck/gdrcheck/internal/analyze/ncclog"
 	"github.com/gdrcheck/gdrcheck/internal/analyze/nccltests"
 	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/checks"
@@ -77,6 +78,7 @@ func (h Hardware) with(p *checks.Expect) Hardware {
 // or, when nothing was given, a skip that says the numbers were not judged
 // against hardware.
 func judgeHardware(outs []*analyze.Output, h Hardware) {
+	logHosts := jobHosts(outs)
 	for _, o := range outs {
 		rep, ok := o.Report.(*nccltests.Report)
 		if !ok || o.Kind != nccltests.Kind {
@@ -92,7 +94,7 @@ func judgeHardware(outs []*analyze.Output, h Hardware) {
 				v = result.Result{ID: HardwareID, Status: result.Skip, Subject: subject, Reason: "NoExpectation",
 					Message: "the numbers were not judged against what the hardware should reach: give --expect PROFILE, or --gpu, --nodes and --nic-rate"}
 			} else {
-				v = judgeTest(t, h)
+				v = judgeTest(t, h, logHosts)
 			}
 			v.Source = nccltests.Kind
 			o.Verdicts = append(o.Verdicts, v)
@@ -103,7 +105,7 @@ func judgeHardware(outs []*analyze.Output, h Hardware) {
 // judgeTest judges one test on the system h describes, completed from the
 // test: the GPU it printed, its hosts, its ranks per host, one NIC per GPU
 // (the rail layout of HGX/DGX nodes) when neither flag nor profile says.
-func judgeTest(t *nccltests.Test, h Hardware) result.Result {
+func judgeTest(t *nccltests.Test, h Hardware, logHosts int) result.Result {
 	subject := cmp.Or(t.Collective, "test")
 	gpu := h.GPU
 	if gpu == "" {
@@ -114,10 +116,10 @@ func judgeTest(t *nccltests.Test, h Hardware) result.Result {
 			}
 		}
 	}
-	nodes := cmp.Or(h.Nodes, len(t.Hosts))
+	nodes := cmp.Or(h.Nodes, len(t.Hosts), logHosts)
 	if nodes == 0 {
 		return result.Result{ID: HardwareID, Status: result.Unknown, Subject: subject, Reason: "NoModel",
-			Message: "the output names no hosts (no \"# Rank ... on HOST\" lines), so the number of nodes is not known: give --nodes"}
+			Message: "neither the output (no \"# Rank ... on HOST\" lines) nor an NCCL log of the job names its hosts, so the number of nodes is not known: give --nodes"}
 	}
 	perNode := h.GPUsPerNode
 	if perNode == 0 && len(t.Devices) > 0 {
@@ -161,4 +163,29 @@ func judgeTest(t *nccltests.Test, h Hardware) result.Result {
 		v.Remedy = "find what slows the path: run gdrcheck check on every node (GDR, NIC and PCIe links, NVLink), read the NCCL_DEBUG=INFO log of the run (gdrcheck analyze) for the transports used, and test each NIC pair with ib_write_bw --use_cuda"
 	}
 	return v
+}
+
+// jobHosts is the number of hosts with ranks that the NCCL logs among outs
+// name (the job's, when its logs were merged): the node count of an
+// nccl-tests output of the same job that names none. 0: none named, or
+// logs that disagree (several logs judged separately).
+func jobHosts(outs []*analyze.Output) int {
+	n := -1
+	for _, o := range outs {
+		rep, ok := o.Report.(*ncclog.Report)
+		if !ok {
+			continue
+		}
+		hosts := 0
+		for _, hs := range rep.Hosts {
+			if len(hs.Ranks) > 0 {
+				hosts++
+			}
+		}
+		if n >= 0 && hosts != n {
+			return 0
+		}
+		n = hosts
+	}
+	return max(n, 0)
 }

@@ -18,6 +18,9 @@ const (
 	h100OneNode = "../analyze/nccltests/testdata/dgxc-h100-1node-allreduce-nvls-480.txt"
 	// noHosts: a two-node excerpt without "# Rank ... on HOST" lines.
 	noHosts = "../analyze/nccltests/testdata/aws-p5-2node-allreduce-srun.txt"
+	// azureTwoNode: 2×8 A100 80GB, 8×200G HDR; the table names no hosts,
+	// its NCCL_DEBUG lines name both (189 GB/s busbw: right for HDR).
+	azureTwoNode = "../analyze/nccltests/testdata/azure-ndmv4-aks-2node-allreduce-ib-189.txt"
 )
 
 // TestAnalyzeHardware is issue 13 item 8: nccl-tests numbers judged
@@ -40,6 +43,7 @@ func TestAnalyzeHardware(t *testing.T) {
 		{"480 GB/s on one 8×H100 node", h100OneNode, AnalyzeOptions{Hardware: Hardware{GPU: "H100"}}, result.Pass, "MeasuredVsExpected", "1 node(s)"},
 		{"480 GB/s, the GPU from the output", h100OneNode, AnalyzeOptions{Hardware: Hardware{Nodes: 1}}, result.Pass, "MeasuredVsExpected", "H100"},
 		{"no hosts printed: the node count is asked for", noHosts, AnalyzeOptions{Hardware: Hardware{GPU: "H100", NICRateGbps: 400}}, result.Unknown, "NoModel", "--nodes"},
+		{"no hosts in the table, two in the NCCL log of the same file", azureTwoNode, AnalyzeOptions{Hardware: Hardware{GPU: "a100-sxm-80gb", NICRateGbps: 200}}, result.Pass, "MeasuredVsExpected", "2 node(s)"},
 		{"no hosts printed, --nodes given", noHosts, AnalyzeOptions{Hardware: Hardware{GPU: "H100", NICRateGbps: 400, Nodes: 2}}, result.Pass, "MeasuredVsExpected", "2 node(s)"},
 	}
 	for _, c := range cases {
