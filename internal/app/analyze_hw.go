@@ -10,6 +10,8 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/analyze"
 	"github.com/gdrcheck/gdrcheck/internal/analyze/ncclog"
 	"github.com/gdrcheck/gdrcheck/internal/analyze/nccltests"
+	"github.com/gdrcheck/gdrcheck/internal/analyze/perftest"
+	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/checks"
 	"github.com/gdrcheck/gdrcheck/internal/collective"
@@ -19,8 +21,13 @@ import (
 )
 
 // HardwareID is the verdict of an nccl-tests measurement judged against
-// what the hardware it ran on should reach (source nccl-tests).
-const HardwareID = "nccltests.hardware"
+// what the hardware it ran on should reach (source nccl-tests);
+// PerftestHardwareID that of a perftest bandwidth against the NIC's rate
+// (source perftest).
+const (
+	HardwareID         = "nccltests.hardware"
+	PerftestHardwareID = "perftest.hardware"
+)
 
 // Hardware is what analyze is told a job ran on: a zero field is not
 // given (the site profile's, then the output's own, are used).
@@ -80,6 +87,13 @@ func (h Hardware) with(p *checks.Expect) Hardware {
 func judgeHardware(outs []*analyze.Output, h Hardware) {
 	logHosts := jobHosts(outs)
 	for _, o := range outs {
+		if rep, ok := o.Report.(*perftest.Report); ok {
+			if v, ok := judgePerftest(rep, h); ok {
+				v.Source = perftest.Kind
+				o.Verdicts = append(o.Verdicts, v)
+			}
+			continue
+		}
 		rep, ok := o.Report.(*nccltests.Report)
 		if !ok || o.Kind != nccltests.Kind {
 			continue
@@ -188,4 +202,33 @@ func jobHosts(outs []*analyze.Output) int {
 		n = hosts
 	}
 	return max(n, 0)
+}
+
+// judgePerftest judges a perftest bandwidth run's best average against the
+// NIC rate h gives (--nic-rate, the profile's nics.rate_gbps), with the
+// model's margin: perftest moves bytes over one port, so its line rate is
+// the expectation. false: not a bandwidth run with a size that measures
+// bandwidth.
+func judgePerftest(rep *perftest.Report, h Hardware) (result.Result, bool) {
+	if rep.Type != "bw" || len(rep.Rows) == 0 || rep.PeakAvgBytes < perftest.BWMinBytes {
+		return result.Result{}, false
+	}
+	subject := cmp.Or(rep.Device, "bw")
+	v := result.Result{ID: PerftestHardwareID, Subject: subject}
+	switch {
+	case !h.given:
+		v.Status, v.Reason = result.Skip, "NoExpectation"
+		v.Message = "the bandwidth was not judged against the NIC's rate: give --nic-rate or --expect PROFILE (nics.rate_gbps)"
+	case h.NICRateGbps == 0:
+		v.Status, v.Reason = result.Unknown, "NoModel"
+		v.Message = "the NIC's rate is not known: give --nic-rate or a profile's nics.rate_gbps"
+	default:
+		st, ratio := model.Judge(rep.PeakAvgGbps, h.NICRateGbps, model.DefaultMargin())
+		v.Status, v.Reason = st, "MeasuredVsLinkRate"
+		v.Message = fmt.Sprintf("best average %s Gb/s at %d B (%s memory): %.0f%% of the NIC's %g Gb/s", textio.FormatFloat(rep.PeakAvgGbps, 2), rep.PeakAvgBytes, cmp.Or(rep.Memory.Kind, "host"), 100*ratio, h.NICRateGbps)
+		if st == result.Fail || st == result.Warn {
+			v.Remedy = "compare with the port rate (ibstat) and a host-memory run on the same pair; for GPU memory a low plateau points at the GPU-NIC PCIe path (gdrcheck check: topology, ACS/IOMMU, link width) or the registration method"
+		}
+	}
+	return v, true
 }

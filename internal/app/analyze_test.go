@@ -121,3 +121,47 @@ func TestAnalyzeInputs(t *testing.T) {
 		t.Errorf("the input findings are not in the results: %+v", last)
 	}
 }
+
+// TestAnalyzePerftestHardware: a perftest bandwidth is judged against the
+// NIC's rate when it is given (review §3.4: 140.9 Gb/s of GPU memory on a
+// 400G CX-7 is 35% of it, not "70% of 200 Gb/s").
+func TestAnalyzePerftestHardware(t *testing.T) {
+	const (
+		cuda140 = "../analyze/perftest/testdata/gke-a3ultra-h200-ib-write-bw-cuda-dmabuf-140g.txt"
+		host381 = "../analyze/perftest/testdata/gke-a3ultra-h200-ib-write-bw-host-failed-status10.txt"
+		rate8B  = "../analyze/perftest/testdata/ib-write-bw-postlist-8byte-msgrate-roce.txt"
+	)
+	cases := []struct {
+		name, file string
+		opts       AnalyzeOptions
+		want       string // status reason, "" for no verdict
+	}{
+		{"140 Gb/s on 400G", cuda140, AnalyzeOptions{Hardware: Hardware{NICRateGbps: 400}}, "fail MeasuredVsLinkRate"},
+		{"140 Gb/s on 400G, by the profile", cuda140, AnalyzeOptions{Expect: "testdata/analyze/hgx-h200-8x400g.yaml"}, "fail MeasuredVsLinkRate"},
+		{"381 Gb/s on 400G", host381, AnalyzeOptions{Hardware: Hardware{NICRateGbps: 400}}, "pass MeasuredVsLinkRate"},
+		{"140 Gb/s on 200G", cuda140, AnalyzeOptions{Hardware: Hardware{NICRateGbps: 200}}, "warn MeasuredVsLinkRate"},
+		{"nothing given", cuda140, AnalyzeOptions{}, "skip NoExpectation"},
+		{"a GPU, no NIC rate", cuda140, AnalyzeOptions{Hardware: Hardware{GPU: "H200"}}, "unknown NoModel"},
+		{"8-byte messages measure a message rate", rate8B, AnalyzeOptions{Hardware: Hardware{NICRateGbps: 100}}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a, err := Analyze(t.Context(), []string{c.file}, c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, r := range a.Results {
+				if r.ID == PerftestHardwareID {
+					got = append(got, string(r.Status)+" "+r.Reason)
+					if r.Source != "perftest" || r.Subject == "" {
+						t.Errorf("%+v", r)
+					}
+				}
+			}
+			if c.want == "" && len(got) != 0 || c.want != "" && (len(got) != 1 || got[0] != c.want) {
+				t.Errorf("got %v, want %q", got, c.want)
+			}
+		})
+	}
+}

@@ -38,8 +38,9 @@ nccl-tests numbers are judged against what the hardware should reach when it is
 described: --expect PROFILE (the site profile of check --expect: gpus.model,
 gpus.count, nics.count, nics.rate_gbps), or --gpu, --nodes, --nic-rate (the flags
 override the profile; what neither gives is taken from the output: the GPU name,
-the hosts and ranks it printed, one NIC per GPU). Without them the numbers are
-not judged against hardware, and a skip says so.
+the hosts and ranks it printed, one NIC per GPU). perftest bandwidth is judged
+against --nic-rate (or nics.rate_gbps). Without them the numbers are not judged
+against hardware, and a skip says so.
 
 FILE "-" is the standard input; pipes, FIFOs and process substitution
 (<(cmd)) are read once, as they come. An input that cannot be read (missing,
@@ -66,7 +67,7 @@ not recognised); else 0.`,
 	fl.IntVar(&o.Hardware.Nodes, "nodes", 0, "nodes the job ran on (default: the hosts the output names)")
 	fl.IntVar(&o.Hardware.GPUsPerNode, "gpus-per-node", 0, "GPUs per node (default: the profile's gpus.count, else the ranks per host the output names)")
 	fl.IntVar(&o.Hardware.NICsPerNode, "nics-per-node", 0, "network NICs per node (default: the profile's nics.count, else one per GPU)")
-	fl.Float64Var(&o.Hardware.NICRateGbps, "nic-rate", 0, "rate of each NIC in Gb/s (e.g. 400); needed to judge a multi-node run")
+	fl.Float64Var(&o.Hardware.NICRateGbps, "nic-rate", 0, "rate of each NIC in Gb/s (e.g. 400): judges perftest bandwidth, and is needed to judge a multi-node nccl-tests run")
 	fl.BoolVar(&strict, "strict", false, "for sign-off: an unknown verdict (an input not recognised, a number that could not be judged) fails the run (exit 1)")
 	return cmd
 }
