@@ -58,6 +58,19 @@ func Files(ctx context.Context, path, kind string, job *Job) ([]*Output, error) 
 	return analyzeFileJob(ctx, path, kind, kind == "", extra)
 }
 
+// duplicates reports whether a file was given twice: its lines would count
+// twice in the job, so the logs are judged one by one instead.
+func duplicates(files []string) bool {
+	seen := map[string]bool{}
+	for _, f := range files {
+		if seen[f] {
+			return true
+		}
+		seen[f] = true
+	}
+	return false
+}
+
 // Merge gives outs with the job in place of its logs' own outputs: when
 // at least two inputs were read as NCCL logs, their per-file nccl-log
 // outputs are replaced by one output, the job's, at the place of the
@@ -76,7 +89,7 @@ func (j *Job) Merge(outs []*Output) []*Output {
 			}
 		}
 	}
-	if len(logs) < 2 || !slices.Equal(logs, j.fed) || len(j.log.Files()) != len(j.fed) {
+	if len(logs) < 2 || !slices.Equal(logs, j.fed) || len(j.log.Files()) != len(j.fed) || duplicates(logs) {
 		return outs
 	}
 	rep, vs := j.log.Report()

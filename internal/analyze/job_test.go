@@ -133,6 +133,21 @@ func TestJobCommand(t *testing.T) {
 		t.Errorf("exit %d, %d nccl-log outputs, want one job", code, logs)
 	}
 
+	// A file given twice: not one job of twice its lines.
+	code, out, _ = run("analyze", "--format", "json", files[1], files[1])
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	logs = 0
+	for _, o := range doc.Data {
+		if o.Kind == ncclog.Kind {
+			logs++
+		}
+	}
+	if logs != 2 {
+		t.Errorf("a file given twice: exit %d, %d nccl-log outputs, want the two files judged one by one", code, logs)
+	}
+
 	code, out, _ = run(append([]string{"analyze", "--separate", "--format", "json"}, files...)...)
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatal(err)
