@@ -74,10 +74,10 @@ func duplicates(files []string) bool {
 // Merge gives outs with the job in place of its logs' own outputs: when
 // at least two inputs were read as NCCL logs, their per-file nccl-log
 // outputs are replaced by one output, the job's, at the place of the
-// first, whose verdicts are decided once over every log. With fewer, or
-// when the inputs the job read are not exactly those with an nccl-log
-// output (a log one reader refused and the other read), outs is returned
-// as it is.
+// first, whose verdicts are decided once over every log. With fewer, with
+// a file given twice, or when the inputs the job read are not exactly those
+// with an nccl-log output (a log one reader refused and the other read),
+// outs is returned as it is.
 func (j *Job) Merge(outs []*Output) []*Output {
 	var logs []string
 	first := -1
