@@ -47,7 +47,7 @@ func JudgeNCCL(b model.Basis, results []NCCLResult, pass float64) []result.Resul
 			r.Collective, collective.FormatSize(row.Bytes), row.OutOfPlace.AlgBW, row.OutOfPlace.BusBW, p.AlgBW, p.BusBW, b.Should.Name(), p.Algorithm, p.Bottleneck, 100*ratio)
 		ev := []result.Evidence{{Source: "model", Value: p.Formula}}
 		if len(b.Deviations) > 0 {
-			if f, err := model.Expect(b.Found, r.Collective, float64(row.Bytes)); err == nil {
+			if f, err := model.Expect(b.Found, r.Collective, float64(row.Bytes)); err == nil && f.AlgBW < p.AlgBW {
 				msg += "; " + b.Explain(f.AlgBW) + fmt.Sprintf(" (busbw %.1f)", f.BusBW)
 				ev = append(ev, result.Evidence{Source: "model as found", Value: f.Formula})
 			}

@@ -157,3 +157,38 @@ func TestRunWithBench(t *testing.T) {
 		t.Errorf("NCCL_DEBUG_FILE = %q", got)
 	}
 }
+
+// TestBenchExpectFlag: bench nccl and bench copy read --expect as check
+// does, before anything loads: a bad profile is refused naming its file,
+// line and field, and leaves no output folder; --expect with --no-judge is
+// refused; a good one runs.
+func TestBenchExpectFlag(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	good := filepath.Join(dir, "good.yaml")
+	if err := os.WriteFile(bad, []byte("gpus: {count: 8, modle: H200}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(good, []byte("gpus: {count: 2, model: H200}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range [][]string{{"bench", "nccl", "-b", "1K", "-e", "4K", "-n", "1", "-w", "1"}, {"bench", "copy", "--size", "1M", "-n", "1", "--tests", "d2d"}} {
+		fakeGPUs(t, "2")
+		t.Chdir(t.TempDir())
+		_, errs, code := run(t, append(cmd, "--expect", bad)...)
+		if code != ExitToolErr || !strings.Contains(errs, bad) || !strings.Contains(errs, "line 1") || !strings.Contains(errs, "modle") {
+			t.Errorf("%v --expect bad: exit %d: %s", cmd, code, errs)
+		}
+		if _, err := os.Stat("gdrcheck-results"); !os.IsNotExist(err) {
+			t.Errorf("%v --expect bad left gdrcheck-results behind (%v)", cmd, err)
+		}
+		_, errs, code = run(t, append(cmd, "--expect", good, "--no-judge")...)
+		if code != ExitToolErr || !strings.Contains(errs, "--no-judge judges nothing") {
+			t.Errorf("%v --expect --no-judge: exit %d: %s", cmd, code, errs)
+		}
+		out, errs, code := run(t, append(cmd, "--expect", good, "--out", t.TempDir())...)
+		if code != ExitOK {
+			t.Errorf("%v --expect good: exit %d: %s\n%s", cmd, code, errs, out)
+		}
+	}
+}
