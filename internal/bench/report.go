@@ -37,7 +37,7 @@ type NCCLReport struct {
 	// Expected is what the measurements were judged against; nil when
 	// they were not judged or there was no model of the node.
 	Expected *Expected `json:"expected,omitempty"`
-	Notes        []string       `json:"notes,omitempty"`
+	Notes    []string  `json:"notes,omitempty"`
 }
 
 // CopyReport is the data of `gdrcheck bench copy`.
