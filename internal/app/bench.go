@@ -390,12 +390,14 @@ func (s *Session) BenchNCCL(ctx context.Context, g *GPUs, o NCCLOptions) (*repor
 	text.Footers(results, runErr)
 	rep.Measurements = results
 	ev.Collect()
-	var judgements []result.Result
+	// An NCCL error is explained first: its code's name, meaning and
+	// remedy.
+	judgements := bench.NCCLFailed(failedIn(results), runErr)
 	switch {
 	case noModel != nil:
-		judgements = bench.NoModel(bench.JudgeNCCLID, noModel)
+		judgements = append(judgements, bench.NoModel(bench.JudgeNCCLID, noModel)...)
 	case exp != nil:
-		judgements = bench.JudgeNCCL(exp.Basis, results, o.Judge.Pass)
+		judgements = append(judgements, bench.JudgeNCCL(exp.Basis, results, o.Judge.Pass)...)
 	}
 	rep.Complete = runErr == nil
 	if runErr != nil {
@@ -408,6 +410,14 @@ func (s *Session) BenchNCCL(ctx context.Context, g *GPUs, o NCCLOptions) (*repor
 	}
 	text.Trailer(judgements, ev, dir)
 	return env, dir, benchOutcome(runErr, results, judgements)
+}
+
+// failedIn is the collective a run ended in, "node" when none had started.
+func failedIn(results []bench.NCCLResult) string {
+	if n := len(results); n > 0 && results[n-1].Error != "" {
+		return string(results[n-1].Collective)
+	}
+	return "node"
 }
 
 // benchOutcome maps a run's outcome to an error: an interrupt

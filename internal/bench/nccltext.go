@@ -86,6 +86,9 @@ func (t NCCLText) Trailer(judgements []result.Result, ev *NCCLEvidence, dir stri
 	}
 	for _, j := range judgements {
 		fmt.Fprintf(t.W, "# %-7s %s: %s\n", strings.ToUpper(string(j.Status)), printable.Line(j.Subject), printable.Line(j.Message))
+		if j.Remedy != "" && j.Status != result.Pass {
+			fmt.Fprintf(t.W, "#         → %s\n", printable.Line(j.Remedy))
+		}
 	}
 	for _, l := range ev.Summary {
 		fmt.Fprintf(t.W, "# NCCL: %s\n", printable.Line(l))

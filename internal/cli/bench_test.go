@@ -73,6 +73,8 @@ func TestBenchNCCLFailures(t *testing.T) {
 		{"no GPU", map[string]string{"FAKECUDA_DEVICES": "0"}, nil, ExitToolErr, "no usable GPU"},
 		{"busy GPU", map[string]string{"FAKECUDA_BUSY": "1"}, nil, ExitToolErr, "busy or unavailable"},
 		{"out of memory", map[string]string{"FAKECUDA_OOM": "1"}, nil, ExitToolErr, "out of memory"},
+		{"NCCL error explained", map[string]string{"FAKECUDA_HANG": "1", "FAKENCCL_ASYNCERR": "6"}, nil, ExitToolErr, "(ncclResult 6, ncclRemoteError: a call failed because of the network"},
+		{"NCCL error's remedy", map[string]string{"FAKECUDA_HANG": "1", "FAKENCCL_ASYNCERR": "6"}, nil, ExitToolErr, "→ check the NICs' ports and links"},
 		{"no NCCL", map[string]string{"GDRCHECK_NCCL": "/nonexistent/libnccl.so.2"}, []string{"--nccl", "/nonexistent/libnccl.so.2"}, ExitToolErr, "NCCL (libnccl.so.2) not found"},
 		{"bad size", nil, []string{"-b", "lots"}, ExitToolErr, "-b: size"},
 		{"ncclMemAlloc from an NCCL without it", map[string]string{"GDRCHECK_NCCL": fakelib.NCCLOld(t)}, []string{"--buffers", "nccl"}, ExitToolErr, "--buffers \"nccl\": NCCL 2.18.5"},
