@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gdrcheck/gdrcheck/internal/hw"
 	"github.com/gdrcheck/gdrcheck/internal/model"
 )
 
@@ -68,14 +67,7 @@ type Expected struct {
 // NewExpected names the basis b of a judgement; profile is the site
 // profile's path ("" none).
 func NewExpected(b model.Basis, profile string) *Expected {
-	basis := "catalogue"
-	if _, ok := hw.GPUByKey(b.Found.GPU); !ok {
-		basis = fmt.Sprintf("the node as found (%s is not in the catalogue)", b.Found.GPUName)
-	}
-	if profile != "" {
-		basis += " + site profile " + profile
-	}
-	return &Expected{Source: basis, Hardware: b.Should.Name(), Basis: b}
+	return &Expected{Source: b.Source(profile), Hardware: b.Should.Name(), Basis: b}
 }
 
 // Line is the expectation in one line: "8×H200 with 18 NVLinks (catalogue

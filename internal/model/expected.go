@@ -137,6 +137,21 @@ func (s System) Name() string {
 	return n
 }
 
+// Source says where b.Should came from, for a document that names what it
+// judged against: "catalogue", "catalogue + site profile FILE" (profile:
+// the site profile's path, "" none), or the node as found where its GPU
+// is not in the catalogue.
+func (b Basis) Source(profile string) string {
+	src := "catalogue"
+	if _, ok := hw.GPUByKey(b.Found.GPU); !ok {
+		src = fmt.Sprintf("the node as found (%s is not in the catalogue)", b.Found.GPUName)
+	}
+	if profile != "" {
+		src += " + site profile " + profile
+	}
+	return src
+}
+
 // Explain is the as-found half of a judgement's message: "" when the node
 // is as it should be, else "this node as found (16 NVLinks) would reach
 // 400.0 GB/s".
