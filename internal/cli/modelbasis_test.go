@@ -40,6 +40,10 @@ func TestModelHostAsItShouldBe(t *testing.T) {
 	x8 := func(s string) string {
 		return strings.Replace(s, "0000:4b:00.0 gpu id=10de:2335 curgen=1", "0000:4b:00.0 gpu id=10de:2335 curgen=1 curwidth=8", 1)
 	}
+	gpu7gone := func(s string) string {
+		s = strings.Replace(s, "        0000:d4:00.0 gpu id=10de:2335 curgen=1\n", "", 1)
+		return strings.Replace(s, "nvml-gpu 0000:d4:00.0 name=\"NVIDIA H200\" nvswitch=18 mem=143771 curgen=1\n", "", 1)
+	}
 	profile := filepath.Join(t.TempDir(), "site.yaml")
 	if err := os.WriteFile(profile, []byte("gpus: {count: 8, model: H200, nvlinks: 18, pcie_gen: 5, pcie_width: 16}\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -64,6 +68,9 @@ func TestModelHostAsItShouldBe(t *testing.T) {
 		{"16 NVLinks", nv16, "", "catalogue", []string{"16 NVLinks"}},
 		{"x8", x8, "", "catalogue", []string{"PCIe Gen5 x8"}},
 		{"x8 with a profile", x8, profile, "catalogue + site profile " + profile, []string{"PCIe Gen5 x8"}},
+		// The GPU count comes from the profile: without one, a node that
+		// lost a GPU cannot be told from a 7-GPU node.
+		{"GPU7 gone, with a profile of 8", gpu7gone, profile, "catalogue + site profile " + profile, []string{"7 GPUs"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := append([]string{"--root", h200Edited(t, tc.edit)}, args...)
@@ -104,6 +111,9 @@ func TestModelHostAsItShouldBe(t *testing.T) {
 			f := r.AsFound
 			if tc.name == "16 NVLinks" && (f.System.NVLinks != 16 || f.Collectives[0].BusBW >= r.Collectives[0].BusBW) {
 				t.Errorf("as found: %d NVLinks, busbw %.1f vs %.1f", f.System.NVLinks, f.Collectives[0].BusBW, r.Collectives[0].BusBW)
+			}
+			if tc.name == "GPU7 gone, with a profile of 8" && (r.System.GPUsPerNode != 8 || f.System.GPUsPerNode != 7) {
+				t.Errorf("GPUs: expected %d, as found %d", r.System.GPUsPerNode, f.System.GPUsPerNode)
 			}
 			if strings.HasPrefix(tc.name, "x8") {
 				var should, found float64
