@@ -133,6 +133,11 @@ func TestModelHostAsItShouldBe(t *testing.T) {
 			}
 		})
 	}
+	// A profile that cannot be read is refused, naming it.
+	_, errs, code = runModelCLI(t, "--root", h200Edited(t, same), "--expect", "/nonexistent/site.yaml")
+	if code != ExitToolErr || !strings.Contains(errs, "--expect") || !strings.Contains(errs, "/nonexistent/site.yaml") {
+		t.Errorf("unreadable --expect: exit %d: %s", code, errs)
+	}
 	// --expect describes a host's hardware: with --gpu it is refused.
 	_, errs, code = runModelCLI(t, "--gpu", "h100", "--expect", profile)
 	if code != ExitToolErr || !strings.Contains(errs, "with --gpu the flags describe it") {
