@@ -222,7 +222,7 @@ func WantOf(e *checks.Expect) model.Want {
 		return w
 	}
 	if g := e.GPUs; g != nil {
-		w.GPUs, w.NVLinks, w.PCIeGen, w.PCIeWidth = g.Count, g.NVLinks, g.PCIeGen, g.PCIeWidth
+		w.GPUs, w.Model, w.NVLinks, w.PCIeGen, w.PCIeWidth = g.Count, g.Model, g.NVLinks, g.PCIeGen, g.PCIeWidth
 	}
 	if n := e.NICs; n != nil {
 		w.NICs, w.NICRateGbps = n.Count, n.RateGbps

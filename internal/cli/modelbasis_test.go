@@ -48,6 +48,10 @@ func TestModelHostAsItShouldBe(t *testing.T) {
 	if err := os.WriteFile(profile, []byte("gpus: {count: 8, model: H200, nvlinks: 18, pcie_gen: 5, pcie_width: 16}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	h100 := filepath.Join(t.TempDir(), "h100.yaml")
+	if err := os.WriteFile(h100, []byte("gpus: {count: 8, model: H100}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	args := []string{"--collective", "all_reduce", "--size", "8G"}
 	healthy, errs, code := runModelCLI(t, append([]string{"--root", h200Edited(t, same), "--format", "json"}, args...)...)
 	if code != ExitOK {
@@ -70,6 +74,9 @@ func TestModelHostAsItShouldBe(t *testing.T) {
 		{"x8 with a profile", x8, profile, "catalogue + site profile " + profile, []string{"PCIe Gen5 x8"}},
 		// The GPU count comes from the profile: without one, a node that
 		// lost a GPU cannot be told from a 7-GPU node.
+		// A profile's gpus.model names no one catalogue entry: the GPU
+		// found is modelled, and the wrong SKU named.
+		{"the profile's model is not the GPU found", same, h100, "catalogue + site profile " + h100, []string{"NVIDIA H200, not the profile's H100"}},
 		{"GPU7 gone, with a profile of 8", gpu7gone, profile, "catalogue + site profile " + profile, []string{"7 GPUs"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
