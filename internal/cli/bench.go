@@ -44,8 +44,9 @@ func (o *benchOptions) flags(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.expect, "expect", "", "site profile (YAML or JSON, as check --expect): judge against the hardware it describes (GPU count, NVLinks, PCIe gen/width, NIC rate) with the catalogue, not the node as found")
 }
 
-// validate refuses the shared bench options that cannot mean anything,
-// before anything loads or is written.
+// validate refuses the shared bench options that cannot mean anything and
+// reads --expect into the judging (o.judge), before anything loads or is
+// written.
 func (o *benchOptions) validate(ngpus, iters, warm int) error {
 	switch {
 	case ngpus < 0:
