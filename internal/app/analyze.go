@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze"
-	"github.com/gdrcheck/gdrcheck/internal/checks"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -60,13 +59,9 @@ func Analyze(ctx context.Context, files []string, opts AnalyzeOptions) (*Analysi
 	if kind != "" && !slices.Contains(analyze.Kinds(), kind) {
 		return nil, toolErr(fmt.Errorf("--kind %q: want one of %s", kind, strings.Join(analyze.Kinds(), ", ")))
 	}
-	var profile *checks.Expect
-	if opts.Expect != "" {
-		e, err := checks.LoadExpect(opts.Expect)
-		if err != nil {
-			return nil, toolErr(fmt.Errorf("--expect: %w", err))
-		}
-		profile = e
+	profile, err := LoadProfile(opts.Expect)
+	if err != nil {
+		return nil, err
 	}
 	if err := opts.Hardware.validate(); err != nil {
 		return nil, toolErr(err)
