@@ -75,8 +75,7 @@ when a result is unknown), 2 when the tool itself could not run, 130 when interr
 	}
 	cmd.Flags().StringVar(&o.format, "format", "text", "output format: text, json (report.json), md (report.md) or junit (junit.xml)")
 	cmd.Flags().StringVar(&o.profile, "profile", string(app.ProfileQuick), "how much to measure: quick, standard or full")
-	cmd.Flags().BoolVar(&o.bench, "bench", false, "require the benchmarks (fail when they cannot run)")
-	_ = cmd.Flags().MarkDeprecated("bench", "the benchmarks run wherever they apply; --bench now only makes their absence an error (--no-bench skips them)")
+	cmd.Flags().BoolVar(&o.bench, "bench", false, "require the benchmarks: exit 2 when they cannot run (they run by default wherever they apply)")
 	cmd.Flags().BoolVar(&o.noBench, "no-bench", false, "skip the benchmarks: discovery and checks only")
 	cmd.Flags().StringVar(&o.benchSize, "bench-size", "", "largest collective and copy size (default: the profile's: quick 64M, standard 1G, full 4G)")
 	cmd.Flags().StringVar(&o.out, "out", "", "directory for the dossier: report.json, report.md, junit.xml, metrics.prom, raw/, SHA256SUMS")
