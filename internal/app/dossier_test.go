@@ -18,10 +18,13 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/gdrcheck/gdrcheck/internal/bench"
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/schematest"
+	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -314,3 +317,62 @@ func TestProfiles(t *testing.T) {
 		t.Error("ParseProfile accepted slow")
 	}
 }
+
+// Once the model phase has a basis, every measurement is stated against
+// the model: expected busbw, the fraction, its status; the curves span the
+// sizes measured. Before it, the same measurements are unknown.
+func TestMeasurementsAgainstTheModel(t *testing.T) {
+	root := fakehost.Archive(t, "../../testdata/hosts/hgx-h200-8gpu-10nic.host")
+	nr, err := dossierSession().Run(t.Context(), RunOptions{Node: NodeOptions{Root: root, Timeout: time.Minute},
+		Checks: CheckOptions{Timeout: 10 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpus := &GPUs{Host: nr.host, GPUs: map[int]*topology.GPU{}}
+	for i, g := range nr.host.GPUs {
+		gpus.Devices = append(gpus.Devices, i)
+		gpus.GPUs[i] = g
+	}
+	nr.gpus = gpus
+	exp, err := nr.judging.expected(gpus)
+	if err != nil || exp == nil {
+		t.Fatalf("no basis: %v", err)
+	}
+	w0 := int64(0)
+	row := func(bytes uint64, busbw float64) collective.Row {
+		return collective.Row{Bytes: bytes, OutOfPlace: &collective.Measure{TimeUS: 1, AlgBW: busbw / (2 * 7.0 / 8), BusBW: busbw, Wrong: &w0}}
+	}
+	d := &dossierRun{nr: nr, exp: exp,
+		nccl:   []bench.NCCLResult{{Collective: collective.AllReduce, Ranks: 8, Rows: []collective.Row{row(1<<10, 1), row(1<<30, 400), row(1<<31, 100)}}},
+		copies: []bench.CopyResult{{Test: bench.CopyP2P, Dev: 0, Peer: 1, Bytes: 1 << 30, GBps: 300, Valid: true}, {Test: bench.CopyD2D, Dev: 0, Peer: -1, Bytes: 1 << 30, Error: "boom"}}}
+	before := d.measurements()
+	if before.Basis != "" || before.Collectives[1].Status != result.Unknown || before.Collectives[1].Fraction != nil || len(before.Curves) != 0 {
+		t.Errorf("before the model phase: %+v", before)
+	}
+	d.rep.Phases = append(d.rep.Phases, dossier.Phase{Name: PhaseModel, Status: dossier.PhaseDone})
+	m := d.measurements()
+	if m.Basis == "" || len(m.Collectives) != 3 || len(m.Copies) != 2 {
+		t.Fatalf("%+v", m)
+	}
+	big, slow := m.Collectives[1], m.Collectives[2]
+	if big.ExpectedBusBW == nil || big.Fraction == nil || *big.Fraction < 0.5 || big.Status == result.Unknown {
+		t.Errorf("1 GiB all_reduce at 400 GB/s busbw: %+v", big)
+	}
+	if slow.Fraction == nil || *slow.Fraction > 0.5 || slow.Status != result.Fail {
+		t.Errorf("2 GiB all_reduce at 100 GB/s busbw: %+v (fraction %v)", slow, *slow.Fraction)
+	}
+	if got, want := *big.Fraction, big.BusBW / *big.ExpectedBusBW; abs(got-want) > 1e-3 {
+		t.Errorf("fraction %v is not busbw over expected (%v / %v)", got, big.BusBW, *big.ExpectedBusBW)
+	}
+	if len(m.Curves) != 1 || m.Curves[0].Points[0].Bytes != 1<<10 || m.Curves[0].Points[len(m.Curves[0].Points)-1].Bytes != 1<<31 {
+		t.Errorf("curves %+v", m.Curves)
+	}
+	if p2p := m.Copies[0]; p2p.ExpectedGBps == nil || p2p.Fraction == nil || p2p.ID != "copy.p2p.GPU0-GPU1" {
+		t.Errorf("p2p copy %+v", p2p)
+	}
+	if bad := m.Copies[1]; bad.Status != result.Error {
+		t.Errorf("a copy that failed is %s", bad.Status)
+	}
+}
+
+func abs(x float64) float64 { return max(x, -x) }

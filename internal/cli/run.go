@@ -151,7 +151,7 @@ func runMain(ctx context.Context, g *globals, o runOptions) error {
 			return err
 		}
 	}
-	p := newProgress(g.errOut, o.quiet, log)
+	p := newProgress(g.errOut, o.quiet || o.verbose, log)
 	do := app.DossierOptions{Warn: g.errOut, OnPhase: p.phase, OnRow: p.row, Files: app.DossierFiles()}
 	if text {
 		do.Text = &sectioned{w: g.out}
@@ -230,8 +230,8 @@ func writeEnd(w io.Writer, r *dossier.Report, out string) {
 }
 
 // progress reports the phases on stderr: a bar with ETA for the NCCL
-// pass on a terminal, plain lines otherwise, nothing with -q; with -v
-// everything is logged too.
+// pass on a terminal, plain lines otherwise; nothing with -q, and with -v
+// the log (log/slog) instead.
 type progress struct {
 	w     io.Writer
 	quiet bool
@@ -250,7 +250,7 @@ func (p *progress) phase(ph dossier.Phase, done bool) {
 	p.closeBar()
 	if !done {
 		p.log.Info("phase started", "phase", ph.Name)
-		if !p.quiet {
+		if !p.quiet && strings.HasPrefix(ph.Name, "bench.") {
 			fmt.Fprintf(p.w, "gdrcheck: %s ...\n", ph.Name)
 		}
 		return
