@@ -190,8 +190,15 @@ func DetectPaste(head []byte, opt PasteOpt) *Paste {
 	return p
 }
 
-// Note is what the Paste did so far.
-func (p *Paste) Note() *PasteNote { return &p.note }
+// Note is what the Paste did so far, for a reader's report: nil when it
+// did nothing (or p is nil), so that a JSON report can omit it.
+func (p *Paste) Note() *PasteNote {
+	if p == nil || p.note.Empty() {
+		return nil
+	}
+	n := p.note
+	return &n
+}
 
 // Clean returns line (number n) without its prefixes, or skip when the line
 // is not part of the output (a code fence, an HTML tag of an issue).
