@@ -594,8 +594,19 @@ func commonIndent(lines [][]byte) []byte {
 		}
 	}
 	// A single tab or space is a tool's own alignment (topo -m's header
-	// starts with a tab).
-	if len(ind) < 2 || bytes.IndexByte(ind, '\t') >= 0 && len(ind) < 2 {
+	// starts with a tab), and so is the indentation of right-aligned
+	// number columns (a fragment of nccl-tests or nvbandwidth rows).
+	if len(ind) < 2 {
+		return nil
+	}
+	numeric := true
+	for _, l := range lines {
+		if c := l[len(ind)]; c != ' ' && c != '\t' && (c < '0' || c > '9') {
+			numeric = false
+			break
+		}
+	}
+	if numeric {
 		return nil
 	}
 	return append([]byte(nil), ind...)

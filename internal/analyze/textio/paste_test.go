@@ -58,6 +58,8 @@ func TestPaste(t *testing.T) {
 			"    # nThread 1\n        8   2\n    # Avg\n", 0, []string{"# nThread 1", "    8   2", "# Avg"}, "indentation"},
 		{"nccl-tests rows alone keep their alignment when a header is at column 0",
 			"# nThread 1\n           8   2\n          16   4\n", 0, []string{"# nThread 1", "           8   2", "          16   4"}, ""},
+		{"right-aligned rows alone are not indented",
+			"           8   2\n          16   4\n", 0, []string{"           8   2", "          16   4"}, ""},
 		{"topo -m header tab is not an indentation",
 			"\tGPU0\tGPU1\nGPU0\t X \tNV4\nGPU1\tNV4\t X \n", 0, []string{"\tGPU0\tGPU1", "GPU0\t X \tNV4", "GPU1\tNV4\t X "}, ""},
 		{"dcgmi table is not a box",
