@@ -26,6 +26,8 @@ func TestGolden(t *testing.T) { reader.GoldenSamples(t, *update, nil) }
 // wantVerdicts is what a person reading each log concludes. Every verdict
 // a sample gets must be listed here, and nothing else.
 var wantVerdicts = map[string][]readertest.Want{
+	"opennmt1606-gcp-pod-ring-via-net-socket-old-trees-excerpt.txt": readertest.Wants("job",
+		"fail nccl.gdr NoGDRDMA", "skip nccl.p2p NoIntraNodePeers", "fail nccl.net SocketFallback", "unknown nccl.version NoVersionLine", "pass nccl.errors NoErrors", "unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree"),
 	// Pastes (issue 13 item 6): launcher prefixes, prompts, fences and
 	// the pre-2.5 "Ring NN : a[b] -> c[d] via P2P/IPC" wording.
 	"nccl300-mpirun-tagged-nccl256-lo-socket-excerpt.txt": readertest.Wants("job",

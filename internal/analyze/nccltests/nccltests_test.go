@@ -52,6 +52,16 @@ func avg(avg float64, from string, rows int, peak float64, more ...func(t *testi
 
 var samples = []readertest.Case[*Report]{
 	// Pastes (issue 13 item 6).
+	{File: "nccl392-header-lines-without-hash-error-column-excerpt.txt", Verdicts: []string{
+		"pass nccltests.wrong NoWrongResults all_reduce", "pass nccltests.busbw BusbwMeasured all_reduce", "unknown nccltests.run NoSummary run"},
+		// The header lines lost their "#" and are not taken for the
+		// header; the rows are still read by their shape (no root column).
+		Check: avg(0.02, "computed", 9, 0.09, func(t *testing.T, r *Report, x *Test) {
+			last := x.Rows[len(x.Rows)-1]
+			if x.CollectiveFrom != "inferred" || last.Bytes != 2048 || last.OutOfPlace == nil || !near(last.OutOfPlace.TimeUS, 44.04) || last.InPlace == nil || !near(last.InPlace.BusBW, 0.09) {
+				t.Errorf("collective from %q, last row %+v", x.CollectiveFrom, last)
+			}
+		})},
 	{File: "nccltests107-user-prompt-mpirun-two-independent-runs-excerpt.txt", Verdicts: []string{
 		"skip nccltests.wrong NoRows all_reduce#1", "unknown nccltests.busbw NoRows all_reduce#1",
 		"skip nccltests.wrong NoRows all_reduce#2", "unknown nccltests.busbw NoRows all_reduce#2",

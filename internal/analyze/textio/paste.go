@@ -697,9 +697,21 @@ func promptLen(l []byte) int {
 	return 0
 }
 
-func looksCommand(s []byte) bool {
+// commandsByByte is commandWords by their first byte (built once, read
+// only): a "#" line of a tool's own output costs one table look-up.
+var commandsByByte = func() (t [256][]string) {
 	for _, w := range commandWords {
-		if bytes.HasPrefix(s, []byte(w)) {
+		t[w[0]] = append(t[w[0]], w)
+	}
+	return t
+}()
+
+func looksCommand(s []byte) bool {
+	if len(s) == 0 {
+		return false
+	}
+	for _, w := range commandsByByte[s[0]] {
+		if len(s) >= len(w) && string(s[:len(w)]) == w {
 			return true
 		}
 	}
