@@ -26,6 +26,8 @@ func TestGolden(t *testing.T) { reader.GoldenSamples(t, *update, nil) }
 // wantVerdicts is what a person reading each log concludes. Every verdict
 // a sample gets must be listed here, and nothing else.
 var wantVerdicts = map[string][]readertest.Want{
+	"awsk8stester464-harness-indent-mpirun-tags-socket-excerpt.txt": readertest.Wants("job",
+		"fail nccl.gdr NoGDRDMA", "skip nccl.p2p NoIntraNodePeers", "fail nccl.net SocketFallback", "unknown nccl.version NoVersionLine", "pass nccl.errors NoErrors", "pass nccl.channels ChannelCount", "unknown nccl.topology NoSystemTree"),
 	"opennmt1606-gcp-pod-ring-via-net-socket-old-trees-excerpt.txt": readertest.Wants("job",
 		"fail nccl.gdr NoGDRDMA", "skip nccl.p2p NoIntraNodePeers", "fail nccl.net SocketFallback", "unknown nccl.version NoVersionLine", "pass nccl.errors NoErrors", "unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree"),
 	// Pastes (issue 13 item 6): launcher prefixes, prompts, fences and

@@ -52,6 +52,16 @@ func avg(avg float64, from string, rows int, peak float64, more ...func(t *testi
 
 var samples = []readertest.Case[*Report]{
 	// Pastes (issue 13 item 6).
+	{File: "nccltests82-conda-prompt-broadcast-root-validation-off-excerpt.txt", Verdicts: []string{
+		"unknown nccltests.wrong ValidationDisabled broadcast", "unknown nccltests.busbw NoBandwidth broadcast", "unknown nccltests.run NoSummary run"},
+		Check: avg(0, "computed", 1, 0, func(t *testing.T, r *Report, x *Test) {
+			if x.CollectiveFrom != "command" || len(x.Hosts) != 2 || x.NCCLVersion != "2.9.6+cuda11.2" || x.Rows[0].Root == nil || *x.Rows[0].Root != 0 {
+				t.Errorf("from %q hosts %v nccl %q row %+v", x.CollectiveFrom, x.Hosts, x.NCCLVersion, x.Rows[0])
+			}
+			if len(r.Paste.Prompts) != 1 || !strings.HasPrefix(r.Paste.Prompts[0].Text, "mpirun --bind-to none") {
+				t.Errorf("prompts %+v", r.Paste.Prompts)
+			}
+		})},
 	{File: "nccl392-header-lines-without-hash-error-column-excerpt.txt", Verdicts: []string{
 		"pass nccltests.wrong NoWrongResults all_reduce", "pass nccltests.busbw BusbwMeasured all_reduce", "unknown nccltests.run NoSummary run"},
 		// The header lines lost their "#" and are not taken for the
