@@ -210,8 +210,9 @@ func (a *analyzer) run(r io.Reader) error {
 	if i := bytes.IndexByte(head, 0); i >= 0 {
 		head = head[:i]
 	}
-	a.paste = textio.DetectPaste(head, 0)
-	var lineNo int64
+	paste := textio.DetectPaste(head, 0) // each log of a job has its own shape
+	a.pastes = append(a.pastes, paste)
+	lineNo, bytes0 := a.stats.lines, a.stats.bytes // a job's logs are numbered on
 	var long []byte
 	inLong, cut := false, false
 	for {
@@ -245,7 +246,7 @@ func (a *analyzer) run(r io.Reader) error {
 			if cut {
 				a.stats.long++
 			}
-			if b, skip := a.paste.Clean(trimEOL(line), int(lineNo)); !skip {
+			if b, skip := paste.Clean(trimEOL(line), int(lineNo)); !skip {
 				a.line(b, lineNo, cut)
 			}
 		}
@@ -259,8 +260,8 @@ func (a *analyzer) run(r io.Reader) error {
 		return &textio.ParseError{Name: a.name, Line: int(lineNo + 1), Msg: "read: " + err.Error()}
 	}
 	a.stats.lines = lineNo
-	if a.stats.bytes == 0 {
-		return &textio.ParseError{Name: a.name, Line: 1, Msg: "empty input"}
+	if a.stats.bytes == bytes0 {
+		return &textio.ParseError{Name: a.name, Line: int(lineNo + 1), Msg: "empty input"}
 	}
 	if a.stats.nccl == 0 && a.stats.nulLine > 0 {
 		return &textio.ParseError{Name: a.name, Line: int(a.stats.nulLine), Msg: "binary data (NUL byte), not a text log"}

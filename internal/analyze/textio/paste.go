@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -205,6 +206,34 @@ func (p *Paste) Note() *PasteNote {
 	}
 	n := p.note
 	return &n
+}
+
+// MergeNotes is the notes of the Pastes of several inputs read as one (the
+// logs of a job): the shapes once each, the counts added; nil when none
+// did anything.
+func MergeNotes(ps []*Paste) *PasteNote {
+	var out PasteNote
+	for _, p := range ps {
+		n := p.Note()
+		if n == nil {
+			continue
+		}
+		for _, s := range n.Prefixes {
+			if !slices.Contains(out.Prefixes, s) {
+				out.Prefixes = append(out.Prefixes, s)
+			}
+		}
+		out.PrefixedLines += n.PrefixedLines
+		out.Fences += n.Fences
+		out.HTML += n.HTML
+		for _, q := range n.Prompts {
+			out.Prompts = AddQuote(out.Prompts, q.Line, q.Text)
+		}
+	}
+	if out.Empty() {
+		return nil
+	}
+	return &out
 }
 
 // Clean returns line (number n) without its prefixes, or skip when the line

@@ -93,11 +93,37 @@ func (lr *LineReader) next() ([]byte, bool) {
 	if lr.err != nil {
 		return nil, false
 	}
+	// The common case, a line that fits the buffer: no copy here (the
+	// bytes stay valid until the next read), one into the string Next
+	// returns.
+	chunk, err := lr.br.ReadSlice('\n')
+	if err == nil {
+		if i := bytes.IndexByte(chunk, 0); i >= 0 {
+			lr.line++
+			lr.err = Errorf(lr.name, lr.line, "binary data (NUL byte at column %d): not a text output", i+1)
+			return nil, false
+		}
+		lr.line++
+		chunk = chunk[:len(chunk)-1]
+		if n := len(chunk); n > 0 && chunk[n-1] == '\r' {
+			chunk = chunk[:n-1]
+		}
+		return chunk, true
+	}
+	return lr.slow(chunk, err)
+}
+
+// slow finishes Next for a line longer than the buffer or the last line
+// of the input (first is what ReadSlice gave, with its error).
+func (lr *LineReader) slow(first []byte, firstErr error) ([]byte, bool) {
 	var buf []byte
 	cut := false
 	col := 0 // bytes of the line before chunk
-	for {
-		chunk, err := lr.br.ReadSlice('\n')
+	for i := 0; ; i++ {
+		chunk, err := first, firstErr
+		if i > 0 {
+			chunk, err = lr.br.ReadSlice('\n')
+		}
 		// A NUL ends the input at once, before the end of its line: binary
 		// data (a device, an image) may have no newline at all.
 		if i := bytes.IndexByte(chunk, 0); i >= 0 {
@@ -174,6 +200,9 @@ func StripANSI(s string) string {
 // ParseFloat parses a finite decimal number, spaces allowed around it
 // ("N/A", "nan", "inf", hex and underscores are refused).
 func ParseFloat(s string) (float64, bool) {
+	if v, ok := parseDecimal(s); ok {
+		return v, true
+	}
 	s = strings.TrimSpace(s)
 	if s == "" || strings.ContainsAny(s, "xXpP_") {
 		return 0, false
@@ -181,6 +210,49 @@ func ParseFloat(s string) (float64, bool) {
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0, false
+	}
+	return v, true
+}
+
+// pow10 are the powers of ten a float64 holds exactly.
+var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15}
+
+// parseDecimal is ParseFloat's fast path for the numbers of tables:
+// [+-]digits[.digits] with at most 15 digits. The digits make an integer
+// below 2^53 and the scale a power of ten below 1e16, both exact, so one
+// division gives the correctly rounded value, as strconv's own exact path
+// does. Anything else is left to strconv (ok false).
+func parseDecimal(s string) (float64, bool) {
+	neg := false
+	if s != "" && (s[0] == '-' || s[0] == '+') {
+		neg, s = s[0] == '-', s[1:]
+	}
+	if s == "" || len(s) > 16 {
+		return 0, false
+	}
+	var mant uint64
+	nd, frac, dot := 0, 0, false
+	for i := range len(s) {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9':
+			mant = mant*10 + uint64(c-'0')
+			nd++
+			if dot {
+				frac++
+			}
+		case c == '.' && !dot:
+			dot = true
+		default:
+			return 0, false
+		}
+	}
+	if nd == 0 || nd > 15 {
+		return 0, false
+	}
+	v := float64(mant) / pow10[frac]
+	if neg {
+		v = -v
 	}
 	return v, true
 }
