@@ -256,7 +256,13 @@ func (p *Paste) Clean(b []byte, n int) (out []byte, skip bool) {
 	// The fast path: most lines start with none of these bytes.
 	switch c := b[0]; {
 	case c == '`' || c == '~' || c == ' ':
-		if isFence(b) {
+		// A fence may be indented by up to three spaces; the
+		// right-aligned rows of a table start with more.
+		i := 0
+		for i < 3 && i < len(b) && b[i] == ' ' {
+			i++
+		}
+		if i < len(b) && (b[i] == '`' || b[i] == '~') && isFence(b) {
 			p.note.Fences++
 			return nil, true
 		}
