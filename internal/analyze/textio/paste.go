@@ -489,13 +489,11 @@ func timeLen(l []byte) int {
 			}
 			i++
 		}
-		if i < len(l) && l[i] != ' ' && l[i] != '\t' && l[i] != ':' && l[i] != '|' {
+		n, ok := timeSep(l[i:])
+		if !ok {
 			return 0
 		}
-		for i < len(l) && (l[i] == ' ' || l[i] == '\t' || l[i] == ':' || l[i] == '|' || l[i] == '-') && i < 64 {
-			i++
-		}
-		return i
+		return i + n
 	}
 	if br || len(l) < 16 {
 		return 0
@@ -533,6 +531,34 @@ func timeLen(l []byte) int {
 		return 0
 	}
 	return i + e + 2
+}
+
+// timeSep is the separator after a timestamp: one space or tab, then
+// possibly "- ", "| " or ": " (Python logging, compose-like viewers). The
+// rest of the line keeps its own alignment (a topo -m header's tab, the
+// spaces before an nccl-tests row), and a "|" that opens a table of the
+// tool's own (a line that also ends with "|") is not a separator.
+func timeSep(l []byte) (int, bool) {
+	i := 0
+	if len(l) > 0 && l[0] == ':' {
+		i++
+	}
+	if i >= len(l) {
+		return i, true // a timestamp alone on its line
+	}
+	if l[i] != ' ' && l[i] != '\t' {
+		return 0, false
+	}
+	i++
+	if i+1 < len(l) && l[i+1] == ' ' && (l[i] == '-' || l[i] == ':' || l[i] == '|' && !endsWithBar(l)) {
+		i += 2
+	}
+	return i, true
+}
+
+func endsWithBar(l []byte) bool {
+	t := bytes.TrimRight(l, " \t\r")
+	return len(t) > 0 && t[len(t)-1] == '|'
 }
 
 // isoLen: "2024-07-19T10:00:01(.frac)(Z|+00:00)" or with a space for T, or

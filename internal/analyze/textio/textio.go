@@ -284,11 +284,19 @@ func StartsJSON(head []byte) bool {
 
 // TextOrJSON reads r with json when its head (4 KiB) StartsJSON, with text
 // otherwise.
+//
+// A JSON output pasted in a code fence, a quote or behind prefixes is
+// decoded through the Paste found from its head (skipped lines become
+// empty lines, so the decoder's line numbers are the file's).
 func TextOrJSON[R any](name string, r io.Reader, text, json func(name string, r io.Reader) (R, error)) (R, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	head, _ := br.Peek(4096) // shorter at the end of the input; the error is the reader's to report
 	if StartsJSON(head) {
 		return json(name, br)
+	}
+	if clean := CleanHead(head); StartsJSON(clean) {
+		full, _ := br.Peek(HeadSize)
+		return json(name, NewPasteReader(DetectPaste(full, 0), br))
 	}
 	return text(name, br)
 }
