@@ -166,3 +166,33 @@ func BenchmarkLineReader(b *testing.B) {
 		}
 	}
 }
+
+// FuzzPaste: whatever the input, DetectPaste and Clean do not panic, a
+// cleaned line is a suffix of the line (prefixes are only removed), and
+// the line reader numbers the lines it gives in order.
+func FuzzPaste(f *testing.F) {
+	for _, s := range []string{
+		"[rank0]:a\n[rank1]:b\n", "> ```\n> x\n> ```\n", "2024-07-19T10:00:01Z | a |\n", "$ cmd\n# nThread 1\n",
+		"[pod/a/b] [2024-07-19 10:00:01] x\n", "Jul 19 10:00:01 h k: x\n", "(v) u@h:~$ x\n", "    a\n    b\n", "[u@h d]# ./x\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		p := DetectPaste(in, 0)
+		for n, l := range bytes.Split(in, []byte("\n")) {
+			out, skip := p.Clean(l, n+1)
+			if !skip && !bytes.HasSuffix(l, out) {
+				t.Fatalf("line %q cleaned to %q: not a suffix", l, out)
+			}
+		}
+		_ = p.Note().String()
+		lr := NewLineReader("in", bytes.NewReader(in))
+		last := 0
+		for n := range lr.All() {
+			if n <= last {
+				t.Fatalf("line %d after %d", n, last)
+			}
+			last = n
+		}
+	})
+}
