@@ -52,6 +52,15 @@ func avg(avg float64, from string, rows int, peak float64, more ...func(t *testi
 
 var samples = []readertest.Case[*Report]{
 	// Pastes (issue 13 item 6).
+	{File: "gcp-a3mega-2node-allreduce-markdown-quoted-command.txt", Verdicts: []string{
+		"pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.wrong NoWrongResults all_reduce", "pass nccltests.run Completed run"},
+		// The quoted command names the binary; the quote is not a prefix
+		// of the output.
+		Check: avg(70.742, "printed", 31, 338.82, func(t *testing.T, r *Report, x *Test) {
+			if x.CollectiveFrom != "command" || len(x.Devices) != 16 || len(x.Hosts) != 2 || x.PeakSize != 8589934592 || r.Paste != nil {
+				t.Errorf("from %q devices %d hosts %v peak size %d paste %+v", x.CollectiveFrom, len(x.Devices), x.Hosts, x.PeakSize, r.Paste)
+			}
+		})},
 	{File: "nccltests82-conda-prompt-broadcast-root-validation-off-excerpt.txt", Verdicts: []string{
 		"unknown nccltests.wrong ValidationDisabled broadcast", "unknown nccltests.busbw NoBandwidth broadcast", "unknown nccltests.run NoSummary run"},
 		Check: avg(0, "computed", 1, 0, func(t *testing.T, r *Report, x *Test) {
