@@ -130,7 +130,7 @@ func analyzeText(name string, r io.Reader) (*Report, error) {
 		streams:  map[string]*stream{},
 		hosts:    map[string]bool{},
 	}
-	lr := textio.NewLineReader(name, r)
+	lr := textio.NewLineReaderOpt(name, r, textio.KeepLaunchTags)
 	for n, line := range lr.All() {
 		p.line(line, n)
 	}
