@@ -31,6 +31,10 @@ type Report struct {
 	Devices       []Device       `json:"devices,omitempty"`
 	Testcases     []*Testcase    `json:"testcases"`
 	Errors        []textio.Quote `json:"errors,omitempty"`
+	// Failures are the tool's own checks that failed: the data copied did
+	// not match the pattern written ("Invalid value when checking the
+	// pattern", an "ASSERT in expression" line).
+	Failures []textio.Quote `json:"failures,omitempty"`
 	// Dropped counts the testcases past the cap (4096), read but not kept.
 	Dropped int `json:"dropped_testcases,omitempty"`
 }
@@ -217,6 +221,17 @@ func (st *textState) line(s string, n int) error {
 		if v, ok := textio.ParseFloat(m[2]); ok {
 			tc.Sum = &v
 		}
+	case strings.HasPrefix(t, "Waiving ") && waivingLine(t, &m):
+		// Older releases (v0.2) print "Waiving NAME." in place of "Running NAME.".
+		st.cur = nil
+		tc := st.testcase(n)
+		tc.Name, tc.Status, tc.errLine = textio.Clip(m[1], 128), "Waived", n
+		st.cur = nil
+	case validationFailure(t):
+		rep.Failures = textio.AddQuote(rep.Failures, n, t)
+		if st.cur != nil && st.cur.Status != "Failed" {
+			st.cur.Status, st.cur.Error, st.cur.errLine = "Failed", textio.Clip(t, 400), n
+		}
 	case (st.cur == nil || st.cur.Matrix == nil || strings.HasPrefix(t, "Waived")) && reWaived.Submatch(t, &m):
 		// "Waived: " comes without a "Running" line (the testcase's filter
 		// refused it); "Error: ..." follows the "Running" line of its testcase.
@@ -249,7 +264,7 @@ func reSpace(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\
 // runningLine is reRunning.Submatch without the regexp (it runs on every
 // line): "Running NAME.".
 func runningLine(t string, m *[]string) bool {
-	rest, ok := strings.CutPrefix(t, "Running ")
+	rest, ok := strings.CutPrefix(strings.TrimPrefix(t, "> "), "Running ")
 	rest = strings.TrimRightFunc(rest, reSpace)
 	if !ok || rest == "" || strings.IndexFunc(rest, reSpace) >= 0 {
 		return false
@@ -260,6 +275,22 @@ func runningLine(t string, m *[]string) bool {
 	}
 	*m = []string{t, name}
 	return true
+}
+
+// waivingLine reads "Waiving NAME." (v0.2).
+func waivingLine(t string, m *[]string) bool {
+	rest := strings.TrimSuffix(strings.TrimSpace(strings.TrimPrefix(t, "Waiving ")), ".")
+	if rest == "" || strings.IndexFunc(rest, reSpace) >= 0 {
+		return false
+	}
+	*m = []string{t, rest}
+	return true
+}
+
+// validationFailure is a line of nvbandwidth's own check of the data it
+// copied: the pattern read back differs, and the assertion that stops it.
+func validationFailure(t string) bool {
+	return strings.HasPrefix(t, "ASSERT in expression") || strings.HasPrefix(t, "Invalid value when checking the pattern")
 }
 
 // sumLine is reSum.Submatch without the regexp: "SUM NAME VALUE".
