@@ -287,6 +287,10 @@ func (st *textState) row(t string, n int) bool {
 	}
 	nums := make([]float64, len(f))
 	for i, x := range f {
+		if x[0] == '*' { // a cell a person set in Markdown bold: **5544.28**
+			x = strings.Trim(x, "*")
+			f[i] = x
+		}
 		v, ok := textio.ParseFloat(x)
 		if !ok {
 			return false
