@@ -19,7 +19,10 @@ const Kind = "dcgmi"
 
 // Report is what one dcgmi diag output says.
 type Report struct {
-	Format        string            `json:"format"` // text or json
+	Format string `json:"format"` // text or json
+	// Paste says which paste prefixes were removed and which lines were
+	// skipped (code fences of an issue) before the lines were read.
+	Paste         *textio.PasteNote `json:"paste,omitempty"`
 	DCGMVersion   string            `json:"dcgm_version,omitempty"`
 	DriverVersion string            `json:"driver_version,omitempty"`
 	DeviceIDs     []string          `json:"gpu_device_ids,omitempty"`

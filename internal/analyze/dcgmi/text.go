@@ -52,6 +52,7 @@ func analyzeText(name string, r io.Reader) (*Report, error) {
 	if err := lr.Err(); err != nil {
 		return nil, err
 	}
+	st.rep.Paste = lr.Paste()
 	st.flushMsg()
 	if !st.tableSeen && len(st.rep.Errors) == 0 {
 		return nil, textio.Errorf(name, max(lr.Line(), 1), "no dcgmi diag table found (no '| Diagnostic | Result |' header or section line)")

@@ -218,6 +218,9 @@ func countTests(rep *Report) int {
 // WriteText prints the verdicts, then the table as read.
 func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
 	var b strings.Builder
+	if !r.Paste.Empty() {
+		fmt.Fprintf(&b, "\n%s\n", r.Paste)
+	}
 	fmt.Fprintf(&b, "\ndcgmi diag (%s): DCGM %s, driver %s, %d GPU device id(s)\n", r.Format, r.DCGMVersion, r.DriverVersion, len(r.DeviceIDs))
 	cat := "\x00"
 	for _, t := range r.Tests {

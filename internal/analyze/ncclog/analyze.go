@@ -2,6 +2,8 @@ package ncclog
 
 import (
 	"bytes"
+
+	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 )
 
 // Caps on what is kept in detail live with the tracker that keeps it.
@@ -54,6 +56,7 @@ const ambiguous = int32(-2)
 type analyzer struct {
 	name   string
 	stats  lineStats
+	paste  *textio.Paste
 	hs     []header // the headers of the current line, reused
 	hosts  hostTracker
 	comms  commTracker

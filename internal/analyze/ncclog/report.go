@@ -43,6 +43,7 @@ func (a *analyzer) report() (*Report, []result.Result) {
 		NCCLLines:    a.stats.nccl,
 		SplicedLines: a.stats.spliced,
 		LongLines:    a.stats.long,
+		Paste:        a.paste.Note(),
 		ErrorCount:   a.events.errCount,
 		WarningCount: a.events.warnCount,
 	}

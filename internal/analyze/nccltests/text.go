@@ -138,6 +138,7 @@ func analyzeText(name string, r io.Reader) (*Report, error) {
 		return nil, err
 	}
 	p.rep.TruncatedLines = lr.Truncated
+	p.rep.Paste = lr.Paste()
 	keys := make([]string, 0, len(p.streams))
 	for k := range p.streams {
 		keys = append(keys, k)

@@ -17,6 +17,7 @@ import (
 	"bytes"
 	"io"
 
+	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -34,7 +35,10 @@ type Report struct {
 	// elements are closed; Problem says where and why, as "file:line: ...".
 	Truncated bool   `json:"truncated"`
 	Problem   string `json:"problem,omitempty"`
-	Comments  int    `json:"comments,omitempty"`
+	// Paste says which paste prefixes were removed and which lines were
+	// skipped (code fences of an issue) before the XML was read.
+	Paste    *textio.PasteNote `json:"paste,omitempty"`
+	Comments int               `json:"comments,omitempty"`
 	// UnknownElements are element names this reader does not interpret.
 	UnknownElements []string `json:"unknown_elements,omitempty"`
 	System          *System  `json:"system,omitempty"`

@@ -154,7 +154,8 @@ func parse(name string, r io.Reader) (*Report, error) {
 	br := bufio.NewReaderSize(cr, 64<<10)
 	head, _ := br.Peek(64 << 10)
 	kind := rootKind(head)
-	d := xml.NewDecoder(br)
+	paste := textio.DetectPaste(head, 0)
+	d := xml.NewDecoder(bufio.NewReaderSize(textio.NewPasteReader(paste, br), 64<<10))
 	d.Strict = false
 	d.AutoClose = nil
 	d.Entity = xml.HTMLEntity
@@ -293,6 +294,7 @@ func parse(name string, r io.Reader) (*Report, error) {
 		}
 	}
 	rep.Lines = line()
+	rep.Paste = paste.Note()
 	return rep, nil
 }
 

@@ -21,16 +21,19 @@ const Kind = "nvbandwidth"
 
 // Report is what one nvbandwidth output says.
 type Report struct {
-	Format        string         `json:"format"` // text or json
-	Version       string         `json:"version,omitempty"`
-	GitVersion    string         `json:"git_version,omitempty"`
-	CUDARuntime   string         `json:"cuda_runtime_version,omitempty"`
-	CUDADriver    string         `json:"cuda_driver_version,omitempty"`
-	DriverVersion string         `json:"driver_version,omitempty"`
-	Hostname      string         `json:"hostname,omitempty"`
-	Devices       []Device       `json:"devices,omitempty"`
-	Testcases     []*Testcase    `json:"testcases"`
-	Errors        []textio.Quote `json:"errors,omitempty"`
+	Format string `json:"format"` // text or json
+	// Paste says which paste prefixes were removed and which lines were
+	// skipped (code fences of an issue) before the lines were read.
+	Paste         *textio.PasteNote `json:"paste,omitempty"`
+	Version       string            `json:"version,omitempty"`
+	GitVersion    string            `json:"git_version,omitempty"`
+	CUDARuntime   string            `json:"cuda_runtime_version,omitempty"`
+	CUDADriver    string            `json:"cuda_driver_version,omitempty"`
+	DriverVersion string            `json:"driver_version,omitempty"`
+	Hostname      string            `json:"hostname,omitempty"`
+	Devices       []Device          `json:"devices,omitempty"`
+	Testcases     []*Testcase       `json:"testcases"`
+	Errors        []textio.Quote    `json:"errors,omitempty"`
 	// Failures are the tool's own checks that failed: the data copied did
 	// not match the pattern written ("Invalid value when checking the
 	// pattern", an "ASSERT in expression" line).
@@ -140,6 +143,7 @@ func analyzeText(name string, r io.Reader) (*Report, error) {
 	if err := lr.Err(); err != nil {
 		return nil, err
 	}
+	st.rep.Paste = lr.Paste()
 	if len(st.rep.Testcases) == 0 && st.rep.Version == "" {
 		return nil, textio.Errorf(name, max(lr.Line(), 1), "no nvbandwidth output found (no version line, 'Running <testcase>.' line or bandwidth matrix)")
 	}

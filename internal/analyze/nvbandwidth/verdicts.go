@@ -199,6 +199,9 @@ func cells(tc *Testcase) int {
 // WriteText prints the verdicts, then each testcase's matrix.
 func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
 	var b strings.Builder
+	if !r.Paste.Empty() {
+		fmt.Fprintf(&b, "\n%s\n", r.Paste)
+	}
 	var facts []string
 	for _, f := range []struct{ k, v string }{{"nvbandwidth", r.Version}, {"driver", r.DriverVersion}, {"CUDA runtime", r.CUDARuntime}, {"host", r.Hostname}} {
 		if f.v != "" {

@@ -62,6 +62,7 @@ func analyzeText(name string, r io.Reader) (*Report, error) {
 	if err := lr.Err(); err != nil {
 		return nil, err
 	}
+	st.rep.Paste = lr.Paste()
 	if !found {
 		return nil, textio.Errorf(name, max(lr.Line(), 1), "no perftest output found (no test title, '#bytes' result header or result row)")
 	}

@@ -245,6 +245,9 @@ func (r *Report) affinity(name string) []result.Result {
 func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
 	m := r.Matrix
 	var b strings.Builder
+	if !m.Paste.Empty() {
+		fmt.Fprintf(&b, "\n%s\n", m.Paste)
+	}
 	gpus, nics := 0, 0
 	for _, g := range m.IsGPU {
 		if g {

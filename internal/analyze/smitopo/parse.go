@@ -17,7 +17,10 @@ import (
 // Matrix is a parsed topology matrix.
 type Matrix struct {
 	Labels []string `json:"labels"` // column labels as printed (GPU0, NIC0, mlx5_0)
-	IsGPU  []bool   `json:"-"`
+	// Paste says which paste prefixes were removed and which lines were
+	// skipped (code fences of an issue) before the lines were read.
+	Paste *textio.PasteNote `json:"paste,omitempty"`
+	IsGPU []bool            `json:"-"`
 	// Cells[i][j] is row i's cell for column j, normalised ("X" for self).
 	Cells        [][]string `json:"cells"`
 	CPUAffinity  []string   `json:"cpu_affinity"`
@@ -126,6 +129,7 @@ func Parse(name string, r io.Reader) (*Matrix, error) {
 	if err := lr.Err(); err != nil {
 		return nil, err
 	}
+	m.Paste = lr.Paste()
 	if state == 0 {
 		return nil, textio.Errorf(name, max(lineNo, 1), "no topology matrix found (no header line starting with GPU0)")
 	}

@@ -74,15 +74,15 @@ func (n *PasteNote) String() string {
 	if s := n.Skipped(); s > 0 {
 		var what []string
 		if n.Fences > 0 {
-			what = append(what, fmt.Sprintf("%d code fence", n.Fences))
+			what = append(what, plural(n.Fences, "code fence"))
 		}
 		if n.HTML > 0 {
-			what = append(what, fmt.Sprintf("%d HTML tag", n.HTML))
+			what = append(what, plural(n.HTML, "HTML tag line"))
 		}
-		parts = append(parts, fmt.Sprintf("%d lines skipped: %s", s, strings.Join(what, ", ")))
+		parts = append(parts, fmt.Sprintf("%s skipped: %s", plural(s, "line"), strings.Join(what, ", ")))
 	}
 	if n.PrefixedLines > 0 {
-		parts = append(parts, fmt.Sprintf("prefix %s removed from %d lines", strings.Join(n.Prefixes, " + "), n.PrefixedLines))
+		parts = append(parts, fmt.Sprintf("prefix %s removed from %s", strings.Join(n.Prefixes, " + "), plural(n.PrefixedLines, "line")))
 	}
 	if len(n.Prompts) > 0 {
 		p := n.Prompts[0]
@@ -93,6 +93,13 @@ func (n *PasteNote) String() string {
 		parts = append(parts, s)
 	}
 	return "paste: " + strings.Join(parts, "; ")
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 type shape uint8
@@ -190,8 +197,15 @@ func DetectPaste(head []byte, opt PasteOpt) *Paste {
 	return p
 }
 
-// Note is what the Paste did so far.
-func (p *Paste) Note() *PasteNote { return &p.note }
+// Note is what the Paste did so far, for a reader's report: nil when it
+// did nothing (or p is nil), so that a JSON report can omit it.
+func (p *Paste) Note() *PasteNote {
+	if p == nil || p.note.Empty() {
+		return nil
+	}
+	n := p.note
+	return &n
+}
 
 // Clean returns line (number n) without its prefixes, or skip when the line
 // is not part of the output (a code fence, an HTML tag of an issue).
@@ -739,3 +753,38 @@ func (pr *PasteReader) Read(dst []byte) (int, error) {
 }
 
 var _ io.Reader = (*PasteReader)(nil)
+
+// CleanHead is head (the first 64 KiB given to the Detect functions) as the
+// readers will see it: cleaned by the Paste found from it, skipped lines
+// left empty. It is head itself when nothing needed cleaning.
+func CleanHead(head []byte) []byte {
+	orig := head
+	p := DetectPaste(head, 0)
+	out := make([]byte, 0, len(head))
+	changed := false
+	for n := 1; len(head) > 0; n++ {
+		i := bytes.IndexByte(head, '\n')
+		l := head
+		if i >= 0 {
+			l, head = head[:i+1], head[i+1:]
+		} else {
+			head = nil
+		}
+		body := bytes.TrimSuffix(l, []byte("\n"))
+		c, skip := p.Clean(body, n)
+		if skip {
+			c = nil
+		}
+		if skip || len(c) != len(body) {
+			changed = true
+		}
+		out = append(out, c...)
+		if len(body) < len(l) {
+			out = append(out, '\n')
+		}
+	}
+	if !changed {
+		return orig
+	}
+	return out
+}

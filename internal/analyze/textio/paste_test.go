@@ -51,7 +51,7 @@ func TestPaste(t *testing.T) {
 		{"syslog",
 			"Jul 19 10:00:01 gpu1 kernel: NVRM: Xid 79\nJul 19 10:00:02 gpu1 kernel: y\n", 0, []string{"NVRM: Xid 79", "y"}, "timestamp"},
 		{"markdown quote and fence",
-			"> ```\n> # nThread 1\n>      8   2\n> ```\n", 0, []string{"# nThread 1", "     8   2"}, "2 lines skipped: 2 code fence"},
+			"> ```\n> # nThread 1\n>      8   2\n> ```\n", 0, []string{"# nThread 1", "     8   2"}, "2 lines skipped: 2 code fences"},
 		{"fence and html of an issue",
 			"<details>\n<summary>log</summary>\n\n```text\na\n```\n</details>\n", 0, []string{"", "a"}, "5 lines skipped"},
 		{"indented block",
