@@ -68,6 +68,13 @@ var samples = []struct {
 	// Cut inside GPU7's row: that row is skipped and said so.
 	{"nccl-issue933-h800x8-9nic-bash-fence-excerpt.txt", []string{"unknown gdr.nic-affinity RowsMissing node", "pass gdr.nic-affinity NICAtPIX GPU0-NIC2", "pass gdr.nic-affinity NICAtPIX GPU6-NIC5"},
 		"GPU0=NIC2:PIX GPU1=NIC4:PIX GPU2=NIC6:PIX GPU3=NIC8:PIX GPU4=NIC1:PIX GPU5=NIC3:PIX GPU6=NIC5:PIX", "NIC0 NIC7"},
+	// Four NICs at PXB per GPU pair (legend from mlx5_2, a bond last):
+	// a NIC of its own each, half the rails and the bond unused.
+	{"xuesongtap-blog-a100x8-17nic-pxb-quads-bond-prompt.txt", []string{"pass gdr.nic-affinity NICAtPXB GPU0-mlx5_2", "pass gdr.nic-affinity NICAtPXB GPU7-mlx5_15"},
+		"GPU0=NIC0:PXB GPU1=NIC1:PXB GPU2=NIC4:PXB GPU3=NIC5:PXB GPU4=NIC8:PXB GPU5=NIC9:PXB GPU6=NIC12:PXB GPU7=NIC13:PXB", "NIC2 NIC3 NIC6 NIC7 NIC10 NIC11 NIC14 NIC15 NIC16"},
+	// Everything at SYS: four GPUs fail on two shared ports.
+	{"xuesongtap-blog-a10x4-2nic-all-sys-prompt-nospace.txt", []string{"fail gdr.nic-affinity NICBeyondGDRLevel GPU0-mlx5_0", "fail gdr.nic-affinity NICBeyondGDRLevel GPU3-mlx5_1"},
+		"GPU0=NIC0:SYS GPU1=NIC1:SYS GPU2=NIC0:SYS GPU3=NIC1:SYS", ""},
 	{"synthetic-2gpu-phb-nic-and-no-nic-gpu.txt", []string{
 		"pass gdr.nic-affinity NICAtPXB GPU0-mlx5_3", "fail gdr.nic-affinity NICBeyondGDRLevel GPU1-mlx5_2", "pass gdr.nic-affinity NICAtPXB GPU2-mlx5_2"},
 		"GPU0=NIC1:PXB GPU1=NIC0:PHB GPU2=NIC0:PXB", ""},
