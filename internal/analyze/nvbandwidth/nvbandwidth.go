@@ -193,6 +193,18 @@ func (st *textState) line(s string, n int) error {
 		st.cur = nil
 		tc := st.testcase(n)
 		tc.Name = textio.Clip(m[1], 128)
+	case !strings.Contains(t, "(row)") && strings.Contains(t, "(column)") && allDesc(t, &m):
+		// v0.2's all_to_one / one_to_all: "memcpy CE All Gpus -> GPU(column)
+		// total bandwidth (GB/s)", "memcpy SM GPU(column) <- All GPUs ...":
+		// one row, all the GPUs together.
+		tc := st.testcase(n)
+		if tc.Description != "" {
+			st.cur = nil
+			name := tc.Name
+			tc = st.testcase(n)
+			tc.Name = name
+		}
+		tc.Description, tc.Engine, tc.RowKind, tc.Direction, tc.ColKind, tc.Unit = textio.Clip(t, 256), m[2], "All", m[3], "GPU", textio.Clip(m[5], 16)
 	case strings.Contains(t, "(row)") && reDesc.Submatch(t, &m):
 		tc := st.testcase(n)
 		if tc.Description != "" { // a second matrix in one testcase: start another
@@ -278,6 +290,25 @@ func runningLine(t string, m *[]string) bool {
 		name = rest
 	}
 	*m = []string{t, name}
+	return true
+}
+
+// reDescAll is the description of a testcase between all GPUs together
+// and each GPU: the row is "All GPUs", written before or after the column.
+var reDescAll = textio.MustCompile(`^(memcpy)\s+(CE|SM)\s+(?:All G(?:PU|pu)s\s*(->|<-)\s*GPU\(column\)|GPU\(column\)\s*(->|<-)\s*All G(?:PU|pu)s)\s*(.*?)\s*(?:\(([^)]+)\))?\s*$`)
+
+// allDesc reads reDescAll into m as [line, memcpy, engine, direction seen
+// from the "All GPUs" row, kind, unit].
+func allDesc(t string, m *[]string) bool {
+	var x []string
+	if !reDescAll.Submatch(t, &x) {
+		return false
+	}
+	dir := x[3]
+	if dir == "" { // "GPU(column) -> All GPUs": the row receives
+		dir = map[string]string{"->": "<-", "<-": "->"}[x[4]]
+	}
+	*m = []string{x[0], x[1], x[2], dir, x[5], x[6]}
 	return true
 }
 

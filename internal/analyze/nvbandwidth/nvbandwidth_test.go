@@ -56,6 +56,22 @@ var samples = []readertest.Case[*Report]{
 				t.Errorf("failures %+v, verdict %+v", r.Failures, vs[0])
 			}
 		}},
+	// v0.2, every testcase: the all_to_one / one_to_all matrices ("All Gpus
+	// -> GPU(column)") are read, the uneven bidirectional host copies warn.
+	{File: "llm-action-h800x8-v02-all-testcases-gt-prompt.txt", Verdicts: []string{
+		"pass nvbandwidth.testcase Measured all_to_one_write_ce", "pass nvbandwidth.testcase Measured one_to_all_read_sm",
+		"warn nvbandwidth.testcase OutlierCells all_to_host_bidirectional_memcpy_sm", "pass nvbandwidth.run Completed run"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
+			var one *Testcase
+			for _, tc := range r.Testcases {
+				if tc.Name == "one_to_all_write_ce" {
+					one = tc
+				}
+			}
+			if len(r.Testcases) != 30 || r.GitVersion != "42e94d2" || one == nil || one.RowKind != "All" || one.Direction != "<-" || len(one.Matrix[0]) != 8 || *one.Sum != 1407.95 {
+				t.Errorf("testcases %d git %s one_to_all_write_ce %+v", len(r.Testcases), r.GitVersion, one)
+			}
+		}},
 	// v0.2 wording: "Waiving NAME." is a skip of that testcase.
 	{File: "nvbandwidth-issue13-v02-2080ti-waived-prompt-fence.txt", Verdicts: []string{
 		"skip nvbandwidth.testcase Waived device_to_device_memcpy_write_ce"},

@@ -34,6 +34,9 @@ func (tc *Testcase) label(i, j int) (string, string) {
 	if j < len(tc.Columns) {
 		c = fmt.Sprint(tc.Columns[j])
 	}
+	if tc.RowKind == "All" {
+		return "all GPUs", tc.ColKind + c
+	}
 	return tc.RowKind + r, tc.ColKind + c
 }
 

@@ -75,6 +75,10 @@ var samples = []struct {
 	// Everything at SYS: four GPUs fail on two shared ports.
 	{"xuesongtap-blog-a10x4-2nic-all-sys-prompt-nospace.txt", []string{"fail gdr.nic-affinity NICBeyondGDRLevel GPU0-mlx5_0", "fail gdr.nic-affinity NICBeyondGDRLevel GPU3-mlx5_1"},
 		"GPU0=NIC0:SYS GPU1=NIC1:SYS GPU2=NIC0:SYS GPU3=NIC1:SYS", ""},
+	// CRLF on every line, a '>' prompt: 3 of 8 GPUs have a PIX NIC.
+	{"llm-action-a800x8-4nic-crlf-gt-prompt.txt", []string{"fail gdr.nic-affinity NICBeyondGDRLevel GPU0-mlx5_0", "pass gdr.nic-affinity NICAtPIX GPU1-mlx5_0",
+		"pass gdr.nic-affinity NICAtPIX GPU3-mlx5_1", "pass gdr.nic-affinity NICAtPIX GPU7-mlx5_2", "fail gdr.nic-affinity NICBeyondGDRLevel GPU6-mlx5_3"},
+		"GPU0=NIC0:NODE GPU1=NIC0:PIX GPU2=NIC1:NODE GPU3=NIC1:PIX GPU4=NIC3:NODE GPU5=NIC2:NODE GPU6=NIC3:NODE GPU7=NIC2:PIX", ""},
 	{"synthetic-2gpu-phb-nic-and-no-nic-gpu.txt", []string{
 		"pass gdr.nic-affinity NICAtPXB GPU0-mlx5_3", "fail gdr.nic-affinity NICBeyondGDRLevel GPU1-mlx5_2", "pass gdr.nic-affinity NICAtPXB GPU2-mlx5_2"},
 		"GPU0=NIC1:PXB GPU1=NIC0:PHB GPU2=NIC0:PXB", ""},
