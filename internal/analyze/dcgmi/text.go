@@ -13,11 +13,9 @@ import (
 const infoLen = 45
 
 var (
-	reSection  = textio.MustCompile(`^[|+]-+\s+(\w[\w ]*?)\s+-+\+-*[|+]\s*$`)
 	reBorder   = textio.MustCompile(`^\+[-=+]+\+\s*$`)
 	reHeader   = textio.MustCompile(`^\|\s*Diagnostic\s*\|\s*Result\s*\|\s*$`)
 	reGPUSub   = textio.MustCompile(`^GPU(\d+):\s*(Pass|Fail|Error|Warn|Skip|Not Run)\b`)
-	reResult3  = textio.MustCompile(`^(Pass|Fail|Error|Warn|Skip|Not Run)(?:\s*-\s*(All|GPUs?:\s*([\d,\s]+)))?\s*$`)
 	reMsgName  = textio.MustCompile(`^(Warning|Info|Error)(?::\s*GPU\s*(\d+))?$`)
 	reGPUInMsg = textio.MustCompile(`^GPU (\d+)\b`)
 )
@@ -76,7 +74,7 @@ func (st *textState) line(s string, n int) {
 		st.inTable, st.tableSeen = true, true
 		st.rep.Complete = false
 		return
-	case len(t) > 1 && t[1] == '-' && reSection.Submatch(t, &m): // "|----- Name -----+---|"
+	case len(t) > 1 && t[1] == '-' && sectionLine(t, &m): // "|----- Name -----+---|"
 		st.flushMsg()
 		st.section = textio.Clip(m[1], 64)
 		st.cur = nil
@@ -160,7 +158,7 @@ func (st *textState) cell(nameCol, info string, n int) {
 			return
 		}
 		// DCGM 3: further "Fail - GPU: 0" lines of the same test.
-		if r3 := reResult3.FindStringSubmatch(val); r3 != nil && st.cur != nil {
+		if r3 := result3Match(val); r3 != nil && st.cur != nil {
 			st.result3(st.cur, r3)
 		}
 		return
@@ -168,7 +166,7 @@ func (st *textState) cell(nameCol, info string, n int) {
 	// A test row: "| pcie | Fail |" or "| PCIe | Pass - All |".
 	st.flushMsg()
 	t := st.newTest(nameCol, val, n)
-	if r3 := reResult3.FindStringSubmatch(val); r3 != nil {
+	if r3 := result3Match(val); r3 != nil {
 		st.result3(t, r3)
 	} else {
 		t.Result = val

@@ -30,8 +30,6 @@ var (
 	reTestsVersion = textio.MustCompile(`^nccl-tests version (\S+)`)
 	reStarting     = textio.MustCompile(`^Collective test starting:\s*(\S+)`)
 	reConcluded    = textio.MustCompile(`^Collective test concluded:\s*(\S+)`)
-	reNThread      = textio.MustCompile(`^nThread\s+(\d+)\s+nGpus\s+(\d+)`)
-	reDevice       = textio.MustCompile(`^Rank\s+(\d+)(?:\s+Group\s+(\d+))?\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)$`)
 	reColumns      = textio.MustCompile(`^size\s+count\s+type\b`)
 	reOOB          = textio.MustCompile(`^Out of bounds values\s*:\s*(\d+)\s*(\w*)`)
 	reAvg          = textio.MustCompile(`^Avg bus bandwidth\s*:\s*(\S+)\s*(\w*)`)
@@ -77,6 +75,8 @@ type stream struct {
 	binaryHint, opHint      string
 	ncclVersion             string
 	used                    bool
+	// discard is the stream's record of its tests past maxTests.
+	discard *Test
 }
 
 type textParser struct {
@@ -86,6 +86,8 @@ type textParser struct {
 	streams  map[string]*stream
 	tests    []*Test
 	hosts    map[string]bool
+	// noRows (always 0) is the room for rows of the tests past maxTests.
+	noRows int
 }
 
 // fileHints name collectives in file names, most specific first.
@@ -401,7 +403,19 @@ func (p *textParser) quoteFailure(n int, text string) {
 
 // newTest starts a test on the stream, taking the metadata printed before it.
 func (p *textParser) newTest(st *stream, n int) *Test {
-	t := &Test{Stream: st.key, Line: n, TestsVersion: st.nextVersion}
+	var t *Test
+	if len(p.tests) >= maxTests {
+		// Past the cap a stream reads every test into one reused,
+		// discarded record: 200 MB of one-row tables allocate nothing per table.
+		if st.discard == nil {
+			st.discard = new(Test)
+		}
+		t = st.discard
+		*t = Test{}
+	} else {
+		t = new(Test)
+	}
+	t.Stream, t.Line, t.TestsVersion = st.key, n, st.nextVersion
 	if st.nextBinary != "" {
 		t.Binary, t.CollectiveFrom = st.nextBinary, "header"
 	}
@@ -411,7 +425,7 @@ func (p *textParser) newTest(st *stream, n int) *Test {
 	if len(p.tests) >= maxTests {
 		// Past the cap a test is read into a discarded record.
 		p.rep.DroppedTests++
-		t.rowsLeft, t.dropped = new(0), true
+		t.rowsLeft, t.dropped = &p.noRows, true
 		return t
 	}
 	t.rowsLeft = &p.rowsLeft
@@ -453,7 +467,7 @@ func (p *textParser) fragment(st *stream, frag string, terminated bool, n int) {
 	switch {
 	case rowStart(toks):
 		p.finishPending(st)
-		st.pending, st.pendLn = append([]string(nil), toks...), n
+		st.pending, st.pendLn = toks, n // Fields made toks: pending owns it
 	case len(st.pending) > 0 && allValues(toks):
 		if len(st.pending)+len(toks) > maxRowTokens {
 			p.partial(st)
@@ -502,7 +516,7 @@ func (p *textParser) comment(st *stream, c string, n int) {
 		st.nextBinary = textio.Clip(m[1], 128)
 	case reConcluded.MatchString(c):
 		st.cur = nil
-	case reNThread.Submatch(c, &m):
+	case nThreadLine(c, &m):
 		t := st.cur
 		if t == nil || len(t.Rows) > 0 || len(t.Columns) > 0 || t.Params.NGpus > 0 {
 			t = p.newTest(st, n)
@@ -513,7 +527,7 @@ func (p *textParser) comment(st *stream, c string, n int) {
 		} else {
 			t.Params = parseParams(c)
 		}
-	case reDevice.Submatch(c, &m):
+	case deviceLine(c, &m):
 		t := st.cur
 		if t == nil || len(t.Rows) > 0 || len(t.Columns) > 0 {
 			t = p.newTest(st, n)
@@ -587,7 +601,8 @@ func (t *Test) note(s string) {
 
 func parseParams(c string) Params {
 	var pr Params
-	m := reNThread.FindStringSubmatch(c)
+	var m []string
+	nThreadLine(c, &m)
 	pr.NThread, pr.NGpus = atoi(m[1]), atoi(m[2])
 	get := func(k string) string {
 		if mm := reParamInt[k].FindStringSubmatch(c); mm != nil {
@@ -742,7 +757,7 @@ func parseMeasure(t []string) (*collective.Measure, error) {
 		return nil, rowError("short result group")
 	}
 	var m collective.Measure
-	vals := []*float64{&m.TimeUS, &m.AlgBW, &m.BusBW}
+	vals := [...]*float64{&m.TimeUS, &m.AlgBW, &m.BusBW}
 	na := 0
 	for k, p := range vals {
 		if t[k] == "N/A" {

@@ -85,8 +85,6 @@ var (
 	reRuntime   = textio.MustCompile(`^CUDA Runtime Version:\s*(\S+)`)
 	reCUDADrv   = textio.MustCompile(`^CUDA Driver Version:\s*(\S+)`)
 	reDriver    = textio.MustCompile(`^Driver Version:\s*(\S+)`)
-	reDevice    = textio.MustCompile(`^Device (\d+): (.*?)\s*(?:\(([0-9a-fA-F]+:[0-9a-fA-F]+:[0-9a-fA-F]+(?:\.[0-9a-fA-F])?)\))?\s*$`)
-	reDesc      = textio.MustCompile(`^(?:(memcpy|memory \w+)\s+)?(CE|SM)?\s*(CPU|GPU)\(row\)\s*(->|<-|<->)\s*(CPU|GPU)\(column\)\s*(.*?)\s*(?:\(([^)]+)\))?\s*$`)
 	reColHeader = textio.MustCompile(`^\s*\d+(\s+\d+)*\s*$`)
 	reWaived    = textio.MustCompile(`^(Waived|Error|Not Found)\s*:?\s*(.*)$`)
 	reHostname  = textio.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]{0,62}$`)
@@ -186,7 +184,7 @@ func (st *textState) line(s string, n int) error {
 		rep.CUDADriver = textio.Clip(m[1], 32)
 	case reDriver.Submatch(t, &m):
 		rep.DriverVersion, st.sawHdr = textio.Clip(m[1], 32), true
-	case len(rep.Devices) < maxDim && reDevice.Submatch(t, &m): // past the cap a device line is not parsed
+	case len(rep.Devices) < maxDim && deviceLine(t, &m): // past the cap a device line is not parsed
 		idx, _ := strconv.Atoi(m[1])
 		rep.Devices = append(rep.Devices, Device{Index: idx, Name: textio.Clip(m[2], 128), BusID: m[3]})
 	case runningLine(t, &m):
@@ -205,7 +203,7 @@ func (st *textState) line(s string, n int) error {
 			tc.Name = name
 		}
 		tc.Description, tc.Engine, tc.RowKind, tc.Direction, tc.ColKind, tc.Unit = textio.Clip(t, 256), m[2], "All", m[3], "GPU", textio.Clip(m[5], 16)
-	case strings.Contains(t, "(row)") && reDesc.Submatch(t, &m):
+	case strings.Contains(t, "(row)") && descLine(t, &m):
 		tc := st.testcase(n)
 		if tc.Description != "" { // a second matrix in one testcase: start another
 			st.cur = nil
@@ -437,7 +435,8 @@ func analyzeJSON(name string, r io.Reader) (*Report, error) {
 			break
 		}
 		tc := &Testcase{Name: jt.Name, Status: jt.Status, Error: jt.Error, Description: jt.Description, Line: 1}
-		if m := reDesc.FindStringSubmatch(jt.Description); m != nil {
+		var m []string
+		if descLine(jt.Description, &m) {
 			tc.Engine, tc.RowKind, tc.Direction, tc.ColKind, tc.Unit = m[2], m[3], m[4], m[5], m[7]
 		}
 		if jt.Sum.Valid {

@@ -12,10 +12,8 @@ import (
 var (
 	reTool     = textio.MustCompile(`\b((?:ib_(?:write|read|send|atomic)_(?:bw|lat))|raw_ethernet_\w+)\b`)
 	reTitle    = textio.MustCompile(`^\s*(\S.*?)\s+(BW|Latency|Lat)\s+Test\s*$`)
-	reKV       = textio.MustCompile(`([A-Za-z][\w*. /-]*?)\s*:\s*([^\s:]+)`)
 	reBWHeader = textio.MustCompile(`^\s*#bytes\s+(#sl\s+)?#iterations\s+BW peak\[([^\]]+)\]\s+BW average\[([^\]]+)\]`)
 	reLatHead  = textio.MustCompile(`^\s*#bytes\s+#iterations\s+(t_\w+|tps)`)
-	reDashes   = textio.MustCompile(`^\s*-{20,}\s*$`)
 	reAddress  = textio.MustCompile(`^\s*(local|remote) address:`)
 	reGID      = textio.MustCompile(`^\s*GID:`)
 
@@ -100,7 +98,7 @@ func (st *textState) line(s string, n int) bool {
 		rep.Sides++
 		st.inHead, st.table = true, ""
 		return true
-	case strings.HasPrefix(t, "-----") && reDashes.MatchString(t):
+	case strings.HasPrefix(t, "-----") && isDashes(t):
 		st.inHead = false
 		st.table = ""
 		return false
@@ -155,9 +153,7 @@ func (st *textState) line(s string, n int) bool {
 		return true
 	}
 	if st.inHead && !reAddress.MatchString(t) && !reGID.MatchString(t) {
-		for _, kv := range reKV.FindAllStringSubmatch(t, 8) {
-			param(st.rep, strings.TrimSpace(kv[1]), kv[2])
-		}
+		keyValues(t, 8, func(k, v string) { param(st.rep, strings.TrimSpace(k), v) })
 		return true
 	}
 	if reAddress.MatchString(t) {
@@ -286,7 +282,8 @@ func (st *textState) row(t string, n int) bool {
 	if len(f) < 3 || len(f) > 16 || len(t) > 512 {
 		return false
 	}
-	nums := make([]float64, len(f))
+	var buf [16]float64
+	nums := buf[:len(f)]
 	for i, x := range f {
 		if x[0] == '*' { // a cell a person set in Markdown bold: **5544.28**
 			x = strings.Trim(x, "*")

@@ -93,11 +93,37 @@ func (lr *LineReader) next() ([]byte, bool) {
 	if lr.err != nil {
 		return nil, false
 	}
+	// The common case, a line that fits the buffer: the reader's own bytes
+	// (valid until the next read), copied once by Next into the string
+	// returned.
+	chunk, err := lr.br.ReadSlice('\n')
+	if err == nil {
+		if i := bytes.IndexByte(chunk, 0); i >= 0 {
+			lr.line++
+			lr.err = Errorf(lr.name, lr.line, "binary data (NUL byte at column %d): not a text output", i+1)
+			return nil, false
+		}
+		lr.line++
+		chunk = chunk[:len(chunk)-1]
+		if n := len(chunk); n > 0 && chunk[n-1] == '\r' {
+			chunk = chunk[:n-1]
+		}
+		return chunk, true
+	}
+	return lr.slow(chunk, err)
+}
+
+// slow finishes Next for a line longer than the buffer or the last line
+// of the input (first is what ReadSlice gave, with its error).
+func (lr *LineReader) slow(first []byte, firstErr error) ([]byte, bool) {
 	var buf []byte
 	cut := false
 	col := 0 // bytes of the line before chunk
-	for {
-		chunk, err := lr.br.ReadSlice('\n')
+	for i := 0; ; i++ {
+		chunk, err := first, firstErr
+		if i > 0 {
+			chunk, err = lr.br.ReadSlice('\n')
+		}
 		// A NUL ends the input at once, before the end of its line: binary
 		// data (a device, an image) may have no newline at all.
 		if i := bytes.IndexByte(chunk, 0); i >= 0 {

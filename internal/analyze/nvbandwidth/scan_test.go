@@ -1,0 +1,94 @@
+package nvbandwidth
+
+import (
+	"math/rand/v2"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The regular expressions descLine and deviceLine implement.
+var (
+	descExpr   = regexp.MustCompile(`^(?:(memcpy|memory \w+)\s+)?(CE|SM)?\s*(CPU|GPU)\(row\)\s*(->|<-|<->)\s*(CPU|GPU)\(column\)\s*(.*?)\s*(?:\(([^)]+)\))?\s*$`)
+	deviceExpr = regexp.MustCompile(`^Device (\d+): (.*?)\s*(?:\(([0-9a-fA-F]+:[0-9a-fA-F]+:[0-9a-fA-F]+(?:\.[0-9a-fA-F])?)\))?\s*$`)
+)
+
+func checkScan(t *testing.T, s string) {
+	t.Helper()
+	if strings.IndexByte(s, '\n') >= 0 {
+		return // lines hold no newline
+	}
+	for _, c := range []struct {
+		name string
+		fn   func(string, *[]string) bool
+		re   *regexp.Regexp
+	}{{"descLine", descLine, descExpr}, {"deviceLine", deviceLine, deviceExpr}} {
+		var got []string
+		if !c.fn(s, &got) {
+			got = nil
+		}
+		if want := c.re.FindStringSubmatch(s); !slices.Equal(got, want) {
+			t.Fatalf("%s(%q) = %q; regexp %q", c.name, s, got, want)
+		}
+	}
+}
+
+// TestScanMatchesRegexp: the hand scanners give the regexps' answers on
+// nvbandwidth's lines and on many generated ones.
+func TestScanMatchesRegexp(t *testing.T) {
+	for _, s := range []string{"memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)", "memory latency SM CPU(row) <-> GPU(column) (ns)",
+		"memcpy SM CPU(row) <- GPU(column) bandwidth (GB/s)", "Device 0: Tesla T4 (00000000:3b:00)", "Device 1: NVIDIA H200 (00000000:19:00.0)",
+		"Device 2: x (zz:1:2)", "memory CE GPU(row) -> GPU(column) x", "GPU(row)->CPU(column)((a)(b)", "memcpy CE GPU(row) -> GPU(column) bandwidth ((GB/s)", "Device 3: ()"} {
+		checkScan(t, s)
+	}
+	parts := []string{"", " ", "  ", "\t", "memcpy", "memory", "memory x", "CE", "SM", "CPU", "GPU", "(row)", "(column)", "->", "<-",
+		"<->", "bandwidth", "(", ")", "(GB/s)", "()", "x", "Device", "Device 0:", ": ", "3", "(0000:3b:00)", "(0:1:2.f)", ".", "a:b", "é"}
+	rng := rand.New(rand.NewPCG(9, 10))
+	for range 300000 {
+		var b strings.Builder
+		for k := rng.IntN(10); k >= 0; k-- {
+			b.WriteString(parts[rng.IntN(len(parts))])
+			if rng.IntN(3) == 0 {
+				b.WriteByte(' ')
+			}
+		}
+		checkScan(t, b.String())
+	}
+	// Titles and device lines with one or two things changed: a token
+	// dropped, doubled or replaced, blanks varied.
+	tmpls := [][]string{
+		{"memcpy", "CE", "GPU", "(row)", "->", "GPU", "(column)", "bandwidth", "(GB/s)"},
+		{"memory", "latency", "SM", "CPU", "(row)", "<->", "GPU", "(column)", "x", "(ns)"},
+		{"Device", "0:", "NVIDIA", "H200", "(00000000:19:00.0)"},
+	}
+	seps := []string{"", " ", "  ", "\t"}
+	for range 200000 {
+		toks := slices.Clone(tmpls[rng.IntN(len(tmpls))])
+		for range 1 + rng.IntN(2) {
+			switch k := rng.IntN(len(toks)); rng.IntN(4) {
+			case 0:
+				toks = slices.Delete(toks, k, k+1)
+			case 1:
+				toks = slices.Insert(toks, k, toks[k])
+			case 2:
+				toks[k] = parts[rng.IntN(len(parts))]
+			}
+		}
+		var b strings.Builder
+		for i, tok := range toks {
+			if i > 0 {
+				b.WriteString(seps[min(rng.IntN(8), len(seps)-1)])
+			}
+			b.WriteString(tok)
+		}
+		checkScan(t, b.String())
+	}
+}
+
+// FuzzScan: no line makes the scanners disagree with the regexps.
+func FuzzScan(f *testing.F) {
+	f.Add("memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)")
+	f.Add("Device 0: Tesla T4 (00000000:3b:00)")
+	f.Fuzz(checkScan)
+}

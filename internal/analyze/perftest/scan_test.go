@@ -1,0 +1,58 @@
+package perftest
+
+import (
+	"math/rand/v2"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The regular expressions keyValues and isDashes implement.
+var (
+	kvExpr     = regexp.MustCompile(`([A-Za-z][\w*. /-]*?)\s*:\s*([^\s:]+)`)
+	dashesExpr = regexp.MustCompile(`^\s*-{20,}\s*$`)
+)
+
+func checkScan(t *testing.T, s string) {
+	t.Helper()
+	var got [][]string
+	keyValues(s, 8, func(k, v string) { got = append(got, []string{k, v}) })
+	var want [][]string
+	for _, m := range kvExpr.FindAllStringSubmatch(s, 8) {
+		want = append(want, m[1:])
+	}
+	if !slices.EqualFunc(got, want, slices.Equal[[]string]) {
+		t.Fatalf("keyValues(%q) = %q; regexp %q", s, got, want)
+	}
+	if got, want := isDashes(s), dashesExpr.MatchString(s); got != want {
+		t.Fatalf("isDashes(%q) = %v; regexp %v", s, got, want)
+	}
+}
+
+// TestScanMatchesRegexp: the hand scanners give the regexps' answers on
+// perftest's header lines and on many generated lines.
+func TestScanMatchesRegexp(t *testing.T) {
+	for _, s := range []string{" Dual-port       : OFF\t\tDevice         : mlx5_0", " Number of qps   : 1\t\tTransport type : IB",
+		" Mtu             : 4096[B]", " Data ex. method : Ethernet", " local address: LID 0000 QPN 0x0108 PSN 0x1f8d66 RKey 0x1fffbd VAddr 0x007f",
+		" GID: 00:00:00:00:00:00:00:00:00:00:255:255:10:0:0:1", "---------------------------------------------------------------------------------------",
+		" -------------------- ", "a: b: c", "x :: y", "1a: b", "a\tb : c"} {
+		checkScan(t, s)
+	}
+	parts := []string{"", " ", "  ", "\t", ":", "::", "a", "Ab", "x_1", "9", "*", ".", "/", "-", "--------", "[B]", "0x1f", "é", "ON", "\r"}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 200000 {
+		var b strings.Builder
+		for k := rng.IntN(10); k >= 0; k-- {
+			b.WriteString(parts[rng.IntN(len(parts))])
+		}
+		checkScan(t, b.String())
+	}
+}
+
+// FuzzScan: no line makes the scanners disagree with the regexps.
+func FuzzScan(f *testing.F) {
+	f.Add(" Number of qps   : 1\t\tTransport type : IB")
+	f.Add(" GID: 00:00:00:00:00:00:00:00:00:00:255:255:10:0:0:1")
+	f.Fuzz(checkScan)
+}
