@@ -62,13 +62,6 @@ var samples = []readertest.Case[*Report]{
 		}},
 	{File: "autopilot-issue68-dcgm335-kubectl-defaulted-container-excerpt.txt", Verdicts: []string{
 		"pass dcgmi.diag Pass Permissions and OS Blocks", "unknown dcgmi.run Truncated run"}},
-	{File: "dcgm-issue253-dcgm423-pod-banner-per-gpu-rows-excerpt.txt", Verdicts: []string{
-		"pass dcgmi.diag Pass software", "pass dcgmi.diag Pass memory", "unknown dcgmi.run Truncated run"},
-		Check: func(t *testing.T, r *Report, vs []result.Result) {
-			if len(test(t, r, "software").GPUs) != 4 || len(r.DeviceIDs) != 4 {
-				t.Errorf("software %+v ids %v", test(t, r, "software"), r.DeviceIDs)
-			}
-		}},
 	{File: "dcgmi-diag-dcgm423-l40s-x4-pcie-internal-error-k8s.txt", Verdicts: []string{
 		"error dcgmi.diag InternalError pcie", "pass dcgmi.diag Pass software", "pass dcgmi.diag Pass memory", "unknown dcgmi.run Truncated run"},
 		Check: func(t *testing.T, r *Report, vs []result.Result) {
