@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -133,6 +134,31 @@ type KindError struct {
 
 func (e *KindError) Error() string { return e.File + ": " + e.Msg }
 
+// ReadError says an input could not be read at all: it does not exist,
+// cannot be opened, is a directory, a device or a socket, or a read of it
+// failed. An input that was read but holds nothing a reader recognises
+// (empty, binary, another tool's output) is not a ReadError.
+type ReadError struct {
+	File string
+	Err  error
+}
+
+func (e *ReadError) Error() string {
+	if msg := e.Err.Error(); strings.Contains(msg, e.File) {
+		return msg
+	}
+	return e.File + ": " + e.Err.Error()
+}
+
+func (e *ReadError) Unwrap() error { return e.Err }
+
+// Unreadable reports whether err says an input could not be read at all
+// (a *ReadError), as against content no reader recognised.
+func Unreadable(err error) bool {
+	var re *ReadError
+	return errors.As(err, &re)
+}
+
 // Detect lists the kinds whose reader recognises head, in detection order.
 func Detect(head []byte) []string {
 	if len(head) > textio.HeadSize {
@@ -163,6 +189,9 @@ type input struct {
 	name string
 	r    io.Reader
 	n    int64
+	// err is the first error of the underlying reader other than EOF:
+	// the input could not be read to its end.
+	err error
 }
 
 func (in *input) Read(p []byte) (int, error) {
@@ -177,6 +206,9 @@ func (in *input) Read(p []byte) (int, error) {
 	}
 	n, err := in.r.Read(p)
 	in.n += int64(n)
+	if err != nil && !errors.Is(err, io.EOF) && in.err == nil {
+		in.err = err
+	}
 	return n, err
 }
 
@@ -190,19 +222,22 @@ func open(ctx context.Context, path string) (io.Reader, func(), error) {
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, &ReadError{path, err}
 	}
 	switch m := fi.Mode(); {
 	case m.IsDir():
-		return nil, nil, &KindError{path, "is a directory, not a file"}
+		return nil, nil, &ReadError{path, errors.New("is a directory, not a file")}
 	case m&os.ModeDevice != 0:
-		return nil, nil, &KindError{path, "is a device, not a file (pipe its output into analyze - instead)"}
+		return nil, nil, &ReadError{path, errors.New("is a device, not a file (pipe its output into analyze - instead)")}
 	case m&os.ModeSocket != 0:
-		return nil, nil, &KindError{path, "is a socket, not a file"}
+		return nil, nil, &ReadError{path, errors.New("is a socket, not a file")}
 	}
 	f, err := openFile(ctx, path, fi.Mode()&os.ModeNamedPipe != 0)
 	if err != nil {
-		return nil, nil, err
+		if ctx.Err() != nil {
+			return nil, nil, err
+		}
+		return nil, nil, &ReadError{path, err}
 	}
 	stop := context.AfterFunc(ctx, func() { f.Close() })
 	return f, func() { stop(); f.Close() }, nil
@@ -262,7 +297,7 @@ func head(path string, r io.Reader) ([]byte, io.Reader, error) {
 	h := make([]byte, textio.HeadSize)
 	n, err := io.ReadFull(r, h)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, &ReadError{path, err}
 	}
 	h = h[:n]
 	return h, io.MultiReader(bytes.NewReader(h), r), nil
@@ -300,12 +335,20 @@ func FileAll(ctx context.Context, path string) ([]*Output, error) {
 }
 
 func analyzeFile(ctx context.Context, path, kind string, all bool) ([]*Output, error) {
+	return analyzeFileJob(ctx, path, kind, all, nil)
+}
+
+// analyzeFileJob is analyzeFile with, when the input is read as an NCCL
+// log and extra is not nil, extra given the same bytes; extra's output is
+// not returned.
+func analyzeFileJob(ctx context.Context, path, kind string, all bool, extra Reader) ([]*Output, error) {
 	f, closeFile, err := open(ctx, path)
 	if err != nil {
 		return nil, err
 	}
 	defer closeFile()
-	src := io.Reader(&input{ctx: ctx, name: path, r: f})
+	in := &input{ctx: ctx, name: path, r: f}
+	src := io.Reader(in)
 	var rds []Reader
 	if kind != "" {
 		rd, _ := reader(kind)
@@ -327,9 +370,17 @@ func analyzeFile(ctx context.Context, path, kind string, all bool) ([]*Output, e
 			rds = append(rds, rd)
 		}
 	}
+	n := len(rds)
+	if extra != nil && slices.ContainsFunc(rds, func(r Reader) bool { return r.Kind() == extra.Kind() }) {
+		rds = append(rds, extra)
+	}
 	outs, errs := readAll(path, src, rds)
+	outs, errs = outs[:n], errs[:n]
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if in.err != nil {
+		return nil, &ReadError{path, in.err}
 	}
 	var kept []*Output
 	for _, o := range outs {

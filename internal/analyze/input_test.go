@@ -79,10 +79,11 @@ func TestPipesReadOnce(t *testing.T) {
 }
 
 // TestSpecialFiles: a directory or a device is refused with a clear
-// error, before anything is read.
+// error, before anything is read: an unreadable input (ReadError), as is
+// a file that does not exist.
 func TestSpecialFiles(t *testing.T) {
-	var ke *analyze.KindError
-	if _, err := analyze.FileAll(t.Context(), t.TempDir()); !errors.As(err, &ke) || !strings.Contains(err.Error(), "is a directory") {
+	var ke *analyze.ReadError
+	if _, err := analyze.FileAll(t.Context(), t.TempDir()); !errors.As(err, &ke) || !analyze.Unreadable(err) || !strings.Contains(err.Error(), "is a directory") {
 		t.Errorf("directory: %v", err)
 	}
 	for _, dev := range []string{"/dev/zero", "/dev/null"} {
@@ -92,6 +93,17 @@ func TestSpecialFiles(t *testing.T) {
 		if _, err := analyze.File(t.Context(), dev, "nccl-log"); !errors.As(err, &ke) || !strings.Contains(err.Error(), "is a device") {
 			t.Errorf("%s: %v", dev, err)
 		}
+	}
+	if _, err := analyze.FileAll(t.Context(), "/nonexistent/x"); !analyze.Unreadable(err) || !strings.Contains(err.Error(), "/nonexistent/x") {
+		t.Errorf("missing file: %v", err)
+	}
+	// Read, but not recognised: not an unreadable input.
+	empty := filepath.Join(t.TempDir(), "empty.txt")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := analyze.FileAll(t.Context(), empty); err == nil || analyze.Unreadable(err) {
+		t.Errorf("empty file: %v", err)
 	}
 }
 

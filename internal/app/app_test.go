@@ -34,12 +34,12 @@ func TestSessionStampsEnvelopes(t *testing.T) {
 // An unknown kind is the tool's error; a file that cannot be read is
 // reported and the others are still analysed.
 func TestAnalyze(t *testing.T) {
-	_, err := Analyze(t.Context(), []string{"x"}, "tea-leaves")
+	_, err := Analyze(t.Context(), []string{"x"}, AnalyzeOptions{Kind: "tea-leaves"})
 	var te *ToolError
 	if !errors.As(err, &te) {
 		t.Errorf("unknown kind: %v", err)
 	}
-	a, err := Analyze(t.Context(), []string{"/nonexistent", "../analyze/perftest/testdata/k8s-cx6-ib-write-bw-host-all-sizes-98g.txt"}, "")
+	a, err := Analyze(t.Context(), []string{"/nonexistent", "../analyze/perftest/testdata/k8s-cx6-ib-write-bw-host-all-sizes-98g.txt"}, AnalyzeOptions{})
 	if err != nil || len(a.Unread) != 1 || len(a.Outputs) != 1 || len(a.Results) == 0 {
 		t.Errorf("analyze: %v %+v", err, a)
 	}

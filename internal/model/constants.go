@@ -1,5 +1,7 @@
 package model
 
+import "strings"
+
 // Every number the model uses that is not a formula lives here or in the
 // GPU table (spec.go), each with where it comes from. Three kinds of
 // provenance appear:
@@ -272,7 +274,7 @@ type Constant struct {
 // constants lists the model's constants with their provenance (the GPU
 // table aside: see Specs); a test holds every one to a source.
 func constants() []Constant {
-	return []Constant{
+	cs := []Constant{
 		{"nccl_nvlink_bw_sm70", ncclNVLinkBWSM70, "GB/s per link per direction", srcNCCLTopo + " SM70_NVLINK_BW"},
 		{"nccl_nvlink_bw_sm80", ncclNVLinkBWSM80, "GB/s per link per direction", srcNCCLTopo + " SM80_NVLINK_BW"},
 		{"nccl_nvlink_bw_sm86", ncclNVLinkBWSM86, "GB/s per link per direction", srcNCCLTopo + " SM86_NVLINK_BW"},
@@ -301,5 +303,13 @@ func constants() []Constant {
 		{"pageable_staging_gbps", pageableStagingGBps, "GB/s", "estimate (one CPU thread staging through pinned memory); judged loosely"},
 		{"one_rank_latency_us", oneRankLatencyUS, "µs", "estimate (one device copy launch); judged loosely"},
 		{"bandwidth_regime_share", bandwidthRegimeShare, "", "model choice: strict judging only where moving bytes is ≥95% of the time"},
+		{"net_calibrated_from_gbps", netCalibratedFromGbps, "Gb/s", "measured: 400G runs sit below NCCL's NET_BW ratio, 200G and 100G runs agree with it (calibration.go)"},
 	}
+	for _, f := range calibrations() {
+		key := strings.NewReplacer("/", "_").Replace(f.name)
+		cs = append(cs,
+			Constant{"calibration_nvlink_" + key, f.nvlink, "", f.nvlinkSrc},
+			Constant{"calibration_net_" + key, f.net, "", f.netSrc})
+	}
+	return cs
 }

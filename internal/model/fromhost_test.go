@@ -111,8 +111,9 @@ func TestFromHostAsCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := algo(t, ps, AlgoRing); !near(r.PeakBusBW, 370.8, 1e-4) {
-		t.Errorf("4 × HGX H200 ring %g, want 370.8", r.PeakBusBW)
+	// Eight 400G rails per node at the all_reduce network calibration.
+	if r := algo(t, ps, AlgoRing); !near(r.PeakBusBW, 0.845*384, 1e-4) || r.Limit != ByNIC {
+		t.Errorf("4 × HGX H200 ring %g %s, want %g NIC", r.PeakBusBW, r.Limit, 0.845*384)
 	}
 	// The VM has no NIC: it cannot be a cluster.
 	one, err := FromHost(discoverFixture(t, "h200x1-vm.tgz"))

@@ -97,11 +97,12 @@ func TestPredictionJudge(t *testing.T) {
 	if st, _ := e.Judge(0.9*e.AlgBW, m); e.BusBW != 0 || st != result.Pass {
 		t.Errorf("one rank: busbw %g status %s", e.BusBW, st)
 	}
-	// Multi-node sendrecv is only an upper bound: judged loosely.
+	// Multi-node sendrecv rests on one public run: judged loosely, so a
+	// run at 0.4 of it (6 GB/s) warns where a strict judgement would fail.
 	mn := mustSystem(t, Params{GPU: "h100", Nodes: 10, NICsPerNode: 8, NICRateGbps: 400})
 	sr, _ := Expect(mn, collective.SendRecv, 16*gib)
-	if st, r := sr.Judge(15.22, m); !sr.Loose || st != result.Warn || !near(r, 15.22/48, 1e-4) {
-		t.Errorf("10-node sendrecv at 15.22 GB/s: loose %v %s %g, want loose warn", sr.Loose, st, r)
+	if st, r := sr.Judge(6, m); !sr.Loose || st != result.Warn || !near(r, 6/(0.317*48), 1e-3) {
+		t.Errorf("10-node sendrecv at 6 GB/s: loose %v %s %g, want loose warn", sr.Loose, st, r)
 	}
 	// Copies: estimates loosely.
 	c, _ := ExpectCopy(one, CopyH2DPageable)

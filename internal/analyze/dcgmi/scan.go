@@ -136,3 +136,20 @@ func sectionLine(t string, m *[]string) bool {
 	}
 	return ok
 }
+
+// isBorder reports whether t is a table border, "+----+====+" (borderExpr).
+func isBorder(t string) bool {
+	n := len(t)
+	for n > 0 && isSpace(t[n-1]) {
+		n--
+	}
+	if n < 3 || t[0] != '+' || t[n-1] != '+' {
+		return false
+	}
+	for i := 1; i < n-1; i++ {
+		if c := t[i]; c != '-' && c != '=' && c != '+' {
+			return false
+		}
+	}
+	return true
+}

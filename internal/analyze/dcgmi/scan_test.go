@@ -11,6 +11,7 @@ import (
 // The regular expressions sectionName and result3Match implement.
 var (
 	sectionExpr = regexp.MustCompile(`^[|+]-+\s+(\w[\w ]*?)\s+-+\+-*[|+]\s*$`)
+	borderExpr  = regexp.MustCompile(`^\+[-=+]+\+\s*$`)
 	result3Expr = regexp.MustCompile(`^(Pass|Fail|Error|Warn|Skip|Not Run)(?:\s*-\s*(All|GPUs?:\s*([\d,\s]+)))?\s*$`)
 )
 
@@ -19,6 +20,9 @@ func checkScan(t *testing.T, s string) {
 	name, ok := sectionName(s)
 	if m := sectionExpr.FindStringSubmatch(s); (m != nil) != ok || ok && m[1] != name {
 		t.Fatalf("sectionName(%q) = %q, %v; regexp %q", s, name, ok, m)
+	}
+	if got, want := isBorder(s), borderExpr.MatchString(s); got != want {
+		t.Fatalf("isBorder(%q) = %v; regexp %v", s, got, want)
 	}
 	if got, want := result3Match(s), result3Expr.FindStringSubmatch(s); !slices.Equal(got, want) {
 		t.Fatalf("result3Match(%q) = %q; regexp %q", s, got, want)
@@ -30,7 +34,7 @@ func checkScan(t *testing.T, s string) {
 func TestScanMatchesRegexp(t *testing.T) {
 	for _, s := range []string{"|----- Metadata ----------+------------------------------------------------|",
 		"+---------------------------+------------------------------------------------+", "|-----  Deployment  --------+------------------------------------------------|",
-		"Pass", "Pass - All", "Fail - GPU: 0", "Fail - GPUs: 0, 1", "Not Run", "Skip ", "Warn -  GPUs: 1,2 ", "Fail - GPU:  ", "Passed"} {
+		"Pass", "Pass - All", "Fail - GPU: 0", "Fail - GPUs: 0, 1", "Not Run", "Skip ", "Warn -  GPUs: 1,2 ", "Fail - GPU:  ", "Passed", "+===+", "+-+ ", "++", "+-=+x"} {
 		checkScan(t, s)
 	}
 	parts := []string{"", " ", "  ", "\t", "|", "+", "-", "---", "Name", "Memory Bandwidth", "x_1", ".", "Pass", "Fail", "Not Run",

@@ -13,7 +13,6 @@ import (
 const infoLen = 45
 
 var (
-	reBorder   = textio.MustCompile(`^\+[-=+]+\+\s*$`)
 	reHeader   = textio.MustCompile(`^\|\s*Diagnostic\s*\|\s*Result\s*\|\s*$`)
 	reGPUSub   = textio.MustCompile(`^GPU(\d+):\s*(Pass|Fail|Error|Warn|Skip|Not Run)\b`)
 	reMsgName  = textio.MustCompile(`^(Warning|Info|Error)(?::\s*GPU\s*(\d+))?$`)
@@ -81,7 +80,7 @@ func (st *textState) line(s string, n int) {
 		st.inTable, st.tableSeen = true, true
 		st.rep.Complete = false
 		return
-	case reBorder.MatchString(t):
+	case isBorder(t):
 		st.flushMsg()
 		if st.inTable && !strings.Contains(t, "=") && st.section != "" {
 			// The bottom border closes the table.

@@ -55,6 +55,7 @@ const ambiguous = int32(-2)
 // assembles the trackers' fragments. Each tracker owns its state and caps.
 type analyzer struct {
 	name   string
+	files  []JobFile // the logs of a job read so far (Job); none for one log
 	stats  lineStats
 	paste  *textio.Paste
 	hs     []header // the headers of the current line, reused

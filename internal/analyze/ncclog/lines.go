@@ -211,7 +211,7 @@ func (a *analyzer) run(r io.Reader) error {
 		head = head[:i]
 	}
 	a.paste = textio.DetectPaste(head, 0)
-	var lineNo int64
+	lineNo, bytes0 := a.stats.lines, a.stats.bytes // a job's logs are numbered on
 	var long []byte
 	inLong, cut := false, false
 	for {
@@ -259,8 +259,8 @@ func (a *analyzer) run(r io.Reader) error {
 		return &textio.ParseError{Name: a.name, Line: int(lineNo + 1), Msg: "read: " + err.Error()}
 	}
 	a.stats.lines = lineNo
-	if a.stats.bytes == 0 {
-		return &textio.ParseError{Name: a.name, Line: 1, Msg: "empty input"}
+	if a.stats.bytes == bytes0 {
+		return &textio.ParseError{Name: a.name, Line: int(lineNo + 1), Msg: "empty input"}
 	}
 	if a.stats.nccl == 0 && a.stats.nulLine > 0 {
 		return &textio.ParseError{Name: a.name, Line: int(a.stats.nulLine), Msg: "binary data (NUL byte), not a text log"}

@@ -25,9 +25,14 @@ const Kind = "nccl-log"
 
 // Report is what one log says.
 type Report struct {
-	File  string `json:"file"`
-	Lines int64  `json:"lines"`
-	Bytes int64  `json:"bytes"`
+	File string `json:"file"`
+	// Files are the logs of a job judged together (Job), in the order
+	// read; the line numbers of a job's report (Line fields) count on
+	// across them, a file's lines starting at its FirstLine. Evidence
+	// names the file and its own line.
+	Files []JobFile `json:"files,omitempty"`
+	Lines int64     `json:"lines"`
+	Bytes int64     `json:"bytes"`
 	// NCCLLines counts NCCL messages (INFO, WARN, TRACE); SplicedLines the
 	// physical lines that hold more than one of them (concurrent writers).
 	NCCLLines    int64 `json:"nccl_lines"`

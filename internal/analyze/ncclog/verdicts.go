@@ -11,7 +11,8 @@ import (
 const maxEvidence = 10
 
 func (a *analyzer) ev(line int64, text, note string) result.Evidence {
-	return result.Evidence{Source: fmt.Sprintf("%s:%d", a.name, line), Value: text, Note: note}
+	name, line := a.where(line)
+	return result.Evidence{Source: fmt.Sprintf("%s:%d", name, line), Value: text, Note: note}
 }
 
 func (a *analyzer) offEvidence(list []offender, note string) []result.Evidence {

@@ -80,14 +80,13 @@ type Testcase struct {
 }
 
 var (
-	reVersion   = textio.MustCompile(`^nvbandwidth Version:\s*(\S+)`)
-	reGit       = textio.MustCompile(`^Built from Git version:\s*(\S+)`)
-	reRuntime   = textio.MustCompile(`^CUDA Runtime Version:\s*(\S+)`)
-	reCUDADrv   = textio.MustCompile(`^CUDA Driver Version:\s*(\S+)`)
-	reDriver    = textio.MustCompile(`^Driver Version:\s*(\S+)`)
-	reColHeader = textio.MustCompile(`^\s*\d+(\s+\d+)*\s*$`)
-	reWaived    = textio.MustCompile(`^(Waived|Error|Not Found)\s*:?\s*(.*)$`)
-	reHostname  = textio.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]{0,62}$`)
+	reVersion  = textio.MustCompile(`^nvbandwidth Version:\s*(\S+)`)
+	reGit      = textio.MustCompile(`^Built from Git version:\s*(\S+)`)
+	reRuntime  = textio.MustCompile(`^CUDA Runtime Version:\s*(\S+)`)
+	reCUDADrv  = textio.MustCompile(`^CUDA Driver Version:\s*(\S+)`)
+	reDriver   = textio.MustCompile(`^Driver Version:\s*(\S+)`)
+	reWaived   = textio.MustCompile(`^(Waived|Error|Not Found)\s*:?\s*(.*)$`)
+	reHostname = textio.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]{0,62}$`)
 
 	reDetect = textio.MustCompile(`(?m)^(?:nvbandwidth Version:|Running \w+_(?:ce|sm)\.|memcpy (?:CE|SM) (?:CPU|GPU)\(row\))`)
 )
@@ -212,7 +211,7 @@ func (st *textState) line(s string, n int) error {
 			tc.Name = name
 		}
 		tc.Description, tc.Engine, tc.RowKind, tc.Direction, tc.ColKind, tc.Unit = textio.Clip(t, 256), m[2], m[3], m[4], m[5], textio.Clip(m[7], 16)
-	case st.cur != nil && st.cur.Description != "" && st.cur.Matrix == nil && reColHeader.MatchString(t):
+	case st.cur != nil && st.cur.Description != "" && st.cur.Matrix == nil && isColumnHeader(t):
 		for _, f := range strings.Fields(t) {
 			v, _ := strconv.Atoi(f)
 			if len(st.cur.Columns) < maxDim {

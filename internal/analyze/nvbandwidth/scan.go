@@ -149,3 +149,18 @@ func isBusID(s string) bool {
 	}
 	return true
 }
+
+// isColumnHeader reports whether t is a matrix's column numbers, "0 1 2 3"
+// (columnsExpr): decimal numbers between blanks.
+func isColumnHeader(t string) bool {
+	digits := false
+	for i := range len(t) {
+		switch c := t[i]; {
+		case c >= '0' && c <= '9':
+			digits = true
+		case !isSpace(c):
+			return false
+		}
+	}
+	return digits
+}

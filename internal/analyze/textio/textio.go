@@ -200,6 +200,9 @@ func StripANSI(s string) string {
 // ParseFloat parses a finite decimal number, spaces allowed around it
 // ("N/A", "nan", "inf", hex and underscores are refused).
 func ParseFloat(s string) (float64, bool) {
+	if v, ok := parseDecimal(s); ok {
+		return v, true
+	}
 	s = strings.TrimSpace(s)
 	if s == "" || strings.ContainsAny(s, "xXpP_") {
 		return 0, false
@@ -207,6 +210,49 @@ func ParseFloat(s string) (float64, bool) {
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0, false
+	}
+	return v, true
+}
+
+// pow10 are the powers of ten a float64 holds exactly.
+var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15}
+
+// parseDecimal is ParseFloat's fast path for the numbers of tables:
+// [+-]digits[.digits] with at most 15 digits. The digits make an integer
+// below 2^53 and the scale a power of ten below 1e16, both exact, so one
+// division gives the correctly rounded value, as strconv's own exact path
+// does. Anything else is left to strconv (ok false).
+func parseDecimal(s string) (float64, bool) {
+	neg := false
+	if s != "" && (s[0] == '-' || s[0] == '+') {
+		neg, s = s[0] == '-', s[1:]
+	}
+	if s == "" || len(s) > 16 {
+		return 0, false
+	}
+	var mant uint64
+	nd, frac, dot := 0, 0, false
+	for i := range len(s) {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9':
+			mant = mant*10 + uint64(c-'0')
+			nd++
+			if dot {
+				frac++
+			}
+		case c == '.' && !dot:
+			dot = true
+		default:
+			return 0, false
+		}
+	}
+	if nd == 0 || nd > 15 {
+		return 0, false
+	}
+	v := float64(mant) / pow10[frac]
+	if neg {
+		v = -v
 	}
 	return v, true
 }

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -127,5 +130,42 @@ func TestAddQuote(t *testing.T) {
 	}
 	if len(qs) != MaxQuotes || qs[0].Line != 1 || len(qs[0].Text) != MaxQuoteLen+3 {
 		t.Errorf("%d quotes, first %d %d bytes", len(qs), qs[0].Line, len(qs[0].Text))
+	}
+}
+
+// TestParseDecimalExact: the fast path gives strconv's value, bit for bit,
+// and leaves to strconv what it does not take.
+func TestParseDecimalExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	cases := []string{"0", "-0", "+1", "1.", ".5", "0.1", "123456789012345", "1234567890123456", "99.99", "-3.14159", ".", "-", "", "1.2.3", "1e5", " 1", "0x10", "12_3"}
+	for range 200000 {
+		var b strings.Builder
+		if rng.IntN(4) == 0 {
+			b.WriteByte("-+"[rng.IntN(2)])
+		}
+		n := 1 + rng.IntN(17)
+		dot := rng.IntN(n + 2)
+		for i := range n {
+			if i == dot {
+				b.WriteByte('.')
+			}
+			b.WriteByte(byte('0' + rng.IntN(10)))
+		}
+		cases = append(cases, b.String())
+	}
+	for _, s := range cases {
+		got, ok := parseDecimal(s)
+		if !ok {
+			continue
+		}
+		want, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("parseDecimal(%q) = %v; strconv %v, %v", s, got, want, err)
+		}
+	}
+	for _, s := range []string{"1e5", "0x10", "12_3", "", ".", "-"} {
+		if _, ok := parseDecimal(s); ok {
+			t.Errorf("parseDecimal(%q) took a number it should leave to strconv", s)
+		}
 	}
 }
