@@ -57,8 +57,8 @@ type analyzer struct {
 	name   string
 	files  []JobFile // the logs of a job read so far (Job); none for one log
 	stats  lineStats
-	paste  *textio.Paste
-	hs     []header // the headers of the current line, reused
+	pastes []*textio.Paste // one per log read
+	hs     []header        // the headers of the current line, reused
 	hosts  hostTracker
 	comms  commTracker
 	chans  channelTracker

@@ -210,7 +210,8 @@ func (a *analyzer) run(r io.Reader) error {
 	if i := bytes.IndexByte(head, 0); i >= 0 {
 		head = head[:i]
 	}
-	a.paste = textio.DetectPaste(head, 0)
+	paste := textio.DetectPaste(head, 0) // each log of a job has its own shape
+	a.pastes = append(a.pastes, paste)
 	lineNo, bytes0 := a.stats.lines, a.stats.bytes // a job's logs are numbered on
 	var long []byte
 	inLong, cut := false, false
@@ -245,7 +246,7 @@ func (a *analyzer) run(r io.Reader) error {
 			if cut {
 				a.stats.long++
 			}
-			if b, skip := a.paste.Clean(trimEOL(line), int(lineNo)); !skip {
+			if b, skip := paste.Clean(trimEOL(line), int(lineNo)); !skip {
 				a.line(b, lineNo, cut)
 			}
 		}

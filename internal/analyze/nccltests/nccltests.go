@@ -88,6 +88,7 @@ type Test struct {
 	Line int `json:"line"`
 
 	summary bool // Avg bus bandwidth or out-of-bounds line seen
+	noHint  bool // a command line came after its summary: it is the next test's
 }
 
 // Params is the "# nThread ..." line.

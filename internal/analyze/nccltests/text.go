@@ -476,6 +476,9 @@ func (p *textParser) fragment(st *stream, frag string, terminated bool, n int) {
 		st.pending = append(st.pending, toks...)
 	default:
 		if m := reBinary.FindStringSubmatch(t); m != nil && strings.Contains(t, m[1]) {
+			for _, x := range p.tests { // finished tests do not take a later command
+				x.noHint = x.noHint || x.Stream == st.key && x.summary
+			}
 			st.binaryHint = textio.Clip(m[1]+m[2], 128)
 		}
 		return
@@ -800,7 +803,7 @@ var opCollective = map[string]string{
 // finishTest derives the collective, hosts, averages and peak.
 func finishTest(t *Test, st *stream) {
 	if st != nil {
-		if t.Binary == "" && st.binaryHint != "" {
+		if t.Binary == "" && st.binaryHint != "" && !t.noHint {
 			t.Binary, t.CollectiveFrom = st.binaryHint, "command"
 		}
 		if t.NCCLVersion == "" {

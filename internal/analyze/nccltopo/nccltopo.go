@@ -37,8 +37,11 @@ type Report struct {
 	Problem   string `json:"problem,omitempty"`
 	// Paste says which paste prefixes were removed and which lines were
 	// skipped (code fences of an issue) before the XML was read.
-	Paste    *textio.PasteNote `json:"paste,omitempty"`
-	Comments int               `json:"comments,omitempty"`
+	Paste *textio.PasteNote `json:"paste,omitempty"`
+	// gpuOpen: the input stops inside a <gpu> element (its NVLinks may
+	// be incomplete).
+	gpuOpen  bool
+	Comments int `json:"comments,omitempty"`
 	// UnknownElements are element names this reader does not interpret.
 	UnknownElements []string `json:"unknown_elements,omitempty"`
 	System          *System  `json:"system,omitempty"`
@@ -215,7 +218,7 @@ type ChannelDev struct {
 // topology (<system>) or graph (<graphs>) XML file: after any byte order
 // mark, XML declaration, comments and white space, the first element is
 // <system>, <graphs> or <graph>.
-func Detect(head []byte) bool { return rootKind(head) != "" }
+func Detect(head []byte) bool { return rootKind(textio.CleanHead(head)) != "" }
 
 // rootKind says which root element the start of a file opens: "system",
 // "graphs" (for <graphs> and a bare <graph>), or "".

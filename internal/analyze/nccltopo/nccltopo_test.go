@@ -63,6 +63,18 @@ var wantVerdicts = map[string][]readertest.Want{
 		"skip nccl.topo.nvlink NoNVLink", "pass nccl.topo.pcie PCIeLinksOK",
 	),
 	// User-truncated VM dump: PHB, H200 and CX-7 at 16 GT/s.
+	// Pastes (issue 13 item 6): fences skipped, a dump cut inside a GPU.
+	"awsofi466-g5-12xlarge-cpu-pci-only-fenced.txt": readertest.Wants("system",
+		"skip nccl.topo.gdr NoNetElements", "skip nccl.topo.nic-affinity NoGPU",
+		"skip nccl.topo.nvlink NoNVLink", "skip nccl.topo.pcie NoDevices"),
+	"nccl1125-topo-dump-xml-fence-cut-mid-gpu-excerpt.txt": readertest.Wants("system",
+		"warn nccl.topo.file Truncated",
+		"skip nccl.topo.gdr NoNetElements", "skip nccl.topo.nic-affinity NoRDMANIC",
+		"unknown nccl.topo.nvlink CutOff", "pass nccl.topo.pcie PCIeLinksOK"),
+	"rccl1185-topo-fenced-amd-gpu-cut-excerpt.txt": readertest.Wants("system",
+		"warn nccl.topo.file Truncated",
+		"skip nccl.topo.gdr NoNetElements", "skip nccl.topo.nic-affinity NoRDMANIC",
+		"skip nccl.topo.nvlink NoNVLink", "pass nccl.topo.pcie PCIeLinksOK"),
 	"h200-kvm-vm-topo-dump-fragment.txt": readertest.Wants("system",
 		"warn nccl.topo.file Truncated",
 		"pass nccl.topo.gdr GDRCapable", "warn nccl.topo.nic-affinity GDRPathTooFar",

@@ -153,7 +153,7 @@ func parse(name string, r io.Reader) (*Report, error) {
 	cr := &countingReader{r: r, lim: MaxBytes}
 	br := bufio.NewReaderSize(cr, 64<<10)
 	head, _ := br.Peek(64 << 10)
-	kind := rootKind(head)
+	kind := rootKind(textio.CleanHead(head))
 	paste := textio.DetectPaste(head, 0)
 	d := xml.NewDecoder(bufio.NewReaderSize(textio.NewPasteReader(paste, br), 64<<10))
 	d.Strict = false
@@ -170,6 +170,11 @@ func parse(name string, r io.Reader) (*Report, error) {
 
 	stop := func(msg string) {
 		rep.Truncated = true
+		for _, f := range stack {
+			if f.name == "gpu" {
+				rep.gpuOpen = true
+			}
+		}
 		if rep.Problem == "" {
 			rep.Problem = fmt.Sprintf("%s:%d: %s", name, line(), msg)
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -205,6 +206,34 @@ func (p *Paste) Note() *PasteNote {
 	}
 	n := p.note
 	return &n
+}
+
+// MergeNotes is the notes of the Pastes of several inputs read as one (the
+// logs of a job): the shapes once each, the counts added; nil when none
+// did anything.
+func MergeNotes(ps []*Paste) *PasteNote {
+	var out PasteNote
+	for _, p := range ps {
+		n := p.Note()
+		if n == nil {
+			continue
+		}
+		for _, s := range n.Prefixes {
+			if !slices.Contains(out.Prefixes, s) {
+				out.Prefixes = append(out.Prefixes, s)
+			}
+		}
+		out.PrefixedLines += n.PrefixedLines
+		out.Fences += n.Fences
+		out.HTML += n.HTML
+		for _, q := range n.Prompts {
+			out.Prompts = AddQuote(out.Prompts, q.Line, q.Text)
+		}
+	}
+	if out.Empty() {
+		return nil
+	}
+	return &out
 }
 
 // Clean returns line (number n) without its prefixes, or skip when the line
@@ -594,8 +623,19 @@ func commonIndent(lines [][]byte) []byte {
 		}
 	}
 	// A single tab or space is a tool's own alignment (topo -m's header
-	// starts with a tab).
-	if len(ind) < 2 || bytes.IndexByte(ind, '\t') >= 0 && len(ind) < 2 {
+	// starts with a tab), and so is the indentation of right-aligned
+	// number columns (a fragment of nccl-tests or nvbandwidth rows).
+	if len(ind) < 2 {
+		return nil
+	}
+	numeric := true
+	for _, l := range lines {
+		if c := l[len(ind)]; c != ' ' && c != '\t' && (c < '0' || c > '9') {
+			numeric = false
+			break
+		}
+	}
+	if numeric {
 		return nil
 	}
 	return append([]byte(nil), ind...)
@@ -686,9 +726,21 @@ func promptLen(l []byte) int {
 	return 0
 }
 
-func looksCommand(s []byte) bool {
+// commandsByByte is commandWords by their first byte (built once, read
+// only): a "#" line of a tool's own output costs one table look-up.
+var commandsByByte = func() (t [256][]string) {
 	for _, w := range commandWords {
-		if bytes.HasPrefix(s, []byte(w)) {
+		t[w[0]] = append(t[w[0]], w)
+	}
+	return t
+}()
+
+func looksCommand(s []byte) bool {
+	if len(s) == 0 {
+		return false
+	}
+	for _, w := range commandsByByte[s[0]] {
+		if len(s) >= len(w) && string(s[:len(w)]) == w {
 			return true
 		}
 	}

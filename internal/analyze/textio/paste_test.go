@@ -2,6 +2,7 @@ package textio
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"strings"
 	"testing"
@@ -58,6 +59,8 @@ func TestPaste(t *testing.T) {
 			"    # nThread 1\n        8   2\n    # Avg\n", 0, []string{"# nThread 1", "    8   2", "# Avg"}, "indentation"},
 		{"nccl-tests rows alone keep their alignment when a header is at column 0",
 			"# nThread 1\n           8   2\n          16   4\n", 0, []string{"# nThread 1", "           8   2", "          16   4"}, ""},
+		{"right-aligned rows alone are not indented",
+			"           8   2\n          16   4\n", 0, []string{"           8   2", "          16   4"}, ""},
 		{"topo -m header tab is not an indentation",
 			"\tGPU0\tGPU1\nGPU0\t X \tNV4\nGPU1\tNV4\t X \n", 0, []string{"\tGPU0\tGPU1", "GPU0\t X \tNV4", "GPU1\tNV4\t X "}, ""},
 		{"dcgmi table is not a box",
@@ -111,5 +114,50 @@ func TestPasteReader(t *testing.T) {
 	want := "cat topo.xml\n\n<system version=\"1\">\n  <cpu numaid=\"0\">\n" + strings.Repeat("x", 200<<10) + "\n\n"
 	if string(b) != want {
 		t.Errorf("got %q...", b[:min(len(b), 120)])
+	}
+}
+
+// pasteBenchInput is 4 MiB of typical lines: NCCL log lines (they start
+// with a letter, so the prompt check looks for '@'), nccl-tests rows and
+// '#' header lines.
+func pasteBenchInput() []byte {
+	lines := []string{
+		"node-17:12345:12399 [3] NCCL INFO Channel 03/0 : 3[3] -> 4[4] via P2P/CUMEM/read",
+		"node-17:12345:12399 [3] NCCL INFO Connected all rings",
+		"   134217728      33554432     float     sum      -1   1234.5  108.72  190.26      0   1230.1  109.11  190.94      0",
+		"#  Rank  0 Group  0 Pid  28307 on      gpu59 device  0 [0x16] NVIDIA H100 80GB HBM3",
+	}
+	var b []byte
+	for len(b) < 4<<20 {
+		for _, l := range lines {
+			b = append(b, l...)
+			b = append(b, '\n')
+		}
+	}
+	return b
+}
+
+func BenchmarkPasteClean(b *testing.B) {
+	in := pasteBenchInput()
+	p := DetectPaste(in[:HeadSize], 0)
+	b.SetBytes(int64(len(in)))
+	for b.Loop() {
+		rest, n := in, 0
+		for len(rest) > 0 {
+			i := bytes.IndexByte(rest, '\n')
+			n++
+			p.Clean(rest[:i], n)
+			rest = rest[i+1:]
+		}
+	}
+}
+
+func BenchmarkLineReader(b *testing.B) {
+	in := pasteBenchInput()
+	b.SetBytes(int64(len(in)))
+	for b.Loop() {
+		lr := NewLineReader("in", bytes.NewReader(in))
+		for range lr.All() {
+		}
 	}
 }

@@ -93,9 +93,9 @@ func (lr *LineReader) next() ([]byte, bool) {
 	if lr.err != nil {
 		return nil, false
 	}
-	// The common case, a line that fits the buffer: the reader's own bytes
-	// (valid until the next read), copied once by Next into the string
-	// returned.
+	// The common case, a line that fits the buffer: no copy here (the
+	// bytes stay valid until the next read), one into the string Next
+	// returns.
 	chunk, err := lr.br.ReadSlice('\n')
 	if err == nil {
 		if i := bytes.IndexByte(chunk, 0); i >= 0 {
