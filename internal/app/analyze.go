@@ -72,8 +72,10 @@ func Analyze(ctx context.Context, files []string, opts AnalyzeOptions) (*Analysi
 		return nil, toolErr(err)
 	}
 	a := &Analysis{Outputs: []*analyze.Output{}, Inputs: []result.Result{}}
+	// A job reads every NCCL log a second time, as a part of the whole:
+	// with one input there is nothing to merge, and no second reading.
 	var job *analyze.Job
-	if !opts.Separate {
+	if !opts.Separate && len(files) > 1 {
 		job = analyze.NewJob()
 	}
 	for _, f := range files {
