@@ -28,6 +28,9 @@ type Report struct {
 	NCCLLogLines int `json:"nccl_log_lines"`
 	// PartialRows lists rows that were started but never completed.
 	PartialRows []textio.Quote `json:"partial_rows,omitempty"`
+	// Paste says which paste prefixes were removed and which lines were
+	// skipped (code fences of an issue) before the lines were read.
+	Paste *textio.PasteNote `json:"paste,omitempty"`
 	// Failures are "Test NCCL failure" / "Test CUDA failure" / "# error:" lines.
 	Failures []textio.Quote `json:"failures,omitempty"`
 	// Elided is true when the output contains a literal "..." line (rows cut by the author).
@@ -85,6 +88,7 @@ type Test struct {
 	Line int `json:"line"`
 
 	summary bool // Avg bus bandwidth or out-of-bounds line seen
+	noHint  bool // a command line came after its summary: it is the next test's
 }
 
 // Params is the "# nThread ..." line.

@@ -132,7 +132,7 @@ func analyzeText(name string, r io.Reader) (*Report, error) {
 		streams:  map[string]*stream{},
 		hosts:    map[string]bool{},
 	}
-	lr := textio.NewLineReader(name, r)
+	lr := textio.NewLineReaderOpt(name, r, textio.KeepLaunchTags)
 	for n, line := range lr.All() {
 		p.line(line, n)
 	}
@@ -140,6 +140,7 @@ func analyzeText(name string, r io.Reader) (*Report, error) {
 		return nil, err
 	}
 	p.rep.TruncatedLines = lr.Truncated
+	p.rep.Paste = lr.Paste()
 	keys := make([]string, 0, len(p.streams))
 	for k := range p.streams {
 		keys = append(keys, k)
@@ -475,6 +476,9 @@ func (p *textParser) fragment(st *stream, frag string, terminated bool, n int) {
 		st.pending = append(st.pending, toks...)
 	default:
 		if m := reBinary.FindStringSubmatch(t); m != nil && strings.Contains(t, m[1]) {
+			for _, x := range p.tests { // finished tests do not take a later command
+				x.noHint = x.noHint || x.Stream == st.key && x.summary
+			}
 			st.binaryHint = textio.Clip(m[1]+m[2], 128)
 		}
 		return
@@ -799,7 +803,7 @@ var opCollective = map[string]string{
 // finishTest derives the collective, hosts, averages and peak.
 func finishTest(t *Test, st *stream) {
 	if st != nil {
-		if t.Binary == "" && st.binaryHint != "" {
+		if t.Binary == "" && st.binaryHint != "" && !t.noHint {
 			t.Binary, t.CollectiveFrom = st.binaryHint, "command"
 		}
 		if t.NCCLVersion == "" {

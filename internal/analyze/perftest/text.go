@@ -60,6 +60,7 @@ func analyzeText(name string, r io.Reader) (*Report, error) {
 	if err := lr.Err(); err != nil {
 		return nil, err
 	}
+	st.rep.Paste = lr.Paste()
 	if !found {
 		return nil, textio.Errorf(name, max(lr.Line(), 1), "no perftest output found (no test title, '#bytes' result header or result row)")
 	}
@@ -284,6 +285,10 @@ func (st *textState) row(t string, n int) bool {
 	var buf [16]float64
 	nums := buf[:len(f)]
 	for i, x := range f {
+		if x[0] == '*' { // a cell a person set in Markdown bold: **5544.28**
+			x = strings.Trim(x, "*")
+			f[i] = x
+		}
 		v, ok := textio.ParseFloat(x)
 		if !ok {
 			return false
