@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze"
-	"github.com/gdrcheck/gdrcheck/internal/checks"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -60,20 +59,18 @@ func Analyze(ctx context.Context, files []string, opts AnalyzeOptions) (*Analysi
 	if kind != "" && !slices.Contains(analyze.Kinds(), kind) {
 		return nil, toolErr(fmt.Errorf("--kind %q: want one of %s", kind, strings.Join(analyze.Kinds(), ", ")))
 	}
-	var profile *checks.Expect
-	if opts.Expect != "" {
-		e, err := checks.LoadExpect(opts.Expect)
-		if err != nil {
-			return nil, toolErr(fmt.Errorf("--expect: %w", err))
-		}
-		profile = e
+	profile, err := LoadProfile(opts.Expect)
+	if err != nil {
+		return nil, err
 	}
 	if err := opts.Hardware.validate(); err != nil {
 		return nil, toolErr(err)
 	}
 	a := &Analysis{Outputs: []*analyze.Output{}, Inputs: []result.Result{}}
+	// A job reads every NCCL log a second time, as a part of the whole:
+	// with one input there is nothing to merge, and no second reading.
 	var job *analyze.Job
-	if !opts.Separate {
+	if !opts.Separate && len(files) > 1 {
 		job = analyze.NewJob()
 	}
 	for _, f := range files {

@@ -222,7 +222,7 @@ func WantOf(e *checks.Expect) model.Want {
 		return w
 	}
 	if g := e.GPUs; g != nil {
-		w.GPUs, w.NVLinks, w.PCIeGen, w.PCIeWidth = g.Count, g.NVLinks, g.PCIeGen, g.PCIeWidth
+		w.GPUs, w.Model, w.NVLinks, w.PCIeGen, w.PCIeWidth = g.Count, g.Model, g.NVLinks, g.PCIeGen, g.PCIeWidth
 	}
 	if n := e.NICs; n != nil {
 		w.NICs, w.NICRateGbps = n.Count, n.RateGbps
@@ -237,6 +237,34 @@ type Judging struct {
 	// Want is the site profile's part that sets expectations (gpus.count,
 	// nics.rate_gbps, ...); zero: the catalogue and the node as found.
 	Want model.Want
+	// Profile is the path of the site profile Want came from ("": none),
+	// named in the documents as the expectation's basis.
+	Profile string
+}
+
+// JudgingWithProfile is judging against the site profile at path (""
+// none): the same loading as check --expect (LoadProfile), read before
+// anything runs.
+func JudgingWithProfile(j Judging, path string) (Judging, error) {
+	e, err := LoadProfile(path)
+	if err != nil {
+		return j, err
+	}
+	j.Want, j.Profile = WantOf(e), path
+	return j, nil
+}
+
+// expected is the basis the benchmarks on g are judged against, named for
+// their documents; nil and why when there is none (not judged: nil, nil).
+func (j Judging) expected(g *GPUs) (*bench.Expected, error) {
+	if j.Off {
+		return nil, nil
+	}
+	b, err := g.basis(j.Want)
+	if err != nil {
+		return nil, err
+	}
+	return bench.NewExpected(b, j.Profile), nil
 }
 
 // OutDir is a benchmark's output directory: Dir, or
@@ -332,6 +360,8 @@ func (s *Session) BenchNCCL(ctx context.Context, g *GPUs, o NCCLOptions) (*repor
 		Config: map[string]any{"minbytes": cfg.MinBytes, "maxbytes": cfg.MaxBytes, "stepfactor": cfg.StepFactor, "stepbytes": cfg.StepBytes,
 			"warmup_iters": cfg.Warmup, "iters": cfg.Iters, "check": cfg.Check, "datatype": cfg.DType.Name, "redop": cfg.Op.Name, "root": cfg.Root,
 			"buffers": cfg.Buffers}}
+	exp, noModel := o.Judge.expected(g)
+	rep.Expected = exp
 	path := filepath.Join(dir, "results.json")
 	text := bench.NCCLText{W: o.Text}
 	text.Header(rep, cfg, s.Host, os.Getpid())
@@ -360,13 +390,14 @@ func (s *Session) BenchNCCL(ctx context.Context, g *GPUs, o NCCLOptions) (*repor
 	text.Footers(results, runErr)
 	rep.Measurements = results
 	ev.Collect()
-	var judgements []result.Result
-	if !o.Judge.Off {
-		if b, err := g.basis(o.Judge.Want); err != nil {
-			judgements = bench.NoModel(bench.JudgeNCCLID, err)
-		} else {
-			judgements = bench.JudgeNCCL(b, results, o.Judge.Pass)
-		}
+	// An NCCL error is explained first: its code's name, meaning and
+	// remedy.
+	judgements := bench.NCCLFailed(failedIn(results), runErr)
+	switch {
+	case noModel != nil:
+		judgements = append(judgements, bench.NoModel(bench.JudgeNCCLID, noModel)...)
+	case exp != nil:
+		judgements = append(judgements, bench.JudgeNCCL(exp.Basis, results, o.Judge.Pass)...)
 	}
 	rep.Complete = runErr == nil
 	if runErr != nil {
@@ -379,6 +410,14 @@ func (s *Session) BenchNCCL(ctx context.Context, g *GPUs, o NCCLOptions) (*repor
 	}
 	text.Trailer(judgements, ev, dir)
 	return env, dir, benchOutcome(runErr, results, judgements)
+}
+
+// failedIn is the collective a run ended in, "node" when none had started.
+func failedIn(results []bench.NCCLResult) string {
+	if n := len(results); n > 0 && results[n-1].Error != "" {
+		return string(results[n-1].Collective)
+	}
+	return "node"
 }
 
 // benchOutcome maps a run's outcome to an error: an interrupt
@@ -432,6 +471,8 @@ func (s *Session) BenchCopy(ctx context.Context, g *GPUs, o CopyOptions) (*repor
 	cfg.Devices = g.Devices
 	cfg.LocalCPUs = g.localCPUs
 	rep := &bench.CopyReport{CUDARuntime: g.Runtime, CUDADriver: g.Driver, Devices: g.devices()}
+	exp, noModel := o.Judge.expected(g)
+	rep.Expected = exp
 	res, runErr := bench.RunCopy(ctx, g.RT, cfg)
 	rep.Measurements = res
 	rep.Complete = runErr == nil
@@ -439,12 +480,11 @@ func (s *Session) BenchCopy(ctx context.Context, g *GPUs, o CopyOptions) (*repor
 		rep.Error = runErr.Error()
 	}
 	var judgements []result.Result
-	if !o.Judge.Off {
-		if b, err := g.basis(o.Judge.Want); err != nil {
-			judgements = bench.NoModel(bench.JudgeCopyID, err)
-		} else {
-			judgements = bench.JudgeCopies(b, g.GPUs, res, o.Judge.Pass)
-		}
+	switch {
+	case noModel != nil:
+		judgements = bench.NoModel(bench.JudgeCopyID, noModel)
+	case exp != nil:
+		judgements = bench.JudgeCopies(exp.Basis, g.GPUs, res, o.Judge.Pass)
 	}
 	env := s.Envelope("bench-copy", started, judgements, rep)
 	path := filepath.Join(dir, "results.json")

@@ -57,20 +57,31 @@ type checkPlan struct {
 // planChecks loads the site profile and validates --only, before anything
 // reads the node.
 func planChecks(o CheckOptions) (*checkPlan, error) {
-	p := &checkPlan{o: o}
-	if o.Expect != "" {
-		e, err := checks.LoadExpect(o.Expect)
-		if err != nil {
-			return nil, toolErr(err)
-		}
-		p.expect = e
+	e, err := LoadProfile(o.Expect)
+	if err != nil {
+		return nil, err
 	}
+	p := &checkPlan{o: o, expect: e}
 	for _, id := range o.Only {
 		if !knownCheck(id) {
 			return nil, toolErr(fmt.Errorf("--only %q: no such check (known: %s)", id, strings.Join(checks.IDs(), ", ")))
 		}
 	}
 	return p, nil
+}
+
+// LoadProfile reads the site profile at path (--expect), nil for "": the
+// one loading of check, run and the benchmarks. Its errors are ToolErrors
+// naming the file, the line and the field.
+func LoadProfile(path string) (*checks.Expect, error) {
+	if path == "" {
+		return nil, nil
+	}
+	e, err := checks.LoadExpect(path)
+	if err != nil {
+		return nil, toolErr(err)
+	}
+	return e, nil
 }
 
 func knownCheck(id string) bool {

@@ -126,7 +126,7 @@ func (s *Session) Run(ctx context.Context, o RunOptions) (_ *NodeRun, err error)
 	nr.Summary.Pairing = nr.Summary.Pairing.WithGDRBlocked(checks.GDRBlocked(env))
 	// The benchmarks are judged against the node as it should be: the
 	// site profile where there is one, the catalogue otherwise.
-	nr.judging = Judging{Pass: quickPass, Want: WantOf(p.expect)}
+	nr.judging = Judging{Pass: quickPass, Want: WantOf(p.expect), Profile: o.Checks.Expect}
 	c := nr.Checks
 	nr.Envelope = s.Envelope("run", started, c.Results, RunReport{Verdict: c.Verdict, Host: nr.Summary, Checks: ChecksRun{Counts: c.Counts, DurationMS: c.DurationMS, Checks: c.Checks}})
 	if o.Out != "" {

@@ -12,6 +12,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/native/cuda"
 	"github.com/gdrcheck/gdrcheck/internal/native/nccl"
+	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakelib"
 )
 
@@ -232,6 +233,48 @@ func TestAsyncError(t *testing.T) {
 	_, err := bench.RunNCCL(context.Background(), rt, lib, cfg)
 	if err == nil || errors.Is(err, bench.ErrWatchdog) || !strings.Contains(err.Error(), "NCCL wait (GPU 0): remote process exited") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestNCCLErrorExplained: an NCCL error names its ncclResult_t and says
+// what it means (collective.ExplainResult), and its result carries the
+// code's name as the reason and a remedy; an error that is not NCCL's
+// gets no such result.
+func TestNCCLErrorExplained(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		env     map[string]string
+		devs    []int
+		code    string
+		meaning string
+		remedy  string
+	}{
+		{"remote error while waiting", map[string]string{"FAKECUDA_HANG": "1", "FAKENCCL_ASYNCERR": "6"}, []int{0, 1},
+			"ncclResult 6, ncclRemoteError", "a remote process that exited early", "nic.port"},
+		{"CUDA error in ncclMemAlloc", map[string]string{"FAKECUDA_OOM": "1"}, []int{0},
+			"ncclResult 1, ncclUnhandledCudaError", "a call to a CUDA function failed", "gpu.health"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt, lib := fakes(t, "2")
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			cfg := config(t, []string{"all_reduce"}, "float", "sum", tc.devs)
+			cfg.Check = 0
+			_, err := bench.RunNCCL(context.Background(), rt, lib, cfg)
+			if err == nil || !strings.Contains(err.Error(), tc.code) || !strings.Contains(err.Error(), tc.meaning) {
+				t.Fatalf("err = %v", err)
+			}
+			rs := bench.NCCLFailed("all_reduce", err)
+			name := tc.code[strings.Index(tc.code, ", ")+2:]
+			if len(rs) != 1 || rs[0].Status != result.Error || rs[0].Reason != name || rs[0].Subject != "all_reduce" ||
+				rs[0].Message != err.Error() || !strings.Contains(rs[0].Remedy, tc.remedy) {
+				t.Errorf("result %+v", rs)
+			}
+		})
+	}
+	if rs := bench.NCCLFailed("node", fmt.Errorf("wrapped: %w", bench.ErrWatchdog)); rs != nil {
+		t.Errorf("a watchdog abort explained as an NCCL error: %+v", rs)
 	}
 }
 

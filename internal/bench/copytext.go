@@ -19,6 +19,9 @@ func WriteCopyText(w io.Writer, rep *CopyReport, cfg CopyConfig, judgements []re
 	for _, d := range rep.Devices {
 		fmt.Fprintf(w, "  device %d [%s] %s\n", d.CUDA, l(d.BusID), l(d.Name))
 	}
+	if e := rep.Expected; e != nil {
+		fmt.Fprintf(w, "  judged against %s\n", l(e.Line()))
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nTEST\tGPU\tPEER\tBYTES\tTIME(us)\tGB/s\tREAD+WRITE GB/s\tVALID\tNUMA-LOCAL\tNOTE")
 	for _, r := range rep.Measurements {

@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
-	"github.com/gdrcheck/gdrcheck/internal/collective"
 
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/model"
+	"github.com/gdrcheck/gdrcheck/internal/native/nccl"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
@@ -47,7 +49,7 @@ func JudgeNCCL(b model.Basis, results []NCCLResult, pass float64) []result.Resul
 			r.Collective, collective.FormatSize(row.Bytes), row.OutOfPlace.AlgBW, row.OutOfPlace.BusBW, p.AlgBW, p.BusBW, b.Should.Name(), p.Algorithm, p.Bottleneck, 100*ratio)
 		ev := []result.Evidence{{Source: "model", Value: p.Formula}}
 		if len(b.Deviations) > 0 {
-			if f, err := model.Expect(b.Found, r.Collective, float64(row.Bytes)); err == nil {
+			if f, err := model.Expect(b.Found, r.Collective, float64(row.Bytes)); err == nil && f.AlgBW < p.AlgBW {
 				msg += "; " + b.Explain(f.AlgBW) + fmt.Sprintf(" (busbw %.1f)", f.BusBW)
 				ev = append(ev, result.Evidence{Source: "model as found", Value: f.Formula})
 			}
@@ -117,4 +119,22 @@ func JudgeCopies(b model.Basis, gpus map[int]*topology.GPU, res []CopyResult, pa
 		out = append(out, result.Result{ID: JudgeCopyID, Status: st, Subject: subject, Reason: "MeasuredVsExpected", Message: msg, Evidence: ev})
 	}
 	return out
+}
+
+// NCCLFailed is the result of a run that NCCL ended with an error, for
+// the collective that failed (subject; "node" when none had started): the
+// ncclResult_t's nccl.h name as the reason, the message with its meaning
+// (nccl.Error's), and the remedy where one fits (collective.ExplainResult).
+// nil when err carries no NCCL result (a watchdog abort, an interrupt, a
+// CUDA error: those say what they are themselves).
+func NCCLFailed(subject string, err error) []result.Result {
+	var ne *nccl.Error
+	if !errors.As(err, &ne) {
+		return nil
+	}
+	r := result.Result{ID: JudgeNCCLID, Status: result.Error, Subject: subject, Reason: "NCCLError", Message: err.Error()}
+	if rc, ok := ne.Explain(); ok {
+		r.Reason, r.Remedy = rc.Name, rc.Remedy
+	}
+	return []result.Result{r}
 }

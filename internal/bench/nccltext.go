@@ -28,6 +28,9 @@ func (t NCCLText) Header(rep *NCCLReport, cfg NCCLConfig, host string, pid int) 
 	for i, d := range rep.Devices {
 		fmt.Fprintf(w, "#  Rank %2d Group  0 Pid %6d on %10s device %2d [%s] %s\n", i, pid, l(host), d.CUDA, l(d.BusID), l(d.Name))
 	}
+	if e := rep.Expected; e != nil {
+		fmt.Fprintf(w, "# judged against %s\n", l(e.Line()))
+	}
 }
 
 func stepText(cfg NCCLConfig) string {
@@ -83,6 +86,9 @@ func (t NCCLText) Trailer(judgements []result.Result, ev *NCCLEvidence, dir stri
 	}
 	for _, j := range judgements {
 		fmt.Fprintf(t.W, "# %-7s %s: %s\n", strings.ToUpper(string(j.Status)), printable.Line(j.Subject), printable.Line(j.Message))
+		if j.Remedy != "" && j.Status != result.Pass {
+			fmt.Fprintf(t.W, "#         → %s\n", printable.Line(j.Remedy))
+		}
 	}
 	for _, l := range ev.Summary {
 		fmt.Fprintf(t.W, "# NCCL: %s\n", printable.Line(l))

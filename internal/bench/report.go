@@ -1,5 +1,12 @@
 package bench
 
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gdrcheck/gdrcheck/internal/model"
+)
+
 // The documents of `gdrcheck bench nccl` and `gdrcheck bench copy`: the
 // data of their results.json. Each is written inside a report.Envelope
 // (schemas gdrcheck.bench-nccl/v1 and gdrcheck.bench-copy/v1) whose
@@ -26,7 +33,10 @@ type NCCLReport struct {
 	Config       map[string]any `json:"config"`
 	Measurements []NCCLResult   `json:"measurements"`
 	Evidence     *NCCLEvidence  `json:"nccl_evidence,omitempty"`
-	Notes        []string       `json:"notes,omitempty"`
+	// Expected is what the measurements were judged against; nil when
+	// they were not judged or there was no model of the node.
+	Expected *Expected `json:"expected,omitempty"`
+	Notes    []string  `json:"notes,omitempty"`
 }
 
 // CopyReport is the data of `gdrcheck bench copy`.
@@ -37,4 +47,35 @@ type CopyReport struct {
 	CUDADriver   string       `json:"cuda_driver"`
 	Devices      []Device     `json:"devices"`
 	Measurements []CopyResult `json:"measurements"`
+	Expected     *Expected    `json:"expected,omitempty"`
+}
+
+// Expected is what a benchmark's measurements were judged against: the
+// hardware as it should be (Should: the catalogue's GPU, and the site
+// profile where one was given) and the node as found (Found), whose
+// prediction explains a shortfall (Deviations name how Found falls short).
+type Expected struct {
+	// Source says where Should came from: "catalogue", "catalogue + site
+	// profile FILE", or the node as found when its GPU is not in the
+	// catalogue.
+	Source string `json:"basis"`
+	// Hardware is Should in words: "8×H200 with 18 NVLinks".
+	Hardware string `json:"hardware"`
+	model.Basis
+}
+
+// NewExpected names the basis b of a judgement; profile is the site
+// profile's path ("" none).
+func NewExpected(b model.Basis, profile string) *Expected {
+	return &Expected{Source: b.Source(profile), Hardware: b.Should.Name(), Basis: b}
+}
+
+// Line is the expectation in one line: "8×H200 with 18 NVLinks (catalogue
+// + site profile site.yaml); as found: 16 NVLinks".
+func (e *Expected) Line() string {
+	s := fmt.Sprintf("%s (%s)", e.Hardware, e.Source)
+	if len(e.Deviations) > 0 {
+		s += "; as found: " + strings.Join(e.Deviations, ", ")
+	}
+	return s
 }

@@ -45,16 +45,20 @@ type registration struct {
 	peermem string
 	dmabuf  bool
 	dmaWhy  string
-	evs     []result.Evidence
+	// known: both answers were read (the modules, and the driver and
+	// kernel dma-buf depends on), so "neither" is a finding, not a guess.
+	known bool
+	evs   []result.Evidence
 }
 
 // GDRBlocked is why no GPU memory can be registered with any NIC on this
 // node (neither nvidia_peermem nor dma-buf), for the GPU→NIC pairing's GDR
-// column (topology.Pairing.WithGDRBlocked); "" when a path exists or the
-// facts could not be read. gdr.kernel-module judges the same facts.
+// column (topology.Pairing.WithGDRBlocked); "" when a path exists or
+// either answer could not be read (the modules; the driver, or the kernel
+// where dma-buf depends on it). gdr.kernel-module judges the same facts.
 func GDRBlocked(env *Env) string {
 	r := registrationOf(env)
-	if r.peermem != "" || r.dmabuf || env.Facts.Driver.Err != nil && env.Facts.Modules.Err != nil {
+	if r.peermem != "" || r.dmabuf || !r.known {
 		return ""
 	}
 	return "neither nvidia_peermem is loaded nor dma-buf possible (" + r.dmaWhy + ")"
@@ -109,7 +113,8 @@ func registrationOf(env *Env) registration {
 		evs = append(evs, ev(drv.Source, drv.Line))
 	}
 	evs = append(evs, ev("kernel release", env.Host.Kernel))
-	return registration{peermem: peermem, dmabuf: dmabuf, dmaWhy: dmaWhy, evs: evs}
+	known := mods.Err == nil && drv.Err == nil && (kernelKnown || !drv.Open || drv.Version != "" && majorOf(drv.Version) < 515)
+	return registration{peermem: peermem, dmabuf: dmabuf, dmaWhy: dmaWhy, known: known, evs: evs}
 }
 
 func (kernelModule) Run(ctx context.Context, env *Env) []result.Result {

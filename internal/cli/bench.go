@@ -27,6 +27,10 @@ type benchOptions struct {
 	margin       float64
 	// buffers is bench nccl's --buffers (empty: auto).
 	buffers string
+	// expect is --expect, the site profile; judge is the judging it and
+	// the other flags set, made by validate.
+	expect string
+	judge  app.Judging
 }
 
 func (o *benchOptions) flags(cmd *cobra.Command) {
@@ -37,10 +41,12 @@ func (o *benchOptions) flags(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&o.opTimeout, "op-timeout", 5*time.Minute, "deadline of every wait for GPU work; on expiry the run is aborted")
 	cmd.Flags().BoolVar(&o.noJudge, "no-judge", false, "do not judge results against the performance model")
 	cmd.Flags().Float64Var(&o.margin, "pass-ratio", 0.85, "pass when measured/expected is at least this at large sizes")
+	cmd.Flags().StringVar(&o.expect, "expect", "", "site profile (YAML or JSON, as check --expect): judge against the hardware it describes (GPU count, NVLinks, PCIe gen/width, NIC rate) with the catalogue, not the node as found")
 }
 
-// validate refuses the shared bench options that cannot mean anything,
-// before anything loads or is written.
+// validate refuses the shared bench options that cannot mean anything and
+// reads --expect into the judging (o.judge), before anything loads or is
+// written.
 func (o *benchOptions) validate(ngpus, iters, warm int) error {
 	switch {
 	case ngpus < 0:
@@ -59,10 +65,13 @@ func (o *benchOptions) validate(ngpus, iters, warm int) error {
 			return err
 		}
 	}
-	return nil
+	if o.noJudge && o.expect != "" {
+		return toolError(fmt.Errorf("--expect %s sets what the results are judged against; --no-judge judges nothing", o.expect))
+	}
+	var err error
+	o.judge, err = app.JudgingWithProfile(app.Judging{Off: o.noJudge, Pass: o.margin}, o.expect)
+	return err
 }
-
-func (o *benchOptions) judging() app.Judging { return app.Judging{Off: o.noJudge, Pass: o.margin} }
 
 func newBench(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
@@ -205,7 +214,7 @@ topology and graph dumps) is kept with results.json in --out.`,
 // benchNCCL runs the collectives on GPUs already open; setup is NCCL's
 // when the caller applied it (nil: applied here, before NCCL loads).
 func benchNCCL(ctx context.Context, g *globals, gpus *app.GPUs, f report.Format, o benchOptions, cfg bench.NCCLConfig, setup *app.NCCLSetup) error {
-	no := app.NCCLOptions{Lib: o.nccl, Buffers: o.buffers, Out: o.out, Setup: setup, Config: cfg, Judge: o.judging(), Warn: g.errOut}
+	no := app.NCCLOptions{Lib: o.nccl, Buffers: o.buffers, Out: o.out, Setup: setup, Config: cfg, Judge: o.judge, Warn: g.errOut}
 	if f == report.Text {
 		no.Text = g.out
 	}

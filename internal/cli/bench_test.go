@@ -73,6 +73,8 @@ func TestBenchNCCLFailures(t *testing.T) {
 		{"no GPU", map[string]string{"FAKECUDA_DEVICES": "0"}, nil, ExitToolErr, "no usable GPU"},
 		{"busy GPU", map[string]string{"FAKECUDA_BUSY": "1"}, nil, ExitToolErr, "busy or unavailable"},
 		{"out of memory", map[string]string{"FAKECUDA_OOM": "1"}, nil, ExitToolErr, "out of memory"},
+		{"NCCL error explained", map[string]string{"FAKECUDA_HANG": "1", "FAKENCCL_ASYNCERR": "6"}, nil, ExitToolErr, "(ncclResult 6, ncclRemoteError: a call failed because of the network"},
+		{"NCCL error's remedy", map[string]string{"FAKECUDA_HANG": "1", "FAKENCCL_ASYNCERR": "6"}, nil, ExitToolErr, "→ check the NICs' ports and links"},
 		{"no NCCL", map[string]string{"GDRCHECK_NCCL": "/nonexistent/libnccl.so.2"}, []string{"--nccl", "/nonexistent/libnccl.so.2"}, ExitToolErr, "NCCL (libnccl.so.2) not found"},
 		{"bad size", nil, []string{"-b", "lots"}, ExitToolErr, "-b: size"},
 		{"ncclMemAlloc from an NCCL without it", map[string]string{"GDRCHECK_NCCL": fakelib.NCCLOld(t)}, []string{"--buffers", "nccl"}, ExitToolErr, "--buffers \"nccl\": NCCL 2.18.5"},
@@ -155,5 +157,40 @@ func TestRunWithBench(t *testing.T) {
 	// point into the run's folder.
 	if got := os.Getenv("NCCL_DEBUG_FILE"); got != filepath.Join(out, "nccl", "nccl-debug.%h.%p.log") {
 		t.Errorf("NCCL_DEBUG_FILE = %q", got)
+	}
+}
+
+// TestBenchExpectFlag: bench nccl and bench copy read --expect as check
+// does, before anything loads: a bad profile is refused naming its file,
+// line and field, and leaves no output folder; --expect with --no-judge is
+// refused; a good one runs.
+func TestBenchExpectFlag(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	good := filepath.Join(dir, "good.yaml")
+	if err := os.WriteFile(bad, []byte("gpus: {count: 8, modle: H200}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(good, []byte("gpus: {count: 2, model: H200}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range [][]string{{"bench", "nccl", "-b", "1K", "-e", "4K", "-n", "1", "-w", "1"}, {"bench", "copy", "--size", "1M", "-n", "1", "--tests", "d2d"}} {
+		fakeGPUs(t, "2")
+		t.Chdir(t.TempDir())
+		_, errs, code := run(t, append(cmd, "--expect", bad)...)
+		if code != ExitToolErr || !strings.Contains(errs, bad) || !strings.Contains(errs, "line 1") || !strings.Contains(errs, "modle") {
+			t.Errorf("%v --expect bad: exit %d: %s", cmd, code, errs)
+		}
+		if _, err := os.Stat("gdrcheck-results"); !os.IsNotExist(err) {
+			t.Errorf("%v --expect bad left gdrcheck-results behind (%v)", cmd, err)
+		}
+		_, errs, code = run(t, append(cmd, "--expect", good, "--no-judge")...)
+		if code != ExitToolErr || !strings.Contains(errs, "--no-judge judges nothing") {
+			t.Errorf("%v --expect --no-judge: exit %d: %s", cmd, code, errs)
+		}
+		out, errs, code := run(t, append(cmd, "--expect", good, "--out", t.TempDir())...)
+		if code != ExitOK {
+			t.Errorf("%v --expect good: exit %d: %s\n%s", cmd, code, errs, out)
+		}
 	}
 }

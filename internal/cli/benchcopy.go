@@ -69,7 +69,7 @@ validated against the pattern written to its source.`,
 
 // benchCopy runs the copies on GPUs already open.
 func benchCopy(ctx context.Context, g *globals, gpus *app.GPUs, f report.Format, o benchOptions, cfg bench.CopyConfig) error {
-	env, dir, err := g.session.BenchCopy(ctx, gpus, app.CopyOptions{Out: o.out, Config: cfg, Judge: o.judging(), Warn: g.errOut})
+	env, dir, err := g.session.BenchCopy(ctx, gpus, app.CopyOptions{Out: o.out, Config: cfg, Judge: o.judge, Warn: g.errOut})
 	if env != nil {
 		if f == report.JSON {
 			if werr := report.WriteJSON(g.out, env); werr != nil {

@@ -15,10 +15,10 @@ import (
 
 // modelFlags are gdrcheck model's flags.
 type modelFlags struct {
-	gpu, nicLayer, nvlinkTopo, gpuPath, collectives, sizes, format, downtrain string
-	nodes, gpusPerNode, nicsPerNode, nvlinks, pcieGen, pcieWidth, nvlinksDown int
-	nicRate, interSocket, hostMem, pass, warn                                 float64
-	nvls, sharp, gdrOff, remoteNIC, halfRails, all, noCopies                  bool
+	gpu, nicLayer, nvlinkTopo, gpuPath, collectives, sizes, format, downtrain, expect string
+	nodes, gpusPerNode, nicsPerNode, nvlinks, pcieGen, pcieWidth, nvlinksDown         int
+	nicRate, interSocket, hostMem, pass, warn                                         float64
+	nvls, sharp, gdrOff, remoteNIC, halfRails, all, noCopies                          bool
 }
 
 // modelHardwareFlags describe hardware; with a host (no --gpu) it comes
@@ -36,6 +36,10 @@ and the formula used, and says how a measurement will be judged.
 
 The hardware comes from this host (or --root: a snapshot or host directory), or, with --gpu, from
 flags: gdrcheck model --gpu h100 --nodes 8 --gpus-per-node 8 --nics-per-node 8 --nic-rate 400.
+A host is modelled as it should be, not as found: the catalogue's NVLinks and PCIe width for its
+GPU, and with --expect FILE the site profile's GPU count, NVLinks, PCIe generation and width, rails
+and NIC rate; where the host as found falls short (16 of 18 NVLinks, an x8 link, a missing GPU),
+its own prediction is shown beside the expectation (AS FOUND), as the explanation.
 What-ifs (--gdr-off, --nic-remote-socket, --half-rails, --downtrain gen4x8, --sharp) change it.
 Sizes read like nccl-tests' -b/-e: 8, 1K, 64M, 8G (binary units).`,
 		Args: cobra.NoArgs,
@@ -71,6 +75,7 @@ Sizes read like nccl-tests' -b/-e: 8, 1K, 64M, 8G (binary units).`,
 	fl.Float64Var(&f.pass, "margin", model.DefaultMargin().Pass, "pass a bandwidth-bound result at this fraction of expected")
 	fl.Float64Var(&f.warn, "warn-margin", model.DefaultMargin().Warn, "warn (rather than fail) from this fraction of expected")
 	fl.StringVar(&f.format, "format", "text", "output format: text or json")
+	fl.StringVar(&f.expect, "expect", "", "site profile (YAML or JSON, as check --expect): the hardware a host should have (GPU count, NVLinks, PCIe gen/width, NICs, NIC rate)")
 	return cmd
 }
 
@@ -117,6 +122,14 @@ func runModel(cmd *cobra.Command, g *globals, f *modelFlags) error {
 	}
 
 	var s model.System
+	var basis *model.Basis
+	if f.gpu != "" && f.expect != "" {
+		return toolError(fmt.Errorf("--expect %s describes the hardware a host should have: with --gpu the flags describe it", f.expect))
+	}
+	profile, err := app.LoadProfile(f.expect)
+	if err != nil {
+		return err
+	}
 	if f.gpu != "" {
 		p := model.Params{GPU: f.gpu, Nodes: f.nodes, GPUsPerNode: f.gpusPerNode, NICsPerNode: f.nicsPerNode,
 			NICRateGbps: f.nicRate, NICLayer: f.nicLayer, NVLinks: f.nvlinks, NVLinkTopology: f.nvlinkTopo,
@@ -143,13 +156,16 @@ func runModel(cmd *cobra.Command, g *globals, f *modelFlags) error {
 			return err
 		}
 		defer cleanup()
-		hm := app.HostModel{Host: h, Source: "host " + g.root, Nodes: f.nodes, InterSocketGBps: f.interSocket, HostMemGBps: f.hostMem}
+		hm := app.HostModel{Host: h, Source: "host " + g.root, Nodes: f.nodes, InterSocketGBps: f.interSocket, HostMemGBps: f.hostMem,
+			Want: app.WantOf(profile), Profile: f.expect}
 		if changed("nvls") {
 			hm.NVLS = &f.nvls
 		}
-		if s, err = hm.System(); err != nil {
+		b, err := hm.Basis()
+		if err != nil {
 			return err
 		}
+		s, basis = b.Should, &b
 	}
 
 	if s.GPUsPerNode > 0 && s.Nodes > math.MaxInt32/s.GPUsPerNode {
@@ -166,7 +182,12 @@ func runModel(cmd *cobra.Command, g *globals, f *modelFlags) error {
 		}
 		w.Downtrain = &l
 	}
-	rep, err := app.Model(s, w, opts)
+	var rep *model.Report
+	if basis != nil {
+		rep, err = app.ModelBasis(*basis, f.expect, w, opts)
+	} else {
+		rep, err = app.Model(s, w, opts)
+	}
 	if err != nil {
 		return err
 	}

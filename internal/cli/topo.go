@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/gdrcheck/gdrcheck/internal/app"
 	"github.com/gdrcheck/gdrcheck/internal/report/printable"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
@@ -26,17 +27,7 @@ func newTopo(g *globals) *cobra.Command {
 				return toolError(fmt.Errorf("--color %q: want %s", color, strings.Join(colorModes, ", ")))
 			}
 			return writeTextOrJSON(g, "topo", format, func() (*topology.Summary, error) {
-				h, cleanup, err := g.discoverRoot(cmd.Context())
-				if err != nil {
-					return nil, err
-				}
-				defer cleanup()
-				s := h.Summarize()
-				s.Root = g.root
-				if pcie {
-					s.Matrix = h.BuildPCIeMatrix()
-				}
-				return s, nil
+				return app.Topo(cmd.Context(), g.node(), app.TopoOptions{PCIe: pcie})
 			}, func(w io.Writer, s *topology.Summary) error {
 				// The matrix and the pairing are the topology's own text views.
 				return writeTopoText(w, s, useColor(color, w))

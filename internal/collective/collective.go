@@ -1,8 +1,8 @@
 // Package collective is gdrcheck's vocabulary of NCCL collectives, in
 // nccl-tests' terms: the names and their spellings, each collective's byte
 // accounting (counts, in-place offsets) and bus-bandwidth factor, the one
-// message-size grammar (ParseSize), and the result row nccl-tests prints
-// (Row). It is pure Go: the native benchmark, the model and the nccl-tests
+// message-size grammar (ParseSize), the result row nccl-tests prints
+// (Row), and NCCL's ncclResult_t codes explained (ExplainResult). It is pure Go: the native benchmark, the model and the nccl-tests
 // reader all use it.
 package collective
 

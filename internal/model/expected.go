@@ -13,7 +13,12 @@ import (
 // leaves that part to the catalogue or, where the catalogue has nothing
 // (a NIC's rate), to the node as found.
 type Want struct {
-	GPUs        int     // gpus.count
+	GPUs int // gpus.count
+	// Model is gpus.model, a part of the GPU's name ("H200"). It names
+	// no one catalogue entry (H100 is SXM, PCIe or NVL), so the
+	// expectation stays the GPU found's; a GPU whose name lacks it is a
+	// deviation ("NVIDIA H100 80GB HBM3, not the profile's H200").
+	Model       string
 	NVLinks     int     // gpus.nvlinks
 	PCIeGen     int     // gpus.pcie_gen
 	PCIeWidth   int     // gpus.pcie_width
@@ -101,6 +106,7 @@ func Healthy(found System, h *topology.Host, w Want) Basis {
 	dev(found.PCIeGen < s.PCIeGen || found.PCIeWidth < s.PCIeWidth, "PCIe Gen%d x%d", found.PCIeGen, found.PCIeWidth)
 	dev(found.NICsPerNode < s.NICsPerNode, "%d active rails", found.NICsPerNode)
 	dev(found.NICsPerNode > 0 && found.NICRateGbps < s.NICRateGbps, "NICs at %g Gb/s", found.NICRateGbps)
+	dev(w.Model != "" && !strings.Contains(strings.ToLower(found.GPUName), strings.ToLower(w.Model)), "%s, not the profile's %s", found.GPUName, w.Model)
 	return b
 }
 
@@ -135,6 +141,21 @@ func (s System) Name() string {
 		n += fmt.Sprintf(", %d×%g Gb/s rails", s.NICsPerNode, s.NICRateGbps)
 	}
 	return n
+}
+
+// Source says where b.Should came from, for a document that names what it
+// judged against: "catalogue", "catalogue + site profile FILE" (profile:
+// the site profile's path, "" none), or the node as found where its GPU
+// is not in the catalogue.
+func (b Basis) Source(profile string) string {
+	src := "catalogue"
+	if _, ok := hw.GPUByKey(b.Found.GPU); !ok {
+		src = fmt.Sprintf("the node as found (%s is not in the catalogue)", b.Found.GPUName)
+	}
+	if profile != "" {
+		src += " + site profile " + profile
+	}
+	return src
 }
 
 // Explain is the as-found half of a judgement's message: "" when the node

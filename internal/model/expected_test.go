@@ -77,6 +77,10 @@ func TestHealthyDegraded(t *testing.T) {
 			Want{GPUs: 8, NICRateGbps: 400}, func(s System) bool { return s.GPUsPerNode == 8 }, []string{"7 GPUs"}, true},
 		{"h200 GPU missing, no profile", func(t *testing.T) *topology.Host { return h200Variant(t, dropLines("0000:d4:00.0")) },
 			Want{}, func(s System) bool { return s.GPUsPerNode == 7 }, nil, false},
+		{"profile's GPU model", func(t *testing.T) *topology.Host { return discoverFixture(t, "hgx-h200-8gpu-10nic") },
+			Want{GPUs: 8, Model: "H100"}, func(s System) bool { return s.GPU == "h200-sxm" && s.NVLinks == 18 }, []string{"NVIDIA H200, not the profile's H100"}, false},
+		{"profile's GPU model matches", func(t *testing.T) *topology.Host { return discoverFixture(t, "hgx-h200-8gpu-10nic") },
+			Want{GPUs: 8, Model: "h200"}, func(s System) bool { return s.GPU == "h200-sxm" }, nil, false},
 		{"profile's NIC rate", func(t *testing.T) *topology.Host { return discoverFixture(t, "hgx-h200-8gpu-10nic") },
 			Want{NICRateGbps: 800}, func(s System) bool { return s.NICRateGbps == 800 }, []string{"NICs at 400 Gb/s"}, false}, // one node: the NICs carry nothing
 	} {

@@ -45,6 +45,16 @@ type Report struct {
 	Margin      Margin            `json:"margin"`
 	Collectives []Prediction      `json:"collectives"`
 	Copies      []CopyExpectation `json:"copies,omitempty"`
+	// Basis, for the model of a host, says where System, the hardware as
+	// it should be, came from (Basis.Source): "catalogue", "catalogue +
+	// site profile FILE".
+	Basis string `json:"basis,omitempty"`
+	// Deviations name how the node as found falls short of System ("16
+	// NVLinks", "PCIe Gen5 x8"), and AsFound is its model: the
+	// explanation of a shortfall, shown beside the expectation, never the
+	// expectation itself. Both empty when the node is as it should be.
+	Deviations []string `json:"deviations,omitempty"`
+	AsFound    *Report  `json:"as_found,omitempty"`
 }
 
 // BuildReport predicts the chosen collectives at the chosen sizes.
@@ -113,7 +123,18 @@ func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	l := printable.Line
 	s := r.System
-	fmt.Fprintf(&b, "Expected performance: %d node(s) × %d GPU(s) = %d rank(s), %s (%s)\n\n", s.Nodes, s.GPUsPerNode, s.Ranks(), l(s.GPUName), l(s.Source))
+	fmt.Fprintf(&b, "Expected performance: %d node(s) × %d GPU(s) = %d rank(s), %s (%s)\n", s.Nodes, s.GPUsPerNode, s.Ranks(), l(s.GPUName), l(s.Source))
+	if r.Basis != "" {
+		fmt.Fprintf(&b, "Judged against the hardware as it should be: %s (%s)\n", l(s.Name()), l(r.Basis))
+	}
+	if len(r.Deviations) > 0 {
+		fmt.Fprintf(&b, "This node as found falls short: %s", l(strings.Join(r.Deviations, ", ")))
+		if r.AsFound != nil {
+			b.WriteString("; what it would reach is in the AS FOUND columns, as the explanation, not the expectation")
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  GPU\t%s (%s, %s), memory %.0f GB/s peak\n", l(s.GPUName), l(s.GPU), l(s.Arch), s.MemGBps)
 	switch s.NVLinkTopology {
@@ -186,7 +207,12 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	b.WriteString("\nCollectives (nccl-tests conventions: out-of-place, size as -b/-e, busbw = algbw × factor):\n\n")
 	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  COLLECTIVE\tSIZE\tALGORITHM\tPROTO\tTIME\tALGBW GB/s\tBUSBW GB/s\tBOTTLENECK\tREGIME\tFORMULA")
+	found := r.AsFound
+	head := "  COLLECTIVE\tSIZE\tALGORITHM\tPROTO\tTIME\tALGBW GB/s\tBUSBW GB/s\tBOTTLENECK\tREGIME\tFORMULA"
+	if found != nil {
+		head += "\tAS FOUND BUSBW"
+	}
+	fmt.Fprintln(tw, head)
 	star := false
 	for _, p := range r.Collectives {
 		algo := string(p.Algorithm)
@@ -197,8 +223,16 @@ func (r *Report) WriteText(w io.Writer) error {
 		if p.Loose {
 			algo += " (loose)"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%s\t%s\t%s\n", p.Collective, collective.FormatSize(uint64(p.Bytes)), algo, p.Protocol,
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%s\t%s\t%s", p.Collective, collective.FormatSize(uint64(p.Bytes)), algo, p.Protocol,
 			FormatTime(p.TimeUS), p.AlgBW, p.BusBW, p.Bottleneck, p.Regime, ref(p.Formula))
+		if found != nil {
+			v := "-"
+			if q, ok := found.counterpart(p); ok {
+				v = fmt.Sprintf("%.2f (%s)", q.BusBW, q.Algorithm)
+			}
+			fmt.Fprintf(tw, "\t%s", v)
+		}
+		fmt.Fprintln(tw)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -206,7 +240,11 @@ func (r *Report) WriteText(w io.Writer) error {
 	if len(r.Copies) > 0 {
 		b.WriteString("\nCopies and perftest (large transfers):\n\n")
 		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  TEST\tEXPECTED\tBOTTLENECK\tFORMULA\tWHAT")
+		head := "  TEST\tEXPECTED\tBOTTLENECK\tFORMULA\tWHAT"
+		if found != nil {
+			head = "  TEST\tEXPECTED\tAS FOUND\tBOTTLENECK\tFORMULA\tWHAT"
+		}
+		fmt.Fprintln(tw, head)
 		for _, c := range r.Copies {
 			v := fmt.Sprintf("%.2f GB/s", c.GBps)
 			if c.Gbps > 0 {
@@ -215,6 +253,15 @@ func (r *Report) WriteText(w io.Writer) error {
 			what := c.Description
 			if c.Loose {
 				what += " (estimate, judged loosely)"
+			}
+			if found != nil {
+				f := "-"
+				for _, fc := range found.Copies {
+					if fc.Test == c.Test {
+						f = fmt.Sprintf("%.2f GB/s", fc.GBps)
+					}
+				}
+				v += "\t" + f
 			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", c.Test, v, c.Bottleneck, ref(c.Formula), what)
 		}
@@ -236,14 +283,34 @@ func (r *Report) WriteText(w io.Writer) error {
 	if star {
 		b.WriteString("* the fastest algorithm: the one a measurement is judged against.\n")
 	}
-	if len(s.Notes) > 0 {
+	notes := s.Notes
+	if found != nil {
+		for _, n := range found.System.Notes {
+			notes = append(notes, "as found: "+n)
+		}
+	}
+	if len(notes) > 0 {
 		b.WriteString("\nNotes:\n")
-		for _, n := range s.Notes {
+		for _, n := range notes {
 			fmt.Fprintf(&b, "  - %s\n", l(n))
 		}
 	}
 	_, err := io.WriteString(w, printable.Text(b.String()))
 	return err
+}
+
+// counterpart is the prediction of r for what p predicts: the fastest
+// algorithm where p is the fastest, else the same algorithm and protocol.
+func (r *Report) counterpart(p Prediction) (Prediction, bool) {
+	for _, q := range r.Collectives {
+		if q.Collective != p.Collective || q.Bytes != p.Bytes {
+			continue
+		}
+		if p.Best && q.Best || !p.Best && q.Algorithm == p.Algorithm && q.Protocol == p.Protocol {
+			return q, true
+		}
+	}
+	return Prediction{}, false
 }
 
 func hasAlternatives(ps []Prediction, p Prediction) bool {

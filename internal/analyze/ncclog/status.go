@@ -3,36 +3,9 @@ package ncclog
 import (
 	"bytes"
 	"fmt"
+
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 )
-
-// ResultCode is one value of NCCL's ncclResult_t: its name in nccl.h and
-// what it means for the person reading the log.
-type ResultCode struct {
-	Code    int    `json:"code"`
-	Name    string `json:"name"`
-	Meaning string `json:"meaning"`
-}
-
-// resultCodes are ncclResult_t 0–7, after the comments of NCCL's nccl.h
-// (src/nccl.h.in, https://github.com/NVIDIA/nccl).
-var resultCodes = [...]ResultCode{
-	{0, "ncclSuccess", "no error"},
-	{1, "ncclUnhandledCudaError", "a call to a CUDA function failed (look for the CUDA error above it: a driver, Xid or memory fault)"},
-	{2, "ncclSystemError", "a call to the system failed (sockets, ibverbs, shared memory, memory registration: look for the WARN above it)"},
-	{3, "ncclInternalError", "an internal check in NCCL failed: a bug in NCCL or memory corruption"},
-	{4, "ncclInvalidArgument", "an argument of an NCCL call is invalid"},
-	{5, "ncclInvalidUsage", "an NCCL call is used wrongly (ranks that disagree on the collective, count or type, or a wrong call order)"},
-	{6, "ncclRemoteError", "a call failed because of the network or a remote process that exited early (a peer crashed, a link went down)"},
-	{7, "ncclInProgress", "the operation is still being progressed in the background (a non-blocking communicator): not an error"},
-}
-
-// ExplainResult is ncclResult_t code's name and meaning; false outside 0–7.
-func ExplainResult(code int) (ResultCode, bool) {
-	if code < 0 || code >= len(resultCodes) {
-		return ResultCode{}, false
-	}
-	return resultCodes[code], true
-}
 
 // explainEvent says what the ncclResult_t a log message quotes means: the
 // code of a propagation trace ("transport/net.cc:1302 -> 6"), or one
@@ -43,7 +16,7 @@ func explainEvent(m string) string {
 	if !ok {
 		return ""
 	}
-	rc, ok := ExplainResult(code)
+	rc, ok := collective.ExplainResult(code)
 	if !ok || code == 0 {
 		return ""
 	}

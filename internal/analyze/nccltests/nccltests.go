@@ -39,6 +39,11 @@ type Report struct {
 	TruncatedLines int `json:"truncated_lines,omitempty"`
 	// DroppedTests counts the tests past the cap (1024), read but not kept.
 	DroppedTests int `json:"dropped_tests,omitempty"`
+	// DroppedWrongRows counts the rows past the caps (not kept) whose
+	// #wrong is above 0, FirstDroppedWrongLine the first of them: they
+	// fail the run as a kept row would.
+	DroppedWrongRows      int `json:"dropped_wrong_rows,omitempty"`
+	FirstDroppedWrongLine int `json:"first_dropped_wrong_line,omitempty"`
 }
 
 // Test is one benchmark run: one collective, one table.

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -450,5 +451,45 @@ func TestTestsCapped(t *testing.T) {
 	}
 	if rows != maxTotalRows || dropped != maxTotalRows+20 {
 		t.Errorf("%d rows kept, %d dropped over %d tests; want %d kept", rows, dropped, len(rep.Tests), maxTotalRows)
+	}
+}
+
+// TestWrongPastTheCaps: a row with wrong elements fails the run even when
+// it lies past the caps (tests beyond maxTests are read, not kept), and
+// rows past the caps are counted; with every row right, nothing fails.
+func TestWrongPastTheCaps(t *testing.T) {
+	table := func(wrong int) string {
+		return "# nThread 1 nGpus 8 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n" +
+			"#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n" +
+			"           8             2     float     sum      -1    35.06    0.00    0.00      " + strconv.Itoa(wrong) + "    34.83    0.00    0.00      0\n"
+	}
+	for _, c := range []struct {
+		name  string
+		wrong int
+		fail  bool
+	}{{"all right", 0, false}, {"wrong past the cap", 3, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			var b strings.Builder
+			for range maxTests + 10 {
+				b.WriteString(table(0))
+			}
+			b.WriteString(table(c.wrong))
+			rep, vs, err := Analyze("tiny.txt", strings.NewReader(b.String()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.DroppedTests != 11 {
+				t.Errorf("dropped tests %d, want 11", rep.DroppedTests)
+			}
+			failed := slices.ContainsFunc(vs, func(v result.Result) bool {
+				return v.ID == IDWrong && v.Status == result.Fail && v.Subject == "rows not kept"
+			})
+			if failed != c.fail {
+				t.Errorf("rows-not-kept failure %v, want %v (%d wrong rows not kept)", failed, c.fail, rep.DroppedWrongRows)
+			}
+			if c.fail && rep.FirstDroppedWrongLine != 3*(maxTests+10)+3 {
+				t.Errorf("first wrong row at line %d, want %d", rep.FirstDroppedWrongLine, 3*(maxTests+10)+3)
+			}
+		})
 	}
 }

@@ -57,6 +57,13 @@ func verdicts(name string, rep *Report) []result.Result {
 	for i, t := range rep.Tests {
 		out = append(out, wrongVerdict(name, t, subj[i]), busbwVerdict(name, t, subj[i]))
 	}
+	if rep.DroppedWrongRows > 0 {
+		v := verdict.New(IDWrong, result.Fail, "rows not kept", "WrongResults",
+			fmt.Sprintf("%d row(s) past the reader's caps (not kept in the report) have wrong elements: the collective returned corrupted data", rep.DroppedWrongRows),
+			verdict.Ev(name, rep.FirstDroppedWrongLine, "the first such row", ""))
+		v.Remedy = wrongRemedy
+		out = append(out, v)
+	}
 	out = append(out, runVerdict(name, rep, subj))
 	return out
 }
@@ -78,6 +85,8 @@ func subjects(ts []*Test) []string {
 	}
 	return out
 }
+
+const wrongRemedy = "data was corrupted in transit: rerun to see whether it repeats, then check GPU memory (dcgmi diag -r 3), NVLink and PCIe error counters (nvidia-smi nvlink -e, AER) and the NICs' counters; NCCL_P2P_DISABLE=1 or NCCL_NET_GDR_LEVEL=LOC bisects the path that corrupts"
 
 func wrongVerdict(name string, t *Test, subject string) result.Result {
 	if len(t.Rows) == 0 {
@@ -109,7 +118,7 @@ func wrongVerdict(name string, t *Test, subject string) result.Result {
 		}
 	}
 	oobBad := t.OutOfBounds != nil && (*t.OutOfBounds > 0 || (t.OutOfBoundsOK != nil && !*t.OutOfBoundsOK))
-	remedy := "data was corrupted in transit: rerun to see whether it repeats, then check GPU memory (dcgmi diag -r 3), NVLink and PCIe error counters (nvidia-smi nvlink -e, AER) and the NICs' counters; NCCL_P2P_DISABLE=1 or NCCL_NET_GDR_LEVEL=LOC bisects the path that corrupts"
+	remedy := wrongRemedy
 	switch {
 	case len(bad) > 0:
 		v := verdict.New(IDWrong, result.Fail, subject, "WrongResults",

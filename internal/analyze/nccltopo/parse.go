@@ -431,12 +431,19 @@ var patternNames = map[int]string{
 
 var rdmaPrefixes = []string{"mlx", "ib", "efa", "bnxt", "irdma", "rdma", "roce", "hfi", "qedr", "ionic", "erdma", "cxi"}
 
-// isRDMANet: NCCL writes guid="0x0" for socket NICs; a net without a guid
-// attribute (hand-written) is judged by its name.
+// isRDMANet: NCCL's socket transport writes the device index as the guid
+// and port 0 (guid="0x0" for eth0, guid="0x1" port="0" for a second
+// Ethernet NIC); an InfiniBand/RoCE port has its port GUID and a port
+// number from 1. A net without a guid attribute (hand-written) is judged
+// by its name.
 func isRDMANet(n Net) bool {
 	if n.GUID != "" {
 		g, err := parseInt(n.GUID)
-		return err != nil || g != 0
+		if err != nil {
+			return true
+		}
+		socket := g == 0 || n.Dev != nil && n.Port != nil && *n.Port == 0 && g == *n.Dev
+		return !socket
 	}
 	name := strings.ToLower(n.Name)
 	for _, p := range rdmaPrefixes {

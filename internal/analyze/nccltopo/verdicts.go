@@ -107,7 +107,7 @@ func (j judge) gdr() result.Result {
 	}
 	if len(rdma) == 0 {
 		if sockets > 0 {
-			return titles.New(id, result.Skip, "system", "NoRDMANIC", fmt.Sprintf("only socket NICs (%d net(s) with guid 0x0): no GPU Direct RDMA to judge", sockets), nil)
+			return titles.New(id, result.Skip, "system", "NoRDMANIC", fmt.Sprintf("only socket NICs (%d net(s) whose guid is 0 or their device index, port 0): no GPU Direct RDMA to judge", sockets), nil)
 		}
 		return titles.New(id, result.Skip, "system", "NoNetElements",
 			"the file lists no <net> elements (a hand-written NCCL_TOPO_FILE: NCCL adds the NICs it finds at run time)", nil)

@@ -285,6 +285,10 @@ func (st *textState) row(t string, n int) bool {
 	var buf [16]float64
 	nums := buf[:len(f)]
 	for i, x := range f {
+		if x[0] == '*' { // a cell a person set in Markdown bold: **5544.28**
+			x = strings.Trim(x, "*")
+			f[i] = x
+		}
 		v, ok := textio.ParseFloat(x)
 		if !ok {
 			return false

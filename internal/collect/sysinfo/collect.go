@@ -41,13 +41,8 @@ func Collect(ctx context.Context, r machine.Root, h *topology.Host, o Options) *
 	text := func(dst *Text, source string, read func(context.Context) Text) {
 		fact(&c, &wg, dst, read, func(err error) Text { return Text{Source: source, Err: err} })
 	}
-	fact(&c, &wg, &f.Modules, c.modules, func(err error) Modules {
-		return Modules{Source: r.Display("proc/modules"), Err: err}
-	})
+	c.registration(&wg, f)
 	text(&f.Cmdline, r.Display("proc/cmdline"), c.file("proc/cmdline"))
-	fact(&c, &wg, &f.Driver, c.driver, func(err error) Driver {
-		return Driver{Source: r.Display(driverFile), Err: err}
-	})
 	fact(&c, &wg, &f.IOMMU, func(context.Context) IOMMU { return c.iommu(h) }, func(err error) IOMMU {
 		return IOMMU{Units: Listing{Source: r.Display("sys/class/iommu"), Err: err}}
 	})
@@ -77,6 +72,32 @@ func Collect(ctx context.Context, r machine.Root, h *topology.Host, o Options) *
 	}
 	wg.Wait()
 	return f
+}
+
+// CollectRegistration reads only the facts that say whether GPU memory
+// can be registered with a NIC (the loaded modules and the NVIDIA kernel
+// driver), for a view that shows GPU Direct RDMA without judging the node
+// (gdrcheck topo). They are a subset of Collect's, so a snapshot holds them.
+func CollectRegistration(ctx context.Context, r machine.Root, o Options) *Facts {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	f := &Facts{Paths: pathsOf(r), Live: r.Live()}
+	c := collector{ctx: ctx, r: r, timeout: o.Timeout}
+	var wg sync.WaitGroup
+	c.registration(&wg, f)
+	wg.Wait()
+	return f
+}
+
+// registration starts the reads of the modules and the NVIDIA driver.
+func (c *collector) registration(wg *sync.WaitGroup, f *Facts) {
+	fact(c, wg, &f.Modules, c.modules, func(err error) Modules {
+		return Modules{Source: c.r.Display("proc/modules"), Err: err}
+	})
+	fact(c, wg, &f.Driver, c.driver, func(err error) Driver {
+		return Driver{Source: c.r.Display(driverFile), Err: err}
+	})
 }
 
 const (

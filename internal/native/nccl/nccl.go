@@ -156,13 +156,26 @@ type Error struct {
 	Detail string // ncclGetLastError, when it says more
 }
 
+// Error names the call, NCCL's message and its ncclResult_t with the
+// code's nccl.h name and meaning (collective.ExplainResult), then NCCL's
+// last error: "ncclCommInitAll: remote process exited or there was a
+// network error (ncclResult 6, ncclRemoteError: a call failed because of
+// the network ...): detail".
 func (e *Error) Error() string {
-	s := fmt.Sprintf("%s: %s (ncclResult %d)", e.Call, e.Msg, e.Code)
+	code := fmt.Sprintf("ncclResult %d", e.Code)
+	if rc, ok := e.Explain(); ok {
+		code += ", " + rc.Name + ": " + rc.Meaning
+	}
+	s := fmt.Sprintf("%s: %s (%s)", e.Call, e.Msg, code)
 	if e.Detail != "" {
 		s += ": " + e.Detail
 	}
 	return s
 }
+
+// Explain is the error's ncclResult_t explained, with a remedy where one
+// fits; false for a code nccl.h does not define.
+func (e *Error) Explain() (collective.ResultCode, bool) { return collective.ExplainResult(e.Code) }
 
 func (l *Library) err(call string, r int, comm C.gdr_ncclComm) error {
 	msg := "unknown error"
