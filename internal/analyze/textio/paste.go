@@ -534,10 +534,10 @@ func timeLen(l []byte) int {
 }
 
 // timeSep is the separator after a timestamp: one space or tab, then
-// possibly "- ", "| " or ": " (Python logging, compose-like viewers). The
-// rest of the line keeps its own alignment (a topo -m header's tab, the
-// spaces before an nccl-tests row), and a "|" that opens a table of the
-// tool's own (a line that also ends with "|") is not a separator.
+// possibly "- " or ": " (Python logging). The rest of the line keeps its
+// own alignment (a topo -m header's tab, the spaces before an nccl-tests
+// row). A "| " after the timestamp (log viewers) is the next layer's, a
+// box, which a table of the tool's own (dcgmi's) is never taken for.
 func timeSep(l []byte) (int, bool) {
 	i := 0
 	if len(l) > 0 && l[0] == ':' {
@@ -550,15 +550,10 @@ func timeSep(l []byte) (int, bool) {
 		return 0, false
 	}
 	i++
-	if i+1 < len(l) && l[i+1] == ' ' && (l[i] == '-' || l[i] == ':' || l[i] == '|' && !endsWithBar(l)) {
+	if i+1 < len(l) && l[i+1] == ' ' && (l[i] == '-' || l[i] == ':') {
 		i += 2
 	}
 	return i, true
-}
-
-func endsWithBar(l []byte) bool {
-	t := bytes.TrimRight(l, " \t\r")
-	return len(t) > 0 && t[len(t)-1] == '|'
 }
 
 // isoLen: "2024-07-19T10:00:01(.frac)(Z|+00:00)" or with a space for T, or

@@ -49,7 +49,7 @@ func TestPaste(t *testing.T) {
 			"2024-07-19T10:00:01Z | Deployment | Pass |\n2024-07-19T10:00:01Z \tGPU0\tGPU1\n2024-07-19T10:00:02Z            8   2\n", 0,
 			[]string{"| Deployment | Pass |", "\tGPU0\tGPU1", "           8   2"}, "timestamp"},
 		{"compose-like viewer: timestamp then '| '",
-			"2026-05-01 21:17:45.998 | [rank0]: x\n2026-05-01 21:17:47.660 | [rank1]: y\n", 0, []string{"x", "y"}, "timestamp + torchrun"},
+			"2026-05-01 21:17:45.998 | [rank0]: x\n2026-05-01 21:17:47.660 | [rank1]: y\n", 0, []string{"x", "y"}, "timestamp + box '| ' + torchrun"},
 		{"python logging timestamp",
 			"2024-07-19 10:00:01,123 - x\n2024-07-19 10:00:02,123 - y\n", 0, []string{"x", "y"}, "timestamp"},
 		{"bracketed timestamp",
