@@ -1,9 +1,6 @@
 package nccltests
 
-import (
-	"strings"
-	"unicode/utf8"
-)
+import "strings"
 
 // By-hand forms of the regexps run on every test header and device line
 // (scan_test.go holds the regexps and checks that both agree): tables of
@@ -146,35 +143,4 @@ func hostTail(s string) (host, dev, bus, name string, ok bool) {
 		return "", "", "", "", false
 	}
 	return host, dev, bus, name, true
-}
-
-// appendFields appends the fields of s, as strings.Fields splits them, to
-// dst: a reader reuses dst line after line instead of allocating a slice
-// per line.
-func appendFields(dst []string, s string) []string {
-	for i := range len(s) {
-		if s[i] >= utf8.RuneSelf { // Unicode blanks: strings.Fields knows them
-			return append(dst, strings.Fields(s)...)
-		}
-	}
-	start := -1
-	for i := range len(s) {
-		if asciiSpace(s[i]) {
-			if start >= 0 {
-				dst = append(dst, s[start:i])
-				start = -1
-			}
-		} else if start < 0 {
-			start = i
-		}
-	}
-	if start >= 0 {
-		dst = append(dst, s[start:])
-	}
-	return dst
-}
-
-// asciiSpace is unicode.IsSpace on ASCII.
-func asciiSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
 }

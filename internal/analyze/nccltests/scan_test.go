@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 )
 
 // The regular expressions nThreadLine and deviceLine implement.
@@ -23,8 +25,8 @@ func checkScan(t *testing.T, s string) {
 	if want := nThreadExpr.FindStringSubmatch(s); !slices.Equal(got, want) {
 		t.Fatalf("nThreadLine(%q) = %q; regexp %q", s, got, want)
 	}
-	if f := appendFields([]string{"x"}, s); !slices.Equal(f[1:], strings.Fields(s)) || f[0] != "x" {
-		t.Fatalf("appendFields(%q) = %q; strings.Fields %q", s, f[1:], strings.Fields(s))
+	if f := textio.AppendFields([]string{"x"}, s); !slices.Equal(f[1:], strings.Fields(s)) || f[0] != "x" {
+		t.Fatalf("textio.AppendFields(%q) = %q; strings.Fields %q", s, f[1:], strings.Fields(s))
 	}
 	got = nil
 	if !deviceLine(s, &got) {

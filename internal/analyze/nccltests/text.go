@@ -467,7 +467,7 @@ func (p *textParser) fragment(st *stream, frag string, terminated bool, n int) {
 		p.quoteFailure(n, t)
 		return
 	}
-	toks := appendFields(p.fields[:0], t)
+	toks := textio.AppendFields(p.fields[:0], t)
 	p.fields = toks[:0] // the scratch for the next line: toks is not kept
 	switch {
 	case rowStart(toks):

@@ -127,6 +127,7 @@ type textState struct {
 	cur    *Testcase
 	inMat  bool
 	sawHdr bool // the version/driver block (a bare hostname line may follow it)
+	fields []string // scratch for a matrix row's fields
 }
 
 func analyzeText(name string, r io.Reader) (*Report, error) {
@@ -341,7 +342,8 @@ func sumLine(t string, m *[]string) bool {
 
 // matrixRow reads " 0       N/A     26.34 ...".
 func (st *textState) matrixRow(t string, n int) bool {
-	f := strings.Fields(t)
+	f := textio.AppendFields(st.fields[:0], t)
+	st.fields = f[:0] // f is not kept: the next row reuses it
 	if len(f) < 2 {
 		return false
 	}

@@ -320,3 +320,34 @@ func AddQuote(qs []Quote, line int, text string) []Quote {
 	}
 	return append(qs, Quote{line, Clip(text, MaxQuoteLen)})
 }
+
+// AppendFields appends the fields of s, as strings.Fields splits them, to
+// dst: a reader reuses dst line after line instead of allocating a slice
+// per line.
+func AppendFields(dst []string, s string) []string {
+	for i := range len(s) {
+		if s[i] >= utf8.RuneSelf { // Unicode blanks: strings.Fields knows them
+			return append(dst, strings.Fields(s)...)
+		}
+	}
+	start := -1
+	for i := range len(s) {
+		if asciiSpace(s[i]) {
+			if start >= 0 {
+				dst = append(dst, s[start:i])
+				start = -1
+			}
+		} else if start < 0 {
+			start = i
+		}
+	}
+	if start >= 0 {
+		dst = append(dst, s[start:])
+	}
+	return dst
+}
+
+// asciiSpace is unicode.IsSpace on ASCII.
+func asciiSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
+}
