@@ -126,7 +126,7 @@ type textState struct {
 	rep    *Report
 	cur    *Testcase
 	inMat  bool
-	sawHdr bool // the version/driver block (a bare hostname line may follow it)
+	sawHdr bool     // the version/driver block (a bare hostname line may follow it)
 	fields []string // scratch for a matrix row's fields
 }
 
