@@ -187,7 +187,7 @@ func (nr *NodeRun) Dossier(ctx context.Context, o DossierOptions) (*dossier.Repo
 	}
 	var werr error
 	for _, st := range steps {
-		if werr = d.save(st.name, ""); werr != nil {
+		if werr = d.save(st.name); werr != nil {
 			break
 		}
 		if ctx.Err() != nil {
@@ -230,9 +230,9 @@ func (d *dossierRun) phase(name string, start time.Time, status, reason string) 
 	d.tell(p, true)
 }
 
-// finish fills what is derived from all the phases: the results, the
-// measurements, the topology's hops and the verdict. interrupted says why
-// the run stopped short ("" when it did not).
+// finish fills what is derived from the phases so far: the results, the
+// measurements, the topology's hops, the verdict, and whether the report
+// is complete (ctx cancelled: interrupted during the current phase).
 func (d *dossierRun) finish(ctx context.Context) {
 	nr := d.nr
 	rs := slices.Clone(nr.Checks.Results)
@@ -261,7 +261,7 @@ func (d *dossierRun) finish(ctx context.Context) {
 
 // save writes the dossier as it stands before phase next runs: marked
 // incomplete, since the run is not over.
-func (d *dossierRun) save(next, _ string) error {
+func (d *dossierRun) save(next string) error {
 	d.current = next
 	if d.nr.out == "" {
 		return nil

@@ -14,17 +14,17 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/topology/level"
 )
 
-// notCollected are the facts the inventory has a place for in principle
-// but this release does not read.
-var notCollected = []string{
-	"GPU VBIOS and InfoROM versions (not read from NVML yet)",
+// notCollected are the facts an inventory should hold that this release
+// does not read.
+func notCollected() []string {
+	return []string{"GPU VBIOS and InfoROM versions (not read from NVML yet)"}
 }
 
 // NewInventory is the inventory of host h with its node facts f (nil:
 // none collected).
 func NewInventory(h *topology.Host, f *sysinfo.Facts) Inventory {
 	inv := Inventory{Host: h.Hostname, Kernel: h.Kernel, Root: h.Root, GPUFactsError: h.GPUFactsError,
-		GPUs: []GPU{}, NICs: []NIC{}, NVSwitches: []string{}, NotCollected: notCollected}
+		GPUs: []GPU{}, NICs: []NIC{}, NVSwitches: []string{}, NotCollected: notCollected()}
 	if x := h.GPUFacts; x != nil {
 		inv.Driver, inv.CUDADriver, inv.NVML, inv.GPUFactsSource = x.DriverVersion, x.CUDADriverVersion, x.NVMLVersion, x.Source
 	}
