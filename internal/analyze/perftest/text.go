@@ -129,8 +129,8 @@ func (st *textState) line(s string, n int) bool {
 			return true
 		}
 	}
-	lower := strings.ToLower(t)
-	if hasAny(lower, memoryWords) && st.memoryLine(t, n) {
+	words := lineWords.tags(t)
+	if words&memoryTag != 0 && st.memoryLine(t, n) {
 		return true
 	}
 	switch {
@@ -145,7 +145,7 @@ func (st *textState) line(s string, n int) bool {
 	case reFreq.MatchString(t):
 		st.quote(&rep.Warnings, n, t)
 		return true
-	case hasAny(lower, failWords) && (reFailPath.MatchString(t) || (reFailTool.MatchString(t) && !st.inHead && !reAddress.MatchString(t))):
+	case words&failTag != 0 && (reFailPath.MatchString(t) || (reFailTool.MatchString(t) && !st.inHead && !reAddress.MatchString(t))):
 		st.quote(&rep.Errors, n, t)
 		return true
 	case reWarning.MatchString(t):
@@ -169,11 +169,14 @@ var (
 	memoryList = []string{"dma-buf", "dmabuf", "cuda", "device name", "cumemalloc", "gpu buffer", "picking", "rocm", "hipmalloc"}
 	failList   = []string{"error", "failed", "scnt=", "couldn't", "ibv_reg_", "dma-buf", "problems with warm up",
 		"unable to", "not found", "devices found", "invalid", "unrecognized option", "unknown option", "segmentation fault", "core dumped"}
-	memoryWords, failWords = newWordSet(memoryList...), newWordSet(failList...)
+	lineWords = new(wordSet).addWords(memoryTag, memoryList...).addWords(failTag, failList...)
 )
 
-// hasAny reports whether s contains one of the words of ws.
-func hasAny(s string, ws *wordSet) bool { return ws.in(s) }
+// The tags of lineWords.
+const (
+	memoryTag uint8 = 1 << iota
+	failTag
+)
 
 // command takes the first line that names the tool as its command line.
 func (st *textState) command(t string) bool {
