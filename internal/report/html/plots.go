@@ -103,7 +103,7 @@ func linePlot(label, xTitle, yTitle string, all []series) template.HTML {
 			ys = append(ys, p[1])
 		}
 	}
-	legendH := 16.0 * float64(len(shown))
+	legendH := 16.0*float64(len(shown)) + 10
 	h := plotH + legendH
 	s := newSVG(plotW, h, label)
 	x0, x1, y0, y1 := mLeft, plotW-mRight, plotH-mBo, mTop
@@ -146,7 +146,7 @@ func linePlot(label, xTitle, yTitle string, all []series) template.HTML {
 		}
 	}
 	for i, se := range shown {
-		y := plotH + 16*float64(i) - 4
+		y := plotH + 8 + 16*float64(i)
 		s.line(x0, y-4, x0+24, y-4, "series "+se.class)
 		s.text(x0+30, y, "start", "legend", se.name)
 	}
@@ -190,8 +190,8 @@ type bar struct {
 // barChart draws horizontal bars with, per bar, a tick at its
 // expectation and one at its hardware limit.
 func barChart(label, xTitle string, bars []bar) template.HTML {
-	const rowH, labelW = 18.0, 190.0
-	w := 640.0
+	const rowH, labelW = 18.0, 70.0
+	w := 520.0
 	h := mTop + rowH*float64(len(bars)) + 56 + 18
 	s := newSVG(w, h, label)
 	x0, x1 := labelW, w-mRight
@@ -226,38 +226,43 @@ func barChart(label, xTitle string, bars []bar) template.HTML {
 	}
 	ly := y0 + 52
 	s.rect(x0, ly-9, 14, 10, "bar st-pass", "")
-	s.text(x0+18, ly, "start", "legend", "measured (colour: verdict)")
-	s.line(x0+200, ly-10, x0+200, ly+2, "mark-exp")
-	s.text(x0+206, ly, "start", "legend", "expected")
-	s.line(x0+290, ly-10, x0+290, ly+2, "mark-lim")
-	s.text(x0+296, ly, "start", "legend", "hardware limit")
+	s.text(x0+18, ly, "start", "legend", "measured")
+	s.line(x0+170, ly-10, x0+170, ly+2, "mark-exp")
+	s.text(x0+176, ly, "start", "legend", "expected")
+	s.line(x0+250, ly-10, x0+250, ly+2, "mark-lim")
+	s.text(x0+256, ly, "start", "legend", "hardware limit")
 	return s.done()
 }
 
-// copyPlot is the copies against their expectations and limits, one bar
-// per test and GPU (peer-to-peer copies are in the heat maps).
-func copyPlot(r *dossier.Report) *Plot {
-	var bars []bar
+// copyPlots are the copies against their expectations and limits: one
+// chart per test (each at its own scale), a bar per GPU; peer-to-peer
+// copies are in the heat maps.
+func copyPlots(r *dossier.Report) []Plot {
+	var tests []string
+	byTest := map[string][]bar{}
 	for _, c := range r.Measurements.Copies {
 		if c.Peer >= 0 {
 			continue
 		}
-		b := bar{label: fmt.Sprintf("%s GPU%d", c.Test, c.Device), value: c.GBps, limit: c.LimitGBps, class: statusClass(c.Status), title: copyLine(c)}
+		b := bar{label: fmt.Sprintf("GPU%d", c.Device), value: c.GBps, limit: c.LimitGBps, class: statusClass(c.Status), title: copyLine(c)}
 		if c.ExpectedGBps != nil {
 			b.expected = *c.ExpectedGBps
 		}
 		if c.Error != "" || !c.Valid {
 			b.class = statusClass(result.Fail)
 		}
-		bars = append(bars, b)
+		if !contains(tests, c.Test) {
+			tests = append(tests, c.Test)
+		}
+		byTest[c.Test] = append(byTest[c.Test], b)
 	}
-	if len(bars) == 0 {
-		return nil
+	var out []Plot
+	for _, t := range tests {
+		title := "Copy " + t + ": bandwidth per GPU (GB/s)"
+		out = append(out, Plot{Title: title, Caption: "bar colour: the measurement's verdict; marks: the model's expectation and the hardware limit",
+			SVG: barChart(title, "bandwidth (GB/s)", byTest[t])})
 	}
-	sort.SliceStable(bars, func(a, b int) bool { return bars[a].label < bars[b].label })
-	return &Plot{Title: "Copy bandwidth against expectation and hardware limit",
-		Caption: "GB/s in the terms of each expectation; bar colour: the measurement's verdict",
-		SVG:     barChart("copy bandwidths", "bandwidth (GB/s)", bars)}
+	return out
 }
 
 // heatMaps are the GPU↔GPU copy bandwidths as matrices, one per p2p test.

@@ -117,7 +117,7 @@ func floorTo(v, k int) int {
 }
 
 // BytesLabel is a size as a tick label: 8 B, 512 B, 1 KiB, 64 MiB, 8 GiB;
-// a size that is not a whole number of its unit keeps one decimal.
+// a size that is not a whole number of its unit has one decimal (1.5 KiB).
 func BytesLabel(b float64) string {
 	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
 	i := 0
@@ -125,7 +125,9 @@ func BytesLabel(b float64) string {
 		b /= 1024
 		i++
 	}
-	return Number(b) + " " + units[i]
+	v := strconv.FormatFloat(b, 'f', 1, 64)
+	v = strings.TrimSuffix(v, ".0")
+	return v + " " + units[i]
 }
 
 // Number prints a tick value: no trailing zeros, at most three decimals

@@ -102,7 +102,7 @@ func TestLabels(t *testing.T) {
 	for _, c := range []struct {
 		v    float64
 		want string
-	}{{8, "8 B"}, {512, "512 B"}, {1024, "1 KiB"}, {64 << 20, "64 MiB"}, {8 << 30, "8 GiB"}, {1536, "1.5 KiB"}, {1 << 40, "1 TiB"}, {1 << 50, "1024 TiB"}} {
+	}{{8, "8 B"}, {512, "512 B"}, {1024, "1 KiB"}, {64 << 20, "64 MiB"}, {8 << 30, "8 GiB"}, {1536, "1.5 KiB"}, {1 << 40, "1 TiB"}, {1 << 50, "1024 TiB"}, {123456, "120.6 KiB"}} {
 		if got := BytesLabel(c.v); got != c.want {
 			t.Errorf("BytesLabel(%v) = %q, want %q", c.v, got, c.want)
 		}

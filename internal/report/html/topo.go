@@ -60,7 +60,7 @@ func topoTree(r *dossier.Report, j *judged) *tnode {
 	var eps []ep
 	for _, g := range h.GPUs {
 		label := fmt.Sprintf("GPU%d", g.Index)
-		sub := []string{shortName(g.Name), linkText(g.Link)}
+		sub := []string{shortName(g.Name), g.Address, linkText(g.Link)}
 		st := j.worstFor(label, g.Address)
 		if g.NVLinksTotal >= 0 {
 			sub = append(sub, fmt.Sprintf("NVLink %d/%d", g.NVLinksActive, g.NVLinksTotal))
@@ -70,7 +70,7 @@ func topoTree(r *dossier.Report, j *judged) *tnode {
 			status: st, title: label + " " + g.Address + " " + g.Name})
 	}
 	for _, n := range r.Inventory.NICs {
-		sub := []string{n.HCAType}
+		sub := []string{n.HCAType + " " + n.BusID}
 		var ports []topology.Port
 		for _, p := range n.Ports {
 			tp := topology.Port{Number: p.Number, State: p.State, RateGbps: p.RateGbps, LinkLayer: p.LinkLayer}
@@ -166,13 +166,18 @@ func shortName(s string) string {
 	return s
 }
 
+// linkText is a PCIe link in a few characters: "x16 32 GT/s", with the
+// maximum where the link trained below it ("x16 2.5 GT/s (max 32)").
 func linkText(l topology.Link) string {
 	if l.CurWidth == 0 && l.CurSpeed == 0 {
 		return "PCIe link unknown"
 	}
-	s := fmt.Sprintf("PCIe %s x%d", speedText(float64(l.CurSpeed)), l.CurWidth)
-	if l.MaxWidth > 0 && (l.CurWidth < l.MaxWidth || l.CurSpeed < l.MaxSpeed) {
-		s += fmt.Sprintf(" (max %s x%d)", speedText(float64(l.MaxSpeed)), l.MaxWidth)
+	s := fmt.Sprintf("x%d %s", l.CurWidth, speedText(float64(l.CurSpeed)))
+	switch {
+	case l.MaxWidth > 0 && l.CurWidth < l.MaxWidth:
+		s += fmt.Sprintf(" (max x%d %s)", l.MaxWidth, Number(float64(l.MaxSpeed)))
+	case l.CurSpeed < l.MaxSpeed:
+		s += fmt.Sprintf(" (max %s)", Number(float64(l.MaxSpeed)))
 	}
 	return s
 }
@@ -240,92 +245,107 @@ func maxDepth(n *tnode) int {
 	return d
 }
 
-// drawTopology is the topology as inline SVG. Inner boxes stand at their
-// depth; the endpoints share the bottom row; NVLink is drawn below the
-// GPUs (a bar for NVSwitch systems, arcs for direct links), the fabric
-// below the NICs.
+// drawTopology is the topology as inline SVG: one band per NUMA node,
+// stacked. In a band the inner boxes stand at their depth and span their
+// children; the endpoints share the band's bottom row; below them the
+// GPUs' NVLink (a bar for NVSwitch systems, arcs between directly linked
+// GPUs) and the NICs' ports down to the fabric.
 func drawTopology(r *dossier.Report, j *judged) template.HTML {
 	t := topoTree(r, j)
 	if len(t.children) == 0 {
 		return ""
 	}
-	width := layout(t, padX) - leafGap + padX
-	bottom := maxDepth(t) // the leaves' row
-	leafY := float64(bottom-1) * rowH
-	var gpus, nics []*tnode
-	var collect func(n *tnode)
-	collect = func(n *tnode) {
-		switch n.kind {
-		case "gpu":
-			gpus = append(gpus, n)
-		case "nic":
-			nics = append(nics, n)
-		}
-		for _, c := range n.children {
-			collect(c)
-		}
-	}
-	collect(t)
-	nvY := leafY + leafH + 30
-	height := nvY + 80
-	s := newSVG(width, height, "topology of "+hostName(r))
-	s.group("topo")
-	var draw func(n *tnode)
-	draw = func(n *tnode) {
-		if n.kind == "host" {
+	body := &svg{}
+	body.group("topo")
+	y, width := 8.0, 0.0
+	var cross []string
+	for _, band := range t.children {
+		w := layout(band, padX) - leafGap + padX
+		width = max(width, w)
+		leafY := y + float64(maxDepth(band)-1)*rowH
+		var gpus, nics []*tnode
+		var walk func(n *tnode)
+		walk = func(n *tnode) {
+			switch n.kind {
+			case "gpu":
+				gpus = append(gpus, n)
+			case "nic":
+				nics = append(nics, n)
+			}
 			for _, c := range n.children {
-				draw(c)
+				walk(c)
 			}
-			return
 		}
-		y := float64(n.depth-1) * rowH
-		h := boxH
-		if len(n.children) == 0 {
-			y, h = leafY, leafH
+		walk(band)
+		drawBox(body, band, y, leafY)
+		bottom := leafY + leafH
+		nvY := bottom + 26
+		fabY := nvY
+		if len(gpus) > 0 {
+			c, below := drawNVLink(body, r, j, gpus, bottom, nvY)
+			cross = append(cross, c...)
+			fabY = below + 14
 		}
-		for _, c := range n.children {
-			cy := float64(c.depth-1) * rowH
-			if len(c.children) == 0 {
-				cy = leafY
-			}
-			cx := c.x + c.w/2
-			s.line(cx, y+h, cx, cy, "edge "+statusClass(c.status))
+		end := fabY
+		if len(nics) > 0 {
+			drawFabric(body, r, nics, bottom, fabY)
+			end = fabY + 24
 		}
-		s.rect(n.x, y, n.w, h, "box "+n.kind+" "+statusClass(n.status), n.title)
-		cx := n.x + n.w/2
-		s.text(cx, y+15, "middle", "lbl", n.label)
-		for i, line := range n.sub {
-			if i >= 4 {
-				break
-			}
-			s.text(cx, y+29+float64(i)*12, "middle", "sub", line)
-		}
-		for _, c := range n.children {
-			draw(c)
-		}
+		y = end + 28
 	}
-	draw(t)
-	drawNVLink(s, r, j, gpus, leafY+leafH, nvY)
-	drawFabric(s, r, nics, leafY+leafH, nvY)
-	s.endGroup()
+	if len(cross) > 0 {
+		body.text(padX, y, "start", "sub", "NVLink between NUMA nodes: "+strings.Join(cross, ", "))
+		y += 20
+	}
+	body.endGroup()
+	s := newSVG(width, y, "topology of "+hostName(r))
+	s.b.WriteString(body.b.String())
 	return s.done()
 }
 
-// drawNVLink draws the GPUs' NVLink: with NVSwitches one bar that every
-// GPU's links reach (labelled active/total), without them an arc per
-// linked pair (from the matrix' NV# cells).
-func drawNVLink(s *svg, r *dossier.Report, j *judged, gpus []*tnode, top, y float64) {
-	h := r.Topology.Summary
-	if len(gpus) == 0 {
-		return
+// drawBox draws n and its subtree: inner boxes at their depth below top,
+// leaves at leafY, each joined to its parent.
+func drawBox(s *svg, n *tnode, top, leafY float64) {
+	at := func(c *tnode) (float64, float64) {
+		if len(c.children) == 0 {
+			return leafY, leafH
+		}
+		return top + float64(c.depth-1)*rowH, boxH
 	}
+	y, h := at(n)
+	for _, c := range n.children {
+		cy, _ := at(c)
+		cx := c.x + c.w/2
+		s.line(cx, y+h, cx, cy, "edge "+statusClass(c.status))
+	}
+	s.rect(n.x, y, n.w, h, "box "+n.kind+" "+statusClass(n.status), n.title)
+	cx := n.x + n.w/2
+	s.text(cx, y+15, "middle", "lbl", n.label)
+	for i, line := range n.sub {
+		if i >= 4 {
+			break
+		}
+		s.text(cx, y+29+float64(i)*12, "middle", "sub", line)
+	}
+	for _, c := range n.children {
+		drawBox(s, c, top, leafY)
+	}
+}
+
+// drawNVLink draws the band's GPUs' NVLink from top (the GPUs' bottom):
+// with NVSwitches a bar at y that every GPU's links reach (labelled
+// active/total), without them an arc per pair of directly linked GPUs of
+// the band (from the matrix' NV# cells). It returns the pairs linked to
+// GPUs outside the band, and the lowest y it drew at.
+func drawNVLink(s *svg, r *dossier.Report, j *judged, gpus []*tnode, top, y float64) ([]string, float64) {
+	h := r.Topology.Summary
 	byIndex := map[int]*tnode{}
 	for _, g := range gpus {
 		byIndex[g.gpu] = g
 	}
-	summary := map[int]topologyGPU{}
+	links := map[int]topologyGPU{}
 	for _, g := range h.GPUs {
-		summary[g.Index] = topologyGPU{g.NVLinksActive, g.NVLinksTotal}
+		links[g.Index] = topologyGPU{g.NVLinksActive, g.NVLinksTotal}
 	}
 	if len(h.NVSwitches) > 0 {
 		x0, x1 := gpus[0].x, gpus[0].x+gpus[0].w
@@ -333,45 +353,45 @@ func drawNVLink(s *svg, r *dossier.Report, j *judged, gpus []*tnode, top, y floa
 			x0, x1 = min(x0, g.x), max(x1, g.x+g.w)
 		}
 		for _, g := range gpus {
-			l := summary[g.gpu]
-			st := nvlinkStatus(l)
+			l := links[g.gpu]
 			cx := g.x + g.w/2
-			s.line(cx, top, cx, y, "nvl "+statusClass(st))
-			s.text(cx+4, (top+y)/2+4, "start", "sub", fmt.Sprintf("NV %s", nvText(l)))
+			s.line(cx, top, cx, y, "nvl "+statusClass(nvlinkStatus(l)))
+			s.text(cx+4, top+16, "start", "sub", "NVLink "+nvText(l))
 		}
-		s.rect(x0, y, x1-x0, 24, "box nvswitch "+statusClass(j.worstID("nvlink")), "NVLink fabric")
-		s.text((x0+x1)/2, y+16, "middle", "lbl", fmt.Sprintf("NVLink through %d NVSwitch(es)", len(h.NVSwitches)))
-		return
+		s.rect(x0, y, x1-x0, 20, "box nvswitch "+statusClass(j.worstID("nvlink")), "NVLink fabric")
+		s.text((x0+x1)/2, y+14, "middle", "lbl", fmt.Sprintf("NVLink fabric: %d NVSwitch(es), shared by every GPU", len(h.NVSwitches)))
+		return nil, y + 20
 	}
 	m := h.Matrix
 	if m == nil {
-		return
+		return nil, top
 	}
-	drew := false
+	var cross []string
+	low := top
 	for a := range m.Labels {
 		for b := a + 1; b < len(m.Labels); b++ {
-			if a >= len(m.Cells) || b >= len(m.Cells[a]) {
+			if a >= len(m.Cells) || b >= len(m.Cells[a]) || m.Cells[a][b].Level != level.NVLink {
 				continue
 			}
-			c := m.Cells[a][b]
-			if c.Level != level.NVLink {
-				continue
+			ia, ib := labelIndex(m.Labels[a], "GPU"), labelIndex(m.Labels[b], "GPU")
+			ga, oka := byIndex[ia]
+			gb, okb := byIndex[ib]
+			pair := fmt.Sprintf("%s–%s NV%d", m.Labels[a], m.Labels[b], m.Cells[a][b].NVLinks)
+			switch {
+			case oka && okb:
+				x1, x2 := ga.x+ga.w/2, gb.x+gb.w/2
+				depth := min(80, 16+(x2-x1)/8)
+				s.curve(x1, top, (x1+x2)/2, top+2*depth, x2, top, "nvl st-none", pair)
+				s.text((x1+x2)/2, top+depth+12, "middle", "sub", fmt.Sprintf("NV%d", m.Cells[a][b].NVLinks))
+				low = max(low, top+depth+14)
+			case oka || okb:
+				if oka && ia < ib || okb && ib < ia {
+					cross = append(cross, pair)
+				}
 			}
-			ga, oka := byIndex[labelIndex(m.Labels[a], "GPU")]
-			gb, okb := byIndex[labelIndex(m.Labels[b], "GPU")]
-			if !oka || !okb {
-				continue
-			}
-			x1, x2 := ga.x+ga.w/2, gb.x+gb.w/2
-			depth := min(70, 14+(x2-x1)/12)
-			s.curve(x1, top, (x1+x2)/2, top+depth, x2, top, "nvl st-none",
-				fmt.Sprintf("%s–%s: NV%d", m.Labels[a], m.Labels[b], c.NVLinks))
-			drew = true
 		}
 	}
-	if drew {
-		s.text(gpus[0].x, y+40, "start", "sub", "arcs: direct NVLink between GPUs (hover for the link count)")
-	}
+	return cross, low
 }
 
 type topologyGPU struct{ active, total int }
@@ -401,39 +421,33 @@ func labelIndex(label, prefix string) int {
 	return i
 }
 
-// drawFabric draws each NIC's ports down to the fabric bar.
+// drawFabric draws each NIC's ports down to the band's fabric bar at y.
 func drawFabric(s *svg, r *dossier.Report, nics []*tnode, top, y float64) {
-	if len(nics) == 0 {
-		return
-	}
 	x0, x1 := nics[0].x, nics[0].x+nics[0].w
+	layers := map[string]bool{}
 	for _, n := range nics {
 		x0, x1 = min(x0, n.x), max(x1, n.x+n.w)
 		st := result.Status("")
 		for _, nic := range r.Inventory.NICs {
-			if nic.Name == n.key {
-				for _, p := range nic.Ports {
-					st = worse(st, portsStatus([]topology.Port{{State: p.State}}))
+			if nic.Name != n.key {
+				continue
+			}
+			for _, p := range nic.Ports {
+				st = worse(st, portsStatus([]topology.Port{{State: p.State}}))
+				if p.LinkLayer != "" {
+					layers[p.LinkLayer] = true
 				}
 			}
 		}
 		cx := n.x + n.w/2
 		s.line(cx, top, cx, y, "fab "+statusClass(st))
 	}
-	layers := map[string]bool{}
-	for _, n := range r.Inventory.NICs {
-		for _, p := range n.Ports {
-			if p.LinkLayer != "" {
-				layers[p.LinkLayer] = true
-			}
-		}
-	}
 	var names []string
 	for l := range layers {
 		names = append(names, l)
 	}
 	sort.Strings(names)
-	label := "fabric"
+	label := "network fabric"
 	if len(names) > 0 {
 		label += " (" + strings.Join(names, ", ") + ")"
 	}
