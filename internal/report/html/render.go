@@ -30,6 +30,9 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
+// ReportHTML is the page's file name in the dossier.
+const ReportHTML = "report.html"
+
 //go:embed page.html.tmpl
 var pageText string
 
