@@ -32,6 +32,8 @@ type DataPath struct {
 	GDRWhy  string
 	Hops    []Hop
 	Peers   []Hop
+	// PeersStatus is the worst of the peer links' statuses.
+	PeersStatus result.Status
 }
 
 // hopNames are the hop kinds in words.
@@ -71,6 +73,7 @@ func dataPaths(r *dossier.Report, x *refIndex) []DataPath {
 				detail += ", NVLink unknown"
 			}
 			dp.Peers = append(dp.Peers, Hop{Kind: "GPU ↔ GPU", Name: fmt.Sprintf("GPU%d", peer), Detail: detail, Status: l.Status, Evidence: x.resolve(l.Evidence)})
+			dp.PeersStatus = worse(dp.PeersStatus, l.Status)
 		}
 		out = append(out, dp)
 	}
@@ -173,4 +176,19 @@ func copyLine(c dossier.CopyMeasurement) string {
 		s += "; data check failed"
 	}
 	return s
+}
+
+// intraNCCL are NCCL's transports inside the node (P2P, SHM, NVLS), per
+// run: what NCCL's own channel lines say GPU ↔ GPU traffic used.
+func intraNCCL(r *dossier.Report) []string {
+	var out []string
+	for _, n := range r.NCCL {
+		for _, t := range n.Transports {
+			switch t.Class {
+			case "p2p", "shm", "nvls":
+				out = append(out, fmt.Sprintf("%s: %s, %d channel line(s)", n.Name, t.Transport, t.Lines))
+			}
+		}
+	}
+	return out
 }

@@ -69,7 +69,7 @@ func busBWPlots(r *dossier.Report) []Plot {
 				}
 			}
 			all = append(all, exp)
-			caption = "model: " + r.Measurements.Basis
+			caption = "dots: each size's verdict (red: fail, amber: warn); model: " + r.Measurements.Basis
 			if r.Measurements.Pass > 0 {
 				caption += fmt.Sprintf("; a size passes at %.0f%% of expected", 100*r.Measurements.Pass)
 			}

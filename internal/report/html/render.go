@@ -69,6 +69,7 @@ type view struct {
 	BusBW     []Plot
 	Copy      []Plot
 	Heat      []Plot
+	IntraNCCL []string
 }
 
 type count struct {
@@ -83,7 +84,7 @@ func Render(w io.Writer, r *dossier.Report) error {
 	}
 	j := newJudged(r.Results)
 	v := view{R: r, Host: hostName(r), Topology: drawTopology(r, j), Paths: dataPaths(r, newRefIndex(r, j)),
-		BusBW: busBWPlots(r), Copy: copyPlots(r), Heat: heatMaps(r)}
+		BusBW: busBWPlots(r), Copy: copyPlots(r), Heat: heatMaps(r), IntraNCCL: intraNCCL(r)}
 	v.Banner = map[string]string{checks.Ready: "st-pass", checks.Degraded: "st-warn", checks.NotReady: "st-fail"}[r.Verdict.Status]
 	if v.Banner == "" {
 		v.Banner = "st-unknown"

@@ -75,9 +75,11 @@ func LinearTicks(max float64, n int) []float64 {
 }
 
 // Log2Ticks are the powers of two from the one at or below min to the one
-// at or above max, every k-th of them so that there are at most n ticks
-// (k itself a power of two, so the ticks fall on 1 KiB, 1 MiB, 1 GiB where
-// they can). It returns the axis' ends too: the first and last tick.
+// at or above max, every k-th of them so that there are at most n ticks.
+// k is 1, 2, 5, 10, 20, ... and the first tick's exponent a multiple of
+// it, so that the labels fall on 1 KiB, 1 MiB, 1 GiB where they can (k 5:
+// 1 B, 32 B, 1 KiB, 32 KiB, ...). The first and last ticks are the axis'
+// ends.
 func Log2Ticks(min, max float64, n int) []float64 {
 	if !(min > 0) || !(max >= min) || n < 2 {
 		return nil
@@ -87,26 +89,29 @@ func Log2Ticks(min, max float64, n int) []float64 {
 	if hi == lo {
 		hi++
 	}
-	// The smallest step k (a power of two) whose ticks, the first aligned
-	// down to a multiple of k (round labels: 2^10, 2^20) and the last
-	// widened up to one, are at most n.
-	k := 1
-	for {
+	for _, k := range tickSteps() {
 		a, b := floorTo(lo, k), hi
 		for (b-a)%k != 0 {
 			b++
 		}
 		if (b-a)/k+1 <= n {
-			lo, hi = a, b
-			break
+			var ticks []float64
+			for e := a; e <= b; e += k {
+				ticks = append(ticks, math.Ldexp(1, e))
+			}
+			return ticks
 		}
-		k *= 2
 	}
-	var ticks []float64
-	for e := lo; e <= hi; e += k {
-		ticks = append(ticks, math.Ldexp(1, e))
+	return nil
+}
+
+// tickSteps are the exponent steps Log2Ticks tries, smallest first.
+func tickSteps() []int {
+	out := []int{1, 2}
+	for k := 5; k <= 1<<20; k *= 2 {
+		out = append(out, k)
 	}
-	return ticks
+	return out
 }
 
 func floorTo(v, k int) int {
