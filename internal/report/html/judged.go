@@ -29,27 +29,6 @@ func tokens(subject string) []string {
 	})
 }
 
-// about are the results whose subject names every one of keys (a key
-// naming one part: "GPU0", an address, "mlx5_0"); keys that are
-// alternatives of one part go through any.
-func (j *judged) about(keys ...string) []result.Result {
-	var out []result.Result
-	for _, r := range j.all {
-		ts := tokens(r.Subject)
-		ok := true
-		for _, k := range keys {
-			if !contains(ts, k) {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
 // forPart are the results about one part, named by any of its keys, and
 // not about a pair with another part: "GPU0", "GPU0-xid", "d2d GPU0", but
 // not "GPU0-mlx5_0".
