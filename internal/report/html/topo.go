@@ -62,9 +62,14 @@ func topoTree(r *dossier.Report, j *judged) *tnode {
 		label := fmt.Sprintf("GPU%d", g.Index)
 		sub := []string{shortName(g.Name), g.Address, linkText(g.Link)}
 		st := j.worstFor(label, g.Address)
-		if g.NVLinksTotal >= 0 {
+		switch {
+		case g.NVLinksTotal > 0:
 			sub = append(sub, fmt.Sprintf("NVLink %d/%d", g.NVLinksActive, g.NVLinksTotal))
 			st = worse(st, nvlinkStatus(topologyGPU{g.NVLinksActive, g.NVLinksTotal}))
+		case g.NVLinksTotal == 0:
+			sub = append(sub, "no NVLink")
+		default:
+			sub = append(sub, "NVLink unknown")
 		}
 		eps = append(eps, ep{kind: "gpu", key: g.Address, label: label, numa: g.NUMA, upstream: g.Upstream, sub: sub, gpu: g.Index,
 			status: st, title: label + " " + g.Address + " " + g.Name})
