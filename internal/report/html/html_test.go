@@ -246,6 +246,15 @@ func TestHostileInputEscaped(t *testing.T) {
 	r.Measurements.Copies[0].Test = payload
 	r.Measurements.Collectives[0].Collective = payload
 	r.NCCL[0].Versions = append(r.NCCL[0].Versions, payload)
+	r.Topology.Summary.GPUs[0].Upstream = append([]string{payload + " (switch-upstream)"}, r.Topology.Summary.GPUs[0].Upstream...)
+	r.Topology.Summary.NVSwitches = append(r.Topology.Summary.NVSwitches, payload)
+	r.Topology.Summary.Pairing.Notes = append(r.Topology.Summary.Pairing.Notes, payload)
+	r.Topology.GPULinks[0].Level = payload
+	r.Inventory.NotCollected = append(r.Inventory.NotCollected, payload)
+	r.Inventory.NICs[0].Ports[0].State = payload
+	r.Phases = append(r.Phases, dossier.Phase{Name: payload, Status: payload, Reason: payload})
+	r.Artifacts = append(r.Artifacts, dossier.Artifact{Name: payload, Path: payload, Kind: payload, SHA256: payload})
+	r.Interrupted, r.Complete = payload, false
 	page := render(t, r)
 	for _, bad := range []string{"<script", "<img", "\x1b", "\u202e", "\r", "</svg>&amp;"} {
 		if strings.Contains(page, bad) {
