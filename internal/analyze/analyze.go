@@ -164,6 +164,7 @@ func Detect(head []byte) []string {
 	if len(head) > textio.HeadSize {
 		head = head[:textio.HeadSize]
 	}
+	head = textio.CleanHead(head)
 	var out []string
 	for _, r := range Readers() {
 		if r.Detect(head) {

@@ -19,7 +19,10 @@ const Kind = "dcgmi"
 
 // Report is what one dcgmi diag output says.
 type Report struct {
-	Format        string            `json:"format"` // text or json
+	Format string `json:"format"` // text or json
+	// Paste says which paste prefixes were removed and which lines were
+	// skipped (code fences of an issue) before the lines were read.
+	Paste         *textio.PasteNote `json:"paste,omitempty"`
 	DCGMVersion   string            `json:"dcgm_version,omitempty"`
 	DriverVersion string            `json:"driver_version,omitempty"`
 	DeviceIDs     []string          `json:"gpu_device_ids,omitempty"`
@@ -29,6 +32,9 @@ type Report struct {
 	Complete bool `json:"complete"`
 	// Errors are dcgmi's own error lines ("Error: Unable to ...").
 	Errors []textio.Quote `json:"errors,omitempty"`
+	// Orphans are table rows before the first header or section line: a
+	// fragment of a table whose start was not pasted. They are not read.
+	Orphans []int `json:"orphan_rows,omitempty"`
 }
 
 // Test is one diagnostic test (plugin).
@@ -59,11 +65,14 @@ type Message struct {
 	GPU      *int   `json:"gpu,omitempty"`
 	ErrorID  *int   `json:"error_id,omitempty"`
 	Category *int   `json:"error_category,omitempty"`
-	Line     int    `json:"line"`
+	// Error says the row was named "Error" (not "Warning"): a failure
+	// whatever the test's own result says.
+	Error bool `json:"error,omitempty"`
+	Line  int  `json:"line"`
 }
 
 var (
-	reDetectText = textio.MustCompile(`(?m)^\|\s*Diagnostic\s+\|\s*Result\s+\|\s*$|^\|-+\s+(?:Metadata|Deployment|Integration|Hardware|Stress)\s+-+\+`)
+	reDetectText = textio.MustCompile(`(?m)^\|\s*Diagnostic\s+\|\s*Result\s+\|\s*$|^[|+]-+\s+(?:Metadata|Deployment|Integration|Hardware|Stress)\s+-+\+`)
 	reDetectJSON = textio.MustCompile(`"DCGM (?:GPU )?Diagnostic"`)
 )
 

@@ -27,6 +27,41 @@ func test(t *testing.T, r *Report, name string) *Test {
 }
 
 var samples = []readertest.Case[*Report]{
+	// DCGM 2.x fragment without header: 'Fail - All' fails, the cut table
+	// is not a completed run.
+	{File: "dcgm-issue49-dcgm246-fragment-pcie-fail-all-nvlink-warnings.txt", Verdicts: []string{
+		"fail dcgmi.diag TestFailed PCIe", "unknown dcgmi.run Truncated run"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
+			p := test(t, r, "PCIe")
+			if !p.AllGPUs || len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0].Text, "NvLink link 4 is currently down") || p.Category != "Integration" {
+				t.Errorf("PCIe %+v", p)
+			}
+		}},
+	{File: "go-dcgm-issue52-dcgm331-mid-table-fragment-gpu0-memory-fail-excerpt.txt", Verdicts: []string{
+		"fail dcgmi.diag TestFailed GPU Memory", "unknown dcgmi.run Truncated run"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
+			m := test(t, r, "GPU Memory")
+			if len(r.Tests) != 1 || len(m.GPUs) != 2 || m.Result != "Fail" || len(r.Orphans) != 9 || !strings.Contains(vs[1].Message, "lines 1-9") {
+				t.Errorf("tests %d memory %+v orphans %v run %q", len(r.Tests), m, r.Orphans, vs[1].Message)
+			}
+		}},
+	{File: "dcgm-issue55-dcgm304-prompt-no-metadata-excerpt.txt", Verdicts: []string{
+		"pass dcgmi.diag Pass Inforom", "unknown dcgmi.run Truncated run"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
+			if len(r.Tests) != 9 || r.DCGMVersion != "" {
+				t.Errorf("tests %d version %q", len(r.Tests), r.DCGMVersion)
+			}
+		}},
+	{File: "nccl-tests-issue264-dcgm338-root-prompt-info-wrapped-excerpt.txt", Verdicts: []string{
+		"pass dcgmi.diag Pass Persistence Mode", "unknown dcgmi.run Truncated run"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
+			pm := test(t, r, "Persistence Mode")
+			if r.DCGMVersion != "3.3.8" || len(r.DeviceIDs) != 8 || len(pm.Info) != 1 || pm.Info[0].Text != "Persistence mode for GPU 0 is disabled. Enable persistence mode" {
+				t.Errorf("version %s ids %d info %+v", r.DCGMVersion, len(r.DeviceIDs), pm.Info)
+			}
+		}},
+	{File: "autopilot-issue68-dcgm335-kubectl-defaulted-container-excerpt.txt", Verdicts: []string{
+		"pass dcgmi.diag Pass Permissions and OS Blocks", "unknown dcgmi.run Truncated run"}},
 	{File: "dcgmi-diag-dcgm423-l40s-x4-pcie-internal-error-k8s.txt", Verdicts: []string{
 		"error dcgmi.diag InternalError pcie", "pass dcgmi.diag Pass software", "pass dcgmi.diag Pass memory", "unknown dcgmi.run Truncated run"},
 		Check: func(t *testing.T, r *Report, vs []result.Result) {
@@ -110,6 +145,30 @@ func TestFailureKinds(t *testing.T) {
 		v := testVerdict("x", &c.t)
 		if string(v.Status) != c.want {
 			t.Errorf("%s: %s (%s), want %s", c.name, v.Status, v.Reason, c.want)
+		}
+	}
+}
+
+// TestErrorRows is item 7 of issue 13: an "Error" row or result is a
+// failure whatever the test's own result says; Skip stays a skip.
+func TestErrorRows(t *testing.T) {
+	const head = "| Diagnostic | Result |\n|-----  Hardware  ----+----|\n"
+	for _, c := range []struct{ name, table, want string }{
+		{"error row under a Pass", "| memory | Pass |\n| Error | GPU 0 had a DBE |\n", "fail dcgmi.diag ErrorReported memory"},
+		{"error row under a Skip", "| memory | Skip |\n| Error | GPU 0 could not be tested |\n", "fail dcgmi.diag ErrorReported memory"},
+		{"error result", "| memory | Error |\n", "fail dcgmi.diag TestFailed memory"},
+		{"error per GPU", "| memory | Pass |\n|  | GPU0: Pass |\n|  | GPU1: Error |\n", "fail dcgmi.diag TestFailed memory"},
+		{"error row before any test", "| Error | the plugin did not load |\n| memory | Pass |\n", "fail dcgmi.diag ErrorReported (global)"},
+		{"skip", "| memory | Skip |\n", "skip dcgmi.diag Skipped memory"},
+		{"warning row under a Pass", "| memory | Pass |\n| Warning | slow |\n", "pass dcgmi.diag Pass memory"},
+		{"internal error row", "| memory | Pass |\n| Error | There was an internal error during the test |\n", "pass dcgmi.diag Pass memory"},
+	} {
+		_, vs, err := Analyze("x.txt", strings.NewReader(head+c.table+"+----+----+\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if m := readertest.Missing(vs, []string{c.want}); len(m) > 0 {
+			t.Errorf("%s: want %s, got %v", c.name, c.want, readertest.Verdicts(vs))
 		}
 	}
 }

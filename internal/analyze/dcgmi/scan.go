@@ -78,7 +78,7 @@ func sectionName(t string) (string, bool) {
 }
 
 // resultWords are the results a DCGM 3 cell starts with.
-var resultWords = []string{"Pass", "Fail", "Warn", "Skip", "Not Run"}
+var resultWords = []string{"Pass", "Fail", "Error", "Warn", "Skip", "Not Run"}
 
 // result3Match reads "Pass", "Pass - All", "Fail - GPU: 0" or
 // "Fail - GPUs: 0, 1" as the regexp result3Expr's submatches: {text,

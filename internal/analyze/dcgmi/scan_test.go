@@ -12,7 +12,7 @@ import (
 var (
 	sectionExpr = regexp.MustCompile(`^[|+]-+\s+(\w[\w ]*?)\s+-+\+-*[|+]\s*$`)
 	borderExpr  = regexp.MustCompile(`^\+[-=+]+\+\s*$`)
-	result3Expr = regexp.MustCompile(`^(Pass|Fail|Warn|Skip|Not Run)(?:\s*-\s*(All|GPUs?:\s*([\d,\s]+)))?\s*$`)
+	result3Expr = regexp.MustCompile(`^(Pass|Fail|Error|Warn|Skip|Not Run)(?:\s*-\s*(All|GPUs?:\s*([\d,\s]+)))?\s*$`)
 )
 
 func checkScan(t *testing.T, s string) {

@@ -14,7 +14,7 @@ const infoLen = 45
 
 var (
 	reHeader   = textio.MustCompile(`^\|\s*Diagnostic\s*\|\s*Result\s*\|\s*$`)
-	reGPUSub   = textio.MustCompile(`^GPU(\d+):\s*(Pass|Fail|Warn|Skip|Not Run)\b`)
+	reGPUSub   = textio.MustCompile(`^GPU(\d+):\s*(Pass|Fail|Error|Warn|Skip|Not Run)\b`)
 	reMsgName  = textio.MustCompile(`^(Warning|Info|Error)(?::\s*GPU\s*(\d+))?$`)
 	reGPUInMsg = textio.MustCompile(`^GPU (\d+)\b`)
 )
@@ -49,6 +49,7 @@ func analyzeText(name string, r io.Reader) (*Report, error) {
 	if err := lr.Err(); err != nil {
 		return nil, err
 	}
+	st.rep.Paste = lr.Paste()
 	st.flushMsg()
 	if !st.tableSeen && len(st.rep.Errors) == 0 {
 		return nil, textio.Errorf(name, max(lr.Line(), 1), "no dcgmi diag table found (no '| Diagnostic | Result |' header or section line)")
@@ -89,6 +90,9 @@ func (st *textState) line(s string, n int) {
 		}
 		return
 	}
+	if !st.inTable && !st.tableSeen && strings.HasPrefix(t, "|") && len(st.rep.Orphans) < maxMsgs {
+		st.rep.Orphans = append(st.rep.Orphans, n)
+	}
 	if !st.inTable || !strings.HasPrefix(t, "|") {
 		return
 	}
@@ -125,7 +129,7 @@ func (st *textState) cell(nameCol, info string, n int) {
 		if st.cur == nil {
 			st.cur = st.newTest("(global)", "", n)
 		}
-		msg := &Message{Line: n}
+		msg := &Message{Line: n, Error: m[1] == "Error"}
 		if m[2] != "" {
 			g, _ := strconv.Atoi(m[2])
 			msg.GPU = &g
@@ -141,6 +145,10 @@ func (st *textState) cell(nameCol, info string, n int) {
 			g, _ := strconv.Atoi(sm[1])
 			if len(st.cur.GPUs) < maxMsgs {
 				st.cur.GPUs = append(st.cur.GPUs, GPUResult{g, sm[2]})
+			}
+			if sm[2] == "Fail" || sm[2] == "Error" {
+				// A GPU that fails fails the test, whatever its row says.
+				st.cur.Result = worst(st.cur.Result, sm[2])
 			}
 			return
 		}
@@ -193,7 +201,7 @@ func (st *textState) result3(t *Test, m []string) {
 	}
 }
 
-var rank = map[string]int{"Fail": 0, "Warn": 1, "Pass": 2, "Skip": 3, "Not Run": 4, "": 5}
+var rank = map[string]int{"Error": 0, "Fail": 0, "Warn": 1, "Pass": 2, "Skip": 3, "Not Run": 4, "": 5}
 
 func worst(a, b string) string {
 	ra, oka := rank[a]

@@ -38,12 +38,46 @@ func verdicts(name string, rep *Report) []result.Result {
 	var out []result.Result
 	for _, t := range rep.Tests {
 		if t.Name == "(global)" {
+			// Message rows before any test: only an Error row is a verdict.
+			if e := errorRows(t); len(e) > 0 {
+				out = append(out, errorVerdict(name, t, e, ""))
+			}
 			continue
 		}
 		out = append(out, testVerdict(name, t))
 	}
 	out = append(out, runVerdict(name, rep))
 	return out
+}
+
+// errorRows are the test's "Error" message rows that are findings (not
+// the diagnostic's own internal error).
+func errorRows(t *Test) []Message {
+	var out []Message
+	for _, w := range t.Warnings {
+		if w.Error && !internal(w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func errorVerdict(name string, t *Test, errs []Message, where string) result.Result {
+	var ev []result.Evidence
+	for i, e := range errs {
+		if i == 6 {
+			break
+		}
+		ev = append(ev, verdict.Ev(name, e.Line, e.Text, "error"))
+	}
+	res := t.Result
+	if res == "" {
+		res = "no result"
+	}
+	v := verdict.New(IDDiag, result.Fail, t.Name, "ErrorReported",
+		fmt.Sprintf("dcgmi reported an error%s (the test's result says %s): %s", where, res, errs[0].Text), ev...)
+	v.Remedy = remedyFor(t)
+	return v
 }
 
 func gpuList(gs []GPUResult, res string) []string {
@@ -69,6 +103,11 @@ func testVerdict(name string, t *Test) result.Result {
 	if t.Category != "" {
 		where = " (" + t.Category + ")"
 	}
+	if e := errorRows(t); len(e) > 0 && t.Result != "Fail" && t.Result != "Error" {
+		// An "Error" row fails the test even when its result says Pass or
+		// Skip: dcgmi reports the error beside a result it could not change.
+		return errorVerdict(name, t, e, where)
+	}
 	switch t.Result {
 	case "Pass":
 		msg := "passed" + where
@@ -84,11 +123,11 @@ func testVerdict(name string, t *Test) result.Result {
 		return verdict.New(IDDiag, result.Skip, t.Name, "NotRun", "not run at this level"+where)
 	case "Warn":
 		return verdict.New(IDDiag, result.Warn, t.Name, "Warn", "warning"+where+": "+firstText(t.Warnings), ev...)
-	case "Fail":
+	case "Fail", "Error":
 	default:
 		return verdict.New(IDDiag, result.Unknown, t.Name, "UnknownResult", fmt.Sprintf("result %q%s is not one dcgmi prints", t.Result, where), ev...)
 	}
-	failed := gpuList(t.GPUs, "Fail")
+	failed := append(gpuList(t.GPUs, "Fail"), gpuList(t.GPUs, "Error")...)
 	passed := gpuList(t.GPUs, "Pass")
 	allInternal := len(t.Warnings) > 0
 	for _, w := range t.Warnings {
@@ -158,7 +197,10 @@ func runVerdict(name string, rep *Report) result.Result {
 			last = rep.Tests[n-1].Line
 		}
 		return verdict.New(IDRun, result.Unknown, "run", "Truncated",
-			fmt.Sprintf("the table ends without its closing border (last test at line %d): later tests may be missing from this output", last))
+			fmt.Sprintf("the table ends without its closing border (last test at line %d): later tests may be missing from this output%s", last, orphans(rep)))
+	}
+	if o := orphans(rep); o != "" {
+		return verdict.New(IDRun, result.Unknown, "run", "Fragment", "the table's end is here but not its start"+o)
 	}
 	return verdict.New(IDRun, result.Pass, "run", "Completed", fmt.Sprintf("%d tests reported", countTests(rep)))
 }
@@ -176,6 +218,9 @@ func countTests(rep *Report) int {
 // WriteText prints the verdicts, then the table as read.
 func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
 	var b strings.Builder
+	if !r.Paste.Empty() {
+		fmt.Fprintf(&b, "\n%s\n", r.Paste)
+	}
 	fmt.Fprintf(&b, "\ndcgmi diag (%s): DCGM %s, driver %s, %d GPU device id(s)\n", r.Format, r.DCGMVersion, r.DriverVersion, len(r.DeviceIDs))
 	cat := "\x00"
 	for _, t := range r.Tests {
@@ -202,4 +247,16 @@ func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
 		b.WriteString("  (table not closed: output cut off)\n")
 	}
 	return (verdict.Text{}).Page(w, "", vs, b.String())
+}
+
+// orphans says which rows before the table's first section were skipped.
+func orphans(rep *Report) string {
+	o := rep.Orphans
+	switch len(o) {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf("; the row at line %d comes before the first section and was not read (a fragment of a longer table)", o[0])
+	}
+	return fmt.Sprintf("; %d rows (lines %d-%d) come before the first section and were not read (a fragment of a longer table)", len(o), o[0], o[len(o)-1])
 }

@@ -2,6 +2,8 @@ package ncclog
 
 import (
 	"bytes"
+
+	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 )
 
 // Caps on what is kept in detail live with the tracker that keeps it.
@@ -55,7 +57,8 @@ type analyzer struct {
 	name   string
 	files  []JobFile // the logs of a job read so far (Job); none for one log
 	stats  lineStats
-	hs     []header // the headers of the current line, reused
+	pastes []*textio.Paste // one per log read
+	hs     []header        // the headers of the current line, reused
 	hosts  hostTracker
 	comms  commTracker
 	chans  channelTracker

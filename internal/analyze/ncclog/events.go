@@ -2,7 +2,7 @@ package ncclog
 
 import (
 	"bytes"
-	"regexp"
+	"strings"
 )
 
 // Caps of the event tracker.
@@ -74,7 +74,38 @@ func strongError(m []byte) bool {
 
 var benignWarn = [][]byte{[]byte("deprecated"), []byte("Ignoring"), []byte("ignoring"), []byte("ignored")}
 
-var reDigits = regexp.MustCompile(`0x[0-9a-fA-F]+|[0-9]+`)
+// maskNumbers replaces every number of s, hexadecimal (0x...) or decimal,
+// with "#": messages that differ only in their numbers get one key. It
+// is the regexp `0x[0-9a-fA-F]+|[0-9]+` replaced by hand (scan_test.go
+// checks both agree): it runs on many lines of a large log.
+func maskNumbers(s []byte) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '0' && i+2 < len(s) && s[i+1] == 'x' && isHexDigit(s[i+2]):
+			i += 2
+			for i < len(s) && isHexDigit(s[i]) {
+				i++
+			}
+			b.WriteByte('#')
+		case c >= '0' && c <= '9':
+			for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+				i++
+			}
+			b.WriteByte('#')
+		default:
+			b.WriteByte(c)
+			i++
+		}
+	}
+	return b.String()
+}
+
+func isHexDigit(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
 
 // event records an error ('E' or a WARN line), or a warning ('I': an INFO
 // line that mentions an error).
@@ -100,7 +131,7 @@ func (e *eventTracker) add(level byte, host int32, m []byte, no int64) {
 	if len(key) > 200 {
 		key = key[:200]
 	}
-	k := string(lv) + reDigits.ReplaceAllString(string(key), "#")
+	k := string(lv) + maskNumbers(key)
 	if ev := e.kinds[k]; ev != nil {
 		ev.count++
 		return

@@ -206,6 +206,12 @@ func (a *analyzer) run(r io.Reader) error {
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		return &textio.ParseError{Name: a.name, Line: 1, Msg: "gzip-compressed data: decompress it first"}
 	}
+	head, _ := br.Peek(textio.HeadSize) // short at the end of input; errors come again from ReadSlice
+	if i := bytes.IndexByte(head, 0); i >= 0 {
+		head = head[:i]
+	}
+	paste := textio.DetectPaste(head, 0) // each log of a job has its own shape
+	a.pastes = append(a.pastes, paste)
 	lineNo, bytes0 := a.stats.lines, a.stats.bytes // a job's logs are numbered on
 	var long []byte
 	inLong, cut := false, false
@@ -240,7 +246,9 @@ func (a *analyzer) run(r io.Reader) error {
 			if cut {
 				a.stats.long++
 			}
-			a.line(trimEOL(line), lineNo, cut)
+			if b, skip := paste.Clean(trimEOL(line), int(lineNo)); !skip {
+				a.line(b, lineNo, cut)
+			}
 		}
 		long, inLong, cut = long[:0], false, false
 		if err == nil {

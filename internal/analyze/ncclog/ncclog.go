@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"io"
 
+	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -38,6 +39,9 @@ type Report struct {
 	SplicedLines int64 `json:"spliced_lines"`
 	// LongLines counts lines longer than MaxLine, read in part.
 	LongLines int64 `json:"long_lines,omitempty"`
+	// Paste says which paste prefixes were removed and which lines were
+	// skipped (code fences of an issue) before the lines were read.
+	Paste *textio.PasteNote `json:"paste,omitempty"`
 
 	Versions           []Version `json:"versions"`
 	CUDADriverVersions []Version `json:"cuda_driver_versions,omitempty"`

@@ -26,6 +26,26 @@ func TestGolden(t *testing.T) { reader.GoldenSamples(t, *update, nil) }
 // wantVerdicts is what a person reading each log concludes. Every verdict
 // a sample gets must be listed here, and nothing else.
 var wantVerdicts = map[string][]readertest.Want{
+	"awsk8stester464-harness-indent-mpirun-tags-socket-excerpt.txt": readertest.Wants("job",
+		"fail nccl.gdr NoGDRDMA", "skip nccl.p2p NoIntraNodePeers", "fail nccl.net SocketFallback", "unknown nccl.version NoVersionLine", "pass nccl.errors NoErrors", "pass nccl.channels ChannelCount", "unknown nccl.topology NoSystemTree"),
+	"opennmt1606-gcp-pod-ring-via-net-socket-old-trees-excerpt.txt": readertest.Wants("job",
+		"fail nccl.gdr NoGDRDMA", "skip nccl.p2p NoIntraNodePeers", "fail nccl.net SocketFallback", "unknown nccl.version NoVersionLine", "pass nccl.errors NoErrors", "unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree"),
+	// Pastes (issue 13 item 6): launcher prefixes, prompts, fences and
+	// the pre-2.5 "Ring NN : a[b] -> c[d] via P2P/IPC" wording.
+	"nccl300-mpirun-tagged-nccl256-lo-socket-excerpt.txt": readertest.Wants("job",
+		"unknown nccl.gdr NoChannelLines", "unknown nccl.p2p NoChannelLines", "unknown nccl.net NoNetworkLines", "pass nccl.version SameVersion", "pass nccl.errors NoErrors", "unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree"),
+	"nccl147-ring-via-p2p-ipc-spliced-old-nccl-excerpt.txt": readertest.Wants("job",
+		"skip nccl.gdr NoInterNodeTraffic", "pass nccl.p2p P2P", "unknown nccl.net NoNetworkLines", "unknown nccl.version NoVersionLine", "pass nccl.errors NoErrors", "unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree"),
+	"nccltests29-4node-ring00-via-p2p-ipc-excerpt.txt": readertest.Wants("job",
+		"skip nccl.gdr NoInterNodeTraffic", "pass nccl.p2p P2P", "unknown nccl.net NoNetworkLines", "unknown nccl.version NoVersionLine", "pass nccl.errors NoErrors", "unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree"),
+	"nccl302-rank-bracket-prefix-nccl256-ib-roce-mixed-excerpt.txt": readertest.Wants("job",
+		"skip nccl.gdr NoInterNodeTraffic", "pass nccl.p2p P2P", "unknown nccl.net NoNetworkLines", "unknown nccl.version NoVersionLine", "pass nccl.errors NoErrors", "unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree"),
+	"nvpeermem56-nccl247-two-nodes-ib-excerpt.txt": readertest.Wants("job",
+		"unknown nccl.gdr NoChannelLines", "unknown nccl.p2p NoChannelLines", "unknown nccl.net NoNetworkLines", "pass nccl.version SameVersion", "pass nccl.errors NoErrors", "unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree"),
+	"nccl1737-root-prompt-torchrun-gdr-level0-excerpt.txt": readertest.Wants("job",
+		"unknown nccl.gdr NoChannelLines", "unknown nccl.p2p NoChannelLines", "unknown nccl.net NoNetworkLines", "pass nccl.version SameVersion", "pass nccl.errors NoErrors", "unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree"),
+	"deit28-conda-prompt-roce-mlx4-excerpt.txt": readertest.Wants("job",
+		"unknown nccl.gdr NoChannelLines", "unknown nccl.p2p NoChannelLines", "pass nccl.net RDMANetwork", "unknown nccl.version NoVersionLine", "pass nccl.errors NoErrors", "unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree"),
 	// Four ranks of one process on one host talk through the NIC
 	// (loopback) although they share the machine; GDRDMA is on.
 	"a100-intranode-ranks-via-net-ib-gdrdma-excerpt.txt": readertest.Wants("job",

@@ -69,7 +69,7 @@ func (n *netTracker) envLine(m []byte, no int64) {
 }
 
 func (n *netTracker) pluginMsg(host string, m []byte, no int64) {
-	k := reDigits.ReplaceAllString(string(m), "#")
+	k := maskNumbers(m)
 	if n.pluginSeen[k] || len(n.pluginMsgs) >= maxPluginMsgs {
 		return
 	}

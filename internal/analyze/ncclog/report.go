@@ -1,6 +1,7 @@
 package ncclog
 
 import (
+	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -43,6 +44,7 @@ func (a *analyzer) report() (*Report, []result.Result) {
 		NCCLLines:    a.stats.nccl,
 		SplicedLines: a.stats.spliced,
 		LongLines:    a.stats.long,
+		Paste:        textio.MergeNotes(a.pastes),
 		ErrorCount:   a.events.errCount,
 		WarningCount: a.events.warnCount,
 	}

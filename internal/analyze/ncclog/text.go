@@ -20,7 +20,9 @@ func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
 		head += fmt.Sprintf(", %d overlong lines read in part", r.LongLines)
 	}
 	var b strings.Builder
-
+	if !r.Paste.Empty() {
+		fmt.Fprintf(&b, "\n%s\n", r.Paste)
+	}
 	if len(r.Versions) > 0 {
 		b.WriteString("\nNCCL versions:\n")
 		for _, v := range r.Versions {

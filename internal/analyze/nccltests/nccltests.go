@@ -28,6 +28,9 @@ type Report struct {
 	NCCLLogLines int `json:"nccl_log_lines"`
 	// PartialRows lists rows that were started but never completed.
 	PartialRows []textio.Quote `json:"partial_rows,omitempty"`
+	// Paste says which paste prefixes were removed and which lines were
+	// skipped (code fences of an issue) before the lines were read.
+	Paste *textio.PasteNote `json:"paste,omitempty"`
 	// Failures are "Test NCCL failure" / "Test CUDA failure" / "# error:" lines.
 	Failures []textio.Quote `json:"failures,omitempty"`
 	// Elided is true when the output contains a literal "..." line (rows cut by the author).
@@ -36,6 +39,11 @@ type Report struct {
 	TruncatedLines int `json:"truncated_lines,omitempty"`
 	// DroppedTests counts the tests past the cap (1024), read but not kept.
 	DroppedTests int `json:"dropped_tests,omitempty"`
+	// DroppedWrongRows counts the rows past the caps (not kept) whose
+	// #wrong is above 0, FirstDroppedWrongLine the first of them: they
+	// fail the run as a kept row would.
+	DroppedWrongRows      int `json:"dropped_wrong_rows,omitempty"`
+	FirstDroppedWrongLine int `json:"first_dropped_wrong_line,omitempty"`
 }
 
 // Test is one benchmark run: one collective, one table.
@@ -85,6 +93,7 @@ type Test struct {
 	Line int `json:"line"`
 
 	summary bool // Avg bus bandwidth or out-of-bounds line seen
+	noHint  bool // a command line came after its summary: it is the next test's
 }
 
 // Params is the "# nThread ..." line.

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +52,100 @@ func avg(avg float64, from string, rows int, peak float64, more ...func(t *testi
 }
 
 var samples = []readertest.Case[*Report]{
+	// Pastes (issue 13 item 6).
+	{File: "gcp-a3mega-2node-allreduce-markdown-quoted-command.txt", Verdicts: []string{
+		"pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.wrong NoWrongResults all_reduce", "pass nccltests.run Completed run"},
+		// The quoted command names the binary; the quote is not a prefix
+		// of the output.
+		Check: avg(70.742, "printed", 31, 338.82, func(t *testing.T, r *Report, x *Test) {
+			if x.CollectiveFrom != "command" || len(x.Devices) != 16 || len(x.Hosts) != 2 || x.PeakSize != 8589934592 || r.Paste != nil {
+				t.Errorf("from %q devices %d hosts %v peak size %d paste %+v", x.CollectiveFrom, len(x.Devices), x.Hosts, x.PeakSize, r.Paste)
+			}
+		})},
+	{File: "nccltests82-conda-prompt-broadcast-root-validation-off-excerpt.txt", Verdicts: []string{
+		"unknown nccltests.wrong ValidationDisabled broadcast", "unknown nccltests.busbw NoBandwidth broadcast", "unknown nccltests.run NoSummary run"},
+		Check: avg(0, "computed", 1, 0, func(t *testing.T, r *Report, x *Test) {
+			if x.CollectiveFrom != "command" || len(x.Hosts) != 2 || x.NCCLVersion != "2.9.6+cuda11.2" || x.Rows[0].Root == nil || *x.Rows[0].Root != 0 {
+				t.Errorf("from %q hosts %v nccl %q row %+v", x.CollectiveFrom, x.Hosts, x.NCCLVersion, x.Rows[0])
+			}
+			if len(r.Paste.Prompts) != 1 || !strings.HasPrefix(r.Paste.Prompts[0].Text, "mpirun --bind-to none") {
+				t.Errorf("prompts %+v", r.Paste.Prompts)
+			}
+		})},
+	{File: "nccl392-header-lines-without-hash-error-column-excerpt.txt", Verdicts: []string{
+		"pass nccltests.wrong NoWrongResults all_reduce", "pass nccltests.busbw BusbwMeasured all_reduce", "unknown nccltests.run NoSummary run"},
+		// The header lines lost their "#" and are not taken for the
+		// header; the rows are still read by their shape (no root column).
+		Check: avg(0.02, "computed", 9, 0.09, func(t *testing.T, r *Report, x *Test) {
+			last := x.Rows[len(x.Rows)-1]
+			if x.CollectiveFrom != "inferred" || last.Bytes != 2048 || last.OutOfPlace == nil || !near(last.OutOfPlace.TimeUS, 44.04) || last.InPlace == nil || !near(last.InPlace.BusBW, 0.09) {
+				t.Errorf("collective from %q, last row %+v", x.CollectiveFrom, last)
+			}
+		})},
+	{File: "nccltests107-user-prompt-mpirun-two-independent-runs-excerpt.txt", Verdicts: []string{
+		"skip nccltests.wrong NoRows all_reduce#1", "unknown nccltests.busbw NoRows all_reduce#1",
+		"skip nccltests.wrong NoRows all_reduce#2", "unknown nccltests.busbw NoRows all_reduce#2",
+		"skip nccltests.wrong NoRows all_reduce#3", "unknown nccltests.busbw NoRows all_reduce#3",
+		"warn nccltests.run IndependentRuns run"},
+		Check: func(t *testing.T, r *Report, _ []result.Result) {
+			if r.Paste == nil || len(r.Paste.Prompts) != 1 || !strings.HasPrefix(r.Paste.Prompts[0].Text, "mpirun -host") || r.Paste.Fences != 1 {
+				t.Errorf("paste note %+v", r.Paste)
+			}
+			if x := r.Tests[1]; len(x.Devices) != 2 || x.Devices[0].Host == x.Devices[1].Host || x.Binary != "all_reduce_perf" {
+				t.Errorf("devices %+v binary %q", x.Devices, x.Binary)
+			}
+		}},
+	{File: "nccl340-headerless-rows-old-layout-then-next-command-excerpt.txt", Verdicts: []string{
+		"pass nccltests.wrong NoWrongResults unknown", "pass nccltests.busbw BusbwMeasured unknown", "pass nccltests.run Completed run"},
+		// The ./broadcast_perf line after the summary starts the next
+		// run: it does not name this table.
+		Check: avg(6.6972, "printed", 12, 21.86, func(t *testing.T, r *Report, x *Test) {
+			if x.Collective != "unknown" || x.Binary != "" || x.Rows[0].Bytes != 65536 {
+				t.Errorf("collective %q binary %q first size %d", x.Collective, x.Binary, x.Rows[0].Bytes)
+			}
+		})},
+	{File: "nccltests128-fragment-no-nthread-zero-byte-rows-excerpt.txt", Verdicts: []string{
+		"pass nccltests.wrong NoWrongResults unknown", "pass nccltests.busbw BusbwMeasured unknown", "unknown nccltests.run NoSummary run"},
+		Check: avg(0.0014, "computed", 7, 0.01, func(t *testing.T, r *Report, x *Test) {
+			if x.Collective != "unknown" || len(x.Columns) != 13 || r.Paste.Fences != 1 {
+				t.Errorf("collective %q columns %v paste %+v", x.Collective, x.Columns, r.Paste)
+			}
+		})},
+	{File: "mooncake3484-headerless-allreduce-rows-excerpt.txt", Verdicts: []string{
+		"pass nccltests.wrong NoWrongResults all_reduce", "pass nccltests.busbw BusbwMeasured all_reduce", "unknown nccltests.run NoSummary run"},
+		Check: avg(100.9523, "computed", 11, 300.52, func(t *testing.T, r *Report, x *Test) {
+			if x.CollectiveFrom != "inferred" || r.Paste != nil {
+				t.Errorf("collective from %q, paste %+v (right-aligned rows are not an indentation)", x.CollectiveFrom, r.Paste)
+			}
+		})},
+	{File: "nccltests131-dollar-prompt-p2p-disabled-log-mixed-excerpt.txt", Verdicts: []string{
+		"skip nccltests.wrong NoRows all_reduce", "unknown nccltests.busbw NoRows all_reduce", "unknown nccltests.run NoSummary run"},
+		Check: func(t *testing.T, r *Report, _ []result.Result) {
+			x := one(t, r)
+			if x.CollectiveFrom != "command" || len(x.Devices) != 2 || x.NCCLVersion != "2.16.5+cuda11.8" || r.NCCLLogLines != 8 {
+				t.Errorf("from %q devices %d nccl %q log lines %d", x.CollectiveFrom, len(x.Devices), x.NCCLVersion, r.NCCLLogLines)
+			}
+			if len(r.Paste.Prompts) != 1 || r.Paste.Prompts[0].Line != 2 {
+				t.Errorf("prompts %+v", r.Paste.Prompts)
+			}
+		}},
+	{File: "nccl1530-command-then-tree-allreduce-8x4090-excerpt.txt", Verdicts: []string{
+		"skip nccltests.wrong NoRows all_reduce", "unknown nccltests.busbw NoRows all_reduce", "unknown nccltests.run NoSummary run"},
+		Check: func(t *testing.T, r *Report, _ []result.Result) {
+			// The excerpt stops in the middle of the first row.
+			x := one(t, r)
+			if len(x.Devices) != 8 || len(r.PartialRows) != 1 || r.PartialRows[0].Line != 18 || x.CollectiveFrom != "command" {
+				t.Errorf("devices %d partial %+v from %q", len(x.Devices), r.PartialRows, x.CollectiveFrom)
+			}
+		}},
+	{File: "nccl1189-h20-alltoall-mpirun-2node-nccl-log-excerpt.txt", Verdicts: []string{
+		"skip nccltests.wrong NoRows alltoall", "unknown nccltests.busbw NoRows alltoall", "unknown nccltests.run NoSummary run"},
+		Check: func(t *testing.T, r *Report, _ []result.Result) {
+			x := one(t, r)
+			if x.CollectiveFrom != "command" || len(x.Devices) != 4 || len(x.Hosts) != 2 || x.Devices[2].BusID != "0000:18:00" {
+				t.Errorf("from %q devices %+v hosts %v", x.CollectiveFrom, x.Devices, x.Hosts)
+			}
+		}},
 	{File: "aws-p5-2node-efa-ofi-gdrdma-full.txt", Verdicts: []string{
 		"pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.wrong NoWrongResults all_reduce", "pass nccltests.run Completed run"},
 		Check: avg(124.584, "printed", 32, 488.14, func(t *testing.T, r *Report, x *Test) {
@@ -356,5 +451,45 @@ func TestTestsCapped(t *testing.T) {
 	}
 	if rows != maxTotalRows || dropped != maxTotalRows+20 {
 		t.Errorf("%d rows kept, %d dropped over %d tests; want %d kept", rows, dropped, len(rep.Tests), maxTotalRows)
+	}
+}
+
+// TestWrongPastTheCaps: a row with wrong elements fails the run even when
+// it lies past the caps (tests beyond maxTests are read, not kept), and
+// rows past the caps are counted; with every row right, nothing fails.
+func TestWrongPastTheCaps(t *testing.T) {
+	table := func(wrong int) string {
+		return "# nThread 1 nGpus 8 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n" +
+			"#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n" +
+			"           8             2     float     sum      -1    35.06    0.00    0.00      " + strconv.Itoa(wrong) + "    34.83    0.00    0.00      0\n"
+	}
+	for _, c := range []struct {
+		name  string
+		wrong int
+		fail  bool
+	}{{"all right", 0, false}, {"wrong past the cap", 3, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			var b strings.Builder
+			for range maxTests + 10 {
+				b.WriteString(table(0))
+			}
+			b.WriteString(table(c.wrong))
+			rep, vs, err := Analyze("tiny.txt", strings.NewReader(b.String()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.DroppedTests != 11 {
+				t.Errorf("dropped tests %d, want 11", rep.DroppedTests)
+			}
+			failed := slices.ContainsFunc(vs, func(v result.Result) bool {
+				return v.ID == IDWrong && v.Status == result.Fail && v.Subject == "rows not kept"
+			})
+			if failed != c.fail {
+				t.Errorf("rows-not-kept failure %v, want %v (%d wrong rows not kept)", failed, c.fail, rep.DroppedWrongRows)
+			}
+			if c.fail && rep.FirstDroppedWrongLine != 3*(maxTests+10)+3 {
+				t.Errorf("first wrong row at line %d, want %d", rep.FirstDroppedWrongLine, 3*(maxTests+10)+3)
+			}
+		})
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 )
 
 // The regular expressions nThreadLine and deviceLine implement.
@@ -23,6 +25,9 @@ func checkScan(t *testing.T, s string) {
 	if want := nThreadExpr.FindStringSubmatch(s); !slices.Equal(got, want) {
 		t.Fatalf("nThreadLine(%q) = %q; regexp %q", s, got, want)
 	}
+	if f := textio.AppendFields([]string{"x"}, s); !slices.Equal(f[1:], strings.Fields(s)) || f[0] != "x" {
+		t.Fatalf("textio.AppendFields(%q) = %q; strings.Fields %q", s, f[1:], strings.Fields(s))
+	}
 	got = nil
 	if !deviceLine(s, &got) {
 		got = nil
@@ -38,7 +43,7 @@ func TestScanMatchesRegexp(t *testing.T) {
 	for _, s := range []string{"nThread 1 nGpus 8 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5",
 		"Rank  0 Group  0 Pid     25 on test-nccl-worker-0 device  0 [0x53] NVIDIA H100 80GB HBM3",
 		"Rank  1 Pid  26 on host device  1 [0000:64:00] NVIDIA A100", "Rank 2 Group x Pid 3 on h device 0 [] ",
-		"nThread1 nGpus 2", "Rank 0 Pid 1 on a b device 0 [x] y"} {
+		"nThread1 nGpus 2", "Rank 0 Pid 1 on a b device 0 [x] y", "a\u00a0b\u2003 c", "\v x\f", ""} {
 		checkScan(t, s)
 	}
 	parts := []string{"", " ", "  ", "\t", "nThread", "nGpus", "Rank", "Group", "Pid", "on", "device", "0", "12", "x",

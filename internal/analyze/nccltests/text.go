@@ -3,6 +3,7 @@ package nccltests
 import (
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -88,6 +89,9 @@ type textParser struct {
 	hosts    map[string]bool
 	// noRows (always 0) is the room for rows of the tests past maxTests.
 	noRows int
+	// buf holds the row being read, fields the tokens of the line.
+	buf    rowBuf
+	fields []string
 }
 
 // fileHints name collectives in file names, most specific first.
@@ -132,7 +136,7 @@ func analyzeText(name string, r io.Reader) (*Report, error) {
 		streams:  map[string]*stream{},
 		hosts:    map[string]bool{},
 	}
-	lr := textio.NewLineReader(name, r)
+	lr := textio.NewLineReaderOpt(name, r, textio.KeepLaunchTags)
 	for n, line := range lr.All() {
 		p.line(line, n)
 	}
@@ -140,6 +144,7 @@ func analyzeText(name string, r io.Reader) (*Report, error) {
 		return nil, err
 	}
 	p.rep.TruncatedLines = lr.Truncated
+	p.rep.Paste = lr.Paste()
 	keys := make([]string, 0, len(p.streams))
 	for k := range p.streams {
 		keys = append(keys, k)
@@ -462,11 +467,16 @@ func (p *textParser) fragment(st *stream, frag string, terminated bool, n int) {
 		p.quoteFailure(n, t)
 		return
 	}
-	toks := strings.Fields(t)
+	toks := textio.AppendFields(p.fields[:0], t)
+	p.fields = toks[:0] // the scratch for the next line: toks is not kept
 	switch {
 	case rowStart(toks):
 		p.finishPending(st)
-		st.pending, st.pendLn = toks, n // Fields made toks: pending owns it
+		if terminated { // the common case: a whole row on its line
+			p.finishRow(st, toks, n)
+			return
+		}
+		st.pending, st.pendLn = slices.Clone(toks), n
 	case len(st.pending) > 0 && allValues(toks):
 		if len(st.pending)+len(toks) > maxRowTokens {
 			p.partial(st)
@@ -475,6 +485,9 @@ func (p *textParser) fragment(st *stream, frag string, terminated bool, n int) {
 		st.pending = append(st.pending, toks...)
 	default:
 		if m := reBinary.FindStringSubmatch(t); m != nil && strings.Contains(t, m[1]) {
+			for _, x := range p.tests { // finished tests do not take a later command
+				x.noHint = x.noHint || x.Stream == st.key && x.summary
+			}
 			st.binaryHint = textio.Clip(m[1]+m[2], 128)
 		}
 		return
@@ -485,23 +498,57 @@ func (p *textParser) fragment(st *stream, frag string, terminated bool, n int) {
 }
 
 func (p *textParser) partial(st *stream) {
-	p.rep.PartialRows = textio.AddQuote(p.rep.PartialRows, st.pendLn, strings.Join(st.pending, " "))
+	p.quotePartial(st.pending, st.pendLn)
 	st.pending = nil
+}
+
+func (p *textParser) quotePartial(toks []string, line int) {
+	p.rep.PartialRows = textio.AddQuote(p.rep.PartialRows, line, strings.Join(toks, " "))
 }
 
 func (p *textParser) finishPending(st *stream) {
 	if len(st.pending) == 0 {
 		return
 	}
-	t := p.current(st, st.pendLn, false)
-	row, err := parseRow(st.pending, t.Columns)
+	toks, line := st.pending, st.pendLn
+	st.pending = nil
+	p.finishRow(st, toks, line)
+}
+
+// finishRow reads the tokens of one row (from line) into the stream's
+// test; toks is not kept.
+func (p *textParser) finishRow(st *stream, toks []string, line int) {
+	t := p.current(st, line, false)
+	row, err := parseRowInto(toks, t.Columns, &p.buf)
 	if err != nil {
-		p.partial(st)
+		p.quotePartial(toks, line)
 		return
 	}
-	row.Line = st.pendLn
-	t.addRow(row)
-	st.pending = nil
+	row.Line = line
+	if !t.keeps() {
+		// A row past the caps is counted, and its #wrong still fails
+		// the run; it is not kept (nor copied out of the buffer).
+		t.noteOrder(row)
+		t.DroppedRows++
+		if wrongIn(row) {
+			if p.rep.DroppedWrongRows == 0 {
+				p.rep.FirstDroppedWrongLine = row.Line
+			}
+			p.rep.DroppedWrongRows++
+		}
+		return
+	}
+	t.addRow(cloneRow(row))
+}
+
+// wrongIn reports whether a half of r counted wrong results.
+func wrongIn(r collective.Row) bool {
+	for _, m := range []*collective.Measure{r.OutOfPlace, r.InPlace} {
+		if m != nil && m.Wrong != nil && *m.Wrong > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *textParser) comment(st *stream, c string, n int) {
@@ -577,12 +624,22 @@ func (p *textParser) comment(st *stream, c string, n int) {
 	}
 }
 
-// addRow keeps a row (up to maxRows), noting sizes that go down.
-func (t *Test) addRow(r collective.Row) {
+// keeps reports whether the test has room for one more row.
+func (t *Test) keeps() bool {
+	return len(t.Rows) < maxRows && (t.rowsLeft == nil || *t.rowsLeft > 0)
+}
+
+// noteOrder notes a size that goes down.
+func (t *Test) noteOrder(r collective.Row) {
 	if k := len(t.Rows); k > 0 && r.Bytes < t.Rows[k-1].Bytes {
 		t.Unordered = true
 	}
-	if len(t.Rows) < maxRows && (t.rowsLeft == nil || *t.rowsLeft > 0) {
+}
+
+// addRow keeps a row (up to maxRows), noting sizes that go down.
+func (t *Test) addRow(r collective.Row) {
+	t.noteOrder(r)
+	if t.keeps() {
 		t.Rows = append(t.Rows, r)
 		if t.rowsLeft != nil {
 			*t.rowsLeft--
@@ -709,6 +766,40 @@ func (e rowError) Error() string { return string(e) }
 // parseRow reads "size count type [redop] [root] time algbw busbw #wrong
 // time algbw busbw #wrong [timestamp]"; redop may be blank and root absent.
 func parseRow(t []string, cols []string) (collective.Row, error) {
+	r, err := parseRowInto(t, cols, new(rowBuf))
+	return cloneRow(r), err
+}
+
+// rowBuf holds the halves of a row being read: the row's pointers point
+// into it until the row is kept (clone), so that rows past the caps cost
+// no allocation.
+type rowBuf struct {
+	oop, ip   collective.Measure
+	oopW, ipW int64
+	root      int
+}
+
+// cloneRow gives r with its halves and root copied out of the buffer.
+func cloneRow(r collective.Row) collective.Row {
+	copyOf := func(m *collective.Measure) *collective.Measure {
+		if m == nil {
+			return nil
+		}
+		c := *m
+		if m.Wrong != nil {
+			c.Wrong = new(*m.Wrong)
+		}
+		return &c
+	}
+	r.OutOfPlace, r.InPlace = copyOf(r.OutOfPlace), copyOf(r.InPlace)
+	if r.Root != nil {
+		r.Root = new(*r.Root)
+	}
+	return r
+}
+
+// parseRowInto is parseRow with the halves and root in b.
+func parseRowInto(t []string, cols []string, b *rowBuf) (collective.Row, error) {
 	var r collective.Row
 	if !rowStart(t) {
 		return r, rowError("not a result row")
@@ -734,28 +825,29 @@ func parseRow(t []string, cols []string) (collective.Row, error) {
 		if !isInt(rest[i]) {
 			return r, rowError("root is not an integer")
 		}
-		v := atoi(rest[i])
-		r.Root = &v
+		b.root = atoi(rest[i])
+		r.Root = &b.root
 		i++
 	}
 	if len(rest)-i != 2*g {
 		return r, rowError("row does not have two result groups")
 	}
 	var err error
-	if r.OutOfPlace, err = parseMeasure(rest[i : i+g]); err != nil {
+	if r.OutOfPlace, err = parseMeasure(rest[i:i+g], &b.oop, &b.oopW); err != nil {
 		return r, err
 	}
-	if r.InPlace, err = parseMeasure(rest[i+g : i+2*g]); err != nil {
+	if r.InPlace, err = parseMeasure(rest[i+g:i+2*g], &b.ip, &b.ipW); err != nil {
 		return r, err
 	}
 	return r, nil
 }
 
-func parseMeasure(t []string) (*collective.Measure, error) {
+// parseMeasure reads one half of a row into *m (its #wrong into *w).
+func parseMeasure(t []string, m *collective.Measure, w *int64) (*collective.Measure, error) {
 	if len(t) < 4 {
 		return nil, rowError("short result group")
 	}
-	var m collective.Measure
+	*m = collective.Measure{}
 	vals := [...]*float64{&m.TimeUS, &m.AlgBW, &m.BusBW}
 	na := 0
 	for k, p := range vals {
@@ -777,8 +869,8 @@ func parseMeasure(t []string) (*collective.Measure, error) {
 		if f < 0 || f > math.MaxInt64/2 {
 			return nil, rowError("#wrong out of range: " + t[3])
 		}
-		w := int64(f)
-		m.Wrong = &w
+		*w = int64(f)
+		m.Wrong = w
 	}
 	if na == 3 {
 		return nil, nil
@@ -786,7 +878,7 @@ func parseMeasure(t []string) (*collective.Measure, error) {
 	if na > 0 {
 		return nil, rowError("result group partly N/A")
 	}
-	return &m, nil
+	return m, nil
 }
 
 var opCollective = map[string]string{
@@ -799,7 +891,7 @@ var opCollective = map[string]string{
 // finishTest derives the collective, hosts, averages and peak.
 func finishTest(t *Test, st *stream) {
 	if st != nil {
-		if t.Binary == "" && st.binaryHint != "" {
+		if t.Binary == "" && st.binaryHint != "" && !t.noHint {
 			t.Binary, t.CollectiveFrom = st.binaryHint, "command"
 		}
 		if t.NCCLVersion == "" {

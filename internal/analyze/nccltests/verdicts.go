@@ -57,6 +57,13 @@ func verdicts(name string, rep *Report) []result.Result {
 	for i, t := range rep.Tests {
 		out = append(out, wrongVerdict(name, t, subj[i]), busbwVerdict(name, t, subj[i]))
 	}
+	if rep.DroppedWrongRows > 0 {
+		v := verdict.New(IDWrong, result.Fail, "rows not kept", "WrongResults",
+			fmt.Sprintf("%d row(s) past the reader's caps (not kept in the report) have wrong elements: the collective returned corrupted data", rep.DroppedWrongRows),
+			verdict.Ev(name, rep.FirstDroppedWrongLine, "the first such row", ""))
+		v.Remedy = wrongRemedy
+		out = append(out, v)
+	}
 	out = append(out, runVerdict(name, rep, subj))
 	return out
 }
@@ -78,6 +85,8 @@ func subjects(ts []*Test) []string {
 	}
 	return out
 }
+
+const wrongRemedy = "data was corrupted in transit: rerun to see whether it repeats, then check GPU memory (dcgmi diag -r 3), NVLink and PCIe error counters (nvidia-smi nvlink -e, AER) and the NICs' counters; NCCL_P2P_DISABLE=1 or NCCL_NET_GDR_LEVEL=LOC bisects the path that corrupts"
 
 func wrongVerdict(name string, t *Test, subject string) result.Result {
 	if len(t.Rows) == 0 {
@@ -109,7 +118,7 @@ func wrongVerdict(name string, t *Test, subject string) result.Result {
 		}
 	}
 	oobBad := t.OutOfBounds != nil && (*t.OutOfBounds > 0 || (t.OutOfBoundsOK != nil && !*t.OutOfBoundsOK))
-	remedy := "data was corrupted in transit: rerun to see whether it repeats, then check GPU memory (dcgmi diag -r 3), NVLink and PCIe error counters (nvidia-smi nvlink -e, AER) and the NICs' counters; NCCL_P2P_DISABLE=1 or NCCL_NET_GDR_LEVEL=LOC bisects the path that corrupts"
+	remedy := wrongRemedy
 	switch {
 	case len(bad) > 0:
 		v := verdict.New(IDWrong, result.Fail, subject, "WrongResults",
@@ -350,14 +359,26 @@ func independentRuns(name string, rep *Report) (finding, bool) {
 	rank0 := 0
 	var ev []result.Evidence
 	for _, t := range rep.Tests {
-		if len(t.Devices) != 1 || t.Params.NGpus*max(t.Params.NThread, 1) != 1 || t.Devices[0].Rank != 0 {
+		if len(t.Devices) == 0 && len(t.Rows) == 0 {
+			continue // a header repeated by another copy, its rank lines elsewhere
+		}
+		// The copies' headers may interleave so that one test holds
+		// several rank 0 lines, one per copy.
+		if len(t.Devices) == 0 || t.Params.NGpus*max(t.Params.NThread, 1) != 1 {
 			return finding{}, false
 		}
-		rank0++
-		if len(ev) < 4 {
-			d := t.Devices[0]
-			ev = append(ev, verdict.Ev(name, t.Line, fmt.Sprintf("rank 0 of a 1-rank run on %s device %d", d.Host, d.Device), ""))
+		for _, d := range t.Devices {
+			if d.Rank != 0 {
+				return finding{}, false
+			}
+			rank0++
+			if len(ev) < 4 {
+				ev = append(ev, verdict.Ev(name, t.Line, fmt.Sprintf("rank 0 of a 1-rank run on %s device %d", d.Host, d.Device), ""))
+			}
 		}
+	}
+	if rank0 < 2 {
+		return finding{}, false
 	}
 	return finding{"IndependentRuns", fmt.Sprintf("%d separate single-rank runs instead of one %d-rank run: the binary was started once per process but not built with MPI, so no GPU-to-GPU or network traffic was measured", rank0, rank0), ev}, true
 }

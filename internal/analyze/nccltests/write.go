@@ -14,6 +14,9 @@ import (
 // WriteText prints the verdicts, then each test's summary and table.
 func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
 	var b strings.Builder
+	if !r.Paste.Empty() {
+		fmt.Fprintf(&b, "\n%s\n", r.Paste)
+	}
 	subj := subjects(r.Tests)
 	for i, t := range r.Tests {
 		fmt.Fprintf(&b, "\nTest %s", subj[i])

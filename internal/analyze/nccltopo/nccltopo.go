@@ -17,6 +17,7 @@ import (
 	"bytes"
 	"io"
 
+	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -34,7 +35,13 @@ type Report struct {
 	// elements are closed; Problem says where and why, as "file:line: ...".
 	Truncated bool   `json:"truncated"`
 	Problem   string `json:"problem,omitempty"`
-	Comments  int    `json:"comments,omitempty"`
+	// Paste says which paste prefixes were removed and which lines were
+	// skipped (code fences of an issue) before the XML was read.
+	Paste *textio.PasteNote `json:"paste,omitempty"`
+	// gpuOpen: the input stops inside a <gpu> element (its NVLinks may
+	// be incomplete).
+	gpuOpen  bool
+	Comments int `json:"comments,omitempty"`
 	// UnknownElements are element names this reader does not interpret.
 	UnknownElements []string `json:"unknown_elements,omitempty"`
 	System          *System  `json:"system,omitempty"`
@@ -211,7 +218,7 @@ type ChannelDev struct {
 // topology (<system>) or graph (<graphs>) XML file: after any byte order
 // mark, XML declaration, comments and white space, the first element is
 // <system>, <graphs> or <graph>.
-func Detect(head []byte) bool { return rootKind(head) != "" }
+func Detect(head []byte) bool { return rootKind(textio.CleanHead(head)) != "" }
 
 // rootKind says which root element the start of a file opens: "system",
 // "graphs" (for <graphs> and a bare <graph>), or "".

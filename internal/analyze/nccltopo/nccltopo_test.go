@@ -63,6 +63,18 @@ var wantVerdicts = map[string][]readertest.Want{
 		"skip nccl.topo.nvlink NoNVLink", "pass nccl.topo.pcie PCIeLinksOK",
 	),
 	// User-truncated VM dump: PHB, H200 and CX-7 at 16 GT/s.
+	// Pastes (issue 13 item 6): fences skipped, a dump cut inside a GPU.
+	"awsofi466-g5-12xlarge-cpu-pci-only-fenced.txt": readertest.Wants("system",
+		"skip nccl.topo.gdr NoNetElements", "skip nccl.topo.nic-affinity NoGPU",
+		"skip nccl.topo.nvlink NoNVLink", "skip nccl.topo.pcie NoDevices"),
+	"nccl1125-topo-dump-xml-fence-cut-mid-gpu-excerpt.txt": readertest.Wants("system",
+		"warn nccl.topo.file Truncated",
+		"skip nccl.topo.gdr NoNetElements", "skip nccl.topo.nic-affinity NoRDMANIC",
+		"unknown nccl.topo.nvlink CutOff", "pass nccl.topo.pcie PCIeLinksOK"),
+	"rccl1185-topo-fenced-amd-gpu-cut-excerpt.txt": readertest.Wants("system",
+		"warn nccl.topo.file Truncated",
+		"skip nccl.topo.gdr NoNetElements", "skip nccl.topo.nic-affinity NoRDMANIC",
+		"skip nccl.topo.nvlink NoNVLink", "pass nccl.topo.pcie PCIeLinksOK"),
 	"h200-kvm-vm-topo-dump-fragment.txt": readertest.Wants("system",
 		"warn nccl.topo.file Truncated",
 		"pass nccl.topo.gdr GDRCapable", "warn nccl.topo.nic-affinity GDRPathTooFar",
@@ -293,6 +305,49 @@ func TestPathType(t *testing.T) {
 		n := NIC{CPU: tt.n.CPU, Path: tt.n.Path}
 		if got := pathType(tt.g, n, byBus); got.String() != tt.want {
 			t.Errorf("pathType(%v, %v) = %s, want %s", tt.g.Path, n.Path, got, tt.want)
+		}
+	}
+}
+
+// TestSocketNICsAreNotRDMA is item 7 of issue 13: NCCL's socket transport
+// writes guid = the device index and port 0, so a second Ethernet NIC
+// (dev 1, guid 0x1) is as much a socket NIC as eth0 (guid 0x0). The real
+// Azure NCv4 file gets a second socket net beside its eth0; an InfiniBand
+// port keeps counting as RDMA.
+func TestSocketNICsAreNotRDMA(t *testing.T) {
+	body := string(readertest.Body(t, "azure-ncv4-a100pcie-topo.txt"))
+	eth0 := `<net name="eth0" dev="0" speed="100000" port="0" latency="0.000000" guid="0x0" maxconn="65536" gdr="0"/>`
+	if !strings.Contains(body, eth0) {
+		t.Fatal("the sample's eth0 line changed")
+	}
+	for _, c := range []struct {
+		name, net string
+		rdma      bool
+	}{
+		{"socket eth1", `<net name="eth1" dev="1" speed="100000" port="0" latency="0.000000" guid="0x1" maxconn="65536" gdr="0"/>`, false},
+		{"socket ens3", `<net name="ens3" dev="3" speed="25000" port="0" latency="0.000000" guid="0x3" maxconn="65536" gdr="0"/>`, false},
+		{"IB port", `<net name="mlx5_1" dev="1" speed="200000" port="1" latency="0.000000" guid="0x1" maxconn="131072" gdr="1"/>`, true},
+	} {
+		in := strings.Replace(body, eth0, eth0+"\n      "+c.net, 1)
+		rep, vs, err := reader.Analyze("x.xml", strings.NewReader(in))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var nets []Net
+		for _, n := range rep.System.NICs {
+			nets = append(nets, n.Nets...)
+		}
+		rdma := 0
+		for _, n := range nets {
+			if n.RDMA {
+				rdma++
+			}
+		}
+		if want := map[bool]int{false: 0, true: 1}[c.rdma]; rdma != want {
+			t.Errorf("%s: %d RDMA nets, want %d (%+v)", c.name, rdma, want, nets)
+		}
+		if !c.rdma && len(readertest.Missing(vs, []string{"skip nccl.topo.gdr NoRDMANIC system", "skip nccl.topo.nic-affinity NoRDMANIC system"})) > 0 {
+			t.Errorf("%s: %v", c.name, readertest.Verdicts(vs))
 		}
 	}
 }

@@ -153,8 +153,9 @@ func parse(name string, r io.Reader) (*Report, error) {
 	cr := &countingReader{r: r, lim: MaxBytes}
 	br := bufio.NewReaderSize(cr, 64<<10)
 	head, _ := br.Peek(64 << 10)
-	kind := rootKind(head)
-	d := xml.NewDecoder(br)
+	kind := rootKind(textio.CleanHead(head))
+	paste := textio.DetectPaste(head, 0)
+	d := xml.NewDecoder(bufio.NewReaderSize(textio.NewPasteReader(paste, br), 64<<10))
 	d.Strict = false
 	d.AutoClose = nil
 	d.Entity = xml.HTMLEntity
@@ -169,6 +170,11 @@ func parse(name string, r io.Reader) (*Report, error) {
 
 	stop := func(msg string) {
 		rep.Truncated = true
+		for _, f := range stack {
+			if f.name == "gpu" {
+				rep.gpuOpen = true
+			}
+		}
 		if rep.Problem == "" {
 			rep.Problem = fmt.Sprintf("%s:%d: %s", name, line(), msg)
 		}
@@ -293,6 +299,7 @@ func parse(name string, r io.Reader) (*Report, error) {
 		}
 	}
 	rep.Lines = line()
+	rep.Paste = paste.Note()
 	return rep, nil
 }
 
@@ -424,12 +431,19 @@ var patternNames = map[int]string{
 
 var rdmaPrefixes = []string{"mlx", "ib", "efa", "bnxt", "irdma", "rdma", "roce", "hfi", "qedr", "ionic", "erdma", "cxi"}
 
-// isRDMANet: NCCL writes guid="0x0" for socket NICs; a net without a guid
-// attribute (hand-written) is judged by its name.
+// isRDMANet: NCCL's socket transport writes the device index as the guid
+// and port 0 (guid="0x0" for eth0, guid="0x1" port="0" for a second
+// Ethernet NIC); an InfiniBand/RoCE port has its port GUID and a port
+// number from 1. A net without a guid attribute (hand-written) is judged
+// by its name.
 func isRDMANet(n Net) bool {
 	if n.GUID != "" {
 		g, err := parseInt(n.GUID)
-		return err != nil || g != 0
+		if err != nil {
+			return true
+		}
+		socket := g == 0 || n.Dev != nil && n.Port != nil && *n.Port == 0 && g == *n.Dev
+		return !socket
 	}
 	name := strings.ToLower(n.Name)
 	for _, p := range rdmaPrefixes {

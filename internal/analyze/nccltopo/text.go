@@ -21,6 +21,9 @@ func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
 		head += ", TRUNCATED"
 	}
 	var b strings.Builder
+	if !r.Paste.Empty() {
+		fmt.Fprintf(&b, "\n%s\n", r.Paste)
+	}
 	if s := r.System; s != nil {
 		fmt.Fprintf(&b, "\nCPUs: %d, GPUs: %d, NICs: %d\n", len(s.CPUs), len(s.GPUs), len(s.NICs))
 		for _, g := range s.GPUs {

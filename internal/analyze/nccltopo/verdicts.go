@@ -107,7 +107,7 @@ func (j judge) gdr() result.Result {
 	}
 	if len(rdma) == 0 {
 		if sockets > 0 {
-			return titles.New(id, result.Skip, "system", "NoRDMANIC", fmt.Sprintf("only socket NICs (%d net(s) with guid 0x0): no GPU Direct RDMA to judge", sockets), nil)
+			return titles.New(id, result.Skip, "system", "NoRDMANIC", fmt.Sprintf("only socket NICs (%d net(s) whose guid is 0 or their device index, port 0): no GPU Direct RDMA to judge", sockets), nil)
 		}
 		return titles.New(id, result.Skip, "system", "NoNetElements",
 			"the file lists no <net> elements (a hand-written NCCL_TOPO_FILE: NCCL adds the NICs it finds at run time)", nil)
@@ -206,10 +206,16 @@ func nvswitchLinks(g GPU) (int, bool) {
 	if c, ok := catalogueGPU(g); ok {
 		return c.NVLinks, c.NVSwitchBoard
 	}
-	if g.SM != nil {
+	if g.SM != nil && !otherVendor(g) {
 		return hw.NVSwitchLinksOfSM(*g.SM)
 	}
 	return 0, false
+}
+
+// otherVendor: a GPU whose PCI vendor is not NVIDIA's (an RCCL dump of AMD
+// GPUs has the same layout): its "sm" says nothing of an NVIDIA generation.
+func otherVendor(g GPU) bool {
+	return g.VendorDevice != "" && !strings.HasPrefix(g.VendorDevice, "10de:")
 }
 
 func isNVSwitchTarget(l NVLink, gpus map[string]bool) bool {
@@ -271,24 +277,52 @@ func (j judge) nvlink() result.Result {
 			}
 		}
 	}
-	// NVSwitch links: the same count on every GPU, and what the GPU has
-	best := 0
-	for _, x := range all {
-		if isNVSwitchTarget(x.l, gpus) {
-			best = max(best, cnt(x.l))
-		}
+	// NVSwitch links: the same total on every GPU, and what the GPU has.
+	// A dump lists them as one <nvlink> to fffffff:ff:ff.0 or as one per
+	// NVSwitch (older NCCL: count 2 to each of six on HGX A100): the total
+	// over the NVSwitch targets is what counts. In a file cut off inside
+	// a GPU (its last), that GPU's list may be incomplete: not judged.
+	type swTotal struct {
+		n     int
+		first link
 	}
+	totals := map[string]*swTotal{}
+	var order []string
 	for _, x := range all {
 		if !isNVSwitchTarget(x.l, gpus) {
 			continue
 		}
+		t := totals[x.g.BusID]
+		if t == nil {
+			t = &swTotal{first: x}
+			totals[x.g.BusID] = t
+			order = append(order, x.g.BusID)
+		}
+		t.n += cnt(x.l)
+	}
+	cut, cutNote := "", ""
+	if j.r.gpuOpen && len(s.GPUs) > 0 {
+		cut = s.GPUs[len(s.GPUs)-1].BusID
+	}
+	best := 0
+	for bus, t := range totals {
+		if bus != cut {
+			best = max(best, t.n)
+		}
+	}
+	for _, bus := range order {
+		t := totals[bus]
+		if bus == cut {
+			cutNote = fmt.Sprintf("%s is cut off in the file: its %d NVLinks to the NVSwitches listed so far are not judged", gpuName(t.first.g), t.n)
+			continue
+		}
 		want := best
-		if n, ok := nvswitchLinks(x.g); ok && n > want {
+		if n, ok := nvswitchLinks(t.first.g); ok && n > want {
 			want = n
 		}
-		if cnt(x.l) < want {
-			add(&fails, fmt.Sprintf("%s has %d NVLinks to the NVSwitches, expected %d", gpuName(x.g), cnt(x.l), want),
-				x.l.Line, fmt.Sprintf("<nvlink target=%q count=\"%d\">", x.l.Target, cnt(x.l)))
+		if t.n < want {
+			add(&fails, fmt.Sprintf("%s has %d NVLinks to the NVSwitches, expected %d", gpuName(t.first.g), t.n, want),
+				t.first.l.Line, fmt.Sprintf("<nvlink target=%q count=\"%d\">", t.first.l.Target, cnt(t.first.l)))
 		}
 	}
 	switch {
@@ -298,6 +332,8 @@ func (j judge) nvlink() result.Result {
 		return o
 	case len(warns) > 0:
 		return titles.New(id, result.Warn, "system", "BogusNVLink", "NVLink entries NCCL cannot use as written: "+joinN(warns, 4), evs)
+	case cutNote != "" && len(totals) == 1:
+		return titles.New(id, result.Unknown, "system", "CutOff", cutNote, nil)
 	}
 	var parts []string
 	byCount := map[int]int{}
@@ -307,7 +343,11 @@ func (j judge) nvlink() result.Result {
 	for _, c := range sortedIntKeys(byCount) {
 		parts = append(parts, fmt.Sprintf("%d link(s) with count %d", byCount[c], c))
 	}
-	return titles.New(id, result.Pass, "system", "NVLinkConsistent", "NVLink counts agree in both directions and across GPUs: "+strings.Join(parts, ", "), nil)
+	msg := "NVLink counts agree in both directions and across GPUs: " + strings.Join(parts, ", ")
+	if cutNote != "" {
+		msg += "; " + cutNote
+	}
+	return titles.New(id, result.Pass, "system", "NVLinkConsistent", msg, nil)
 }
 
 func sortedIntKeys(m map[int]int) []int {
@@ -333,7 +373,7 @@ func gpuPCIeGTs(g GPU) float64 {
 	if c, ok := catalogueGPU(g); ok {
 		return hw.PCIeGTs(c.PCIeGen)
 	}
-	if g.SM != nil {
+	if g.SM != nil && !otherVendor(g) {
 		if gen, ok := hw.PCIeGenOfSM(*g.SM); ok {
 			return hw.PCIeGTs(gen)
 		}

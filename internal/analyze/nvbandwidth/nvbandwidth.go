@@ -21,16 +21,23 @@ const Kind = "nvbandwidth"
 
 // Report is what one nvbandwidth output says.
 type Report struct {
-	Format        string         `json:"format"` // text or json
-	Version       string         `json:"version,omitempty"`
-	GitVersion    string         `json:"git_version,omitempty"`
-	CUDARuntime   string         `json:"cuda_runtime_version,omitempty"`
-	CUDADriver    string         `json:"cuda_driver_version,omitempty"`
-	DriverVersion string         `json:"driver_version,omitempty"`
-	Hostname      string         `json:"hostname,omitempty"`
-	Devices       []Device       `json:"devices,omitempty"`
-	Testcases     []*Testcase    `json:"testcases"`
-	Errors        []textio.Quote `json:"errors,omitempty"`
+	Format string `json:"format"` // text or json
+	// Paste says which paste prefixes were removed and which lines were
+	// skipped (code fences of an issue) before the lines were read.
+	Paste         *textio.PasteNote `json:"paste,omitempty"`
+	Version       string            `json:"version,omitempty"`
+	GitVersion    string            `json:"git_version,omitempty"`
+	CUDARuntime   string            `json:"cuda_runtime_version,omitempty"`
+	CUDADriver    string            `json:"cuda_driver_version,omitempty"`
+	DriverVersion string            `json:"driver_version,omitempty"`
+	Hostname      string            `json:"hostname,omitempty"`
+	Devices       []Device          `json:"devices,omitempty"`
+	Testcases     []*Testcase       `json:"testcases"`
+	Errors        []textio.Quote    `json:"errors,omitempty"`
+	// Failures are the tool's own checks that failed: the data copied did
+	// not match the pattern written ("Invalid value when checking the
+	// pattern", an "ASSERT in expression" line).
+	Failures []textio.Quote `json:"failures,omitempty"`
 	// Dropped counts the testcases past the cap (4096), read but not kept.
 	Dropped int `json:"dropped_testcases,omitempty"`
 }
@@ -119,7 +126,8 @@ type textState struct {
 	rep    *Report
 	cur    *Testcase
 	inMat  bool
-	sawHdr bool // the version/driver block (a bare hostname line may follow it)
+	sawHdr bool     // the version/driver block (a bare hostname line may follow it)
+	fields []string // scratch for a matrix row's fields
 }
 
 func analyzeText(name string, r io.Reader) (*Report, error) {
@@ -133,6 +141,7 @@ func analyzeText(name string, r io.Reader) (*Report, error) {
 	if err := lr.Err(); err != nil {
 		return nil, err
 	}
+	st.rep.Paste = lr.Paste()
 	if len(st.rep.Testcases) == 0 && st.rep.Version == "" {
 		return nil, textio.Errorf(name, max(lr.Line(), 1), "no nvbandwidth output found (no version line, 'Running <testcase>.' line or bandwidth matrix)")
 	}
@@ -182,6 +191,18 @@ func (st *textState) line(s string, n int) error {
 		st.cur = nil
 		tc := st.testcase(n)
 		tc.Name = textio.Clip(m[1], 128)
+	case !strings.Contains(t, "(row)") && strings.Contains(t, "(column)") && allDesc(t, &m):
+		// v0.2's all_to_one / one_to_all: "memcpy CE All Gpus -> GPU(column)
+		// total bandwidth (GB/s)", "memcpy SM GPU(column) <- All GPUs ...":
+		// one row, all the GPUs together.
+		tc := st.testcase(n)
+		if tc.Description != "" {
+			st.cur = nil
+			name := tc.Name
+			tc = st.testcase(n)
+			tc.Name = name
+		}
+		tc.Description, tc.Engine, tc.RowKind, tc.Direction, tc.ColKind, tc.Unit = textio.Clip(t, 256), m[2], "All", m[3], "GPU", textio.Clip(m[5], 16)
 	case strings.Contains(t, "(row)") && descLine(t, &m):
 		tc := st.testcase(n)
 		if tc.Description != "" { // a second matrix in one testcase: start another
@@ -213,6 +234,17 @@ func (st *textState) line(s string, n int) error {
 		}
 		if v, ok := textio.ParseFloat(m[2]); ok {
 			tc.Sum = &v
+		}
+	case strings.HasPrefix(t, "Waiving ") && waivingLine(t, &m):
+		// Older releases (v0.2) print "Waiving NAME." in place of "Running NAME.".
+		st.cur = nil
+		tc := st.testcase(n)
+		tc.Name, tc.Status, tc.errLine = textio.Clip(m[1], 128), "Waived", n
+		st.cur = nil
+	case validationFailure(t):
+		rep.Failures = textio.AddQuote(rep.Failures, n, t)
+		if st.cur != nil && st.cur.Status != "Failed" {
+			st.cur.Status, st.cur.Error, st.cur.errLine = "Failed", textio.Clip(t, 400), n
 		}
 	case (st.cur == nil || st.cur.Matrix == nil || strings.HasPrefix(t, "Waived")) && reWaived.Submatch(t, &m):
 		// "Waived: " comes without a "Running" line (the testcase's filter
@@ -246,7 +278,7 @@ func reSpace(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\
 // runningLine is reRunning.Submatch without the regexp (it runs on every
 // line): "Running NAME.".
 func runningLine(t string, m *[]string) bool {
-	rest, ok := strings.CutPrefix(t, "Running ")
+	rest, ok := strings.CutPrefix(strings.TrimPrefix(t, "> "), "Running ")
 	rest = strings.TrimRightFunc(rest, reSpace)
 	if !ok || rest == "" || strings.IndexFunc(rest, reSpace) >= 0 {
 		return false
@@ -257,6 +289,41 @@ func runningLine(t string, m *[]string) bool {
 	}
 	*m = []string{t, name}
 	return true
+}
+
+// reDescAll is the description of a testcase between all GPUs together
+// and each GPU: the row is "All GPUs", written before or after the column.
+var reDescAll = textio.MustCompile(`^(memcpy)\s+(CE|SM)\s+(?:All G(?:PU|pu)s\s*(->|<-)\s*GPU\(column\)|GPU\(column\)\s*(->|<-)\s*All G(?:PU|pu)s)\s*(.*?)\s*(?:\(([^)]+)\))?\s*$`)
+
+// allDesc reads reDescAll into m as [line, memcpy, engine, direction seen
+// from the "All GPUs" row, kind, unit].
+func allDesc(t string, m *[]string) bool {
+	var x []string
+	if !reDescAll.Submatch(t, &x) {
+		return false
+	}
+	dir := x[3]
+	if dir == "" { // "GPU(column) -> All GPUs": the row receives
+		dir = map[string]string{"->": "<-", "<-": "->"}[x[4]]
+	}
+	*m = []string{x[0], x[1], x[2], dir, x[5], x[6]}
+	return true
+}
+
+// waivingLine reads "Waiving NAME." (v0.2).
+func waivingLine(t string, m *[]string) bool {
+	rest := strings.TrimSuffix(strings.TrimSpace(strings.TrimPrefix(t, "Waiving ")), ".")
+	if rest == "" || strings.IndexFunc(rest, reSpace) >= 0 {
+		return false
+	}
+	*m = []string{t, rest}
+	return true
+}
+
+// validationFailure is a line of nvbandwidth's own check of the data it
+// copied: the pattern read back differs, and the assertion that stops it.
+func validationFailure(t string) bool {
+	return strings.HasPrefix(t, "ASSERT in expression") || strings.HasPrefix(t, "Invalid value when checking the pattern")
 }
 
 // sumLine is reSum.Submatch without the regexp: "SUM NAME VALUE".
@@ -275,7 +342,8 @@ func sumLine(t string, m *[]string) bool {
 
 // matrixRow reads " 0       N/A     26.34 ...".
 func (st *textState) matrixRow(t string, n int) bool {
-	f := strings.Fields(t)
+	f := textio.AppendFields(st.fields[:0], t)
+	st.fields = f[:0] // f is not kept: the next row reuses it
 	if len(f) < 2 {
 		return false
 	}

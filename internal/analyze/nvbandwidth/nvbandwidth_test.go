@@ -47,6 +47,54 @@ func cell(t *testing.T, tc *Testcase, i, j int) float64 {
 }
 
 var samples = []readertest.Case[*Report]{
+	// Item 7: the tool's own data check failed: a failure with the quoted
+	// line, not "no matrix".
+	{File: "nvbandwidth-issue34-v07-a100x8-d2d-read-pattern-assert.txt", Verdicts: []string{
+		"fail nvbandwidth.testcase ValidationFailed device_to_device_memcpy_read_ce", "fail nvbandwidth.run ValidationFailed run"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
+			if len(r.Failures) != 2 || r.Failures[0].Line != 18 || !strings.HasPrefix(r.Failures[1].Text, "ASSERT in expression") || vs[0].Remedy == "" {
+				t.Errorf("failures %+v, verdict %+v", r.Failures, vs[0])
+			}
+		}},
+	// v0.2, every testcase: the all_to_one / one_to_all matrices ("All Gpus
+	// -> GPU(column)") are read, the uneven bidirectional host copies warn.
+	{File: "llm-action-h800x8-v02-all-testcases-gt-prompt.txt", Verdicts: []string{
+		"pass nvbandwidth.testcase Measured all_to_one_write_ce", "pass nvbandwidth.testcase Measured one_to_all_read_sm",
+		"warn nvbandwidth.testcase OutlierCells all_to_host_bidirectional_memcpy_sm", "pass nvbandwidth.run Completed run"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
+			var one *Testcase
+			for _, tc := range r.Testcases {
+				if tc.Name == "one_to_all_write_ce" {
+					one = tc
+				}
+			}
+			if len(r.Testcases) != 30 || r.GitVersion != "42e94d2" || one == nil || one.RowKind != "All" || one.Direction != "<-" || len(one.Matrix[0]) != 8 || *one.Sum != 1407.95 {
+				t.Errorf("testcases %d git %s one_to_all_write_ce %+v", len(r.Testcases), r.GitVersion, one)
+			}
+		}},
+	// v0.2 wording: "Waiving NAME." is a skip of that testcase.
+	{File: "nvbandwidth-issue13-v02-2080ti-waived-prompt-fence.txt", Verdicts: []string{
+		"skip nvbandwidth.testcase Waived device_to_device_memcpy_write_ce"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
+			if r.Version != "v0.2" || r.GitVersion != "6cefdda" || len(r.Devices) != 2 || len(r.Testcases) != 1 {
+				t.Errorf("report %+v", r)
+			}
+		}},
+	{File: "nvbandwidth-issue15-v02-4090x8-prompt-h2d-d2h-excerpt.txt", Verdicts: []string{
+		"pass nvbandwidth.testcase Measured host_to_device_memcpy_ce", "pass nvbandwidth.testcase Measured device_to_host_memcpy_ce"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
+			if len(r.Devices) != 8 || *r.Testcases[0].Sum != 205.04 || r.Testcases[1].Min != 26.25 {
+				t.Errorf("devices %d testcases %+v", len(r.Devices), r.Testcases)
+			}
+		}},
+	// Quoted "> Running" lines and header lines without their indent.
+	{File: "nvbandwidth-issue24-h100-sm-h2d-d2h-quoted-running-lines.txt", Verdicts: []string{
+		"pass nvbandwidth.testcase Measured host_to_device_memcpy_sm", "pass nvbandwidth.testcase Measured device_to_host_memcpy_sm"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
+			if len(r.Testcases) != 2 || len(r.Testcases[0].Matrix[0]) != 8 || r.Testcases[1].Max != 52.78 || r.Testcases[0].Engine != "SM" {
+				t.Errorf("testcases %+v", r.Testcases)
+			}
+		}},
 	{File: "nvbandwidth-d2d-read-ce-6x-rtx-a6000-pcie-two-islands.txt", Verdicts: []string{
 		"pass nvbandwidth.testcase Measured device_to_device_memcpy_read_ce", "pass nvbandwidth.run Completed run"},
 		Check: func(t *testing.T, r *Report, vs []result.Result) {

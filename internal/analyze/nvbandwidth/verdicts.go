@@ -34,6 +34,9 @@ func (tc *Testcase) label(i, j int) (string, string) {
 	if j < len(tc.Columns) {
 		c = fmt.Sprint(tc.Columns[j])
 	}
+	if tc.RowKind == "All" {
+		return "all GPUs", tc.ColKind + c
+	}
 	return tc.RowKind + r, tc.ColKind + c
 }
 
@@ -46,12 +49,19 @@ func (tc *Testcase) pair(i, j int) string {
 	return a + " " + dir + " " + b
 }
 
+// validationRemedy is what to do when a copy returns wrong data.
+const validationRemedy = "a copy that returns wrong data is a hardware or driver fault, not slowness: look for Xid, ECC and PCIe AER errors for the GPUs involved (dmesg, nvidia-smi -q), run dcgmi diag -r 3, and rerun the testcase alone with a smaller --bufferSize to see whether it repeats on the same GPU pair"
+
 func verdicts(name string, rep *Report) []result.Result {
 	var out []result.Result
 	for _, tc := range rep.Testcases {
 		out = append(out, testcaseVerdict(name, tc))
 	}
 	switch {
+	case len(rep.Failures) > 0:
+		v := verdict.New(IDRun, result.Fail, "run", "ValidationFailed", "nvbandwidth's check of the copied data failed: "+rep.Failures[0].Text, verdict.Quotes(name, rep.Failures)...)
+		v.Remedy = validationRemedy
+		out = append(out, v)
 	case len(rep.Errors) > 0:
 		v := verdict.New(IDRun, result.Error, "run", "RunError", "nvbandwidth reported an error: "+rep.Errors[0].Text, verdict.Quotes(name, rep.Errors)...)
 		v.Remedy = "check the CUDA driver and that the GPUs are visible to the process (nvidia-smi, CUDA_VISIBLE_DEVICES)"
@@ -80,6 +90,10 @@ func testcaseVerdict(name string, tc *Testcase) result.Result {
 			why = "its requirements are not met here (too few GPUs, no peer access, or an unsupported engine)"
 		}
 		return verdict.New(IDTestcase, result.Skip, subj, "Waived", "nvbandwidth waived the testcase: "+why)
+	case tc.Status == "Failed":
+		v := verdict.New(IDTestcase, result.Fail, subj, "ValidationFailed", "the data this testcase copied did not read back as written: "+tc.Error, verdict.Ev(name, tc.errLine, tc.Error, ""))
+		v.Remedy = validationRemedy
+		return v
 	case tc.Status == "Not Found":
 		return verdict.New(IDTestcase, result.Skip, subj, "NotFound", "nvbandwidth does not know the testcase")
 	case tc.Status == "Error" || (tc.Error != "" && len(tc.Matrix) == 0):
@@ -188,6 +202,9 @@ func cells(tc *Testcase) int {
 // WriteText prints the verdicts, then each testcase's matrix.
 func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
 	var b strings.Builder
+	if !r.Paste.Empty() {
+		fmt.Fprintf(&b, "\n%s\n", r.Paste)
+	}
 	var facts []string
 	for _, f := range []struct{ k, v string }{{"nvbandwidth", r.Version}, {"driver", r.DriverVersion}, {"CUDA runtime", r.CUDARuntime}, {"host", r.Hostname}} {
 		if f.v != "" {

@@ -19,9 +19,12 @@ const Kind = "perftest"
 
 // Report is what one perftest output says.
 type Report struct {
-	Format  string `json:"format"` // text or json
-	Tool    string `json:"tool,omitempty"`
-	Command string `json:"command,omitempty"`
+	Format string `json:"format"` // text or json
+	// Paste says which paste prefixes were removed and which lines were
+	// skipped (code fences of an issue) before the lines were read.
+	Paste   *textio.PasteNote `json:"paste,omitempty"`
+	Tool    string            `json:"tool,omitempty"`
+	Command string            `json:"command,omitempty"`
 	// Test is the title perftest prints ("RDMA_Write BW Test").
 	Test string `json:"test,omitempty"`
 	// Type is "bw" or "lat".

@@ -19,6 +19,29 @@ func near(a, b float64) bool { return math.Abs(a-b) < 1e-3 }
 func TestGolden(t *testing.T) { reader.GoldenSamples(t, *update, nil) }
 
 var samples = []readertest.Case[*Report]{
+	// Two table fragments without banner or borders, the average in
+	// Markdown bold: both rows read.
+	{File: "perftest-issue65-send-bw-two-fragments-markdown-bold.txt", Verdicts: []string{"pass perftest.run Completed run", "pass perftest.bw SmallMessages run"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
+			if len(r.Rows) != 2 || r.Rows[0].BWAverage != 5544.28 || r.Rows[1].BWAverage != 920.13 || r.Unit != "MB/sec" {
+				t.Errorf("rows %+v unit %s", r.Rows, r.Unit)
+			}
+		}},
+	// Starts at the title (no top border); a message-rate run.
+	{File: "perftest-issue273-postlist-8b-60s-gbits-no-top-border.txt", Verdicts: []string{"pass perftest.run Completed ib0", "pass perftest.bw SmallMessages ib0"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
+			if len(r.Rows) != 1 || r.Rows[0].Iterations != 224958464 || r.Rows[0].MsgRate != 7.498617 || r.Unit != "Gb/sec" {
+				t.Errorf("rows %+v unit %s", r.Rows, r.Unit)
+			}
+		}},
+	// Cut before (or inside) the result row: unknown, never a pass.
+	{File: "perftest-issue234-server-waiting-banner-mbsec-excerpt.txt", Verdicts: []string{"unknown perftest.run NoResults mlx5_0", "unknown perftest.bw NoResults mlx5_0"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
+			if !r.Server || len(r.Rows) != 0 {
+				t.Errorf("server %v rows %+v", r.Server, r.Rows)
+			}
+		}},
+	{File: "perftest-pr214-min-bw-indented-code-block-excerpt.txt", Verdicts: []string{"unknown perftest.run NoResults ibp5", "pass perftest.mtu MTU ibp5"}},
 	{File: "gke-a3ultra-h200-ib-write-bw-cuda-dmabuf-140g.txt", Verdicts: []string{
 		"warn perftest.bw BelowLinkRate mlx5_3", "pass perftest.gpu-memory DMABUF mlx5_3", "pass perftest.run Completed mlx5_3", "pass perftest.mtu MTU mlx5_3"},
 		Check: func(t *testing.T, r *Report, vs []result.Result) {
@@ -38,7 +61,7 @@ var samples = []readertest.Case[*Report]{
 			if v := vs[0]; !strings.Contains(v.Message, "IBV_WC_REM_ACCESS_ERR") || !strings.Contains(v.Remedy, "remote access") {
 				t.Errorf("run verdict %+v", v)
 			}
-			if r.Command != "root@rdma-perftest-1:/# ib_write_bw 10.0.4.7 -a --report_gbits" || r.Tool != "ib_write_bw" {
+			if r.Command != "ib_write_bw 10.0.4.7 -a --report_gbits" || r.Tool != "ib_write_bw" {
 				t.Errorf("command %q tool %q", r.Command, r.Tool)
 			}
 		}},

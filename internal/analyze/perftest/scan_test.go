@@ -25,6 +25,15 @@ func checkScan(t *testing.T, s string) {
 	if !slices.EqualFunc(got, want, slices.Equal[[]string]) {
 		t.Fatalf("keyValues(%q) = %q; regexp %q", s, got, want)
 	}
+	for _, ws := range []struct {
+		set   *wordSet
+		words []string
+	}{{memoryWords, memoryList}, {failWords, failList}} {
+		want := slices.ContainsFunc(ws.words, func(w string) bool { return strings.Contains(s, w) })
+		if got := ws.set.in(s); got != want {
+			t.Fatalf("wordSet.in(%q) = %v; strings.Contains %v", s, got, want)
+		}
+	}
 	if got, want := isDashes(s), dashesExpr.MatchString(s); got != want {
 		t.Fatalf("isDashes(%q) = %v; regexp %v", s, got, want)
 	}
@@ -39,7 +48,7 @@ func TestScanMatchesRegexp(t *testing.T) {
 		" -------------------- ", "a: b: c", "x :: y", "1a: b", "a\tb : c"} {
 		checkScan(t, s)
 	}
-	parts := []string{"", " ", "  ", "\t", ":", "::", "a", "Ab", "x_1", "9", "*", ".", "/", "-", "--------", "[B]", "0x1f", "é", "ON", "\r"}
+	parts := []string{"", " ", "  ", "\t", ":", "::", "a", "Ab", "x_1", "9", "*", ".", "/", "-", "--------", "[B]", "0x1f", "é", "ON", "\r", "error", "cuda", "dma-", "buf", "not found", "scnt=", "device", " name"}
 	rng := rand.New(rand.NewPCG(5, 6))
 	for range 200000 {
 		var b strings.Builder

@@ -2,7 +2,6 @@ package perftest
 
 import (
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -46,6 +45,7 @@ type textState struct {
 	table  string // "bw", "lat" or ""
 	latCol []string
 	seen   map[string]bool
+	fields []string // scratch for a row's fields
 }
 
 func analyzeText(name string, r io.Reader) (*Report, error) {
@@ -60,6 +60,7 @@ func analyzeText(name string, r io.Reader) (*Report, error) {
 	if err := lr.Err(); err != nil {
 		return nil, err
 	}
+	st.rep.Paste = lr.Paste()
 	if !found {
 		return nil, textio.Errorf(name, max(lr.Line(), 1), "no perftest output found (no test title, '#bytes' result header or result row)")
 	}
@@ -165,15 +166,14 @@ func (st *textState) line(s string, n int) bool {
 // words (in lower case): run on every line, their backtracking made the
 // reader crawl (3 MB/s).
 var (
-	memoryWords = []string{"dma-buf", "dmabuf", "cuda", "device name", "cumemalloc", "gpu buffer", "picking", "rocm", "hipmalloc"}
-	failWords   = []string{"error", "failed", "scnt=", "couldn't", "ibv_reg_", "dma-buf", "problems with warm up",
+	memoryList = []string{"dma-buf", "dmabuf", "cuda", "device name", "cumemalloc", "gpu buffer", "picking", "rocm", "hipmalloc"}
+	failList   = []string{"error", "failed", "scnt=", "couldn't", "ibv_reg_", "dma-buf", "problems with warm up",
 		"unable to", "not found", "devices found", "invalid", "unrecognized option", "unknown option", "segmentation fault", "core dumped"}
+	memoryWords, failWords = newWordSet(memoryList...), newWordSet(failList...)
 )
 
-// hasAny reports whether s contains one of words.
-func hasAny(s string, words []string) bool {
-	return slices.ContainsFunc(words, func(w string) bool { return strings.Contains(s, w) })
-}
+// hasAny reports whether s contains one of the words of ws.
+func hasAny(s string, ws *wordSet) bool { return ws.in(s) }
 
 // command takes the first line that names the tool as its command line.
 func (st *textState) command(t string) bool {
@@ -277,13 +277,21 @@ func latColumns(h string) []string {
 }
 
 func (st *textState) row(t string, n int) bool {
-	f := strings.Fields(t)
-	if len(f) < 3 || len(f) > 16 || len(t) > 512 {
+	if len(t) > 512 {
+		return false
+	}
+	f := textio.AppendFields(st.fields[:0], t)
+	st.fields = f[:0] // f is not kept: the next row reuses it
+	if len(f) < 3 || len(f) > 16 {
 		return false
 	}
 	var buf [16]float64
 	nums := buf[:len(f)]
 	for i, x := range f {
+		if x[0] == '*' { // a cell a person set in Markdown bold: **5544.28**
+			x = strings.Trim(x, "*")
+			f[i] = x
+		}
 		v, ok := textio.ParseFloat(x)
 		if !ok {
 			return false

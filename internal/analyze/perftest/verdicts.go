@@ -313,6 +313,9 @@ func fmtF(v float64) string { return textio.FormatFloat(v, 3) }
 // WriteText prints the verdicts, then the test set-up and its rows.
 func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
 	var b strings.Builder
+	if !r.Paste.Empty() {
+		fmt.Fprintf(&b, "\n%s\n", r.Paste)
+	}
 	title := r.Test
 	if title == "" {
 		title = r.Tool

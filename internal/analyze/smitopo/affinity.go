@@ -93,6 +93,9 @@ func (m *Matrix) Pair() *Pairing {
 	var gpus, nics []int
 	for i := range m.Labels {
 		if m.IsGPU[i] {
+			if i >= len(m.Cells) {
+				continue // the row is not in the input
+			}
 			gpus = append(gpus, i)
 		} else {
 			nics = append(nics, i)
@@ -111,6 +114,26 @@ func (m *Matrix) Pair() *Pairing {
 	users := map[int]int{}
 	for _, c := range choices {
 		users[c.NIC]++
+	}
+	// A GPU that a NIC of its own would put beyond the GDR level shares its
+	// nearest NIC instead, as NCCL does (DGX-2: two GPUs per PIX NIC).
+	for gi, c := range choices {
+		if c.NIC < 0 || len(c.Nearest) == 0 {
+			continue
+		}
+		best := levels[gi][c.Nearest[0]]
+		if best == level.Unknown || best > level.DefaultGDR || levels[gi][c.NIC] <= level.DefaultGDR {
+			continue
+		}
+		pick := c.Nearest[0]
+		for _, k := range c.Nearest[1:] {
+			if users[k] < users[pick] {
+				pick = k
+			}
+		}
+		users[c.NIC]--
+		users[pick]++
+		choices[gi].NIC = pick
 	}
 	for gi, g := range gpus {
 		c := choices[gi]
@@ -180,6 +203,16 @@ func (r *Report) affinity(name string) []result.Result {
 			"the matrix has no NIC columns: no RDMA NIC on this host, so GPU Direct RDMA does not apply (inter-node NCCL traffic can only use sockets or a network plugin)")}
 	}
 	var out []result.Result
+	if missing := m.missingGPUs(); len(missing) > 0 || len(m.Missing) > 0 {
+		msg := fmt.Sprintf("the matrix is cut off: rows %s are not in the input, so %s cannot be judged; only the rows read are", strings.Join(m.Missing, ", "), orNone(missing))
+		for _, s := range m.Skipped {
+			if strings.HasPrefix(s, "line ") {
+				msg += "; skipped " + s
+			}
+		}
+		out = append(out, verdict.New(IDNICAffinity, result.Unknown, "node", "RowsMissing", msg,
+			verdict.Ev(name, m.HeaderLine, fmt.Sprintf("header with %d columns, %d rows read", len(m.Labels), len(m.Cells)), "")))
+	}
 	for _, e := range p.GPUs {
 		line := m.RowLine[e.GPU]
 		ev := []result.Evidence{verdict.Ev(name, line, fmt.Sprintf("%s row: %s = %s", e.GPU, e.NIC, e.Level), "")}
@@ -212,6 +245,9 @@ func (r *Report) affinity(name string) []result.Result {
 func (r *Report) WriteText(w io.Writer, vs []result.Result) error {
 	m := r.Matrix
 	var b strings.Builder
+	if !m.Paste.Empty() {
+		fmt.Fprintf(&b, "\n%s\n", m.Paste)
+	}
 	gpus, nics := 0, 0
 	for _, g := range m.IsGPU {
 		if g {
@@ -268,4 +304,22 @@ func (e GPUNIC) alsoNearest() []string {
 		}
 	}
 	return also
+}
+
+// missingGPUs are the GPU columns whose rows the input does not hold.
+func (m *Matrix) missingGPUs() []string {
+	var out []string
+	for i, l := range m.Labels {
+		if m.IsGPU[i] && i >= len(m.Cells) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func orNone(gpus []string) string {
+	if len(gpus) == 0 {
+		return "no GPU (only NIC rows are missing)"
+	}
+	return "the NIC paths of " + strings.Join(gpus, ", ")
 }

@@ -51,6 +51,34 @@ var samples = []struct {
 		"GPU0=NIC0:NODE GPU1=NIC1:NODE", ""},
 	{"vastai-4xa100-sxm4-nvlink-pairs-nv12-nv10-degraded.txt", []string{"fail gdr.nic-affinity NICBeyondGDRLevel GPU0-mlx5_0"},
 		"GPU0=NIC0:NODE GPU1=NIC1:NODE GPU2=NIC0:NODE GPU3=NIC1:NODE", ""},
+	// Old (2016) legend: SOC cells are today's SYS; no NIC, so nothing to pair.
+	{"nccl-issue19-k80x6-soc-legend-2016-prompt-fence.txt", []string{"skip gdr.nic-affinity NoRDMADevice node"},
+		"GPU0=:- GPU1=:- GPU2=:- GPU3=:- GPU4=:- GPU5=:-", ""},
+	// The only NIC is SYS from every GPU: eight failures, none passes.
+	{"nccl-tests-issue273-l40sx8-1nic-sys-fenced.txt", []string{"fail gdr.nic-affinity NICBeyondGDRLevel GPU0-NIC0", "fail gdr.nic-affinity NICBeyondGDRLevel GPU7-NIC0"},
+		"GPU0=NIC0:SYS GPU1=NIC0:SYS GPU2=NIC0:SYS GPU3=NIC0:SYS GPU4=NIC0:SYS GPU5=NIC0:SYS GPU6=NIC0:SYS GPU7=NIC0:SYS", ""},
+	// The -p2p matrix after the legend is not read as topology.
+	{"club3090-issue1229-2x5090-phb-tabs-then-p2p-matrix.txt", []string{"skip gdr.nic-affinity NoRDMADevice node"},
+		"GPU0=:- GPU1=:-", ""},
+	// Cut after GPU4's row: GPU0-4 judged (two GPUs per PIX NIC, shared
+	// as NCCL shares them), the rest named as not read.
+	{"nccl-tests-issue78-dgx2-16gpu-mlx5-columns-excerpt.txt", []string{"unknown gdr.nic-affinity RowsMissing node",
+		"pass gdr.nic-affinity NICAtPIX GPU1-mlx5_0", "pass gdr.nic-affinity NICAtPIX GPU3-mlx5_1"},
+		"GPU0=mlx5_0:PIX GPU1=mlx5_0:PIX GPU2=mlx5_1:PIX GPU3=mlx5_1:PIX GPU4=mlx5_2:PIX", "mlx5_3 mlx5_4 mlx5_5 mlx5_6 mlx5_7 mlx5_8 mlx5_9"},
+	// Cut inside GPU7's row: that row is skipped and said so.
+	{"nccl-issue933-h800x8-9nic-bash-fence-excerpt.txt", []string{"unknown gdr.nic-affinity RowsMissing node", "pass gdr.nic-affinity NICAtPIX GPU0-NIC2", "pass gdr.nic-affinity NICAtPIX GPU6-NIC5"},
+		"GPU0=NIC2:PIX GPU1=NIC4:PIX GPU2=NIC6:PIX GPU3=NIC8:PIX GPU4=NIC1:PIX GPU5=NIC3:PIX GPU6=NIC5:PIX", "NIC0 NIC7"},
+	// Four NICs at PXB per GPU pair (legend from mlx5_2, a bond last):
+	// a NIC of its own each, half the rails and the bond unused.
+	{"xuesongtap-blog-a100x8-17nic-pxb-quads-bond-prompt.txt", []string{"pass gdr.nic-affinity NICAtPXB GPU0-mlx5_2", "pass gdr.nic-affinity NICAtPXB GPU7-mlx5_15"},
+		"GPU0=NIC0:PXB GPU1=NIC1:PXB GPU2=NIC4:PXB GPU3=NIC5:PXB GPU4=NIC8:PXB GPU5=NIC9:PXB GPU6=NIC12:PXB GPU7=NIC13:PXB", "NIC2 NIC3 NIC6 NIC7 NIC10 NIC11 NIC14 NIC15 NIC16"},
+	// Everything at SYS: four GPUs fail on two shared ports.
+	{"xuesongtap-blog-a10x4-2nic-all-sys-prompt-nospace.txt", []string{"fail gdr.nic-affinity NICBeyondGDRLevel GPU0-mlx5_0", "fail gdr.nic-affinity NICBeyondGDRLevel GPU3-mlx5_1"},
+		"GPU0=NIC0:SYS GPU1=NIC1:SYS GPU2=NIC0:SYS GPU3=NIC1:SYS", ""},
+	// CRLF on every line, a '>' prompt: 3 of 8 GPUs have a PIX NIC.
+	{"llm-action-a800x8-4nic-crlf-gt-prompt.txt", []string{"fail gdr.nic-affinity NICBeyondGDRLevel GPU0-mlx5_0", "pass gdr.nic-affinity NICAtPIX GPU1-mlx5_0",
+		"pass gdr.nic-affinity NICAtPIX GPU3-mlx5_1", "pass gdr.nic-affinity NICAtPIX GPU7-mlx5_2", "fail gdr.nic-affinity NICBeyondGDRLevel GPU6-mlx5_3"},
+		"GPU0=NIC0:NODE GPU1=NIC0:PIX GPU2=NIC1:NODE GPU3=NIC1:PIX GPU4=NIC3:NODE GPU5=NIC2:NODE GPU6=NIC3:NODE GPU7=NIC2:PIX", ""},
 	{"synthetic-2gpu-phb-nic-and-no-nic-gpu.txt", []string{
 		"pass gdr.nic-affinity NICAtPXB GPU0-mlx5_3", "fail gdr.nic-affinity NICBeyondGDRLevel GPU1-mlx5_2", "pass gdr.nic-affinity NICAtPXB GPU2-mlx5_2"},
 		"GPU0=NIC1:PXB GPU1=NIC0:PHB GPU2=NIC0:PXB", ""},
@@ -135,4 +163,17 @@ const crasher = "\tGPU0\tGPU1\tGPU2\tNIC0\tNIC1\tCPU Affinity\tNUMA Affinity\n" 
 // fuzz run (and go test, which runs the corpus) replays it.
 func TestCrasherSeed(t *testing.T) {
 	readertest.WantSeed(t, "FuzzAnalyze", "crash-repeated-last-row", []byte(crasher))
+}
+
+// TestOldAndCut checks what the verdicts cannot show: SOC read as SYS and
+// noted, a cut row named with its line.
+func TestOldAndCut(t *testing.T) {
+	r, _ := reader.Sample(t, "nccl-issue19-k80x6-soc-legend-2016-prompt-fence.txt")
+	if c := r.Matrix.Cells[0]; c[2] != "SYS" || c[1] != "PIX" || len(r.Matrix.Skipped) != 1 || !strings.Contains(r.Matrix.Skipped[0], "SOC") {
+		t.Errorf("GPU0 row %v, skipped %v", c, r.Matrix.Skipped)
+	}
+	r, vs := reader.Sample(t, "nccl-issue933-h800x8-9nic-bash-fence-excerpt.txt")
+	if len(r.Matrix.Skipped) != 1 || !strings.Contains(r.Matrix.Skipped[0], "line 11: row GPU7") || !strings.Contains(vs[0].Message, "GPU7") {
+		t.Errorf("skipped %v, first verdict %+v", r.Matrix.Skipped, vs[0])
+	}
 }

@@ -5,6 +5,7 @@
 package smitopo
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -16,7 +17,10 @@ import (
 // Matrix is a parsed topology matrix.
 type Matrix struct {
 	Labels []string `json:"labels"` // column labels as printed (GPU0, NIC0, mlx5_0)
-	IsGPU  []bool   `json:"-"`
+	// Paste says which paste prefixes were removed and which lines were
+	// skipped (code fences of an issue) before the lines were read.
+	Paste *textio.PasteNote `json:"paste,omitempty"`
+	IsGPU []bool            `json:"-"`
 	// Cells[i][j] is row i's cell for column j, normalised ("X" for self).
 	Cells        [][]string `json:"cells"`
 	CPUAffinity  []string   `json:"cpu_affinity"`
@@ -32,7 +36,18 @@ type Matrix struct {
 	// HasGPUNUMAColumn says whether the header had the GPU NUMA ID column
 	// (old drivers print none).
 	HasGPUNUMAColumn bool `json:"has_gpu_numa_column"`
+	// Missing are the header's rows the input does not hold: a paste cut
+	// off mid-matrix. Only the rows read are judged.
+	Missing []string `json:"missing_rows,omitempty"`
+	// Skipped says what was read but not used: a row cut short, old
+	// wording translated (pre-2018 legends print SOC for today's SYS).
+	Skipped []string `json:"skipped,omitempty"`
 }
+
+// oldLevels are cells of older nvidia-smi releases and the level they
+// name today: before 2018 the legend's "SOC" (a path across the
+// socket-level link, e.g. QPI) was what is now "SYS".
+var oldLevels = map[string]string{"SOC": "SYS"}
 
 var (
 	reLegend   = textio.MustCompile(`^\s*(NIC\d+)\s*:\s*(\S+)\s*$`)
@@ -73,6 +88,18 @@ func Parse(name string, r io.Reader) (*Matrix, error) {
 				continue
 			}
 			label, err := m.row(line)
+			if errors.Is(err, errNotRow) {
+				// A fence, an HTML tag or prose after the last row: the
+				// matrix ended without a blank line or a legend.
+				state = 2
+				continue
+			}
+			var cut *cutRowError
+			if errors.As(err, &cut) {
+				m.Skipped = append(m.Skipped, fmt.Sprintf("line %d: row %s is cut short (%d of %d cells)", lineNo, cut.label, cut.got, len(m.Labels)))
+				state = 2
+				continue
+			}
 			if err != nil {
 				return nil, textio.Errorf(name, lineNo, "%v", err)
 			}
@@ -102,18 +129,16 @@ func Parse(name string, r io.Reader) (*Matrix, error) {
 	if err := lr.Err(); err != nil {
 		return nil, err
 	}
+	m.Paste = lr.Paste()
 	if state == 0 {
 		return nil, textio.Errorf(name, max(lineNo, 1), "no topology matrix found (no header line starting with GPU0)")
 	}
-	if len(m.Cells) != len(m.Labels) {
-		return nil, textio.Errorf(name, lineNo, "matrix has %d rows for %d columns", len(m.Cells), len(m.Labels))
+	if len(m.Cells) == 0 {
+		return nil, textio.Errorf(name, lineNo, "topology header without rows")
 	}
-	// Rows must come in header order for the square matrix to mean anything.
-	for _, l := range m.Labels {
-		if m.RowLine[l] == 0 {
-			return nil, textio.Errorf(name, lineNo, "no row for column %s", l)
-		}
-	}
+	// Rows come in header order (row checks it), so what is missing is the
+	// tail of the matrix: a paste cut off.
+	m.Missing = append(m.Missing, m.Labels[len(m.Cells):]...)
 	for i, l := range m.Labels {
 		if !m.IsGPU[i] {
 			if _, ok := m.NICNames[l]; !ok {
@@ -158,6 +183,18 @@ func (m *Matrix) index(label string) int {
 	return -1
 }
 
+// errNotRow is a line after the rows that is no row at all.
+var errNotRow = errors.New("not a matrix row")
+
+// cutRowError is a row with fewer cells than the header has columns, and
+// nothing after its cells: a paste cut off inside the row.
+type cutRowError struct {
+	label string
+	got   int
+}
+
+func (e *cutRowError) Error() string { return fmt.Sprintf("row %s is cut short", e.label) }
+
 // row parses one matrix row and returns its label.
 func (m *Matrix) row(line string) (string, error) {
 	n := len(m.Labels)
@@ -201,6 +238,9 @@ func (m *Matrix) row(line string) (string, error) {
 	}
 	i := m.index(label)
 	if i < 0 {
+		if !hasCell(cells) {
+			return "", errNotRow
+		}
 		return "", fmt.Errorf("row label %q is not a column of the header", label)
 	}
 	if i < len(m.Cells) {
@@ -208,6 +248,15 @@ func (m *Matrix) row(line string) (string, error) {
 	}
 	if i != len(m.Cells) {
 		return "", fmt.Errorf("row %s out of order (expected %s)", label, m.Labels[len(m.Cells)])
+	}
+	for j, c := range cells {
+		if l, ok := oldLevels[c]; ok {
+			cells[j] = l
+			m.noteOld(c, l)
+		}
+	}
+	if len(cells) < n && len(rest) == 0 && i == len(m.Cells) {
+		return "", &cutRowError{label: label, got: len(cells)}
 	}
 	if len(cells) != n {
 		return "", fmt.Errorf("row %s has %d cells, the header has %d columns", label, len(cells), n)
@@ -246,4 +295,28 @@ func (m *Matrix) row(line string) (string, error) {
 	m.NUMAAffinity = append(m.NUMAAffinity, numa)
 	m.GPUNUMAID = append(m.GPUNUMAID, gnuma)
 	return label, nil
+}
+
+// hasCell says whether any field reads as a topology cell (X or a level).
+func hasCell(fields []string) bool {
+	for _, f := range fields {
+		if _, old := oldLevels[f]; old || f == "X" {
+			return true
+		}
+		if _, _, err := level.Parse(f); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// noteOld records, once, that old wording was read as today's.
+func (m *Matrix) noteOld(old, now string) {
+	note := fmt.Sprintf("old legend wording: %s cells read as %s", old, now)
+	for _, s := range m.Skipped {
+		if s == note {
+			return
+		}
+	}
+	m.Skipped = append(m.Skipped, note)
 }

@@ -41,47 +41,81 @@ func Errorf(name string, line int, format string, a ...any) *ParseError {
 
 // LineReader reads numbered lines without a length limit on the input:
 // lines longer than MaxLine are cut (Truncated counts them).
+//
+// Every line passes through a Paste found from the first 64 KiB (see
+// DetectPaste): launcher and log prefixes, Markdown quotes and fences and
+// shell prompts are removed, and the lines skipped are counted in Paste().
+// Line numbers stay those of the input.
 type LineReader struct {
 	name      string
 	br        *bufio.Reader
 	line      int
 	err       error
+	paste     *Paste
 	Truncated int
 }
 
 // NewLineReader reads r; name is used in errors.
 func NewLineReader(name string, r io.Reader) *LineReader {
-	return &LineReader{name: name, br: bufio.NewReaderSize(r, 64<<10)}
+	return NewLineReaderOpt(name, r, 0)
 }
 
-// Next returns the next line without its end of line ("\n" or "\r\n").
-// ok is false at the end of input or on a read error (see Err).
-func (lr *LineReader) Next() (string, bool) {
-	if lr.err != nil {
-		return "", false
+// NewLineReaderOpt is NewLineReader leaving the shapes of opt to the reader.
+func NewLineReaderOpt(name string, r io.Reader, opt PasteOpt) *LineReader {
+	br := bufio.NewReaderSize(r, 64<<10)
+	head, _ := br.Peek(HeadSize) // a short head at the end of input; errors come again from Next
+	if i := bytes.IndexByte(head, 0); i >= 0 {
+		head = head[:i]
 	}
-	// The common case, a line that fits the buffer: one copy, into the
-	// string returned.
+	return &LineReader{name: name, br: br, paste: DetectPaste(head, opt)}
+}
+
+// Paste says what was removed from the lines and which were skipped.
+func (lr *LineReader) Paste() *PasteNote { return lr.paste.Note() }
+
+// Next returns the next line without its end of line ("\n" or "\r\n"),
+// cleaned of paste prefixes; lines that are not output (code fences) are
+// skipped. ok is false at the end of input or on a read error (see Err).
+func (lr *LineReader) Next() (string, bool) {
+	for {
+		b, ok := lr.next()
+		if !ok {
+			return "", false
+		}
+		b, skip := lr.paste.Clean(b, lr.line)
+		if !skip {
+			return string(b), true
+		}
+	}
+}
+
+func (lr *LineReader) next() ([]byte, bool) {
+	if lr.err != nil {
+		return nil, false
+	}
+	// The common case, a line that fits the buffer: no copy here (the
+	// bytes stay valid until the next read), one into the string Next
+	// returns.
 	chunk, err := lr.br.ReadSlice('\n')
 	if err == nil {
 		if i := bytes.IndexByte(chunk, 0); i >= 0 {
 			lr.line++
 			lr.err = Errorf(lr.name, lr.line, "binary data (NUL byte at column %d): not a text output", i+1)
-			return "", false
+			return nil, false
 		}
 		lr.line++
 		chunk = chunk[:len(chunk)-1]
 		if n := len(chunk); n > 0 && chunk[n-1] == '\r' {
 			chunk = chunk[:n-1]
 		}
-		return string(chunk), true
+		return chunk, true
 	}
 	return lr.slow(chunk, err)
 }
 
 // slow finishes Next for a line longer than the buffer or the last line
 // of the input (first is what ReadSlice gave, with its error).
-func (lr *LineReader) slow(first []byte, firstErr error) (string, bool) {
+func (lr *LineReader) slow(first []byte, firstErr error) ([]byte, bool) {
 	var buf []byte
 	cut := false
 	col := 0 // bytes of the line before chunk
@@ -95,7 +129,7 @@ func (lr *LineReader) slow(first []byte, firstErr error) (string, bool) {
 		if i := bytes.IndexByte(chunk, 0); i >= 0 {
 			lr.line++
 			lr.err = Errorf(lr.name, lr.line, "binary data (NUL byte at column %d): not a text output", col+i+1)
-			return "", false
+			return nil, false
 		}
 		col += len(chunk)
 		if len(buf)+len(chunk) <= MaxLine {
@@ -110,7 +144,7 @@ func (lr *LineReader) slow(first []byte, firstErr error) (string, bool) {
 		if err != nil { // io.EOF or a read error: the line read so far is the last
 			lr.err = err
 			if len(buf) == 0 {
-				return "", false
+				return nil, false
 			}
 		}
 		break
@@ -121,7 +155,7 @@ func (lr *LineReader) slow(first []byte, firstErr error) (string, bool) {
 	}
 	buf = bytes.TrimSuffix(buf, []byte("\n"))
 	buf = bytes.TrimSuffix(buf, []byte("\r"))
-	return string(buf), true
+	return buf, true
 }
 
 // All yields the numbered lines of Next until the end of input or a read
@@ -250,11 +284,19 @@ func StartsJSON(head []byte) bool {
 
 // TextOrJSON reads r with json when its head (4 KiB) StartsJSON, with text
 // otherwise.
+//
+// A JSON output pasted in a code fence, a quote or behind prefixes is
+// decoded through the Paste found from its head (skipped lines become
+// empty lines, so the decoder's line numbers are the file's).
 func TextOrJSON[R any](name string, r io.Reader, text, json func(name string, r io.Reader) (R, error)) (R, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	head, _ := br.Peek(4096) // shorter at the end of the input; the error is the reader's to report
 	if StartsJSON(head) {
 		return json(name, br)
+	}
+	if clean := CleanHead(head); StartsJSON(clean) {
+		full, _ := br.Peek(HeadSize)
+		return json(name, NewPasteReader(DetectPaste(full, 0), br))
 	}
 	return text(name, br)
 }
@@ -277,4 +319,35 @@ func AddQuote(qs []Quote, line int, text string) []Quote {
 		return qs
 	}
 	return append(qs, Quote{line, Clip(text, MaxQuoteLen)})
+}
+
+// AppendFields appends the fields of s, as strings.Fields splits them, to
+// dst: a reader reuses dst line after line instead of allocating a slice
+// per line.
+func AppendFields(dst []string, s string) []string {
+	for i := range len(s) {
+		if s[i] >= utf8.RuneSelf { // Unicode blanks: strings.Fields knows them
+			return append(dst, strings.Fields(s)...)
+		}
+	}
+	start := -1
+	for i := range len(s) {
+		if asciiSpace(s[i]) {
+			if start >= 0 {
+				dst = append(dst, s[start:i])
+				start = -1
+			}
+		} else if start < 0 {
+			start = i
+		}
+	}
+	if start >= 0 {
+		dst = append(dst, s[start:])
+	}
+	return dst
+}
+
+// asciiSpace is unicode.IsSpace on ASCII.
+func asciiSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
 }
