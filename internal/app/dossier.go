@@ -70,18 +70,21 @@ func (p Profile) benchConfig(size uint64) (bench.NCCLConfig, bench.CopyConfig) {
 	if size == 0 {
 		size = p.MaxBytes()
 	}
-	n := bench.NCCLConfig{Collectives: collective.All(), MinBytes: 8, MaxBytes: size, StepFactor: 8, Warmup: 2, Iters: 10, Check: 1, OpTimeout: QuickBenchTimeout}
+	// quick: 32 B to 64 MiB by ×8 (8 sizes, the top one the largest);
+	// standard: 16 B to 1 GiB by ×4; full: 8 B to 4 GiB by ×2.
+	n := bench.NCCLConfig{Collectives: collective.All(), MinBytes: 32, MaxBytes: size, StepFactor: 8, Warmup: 2, Iters: 10, Check: 1, OpTimeout: QuickBenchTimeout}
 	c := bench.CopyConfig{Bytes: size, Iters: 10, Warmup: 2, Timeout: QuickBenchTimeout,
 		Tests: []string{bench.CopyD2D, bench.CopyH2DPinned, bench.CopyD2HPinned, bench.CopyBidirPinned, bench.CopyP2P, bench.CopyP2PBidir, bench.CopyLatency}}
 	switch p {
 	case ProfileStandard:
-		n.StepFactor, n.Iters = 4, 20
+		n.MinBytes, n.StepFactor, n.Iters = 16, 4, 20
 		c.Iters = 20
 	case ProfileFull:
-		n.StepFactor, n.Iters, n.Warmup = 2, 20, 5
+		n.MinBytes, n.StepFactor, n.Iters, n.Warmup = 8, 2, 20, 5
 		c.Iters = 20
 		c.Tests = append(c.Tests, bench.CopyH2DPageable, bench.CopyD2HPageable)
 	}
+	n.MinBytes = min(n.MinBytes, size)
 	n.DType, _ = bench.DTypeByName("float")
 	n.Op, _ = bench.RedOpByName("sum")
 	return n, c

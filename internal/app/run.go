@@ -15,7 +15,6 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/native/cuda"
 	"github.com/gdrcheck/gdrcheck/internal/report"
-	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
@@ -39,29 +38,12 @@ type RunOptions struct {
 	Profile Profile
 }
 
-// RunReport is run.json's data beside the envelope's results: the node's
-// summary and the checks' own outcome.
-type RunReport struct {
-	Verdict checks.Verdict    `json:"verdict"`
-	Host    *topology.Summary `json:"host"`
-	Checks  ChecksRun         `json:"checks"`
-}
-
-// ChecksRun is a run of checks without its results, which the envelope
-// holds (once).
-type ChecksRun struct {
-	Counts     result.Counts     `json:"counts"`
-	DurationMS float64           `json:"duration_ms"`
-	Checks     []checks.CheckRun `json:"checks"`
-}
-
-// NodeRun is a node discovered, judged and written down by Run. With
-// RunOptions.Bench it holds the CUDA runtime of its benchmark pass until
-// Close.
+// NodeRun is a node discovered and judged by Run; Dossier runs the rest.
+// When the benchmarks apply it holds the CUDA runtime of its benchmark
+// pass until Close.
 type NodeRun struct {
-	Envelope *report.Envelope // run.json's document
-	Summary  *topology.Summary
-	Checks   *checks.Report
+	Summary *topology.Summary
+	Checks  *checks.Report
 	// NCCL and Copy configure the benchmark pass.
 	NCCL bench.NCCLConfig
 	Copy bench.CopyConfig
@@ -71,7 +53,7 @@ type NodeRun struct {
 	// BenchSkip says why the benchmark pass does not apply here (no GPU,
 	// a snapshot); "" when it does.
 	BenchSkip string
-	// OutErr says why run.json could not be written into Out (a ToolError
+	// OutErr says why the folder Out could not be made (a ToolError
 	// naming the user's path). The report itself is whole: the caller
 	// still prints it, then fails with OutErr.
 	OutErr error
@@ -91,15 +73,17 @@ type NodeRun struct {
 // benchmark pass of `run --bench`.
 const quickPass = 0.85
 
-// Run is `gdrcheck run`: it discovers the node, runs the readiness checks
-// and writes run.json into Out before anything slower runs, so an
-// interrupted benchmark pass still leaves the node's report. With Bench
-// it loads the process's one CUDA runtime before the checks, so that the
-// checks' library probe and the benchmarks share it, and picks the devices
-// after them; failing at either is the benchmarks' error (BenchErr), not
-// the checks'.
+// Run is the first half of `gdrcheck run`: it discovers the node, runs
+// the readiness checks and decides whether the benchmarks apply (Bench:
+// required; AutoBench: on the live host with GPUs, else BenchSkip says
+// why not). When they do it loads the process's one CUDA runtime before
+// the checks, so that the checks' library probe and the benchmarks share
+// it, and picks the devices after them; failing at either is the
+// benchmarks' error (BenchErr), not the checks'. NodeRun.Dossier runs the
+// rest and writes the dossier, from its first phase on, so an interrupted
+// benchmark pass still leaves the node's report.
 //
-// Out is made only once the node is judged. When it cannot be written the
+// Out is made only once the node is judged. When it cannot be made the
 // run still returns its report, with OutErr set (and BenchErr, since the
 // benchmarks' results would go there too).
 func (s *Session) Run(ctx context.Context, o RunOptions) (_ *NodeRun, err error) {
@@ -155,8 +139,6 @@ func (s *Session) Run(ctx context.Context, o RunOptions) (_ *NodeRun, err error)
 	// The benchmarks are judged against the node as it should be: the
 	// site profile where there is one, the catalogue otherwise.
 	nr.judging = Judging{Pass: quickPass, Want: WantOf(p.expect), Profile: o.Checks.Expect}
-	c := nr.Checks
-	nr.Envelope = s.Envelope("run", started, c.Results, RunReport{Verdict: c.Verdict, Host: nr.Summary, Checks: ChecksRun{Counts: c.Counts, DurationMS: c.DurationMS, Checks: c.Checks}})
 	if o.Out != "" {
 		if err := os.MkdirAll(o.Out, 0o755); err != nil {
 			nr.OutErr = toolErr(fmt.Errorf("--out %s: cannot make the directory: %w", o.Out, cause(err)))

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/report"
+	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakelib"
 )
@@ -144,7 +146,7 @@ func TestRunWithBench(t *testing.T) {
 	if !strings.Contains(stdout, "Readiness checks:") || !strings.Contains(stdout, "# Collective alltoall") || !strings.Contains(stdout, "GPU->GPU copy bandwidth") {
 		t.Fatalf("exit %d %s\n%s", code, errs, stdout)
 	}
-	for _, f := range []string{"run.json", "nccl/results.json", "copy/results.json"} {
+	for _, f := range []string{"report.json", "raw/nccl/results.json", "raw/copy/results.json"} {
 		b, err := os.ReadFile(filepath.Join(out, f))
 		var env struct {
 			Schema string `json:"schema"`
@@ -155,8 +157,25 @@ func TestRunWithBench(t *testing.T) {
 	}
 	// The NCCL settings were applied before the checks loaded NCCL, and
 	// point into the run's folder.
-	if got := os.Getenv("NCCL_DEBUG_FILE"); got != filepath.Join(out, "nccl", "nccl-debug.%h.%p.log") {
+	if got := os.Getenv("NCCL_DEBUG_FILE"); got != filepath.Join(out, "raw", "nccl", "nccl-debug.%h.%p.log") {
 		t.Errorf("NCCL_DEBUG_FILE = %q", got)
+	}
+	// The dossier holds the measurements beside the model's expectations,
+	// and its manifest covers the raw outputs.
+	b, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := dossier.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Complete || len(r.Measurements.Collectives) == 0 || len(r.Measurements.Copies) == 0 {
+		t.Errorf("report.json: complete %v, %d collectives, %d copies; phases %+v", r.Complete, len(r.Measurements.Collectives), len(r.Measurements.Copies), r.Phases)
+	}
+	sums, err := os.ReadFile(filepath.Join(out, "SHA256SUMS"))
+	if err != nil || !strings.Contains(string(sums), "  raw/nccl/nccl-tests.txt\n") || !strings.Contains(string(sums), "  raw/copy/results.json\n") {
+		t.Errorf("SHA256SUMS: %v\n%s", err, sums)
 	}
 }
 

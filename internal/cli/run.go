@@ -75,8 +75,7 @@ when a result is unknown), 2 when the tool itself could not run, 130 when interr
 	}
 	cmd.Flags().StringVar(&o.format, "format", "text", "output format: text, json (report.json), md (report.md) or junit (junit.xml)")
 	cmd.Flags().StringVar(&o.profile, "profile", string(app.ProfileQuick), "how much to measure: quick, standard or full")
-	cmd.Flags().BoolVar(&o.bench, "bench", false, "require the benchmarks (fail when they cannot run)")
-	_ = cmd.Flags().MarkDeprecated("bench", "the benchmarks run wherever they apply; --bench now only makes their absence an error (--no-bench skips them)")
+	cmd.Flags().BoolVar(&o.bench, "bench", false, "require the benchmarks: exit 2 when they cannot run (they run by default wherever they apply)")
 	cmd.Flags().BoolVar(&o.noBench, "no-bench", false, "skip the benchmarks: discovery and checks only")
 	cmd.Flags().StringVar(&o.benchSize, "bench-size", "", "largest collective and copy size (default: the profile's: quick 64M, standard 1G, full 4G)")
 	cmd.Flags().StringVar(&o.out, "out", "", "directory for the dossier: report.json, report.html, report.md, junit.xml, metrics.prom, raw/, SHA256SUMS")
@@ -152,7 +151,7 @@ func runMain(ctx context.Context, g *globals, o runOptions) error {
 			return err
 		}
 	}
-	p := newProgress(g.errOut, o.quiet, log)
+	p := newProgress(g.errOut, o.quiet || o.verbose, log)
 	do := app.DossierOptions{Warn: g.errOut, OnPhase: p.phase, OnRow: p.row, Files: app.DossierFiles()}
 	if text {
 		do.Text = &sectioned{w: g.out}
@@ -231,8 +230,8 @@ func writeEnd(w io.Writer, r *dossier.Report, out string) {
 }
 
 // progress reports the phases on stderr: a bar with ETA for the NCCL
-// pass on a terminal, plain lines otherwise, nothing with -q; with -v
-// everything is logged too.
+// pass on a terminal, plain lines otherwise; nothing with -q, and with -v
+// the log (log/slog) instead.
 type progress struct {
 	w     io.Writer
 	quiet bool
@@ -251,7 +250,7 @@ func (p *progress) phase(ph dossier.Phase, done bool) {
 	p.closeBar()
 	if !done {
 		p.log.Info("phase started", "phase", ph.Name)
-		if !p.quiet {
+		if !p.quiet && strings.HasPrefix(ph.Name, "bench.") {
 			fmt.Fprintf(p.w, "gdrcheck: %s ...\n", ph.Name)
 		}
 		return

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -150,5 +153,86 @@ func TestDataPathHops(t *testing.T) {
 	}
 	if p.Hops[0].Evidence[len(p.Hops[0].Evidence)-1] != RefMeasurement+"copy.d2d.GPU0" {
 		t.Errorf("GPU memory hop evidence %v", p.Hops[0].Evidence)
+	}
+}
+
+// WriteDir writes every file whole or not at all: a renderer that fails
+// leaves the files written before it as they were, no manifest (so the
+// folder does not claim to be whole) and no temporary file; a good write
+// then lists every file and artifact in a manifest sha256sum -c accepts.
+func TestWriteDirAtomic(t *testing.T) {
+	dir := t.TempDir()
+	r := fixtureReport(t, "../../../testdata/hosts/hgx-h200-8gpu-10nic.host")
+	raw := filepath.Join(dir, RawDir, "nccl")
+	if err := os.MkdirAll(raw, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(raw, "nccl-debug.h.1.log"), []byte("NCCL INFO x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteDir(dir, r, Files()); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(filepath.Join(dir, ReportMD))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sums, err := os.ReadFile(filepath.Join(dir, Sums))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"  report.json\n", "  report.md\n", "  junit.xml\n", "  metrics.prom\n", "  raw/nccl/nccl-debug.h.1.log\n"} {
+		if !strings.Contains(string(sums), want) {
+			t.Errorf("SHA256SUMS lacks %q:\n%s", want, sums)
+		}
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(sums)), "\n") {
+		sum, p, _ := strings.Cut(line, "  ")
+		b, err := os.ReadFile(filepath.Join(dir, p))
+		if err != nil || SumLine(p, b) != line+"\n" {
+			t.Errorf("%s: %v, sum %s", p, err, sum)
+		}
+	}
+	if len(r.Artifacts) != 1 || r.Artifacts[0].Kind != "nccl-log" || r.Artifacts[0].Path != "raw/nccl/nccl-debug.h.1.log" {
+		t.Errorf("artifacts %+v", r.Artifacts)
+	}
+	r.Verdict.Status = "CHANGED"
+	boom := errors.New("boom")
+	err = WriteDir(dir, r, []File{{JUnitXML, WriteJUnit}, {ReportMD, func(w io.Writer, r *Report) error {
+		io.WriteString(w, "half a file")
+		return boom
+	}}})
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), ReportMD) {
+		t.Errorf("err = %v, want boom naming %s", err, ReportMD)
+	}
+	after, _ := os.ReadFile(filepath.Join(dir, ReportMD))
+	if !bytes.Equal(before, after) {
+		t.Error("report.md was changed by a renderer that failed")
+	}
+	if _, err := os.Stat(filepath.Join(dir, Sums)); !os.IsNotExist(err) {
+		t.Errorf("SHA256SUMS survived a failed write: %v", err)
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".") {
+			t.Errorf("temporary file %s left behind", e.Name())
+		}
+	}
+}
+
+// metrics.prom escapes label values and keeps one sample per id, subject
+// and source, the worst.
+func TestPrometheusLabels(t *testing.T) {
+	r := &Report{Results: []result.Result{
+		{ID: "x", Subject: "a\"b\\c\nd", Status: result.Pass},
+		{ID: "x", Subject: "a\"b\\c\nd", Status: result.Fail},
+	}}
+	var b bytes.Buffer
+	if err := WritePrometheus(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	want := `gdrcheck_check_status{id="x",subject="a\"b\\c\nd",source=""} 5` + "\n"
+	if !strings.Contains(b.String(), want) || strings.Count(b.String(), "gdrcheck_check_status{") != 1 {
+		t.Errorf("metrics.prom:\n%s\nwant %s", b.String(), want)
 	}
 }
