@@ -284,19 +284,18 @@ func drawTopology(r *dossier.Report, j *judged) template.HTML {
 		walk(band)
 		drawBox(body, band, y, leafY)
 		bottom := leafY + leafH
-		nvY := bottom + 26
-		fabY := nvY
+		end := bottom
 		if len(gpus) > 0 {
-			c, below := drawNVLink(body, r, j, gpus, bottom, nvY)
+			c, below := drawNVLink(body, r, j, gpus, bottom, bottom+26)
 			cross = append(cross, c...)
-			fabY = below + 14
+			end = below
 		}
-		end := fabY
 		if len(nics) > 0 {
+			fabY := max(end+14, bottom+26)
 			drawFabric(body, r, nics, bottom, fabY)
 			end = fabY + 24
 		}
-		y = end + 28
+		y = end + 24
 	}
 	if len(cross) > 0 {
 		body.text(padX, y, "start", "sub", "NVLink between NUMA nodes: "+strings.Join(cross, ", "))
