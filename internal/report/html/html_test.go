@@ -285,3 +285,19 @@ func TestUnjudgedIsNotPass(t *testing.T) {
 		t.Errorf("worst(skip) = %q, want none", got)
 	}
 }
+
+// A report with nothing in it (discovery failed before anything was
+// found) still renders: a page that says so, valid and self-contained.
+func TestEmptyReport(t *testing.T) {
+	page := render(t, &dossier.Report{})
+	for _, want := range []string{"No topology to draw.", "No GPU found: no data path to show.", "Not measured in this run.", "Incomplete dossier", "NO VERDICT"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the empty report's page lacks %q", want)
+		}
+	}
+	checkSelfContained(t, page)
+	checkSVG(t, page)
+	if err := Render(io.Discard, nil); err == nil {
+		t.Error("Render(nil) did not fail")
+	}
+}
