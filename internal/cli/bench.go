@@ -201,7 +201,9 @@ topology and graph dumps) is kept with results.json in --out.`,
 	f.IntVarP(&check, "check", "c", 1, "checked runs per size (0: no correctness check)")
 	f.StringVarP(&dtype, "datatype", "d", "float", "data type: int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16")
 	f.StringVarP(&redop, "redop", "o", "sum", "reduction: sum, prod, max, min, avg")
-	f.IntVarP(&root, "root", "r", 0, "root rank of broadcast and reduce")
+	// -r is nccl-tests' root rank; the long name is not --root, which is
+	// every command's host root (a local --root would shadow it).
+	f.IntVarP(&root, "root-rank", "r", 0, "root rank of broadcast and reduce")
 	f.StringVar(&colls, "op", "all_reduce", "collectives, comma-separated, or all: all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, sendrecv")
 	f.StringVar(&o.buffers, "buffers", "auto", "device buffers from auto (ncclMemAlloc where NCCL has it, as nccl-tests), nccl (ncclMemAlloc) or cuda (cudaMalloc)")
 	f.StringVar(&o.nccl, "nccl", "", "path of libnccl.so.2 (default: search the loader path, NCCL_HOME)")

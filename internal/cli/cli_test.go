@@ -340,3 +340,23 @@ func testVerdict(t *testing.T, good, bad string) {
 		t.Errorf("run does not open with the verdict:\n%s", out)
 	}
 }
+
+// TestVersionFlagAndRootRank: gdrcheck --version works as operators try
+// it first, and bench nccl's root rank (-r, --root-rank) no longer shadows
+// the global --root (review: "bench nccl --root snap.tgz" failed parsing
+// the snapshot's name as a rank).
+func TestVersionFlagAndRootRank(t *testing.T) {
+	for _, args := range [][]string{{"--version"}, {"-v"}} {
+		out, _, code := run(t, args...)
+		if code != ExitOK || out != "gdrcheck test (commit test)\n" {
+			t.Errorf("%v: exit %d, %q", args, code, out)
+		}
+	}
+	_, errOut, _ := run(t, "bench", "nccl", "--root", t.TempDir(), "-e", "8")
+	if strings.Contains(errOut, "ParseInt") || strings.Contains(errOut, "invalid argument") {
+		t.Errorf("bench nccl --root DIR: the flag is still read as a rank: %s", errOut)
+	}
+	if _, errOut, code := run(t, "bench", "nccl", "-r", "x"); code != ExitToolErr || !strings.Contains(errOut, "root-rank") {
+		t.Errorf("bench nccl -r x: exit %d, %q; want a flag error naming --root-rank", code, errOut)
+	}
+}

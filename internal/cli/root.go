@@ -132,6 +132,10 @@ With no subcommand it runs the main job (gdrcheck run).`,
 			return runMain(cmd.Context(), g, defaultRun())
 		},
 	}
+	// gdrcheck --version (and -v), as operators try first; the version
+	// command adds the libraries it can load.
+	root.Version = fmt.Sprintf("%s (commit %s)", g.build.Version, g.build.Commit)
+	root.SetVersionTemplate("gdrcheck {{.Version}}\n")
 	root.PersistentFlags().StringVar(&g.root, "root", "/", "host root to read: / (this host), a snapshot directory, or a snapshot .tgz")
 	root.PersistentFlags().DurationVar(&g.timeout, "timeout", 2*time.Minute, "overall deadline of discovery and collection; a read that blocks past it fails")
 	root.AddCommand(newVersion(g), newTopo(g), newSnapshot(g), newRun(g), newCheck(g), newBench(g), newAnalyze(g), newModel(g))

@@ -77,14 +77,10 @@ type Testcase struct {
 	Error       string   `json:"error,omitempty"`
 	Line        int      `json:"line"`
 	errLine     int
+	dropped     bool // past the cap: read, not kept
 }
 
 var (
-	reVersion  = textio.MustCompile(`^nvbandwidth Version:\s*(\S+)`)
-	reGit      = textio.MustCompile(`^Built from Git version:\s*(\S+)`)
-	reRuntime  = textio.MustCompile(`^CUDA Runtime Version:\s*(\S+)`)
-	reCUDADrv  = textio.MustCompile(`^CUDA Driver Version:\s*(\S+)`)
-	reDriver   = textio.MustCompile(`^Driver Version:\s*(\S+)`)
 	reWaived   = textio.MustCompile(`^(Waived|Error|Not Found)\s*:?\s*(.*)$`)
 	reHostname = textio.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]{0,62}$`)
 
@@ -126,8 +122,10 @@ type textState struct {
 	rep    *Report
 	cur    *Testcase
 	inMat  bool
-	sawHdr bool     // the version/driver block (a bare hostname line may follow it)
-	fields []string // scratch for a matrix row's fields
+	sawHdr bool      // the version/driver block (a bare hostname line may follow it)
+	fields []string  // scratch for a matrix row's fields
+	vals   []float64 // and its values
+	na     []bool    // and which are N/A
 }
 
 func analyzeText(name string, r io.Reader) (*Report, error) {
@@ -154,6 +152,7 @@ func (st *textState) testcase(n int) *Testcase {
 		if len(st.rep.Testcases) >= maxCases {
 			// Past the cap a testcase is read into a discarded record.
 			st.rep.Dropped++
+			st.cur.dropped = true
 			return st.cur
 		}
 		st.rep.Testcases = append(st.rep.Testcases, st.cur)
@@ -174,15 +173,15 @@ func (st *textState) line(s string, n int) error {
 	var m []string
 	switch {
 	case t == "":
-	case reVersion.Submatch(t, &m):
+	case valueAfter(t, "nvbandwidth Version:", &m):
 		rep.Version, st.sawHdr = textio.Clip(m[1], 64), true
-	case reGit.Submatch(t, &m):
+	case valueAfter(t, "Built from Git version:", &m):
 		rep.GitVersion = textio.Clip(m[1], 64)
-	case reRuntime.Submatch(t, &m):
+	case valueAfter(t, "CUDA Runtime Version:", &m):
 		rep.CUDARuntime, st.sawHdr = textio.Clip(m[1], 32), true
-	case reCUDADrv.Submatch(t, &m):
+	case valueAfter(t, "CUDA Driver Version:", &m):
 		rep.CUDADriver = textio.Clip(m[1], 32)
-	case reDriver.Submatch(t, &m):
+	case valueAfter(t, "Driver Version:", &m):
 		rep.DriverVersion, st.sawHdr = textio.Clip(m[1], 32), true
 	case len(rep.Devices) < maxDim && deviceLine(t, &m): // past the cap a device line is not parsed
 		idx, _ := strconv.Atoi(m[1])
@@ -352,24 +351,34 @@ func (st *textState) matrixRow(t string, n int) bool {
 		return false
 	}
 	tc := st.cur
-	row := make([]*float64, len(f)-1)
-	vals := make([]float64, len(f)-1) // the cells' values: one allocation per row
-	for i, c := range f[1:] {
-		if c == "N/A" {
-			continue
-		}
-		v, ok := textio.ParseFloat(c)
+	cells := f[1:]
+	// The cells are read into scratch first: a row of a testcase past the
+	// caps is checked, not kept, and costs no allocation.
+	na := st.na[:0]
+	scratch := st.vals[:0]
+	for _, c := range cells {
+		v, ok := 0.0, c == "N/A"
 		if !ok {
-			return false
+			if v, ok = textio.ParseFloat(c); !ok {
+				return false
+			}
 		}
-		vals[i] = v
-		row[i] = &vals[i]
+		scratch, na = append(scratch, v), append(na, c == "N/A")
 	}
-	if len(tc.Columns) > 0 && len(row) != len(tc.Columns) {
+	st.vals, st.na = scratch[:0], na[:0]
+	if len(tc.Columns) > 0 && len(cells) != len(tc.Columns) {
 		return false
 	}
-	if len(tc.Matrix) >= maxDim || st.cells+len(row) > maxCells {
+	if tc.dropped || len(tc.Matrix) >= maxDim || st.cells+len(cells) > maxCells {
 		return true
+	}
+	row := make([]*float64, len(cells))
+	vals := make([]float64, len(cells)) // the cells' values: one allocation per row
+	for i := range cells {
+		if !na[i] {
+			vals[i] = scratch[i]
+			row[i] = &vals[i]
+		}
 	}
 	st.cells += len(row)
 	tc.RowIDs = append(tc.RowIDs, id)

@@ -164,3 +164,23 @@ func isColumnHeader(t string) bool {
 	}
 	return digits
 }
+
+// valueAfter reads "PREFIX VALUE" at the start of t, the blanks after the
+// prefix optional, as the regexp `^PREFIX\s*(\S+)` would: the submatches
+// {through VALUE, VALUE}.
+func valueAfter(t, prefix string, m *[]string) bool {
+	rest, ok := strings.CutPrefix(t, prefix)
+	if !ok {
+		return false
+	}
+	rest = trimLeft(rest)
+	i := 0
+	for i < len(rest) && !isSpace(rest[i]) {
+		i++
+	}
+	if i == 0 {
+		return false
+	}
+	*m = []string{t[:len(t)-len(rest)+i], rest[:i]}
+	return true
+}

@@ -11,6 +11,7 @@ import (
 // The regular expressions descLine and deviceLine implement.
 var (
 	descExpr    = regexp.MustCompile(`^(?:(memcpy|memory \w+)\s+)?(CE|SM)?\s*(CPU|GPU)\(row\)\s*(->|<-|<->)\s*(CPU|GPU)\(column\)\s*(.*?)\s*(?:\(([^)]+)\))?\s*$`)
+	valueExpr   = regexp.MustCompile(`^Driver Version:\s*(\S+)`)
 	columnsExpr = regexp.MustCompile(`^\s*\d+(\s+\d+)*\s*$`)
 	deviceExpr  = regexp.MustCompile(`^Device (\d+): (.*?)\s*(?:\(([0-9a-fA-F]+:[0-9a-fA-F]+:[0-9a-fA-F]+(?:\.[0-9a-fA-F])?)\))?\s*$`)
 )
@@ -19,6 +20,13 @@ func checkScan(t *testing.T, s string) {
 	t.Helper()
 	if strings.IndexByte(s, '\n') >= 0 {
 		return // lines hold no newline
+	}
+	var got []string
+	if !valueAfter(s, "Driver Version:", &got) {
+		got = nil
+	}
+	if want := valueExpr.FindStringSubmatch(s); !slices.Equal(got, want) {
+		t.Fatalf("valueAfter(%q) = %q; regexp %q", s, got, want)
 	}
 	if got, want := isColumnHeader(s), columnsExpr.MatchString(s); got != want {
 		t.Fatalf("isColumnHeader(%q) = %v; regexp %v", s, got, want)
@@ -43,11 +51,11 @@ func checkScan(t *testing.T, s string) {
 func TestScanMatchesRegexp(t *testing.T) {
 	for _, s := range []string{"memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)", "memory latency SM CPU(row) <-> GPU(column) (ns)",
 		"memcpy SM CPU(row) <- GPU(column) bandwidth (GB/s)", "Device 0: Tesla T4 (00000000:3b:00)", "Device 1: NVIDIA H200 (00000000:19:00.0)",
-		"Device 2: x (zz:1:2)", "memory CE GPU(row) -> GPU(column) x", "GPU(row)->CPU(column)((a)(b)", "memcpy CE GPU(row) -> GPU(column) bandwidth ((GB/s)", "Device 3: ()", "           0         1         2         3", " 0 1x", " ", "12"} {
+		"Device 2: x (zz:1:2)", "memory CE GPU(row) -> GPU(column) x", "GPU(row)->CPU(column)((a)(b)", "memcpy CE GPU(row) -> GPU(column) bandwidth ((GB/s)", "Device 3: ()", "Driver Version: 535.247.01", "Driver Version:", "Driver Version:  x y", "Driver Version:\t\t1", "           0         1         2         3", " 0 1x", " ", "12"} {
 		checkScan(t, s)
 	}
 	parts := []string{"", " ", "  ", "\t", "memcpy", "memory", "memory x", "CE", "SM", "CPU", "GPU", "(row)", "(column)", "->", "<-",
-		"<->", "bandwidth", "(", ")", "(GB/s)", "()", "x", "Device", "Device 0:", ": ", "3", "(0000:3b:00)", "(0:1:2.f)", ".", "a:b", "é"}
+		"<->", "bandwidth", "(", ")", "(GB/s)", "()", "x", "Device", "Device 0:", ": ", "3", "(0000:3b:00)", "(0:1:2.f)", ".", "a:b", "é", "Driver Version:", "535.1"}
 	rng := rand.New(rand.NewPCG(9, 10))
 	for range 300000 {
 		var b strings.Builder

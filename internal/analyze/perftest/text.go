@@ -46,6 +46,7 @@ type textState struct {
 	latCol []string
 	seen   map[string]bool
 	fields []string // scratch for a row's fields
+	key    []byte   // and for its key in seen
 }
 
 func analyzeText(name string, r io.Reader) (*Report, error) {
@@ -129,8 +130,8 @@ func (st *textState) line(s string, n int) bool {
 			return true
 		}
 	}
-	lower := strings.ToLower(t)
-	if hasAny(lower, memoryWords) && st.memoryLine(t, n) {
+	words := lineWords.tags(t)
+	if words&memoryTag != 0 && st.memoryLine(t, n) {
 		return true
 	}
 	switch {
@@ -145,7 +146,7 @@ func (st *textState) line(s string, n int) bool {
 	case reFreq.MatchString(t):
 		st.quote(&rep.Warnings, n, t)
 		return true
-	case hasAny(lower, failWords) && (reFailPath.MatchString(t) || (reFailTool.MatchString(t) && !st.inHead && !reAddress.MatchString(t))):
+	case words&failTag != 0 && (reFailPath.MatchString(t) || (reFailTool.MatchString(t) && !st.inHead && !reAddress.MatchString(t))):
 		st.quote(&rep.Errors, n, t)
 		return true
 	case reWarning.MatchString(t):
@@ -169,11 +170,14 @@ var (
 	memoryList = []string{"dma-buf", "dmabuf", "cuda", "device name", "cumemalloc", "gpu buffer", "picking", "rocm", "hipmalloc"}
 	failList   = []string{"error", "failed", "scnt=", "couldn't", "ibv_reg_", "dma-buf", "problems with warm up",
 		"unable to", "not found", "devices found", "invalid", "unrecognized option", "unknown option", "segmentation fault", "core dumped"}
-	memoryWords, failWords = newWordSet(memoryList...), newWordSet(failList...)
+	lineWords = new(wordSet).addWords(memoryTag, memoryList...).addWords(failTag, failList...)
 )
 
-// hasAny reports whether s contains one of the words of ws.
-func hasAny(s string, ws *wordSet) bool { return ws.in(s) }
+// The tags of lineWords.
+const (
+	memoryTag uint8 = 1 << iota
+	failTag
+)
 
 // command takes the first line that names the tool as its command line.
 func (st *textState) command(t string) bool {
@@ -301,13 +305,22 @@ func (st *textState) row(t string, n int) bool {
 	if !isCount(f[0]) {
 		return false
 	}
-	key := strings.Join(f, " ")
+	// The fields joined by one blank: the key of the rows seen, built in
+	// a reused buffer (the lookup does not allocate; a new key does).
+	key := st.key[:0]
+	for i, x := range f {
+		if i > 0 {
+			key = append(key, ' ')
+		}
+		key = append(key, x...)
+	}
+	st.key = key
 	rep := st.rep
-	if st.seen[key] {
+	if st.seen[string(key)] {
 		return true // the other side printed the same line
 	}
 	if len(st.seen) < maxRows {
-		st.seen[key] = true
+		st.seen[string(key)] = true
 	}
 	switch st.table {
 	case "bw":
