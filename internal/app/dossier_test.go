@@ -376,3 +376,44 @@ func TestMeasurementsAgainstTheModel(t *testing.T) {
 }
 
 func abs(x float64) float64 { return max(x, -x) }
+
+// The nccl-logs phase reads NCCL's debug logs of the pass as one job: the
+// transports of its channels, GDR, its verdicts (source nccl-log) among
+// the results, the logs named as the dossier's artifacts.
+func TestNCCLLogsPhase(t *testing.T) {
+	out := t.TempDir()
+	dir := filepath.Join(out, "raw", "nccl")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	log, err := os.ReadFile("../analyze/ncclog/testdata/a100pcie-2gpu-allreduce-interleaved-nccl-info.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "nccl-debug.node1.4242.log"), log, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := &dossierRun{nr: &NodeRun{s: dossierSession(), out: out, ncclSetup: &NCCLSetup{Dir: dir}}}
+	if st, why := d.ncclLogs(t.Context()); st != dossier.PhaseSkipped || !strings.Contains(why, "no NCCL benchmark ran") {
+		t.Errorf("before any NCCL pass: %s %s", st, why)
+	}
+	d.rep.Phases = []dossier.Phase{{Name: PhaseNCCL, Status: dossier.PhaseDone}}
+	if st, why := d.ncclLogs(t.Context()); st != dossier.PhaseDone {
+		t.Fatalf("%s %s", st, why)
+	}
+	if len(d.rep.NCCL) != 1 {
+		t.Fatalf("%d NCCL runs", len(d.rep.NCCL))
+	}
+	run := d.rep.NCCL[0]
+	if len(run.Logs) != 1 || run.Logs[0] != "raw/nccl/nccl-debug.node1.4242.log" || len(run.Transports) == 0 || run.Transports[0].Class != "p2p" {
+		t.Errorf("run %+v", run)
+	}
+	if len(d.judged) == 0 || len(run.Results) != len(d.judged) {
+		t.Fatalf("%d verdicts, %d referenced", len(d.judged), len(run.Results))
+	}
+	for _, r := range d.judged {
+		if r.Source != "nccl-log" {
+			t.Errorf("verdict %s from %q", r.ID, r.Source)
+		}
+	}
+}

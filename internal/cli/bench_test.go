@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gdrcheck/gdrcheck/internal/app"
 	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
@@ -211,5 +212,41 @@ func TestBenchExpectFlag(t *testing.T) {
 		if code != ExitOK {
 			t.Errorf("%v --expect good: exit %d: %s\n%s", cmd, code, errs, out)
 		}
+	}
+}
+
+// A benchmark that fails mid-run leaves a valid dossier marked
+// incomplete: the phase says it failed and why, what ran before it (the
+// copies, here failing too) is kept with its errors, and the run exits 1.
+func TestRunBenchFailureLeavesIncompleteDossier(t *testing.T) {
+	fakeGPUs(t, "2")
+	t.Setenv("FAKECUDA_OOM", "1") // every allocation fails
+	out := t.TempDir()
+	_, errs, code := run(t, "run", "--bench", "--bench-size", "1M", "--out", out)
+	if code != ExitFailed {
+		t.Errorf("exit %d, want %d: %s", code, ExitFailed, errs)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := dossier.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nccl dossier.Phase
+	for _, p := range r.Phases {
+		if p.Name == app.PhaseNCCL {
+			nccl = p
+		}
+	}
+	if r.Complete || nccl.Status != dossier.PhaseFailed || !strings.Contains(nccl.Reason, "out of memory") {
+		t.Errorf("complete %v, bench.nccl %+v", r.Complete, nccl)
+	}
+	if len(r.Measurements.Copies) == 0 || r.Measurements.Copies[0].Status != result.Error {
+		t.Errorf("copies %+v", r.Measurements.Copies)
+	}
+	if !strings.Contains(errs, "gdrcheck: bench.nccl failed") {
+		t.Errorf("stderr does not say the phase failed:\n%s", errs)
 	}
 }

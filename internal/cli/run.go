@@ -185,7 +185,7 @@ func runMain(ctx context.Context, g *globals, o runOptions) error {
 	if nr.OutErr != nil {
 		return nr.OutErr
 	}
-	if rep.Verdict.NotReady() {
+	if result.Count(rep.Results).Failed() || rep.Verdict.NotReady() {
 		return &exitError{code: ExitFailed, err: fmt.Errorf("%s", report.CountsLine(result.Count(rep.Results)))}
 	}
 	return nil
