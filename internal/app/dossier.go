@@ -136,8 +136,9 @@ type DossierOptions struct {
 	Files []dossier.File
 }
 
-// DossierFiles are the files of the dossier after report.json. A new
-// format (report.html) is one more entry here.
+// DossierFiles are the files of the dossier after report.json: the
+// dossier package's renderings and report.html (internal/report/html).
+// A new format is one more entry here.
 func DossierFiles() []dossier.File {
 	return append(dossier.Files(), dossier.File{Name: html.ReportHTML, Render: html.Render})
 }
