@@ -21,6 +21,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/model"
 	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
+	"github.com/gdrcheck/gdrcheck/internal/report/html"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -135,10 +136,11 @@ type DossierOptions struct {
 	Files []dossier.File
 }
 
-// DossierFiles are the files of the dossier after report.json. A new
-// format (report.html) is one more entry here.
+// DossierFiles are the files of the dossier after report.json: the
+// dossier package's renderings and report.html (internal/report/html).
+// A new format is one more entry here.
 func DossierFiles() []dossier.File {
-	return dossier.Files()
+	return append(dossier.Files(), dossier.File{Name: html.ReportHTML, Render: html.Render})
 }
 
 // dossierRun is one run's dossier as it grows.

@@ -78,7 +78,7 @@ when a result is unknown), 2 when the tool itself could not run, 130 when interr
 	cmd.Flags().BoolVar(&o.bench, "bench", false, "require the benchmarks: exit 2 when they cannot run (they run by default wherever they apply)")
 	cmd.Flags().BoolVar(&o.noBench, "no-bench", false, "skip the benchmarks: discovery and checks only")
 	cmd.Flags().StringVar(&o.benchSize, "bench-size", "", "largest collective and copy size (default: the profile's: quick 64M, standard 1G, full 4G)")
-	cmd.Flags().StringVar(&o.out, "out", "", "directory for the dossier: report.json, report.md, junit.xml, metrics.prom, raw/, SHA256SUMS")
+	cmd.Flags().StringVar(&o.out, "out", "", "directory for the dossier: report.json, report.html, report.md, junit.xml, metrics.prom, raw/, SHA256SUMS")
 	cmd.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "print the node verdict only")
 	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "log what happens to stderr (log/slog)")
 	o.checks.flags(cmd)
@@ -224,7 +224,7 @@ func writeEnd(w io.Writer, r *dossier.Report, out string) {
 	}
 	fmt.Fprintf(&b, "\nNode verdict (checks and benchmarks): %s\n", l(r.Verdict.Line()))
 	if out != "" {
-		fmt.Fprintf(&b, "Dossier: %s (report.json, report.md, junit.xml, metrics.prom, raw/, SHA256SUMS)\n", l(out))
+		fmt.Fprintf(&b, "Dossier: %s (report.json, report.html, report.md, junit.xml, metrics.prom, raw/, SHA256SUMS)\n", l(out))
 	}
 	io.WriteString(w, b.String())
 }

@@ -62,6 +62,9 @@ func NewInventory(h *topology.Host, f *sysinfo.Facts) Inventory {
 			Driver: n.Driver, NUMA: -1, Ports: []Port{}}
 		if n.Dev != nil {
 			x.NUMA = h.NUMAOf(n.Dev)
+			for _, p := range h.PathToRoot(n.Dev) {
+				x.Upstream = append(x.Upstream, fmt.Sprintf("%s (%s)", p.Address, p.PortType))
+			}
 		}
 		for _, p := range n.Ports {
 			x.Ports = append(x.Ports, Port{Number: p.Number, State: p.State, PhysState: p.PhysState, LinkLayer: p.LinkLayer,

@@ -122,7 +122,11 @@ type NIC struct {
 	NodeGUID string `json:"node_guid,omitempty"`
 	Driver   string `json:"driver,omitempty"`
 	NUMA     int    `json:"numa_node"`
-	Ports    []Port `json:"ports"`
+	// Upstream are the PCI bridges above the NIC, nearest first, as
+	// "ADDRESS (PORT TYPE)" like topology.GPUSummary's: where report.html
+	// draws it in the PCI tree.
+	Upstream []string `json:"upstream,omitempty"`
+	Ports    []Port   `json:"ports"`
 }
 
 // Port is one NIC port.
