@@ -140,6 +140,21 @@ func TestCompare(t *testing.T) {
 			worse: false, want: []want{{SectionChecks, "gpu.health GPU0", Better}}, changes: 1, moved: 0, compared: 61,
 		},
 		{
+			name: "skipped check now fails", old: h200, new: h200,
+			plant: func(t *testing.T, r *dossier.Report) {
+				x := firstResult(r, result.SourceCheck, result.Skip)
+				x.Status, x.Reason = result.Fail, "Planted"
+			},
+			worse: true, want: []want{{SectionChecks, "gdr.", Worse}}, changes: 1, moved: 0, compared: 61,
+		},
+		{
+			name: "pass to unknown is a change, not worse", old: h200, new: h200,
+			plant: func(t *testing.T, r *dossier.Report) {
+				firstResult(r, result.SourceCheck, result.Pass).Status = result.Unknown
+			},
+			want: []want{{SectionChecks, "gpu.health GPU0", Changed}}, changes: 1, moved: 0, compared: 61,
+		},
+		{
 			name: "NIC port down", old: hgx, new: hgx,
 			plant: func(t *testing.T, r *dossier.Report) {
 				r.Inventory.NICs[0].Ports[0].State = "DOWN"

@@ -338,7 +338,10 @@ func (c *comparer) checks(o, n *dossier.Report) {
 			}
 			effect := byRank(statusRank(a.Status), statusRank(b.Status))
 			why := fmt.Sprintf("%s → %s", a.Status, b.Status)
-			if effect == Changed {
+			switch {
+			case statusRank(a.Status) < 0 && statusRank(b.Status) > 0:
+				effect, why = Worse, "new "+string(b.Status)+" ("+why+")"
+			case effect == Changed:
 				why += ": judged in one run only"
 			}
 			c.add(Change{Section: SectionChecks, Subject: k, Field: "status", Old: string(a.Status) + " " + a.Reason, New: string(b.Status) + " " + b.Reason, Effect: effect, Reason: why + reasonSuffix(b)})
