@@ -155,6 +155,31 @@ func TestCompare(t *testing.T) {
 			want: []want{{SectionChecks, "gpu.health GPU0", Changed}}, changes: 1, moved: 0, compared: 61,
 		},
 		{
+			name: "pageable copy 20% slower is noise", old: h200, new: h200,
+			plantOld: func(t *testing.T, r *dossier.Report) {
+				r.Measurements.Copies = append(r.Measurements.Copies, dossier.CopyMeasurement{Test: "h2d_pageable", Peer: -1, Bytes: 64 << 20, GBps: 7.8, Valid: true})
+			},
+			plant: func(t *testing.T, r *dossier.Report) {
+				r.Measurements.Copies = append(r.Measurements.Copies, dossier.CopyMeasurement{Test: "h2d_pageable", Peer: -1, Bytes: 64 << 20, GBps: 6.4, Valid: true})
+			},
+			changes: 0, moved: 0, compared: 62,
+		},
+		{
+			name: "device copy 10% slower, a copy invalid, a copy of another size", old: h200, new: h200,
+			plant: func(t *testing.T, r *dossier.Report) {
+				r.Measurements.Copies[0].GBps *= 0.9
+				r.Measurements.Copies[1].Valid = false
+				r.Measurements.Copies[2].Bytes = 1 << 30
+			},
+			worse: true, want: []want{{SectionMeasurements, "copy d2d GPU0 64M", Worse}, {SectionMeasurements, "copy h2d_pinned GPU0 64M", Worse}},
+			changes: 2, moved: 1, compared: 60,
+		},
+		{
+			name: "wrong data", old: h200, new: h200,
+			plant: func(t *testing.T, r *dossier.Report) { r.Measurements.Collectives[3].Wrong = 2 },
+			worse: true, want: []want{{SectionMeasurements, "all_reduce 16K", Worse}}, changes: 1, moved: 0, compared: 61,
+		},
+		{
 			name: "NIC port down", old: hgx, new: hgx,
 			plant: func(t *testing.T, r *dossier.Report) {
 				r.Inventory.NICs[0].Ports[0].State = "DOWN"

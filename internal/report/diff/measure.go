@@ -64,9 +64,11 @@ func sizeText(b uint64) string {
 func copySamples(ms []dossier.CopyMeasurement) map[string]sample {
 	out := map[string]sample{}
 	for _, m := range ms {
-		k := fmt.Sprintf("copy %s GPU%d", m.Test, m.Device)
+		// The size is part of the key: a copy of another size is another
+		// measurement (a 64 MiB device copy does not reach a 4 GiB one's).
+		k := fmt.Sprintf("copy %s GPU%d %s", m.Test, m.Device, sizeText(m.Bytes))
 		if m.Peer >= 0 {
-			k = fmt.Sprintf("copy %s GPU%d-GPU%d", m.Test, m.Device, m.Peer)
+			k = fmt.Sprintf("copy %s GPU%d-GPU%d %s", m.Test, m.Device, m.Peer, sizeText(m.Bytes))
 		}
 		s := sample{subject: k, unit: "GB/s", v: m.GBps}
 		if strings.Contains(m.Test, "pageable") || strings.Contains(m.Test, "bidir") {
