@@ -165,6 +165,16 @@ func TestCompare(t *testing.T) {
 			changes: 0, moved: 0, compared: 62,
 		},
 		{
+			name: "pinned host copy 7% slower is noise", old: h200, new: h200,
+			plant:   func(t *testing.T, r *dossier.Report) { r.Measurements.Copies[2].GBps *= 0.93 },
+			changes: 0, moved: 0, compared: 61,
+		},
+		{
+			name: "pinned host copy 15% slower moved", old: h200, new: h200,
+			plant: func(t *testing.T, r *dossier.Report) { r.Measurements.Copies[1].GBps *= 0.85 },
+			worse: true, want: []want{{SectionMeasurements, "copy h2d_pinned GPU0 64M", Worse}}, changes: 1, moved: 1, compared: 61,
+		},
+		{
 			name: "device copy 10% slower, a copy invalid, a copy of another size", old: h200, new: h200,
 			plant: func(t *testing.T, r *dossier.Report) {
 				r.Measurements.Copies[0].GBps *= 0.9
@@ -377,7 +387,7 @@ func golden(t *testing.T, path string, got []byte) {
 }
 
 func TestOptionsValidate(t *testing.T) {
-	for _, o := range []Options{{0, 0.4, 20}, {0.05, -1, 20}, {0.05, 0.4, 0}} {
+	for _, o := range []Options{{0, 0.1, 0.4, 20}, {0.05, 0.1, -1, 20}, {0.05, 0.1, 0.4, 0}, {0.05, 0, 0.4, 20}} {
 		if o.Validate() == nil {
 			t.Errorf("%+v accepted", o)
 		}

@@ -17,7 +17,9 @@ type sample struct {
 	// noisy marks a measurement of the noisy class (latency-bound
 	// collectives, pageable and bidirectional copies).
 	noisy bool
-	why   string // the class, for the reason
+	// host marks a pinned one-direction host copy.
+	host bool
+	why  string // the class, for the reason
 	// spread is |in-place − out-of-place| / out-of-place where both were
 	// measured on more than one rank, else 0.
 	spread float64
@@ -73,6 +75,8 @@ func copySamples(ms []dossier.CopyMeasurement) map[string]sample {
 		s := sample{subject: k, unit: "GB/s", v: m.GBps}
 		if strings.Contains(m.Test, "pageable") || strings.Contains(m.Test, "bidir") {
 			s.noisy, s.why = true, "host copies that are pageable or bidirectional vary by 15–30% between identical runs"
+		} else if strings.HasPrefix(m.Test, "h2d") || strings.HasPrefix(m.Test, "d2h") {
+			s.host = true
 		}
 		if !m.Valid {
 			s.failed = "did not validate"
@@ -99,6 +103,8 @@ func (c *comparer) noise(a, b sample, collective bool) (float64, string) {
 		floor, class = c.opts.NoisyFloor, "latency-bound (the model says so)"
 	case collective && math.Min(a.timeUS, b.timeUS) > 0 && math.Min(a.timeUS, b.timeUS) < c.opts.LatencyUS:
 		floor, class = c.opts.NoisyFloor, fmt.Sprintf("latency-bound (under %s µs)", num(c.opts.LatencyUS))
+	case a.host && b.host:
+		floor, class = c.opts.HostFloor, "pinned host copy"
 	case a.noisy || b.noisy:
 		floor, class = c.opts.NoisyFloor, "noisy: "+a.why+b.why
 		if a.noisy && b.noisy {
