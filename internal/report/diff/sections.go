@@ -155,7 +155,7 @@ func (c *comparer) topology(o, n *dossier.Report) {
 		}
 	}
 	if a, b := len(o.Inventory.NVSwitches), len(n.Inventory.NVSwitches); a != b {
-		c.add(Change{Section: SectionTopology, Subject: "NVSwitches", Field: "count", Old: fmt.Sprint(a), New: fmt.Sprint(b), Effect: byRank(b, a), Reason: "NVSwitch count changed"})
+		c.add(Change{Section: SectionTopology, Subject: "NVSwitches", Field: "count", Old: fmt.Sprint(a), New: fmt.Sprint(b), Effect: byRank(b, a), Reason: say(byRank(b, a), "NVSwitches lost", "NVSwitches added", "")})
 	}
 	c.dataPaths(o.Topology.DataPaths, n.Topology.DataPaths)
 	c.gpuLinks(o, n)
@@ -166,13 +166,13 @@ func (c *comparer) gpu(a, b dossier.GPU) {
 	c.field(SectionTopology, s, "name", a.Name, b.Name, Changed, "another GPU model in this slot")
 	c.field(SectionTopology, s, "serial", a.Serial, b.Serial, Changed, "another GPU in this slot (or another node)")
 	if a.PCIe.CurWidth > 0 && b.PCIe.CurWidth > 0 {
-		c.field(SectionTopology, s, "PCIe width", fmt.Sprintf("x%d", a.PCIe.CurWidth), fmt.Sprintf("x%d", b.PCIe.CurWidth), byRank(b.PCIe.CurWidth, a.PCIe.CurWidth), "PCIe link width changed")
+		c.field(SectionTopology, s, "PCIe width", fmt.Sprintf("x%d", a.PCIe.CurWidth), fmt.Sprintf("x%d", b.PCIe.CurWidth), byRank(b.PCIe.CurWidth, a.PCIe.CurWidth), say(byRank(b.PCIe.CurWidth, a.PCIe.CurWidth), "the GPU's PCIe link trained narrower", "the GPU's PCIe link trained wider", ""))
 	}
 	if a.PCIe.CurSpeed > 0 && b.PCIe.CurSpeed > 0 {
-		c.field(SectionTopology, s, "PCIe speed", a.PCIe.CurSpeed.String(), b.PCIe.CurSpeed.String(), byRank(int(b.PCIe.CurSpeed*10), int(a.PCIe.CurSpeed*10)), "PCIe link speed changed")
+		c.field(SectionTopology, s, "PCIe speed", a.PCIe.CurSpeed.String(), b.PCIe.CurSpeed.String(), byRank(int(b.PCIe.CurSpeed*10), int(a.PCIe.CurSpeed*10)), say(byRank(int(b.PCIe.CurSpeed*10), int(a.PCIe.CurSpeed*10)), "the GPU's PCIe link trained slower", "the GPU's PCIe link trained faster", ""))
 	}
 	if a.NVLinksActive >= 0 && b.NVLinksActive >= 0 {
-		c.field(SectionTopology, s, "NVLinks active", fmt.Sprint(a.NVLinksActive), fmt.Sprint(b.NVLinksActive), byRank(b.NVLinksActive, a.NVLinksActive), "active NVLink count changed")
+		c.field(SectionTopology, s, "NVLinks active", fmt.Sprint(a.NVLinksActive), fmt.Sprint(b.NVLinksActive), byRank(b.NVLinksActive, a.NVLinksActive), say(byRank(b.NVLinksActive, a.NVLinksActive), "fewer active NVLinks", "more active NVLinks", ""))
 	} else if a.NVLinksActive >= 0 && b.NVLinksActive < 0 {
 		c.field(SectionTopology, s, "NVLinks active", fmt.Sprint(a.NVLinksActive), "unknown", Changed, "NVLink state no longer read")
 	}
@@ -211,7 +211,7 @@ func (c *comparer) nic(a, b dossier.NIC) {
 			c.add(Change{Section: SectionTopology, Subject: ps, Old: "(absent)", New: pb.State, Effect: Better, Reason: "port added"})
 			continue
 		}
-		c.field(SectionTopology, ps, "state", pa.State, pb.State, byRank(portRank(pa.State), portRank(pb.State)), "port state changed")
+		c.field(SectionTopology, ps, "state", pa.State, pb.State, byRank(portRank(pa.State), portRank(pb.State)), say(byRank(portRank(pa.State), portRank(pb.State)), "the port is no longer ACTIVE", "the port is ACTIVE now", "port state changed"))
 		c.field(SectionTopology, ps, "physical state", pa.PhysState, pb.PhysState, Changed, "physical port state changed")
 		c.field(SectionTopology, ps, "link layer", pa.LinkLayer, pb.LinkLayer, Changed, "link layer changed")
 		if pa.RateGbps > 0 && pb.RateGbps > 0 && pa.RateGbps != pb.RateGbps {
@@ -255,7 +255,7 @@ func (c *comparer) dataPaths(a, b []dossier.DataPath) {
 			continue // the GPU itself was added or lost
 		}
 		s := fmt.Sprintf("data path GPU %s (GPU%d)", k, pb.GPU)
-		c.field(SectionTopology, s, "GDR", gdrText(pa), gdrText(pb), byRank(gdrRank(pa.GDR), gdrRank(pb.GDR)), "GPU Direct RDMA state of the GPU's pairing changed")
+		c.field(SectionTopology, s, "GDR", gdrText(pa), gdrText(pb), byRank(gdrRank(pa.GDR), gdrRank(pb.GDR)), say(byRank(gdrRank(pa.GDR), gdrRank(pb.GDR)), "the GPU's pairing lost GPU Direct RDMA", "the GPU's pairing gained GPU Direct RDMA", "GPU Direct RDMA state of the GPU's pairing changed"))
 		nic := func(p dossier.DataPath) string {
 			if p.NIC == "" {
 				return ""
@@ -302,7 +302,7 @@ func (c *comparer) gpuLinks(o, n *dossier.Report) {
 			continue
 		}
 		s := fmt.Sprintf("GPU link %s (GPU%d-GPU%d)", k, lb.A, lb.B)
-		c.field(SectionTopology, s, "NVLinks", fmt.Sprintf("%d (%s)", la.NVLinks, la.Level), fmt.Sprintf("%d (%s)", lb.NVLinks, lb.Level), byRank(lb.NVLinks, la.NVLinks), "NVLink count between the pair changed")
+		c.field(SectionTopology, s, "NVLinks", fmt.Sprintf("%d (%s)", la.NVLinks, la.Level), fmt.Sprintf("%d (%s)", lb.NVLinks, lb.Level), byRank(lb.NVLinks, la.NVLinks), say(byRank(lb.NVLinks, la.NVLinks), "fewer NVLinks between the pair", "more NVLinks between the pair", ""))
 	}
 }
 
@@ -312,7 +312,7 @@ func (c *comparer) gpuLinks(o, n *dossier.Report) {
 // the result is still there and passes, a change when it is absent.
 func (c *comparer) checks(o, n *dossier.Report) {
 	va, vb := o.Verdict.Status, n.Verdict.Status
-	c.field(SectionChecks, "verdict", "", va, vb, byRank(verdictRank(va), verdictRank(vb)), "the node verdict changed")
+	c.field(SectionChecks, "verdict", "", va, vb, byRank(verdictRank(va), verdictRank(vb)), say(byRank(verdictRank(va), verdictRank(vb)), "the node verdict went down", "the node verdict went up", "the node verdict changed"))
 	key := func(r result.Result) string {
 		k := r.ID + " " + r.Subject
 		if r.Source != "" && r.Source != result.SourceCheck {
@@ -358,4 +358,15 @@ func reasonSuffix(r result.Result) string {
 		return ""
 	}
 	return ": " + r.Message
+}
+
+// say picks the reason for an effect.
+func say(effect, worse, better, changed string) string {
+	switch effect {
+	case Worse:
+		return worse
+	case Better:
+		return better
+	}
+	return changed
 }
