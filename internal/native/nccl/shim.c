@@ -7,6 +7,8 @@ static const gdr_sym nccl_syms[] = {
 	SYM(GetVersion),
 	SYM(GetErrorString),
 	SYM(CommInitAll),
+	SYM(GetUniqueId),
+	SYM(CommInitRank),
 	SYM(CommDestroy),
 	SYM(CommAbort),
 	SYM(CommGetAsyncError),
@@ -46,6 +48,13 @@ int gdr_nccl_mem_free(gdr_nccl *n, gdr_cudart *c, int dev, void *p) {
 	int e = c->SetDevice(dev);
 	if (e) return e;
 	e = n->MemFree(p);
+	return e ? 1000 + e : 0;
+}
+
+int gdr_nccl_init_rank(gdr_nccl *n, gdr_cudart *c, int dev, gdr_ncclComm *comm, int nranks, const gdr_ncclUniqueId *id, int rank) {
+	int e = c->SetDevice(dev);
+	if (e) return e;
+	e = n->CommInitRank(comm, nranks, *id, rank);
 	return e ? 1000 + e : 0;
 }
 
