@@ -26,6 +26,10 @@ type NCCLConfig struct {
 	Op          RedOp  // -o
 	Root        int    // -r
 	Devices     []int  // CUDA device ordinals (-g: the first N)
+	// Job makes this process one rank of a multi-process communicator
+	// (ncclCommInitRank on its one device); nil: every rank is a device of
+	// this process (ncclCommInitAll).
+	Job *JobRank
 	// Buffers is how the send and receive buffers are allocated; empty:
 	// ncclMemAlloc where NCCL has it, as nccl-tests does.
 	Buffers Buffers
@@ -41,6 +45,13 @@ type NCCLConfig struct {
 	// CorruptAfterCheck overwrites part of one output after the checked
 	// run and before its verification: proof that #wrong catches bad data.
 	CorruptAfterCheck bool
+}
+
+// JobRank is this process's place in a multi-process communicator.
+type JobRank struct {
+	UniqueID []byte // rank 0's ncclGetUniqueId
+	Rank     int
+	World    int
 }
 
 // NCCLResult is one collective's run.
@@ -134,7 +145,16 @@ func RunNCCL(ctx context.Context, rt *cuda.Runtime, lib *nccl.Library, cfg NCCLC
 		cfg.Buffers = autoBuffers(lib)
 	}
 	r := &ncclRun{cfg: cfg, rt: rt, lib: lib, seed: 99}
-	comms, err := lib.InitAll(ctx, rt, cfg.Devices, cfg.InitTimeout)
+	var comms *nccl.Comms
+	var err error
+	if j := cfg.Job; j != nil {
+		if len(cfg.Devices) != 1 {
+			return nil, fmt.Errorf("rank %d of %d: one GPU per process, not %d", j.Rank, j.World, len(cfg.Devices))
+		}
+		comms, err = lib.InitRank(ctx, rt, cfg.Devices[0], j.UniqueID, j.Rank, j.World, cfg.InitTimeout)
+	} else {
+		comms, err = lib.InitAll(ctx, rt, cfg.Devices, cfg.InitTimeout)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -270,7 +290,7 @@ func (r *ncclRun) guard(err error) error {
 }
 
 func (r *ncclRun) collective(ctx context.Context, c collective.Collective) (NCCLResult, error) {
-	n := r.comms.Size()
+	n := r.comms.World()
 	res := NCCLResult{Collective: c, Ranks: n}
 	elt := r.cfg.DType.Size
 	// Warm-up at every power-of-two size, as nccl-tests does.
@@ -335,7 +355,7 @@ func (r *ncclRun) bench(ctx context.Context, c collective.Collective, l collecti
 	if inPlace {
 		place = "in-place"
 	}
-	n := r.comms.Size()
+	n := r.comms.World()
 	checks := r.cfg.Check
 	if inPlace && !c.CheckInPlace() {
 		checks = 0
@@ -404,7 +424,7 @@ func (r *ncclRun) regions(i int, l collective.Layout, inPlace bool) (in, out cud
 // prepare poisons every output and writes fresh inputs.
 func (r *ncclRun) prepare(ctx context.Context, c collective.Collective, l collective.Layout, inPlace bool) error {
 	r.seed++
-	p := newPattern(r.cfg.DType, r.cfg.Op, r.comms.Size(), r.seed)
+	p := newPattern(r.cfg.DType, r.cfg.Op, r.comms.World(), r.seed)
 	elt := r.cfg.DType.Size
 	for i := 0; i < r.comms.Size(); i++ {
 		dev := r.comms.Device(i)
@@ -429,7 +449,7 @@ func (r *ncclRun) prepare(ctx context.Context, c collective.Collective, l collec
 // verify counts the wrong output elements of every local rank that has an
 // output to check (reduce: the root only).
 func (r *ncclRun) verify(ctx context.Context, c collective.Collective, l collective.Layout, inPlace bool) (int64, error) {
-	p := newPattern(r.cfg.DType, r.cfg.Op, r.comms.Size(), r.seed)
+	p := newPattern(r.cfg.DType, r.cfg.Op, r.comms.World(), r.seed)
 	elt := r.cfg.DType.Size
 	var wrong int64
 	for i := 0; i < r.comms.Size(); i++ {
@@ -439,7 +459,7 @@ func (r *ncclRun) verify(ctx context.Context, c collective.Collective, l collect
 		}
 		dev := r.comms.Device(i)
 		_, out := r.regions(i, l, inPlace)
-		src := outputSource(c, rank, r.comms.Size(), r.cfg.Root, l.Count)
+		src := outputSource(c, rank, r.comms.World(), r.cfg.Root, l.Count)
 		total := l.RecvCount * elt
 		for off := uint64(0); off < total; off += stagingBytes {
 			nb := min(stagingBytes, total-off)

@@ -116,3 +116,43 @@ func TestExpandHostList(t *testing.T) {
 		}
 	}
 }
+
+func TestSecret(t *testing.T) {
+	slurm := Job{Launcher: Slurm, JobID: "4242.0", Rendezvous: "n1:29517"}
+	cases := []struct {
+		name    string
+		env     map[string]string
+		file    []byte
+		job     Job
+		src     SecretSource
+		wantErr string
+	}{
+		{name: "env", env: map[string]string{"GDRCHECK_SECRET": "0123456789abcdef"}, file: []byte("ignored-ignored-ignored"), job: slurm, src: SecretEnv},
+		{name: "env too short", env: map[string]string{"GDRCHECK_SECRET": "short"}, wantErr: "at least 16"},
+		{name: "file", file: []byte("  0123456789abcdef0123\n"), job: slurm, src: SecretFile},
+		{name: "file too short", file: []byte("x\n"), wantErr: "--secret-file holds 1"},
+		{name: "weak", job: slurm, src: SecretWeak},
+		{name: "none", job: Job{Launcher: FlagsOnly}, wantErr: "set GDRCHECK_SECRET"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, src, err := Secret(c.env, c.file, c.job)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("err = %v", err)
+				}
+				return
+			}
+			if err != nil || src != c.src || len(s) < 16 {
+				t.Fatalf("%q %s %v", s, src, err)
+			}
+		})
+	}
+	a, _, _ := Secret(nil, nil, slurm)
+	other := slurm
+	other.JobID = "4243.0"
+	b, _, _ := Secret(nil, nil, other)
+	if string(a) == string(b) {
+		t.Error("two jobs derive the same weak secret")
+	}
+}

@@ -1,0 +1,244 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gdrcheck/gdrcheck/internal/bench"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/fakelib"
+)
+
+// reexecVar makes the test binary run gdrcheck's command line (TestMain).
+const reexecVar = "GDRCHECK_TEST_REEXEC"
+
+const jobSecret = "job-secret-0123456789abcdef"
+
+// rankProc is one gdrcheck process of a job on loopback.
+type rankProc struct {
+	rank           int
+	cmd            *exec.Cmd
+	stdout, stderr bytes.Buffer
+	code           int
+	took           time.Duration
+}
+
+// jobSpec describes a job of gdrcheck processes with the fake libraries.
+type jobSpec struct {
+	size  int
+	ranks []int // the ranks started (default: all)
+	args  []string
+	env   func(rank int) []string // extra variables of a rank
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// runJob starts the ranks, waits for all (at most limit) and returns them
+// with the job's output directory.
+func runJob(t *testing.T, js jobSpec, limit time.Duration) ([]*rankProc, string) {
+	t.Helper()
+	out := t.TempDir()
+	xdir := t.TempDir()
+	addr := freePort(t)
+	if js.ranks == nil {
+		for r := range js.size {
+			js.ranks = append(js.ranks, r)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	var procs []*rankProc
+	for _, r := range js.ranks {
+		p := &rankProc{rank: r}
+		args := append([]string{"bench", "nccl", "--rank", fmt.Sprint(r), "--world-size", fmt.Sprint(js.size), "--rendezvous", addr,
+			"--out", out, "--no-judge", "--op-timeout", "20s"}, js.args...)
+		p.cmd = exec.CommandContext(ctx, os.Args[0], args...)
+		env := []string{reexecVar + "=1", "GDRCHECK_CUDART=" + fakelib.CUDART(t), "GDRCHECK_NCCL=" + fakelib.NCCL(t), "FAKECUDA_DEVICES=1",
+			"FAKENCCL_EXCHANGE_DIR=" + xdir, "GDRCHECK_SECRET=" + jobSecret, fmt.Sprintf("NCCL_HOSTID=fakehost%d", r)}
+		if js.env != nil {
+			env = append(env, js.env(r)...)
+		}
+		p.cmd.Env = append(cleanEnv(), env...)
+		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, p)
+	}
+	start := time.Now()
+	for _, p := range procs {
+		err := p.cmd.Wait()
+		p.took = time.Since(start)
+		p.code = p.cmd.ProcessState.ExitCode()
+		if ctx.Err() != nil {
+			t.Errorf("rank %d still ran after %s: %v\nstdout:\n%s\nstderr:\n%s", p.rank, limit, err, p.stdout.String(), p.stderr.String())
+		}
+	}
+	return procs, out
+}
+
+// cleanEnv is the environment without any launcher's or NCCL's variables
+// the test host may have.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "SLURM_") || strings.HasPrefix(k, "OMPI_") || strings.HasPrefix(k, "PMI") || strings.HasPrefix(k, "NCCL_") ||
+			strings.HasPrefix(k, "GDRCHECK_") || strings.HasPrefix(k, "FAKE") || k == "RANK" || k == "WORLD_SIZE" || k == "JOB_COMPLETION_INDEX" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+func (p *rankProc) String() string {
+	return fmt.Sprintf("rank %d: exit %d after %s\nstdout:\n%s\nstderr:\n%s", p.rank, p.code, p.took, p.stdout.String(), p.stderr.String())
+}
+
+func readJobReport(t *testing.T, path string) bench.NCCLReport {
+	t.Helper()
+	var rep bench.NCCLReport
+	b, err := os.ReadFile(path)
+	if err != nil || json.Unmarshal(b, &rep) != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return rep
+}
+
+func TestJobRanksOnLoopback(t *testing.T) {
+	for _, n := range []int{2, 4} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			procs, out := runJob(t, jobSpec{size: n, args: []string{"-b", "8", "-e", "4K", "-f", "8", "-w", "1", "-n", "2", "-c", "1",
+				"--op", "all_reduce,all_gather,reduce_scatter,broadcast,reduce,sendrecv,alltoall"}}, 90*time.Second)
+			for _, p := range procs {
+				if p.code != ExitOK {
+					t.Fatalf("%s", p)
+				}
+				if p.rank != 0 && p.stdout.Len() != 0 {
+					t.Errorf("rank %d printed: %s", p.rank, p.stdout.String())
+				}
+			}
+			o := procs[0].stdout.String()
+			want := []string{fmt.Sprintf("# %d ranks (flags)", n), "# Collective all_reduce", "# Collective alltoall", "# Out of bounds values : 0 OK"}
+			for r := range n {
+				want = append(want, fmt.Sprintf("#  Rank %2d Group  0 Pid", r))
+			}
+			for _, w := range want {
+				if !strings.Contains(o, w) {
+					t.Errorf("rank 0's output lacks %q:\n%s", w, o)
+				}
+			}
+			rep := readJobReport(t, filepath.Join(out, "results.json"))
+			if rep.Job == nil || len(rep.Job.Ranks) != n || len(rep.Job.Failures) != 0 || !rep.Complete || len(rep.Measurements) != 7 {
+				t.Fatalf("job report: %+v", rep.Job)
+			}
+			for _, m := range rep.Measurements {
+				if m.Ranks != n || m.Wrong != 0 || len(m.Rows) == 0 || m.Rows[0].OutOfPlace.Wrong == nil {
+					t.Errorf("%s: %d ranks, %d wrong, rows %v", m.Collective, m.Ranks, m.Wrong, m.Rows)
+				}
+			}
+			for r := 1; r < n; r++ {
+				if rr := rep.Job.Ranks[r]; rr.Rank != r || rr.NCCLHostID != fmt.Sprintf("fakehost%d", r) || rr.Evidence == nil {
+					t.Errorf("rank %d part: %+v", r, rr)
+				}
+				if _, err := os.Stat(filepath.Join(out, fmt.Sprintf("rank-%d", r), "results.json")); err != nil {
+					t.Errorf("rank %d's own results: %v", r, err)
+				}
+			}
+		})
+	}
+}
+
+// TestJobCorruptionCounted: wrong data on one rank is counted in the job's
+// table, so the data really crossed the processes.
+func TestJobCorruptionCounted(t *testing.T) {
+	procs, out := runJob(t, jobSpec{size: 2, args: []string{"-b", "64", "-e", "64", "-w", "0", "-n", "1", "-c", "1"},
+		env: func(r int) []string {
+			if r == 1 {
+				return []string{"FAKENCCL_CORRUPT=1"}
+			}
+			return nil
+		}}, 60*time.Second)
+	if procs[0].code != ExitFailed {
+		t.Fatalf("%s", procs[0])
+	}
+	rep := readJobReport(t, filepath.Join(out, "results.json"))
+	if len(rep.Measurements) != 1 || rep.Measurements[0].Wrong == 0 {
+		t.Fatalf("measurements %+v", rep.Measurements)
+	}
+}
+
+func TestJobWrongSecretRejected(t *testing.T) {
+	procs, _ := runJob(t, jobSpec{size: 2, args: []string{"-b", "8", "-e", "8", "--join-timeout", "3s"},
+		env: func(r int) []string {
+			if r == 1 {
+				return []string{"GDRCHECK_SECRET=another-secret-0123456789"}
+			}
+			return nil
+		}}, 60*time.Second)
+	if p := procs[1]; p.code == ExitOK || !strings.Contains(p.stderr.String(), "rejected by rank 0: wrong secret") {
+		t.Errorf("%s", p)
+	}
+	if p := procs[0]; p.code == ExitOK || !strings.Contains(p.stderr.String(), "rank 1: never arrived") {
+		t.Errorf("%s", p)
+	}
+}
+
+func TestJobMissingRankNamed(t *testing.T) {
+	procs, _ := runJob(t, jobSpec{size: 3, ranks: []int{0, 1}, args: []string{"-b", "8", "-e", "8", "--join-timeout", "3s"}}, 60*time.Second)
+	for _, p := range procs {
+		if p.code != ExitFailed || !strings.Contains(p.stderr.String(), "1 of 3 ranks never arrived") || !strings.Contains(p.stderr.String(), "rank 2") {
+			t.Errorf("%s", p)
+		}
+		if p.took > 20*time.Second {
+			t.Errorf("rank %d took %s", p.rank, p.took)
+		}
+	}
+}
+
+func TestJobRankZeroMissing(t *testing.T) {
+	procs, _ := runJob(t, jobSpec{size: 2, ranks: []int{1}, args: []string{"-b", "8", "-e", "8", "--join-timeout", "2s"}}, 60*time.Second)
+	if p := procs[0]; p.code != ExitFailed || !strings.Contains(p.stderr.String(), "rank 0 at 127.0.0.1:") {
+		t.Errorf("%s", p)
+	}
+}
+
+func TestJobKilledRank(t *testing.T) {
+	procs, out := runJob(t, jobSpec{size: 3, args: []string{"-b", "8", "-e", "1M", "-f", "2", "-w", "1", "-n", "5", "-c", "0"},
+		env: func(int) []string { return []string{"FAKENCCL_DIE_AT=1:6", "FAKENCCL_PEER_TIMEOUT_MS=3000"} }}, 60*time.Second)
+	if p := procs[1]; p.code != -1 {
+		t.Errorf("rank 1 was not killed: %s", p)
+	}
+	for _, p := range []*rankProc{procs[0], procs[2]} {
+		if p.code != ExitFailed || !strings.Contains(p.stderr.String(), "rank 1") {
+			t.Errorf("%s", p)
+		}
+		if p.took > 30*time.Second {
+			t.Errorf("rank %d took %s", p.rank, p.took)
+		}
+	}
+	rep := readJobReport(t, filepath.Join(out, "results.json"))
+	if rep.Complete || rep.Job == nil || len(rep.Job.Failures) == 0 || rep.Job.Failures[0].Rank != 1 {
+		t.Fatalf("rank 0's report: complete %v, job %+v", rep.Complete, rep.Job)
+	}
+	if !strings.Contains(procs[0].stdout.String(), "Rank  1 FAILED") {
+		t.Errorf("rank 0's table does not name the failed rank:\n%s", procs[0].stdout.String())
+	}
+}
