@@ -118,7 +118,17 @@ func (s *Session) BenchNCCLJob(ctx context.Context, g *GPUs, o NCCLOptions, jo J
 		}
 	}()
 	results, runErr := bench.RunNCCL(runCtx, g.RT, lib, cfg)
-	if runErr != nil && context.Cause(runCtx) == peerLost {
+	aborted := runErr != nil && context.Cause(runCtx) == peerLost
+	if !aborted && runErr != nil {
+		// An NCCL error seen while rank 0's abort is on its way (the
+		// peer's loss reached NCCL first) is an abort too.
+		select {
+		case <-lost:
+			aborted = true
+		case <-time.After(time.Second):
+		}
+	}
+	if aborted {
 		if coord != nil {
 			runErr = fmt.Errorf("%w; aborted: %v", coord.Err(), runErr)
 		} else {
@@ -135,7 +145,7 @@ func (s *Session) BenchNCCLJob(ctx context.Context, g *GPUs, o NCCLOptions, jo J
 	ev.Collect()
 	pid := os.Getpid()
 	dev := g.devices()[0]
-	mine := bench.RankResult{Rank: job.Rank, Host: s.Host, PID: pid, Device: dev, Measurements: results, Evidence: ev, NCCLHostID: os.Getenv("NCCL_HOSTID")}
+	mine := bench.RankResult{Rank: job.Rank, Host: s.Host, PID: pid, Device: dev, Measurements: results, Evidence: ev, NCCLHostID: os.Getenv("NCCL_HOSTID"), Aborted: aborted}
 	if runErr != nil {
 		mine.Error = runErr.Error()
 	}
@@ -178,7 +188,7 @@ func (s *Session) BenchNCCLJob(ctx context.Context, g *GPUs, o NCCLOptions, jo J
 			continue
 		}
 		jr.Ranks = append(jr.Ranks, rr)
-		if rr.Error != "" && r != 0 {
+		if rr.Error != "" && r != 0 && !rr.Aborted {
 			jr.Failures = append(jr.Failures, rendezvous.Failure{Rank: r, Host: rr.Host, Reason: rr.Error})
 		}
 	}

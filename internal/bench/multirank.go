@@ -21,13 +21,16 @@ type JobReport struct {
 // RankResult is one rank's part of a multi-process run: what it measured
 // by itself (its own clock), where it ran, and NCCL's log of it.
 type RankResult struct {
-	Rank         int           `json:"rank"`
-	Host         string        `json:"host"`
-	PID          int           `json:"pid"`
-	Device       Device        `json:"device"`
-	Measurements []NCCLResult  `json:"measurements"`
-	Error        string        `json:"error,omitempty"`
-	Evidence     *NCCLEvidence `json:"nccl_evidence,omitempty"`
+	Rank         int          `json:"rank"`
+	Host         string       `json:"host"`
+	PID          int          `json:"pid"`
+	Device       Device       `json:"device"`
+	Measurements []NCCLResult `json:"measurements"`
+	Error        string       `json:"error,omitempty"`
+	// Aborted is a rank that stopped because another failed (rank 0 told
+	// it, or its peer's connection dropped), not by its own fault.
+	Aborted  bool          `json:"aborted,omitempty"`
+	Evidence *NCCLEvidence `json:"nccl_evidence,omitempty"`
 	// NCCLHostID is the rank's NCCL_HOSTID where set: NCCL counts ranks
 	// with different ones as different nodes (several ranks on one
 	// machine then connect over the network).
@@ -132,6 +135,11 @@ func (t NCCLText) JobHeader(rep *NCCLReport, cfg NCCLConfig) {
 	}
 	for _, f := range rep.Job.Failures {
 		fmt.Fprintf(w, "#  Rank %2d FAILED on %s: %s\n", f.Rank, l(f.Host), l(f.Reason))
+	}
+	for _, r := range rep.Job.Ranks {
+		if r.Aborted {
+			fmt.Fprintf(w, "#  Rank %2d aborted: another rank failed\n", r.Rank)
+		}
 	}
 	if e := rep.Expected; e != nil {
 		fmt.Fprintf(w, "# judged against %s\n", l(e.Line()))

@@ -222,7 +222,7 @@ func TestJobRankZeroMissing(t *testing.T) {
 
 func TestJobKilledRank(t *testing.T) {
 	procs, out := runJob(t, jobSpec{size: 3, args: []string{"-b", "8", "-e", "1M", "-f", "2", "-w", "1", "-n", "5", "-c", "0"},
-		env: func(int) []string { return []string{"FAKENCCL_DIE_AT=1:6", "FAKENCCL_PEER_TIMEOUT_MS=3000"} }}, 60*time.Second)
+		env: func(int) []string { return []string{"FAKENCCL_DIE_AT=1:60", "FAKENCCL_PEER_TIMEOUT_MS=3000"} }}, 60*time.Second)
 	if p := procs[1]; p.code != -1 {
 		t.Errorf("rank 1 was not killed: %s", p)
 	}
@@ -235,8 +235,25 @@ func TestJobKilledRank(t *testing.T) {
 		}
 	}
 	rep := readJobReport(t, filepath.Join(out, "results.json"))
-	if rep.Complete || rep.Job == nil || len(rep.Job.Failures) == 0 || rep.Job.Failures[0].Rank != 1 {
+	if rep.Complete || rep.Job == nil || len(rep.Job.Failures) != 1 || rep.Job.Failures[0].Rank != 1 {
 		t.Fatalf("rank 0's report: complete %v, job %+v", rep.Complete, rep.Job)
+	}
+	// What was measured before the kill is kept; the survivor's part is
+	// there, marked as aborted by another's failure.
+	if len(rep.Measurements) == 0 || len(rep.Measurements[0].Rows) < 2 {
+		t.Errorf("measured rows lost: %+v", rep.Measurements)
+	}
+	var survivor bool
+	for _, r := range rep.Job.Ranks {
+		survivor = survivor || r.Rank == 2 && r.Aborted
+	}
+	if !survivor {
+		t.Errorf("rank 2's part missing or not marked aborted: %+v", rep.Job.Ranks)
+	}
+	if testing.Verbose() {
+		for _, p := range procs {
+			t.Logf("%s", p)
+		}
 	}
 	if !strings.Contains(procs[0].stdout.String(), "Rank  1 FAILED") {
 		t.Errorf("rank 0's table does not name the failed rank:\n%s", procs[0].stdout.String())

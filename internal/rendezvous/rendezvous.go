@@ -465,7 +465,14 @@ func (c *Coordinator) fail(f Failure) {
 		return
 	}
 	c.failed[f.Rank] = f
-	c.once.Do(func() { close(c.lost) })
+	c.once.Do(func() {
+		close(c.lost)
+		if !c.done {
+			// The others must not wait for a rank that is gone: they
+			// abort their communicators now.
+			go c.abortAll(fmt.Sprintf("rank 0 aborted the job: %s", f))
+		}
+	})
 	c.pulse()
 }
 
@@ -689,7 +696,9 @@ func (m *Member) watch() {
 		close(m.done)
 		return
 	case err == nil && t == tAbort:
+		// The connection stays: this rank still delivers what it measured.
 		m.lose(&JobError{Msg: string(p)})
+		return
 	case err == nil:
 		m.lose(fmt.Errorf("unexpected message type %d from rank 0", t))
 	default:
