@@ -338,6 +338,8 @@ type NCCLOptions struct {
 	// Warn receives problems that do not stop the run (a results.json
 	// that could not be written).
 	Warn io.Writer
+	// OnRow is told of every finished row (progress); nil: nobody.
+	OnRow func(coll collective.Collective, r collective.Row)
 }
 
 // BenchNCCL runs NCCL collectives on g and writes results.json (after every
@@ -392,6 +394,9 @@ func (s *Session) BenchNCCL(ctx context.Context, g *GPUs, o NCCLOptions) (*repor
 			text.Collective(coll)
 		}
 		text.Row(r)
+		if o.OnRow != nil {
+			o.OnRow(coll, r)
+		}
 		cur := &partial[len(partial)-1]
 		cur.Rows = append(cur.Rows, r)
 		// Every finished row is on disk: an interrupted run leaves a

@@ -75,6 +75,33 @@ func measuredForModel(r CopyResult) float64 {
 	return r.GBps
 }
 
+// CopyExpected is what the model expects of the copy r on the node as it
+// should be (b.Should) and the number measured in the same terms (a
+// device-local copy counts read and write, a bidirectional one each
+// direction); ok false when the model has no expectation for it. gpus
+// maps CUDA ordinals to the discovered GPUs (to tell NVLink peers from
+// PCIe peers).
+func CopyExpected(b model.Basis, gpus map[int]*topology.GPU, r CopyResult) (x model.CopyExpectation, t model.CopyTest, measured float64, ok bool) {
+	t, ok = copyModel[r.Test]
+	if r.Test == CopyP2P || r.Test == CopyP2PBidir {
+		t, ok = model.CopyP2PNVLink, true
+		if r.Test == CopyP2PBidir {
+			t = model.CopyP2PNVLinkBidir
+		}
+		if a, b := gpus[r.Dev], gpus[r.Peer]; a != nil && b != nil && topology.NVLinksBetween(a, b) <= 0 {
+			t = model.CopyP2PPCIe
+		}
+	}
+	if !ok || r.Error != "" {
+		return x, t, 0, false
+	}
+	x, err := model.ExpectCopy(b.Should, t)
+	if err != nil {
+		return x, t, 0, false
+	}
+	return x, t, measuredForModel(r), true
+}
+
 // JudgeCopies compares copies with the model of the node as it should be
 // (b.Should), adds what the node as found would reach where it falls
 // short, and states each as a fraction of the hardware limit. gpus maps CUDA ordinals to the
@@ -84,29 +111,12 @@ func JudgeCopies(b model.Basis, gpus map[int]*topology.GPU, res []CopyResult, pa
 	m.Pass = pass
 	var out []result.Result
 	for _, r := range res {
-		t, ok := copyModel[r.Test]
-		if r.Test == CopyP2P || r.Test == CopyP2PBidir {
-			t, ok = model.CopyP2PNVLink, true
-			if r.Test == CopyP2PBidir {
-				t = model.CopyP2PNVLinkBidir
-			}
-			if a, b := gpus[r.Dev], gpus[r.Peer]; a != nil && b != nil && topology.NVLinksBetween(a, b) <= 0 {
-				t = model.CopyP2PPCIe
-			}
-		}
-		if !ok || r.Error != "" {
+		x, t, got, ok := CopyExpected(b, gpus, r)
+		if !ok {
 			continue
 		}
-		x, err := model.ExpectCopy(b.Should, t)
-		if err != nil {
-			continue
-		}
-		got := measuredForModel(r)
 		st, ratio := x.Judge(got, m)
-		subject := fmt.Sprintf("%s GPU%d", r.Test, r.Dev)
-		if r.Peer >= 0 {
-			subject = fmt.Sprintf("%s GPU%d->GPU%d", r.Test, r.Dev, r.Peer)
-		}
+		subject := CopySubject(r)
 		msg := fmt.Sprintf("%s: %.1f GB/s, expected %.1f GB/s (%s, limited by %s): %.0f%% of expected", subject, got, x.GBps, x.Description, x.Bottleneck, 100*ratio)
 		ev := []result.Evidence{{Source: "model", Value: x.Formula}}
 		if f, err := model.ExpectCopy(b.Found, t); err == nil && len(b.Deviations) > 0 && f.GBps < x.GBps {
@@ -119,6 +129,15 @@ func JudgeCopies(b model.Basis, gpus map[int]*topology.GPU, res []CopyResult, pa
 		out = append(out, result.Result{ID: JudgeCopyID, Status: st, Subject: subject, Reason: "MeasuredVsExpected", Message: msg, Evidence: ev})
 	}
 	return out
+}
+
+// CopySubject is the subject of a copy's judgement: "TEST GPUa" or "TEST
+// GPUa->GPUb".
+func CopySubject(r CopyResult) string {
+	if r.Peer >= 0 {
+		return fmt.Sprintf("%s GPU%d->GPU%d", r.Test, r.Dev, r.Peer)
+	}
+	return fmt.Sprintf("%s GPU%d", r.Test, r.Dev)
 }
 
 // NCCLFailed is the result of a run that NCCL ended with an error, for

@@ -1,14 +1,17 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/gdrcheck/gdrcheck/internal/app"
 	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/report"
+	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakelib"
 )
@@ -144,7 +147,7 @@ func TestRunWithBench(t *testing.T) {
 	if !strings.Contains(stdout, "Readiness checks:") || !strings.Contains(stdout, "# Collective alltoall") || !strings.Contains(stdout, "GPU->GPU copy bandwidth") {
 		t.Fatalf("exit %d %s\n%s", code, errs, stdout)
 	}
-	for _, f := range []string{"run.json", "nccl/results.json", "copy/results.json"} {
+	for _, f := range []string{"report.json", "raw/nccl/results.json", "raw/copy/results.json"} {
 		b, err := os.ReadFile(filepath.Join(out, f))
 		var env struct {
 			Schema string `json:"schema"`
@@ -155,8 +158,25 @@ func TestRunWithBench(t *testing.T) {
 	}
 	// The NCCL settings were applied before the checks loaded NCCL, and
 	// point into the run's folder.
-	if got := os.Getenv("NCCL_DEBUG_FILE"); got != filepath.Join(out, "nccl", "nccl-debug.%h.%p.log") {
+	if got := os.Getenv("NCCL_DEBUG_FILE"); got != filepath.Join(out, "raw", "nccl", "nccl-debug.%h.%p.log") {
 		t.Errorf("NCCL_DEBUG_FILE = %q", got)
+	}
+	// The dossier holds the measurements beside the model's expectations,
+	// and its manifest covers the raw outputs.
+	b, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := dossier.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Complete || len(r.Measurements.Collectives) == 0 || len(r.Measurements.Copies) == 0 {
+		t.Errorf("report.json: complete %v, %d collectives, %d copies; phases %+v", r.Complete, len(r.Measurements.Collectives), len(r.Measurements.Copies), r.Phases)
+	}
+	sums, err := os.ReadFile(filepath.Join(out, "SHA256SUMS"))
+	if err != nil || !strings.Contains(string(sums), "  raw/nccl/nccl-tests.txt\n") || !strings.Contains(string(sums), "  raw/copy/results.json\n") {
+		t.Errorf("SHA256SUMS: %v\n%s", err, sums)
 	}
 }
 
@@ -192,5 +212,41 @@ func TestBenchExpectFlag(t *testing.T) {
 		if code != ExitOK {
 			t.Errorf("%v --expect good: exit %d: %s\n%s", cmd, code, errs, out)
 		}
+	}
+}
+
+// A benchmark that fails mid-run leaves a valid dossier marked
+// incomplete: the phase says it failed and why, what ran before it (the
+// copies, here failing too) is kept with its errors, and the run exits 1.
+func TestRunBenchFailureLeavesIncompleteDossier(t *testing.T) {
+	fakeGPUs(t, "2")
+	t.Setenv("FAKECUDA_OOM", "1") // every allocation fails
+	out := t.TempDir()
+	_, errs, code := run(t, "run", "--bench", "--bench-size", "1M", "--out", out)
+	if code != ExitFailed {
+		t.Errorf("exit %d, want %d: %s", code, ExitFailed, errs)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := dossier.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nccl dossier.Phase
+	for _, p := range r.Phases {
+		if p.Name == app.PhaseNCCL {
+			nccl = p
+		}
+	}
+	if r.Complete || nccl.Status != dossier.PhaseFailed || !strings.Contains(nccl.Reason, "out of memory") {
+		t.Errorf("complete %v, bench.nccl %+v", r.Complete, nccl)
+	}
+	if len(r.Measurements.Copies) == 0 || r.Measurements.Copies[0].Status != result.Error {
+		t.Errorf("copies %+v", r.Measurements.Copies)
+	}
+	if !strings.Contains(errs, "gdrcheck: bench.nccl failed") {
+		t.Errorf("stderr does not say the phase failed:\n%s", errs)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/app"
 	"github.com/gdrcheck/gdrcheck/internal/checks"
 	"github.com/gdrcheck/gdrcheck/internal/report"
+	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakelib"
@@ -223,43 +224,44 @@ func TestRunOutWritesReport(t *testing.T) {
 			if code != ExitOK {
 				t.Fatalf("exit %d: %s", code, errs)
 			}
-			b, err := os.ReadFile(filepath.Join(dir, "run.json"))
+			b, err := os.ReadFile(filepath.Join(dir, "report.json"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got struct {
-				Schema  string                     `json:"schema"`
-				Run     report.Run                 `json:"run"`
-				Results []result.Result            `json:"results"`
-				Host    topology.Summary           `json:"host"`
-				Checks  map[string]json.RawMessage `json:"checks"`
+			got, err := dossier.Decode(bytes.NewReader(b))
+			if err != nil {
+				t.Fatalf("report.json: %v", err)
 			}
-			if err := json.Unmarshal(b, &got); err != nil {
-				t.Fatalf("run.json: %v", err)
+			if got.Run.Host != "testhost" || got.Run.Version != "test" || len(got.Run.Command) != 8 {
+				t.Errorf("report.json envelope: %+v", got.Run)
 			}
-			if got.Schema != "gdrcheck.run/v1" || got.Run.Host != "testhost" || got.Run.Version != "test" || len(got.Run.Command) != 8 {
-				t.Errorf("run.json envelope: %q %+v", got.Schema, got.Run)
+			if len(got.Inventory.GPUs) != 1 || len(got.Results) == 0 {
+				t.Errorf("report.json: %d GPUs, %d results:\n%s", len(got.Inventory.GPUs), len(got.Results), b)
 			}
-			if len(got.Host.GPUs) != 1 || len(got.Results) == 0 {
-				t.Errorf("run.json: %d GPUs, %d check results:\n%s", len(got.Host.GPUs), len(got.Results), b)
-			}
-			// Each result once: in the envelope's results, not again under
-			// checks, which keeps the counts and the per-check runs.
-			var counts result.Counts
-			if err := json.Unmarshal(got.Checks["counts"], &counts); err != nil || !maps.Equal(counts, result.Count(got.Results)) {
-				t.Errorf("run.json: checks.counts %v (%v) for %d results", counts, err, len(got.Results))
-			}
-			if _, dup := got.Checks["results"]; dup || got.Checks["checks"] == nil {
-				t.Errorf("run.json: checks holds %v", slices.Collect(maps.Keys(got.Checks)))
+			// Each result once: in the envelope's results; checks keeps the
+			// counts and the per-check runs.
+			if !maps.Equal(got.Checks.Counts, result.Count(got.Results)) || len(got.Checks.Checks) == 0 {
+				t.Errorf("report.json: checks.counts %v for %d results", got.Checks.Counts, len(got.Results))
 			}
 			if format == "json" && !bytes.Equal(bytes.TrimSpace([]byte(stdout)), bytes.TrimSpace(b)) {
-				t.Errorf("--format json output and run.json differ")
+				t.Errorf("--format json output and report.json differ")
+			}
+			if format == "text" && (!strings.Contains(stdout, "bench.nccl  skipped: benchmarks run on the live host only") || !strings.Contains(stdout, "Node verdict (checks and benchmarks): ")) {
+				t.Errorf("the text does not say what was not done:\n%s", stdout)
 			}
 		})
 	}
 	_, errs, code := run(t, "run", "--root", snap, "--format", "json", "--bench")
-	if code != ExitToolErr || !strings.Contains(errs, "--bench prints text") {
-		t.Errorf("--bench --format json: exit %d, %q", code, errs)
+	if code != ExitToolErr || !strings.Contains(errs, "--bench runs on the live host only") {
+		t.Errorf("--bench on a snapshot: exit %d, %q", code, errs)
+	}
+}
+
+// -q prints the node verdict alone.
+func TestRunQuiet(t *testing.T) {
+	stdout, errs, code := run(t, "run", "--root", repo+"/testdata/snapshots/h200x1-vm.tgz", "-q")
+	if code != ExitOK || strings.Count(stdout, "\n") != 1 || !strings.HasPrefix(stdout, "DEGRADED") && !strings.HasPrefix(stdout, "READY") || errs != "" {
+		t.Errorf("-q: exit %d, stdout %q, stderr %q", code, stdout, errs)
 	}
 }
 

@@ -87,14 +87,14 @@ func TestRunOutUnwritable(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "afile")
 	os.WriteFile(file, nil, 0o644)
 	taken := t.TempDir()
-	if err := os.Mkdir(filepath.Join(taken, "run.json"), 0o755); err != nil {
+	if err := os.Mkdir(filepath.Join(taken, "report.json"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(taken, "run.json", "x"), nil, 0o644)
-	for out, want := range map[string]string{filepath.Join(file, "report"): file + "/report: cannot make the directory", taken: "cannot write " + filepath.Join(taken, "run.json")} {
+	os.WriteFile(filepath.Join(taken, "report.json", "x"), nil, 0o644)
+	for out, want := range map[string]string{filepath.Join(file, "report"): file + "/report: cannot make the directory", taken: "cannot write " + filepath.Join(taken, "report.json")} {
 		for _, format := range []string{"text", "json"} {
 			stdout, errs, code := run(t, "run", "--root", snap, "--format", format, "--out", out)
-			if code != ExitToolErr || !strings.Contains(errs, want) || strings.Contains(errs, ".run.json") {
+			if code != ExitToolErr || !strings.Contains(errs, want) || strings.Contains(errs, ".report.json") {
 				t.Errorf("--out %s: exit %d, %q; want exit 2 and %q", out, code, errs, want)
 			}
 			if !strings.Contains(stdout, "inventory.versions") {

@@ -129,7 +129,7 @@ With no subcommand it runs the main job (gdrcheck run).`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runMain(cmd.Context(), g, runOptions{format: "text", checks: checkOptions{timeout: 10 * time.Second, xidWindow: 24 * time.Hour}})
+			return runMain(cmd.Context(), g, defaultRun())
 		},
 	}
 	// gdrcheck --version (and -v), as operators try first; the version

@@ -3,46 +3,84 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/gdrcheck/gdrcheck/internal/app"
-	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/report"
+	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
 	"github.com/gdrcheck/gdrcheck/internal/report/printable"
+	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
 type runOptions struct {
 	format    string
 	checks    checkOptions
-	bench     bool
+	profile   string
+	bench     bool // deprecated: the benchmarks run where they apply
+	noBench   bool
 	benchSize string
 	out       string
+	quiet     bool
+	verbose   bool
+}
+
+// defaultRun are the options of a bare `gdrcheck`.
+func defaultRun() runOptions {
+	return runOptions{format: "text", profile: string(app.ProfileQuick), checks: checkOptions{timeout: 10 * time.Second, xidWindow: 24 * time.Hour}}
 }
 
 func newRun(g *globals) *cobra.Command {
-	var o runOptions
+	o := defaultRun()
 	cmd := &cobra.Command{
 		Use:   "run",
-		Short: "The main job: discover the node, check every data-path prerequisite, report",
-		Long: `run discovers the node (PCI tree, GPUs, NICs, NVLink, the GPU→NIC pairing) and runs
-every readiness check on it. The output opens with the node verdict on one line (READY,
-DEGRADED or NOT READY, the host, the time, the failing check IDs; JSON: "verdict"); see
-check --help for the rule and --strict. Exit code 0 when nothing fails, 1 when a check
-fails or broke (with --strict also when a result is unknown), 2 when the tool itself could
-not run.`,
+		Short: "The main job: discover, check, benchmark, analyse NCCL's logs, judge; write the dossier",
+		Long: `run commissions the node: it discovers it (PCI tree, GPUs, NICs, NVLink, the GPU→NIC
+pairing), runs every readiness check, then the benchmarks that apply here (device, host and
+GPU-to-GPU copies; every NCCL collective, with NCCL's own debug log captured), reads NCCL's logs
+(versions, the transport of every channel, GPU Direct RDMA), states every measurement against
+the model of the node as it should be, and gives one node verdict (READY, DEGRADED or NOT
+READY); see check --help for the rule and --strict. On a snapshot (--root) or a node without
+GPUs the benchmarks do not apply, and the report says so.
+
+--profile sets how much is measured: quick (every collective up to 64 MiB, about a minute on an
+8-GPU node), standard (up to 1 GiB), full (every power of two up to 4 GiB, pageable copies too).
+
+--out DIR writes the dossier: report.json (schema gdrcheck.report/v1, docs/schema), report.md,
+junit.xml, metrics.prom, the raw NCCL logs and tool outputs under raw/, and SHA256SUMS last.
+It is rewritten after every phase, so Ctrl-C or a failure leaves a valid report marked
+incomplete. See docs/dossier.md.
+
+The text output opens with the checks' verdict on one line and ends with the node verdict over
+checks and benchmarks; --format json, md or junit print the dossier's report.json, report.md or
+junit.xml instead. Phases go to stderr (a progress bar for the NCCL pass on a terminal).
+Exit code 0 when nothing fails, 1 when a check or benchmark fails or broke (with --strict also
+when a result is unknown), 2 when the tool itself could not run, 130 when interrupted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("bench-size") {
+				o.benchSize = ""
+			}
 			return runMain(cmd.Context(), g, o)
 		},
 	}
-	cmd.Flags().StringVar(&o.format, "format", "text", "output format: text, json, md or junit")
-	cmd.Flags().BoolVar(&o.bench, "bench", false, "also run short native benchmarks (every NCCL collective up to --bench-size, copies of that size), judged against the model")
-	cmd.Flags().StringVar(&o.benchSize, "bench-size", "256M", "largest size of the --bench collectives and copies")
-	cmd.Flags().StringVar(&o.out, "out", "", "directory for the report: run.json (inventory, topology, checks), and with --bench the benchmarks' results and NCCL's logs")
+	cmd.Flags().StringVar(&o.format, "format", "text", "output format: text, json (report.json), md (report.md) or junit (junit.xml)")
+	cmd.Flags().StringVar(&o.profile, "profile", string(app.ProfileQuick), "how much to measure: quick, standard or full")
+	cmd.Flags().BoolVar(&o.bench, "bench", false, "require the benchmarks: exit 2 when they cannot run (they run by default wherever they apply)")
+	cmd.Flags().BoolVar(&o.noBench, "no-bench", false, "skip the benchmarks: discovery and checks only")
+	cmd.Flags().StringVar(&o.benchSize, "bench-size", "", "largest collective and copy size (default: the profile's: quick 64M, standard 1G, full 4G)")
+	cmd.Flags().StringVar(&o.out, "out", "", "directory for the dossier: report.json, report.html, report.md, junit.xml, metrics.prom, raw/, SHA256SUMS")
+	cmd.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "print the node verdict only")
+	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "log what happens to stderr (log/slog)")
 	o.checks.flags(cmd)
 	return cmd
 }
@@ -52,7 +90,7 @@ not run.`,
 const minBenchSize = 8
 
 // runFormats are run's output formats: text is the inventory, the
-// topology and the checks' table.
+// topology, the checks' table and the benchmarks as they run.
 var runFormats = []report.Format{report.Text, report.JSON, report.Markdown, report.JUnit}
 
 func runMain(ctx context.Context, g *globals, o runOptions) error {
@@ -63,34 +101,43 @@ func runMain(ctx context.Context, g *globals, o runOptions) error {
 	if err := o.checks.validate(); err != nil {
 		return err
 	}
-	ro := app.RunOptions{Node: g.node(), Checks: o.checks.options(), Out: o.out, Bench: o.bench}
-	if o.bench {
-		if f != report.Text {
-			return toolError(fmt.Errorf("--bench prints text: use --format text, and --out DIR for the results as JSON"))
-		}
+	prof, err := app.ParseProfile(o.profile)
+	if err != nil {
+		return toolError(err)
+	}
+	if o.bench && o.noBench {
+		return toolError(fmt.Errorf("--bench and --no-bench contradict each other"))
+	}
+	ro := app.RunOptions{Node: g.node(), Checks: o.checks.options(), Out: o.out, Bench: o.bench, AutoBench: !o.noBench, Profile: prof}
+	if o.benchSize != "" {
 		if ro.BenchSize, err = collective.ParseSize(o.benchSize); err != nil {
 			return toolError(fmt.Errorf("--bench-size: %v", err))
 		}
 		if ro.BenchSize < minBenchSize {
 			return toolError(fmt.Errorf("--bench-size %s: at least %d bytes (the smallest collective size)", o.benchSize, minBenchSize))
 		}
-		// Refused here, before the checks run and print.
-		if !machine.NewRoot(g.root).Live() {
-			return toolError(fmt.Errorf("--bench runs on the live host only (--root is %s)", g.root))
-		}
 	}
+	// Refused here, before the checks run and print.
+	if o.bench && !machine.NewRoot(g.root).Live() {
+		return toolError(fmt.Errorf("--bench runs on the live host only (--root is %s)", g.root))
+	}
+	log := slog.New(slog.DiscardHandler)
+	if o.verbose {
+		log = slog.New(slog.NewTextHandler(g.errOut, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	log.Debug("run", "profile", prof, "root", g.root, "out", o.out, "format", f)
 	nr, err := g.session.Run(ctx, ro)
 	if err != nil {
 		return err
 	}
 	defer nr.Close()
-	rep := nr.Checks
-	writeVerdict(g, f, rep.Verdict)
-	if f != report.Text {
-		if err := report.Write(g.out, f, nr.Envelope); err != nil {
-			return err
-		}
-	} else {
+	if nr.BenchErr != nil && o.bench {
+		// --bench: the benchmarks were required.
+		return nr.BenchErr
+	}
+	text := f == report.Text && !o.quiet
+	if text {
+		writeVerdict(g, f, nr.Checks.Verdict)
 		if err := nr.Summary.WriteInventory(g.out); err != nil {
 			return err
 		}
@@ -99,41 +146,151 @@ func runMain(ctx context.Context, g *globals, o runOptions) error {
 			return err
 		}
 		fmt.Fprintln(g.out, "\nReadiness checks:")
+		rep := nr.Checks
 		if err := report.WriteTable(g.out, rep.Results, time.Duration(rep.DurationMS*float64(time.Millisecond))); err != nil {
 			return err
 		}
 	}
-	var benchErr error
-	if o.bench { // text only: other formats were refused above
-		benchErr = runQuickBench(ctx, g, nr)
+	p := newProgress(g.errOut, o.quiet || o.verbose, log)
+	do := app.DossierOptions{Warn: g.errOut, OnPhase: p.phase, OnRow: p.row, Files: app.DossierFiles()}
+	if text {
+		do.Text = &sectioned{w: g.out}
 	}
+	rep, derr := nr.Dossier(ctx, do)
+	p.close()
+	if rep == nil {
+		return derr
+	}
+	switch {
+	case o.quiet:
+		fmt.Fprintln(g.out, printable.Line(rep.Verdict.Line()))
+	case text:
+		writeEnd(g.out, rep, o.out)
+	case f == report.JSON:
+		err = rep.WriteJSON(g.out)
+	case f == report.Markdown:
+		err = dossier.WriteMarkdown(g.out, rep)
+	case f == report.JUnit:
+		err = dossier.WriteJUnit(g.out, rep)
+	}
+	if err != nil {
+		return err
+	}
+	log.Debug("done", "verdict", rep.Verdict.Status, "complete", rep.Complete, "results", len(rep.Results))
 	// The report is printed whole even when --out could not be written;
 	// then the run fails for it.
+	if derr != nil {
+		return benchError(derr)
+	}
 	if nr.OutErr != nil {
 		return nr.OutErr
 	}
-	if notReady(rep) {
-		return &exitError{code: ExitFailed, err: fmt.Errorf("%s", rep.CountsLine())}
+	if result.Count(rep.Results).Failed() || rep.Verdict.NotReady() {
+		return &exitError{code: ExitFailed, err: fmt.Errorf("%s", report.CountsLine(result.Count(rep.Results)))}
 	}
-	return benchErr
+	return nil
 }
 
-// runQuickBench prints the short benchmark pass of `gdrcheck run --bench`
-// as it runs, on the CUDA runtime the run opened.
-func runQuickBench(ctx context.Context, g *globals, nr *app.NodeRun) error {
-	fmt.Fprintln(g.out, "\nNCCL collectives:")
-	if nr.BenchErr != nil {
-		return nr.BenchErr
-	}
-	_, errN := nr.BenchNCCL(ctx, g.out, g.errOut)
-	fmt.Fprintln(g.out, "\nCopies:")
-	env, dir, errC := nr.BenchCopy(ctx, g.errOut)
-	if env != nil {
-		bench.WriteCopyText(g.out, env.Data.(*bench.CopyReport), nr.Copy, env.Results)
-		fmt.Fprintf(g.out, "Results: %s\n", printable.Line(dir+"/results.json"))
-	}
-	if errN != nil {
-		return benchError(errN)
-	}
-	return benchError(errC)
+// sectioned puts a blank line and a heading before the benchmark pass's
+// text the first time it writes.
+type sectioned struct {
+	w       io.Writer
+	started bool
 }
+
+func (s *sectioned) Write(b []byte) (int, error) {
+	if !s.started {
+		s.started = true
+		fmt.Fprintln(s.w, "\nBenchmarks:")
+	}
+	return s.w.Write(b)
+}
+
+// writeEnd closes the text output: the phases that did not run and why,
+// the node verdict over everything, and where the dossier is.
+func writeEnd(w io.Writer, r *dossier.Report, out string) {
+	l := printable.Line
+	var b strings.Builder
+	b.WriteString("\nPhases:\n")
+	for _, p := range r.Phases {
+		fmt.Fprintf(&b, "  %-11s %s", p.Name, p.Status)
+		if p.Reason != "" {
+			fmt.Fprintf(&b, ": %s", l(p.Reason))
+		}
+		b.WriteString("\n")
+	}
+	if !r.Complete {
+		fmt.Fprintf(&b, "\nINCOMPLETE: %s\n", l(r.Interrupted))
+	}
+	fmt.Fprintf(&b, "\nNode verdict (checks and benchmarks): %s\n", l(r.Verdict.Line()))
+	if out != "" {
+		fmt.Fprintf(&b, "Dossier: %s (report.json, report.html, report.md, junit.xml, metrics.prom, raw/, SHA256SUMS)\n", l(out))
+	}
+	io.WriteString(w, b.String())
+}
+
+// progress reports the phases on stderr: a bar with ETA for the NCCL
+// pass on a terminal, plain lines otherwise; nothing with -q, and with -v
+// the log (log/slog) instead.
+type progress struct {
+	w     io.Writer
+	quiet bool
+	tty   bool
+	log   *slog.Logger
+	bar   *progressbar.ProgressBar
+	last  collective.Collective
+}
+
+func newProgress(w io.Writer, quiet bool, log *slog.Logger) *progress {
+	f, ok := w.(*os.File)
+	return &progress{w: w, quiet: quiet, log: log, tty: ok && term.IsTerminal(int(f.Fd()))}
+}
+
+func (p *progress) phase(ph dossier.Phase, done bool) {
+	p.closeBar()
+	if !done {
+		p.log.Info("phase started", "phase", ph.Name)
+		if !p.quiet && strings.HasPrefix(ph.Name, "bench.") {
+			fmt.Fprintf(p.w, "gdrcheck: %s ...\n", ph.Name)
+		}
+		return
+	}
+	p.log.Info("phase ended", "phase", ph.Name, "status", ph.Status, "reason", ph.Reason, "ms", ph.DurationMS)
+	if p.quiet {
+		return
+	}
+	line := fmt.Sprintf("gdrcheck: %s %s (%.0f ms)", ph.Name, ph.Status, ph.DurationMS)
+	if ph.Reason != "" {
+		line += ": " + printable.Line(ph.Reason)
+	}
+	fmt.Fprintln(p.w, line)
+}
+
+func (p *progress) row(done, total int, c collective.Collective, bytes uint64) {
+	p.log.Debug("nccl row", "collective", c, "bytes", bytes, "done", done, "total", total)
+	if p.quiet {
+		return
+	}
+	if !p.tty {
+		if c != p.last {
+			p.last = c
+			fmt.Fprintf(p.w, "gdrcheck: bench.nccl %s (row %d of %d)\n", c, done, total)
+		}
+		return
+	}
+	if p.bar == nil {
+		p.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(p.w), progressbar.OptionSetDescription("NCCL"),
+			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionClearOnFinish())
+	}
+	p.bar.Describe(fmt.Sprintf("NCCL %s %s", c, collective.FormatSize(bytes)))
+	_ = p.bar.Set(done)
+}
+
+func (p *progress) closeBar() {
+	if p.bar != nil {
+		_ = p.bar.Finish()
+		p.bar = nil
+	}
+}
+
+func (p *progress) close() { p.closeBar() }

@@ -46,6 +46,7 @@ type textState struct {
 	latCol []string
 	seen   map[string]bool
 	fields []string // scratch for a row's fields
+	key    []byte   // and for its key in seen
 }
 
 func analyzeText(name string, r io.Reader) (*Report, error) {
@@ -304,13 +305,22 @@ func (st *textState) row(t string, n int) bool {
 	if !isCount(f[0]) {
 		return false
 	}
-	key := strings.Join(f, " ")
+	// The fields joined by one blank: the key of the rows seen, built in
+	// a reused buffer (the lookup does not allocate; a new key does).
+	key := st.key[:0]
+	for i, x := range f {
+		if i > 0 {
+			key = append(key, ' ')
+		}
+		key = append(key, x...)
+	}
+	st.key = key
 	rep := st.rep
-	if st.seen[key] {
+	if st.seen[string(key)] {
 		return true // the other side printed the same line
 	}
 	if len(st.seen) < maxRows {
-		st.seen[key] = true
+		st.seen[string(key)] = true
 	}
 	switch st.table {
 	case "bw":

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Reads 1 GiB (SIZE bytes) of each kind with gdrcheck analyze --kind, each
-# input a corpus sample repeated, under /usr/bin/time: wall and CPU seconds,
-# MB/s of CPU time, peak RSS and exit status. Usage (docs/analyzers.md):
+# input a corpus sample repeated: wall and CPU seconds, MB/s of each, peak
+# RSS and exit status. Usage (docs/analyzers.md):
 #   go build -o bin/gdrcheck ./cmd/gdrcheck
 #   TMPDIR=/dev/shm internal/analyze/testdata/measure1g.sh [BINARY]
 set -euo pipefail
@@ -28,7 +28,7 @@ wall = time.monotonic() - t0
 ru = resource.getrusage(resource.RUSAGE_CHILDREN)
 cpu = ru.ru_utime + ru.ru_stime
 size = os.path.getsize(f)
-print("%-16s %5d MiB  wall %6.2f s  cpu %6.2f s  %5.0f MB/s (cpu)  RSS %4.0f MB  exit %d" % (kind, size >> 20, wall, cpu, size / cpu / 1e6, ru.ru_maxrss / 1024, rc))
+print("%-16s %5d MiB  wall %6.2f s  %5.0f MB/s (wall)  cpu %6.2f s  %5.0f MB/s (cpu)  RSS %4.0f MB  exit %d" % (kind, size >> 20, wall, size / wall / 1e6, cpu, size / cpu / 1e6, ru.ru_maxrss / 1024, rc))
 PY
 }
 while read -r kind sample; do

@@ -29,6 +29,10 @@ func MustCompile(expr string) *Pattern {
 		return p
 	}
 	re = re.Simplify()
+	if re.Op == syntax.OpLiteral && re.Flags&syntax.FoldCase == 0 {
+		p.needs = string(re.Rune) // a fixed text: strings.Contains decides
+		return p
+	}
 	if re.Op != syntax.OpConcat {
 		return p
 	}

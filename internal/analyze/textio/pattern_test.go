@@ -40,7 +40,7 @@ var patternExprs = []string{
 	`^(?:(memcpy|memory \w+)\s+)?(CE|SM)?\s*(CPU|GPU)\(row\)\s*(->|<-|<->)\s*(CPU|GPU)\(column\)\s*(.*?)\s*(?:\(([^)]+)\))?\s*$`,
 	`^[|+]-+\s+(\w[\w ]*?)\s+-+\+-*[|+]\s*$`, `^\+[-=+]+\+\s*$`, `^\|\s*Diagnostic\s*\|\s*Result\s*\|\s*$`,
 	`(?i)^\s*warning\b`, `^(?i)gpu\d`, `^x*`, `^(a|)b`, `^[^a]`, `^é+`, `^.`, `^\d{2,}`, `^(?:ab)?c?$`, `^\bword`,
-	`^[[:upper:]]+`, `(?i)^k`, `^\s*#bytes\s+(#sl\s+)?#iterations\s+BW peak\[([^\]]+)\]`,
+	`^[[:upper:]]+`, `(?i)^k`, `Requested mtu`, `(?i)mtu`, `a\(b`, `^\s*#bytes\s+(#sl\s+)?#iterations\s+BW peak\[([^\]]+)\]`,
 }
 
 // TestPatternFilterIsExact: on many texts a Pattern and its regexp agree,
@@ -48,7 +48,7 @@ var patternExprs = []string{
 func TestPatternFilterIsExact(t *testing.T) {
 	alphabet := []string{"", " ", "\t", "a", "b", "c", "x", "é", "K", "\u212a", "k", "1", "23", "Pass", "Fail - GPU: 1",
 		"Waived", "Error", ":", "Warning: GPU 3", "Info", "CE ", "memcpy ", "GPU(row) ", "-> ", "CPU(column)", " (GB/s)",
-		"|", "+", "-----", "=", "Diagnostic", "Result", "warning", "WARNING", "gpu", "#bytes", "#iterations", "BW peak[Gb/sec]", "word", "ab"}
+		"|", "+", "-----", "=", "Diagnostic", "Result", "warning", "WARNING", "gpu", "#bytes", "#iterations", "BW peak[Gb/sec]", "word", "ab", "Requested mtu", "MTU", "a(b"}
 	rng := rand.New(rand.NewPCG(1, 2))
 	var texts []string
 	for range 20000 {

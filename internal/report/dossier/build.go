@@ -1,0 +1,352 @@
+package dossier
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/gdrcheck/gdrcheck/internal/analyze/ncclog"
+	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
+	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
+	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/topology"
+	"github.com/gdrcheck/gdrcheck/internal/topology/level"
+)
+
+// notCollected are the facts an inventory should hold that this release
+// does not read.
+func notCollected() []string {
+	return []string{"GPU VBIOS and InfoROM versions (not read from NVML yet)"}
+}
+
+// NewInventory is the inventory of host h with its node facts f (nil:
+// none collected).
+func NewInventory(h *topology.Host, f *sysinfo.Facts) Inventory {
+	inv := Inventory{Host: h.Hostname, Kernel: h.Kernel, Root: h.Root, GPUFactsError: h.GPUFactsError,
+		GPUs: []GPU{}, NICs: []NIC{}, NVSwitches: []string{}, NotCollected: notCollected()}
+	if x := h.GPUFacts; x != nil {
+		inv.Driver, inv.CUDADriver, inv.NVML, inv.GPUFactsSource = x.DriverVersion, x.CUDADriverVersion, x.NVMLVersion, x.Source
+	}
+	if f != nil {
+		if f.Libraries != nil {
+			inv.CUDARuntime = library(f.Libraries.CUDARuntime)
+			inv.NCCL = library(f.Libraries.NCCL)
+		}
+		inv.RDMACore = strings.TrimSpace(f.RDMACore.Version)
+		inv.MLX5Core = strings.TrimSpace(f.MLX5Core.Value)
+	}
+	for _, d := range h.NVSwitches {
+		inv.NVSwitches = append(inv.NVSwitches, d.Address)
+	}
+	for _, g := range h.GPUs {
+		x := GPU{Index: g.Index, BusID: g.Address, Name: g.Name, UUID: g.UUID, NUMA: -1, NVLinksActive: -1, NVLinksTotal: -1}
+		if g.Dev != nil {
+			x.NUMA, x.PCIe = h.NUMAOf(g.Dev), g.Dev.Link
+		}
+		if g.Facts != nil {
+			x.Serial, x.Architecture, x.MemoryMiB = g.Facts.Serial, g.Facts.Architecture, g.Facts.MemoryMiB
+		}
+		if g.NVLinkKnown {
+			x.NVLinksTotal, x.NVLinksActive = len(g.NVLinks), 0
+			for _, l := range g.NVLinks {
+				if l.Active {
+					x.NVLinksActive++
+				}
+			}
+		}
+		inv.GPUs = append(inv.GPUs, x)
+	}
+	for _, n := range h.NICs {
+		x := NIC{Name: n.Name, BusID: n.Address, HCAType: n.HCAType, BoardID: n.BoardID, Firmware: n.FWVersion, NodeGUID: n.NodeGUID,
+			Driver: n.Driver, NUMA: -1, Ports: []Port{}}
+		if n.Dev != nil {
+			x.NUMA = h.NUMAOf(n.Dev)
+			for _, p := range h.PathToRoot(n.Dev) {
+				x.Upstream = append(x.Upstream, fmt.Sprintf("%s (%s)", p.Address, p.PortType))
+			}
+		}
+		for _, p := range n.Ports {
+			x.Ports = append(x.Ports, Port{Number: p.Number, State: p.State, PhysState: p.PhysState, LinkLayer: p.LinkLayer,
+				RateGbps: p.RateGbps, Rate: p.RateText, NetDev: p.NetDev, MTU: p.MTU})
+		}
+		inv.NICs = append(inv.NICs, x)
+	}
+	return inv
+}
+
+func library(l sysinfo.Library) Library {
+	return Library{Probed: true, Loaded: l.Loaded, Version: l.Version, Path: l.Path, Error: l.Error}
+}
+
+// evidence indexes what a hop can cite: results by subject, measurements
+// by what they ran on, NCCL runs by the transports they saw.
+type evidence struct {
+	bySubject map[string][]result.Result
+	node      []result.Result // subject "node" results of the GDR checks
+	copies    []CopyMeasurement
+	nccl      []NCCLRun
+}
+
+func newEvidence(rs []result.Result, m Measurements, runs []NCCLRun) *evidence {
+	e := &evidence{bySubject: map[string][]result.Result{}, copies: m.Copies, nccl: runs}
+	for _, r := range rs {
+		e.bySubject[r.Subject] = append(e.bySubject[r.Subject], r)
+		if r.Subject == "node" && strings.HasPrefix(r.ID, "gdr.") {
+			e.node = append(e.node, r)
+		}
+	}
+	return e
+}
+
+// refs collects references and the statuses they carry.
+type refs struct {
+	ids []string
+	sts []result.Status
+}
+
+func (r *refs) results(rs ...result.Result) {
+	for _, x := range rs {
+		r.ids = append(r.ids, ResultRef(x))
+		r.sts = append(r.sts, x.Status)
+	}
+}
+
+func (r *refs) subjects(e *evidence, subjects ...string) {
+	for _, s := range subjects {
+		if s != "" {
+			r.results(e.bySubject[s]...)
+		}
+	}
+}
+
+// status is the worst status cited; unknown when nothing was cited (a hop
+// nobody judged is not a pass). Skip counts only when everything skipped.
+func (r *refs) status() result.Status {
+	if len(r.sts) == 0 {
+		return result.Unknown
+	}
+	w := result.Skip
+	for _, s := range r.sts {
+		if s == result.Skip {
+			continue
+		}
+		if w == result.Skip || s.Severity() < w.Severity() {
+			w = s
+		}
+	}
+	return w
+}
+
+func (r *refs) hop(kind, name, detail string) Hop {
+	ids := r.ids
+	if ids == nil {
+		ids = []string{}
+	}
+	return Hop{Kind: kind, Name: name, Detail: detail, Status: r.status(), Evidence: ids}
+}
+
+var gpuPair = regexp.MustCompile(`^GPU\d+-GPU\d+$`)
+
+// NewTopology is the topology section: the summary s of host h, and each
+// GPU's data path and links judged from the results rs, the measurements
+// m and the NCCL runs.
+func NewTopology(h *topology.Host, s *topology.Summary, rs []result.Result, m Measurements, runs []NCCLRun) Topology {
+	t := Topology{Summary: s, DataPaths: []DataPath{}, GPULinks: []GPULink{}}
+	e := newEvidence(rs, m, runs)
+	var pairing *topology.Pairing
+	if s != nil {
+		pairing = s.Pairing
+	}
+	byGPU := map[int]topology.GPUNIC{}
+	if pairing != nil {
+		for _, p := range pairing.GPUs {
+			byGPU[p.GPU] = p
+		}
+	}
+	devs := map[string]*topology.Device{}
+	for _, d := range h.Devices {
+		devs[d.Address] = d
+	}
+	for _, g := range h.GPUs {
+		t.DataPaths = append(t.DataPaths, e.dataPath(h, g, byGPU[g.Index], pairing, devs))
+	}
+	for i, a := range h.GPUs {
+		for _, b := range h.GPUs[i+1:] {
+			t.GPULinks = append(t.GPULinks, e.gpuLink(h, a, b))
+		}
+	}
+	return t
+}
+
+func gpuLabel(i int) string { return fmt.Sprintf("GPU%d", i) }
+
+func (e *evidence) dataPath(h *topology.Host, g *topology.GPU, p topology.GPUNIC, pairing *topology.Pairing, devs map[string]*topology.Device) DataPath {
+	label := gpuLabel(g.Index)
+	dp := DataPath{GPU: g.Index, GPUBusID: g.Address, NIC: p.NIC, Port: p.Port, Level: p.Level.String(), Hops: []Hop{}}
+	// GPU memory: the GPU's own checks and its local copies.
+	var r refs
+	r.subjects(e, label, g.Address)
+	var own []string
+	for s := range e.bySubject {
+		if strings.HasPrefix(s, label+"-") && !gpuPair.MatchString(s) && (p.NIC == "" || s != label+"-"+p.NIC) {
+			own = append(own, s)
+		}
+	}
+	slices.Sort(own)
+	r.subjects(e, own...)
+	for _, c := range e.copies {
+		if c.Device == g.Index && c.Peer < 0 {
+			r.ids = append(r.ids, RefMeasurement+c.ID)
+			r.sts = append(r.sts, c.Status)
+		}
+	}
+	name := g.Name
+	if name == "" {
+		name = label
+	}
+	dp.Hops = append(dp.Hops, r.hop(HopGPUMemory, label, name+" at "+g.Address))
+	n := h.NICByName(p.NIC)
+	if n == nil {
+		dp.GDR, dp.GDRWhy = GDRNoNIC, "no RDMA NIC on this host"
+		if len(h.NICs) > 0 {
+			dp.GDRWhy = "no RDMA NIC paired with this GPU"
+		}
+		dp.Status = worstHop(dp.Hops)
+		return dp
+	}
+	// The PCIe hops between GPU and NIC.
+	for _, via := range p.Path {
+		var r refs
+		r.subjects(e, via)
+		kind, detail := HopPCIeSwitch, "PCIe switch"
+		if d := devs[via]; d != nil {
+			if d.PortType == pci.PortRootPort {
+				kind, detail = HopRootPort, "root port"
+			}
+			if d.Name != "" {
+				detail += ": " + d.Name
+			}
+		} else if strings.HasPrefix(via, "pci") {
+			kind, detail = HopHostBridge, "host bridge (CPU)"
+		}
+		dp.Hops = append(dp.Hops, r.hop(kind, via, detail))
+	}
+	// The NIC: its own results, the GPU–NIC pair's, the node's GDR checks.
+	r = refs{}
+	r.subjects(e, n.Name, n.Address, label+"-"+n.Name)
+	r.results(e.node...)
+	switch {
+	case p.Level > level.DefaultGDR:
+		dp.GDR, dp.GDRWhy = GDRNoPath, fmt.Sprintf("%s is at %s from %s, beyond PXB: NCCL stages its traffic through host memory", n.Name, p.Level, label)
+	case pairing != nil && pairing.GDRBlocked != "":
+		dp.GDR, dp.GDRWhy = GDRPathOnly, pairing.GDRBlocked
+	default:
+		dp.GDR = GDREnabled
+	}
+	detail := strings.TrimSpace(n.HCAType + " fw " + n.FWVersion)
+	if n.FWVersion == "" {
+		detail = n.HCAType
+	}
+	dp.Hops = append(dp.Hops, r.hop(HopNIC, n.Name, detail))
+	// The port.
+	r = refs{}
+	portName := fmt.Sprintf("%s:%d", n.Name, p.Port)
+	r.subjects(e, portName)
+	dp.Hops = append(dp.Hops, r.hop(HopPort, portName, strings.TrimSpace(fmt.Sprintf("%s %s %s", p.PortState, p.LinkLayer, rateText(p.RateGbps)))))
+	// The fabric: what NCCL's network transports say; a single-node run
+	// does not reach it.
+	r = refs{}
+	for _, run := range e.nccl {
+		for _, tr := range run.Transports {
+			if (tr.Class == "net" || tr.Class == "collnet") && tr.Inter > 0 {
+				r.ids = append(r.ids, RefNCCL+run.Name)
+				r.sts = append(r.sts, result.Pass)
+				break
+			}
+		}
+	}
+	fdetail := "not exercised: no inter-node traffic was measured from this node"
+	if len(r.ids) > 0 {
+		fdetail = "NCCL carried inter-node traffic over the network"
+	}
+	dp.Hops = append(dp.Hops, r.hop(HopFabric, p.LinkLayer, fdetail))
+	dp.Status = worstHop(dp.Hops)
+	return dp
+}
+
+func rateText(gbps float64) string {
+	if gbps <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%g Gb/s", gbps)
+}
+
+func worstHop(hs []Hop) result.Status {
+	var r refs
+	for _, h := range hs {
+		r.sts = append(r.sts, h.Status)
+	}
+	return r.status()
+}
+
+func (e *evidence) gpuLink(h *topology.Host, a, b *topology.GPU) GPULink {
+	rel := h.GPURelation(a, b)
+	l := GPULink{A: a.Index, B: b.Index, Level: rel.String(), NVLinks: -1}
+	if a.NVLinkKnown && b.NVLinkKnown {
+		l.NVLinks = topology.NVLinksBetween(a, b)
+	}
+	var r refs
+	r.subjects(e, gpuLabel(a.Index)+"-"+gpuLabel(b.Index), gpuLabel(b.Index)+"-"+gpuLabel(a.Index))
+	for _, c := range e.copies {
+		if (c.Device == a.Index && c.Peer == b.Index) || (c.Device == b.Index && c.Peer == a.Index) {
+			r.ids = append(r.ids, RefMeasurement+c.ID)
+			r.sts = append(r.sts, c.Status)
+		}
+	}
+	l.Status, l.Evidence = r.status(), r.ids
+	if l.Evidence == nil {
+		l.Evidence = []string{}
+	}
+	return l
+}
+
+// NewNCCLRun is the dossier's view of NCCL's log of one run: logs are the
+// artifacts read, rep the analysis and vs its verdicts.
+func NewNCCLRun(name string, logs []string, rep *ncclog.Report, vs []result.Result) NCCLRun {
+	run := NCCLRun{Name: name, Logs: logs, Versions: []string{}, Transports: []Transport{}, Results: []string{}}
+	if run.Logs == nil {
+		run.Logs = []string{}
+	}
+	for _, v := range vs {
+		run.Results = append(run.Results, ResultRef(v))
+	}
+	if rep == nil {
+		return run
+	}
+	for _, v := range rep.Versions {
+		run.Versions = append(run.Versions, v.Version)
+	}
+	for _, s := range rep.Network.Selected {
+		run.Network = append(run.Network, s.Name)
+	}
+	for _, t := range rep.Channels.ByTransport {
+		run.Transports = append(run.Transports, Transport{Transport: t.Transport, Class: t.Class, Lines: t.Lines, Intra: t.Intra, Inter: t.Inter})
+	}
+	run.GDR.DMABuf = rep.GDR.DMABuf
+	for _, x := range rep.GDR.HCAs {
+		run.GDR.HCAs = append(run.GDR.HCAs, fmt.Sprintf("%s %s", x.Name, enabled(x.Enabled)))
+	}
+	for _, x := range rep.GDR.GPUs {
+		run.GDR.GPUs = append(run.GDR.GPUs, fmt.Sprintf("%s/HCA%d %s", x.GPU, x.HCA, enabled(x.Enabled)))
+	}
+	run.Errors, run.Warnings = rep.ErrorCount, rep.WarningCount
+	return run
+}
+
+func enabled(b bool) string {
+	if b {
+		return "enabled"
+	}
+	return "disabled"
+}

@@ -1,0 +1,132 @@
+package dossier
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/google/renameio/v2"
+)
+
+// ArtifactKind names what a raw file is, from its name.
+func ArtifactKind(rel string) string {
+	base := path.Base(rel)
+	switch {
+	case strings.HasPrefix(base, "nccl-debug."):
+		return "nccl-log"
+	case base == "nccl-topo.xml":
+		return "nccl-topo"
+	case base == "nccl-graph.xml":
+		return "nccl-graph"
+	case base == "results.json":
+		return "bench-results"
+	}
+	return "tool-output"
+}
+
+// Artifacts lists every regular file under dir/raw with its digest, by
+// path relative to dir. A missing raw folder is no artifact.
+func Artifacts(dir string) ([]Artifact, error) {
+	out := []Artifact{}
+	root := filepath.Join(dir, RawDir)
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == root && os.IsNotExist(err) {
+				return filepath.SkipDir
+			}
+			return err
+		}
+		if !d.Type().IsRegular() || strings.HasPrefix(d.Name(), ".") {
+			return nil // renameio's temporary files start with a dot
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		h := sha256.New()
+		n, err := io.Copy(h, f)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		out = append(out, Artifact{Name: path.Base(rel), Path: rel, Kind: ArtifactKind(rel), Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil))})
+		return nil
+	})
+	sortArtifacts(out)
+	return out, err
+}
+
+// WriteDir writes the dossier into dir: report.json, then each of files,
+// then SHA256SUMS over all of them and the artifacts, last (the old one
+// removed first), so that a manifest present means a dossier whole. Every file is written
+// atomically (a temporary file renamed into place): a reader, or a run
+// killed mid-write, sees the old file or the new one, never a torn one.
+// r.Artifacts is refreshed from dir/raw first. Errors name the file.
+func WriteDir(dir string, r *Report, files []File) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("cannot make the directory: %w", bare(err))
+	}
+	// The old manifest goes first: while the files change, none claims them.
+	if err := os.Remove(filepath.Join(dir, Sums)); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("cannot remove %s: %w", filepath.Join(dir, Sums), bare(err))
+	}
+	arts, err := Artifacts(dir)
+	if err != nil {
+		return fmt.Errorf("listing %s: %w", filepath.Join(dir, RawDir), err)
+	}
+	r.Artifacts = arts
+	var sums strings.Builder
+	write := func(name string, render func(io.Writer) error) error {
+		var b bytes.Buffer
+		if err := render(&b); err != nil {
+			return fmt.Errorf("rendering %s: %w", name, err)
+		}
+		if err := renameio.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("cannot write %s: %w", filepath.Join(dir, name), bare(err))
+		}
+		sums.WriteString(SumLine(name, b.Bytes()))
+		return nil
+	}
+	if err := write(ReportJSON, r.WriteJSON); err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := write(f.Name, func(w io.Writer) error { return f.Render(w, r) }); err != nil {
+			return err
+		}
+	}
+	for _, a := range arts {
+		sums.WriteString(a.SHA256 + "  " + a.Path + "\n")
+	}
+	if err := renameio.WriteFile(filepath.Join(dir, Sums), []byte(sums.String()), 0o644); err != nil {
+		return fmt.Errorf("cannot write %s: %w", filepath.Join(dir, Sums), bare(err))
+	}
+	return nil
+}
+
+// bare is a file-system error without the path it names (for renameio,
+// a hidden temporary file nobody asked for).
+func bare(err error) error {
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		return pe.Err
+	case errors.As(err, &le):
+		return le.Err
+	}
+	return err
+}

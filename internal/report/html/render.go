@@ -1,0 +1,131 @@
+// Package html renders the commissioning dossier (report.json,
+// internal/report/dossier) as one self-contained HTML file, report.html:
+// the node's verdict, the inventory, the topology drawn as inline SVG
+// (laid out from the PCI tree), every GPU's data path hop by hop with the
+// verdict and evidence of each hop, the check table with evidence and
+// remedies, and the measurements' plots, drawn here as inline SVG (no
+// chart library).
+//
+// The file references nothing outside itself: no script, style sheet,
+// font or image is loaded and no JavaScript runs, so it opens the same
+// offline, air-gapped and from a ticket attachment. Every string from the
+// input (a host name, a check's message, a log line) is made printable
+// (report/printable) and then escaped for its context: by html/template
+// on the page, by esc in the drawings.
+package html
+
+import (
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gdrcheck/gdrcheck/internal/checks"
+	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
+	"github.com/gdrcheck/gdrcheck/internal/report/printable"
+	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/topology"
+)
+
+// ReportHTML is the page's file name in the dossier.
+const ReportHTML = "report.html"
+
+//go:embed page.html.tmpl
+var pageText string
+
+// page is the one template; html/template escapes every value for its
+// context after p (printable.Line) made it printable.
+var page = template.Must(template.New("page").Funcs(template.FuncMap{
+	"p":      printable.Line,
+	"st":     statusClass,
+	"stword": statusWord,
+	"time":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"num":    Number,
+	"lower":  strings.ToLower,
+	"bytes":  func(b int64) string { return BytesLabel(float64(b)) },
+	"pct":    func(f float64) float64 { return 100 * f },
+	"pcie": func(l topology.Link) string {
+		if l.CurWidth == 0 && l.CurSpeed == 0 {
+			return "unknown"
+		}
+		return fmt.Sprintf("%s x%d / %s x%d", speedText(float64(l.CurSpeed)), l.CurWidth, speedText(float64(l.MaxSpeed)), l.MaxWidth)
+	},
+}).Parse(pageText))
+
+// view is what the template reads.
+type view struct {
+	R         *dossier.Report
+	Host      string
+	Banner    string // CSS class of the verdict
+	Topology  template.HTML
+	Paths     []DataPath
+	Problems  []result.Result // fail, error, warn, unknown: shown open
+	Quiet     []result.Result // pass and skip: folded
+	CheckRuns []checks.CheckRun
+	Counts    []count
+	BusBW     []Plot
+	Copy      []Plot
+	Heat      []Plot
+	IntraNCCL []string
+}
+
+type count struct {
+	Status result.Status
+	N      int
+}
+
+// Render writes report.html for the dossier r.
+func Render(w io.Writer, r *dossier.Report) error {
+	if r == nil {
+		return fmt.Errorf("report.html: no report")
+	}
+	j := newJudged(r.Results)
+	v := view{R: r, Host: hostName(r), Topology: drawTopology(r, j), Paths: dataPaths(r, newRefIndex(r, j)),
+		BusBW: busBWPlots(r), Copy: copyPlots(r), Heat: heatMaps(r), IntraNCCL: intraNCCL(r)}
+	v.Banner = map[string]string{checks.Ready: "st-pass", checks.Degraded: "st-warn", checks.NotReady: "st-fail"}[r.Verdict.Status]
+	if v.Banner == "" {
+		v.Banner = "st-unknown"
+	}
+	rs := append([]result.Result(nil), r.Results...)
+	result.Sort(rs)
+	for _, x := range rs {
+		if x.Status == result.Pass || x.Status == result.Skip {
+			v.Quiet = append(v.Quiet, x)
+		} else {
+			v.Problems = append(v.Problems, x)
+		}
+	}
+	c := result.Count(r.Results)
+	for _, st := range []result.Status{result.Fail, result.Error, result.Warn, result.Unknown, result.Skip, result.Pass} {
+		if c[st] > 0 {
+			v.Counts = append(v.Counts, count{st, c[st]})
+		}
+	}
+	v.CheckRuns = append(v.CheckRuns, r.Checks.Checks...)
+	sort.SliceStable(v.CheckRuns, func(a, b int) bool {
+		return v.CheckRuns[a].Status.Severity() < v.CheckRuns[b].Status.Severity()
+	})
+	return page.Execute(w, v)
+}
+
+// hostName is the judged host's name, or a stand-in.
+func hostName(r *dossier.Report) string {
+	switch {
+	case r.Verdict.Host != "":
+		return r.Verdict.Host
+	case r.Inventory.Host != "":
+		return r.Inventory.Host
+	}
+	return "(host unnamed)"
+}
+
+// statusWord is a status as the page prints it; "not judged" for none.
+func statusWord(st result.Status) string {
+	if st == "" {
+		return "not judged"
+	}
+	return string(st)
+}
