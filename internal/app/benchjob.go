@@ -145,7 +145,8 @@ func (s *Session) BenchNCCLJob(ctx context.Context, g *GPUs, o NCCLOptions, jo J
 	ev.Collect()
 	pid := os.Getpid()
 	dev := g.devices()[0]
-	mine := bench.RankResult{Rank: job.Rank, Host: s.Host, PID: pid, Device: dev, Measurements: results, Evidence: ev, NCCLHostID: os.Getenv("NCCL_HOSTID"), Aborted: aborted}
+	mine := bench.RankResult{Rank: job.Rank, Host: s.Host, PID: pid, Device: dev, Measurements: results, Evidence: ev, NCCLHostID: os.Getenv("NCCL_HOSTID"), Aborted: aborted,
+		Logs: bench.ReadRankLogs(ev)}
 	if runErr != nil {
 		mine.Error = runErr.Error()
 	}
@@ -201,6 +202,12 @@ func (s *Session) BenchNCCLJob(ctx context.Context, g *GPUs, o NCCLOptions, jo J
 		}
 	}
 	slices.SortFunc(jr.Failures, func(a, b rendezvous.Failure) int { return a.Rank - b.Rank })
+	jr.NCCLLogs = bench.JudgeJobLogs(jr.Ranks)
+	// The logs' text is judged; the document keeps where they are, not
+	// their copies (rank 0's are in dir, the others' in their rank-N).
+	for i := range jr.Ranks {
+		jr.Ranks[i].Logs = nil
+	}
 	rep.Job = jr
 	rep.Devices = nil
 	for _, r := range jr.Ranks {
@@ -243,7 +250,12 @@ func (s *Session) BenchNCCLJob(ctx context.Context, g *GPUs, o NCCLOptions, jo J
 	if err := WriteAtomic(path, env); err != nil && o.Warn != nil {
 		fmt.Fprintf(o.Warn, "gdrcheck: writing %s: %s\n", printable.Line(path), printable.Line(err.Error()))
 	}
-	text.Trailer(judgements, ev, dir)
+	text.JobTrailer(jr.NCCLLogs)
+	shown := *ev
+	if jr.NCCLLogs != nil {
+		shown.Summary = nil // rank 0's own log is in the job's verdicts
+	}
+	text.Trailer(judgements, &shown, dir)
 	if jobErr != nil {
 		if errors.Is(jobErr, context.Canceled) && ctx.Err() != nil {
 			return env, dir, jobErr

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/rendezvous"
@@ -16,6 +17,8 @@ type JobReport struct {
 	Rendezvous string               `json:"rendezvous"`
 	Ranks      []RankResult         `json:"ranks"`
 	Failures   []rendezvous.Failure `json:"failures,omitempty"`
+	// NCCLLogs is every rank's NCCL log read as one job.
+	NCCLLogs *JobLogs `json:"nccl_logs,omitempty"`
 }
 
 // RankResult is one rank's part of a multi-process run: what it measured
@@ -35,6 +38,9 @@ type RankResult struct {
 	// with different ones as different nodes (several ranks on one
 	// machine then connect over the network).
 	NCCLHostID string `json:"nccl_hostid,omitempty"`
+	// Logs are the rank's NCCL debug logs (their heads), for rank 0 to
+	// judge as one job; rank 0's report keeps them in NCCLLogs instead.
+	Logs []RankLog `json:"logs,omitempty"`
 }
 
 // NodeKey is the node the rank counts on, as NCCL counts them.
@@ -143,6 +149,23 @@ func (t NCCLText) JobHeader(rep *NCCLReport, cfg NCCLConfig) {
 	}
 	if e := rep.Expected; e != nil {
 		fmt.Fprintf(w, "# judged against %s\n", l(e.Line()))
+	}
+}
+
+// JobTrailer prints what NCCL's logs of every rank say, read as one job.
+func (t NCCLText) JobTrailer(jl *JobLogs) {
+	if t.W == nil || jl == nil {
+		return
+	}
+	l := printable.Line
+	for _, v := range jl.Verdicts {
+		fmt.Fprintf(t.W, "# NCCL job: %s %s %s: %s\n", strings.ToUpper(string(v.Status)), l(v.ID), l(v.Subject), l(v.Message))
+	}
+	for _, n := range jl.Truncated {
+		fmt.Fprintf(t.W, "# NCCL job: %s reached rank 0 in part (its head)\n", l(n))
+	}
+	for _, e := range jl.Errors {
+		fmt.Fprintf(t.W, "# NCCL job: %s\n", l(e))
 	}
 }
 

@@ -154,6 +154,13 @@ func TestJobRanksOnLoopback(t *testing.T) {
 					t.Errorf("%s: %d ranks, %d wrong, rows %v", m.Collective, m.Ranks, m.Wrong, m.Rows)
 				}
 			}
+			// Every rank's NCCL log reached rank 0 and was read as one job:
+			// one file and one host (its NCCL_HOSTID) per rank.
+			if jl := rep.Job.NCCLLogs; jl == nil || jl.Report == nil || len(jl.Report.Files) != n || len(jl.Report.Hosts) != n || len(jl.Verdicts) == 0 {
+				t.Errorf("job logs: %+v", jl)
+			} else if !strings.Contains(o, "# NCCL job: ") {
+				t.Errorf("rank 0 prints no job log verdict:\n%s", o)
+			}
 			for r := 1; r < n; r++ {
 				if rr := rep.Job.Ranks[r]; rr.Rank != r || rr.NCCLHostID != fmt.Sprintf("fakehost%d", r) || rr.Evidence == nil {
 					t.Errorf("rank %d part: %+v", r, rr)

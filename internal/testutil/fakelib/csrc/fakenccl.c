@@ -14,6 +14,9 @@
 //                             10000), then fails with ncclRemoteError
 //   FAKENCCL_DIE_AT           "RANK:N": that rank kills itself (SIGKILL) at
 //                             its N-th collective (0 = in ncclCommInitRank)
+// With NCCL_DEBUG=INFO and NCCL_DEBUG_FILE (%h: host, NCCL_HOSTID where
+// set; %p: pid), ncclCommInitRank writes a few of NCCL's INFO lines: the
+// version, the network (Socket), the comm and a ring over NET/Socket.
 // It also enforces the rule the real one leaves to luck: a communicator is
 // aborted by the thread that polls it (ncclCommGetAsyncError), if any, and
 // never used after its abort; a breach is an ncclInvalidUsage whose
@@ -165,6 +168,39 @@ static int get_file(fcomm *c, const char *path, int peer, char **out, size_t *n)
 	}
 }
 
+// debug_log writes the INFO lines of c's initialisation where NCCL would.
+static void debug_log(fcomm *c) {
+	const char *dbg = getenv("NCCL_DEBUG"), *file = getenv("NCCL_DEBUG_FILE");
+	if (!dbg || strcmp(dbg, "INFO") || !file || !*file) return;
+	char host[64] = "fakehost";
+	const char *hid = getenv("NCCL_HOSTID");
+	if (hid && *hid) snprintf(host, sizeof host, "%s", hid);
+	else gethostname(host, sizeof host);
+	char path[512];
+	size_t o = 0;
+	for (const char *f = file; *f && o < sizeof path - 32; f++) {
+		if (f[0] == '%' && f[1] == 'h') { o += snprintf(path + o, sizeof path - o, "%s", host); f++; }
+		else if (f[0] == '%' && f[1] == 'p') { o += snprintf(path + o, sizeof path - o, "%d", (int)getpid()); f++; }
+		else path[o++] = *f;
+	}
+	path[o] = 0;
+	FILE *out = fopen(path, "a");
+	if (!out) return;
+	int pid = (int)getpid(), v = envint("FAKENCCL_VERSION", FAKE_VERSION);
+	const char *pre = host;
+	fprintf(out, "%s:%d:%d [0] NCCL INFO NCCL version %d.%d.%d+cuda13.0\n", pre, pid, pid, v / 10000, (v % 10000) / 100, v % 100);
+	fprintf(out, "%s:%d:%d [0] NCCL INFO NET/IB : No device found.\n", pre, pid, pid);
+	fprintf(out, "%s:%d:%d [0] NCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0>\n", pre, pid, pid);
+	fprintf(out, "%s:%d:%d [0] NCCL INFO Using network Socket\n", pre, pid, pid);
+	fprintf(out, "%s:%d:%d [0] NCCL INFO comm %p rank %d nranks %d cudaDev 0 busId 18000 commId 0x%lx - Init START\n", pre, pid, pid, (void *)c, c->rank, c->nranks, (unsigned long)strlen(c->dir) * 7919UL);
+	int next = (c->rank + 1) % c->nranks, prev = (c->rank + c->nranks - 1) % c->nranks;
+	for (int ch = 0; ch < 2 && c->nranks > 1; ch++) {
+		fprintf(out, "%s:%d:%d [0] NCCL INFO Channel %02d/0 : %d[18000] -> %d[18000] [send] via NET/Socket/0\n", pre, pid, pid, ch, c->rank, next);
+		fprintf(out, "%s:%d:%d [0] NCCL INFO Channel %02d/0 : %d[18000] -> %d[18000] [receive] via NET/Socket/0\n", pre, pid, pid, ch, prev, c->rank);
+	}
+	fclose(out);
+}
+
 int ncclCommInitRank(fcomm **comm, int nranks, fuid id, int rank) {
 	if (nranks < 1 || rank < 0 || rank >= nranks) return 4;
 	if (strncmp(id.internal, "/", 1) != 0) { last = "ncclCommInitRank: not a unique id of this fake"; return 4; }
@@ -186,6 +222,7 @@ int ncclCommInitRank(fcomm **comm, int nranks, fuid id, int rank) {
 		if (e) { free(c); return e; }
 		free(b);
 	}
+	debug_log(c);
 	*comm = c;
 	return 0;
 }
