@@ -274,8 +274,7 @@ func Serve(ctx context.Context, cfg Config, id []byte) (*Coordinator, error) {
 	if h, _, err := net.SplitHostPort(addr); err != nil || h == "" || net.ParseIP(h) != nil && net.ParseIP(h).IsUnspecified() {
 		return nil, fmt.Errorf("rendezvous: listen address %q: want a host and a port, not all interfaces", addr)
 	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", addr)
+	ln, err := listen(ctx, addr, cfg.JoinTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("rendezvous: rank 0 cannot listen at %s: %w", addr, err)
 	}
@@ -297,6 +296,26 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// listen listens at addr, retrying while its name does not resolve yet
+// (a Kubernetes pod's own name appears in DNS shortly after it starts),
+// at most wait.
+func listen(ctx context.Context, addr string, wait time.Duration) (net.Listener, error) {
+	var lc net.ListenConfig
+	until := time.Now().Add(wait)
+	for {
+		ln, err := lc.Listen(ctx, "tcp", addr)
+		var dns *net.DNSError
+		if err == nil || !errors.As(err, &dns) || time.Now().After(until) {
+			return ln, err
+		}
+		select {
+		case <-time.After(500 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, err
+		}
+	}
 }
 
 // maxPending bounds the connections still proving themselves.
