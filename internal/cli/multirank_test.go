@@ -188,7 +188,7 @@ func TestJobCorruptionCounted(t *testing.T) {
 	}
 	rep := readJobReport(t, filepath.Join(out, "results.json"))
 	if len(rep.Measurements) != 1 || rep.Measurements[0].Wrong == 0 {
-		t.Fatalf("measurements %+v", rep.Measurements)
+		t.Fatalf("measurements %+v\n%s\n%s", rep.Measurements, procs[0], procs[1])
 	}
 }
 

@@ -29,6 +29,7 @@
 #include <time.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdint.h>
@@ -227,23 +228,28 @@ int ncclCommInitRank(fcomm **comm, int nranks, fuid id, int rank) {
 	return 0;
 }
 
-// cleanup removes the files of c's rank.
+// cleanup marks c's rank done; the last rank done removes the exchange
+// directory (a rank's last files may still be read by a slower peer until
+// that peer is done too). A rank that died leaves the directory behind.
 static void cleanup(fcomm *c) {
-	if (!c->clique && c->dir[0]) {
-		char path[300];
-		for (long s = c->seq - KEEP - 1; s < c->seq; s++) {
-			if (s < 0) continue;
-			exch_path(path, sizeof path, c, s, c->rank, -1);
-			unlink(path);
-			for (int p = 0; p < c->nranks; p++) {
-				exch_path(path, sizeof path, c, s, c->rank, p);
-				unlink(path);
-			}
-		}
-		snprintf(path, sizeof path, "%s/joined.r%d", c->dir, c->rank);
-		unlink(path);
-		rmdir(c->dir); // the last one out removes it
+	if (c->clique || !c->dir[0]) return;
+	char path[512];
+	snprintf(path, sizeof path, "%s/done.r%d", c->dir, c->rank);
+	if (put_file(path, "", 0)) return;
+	for (int r = 0; r < c->nranks; r++) {
+		snprintf(path, sizeof path, "%s/done.r%d", c->dir, r);
+		if (access(path, F_OK)) return;
 	}
+	DIR *d = opendir(c->dir);
+	if (!d) return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.') continue;
+		snprintf(path, sizeof path, "%s/%s", c->dir, e->d_name);
+		unlink(path);
+	}
+	closedir(d);
+	rmdir(c->dir);
 }
 
 int ncclCommDestroy(fcomm *c) { if (c) cleanup(c); return 0; }
