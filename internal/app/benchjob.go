@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,6 +29,8 @@ type JobOptions struct {
 	JoinTimeout time.Duration
 	// Listen is where rank 0 listens ("": the rendezvous address).
 	Listen string
+	// Split groups the ranks into the communicators measured (all: one).
+	Split launch.Split
 }
 
 // RankDir is rank's output directory under a job's: rank 0 writes the
@@ -81,13 +84,15 @@ func (s *Session) BenchNCCLJob(ctx context.Context, g *GPUs, o NCCLOptions, jo J
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, dir, toolErr(err)
 	}
-	rc := rendezvous.Config{Addr: job.Rendezvous, Rank: job.Rank, Size: job.Size, Host: s.Host, Secret: jo.Secret,
+	hostID := os.Getenv("NCCL_HOSTID")
+	rc := rendezvous.Config{Addr: job.Rendezvous, Rank: job.Rank, Size: job.Size, Host: s.Host, Node: cmp.Or(hostID, s.Host), Secret: jo.Secret,
 		JoinTimeout: jo.JoinTimeout, Hosts: job.Hosts, Listen: jo.Listen}
 	// The bootstrap: rank 0 makes the id and serves it; the rest fetch it.
 	var coord *rendezvous.Coordinator
 	var member *rendezvous.Member
 	var id []byte
 	var lost <-chan struct{}
+	var nodes []string
 	if job.Rank == 0 {
 		if id, err = lib.UniqueID(ctx, g.RT); err != nil {
 			return nil, dir, toolErr(err)
@@ -96,15 +101,20 @@ func (s *Session) BenchNCCLJob(ctx context.Context, g *GPUs, o NCCLOptions, jo J
 			return nil, dir, jobFailure(err)
 		}
 		defer coord.Close()
-		lost = coord.Lost()
+		lost, nodes = coord.Lost(), coord.Nodes()
 	} else {
 		if member, id, err = rendezvous.Join(ctx, rc); err != nil {
 			return nil, dir, jobFailure(err)
 		}
 		defer member.Close()
-		lost = member.Lost()
+		lost, nodes = member.Lost(), member.Nodes()
 	}
 	cfg.Job = &bench.JobRank{UniqueID: id, Rank: job.Rank, World: job.Size}
+	split := cmp.Or(jo.Split, launch.SplitAll)
+	color, groups := split.Color(nodes, job.Rank)
+	if split != launch.SplitAll {
+		cfg.Job.Split = &bench.SplitColor{Color: color}
+	}
 	// A lost peer ends this rank's run: the context's cancellation aborts
 	// the communicator (the bench's guard calls ncclCommAbort).
 	runCtx, cancel := context.WithCancelCause(ctx)
@@ -145,7 +155,7 @@ func (s *Session) BenchNCCLJob(ctx context.Context, g *GPUs, o NCCLOptions, jo J
 	ev.Collect()
 	pid := os.Getpid()
 	dev := g.devices()[0]
-	mine := bench.RankResult{Rank: job.Rank, Host: s.Host, PID: pid, Device: dev, Measurements: results, Evidence: ev, NCCLHostID: os.Getenv("NCCL_HOSTID"), Aborted: aborted,
+	mine := bench.RankResult{Rank: job.Rank, Host: s.Host, PID: pid, Device: dev, Measurements: results, Evidence: ev, NCCLHostID: hostID, Aborted: aborted, Group: color,
 		Logs: bench.ReadRankLogs(ev)}
 	if runErr != nil {
 		mine.Error = runErr.Error()
@@ -153,7 +163,7 @@ func (s *Session) BenchNCCLJob(ctx context.Context, g *GPUs, o NCCLOptions, jo J
 	rep := &bench.NCCLReport{NCCL: ver, NCCLPath: lib.Path, CUDARuntime: g.Runtime, CUDADriver: g.Driver, Evidence: ev, Devices: []bench.Device{dev},
 		Config: map[string]any{"minbytes": cfg.MinBytes, "maxbytes": cfg.MaxBytes, "stepfactor": cfg.StepFactor, "stepbytes": cfg.StepBytes,
 			"warmup_iters": cfg.Warmup, "iters": cfg.Iters, "check": cfg.Check, "datatype": cfg.DType.Name, "redop": cfg.Op.Name, "root": cfg.Root,
-			"buffers": cfg.Buffers, "rank": job.Rank, "world_size": job.Size}}
+			"buffers": cfg.Buffers, "rank": job.Rank, "world_size": job.Size, "split": string(split)}}
 	gatherTimeout := cfg.OpTimeout + 30*time.Second
 	if cfg.OpTimeout <= 0 {
 		gatherTimeout = 5*time.Minute + 30*time.Second
@@ -182,7 +192,7 @@ func (s *Session) BenchNCCLJob(ctx context.Context, g *GPUs, o NCCLOptions, jo J
 	// Rank 0: gather, combine, judge, print, write.
 	b, _ := json.Marshal(mine)
 	parts, gerr := coord.Gather(ctx, b, gatherTimeout)
-	jr := &bench.JobReport{Launcher: string(job.Launcher), WorldSize: job.Size, Rendezvous: job.Rendezvous}
+	jr := &bench.JobReport{Launcher: string(job.Launcher), WorldSize: job.Size, Rendezvous: job.Rendezvous, Split: string(split), Groups: groups}
 	for r, p := range parts {
 		var rr bench.RankResult
 		if p == nil || json.Unmarshal(p, &rr) != nil || rr.Rank != r {
@@ -308,6 +318,12 @@ func (j Judging) expectedJob(g *GPUs, jr *bench.JobReport) (*bench.Expected, err
 	want := j.Want
 	want.GPUs = 0
 	sys.Nodes, sys.GPUsPerNode = len(nodes), per
+	switch launch.Split(jr.Split) {
+	case launch.SplitIntra: // each communicator is one node's ranks
+		sys.Nodes = 1
+	case launch.SplitRail: // each is one GPU of every node
+		sys.GPUsPerNode = 1
+	}
 	if err := sys.Validate(); err != nil {
 		return nil, err
 	}

@@ -12,11 +12,15 @@ import (
 // JobReport is a multi-process run as rank 0 gathered it: every rank's
 // own part, and the ranks that failed.
 type JobReport struct {
-	Launcher   string               `json:"launcher"`
-	WorldSize  int                  `json:"world_size"`
-	Rendezvous string               `json:"rendezvous"`
-	Ranks      []RankResult         `json:"ranks"`
-	Failures   []rendezvous.Failure `json:"failures,omitempty"`
+	Launcher   string `json:"launcher"`
+	WorldSize  int    `json:"world_size"`
+	Rendezvous string `json:"rendezvous"`
+	// Split is how the ranks were grouped (all, intra, rail) and Groups
+	// the number of communicators measured side by side.
+	Split    string               `json:"split"`
+	Groups   int                  `json:"groups"`
+	Ranks    []RankResult         `json:"ranks"`
+	Failures []rendezvous.Failure `json:"failures,omitempty"`
 	// NCCLLogs is every rank's NCCL log read as one job.
 	NCCLLogs *JobLogs `json:"nccl_logs,omitempty"`
 }
@@ -32,7 +36,10 @@ type RankResult struct {
 	Error        string       `json:"error,omitempty"`
 	// Aborted is a rank that stopped because another failed (rank 0 told
 	// it, or its peer's connection dropped), not by its own fault.
-	Aborted  bool          `json:"aborted,omitempty"`
+	Aborted bool `json:"aborted,omitempty"`
+	// Group is the rank's communicator in a split job (its color: the
+	// node's index for intra, the local index for rail; 0 unsplit).
+	Group    int           `json:"group"`
 	Evidence *NCCLEvidence `json:"nccl_evidence,omitempty"`
 	// NCCLHostID is the rank's NCCL_HOSTID where set: NCCL counts ranks
 	// with different ones as different nodes (several ranks on one
@@ -133,6 +140,9 @@ func (t NCCLText) JobHeader(rep *NCCLReport, cfg NCCLConfig) {
 	w, l := t.W, printable.Line
 	fmt.Fprintf(w, "# gdrcheck bench nccl: NCCL %s (%s), CUDA runtime %s, driver CUDA %s\n", l(rep.NCCL), l(rep.NCCLPath), l(rep.CUDARuntime), l(rep.CUDADriver))
 	fmt.Fprintf(w, "# %d ranks (%s), rendezvous %s\n", rep.Job.WorldSize, l(rep.Job.Launcher), l(rep.Job.Rendezvous))
+	if rep.Job.Split != "" && rep.Job.Split != "all" {
+		fmt.Fprintf(w, "# split %s: %d communicators side by side, times averaged over every rank\n", l(rep.Job.Split), rep.Job.Groups)
+	}
 	fmt.Fprintf(w, "# minBytes %d maxBytes %d step: %s warmup iters: %d iters: %d agg iters: 1 validation: %d\n", cfg.MinBytes, cfg.MaxBytes, stepText(cfg), cfg.Warmup, cfg.Iters, cfg.Check)
 	fmt.Fprintf(w, "# device buffers from %s\n", l(string(cfg.Buffers)))
 	fmt.Fprintln(w, "#\n# Using devices")

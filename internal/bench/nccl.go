@@ -52,6 +52,15 @@ type JobRank struct {
 	UniqueID []byte // rank 0's ncclGetUniqueId
 	Rank     int
 	World    int
+	// Split, when set, runs the collectives on the sub-communicator of
+	// this rank's color (ncclCommSplit, ordered by rank) instead of the
+	// job's.
+	Split *SplitColor
+}
+
+// SplitColor is this rank's group of a split job.
+type SplitColor struct {
+	Color int
 }
 
 // NCCLResult is one collective's run.
@@ -117,6 +126,7 @@ type ncclRun struct {
 	rt      *cuda.Runtime
 	lib     *nccl.Library
 	comms   *nccl.Comms
+	parent  *nccl.Comms // the job's communicator when comms is a split of it
 	send    []cuda.DevPtr
 	recv    []cuda.DevPtr
 	staging cuda.HostPtr
@@ -152,6 +162,14 @@ func RunNCCL(ctx context.Context, rt *cuda.Runtime, lib *nccl.Library, cfg NCCLC
 			return nil, fmt.Errorf("rank %d of %d: one GPU per process, not %d", j.Rank, j.World, len(cfg.Devices))
 		}
 		comms, err = lib.InitRank(ctx, rt, cfg.Devices[0], j.UniqueID, j.Rank, j.World, cfg.InitTimeout)
+		if err == nil && j.Split != nil {
+			r.parent = comms
+			comms, err = comms.Split(ctx, j.Split.Color, j.Rank, cfg.InitTimeout)
+			if err != nil {
+				r.parent.Abort()
+				return nil, err
+			}
+		}
 	} else {
 		comms, err = lib.InitAll(ctx, rt, cfg.Devices, cfg.InitTimeout)
 	}
@@ -251,6 +269,9 @@ func (r *ncclRun) release(ctx context.Context) {
 	if r.comms != nil {
 		_ = r.comms.Destroy(ctx)
 	}
+	if r.parent != nil {
+		_ = r.parent.Destroy(ctx)
+	}
 	for i, d := range r.cfg.Devices {
 		if i < len(r.send) {
 			_ = r.free(ctx, d, r.send[i])
@@ -277,16 +298,25 @@ func (r *ncclRun) guard(err error) error {
 	}
 	if errors.Is(err, cuda.ErrTimeout) || errors.Is(err, cuda.ErrHung) {
 		msg := "while running " + r.doing
-		if abortErr := r.comms.Abort(); abortErr != nil {
+		if abortErr := r.abort(); abortErr != nil {
 			msg += fmt.Sprintf(" (abort: %v)", abortErr)
 		}
 		return fmt.Errorf("%w %s: %w", ErrWatchdog, msg, err)
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		r.comms.Abort()
+		r.abort()
 		return fmt.Errorf("interrupted while running %s: %w", r.doing, err)
 	}
 	return fmt.Errorf("%s: %w", r.doing, err)
+}
+
+// abort aborts the communicators (the split one and the job's).
+func (r *ncclRun) abort() error {
+	err := r.comms.Abort()
+	if r.parent != nil {
+		err = errors.Join(err, r.parent.Abort())
+	}
+	return err
 }
 
 func (r *ncclRun) collective(ctx context.Context, c collective.Collective) (NCCLResult, error) {

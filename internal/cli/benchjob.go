@@ -20,6 +20,7 @@ type jobFlags struct {
 	listen             string
 	secretFile         string
 	joinTimeout        time.Duration
+	split              string
 }
 
 func (j *jobFlags) add(cmd *cobra.Command) {
@@ -31,6 +32,7 @@ func (j *jobFlags) add(cmd *cobra.Command) {
 	f.StringVar(&j.listen, "rendezvous-listen", "", "where rank 0 listens, HOST:PORT (default: the rendezvous address; never all interfaces unless given)")
 	f.StringVar(&j.secretFile, "secret-file", "", "file holding the job's rendezvous secret (default: GDRCHECK_SECRET, else a weak one from the launcher's job id)")
 	f.DurationVar(&j.joinTimeout, "join-timeout", 2*time.Minute, "how long every rank may take to reach the rendezvous")
+	f.StringVar(&j.split, "split", "all", "communicators of a job: all (every rank), intra (each node's ranks), rail (the same local GPU of every node; NCCL_TESTS_SPLIT's per-rail run)")
 }
 
 // detect reads the launcher's environment and the flags; a Job whose
@@ -50,6 +52,12 @@ func (j *jobFlags) detect(cmd *cobra.Command) (launch.Job, error) {
 	job, err := launch.Detect(launch.Environ(os.Environ()), f)
 	if err != nil {
 		return job, toolError(err)
+	}
+	if _, err := launch.ParseSplit(j.split); err != nil {
+		return job, toolError(err)
+	}
+	if j.split != string(launch.SplitAll) && !(job.Multi() && job.Size > 1) {
+		return job, toolError(fmt.Errorf("--split %s: only a job of several ranks splits", j.split))
 	}
 	if job.Multi() && j.joinTimeout <= 0 {
 		return job, toolError(fmt.Errorf("--join-timeout %s: must be positive", j.joinTimeout))
@@ -74,5 +82,5 @@ func (j *jobFlags) options(g *globals, job launch.Job) (app.JobOptions, error) {
 	if src == launch.SecretWeak && job.Rank == 0 {
 		fmt.Fprintf(g.errOut, "gdrcheck: rendezvous secret derived from the %s job id %s (weak: set GDRCHECK_SECRET or --secret-file)\n", job.Launcher, printable.Line(job.JobID))
 	}
-	return app.JobOptions{Job: job, Secret: secret, JoinTimeout: j.joinTimeout, Listen: j.listen}, nil
+	return app.JobOptions{Job: job, Secret: secret, JoinTimeout: j.joinTimeout, Listen: j.listen, Split: launch.Split(j.split)}, nil
 }

@@ -266,3 +266,43 @@ func TestJobKilledRank(t *testing.T) {
 		t.Errorf("rank 0's table does not name the failed rank:\n%s", procs[0].stdout.String())
 	}
 }
+
+// TestJobSplit: 4 ranks on 2 "nodes" (NCCL_HOSTID), split per node and
+// per rail: two communicators of two ranks each, every collective
+// verified on them.
+func TestJobSplit(t *testing.T) {
+	for _, split := range []string{"intra", "rail"} {
+		t.Run(split, func(t *testing.T) {
+			procs, out := runJob(t, jobSpec{size: 4, args: []string{"--split", split, "-b", "64", "-e", "1K", "-f", "4", "-w", "1", "-n", "2", "-c", "1", "--op", "all"},
+				env: func(r int) []string { return []string{fmt.Sprintf("NCCL_HOSTID=node%d", r/2)} }}, 90*time.Second)
+			for _, p := range procs {
+				if p.code != ExitOK {
+					t.Fatalf("%s", p)
+				}
+			}
+			rep := readJobReport(t, filepath.Join(out, "results.json"))
+			if rep.Job == nil || rep.Job.Split != split || rep.Job.Groups != 2 || len(rep.Job.Ranks) != 4 {
+				t.Fatalf("job: %+v", rep.Job)
+			}
+			want := map[string][]int{"intra": {0, 0, 1, 1}, "rail": {0, 1, 0, 1}}[split]
+			for i, r := range rep.Job.Ranks {
+				if r.Group != want[i] {
+					t.Errorf("rank %d in group %d, want %d", r.Rank, r.Group, want[i])
+				}
+			}
+			for _, m := range rep.Measurements {
+				if m.Ranks != 2 || m.Wrong != 0 || len(m.Rows) == 0 {
+					t.Errorf("%s: %d ranks, %d wrong", m.Collective, m.Ranks, m.Wrong)
+				}
+			}
+			if !strings.Contains(procs[0].stdout.String(), "# split "+split+": 2 communicators") {
+				t.Errorf("rank 0's header lacks the split:\n%s", procs[0].stdout.String())
+			}
+		})
+	}
+	// A split of one process is refused before anything loads.
+	_, errs, code := run(t, "bench", "nccl", "--split", "rail")
+	if code != ExitToolErr || !strings.Contains(errs, "only a job of several ranks splits") {
+		t.Errorf("exit %d: %s", code, errs)
+	}
+}

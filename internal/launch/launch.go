@@ -380,3 +380,50 @@ func Environ(kv []string) map[string]string {
 	}
 	return m
 }
+
+// Split is how a job's ranks are grouped into the communicators a run
+// measures, as nccl-tests' NCCL_TESTS_SPLIT groups them.
+type Split string
+
+const (
+	SplitAll   Split = "all"   // one communicator of every rank
+	SplitIntra Split = "intra" // one per node: the node's ranks (NVLink, P2P)
+	SplitRail  Split = "rail"  // one per local index: the same GPU of every node, one NIC's rail
+)
+
+// ParseSplit reads --split.
+func ParseSplit(s string) (Split, error) {
+	switch Split(s) {
+	case SplitAll, SplitIntra, SplitRail:
+		return Split(s), nil
+	}
+	return "", fmt.Errorf("--split %q: want all, intra or rail", s)
+}
+
+// Color is rank's group under the split, given every rank's node (by
+// rank): the node's index in order of first appearance (intra), or the
+// rank's index among its node's ranks (rail); 0 for all. The key that
+// orders a group is the rank itself. groups is the number of groups.
+func (s Split) Color(nodes []string, rank int) (color, groups int) {
+	if s == SplitAll || s == "" {
+		return 0, 1
+	}
+	index := map[string]int{}
+	local := make([]int, len(nodes))
+	perNode := map[string]int{}
+	for r, n := range nodes {
+		if _, ok := index[n]; !ok {
+			index[n] = len(index)
+		}
+		local[r] = perNode[n]
+		perNode[n]++
+	}
+	if s == SplitIntra {
+		return index[nodes[rank]], len(index)
+	}
+	most := 0
+	for _, c := range perNode {
+		most = max(most, c)
+	}
+	return local[rank], most
+}

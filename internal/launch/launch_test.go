@@ -156,3 +156,31 @@ func TestSecret(t *testing.T) {
 		t.Error("two jobs derive the same weak secret")
 	}
 }
+
+func TestSplitColor(t *testing.T) {
+	nodes := []string{"a", "a", "b", "b", "c", "c"}
+	cases := []struct {
+		split  Split
+		colors []int
+		groups int
+	}{
+		{SplitAll, []int{0, 0, 0, 0, 0, 0}, 1},
+		{SplitIntra, []int{0, 0, 1, 1, 2, 2}, 3},
+		{SplitRail, []int{0, 1, 0, 1, 0, 1}, 2},
+	}
+	for _, c := range cases {
+		for r, want := range c.colors {
+			got, groups := c.split.Color(nodes, r)
+			if got != want || groups != c.groups {
+				t.Errorf("%s rank %d: color %d of %d, want %d of %d", c.split, r, got, groups, want, c.groups)
+			}
+		}
+	}
+	// Ranks interleaved over nodes (round-robin placement).
+	if got, _ := SplitRail.Color([]string{"a", "b", "a", "b"}, 2); got != 1 {
+		t.Errorf("rail of rank 2 of a,b,a,b = %d, want 1", got)
+	}
+	if _, err := ParseSplit("ring"); err == nil {
+		t.Error("ParseSplit accepted ring")
+	}
+}

@@ -42,10 +42,13 @@ const handshakeTimeout = 10 * time.Second
 
 // Config is one rank's part in the rendezvous.
 type Config struct {
-	Addr   string // rank 0's address, host:port
-	Rank   int
-	Size   int
-	Host   string // this process's host name, reported to rank 0
+	Addr string // rank 0's address, host:port
+	Rank int
+	Size int
+	Host string // this process's host name, reported to rank 0
+	// Node is the node this rank counts on (its host, or NCCL_HOSTID where
+	// set, as NCCL counts nodes); every rank learns every rank's.
+	Node   string
 	Secret []byte // the job's secret, the same on every rank
 	// JoinTimeout bounds the wait for every rank to arrive (rank 0) and
 	// for rank 0 to answer (the others, who retry connecting meanwhile).
@@ -169,19 +172,21 @@ type auth struct {
 	Rank   int    `json:"rank"`
 	Size   int    `json:"size"`
 	Host   string `json:"host"`
+	Node   string `json:"node,omitempty"`
 	Nonce  []byte `json:"nonce"`
 	MAC    []byte `json:"mac"`
 	Reason string `json:"reason,omitempty"`
 }
 
 func (a auth) tag(secret, challenge []byte) []byte {
-	return mac(secret, "gdrcheck-rendezvous/1 member", challenge, a.Nonce, []byte(strconv.Itoa(a.Rank)), []byte(strconv.Itoa(a.Size)), []byte(a.Host))
+	return mac(secret, "gdrcheck-rendezvous/1 member", challenge, a.Nonce, []byte(strconv.Itoa(a.Rank)), []byte(strconv.Itoa(a.Size)), []byte(a.Host), []byte(a.Node))
 }
 
 // idMsg carries the unique id and the hosts of every rank.
 type idMsg struct {
 	ID    []byte   `json:"id"`
 	Hosts []string `json:"hosts"`
+	Nodes []string `json:"nodes"`
 }
 
 // Failure is a rank that did not finish: never arrived, died, or said it
@@ -247,6 +252,7 @@ type Coordinator struct {
 	ln      net.Listener
 	members []*conn  // by rank; [0] nil
 	hosts   []string // by rank
+	nodes   []string // by rank
 	mu      sync.Mutex
 	results [][]byte // by rank
 	failed  map[int]Failure
@@ -278,9 +284,9 @@ func Serve(ctx context.Context, cfg Config, id []byte) (*Coordinator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rendezvous: rank 0 cannot listen at %s: %w", addr, err)
 	}
-	c := &Coordinator{cfg: cfg, ln: ln, members: make([]*conn, cfg.Size), hosts: make([]string, cfg.Size),
+	c := &Coordinator{cfg: cfg, ln: ln, members: make([]*conn, cfg.Size), hosts: make([]string, cfg.Size), nodes: make([]string, cfg.Size),
 		results: make([][]byte, cfg.Size), failed: map[int]Failure{}, lost: make(chan struct{}), changed: make(chan struct{}, 1)}
-	c.hosts[0] = cfg.Host
+	c.hosts[0], c.nodes[0] = cfg.Host, cmpOr(cfg.Node, cfg.Host)
 	if err := c.join(ctx, id); err != nil {
 		c.Close()
 		return nil, err
@@ -326,9 +332,9 @@ func (c *Coordinator) join(ctx context.Context, id []byte) error {
 	start := time.Now()
 	deadline := start.Add(c.cfg.JoinTimeout)
 	type arrival struct {
-		rank int
-		cn   *conn
-		host string
+		rank       int
+		cn         *conn
+		host, node string
 	}
 	arrived := make(chan arrival)
 	stop := make(chan struct{})
@@ -355,7 +361,7 @@ func (c *Coordinator) join(ctx context.Context, id []byte) error {
 					return
 				}
 				select {
-				case arrived <- arrival{a.Rank, cn, a.Host}:
+				case arrived <- arrival{a.Rank, cn, a.Host, cmpOr(a.Node, a.Host)}:
 				case <-stop:
 					_ = cn.write(tAbort, []byte("rank 0 is no longer accepting members"), time.Second)
 					cn.close()
@@ -376,7 +382,7 @@ func (c *Coordinator) join(ctx context.Context, id []byte) error {
 				a.cn.close()
 				continue
 			}
-			joined[a.rank], c.members[a.rank], c.hosts[a.rank] = true, a.cn, a.host
+			joined[a.rank], c.members[a.rank], c.hosts[a.rank], c.nodes[a.rank] = true, a.cn, a.host, a.node
 			n++
 		case <-timer.C:
 			e := missingError(c.cfg, joined, c.cfg.JoinTimeout)
@@ -388,7 +394,7 @@ func (c *Coordinator) join(ctx context.Context, id []byte) error {
 		}
 	}
 	_ = c.ln.Close() // every rank is here: nobody else may connect
-	msg, _ := json.Marshal(idMsg{ID: id, Hosts: c.hosts})
+	msg, _ := json.Marshal(idMsg{ID: id, Hosts: c.hosts, Nodes: c.nodes})
 	for r := 1; r < c.cfg.Size; r++ {
 		if err := c.members[r].write(tID, msg, handshakeTimeout); err != nil {
 			e := &JobError{Failures: []Failure{{Rank: r, Host: c.hosts[r], Reason: "lost before it received the unique id: " + err.Error()}}}
@@ -427,8 +433,9 @@ func (c *Coordinator) handshake(cn *conn) (auth, error) {
 		_ = cn.write(tAbort, fmt.Appendf(nil, "rank %d is not one of 1..%d", a.Rank, c.cfg.Size-1), time.Second)
 		return auth{}, fmt.Errorf("rank")
 	}
-	if len(a.Host) > 255 {
-		a.Host = a.Host[:255]
+	if len(a.Host) > 255 || len(a.Node) > 255 {
+		_ = cn.write(tAbort, []byte("host or node name longer than 255 bytes"), time.Second)
+		return auth{}, fmt.Errorf("name")
 	}
 	if err := cn.write(tWelcome, mac(c.cfg.Secret, "gdrcheck-rendezvous/1 rank0", a.Nonce, ch), handshakeTimeout); err != nil {
 		return auth{}, err
@@ -504,6 +511,9 @@ func (c *Coordinator) pulse() {
 
 // Hosts are the ranks' host names, by rank.
 func (c *Coordinator) Hosts() []string { return slices.Clone(c.hosts) }
+
+// Nodes are the nodes the ranks count on (Config.Node), by rank.
+func (c *Coordinator) Nodes() []string { return slices.Clone(c.nodes) }
 
 // Lost is closed when a member fails: its connection dropped or it said
 // it failed. The caller aborts its communicator then.
@@ -600,6 +610,7 @@ type Member struct {
 	cfg   Config
 	cn    *conn
 	hosts []string
+	nodes []string
 	lost  chan struct{}
 	once  sync.Once
 	mu    sync.Mutex
@@ -664,7 +675,7 @@ func (m *Member) handshake(ctx context.Context, deadline time.Time) ([]byte, err
 	if err != nil || t != tChallenge || len(ch) != 32 {
 		return nil, fmt.Errorf("rendezvous: %s did not greet as gdrcheck's rank 0: %v", m.cfg.Addr, errOr(err, "unexpected message"))
 	}
-	a := auth{Rank: m.cfg.Rank, Size: m.cfg.Size, Host: m.cfg.Host, Nonce: nonce()}
+	a := auth{Rank: m.cfg.Rank, Size: m.cfg.Size, Host: m.cfg.Host, Node: m.cfg.Node, Nonce: nonce()}
 	a.MAC = a.tag(m.cfg.Secret, ch)
 	b, _ := json.Marshal(a)
 	if err := m.cn.write(tAuth, b, handshakeTimeout); err != nil {
@@ -693,10 +704,10 @@ func (m *Member) handshake(ctx context.Context, deadline time.Time) ([]byte, err
 		return nil, fmt.Errorf("rendezvous: unexpected message type %d from rank 0", t)
 	}
 	var im idMsg
-	if err := json.Unmarshal(p, &im); err != nil || len(im.ID) != IDSize || len(im.Hosts) != m.cfg.Size {
+	if err := json.Unmarshal(p, &im); err != nil || len(im.ID) != IDSize || len(im.Hosts) != m.cfg.Size || len(im.Nodes) != m.cfg.Size {
 		return nil, fmt.Errorf("rendezvous: malformed unique id message from rank 0")
 	}
-	m.hosts = im.Hosts
+	m.hosts, m.nodes = im.Hosts, im.Nodes
 	return im.ID, nil
 }
 
@@ -737,6 +748,9 @@ func (m *Member) lose(err error) {
 
 // Hosts are the ranks' host names, by rank, as rank 0 sent them.
 func (m *Member) Hosts() []string { return slices.Clone(m.hosts) }
+
+// Nodes are the nodes the ranks count on, by rank, as rank 0 sent them.
+func (m *Member) Nodes() []string { return slices.Clone(m.nodes) }
 
 // Lost is closed when rank 0 aborts the job or its connection drops; Err
 // says why.

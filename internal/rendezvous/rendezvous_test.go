@@ -27,7 +27,7 @@ func freeAddr(t *testing.T) string {
 }
 
 func cfg(addr string, rank, size int) Config {
-	return Config{Addr: addr, Rank: rank, Size: size, Host: fmt.Sprintf("host%d", rank), Secret: secret, JoinTimeout: 3 * time.Second,
+	return Config{Addr: addr, Rank: rank, Size: size, Host: fmt.Sprintf("host%d", rank), Node: fmt.Sprintf("node%d", rank/2), Secret: secret, JoinTimeout: 3 * time.Second,
 		Hosts: []string{"host0", "host1", "host2", "host3"}}
 }
 
@@ -50,6 +50,10 @@ func TestIDAndGather(t *testing.T) {
 					defer m.Close()
 					if !bytes.Equal(id, testID()) {
 						errs[r] = fmt.Errorf("rank %d got another id", r)
+						return
+					}
+					if n := m.Nodes(); len(n) != size || n[size-1] != fmt.Sprintf("node%d", (size-1)/2) {
+						errs[r] = fmt.Errorf("rank %d: nodes %v", r, n)
 						return
 					}
 					errs[r] = m.Deliver(ctx, fmt.Appendf(nil, "result of %d", r), 3*time.Second)

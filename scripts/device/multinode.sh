@@ -43,12 +43,13 @@ check() {
   pass "$name (largest row: $(grep '^ *[0-9]' "$d/out.0" | tail -1 | tr -s ' '))"
 }
 
-# plain NAME N [extra env for all ranks]: background processes with flags.
+# plain NAME N [extra gdrcheck flags]: background processes with flags.
 plain() {
   local name=$1 n=$2 d="$ROOT/$1" r port=$((29600 + RANDOM % 1000))
+  shift 2
   mkdir -p "$d"
   for r in $(seq 0 $((n - 1))); do
-    ( NCCL_HOSTID=fakehost$r "$B" "${ARGS[@]}" --rank "$r" --world-size "$n" --rendezvous "127.0.0.1:$port" --out "$d/job" >"$d/out.$r" 2>"$d/err.$r"; echo $? >"$d/rc.$r" ) &
+    ( NCCL_HOSTID=fakehost$r "$B" "${ARGS[@]}" "$@" --rank "$r" --world-size "$n" --rendezvous "127.0.0.1:$port" --out "$d/job" >"$d/out.$r" 2>"$d/err.$r"; echo $? >"$d/rc.$r" ) &
   done
   wait
   check "$name" "$n"
@@ -82,6 +83,11 @@ launcher() {
 
 plain plain-2 2
 plain plain-4 4
+# Split modes: with one rank per (fake) host, intra makes communicators of
+# one rank and rail one of every rank; the code paths are the same as on
+# nodes of several GPUs (ncclCommSplit, the groups, the combined table).
+plain split-intra-2 2 --split intra --op all
+plain split-rail-4 4 --split rail --op all
 mpi mpirun-2 2
 mpi mpirun-4 4
 launcher slurm-2 2 SLURM_PROCID=@R SLURM_NTASKS=2 SLURM_LOCALID=@R SLURM_NODEID=@R SLURM_JOB_ID=77 SLURM_STEP_ID=0 SLURM_JOB_NODELIST=localhost GDRCHECK_RENDEZVOUS=127.0.0.1:29577

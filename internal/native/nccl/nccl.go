@@ -23,6 +23,7 @@ static gdr_ncclResult gdr_nccl_destroy(gdr_nccl *l, gdr_ncclComm c) { return l->
 static gdr_ncclResult gdr_nccl_abort(gdr_nccl *l, gdr_ncclComm c) { return l->CommAbort(c); }
 static gdr_ncclResult gdr_nccl_rank(gdr_nccl *l, gdr_ncclComm c, int *r) { return l->CommUserRank(c, r); }
 static int gdr_nccl_has_memalloc(gdr_nccl *l) { return l->MemAlloc != 0; }
+static int gdr_nccl_has_split(gdr_nccl *l) { return l->CommSplit != 0; }
 */
 import "C"
 
@@ -340,6 +341,50 @@ func (l *Library) InitRank(ctx context.Context, rt *cuda.Runtime, dev int, id []
 		return nil
 	})
 	return c.started(ctx, err)
+}
+
+// HasSplit reports ncclCommSplit (NCCL 2.18+).
+func (l *Library) HasSplit() bool { return C.gdr_nccl_has_split(l.c) != 0 }
+
+// Split makes the sub-communicator of this process's one rank
+// (ncclCommSplit with the parent's configuration): the ranks that give
+// the same color form one, ordered by key. Every rank of the parent must
+// call it (collectively), under the deadline.
+func (c *Comms) Split(ctx context.Context, color, key int, timeout time.Duration) (*Comms, error) {
+	if !c.lib.HasSplit() {
+		return nil, fmt.Errorf("%s has no ncclCommSplit (NCCL 2.18 or later has it)", c.lib.Path)
+	}
+	if len(c.devs) != 1 {
+		return nil, fmt.Errorf("ncclCommSplit: %d local ranks; one process, one rank", len(c.devs))
+	}
+	if color < 0 {
+		return nil, fmt.Errorf("ncclCommSplit: color %d: want 0 or more", color)
+	}
+	dev := c.devs[0]
+	var sub *Comms
+	err := c.use(func() error {
+		return c.rt.DoTimeout(ctx, "ncclCommSplit", timeout, func() error {
+			parent := C.gdr_ncclComm(atomicLoadPointer(&c.view()[0].comm))
+			if parent == nil {
+				return ErrAborted
+			}
+			var comm C.gdr_ncclComm
+			var rank, size C.int
+			code := int(C.gdr_nccl_split(c.lib.c, (*C.gdr_cudart)(c.rt.CPtr()), C.int(dev), parent, C.int(color), C.int(key), &comm, &rank, &size))
+			if code != 0 {
+				return c.lib.status(c.rt, fmt.Sprintf("ncclCommSplit(color %d, key %d)", color, key), code)
+			}
+			sub = newComms(c.lib, c.rt, []int{dev}, int(size))
+			sub.ranks[0] = int(rank)
+			rk := &sub.view()[0]
+			rk.dev, rk.rank, rk.comm = C.int(dev), rank, comm
+			return nil
+		})
+	})
+	if sub == nil {
+		return nil, err
+	}
+	return sub.started(ctx, err)
 }
 
 // view is the C array of ranks as a Go slice: every index is checked.

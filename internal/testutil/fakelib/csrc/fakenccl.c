@@ -30,6 +30,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <dirent.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdint.h>
@@ -72,6 +73,7 @@ typedef struct fcomm {
 	// dir is the exchange directory, seq the next collective's number.
 	char dir[128];
 	long seq;
+	int splits; // ncclCommSplit calls so far
 } fcomm;
 
 static const char *last = "";
@@ -250,6 +252,51 @@ static void cleanup(fcomm *c) {
 	}
 	closedir(d);
 	rmdir(c->dir);
+}
+
+int ncclCommCount(fcomm *c, int *n) { *n = c->nranks; return 0; }
+
+// ncclCommSplit of a multi-process communicator: every rank writes its
+// color and key, reads everyone's, and joins the communicator of its
+// color (exchanging in a subdirectory of the parent's).
+int ncclCommSplit(fcomm *c, int color, int key, fcomm **out, void *config) {
+	(void)config;
+	*out = NULL;
+	if (c->clique || !c->dir[0]) { last = "ncclCommSplit: the fake splits only communicators of several processes"; return 5; }
+	int n = c->splits++;
+	char path[300];
+	snprintf(path, sizeof path, "%s/split%d.r%d", c->dir, n, c->rank);
+	char mine[64];
+	snprintf(mine, sizeof mine, "%d %d", color, key);
+	if (put_file(path, mine, strlen(mine))) { last = "cannot write to the exchange directory"; return 2; }
+	int size = 0, rank = 0;
+	for (int r = 0; r < c->nranks; r++) {
+		char *b;
+		size_t len;
+		snprintf(path, sizeof path, "%s/split%d.r%d", c->dir, n, r);
+		int e = get_file(c, path, r, &b, &len);
+		if (e) return e;
+		int col = -1, k = 0;
+		char tmp[64];
+		snprintf(tmp, sizeof tmp, "%.*s", (int)len, b);
+		free(b);
+		if (sscanf(tmp, "%d %d", &col, &k) != 2) { last = "ncclCommSplit: a peer's color is unreadable"; return 3; }
+		if (color < 0 || col != color) continue;
+		size++;
+		if (k < key || (k == key && r < c->rank)) rank++;
+	}
+	if (color < 0) return 0;
+	fcomm *s = calloc(1, sizeof *s);
+	s->nranks = size;
+	s->rank = rank;
+	s->dev = c->dev;
+	char sub[300];
+	snprintf(sub, sizeof sub, "%s/s%dc%d", c->dir, n, color);
+	if (strlen(sub) >= sizeof s->dir) { free(s); last = "ncclCommSplit: the exchange path is too long"; return 4; }
+	memcpy(s->dir, sub, strlen(sub) + 1);
+	if (mkdir(s->dir, 0700) && errno != EEXIST) { free(s); last = "ncclCommSplit: cannot make the exchange directory"; return 2; }
+	*out = s;
+	return 0;
 }
 
 int ncclCommDestroy(fcomm *c) { if (c) cleanup(c); return 0; }
