@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"runtime/debug"
 	"strings"
 
@@ -131,27 +130,21 @@ func runAnalyze(ctx context.Context, g *globals, files []string, o app.AnalyzeOp
 // with Go's default (a collection each time the heap doubles from a few
 // MB) most of a large file's CPU time went to collections. The heap may
 // grow to 5× the live data instead, and to analyzeMemoryLimit at most,
-// past which collections come as often as needed. The readers are one
-// goroutine each (three at most on one file): on a machine of many cores,
-// more Ps only spread the collector's idle workers and the reader over
-// cores (a 1 GiB nccl-tests output read 16% faster with 2 than with 16 on
-// the H200 machine). docs/analyzers.md measures all of it (1 GiB inputs
-// stay well under 200 MB RSS).
+// past which collections come as often as needed. docs/analyzers.md
+// measures it (1 GiB inputs stay well under 200 MB RSS). Limiting the
+// number of Ps as well made no difference on the 16-core H200 machine.
 const (
 	analyzeGCPercent   = 400
 	analyzeMemoryLimit = 160 << 20
-	analyzeMaxProcs    = 4
 )
 
-// tuneRuntimeForStreaming sets the collector and the number of Ps for
-// analyze and returns the function that restores them.
+// tuneRuntimeForStreaming sets the collector for analyze and returns the
+// function that restores it.
 func tuneRuntimeForStreaming() func() {
 	pct := debug.SetGCPercent(analyzeGCPercent)
 	limit := debug.SetMemoryLimit(analyzeMemoryLimit)
-	procs := runtime.GOMAXPROCS(min(runtime.GOMAXPROCS(0), analyzeMaxProcs))
 	return func() {
 		debug.SetGCPercent(pct)
 		debug.SetMemoryLimit(limit)
-		runtime.GOMAXPROCS(procs)
 	}
 }

@@ -801,11 +801,15 @@ func cloneRow(r collective.Row) collective.Row {
 // parseRowInto is parseRow with the halves and root in b.
 func parseRowInto(t []string, cols []string, b *rowBuf) (collective.Row, error) {
 	var r collective.Row
-	if !rowStart(t) {
+	if len(t) < 3 || typeSize[t[2]] == 0 {
 		return r, rowError("not a result row")
 	}
-	r.Bytes, _ = strconv.ParseUint(t[0], 10, 64)
-	r.Count, _ = strconv.ParseUint(t[1], 10, 64)
+	var err1, err2 error
+	r.Bytes, err1 = strconv.ParseUint(t[0], 10, 64)
+	r.Count, err2 = strconv.ParseUint(t[1], 10, 64)
+	if err1 != nil || err2 != nil {
+		return r, rowError("not a result row")
+	}
 	r.Type = t[2]
 	rest := t[3:]
 	// A trailing timestamp column (-T): "2025-01-02 12:34:56" or a bare time.

@@ -325,14 +325,14 @@ func AddQuote(qs []Quote, line int, text string) []Quote {
 // dst: a reader reuses dst line after line instead of allocating a slice
 // per line.
 func AppendFields(dst []string, s string) []string {
-	for i := range len(s) {
-		if s[i] >= utf8.RuneSelf { // Unicode blanks: strings.Fields knows them
-			return append(dst, strings.Fields(s)...)
-		}
-	}
+	n := len(dst)
 	start := -1
 	for i := range len(s) {
-		if asciiSpace(s[i]) {
+		c := s[i]
+		if c >= utf8.RuneSelf { // Unicode blanks: strings.Fields knows them
+			return append(dst[:n], strings.Fields(s)...)
+		}
+		if asciiSpace(c) {
 			if start >= 0 {
 				dst = append(dst, s[start:i])
 				start = -1

@@ -44,15 +44,23 @@ func busBWPlots(r *dossier.Report) []Plot {
 	for _, k := range order {
 		ms := groups[k]
 		sort.SliceStable(ms, func(a, b int) bool { return ms[a].Bytes < ms[b].Bytes })
+		// With one rank the bus bandwidth of most collectives is 0 by
+		// definition (nccl-tests' factor (n-1)/n), and NCCL does no work
+		// in place: the algorithm bandwidth is drawn, out of place only.
+		single := k.ranks <= 1
 		oop := series{name: "measured, out of place", class: "s-meas", dots: true}
 		inp := series{name: "measured, in place", class: "s-inpl"}
 		for _, m := range ms {
 			if m.Bytes == 0 {
 				continue
 			}
-			oop.pts = append(oop.pts, [2]float64{float64(m.Bytes), m.BusBW})
+			v := m.BusBW
+			if single {
+				v = m.AlgBW
+			}
+			oop.pts = append(oop.pts, [2]float64{float64(m.Bytes), v})
 			oop.status = append(oop.status, m.Status)
-			if m.InPlaceBusBW > 0 {
+			if m.InPlaceBusBW > 0 && !single {
 				inp.pts = append(inp.pts, [2]float64{float64(m.Bytes), m.InPlaceBusBW})
 			}
 		}
@@ -65,7 +73,11 @@ func busBWPlots(r *dossier.Report) []Plot {
 			exp := series{name: "expected (model)", class: "s-model"}
 			for _, p := range c.Points {
 				if p.Bytes > 0 {
-					exp.pts = append(exp.pts, [2]float64{float64(p.Bytes), p.BusBW})
+					v := p.BusBW
+					if single {
+						v = p.AlgBW
+					}
+					exp.pts = append(exp.pts, [2]float64{float64(p.Bytes), v})
 				}
 			}
 			all = append(all, exp)
@@ -75,7 +87,13 @@ func busBWPlots(r *dossier.Report) []Plot {
 			}
 		}
 		title := fmt.Sprintf("%s, %d ranks: bus bandwidth by message size", k.coll, k.ranks)
-		out = append(out, Plot{Title: title, Caption: caption, SVG: linePlot(title, "message size (bytes, log₂ scale)", "bus bandwidth (GB/s)", all)})
+		yTitle := "bus bandwidth (GB/s)"
+		if single {
+			title = fmt.Sprintf("%s, 1 rank: algorithm bandwidth by message size", k.coll)
+			yTitle = "algorithm bandwidth (GB/s)"
+			caption += "; one rank: algorithm bandwidth is drawn (bus bandwidth is 0 by definition for most collectives) and the in-place run is left out (NCCL copies nothing in place with one rank)"
+		}
+		out = append(out, Plot{Title: title, Caption: caption, SVG: linePlot(title, "message size (bytes, log₂ scale)", yTitle, all)})
 	}
 	return out
 }

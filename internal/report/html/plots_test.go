@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
 )
 
 // elem is one SVG element with its attributes and text.
@@ -186,5 +188,34 @@ func TestHeatMap(t *testing.T) {
 	}
 	if ramp(-1) != ramp(0) || ramp(2) != ramp(1) {
 		t.Error("ramp does not clamp")
+	}
+}
+
+// TestOneRankPlotsAlgorithmBandwidth: with one rank the bus bandwidth is
+// 0 by definition and NCCL does nothing in place (an in-place "busbw" of
+// 150 TB/s on the H200 machine squashed the plot), so the plot draws the
+// algorithm bandwidth, out of place only; with two ranks, bus bandwidth
+// and both runs.
+func TestOneRankPlotsAlgorithmBandwidth(t *testing.T) {
+	for _, c := range []struct {
+		ranks     int
+		title, no string
+	}{{1, "algorithm bandwidth", "measured, in place"}, {2, "bus bandwidth", "algorithm bandwidth"}} {
+		r := &dossier.Report{}
+		for _, b := range []uint64{1 << 20, 64 << 20} {
+			r.Measurements.Collectives = append(r.Measurements.Collectives, dossier.CollectiveMeasurement{
+				Collective: "all_reduce", Ranks: c.ranks, Bytes: b, AlgBW: 2000, BusBW: 1000, InPlaceBusBW: 150000})
+		}
+		plots := busBWPlots(r)
+		if len(plots) != 1 {
+			t.Fatalf("%d ranks: %d plots, want 1", c.ranks, len(plots))
+		}
+		svg := string(plots[0].SVG)
+		if !strings.Contains(plots[0].Title, c.title) || strings.Contains(svg, c.no) {
+			t.Errorf("%d ranks: title %q (want %q), %q drawn: %v", c.ranks, plots[0].Title, c.title, c.no, strings.Contains(svg, c.no))
+		}
+		if c.ranks == 1 && strings.Contains(svg, ">150000<") {
+			t.Errorf("one rank: the in-place value set the y axis")
+		}
 	}
 }
