@@ -171,17 +171,23 @@ func fromEnv(env map[string]string) (Job, error) {
 		*dst = n
 	}
 	switch {
-	case env["SLURM_PROCID"] != "" && env["SLURM_STEP_ID"] != "" || env["SLURM_PROCID"] != "" && env["SLURM_NTASKS"] != "":
+	case env["SLURM_PROCID"] != "" && (env["SLURM_STEP_ID"] != "" || env["SLURM_STEPID"] != ""):
+		// A task of an srun step. A batch script (sbatch without srun)
+		// has SLURM_PROCID and SLURM_NTASKS too, but no step id: it is one
+		// process, not rank 0 of the allocation's tasks.
 		j.Launcher = Slurm
 		num("SLURM_PROCID", &j.Rank)
-		num("SLURM_NTASKS", &j.Size)
+		num("SLURM_STEP_NUM_TASKS", &j.Size)
+		if j.Size < 0 {
+			num("SLURM_NTASKS", &j.Size)
+		}
 		if j.Size < 0 {
 			num("SLURM_NPROCS", &j.Size)
 		}
 		num("SLURM_LOCALID", &j.LocalRank)
 		num("SLURM_NODEID", &j.Node)
 		j.JobID = env["SLURM_JOB_ID"]
-		if s := env["SLURM_STEP_ID"]; s != "" && j.JobID != "" {
+		if s := firstOf(env, "SLURM_STEP_ID", "SLURM_STEPID"); s != "" && j.JobID != "" {
 			j.JobID += "." + s
 		}
 		list := env["SLURM_STEP_NODELIST"]

@@ -90,7 +90,7 @@ plain split-intra-2 2 --split intra --op all
 plain split-rail-4 4 --split rail --op all
 mpi mpirun-2 2
 mpi mpirun-4 4
-launcher slurm-2 2 SLURM_PROCID=@R SLURM_NTASKS=2 SLURM_LOCALID=@R SLURM_NODEID=@R SLURM_JOB_ID=77 SLURM_STEP_ID=0 SLURM_JOB_NODELIST=localhost GDRCHECK_RENDEZVOUS=127.0.0.1:29577
+launcher slurm-2 2 SLURM_PROCID=@R SLURM_NTASKS=2 SLURM_STEP_NUM_TASKS=2 SLURM_LOCALID=@R SLURM_NODEID=@R SLURM_JOB_ID=77 SLURM_STEP_ID=0 SLURM_JOB_NODELIST=localhost GDRCHECK_RENDEZVOUS=127.0.0.1:29577
 launcher torchrun-4 4 RANK=@R WORLD_SIZE=4 LOCAL_RANK=@R GROUP_RANK=@R MASTER_ADDR=127.0.0.1 MASTER_PORT=29588
 
 # A wrong secret: rank 1 is rejected, rank 0 names it as missing.
