@@ -31,6 +31,8 @@ type JobOptions struct {
 	Listen string
 	// Split groups the ranks into the communicators measured (all: one).
 	Split launch.Split
+	// Hierarchical also runs the hierarchical all-reduce (node, rail).
+	Hierarchical bool
 }
 
 // RankDir is rank's output directory under a job's: rank 0 writes the
@@ -114,6 +116,11 @@ func (s *Session) BenchNCCLJob(ctx context.Context, g *GPUs, o NCCLOptions, jo J
 	color, groups := split.Color(nodes, job.Rank)
 	if split != launch.SplitAll {
 		cfg.Job.Split = &bench.SplitColor{Color: color}
+	}
+	if jo.Hierarchical {
+		intra, _ := launch.SplitIntra.Color(nodes, job.Rank)
+		rail, _ := launch.SplitRail.Color(nodes, job.Rank)
+		cfg.Job.Hier = &bench.HierColors{Intra: intra, Rail: rail}
 	}
 	// A lost peer ends this rank's run: the context's cancellation aborts
 	// the communicator (the bench's guard calls ncclCommAbort).

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/collective"
@@ -69,7 +70,7 @@ func CombineRanks(ranks []RankResult, d DType) []NCCLResult {
 	}
 	var out []NCCLResult
 	for ci, base := range ranks[0].Measurements {
-		res := NCCLResult{Collective: base.Collective, Ranks: base.Ranks, Error: base.Error}
+		res := NCCLResult{Collective: base.Collective, Ranks: base.Ranks, Error: base.Error, Variant: base.Variant}
 		for _, rk := range ranks[1:] {
 			if ci < len(rk.Measurements) && rk.Measurements[ci].Error != "" && res.Error == "" {
 				res.Error = fmt.Sprintf("rank %d: %s", rk.Rank, rk.Measurements[ci].Error)
@@ -185,7 +186,12 @@ func (t NCCLText) WriteJobTables(results []NCCLResult, runErr error) {
 		return
 	}
 	for _, r := range results {
-		t.Collective(r.Collective)
+		if r.Variant == VariantHierarchical {
+			fmt.Fprintf(t.W, "#\n# Collective %s, hierarchical: reduce-scatter in the node, all-reduce per rail, all-gather in the node (out of place; each stage waited for)\n", r.Collective)
+			io.WriteString(t.W, TableHeader())
+		} else {
+			t.Collective(r.Collective)
+		}
 		for _, row := range r.Rows {
 			t.Row(row)
 		}

@@ -56,6 +56,9 @@ type JobRank struct {
 	// this rank's color (ncclCommSplit, ordered by rank) instead of the
 	// job's.
 	Split *SplitColor
+	// Hier, when set, also runs the hierarchical all-reduce on the node's
+	// and the rail's sub-communicators, after the collectives.
+	Hier *HierColors
 }
 
 // SplitColor is this rank's group of a split job.
@@ -74,6 +77,9 @@ type NCCLResult struct {
 	// Wrong is the sum of #wrong: nccl-tests' "Out of bounds values".
 	Wrong int64  `json:"wrong"`
 	Error string `json:"error,omitempty"`
+	// Variant names a way of running the collective other than NCCL's own
+	// (VariantHierarchical); empty for NCCL's.
+	Variant string `json:"variant,omitempty"`
 }
 
 // Buffers names the allocator of the benchmark's device buffers.
@@ -127,6 +133,7 @@ type ncclRun struct {
 	lib     *nccl.Library
 	comms   *nccl.Comms
 	parent  *nccl.Comms // the job's communicator when comms is a split of it
+	hier    *hierRun    // the hierarchical all-reduce's communicators
 	send    []cuda.DevPtr
 	recv    []cuda.DevPtr
 	staging cuda.HostPtr
@@ -178,12 +185,25 @@ func RunNCCL(ctx context.Context, rt *cuda.Runtime, lib *nccl.Library, cfg NCCLC
 	}
 	r.comms = comms
 	defer r.release(context.WithoutCancel(ctx))
+	if j := cfg.Job; j != nil && j.Hier != nil {
+		if err := r.splitHier(ctx, *j.Hier); err != nil {
+			r.abort()
+			return nil, err
+		}
+	}
 	if err := r.allocate(ctx); err != nil {
 		return nil, err
 	}
 	var out []NCCLResult
 	for _, c := range cfg.Collectives {
 		res, err := r.collective(ctx, c)
+		out = append(out, res)
+		if err != nil {
+			return out, err
+		}
+	}
+	if r.hier != nil {
+		res, err := r.hierarchical(ctx)
 		out = append(out, res)
 		if err != nil {
 			return out, err
@@ -266,6 +286,14 @@ func (r *ncclRun) free(ctx context.Context, dev int, p cuda.DevPtr) error {
 func (r *ncclRun) release(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	if h := r.hier; h != nil {
+		if h.intra != nil {
+			_ = h.intra.Destroy(ctx)
+		}
+		if h.rail != nil {
+			_ = h.rail.Destroy(ctx)
+		}
+	}
 	if r.comms != nil {
 		_ = r.comms.Destroy(ctx)
 	}
@@ -313,6 +341,14 @@ func (r *ncclRun) guard(err error) error {
 // abort aborts the communicators (the split one and the job's).
 func (r *ncclRun) abort() error {
 	err := r.comms.Abort()
+	if h := r.hier; h != nil {
+		if h.intra != nil {
+			err = errors.Join(err, h.intra.Abort())
+		}
+		if h.rail != nil {
+			err = errors.Join(err, h.rail.Abort())
+		}
+	}
 	if r.parent != nil {
 		err = errors.Join(err, r.parent.Abort())
 	}

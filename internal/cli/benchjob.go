@@ -21,6 +21,7 @@ type jobFlags struct {
 	secretFile         string
 	joinTimeout        time.Duration
 	split              string
+	hierarchical       bool
 }
 
 func (j *jobFlags) add(cmd *cobra.Command) {
@@ -32,6 +33,7 @@ func (j *jobFlags) add(cmd *cobra.Command) {
 	f.StringVar(&j.listen, "rendezvous-listen", "", "where rank 0 listens, HOST:PORT (default: the rendezvous address; never all interfaces unless given)")
 	f.StringVar(&j.secretFile, "secret-file", "", "file holding the job's rendezvous secret (default: GDRCHECK_SECRET, else a weak one from the launcher's job id)")
 	f.DurationVar(&j.joinTimeout, "join-timeout", 2*time.Minute, "how long every rank may take to reach the rendezvous")
+	f.BoolVar(&j.hierarchical, "hierarchical", false, "also run the hierarchical all-reduce (reduce-scatter in the node, all-reduce per rail, all-gather in the node; ncclCommSplit) on the same data as the flat one, verified and timed beside it")
 	f.StringVar(&j.split, "split", "all", "communicators of a job: all (every rank), intra (each node's ranks), rail (the same local GPU of every node; NCCL_TESTS_SPLIT's per-rail run)")
 }
 
@@ -59,6 +61,9 @@ func (j *jobFlags) detect(cmd *cobra.Command) (launch.Job, error) {
 	if j.split != string(launch.SplitAll) && !(job.Multi() && job.Size > 1) {
 		return job, toolError(fmt.Errorf("--split %s: only a job of several ranks splits", j.split))
 	}
+	if j.hierarchical && (j.split != string(launch.SplitAll) || !(job.Multi() && job.Size > 1)) {
+		return job, toolError(fmt.Errorf("--hierarchical: a job of several ranks, unsplit (it makes its own node and rail communicators)"))
+	}
 	if job.Multi() && j.joinTimeout <= 0 {
 		return job, toolError(fmt.Errorf("--join-timeout %s: must be positive", j.joinTimeout))
 	}
@@ -82,5 +87,5 @@ func (j *jobFlags) options(g *globals, job launch.Job) (app.JobOptions, error) {
 	if src == launch.SecretWeak && job.Rank == 0 {
 		fmt.Fprintf(g.errOut, "gdrcheck: rendezvous secret derived from the %s job id %s (weak: set GDRCHECK_SECRET or --secret-file)\n", job.Launcher, printable.Line(job.JobID))
 	}
-	return app.JobOptions{Job: job, Secret: secret, JoinTimeout: j.joinTimeout, Listen: j.listen, Split: launch.Split(j.split)}, nil
+	return app.JobOptions{Job: job, Secret: secret, JoinTimeout: j.joinTimeout, Listen: j.listen, Split: launch.Split(j.split), Hierarchical: j.hierarchical}, nil
 }

@@ -306,3 +306,47 @@ func TestJobSplit(t *testing.T) {
 		t.Errorf("exit %d: %s", code, errs)
 	}
 }
+
+// TestJobHierarchical: 4 ranks on 2 "nodes": the hierarchical all-reduce
+// (node and rail sub-communicators) computes the same sums as the flat
+// one, checked on every rank; a corrupted stage is counted.
+func TestJobHierarchical(t *testing.T) {
+	for _, corrupt := range []bool{false, true} {
+		t.Run(fmt.Sprint("corrupt=", corrupt), func(t *testing.T) {
+			procs, out := runJob(t, jobSpec{size: 4, args: []string{"--hierarchical", "-b", "64", "-e", "4K", "-f", "4", "-w", "1", "-n", "2", "-c", "1"},
+				env: func(r int) []string {
+					env := []string{fmt.Sprintf("NCCL_HOSTID=node%d", r/2)}
+					if corrupt && r == 3 {
+						env = append(env, "FAKENCCL_CORRUPT=1")
+					}
+					return env
+				}}, 90*time.Second)
+			want := ExitOK
+			if corrupt {
+				want = ExitFailed
+			}
+			if procs[0].code != want {
+				t.Fatalf("%s", procs[0])
+			}
+			rep := readJobReport(t, filepath.Join(out, "results.json"))
+			if len(rep.Measurements) != 2 {
+				t.Fatalf("measurements: %+v", rep.Measurements)
+			}
+			flat, hier := rep.Measurements[0], rep.Measurements[1]
+			if flat.Variant != "" || hier.Variant != bench.VariantHierarchical || hier.Ranks != 4 || len(hier.Rows) != len(flat.Rows) {
+				t.Fatalf("flat %+v\nhierarchical %+v", flat, hier)
+			}
+			for i, row := range hier.Rows {
+				if row.Count%2 != 0 || row.OutOfPlace == nil || row.OutOfPlace.Wrong == nil || row.InPlace != nil || row.Bytes != flat.Rows[i].Bytes {
+					t.Errorf("row %d: %+v", i, row)
+				}
+			}
+			if (hier.Wrong > 0) != corrupt || (flat.Wrong > 0) != corrupt {
+				t.Errorf("wrong: flat %d, hierarchical %d (corrupt %v)", flat.Wrong, hier.Wrong, corrupt)
+			}
+			if !strings.Contains(procs[0].stdout.String(), "hierarchical: reduce-scatter in the node, all-reduce per rail") {
+				t.Errorf("no hierarchical table:\n%s", procs[0].stdout.String())
+			}
+		})
+	}
+}

@@ -88,6 +88,9 @@ plain plain-4 4
 # nodes of several GPUs (ncclCommSplit, the groups, the combined table).
 plain split-intra-2 2 --split intra --op all
 plain split-rail-4 4 --split rail --op all
+# The hierarchical all-reduce beside the flat one (verified against the same
+# expected sums; with one GPU per host the node stages are trivial).
+plain hierarchical-4 4 --hierarchical
 mpi mpirun-2 2
 mpi mpirun-4 4
 launcher slurm-2 2 SLURM_PROCID=@R SLURM_NTASKS=2 SLURM_STEP_NUM_TASKS=2 SLURM_LOCALID=@R SLURM_NODEID=@R SLURM_JOB_ID=77 SLURM_STEP_ID=0 SLURM_JOB_NODELIST=localhost GDRCHECK_RENDEZVOUS=127.0.0.1:29577
