@@ -35,6 +35,11 @@ func JudgeNCCL(b model.Basis, results []NCCLResult, pass float64) []result.Resul
 		if len(r.Rows) == 0 {
 			continue
 		}
+		if r.Variant != "" {
+			out = append(out, result.Result{ID: JudgeNCCLID, Status: result.Unknown, Subject: string(r.Collective) + " (" + r.Variant + ")", Reason: "NoModel",
+				Message: "the model predicts NCCL's own " + string(r.Collective) + ", not a " + r.Variant + " one"})
+			continue
+		}
 		row := r.Rows[len(r.Rows)-1]
 		if row.OutOfPlace == nil {
 			continue
