@@ -22,9 +22,10 @@ check results (status changes, new and vanished failures) and measurements (bus 
 collective, size and ranks; copy GB/s per test and GPU) that moved beyond their noise.
 
 Noise: a measurement moved when new/old lies outside ×(1+f) either way, f being --floor for
-bandwidth-bound measurements, --host-floor for pinned one-direction host copies, --noisy-floor for latency-bound collectives (the model says so, or
-the row took under --latency-us) and pageable or bidirectional host copies, widened to the spread
-between a row's in-place and out-of-place runs when that is larger. docs/diff.md says why.
+bandwidth-bound measurements, --host-floor for pinned one-direction host copies, --noisy-floor
+for pageable or bidirectional host copies, --latency-floor for latency-bound collectives (the
+model says so, or the row took under --latency-us), widened to the spread between a row's
+in-place and out-of-place runs when that is larger. docs/diff.md says why.
 
 Exit status: 1 when something got worse (a check went from pass to warn or fail, a new failure,
 a measurement dropped beyond its noise, a GPU, NIC, port, NVLink, link width or GDR lost), 2 when
@@ -61,7 +62,8 @@ an input cannot be read (the message names the file, line and field), else 0.`,
 	fl.StringVar(&format, "format", "text", "output format: text, json or md")
 	fl.Float64Var(&noise.Floor, "floor", noise.Floor, "relative move a bandwidth-bound measurement may make unnoticed")
 	fl.Float64Var(&noise.HostFloor, "host-floor", noise.HostFloor, "relative move a pinned one-direction host copy may make unnoticed")
-	fl.Float64Var(&noise.NoisyFloor, "noisy-floor", noise.NoisyFloor, "relative move a latency-bound collective, a pageable or bidirectional copy may make unnoticed")
+	fl.Float64Var(&noise.NoisyFloor, "noisy-floor", noise.NoisyFloor, "relative move a pageable or bidirectional host copy may make unnoticed")
+	fl.Float64Var(&noise.LatencyFloor, "latency-floor", noise.LatencyFloor, "relative move a latency-bound collective may make unnoticed (1: a factor of 2 either way)")
 	fl.Float64Var(&noise.LatencyUS, "latency-us", noise.LatencyUS, "a collective row faster than this (µs) is latency-bound")
 	return cmd
 }

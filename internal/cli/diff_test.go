@@ -58,7 +58,7 @@ func TestDiffCommand(t *testing.T) {
 	}{
 		{"same dossier", []string{"diff", h200Dossier, h200Dossier + "/report.json"}, 0, []string{"no changes", "61 measurements compared, 0 moved"}},
 		{"driver bumped", []string{"diff", h200Dossier, bumped}, 0, []string{"CHANGED", "driver: 580.159.04 → 580.200.01"}},
-		{"slower all_reduce", []string{"diff", h200Dossier, slower}, 1, []string{"WORSE", "all_reduce 64M (1 rank) GB/s algbw: 1866 → 1493 (-20.0%)", "driver"}},
+		{"slower all_reduce", []string{"diff", h200Dossier, slower}, 1, []string{"WORSE", "all_reduce 64M (1 rank) GB/s algbw: ", "(-20.0%)", "driver"}},
 		{"markdown", []string{"diff", "--format", "md", h200Dossier, slower}, 1, []string{"| worse | measurements | all\\_reduce 64M (1 rank) GB/s algbw |"}},
 		{"looser floor", []string{"diff", "--floor", "0.3", h200Dossier, slower}, 0, []string{"nothing got worse"}},
 	}

@@ -114,12 +114,17 @@ type Options struct {
 	// machine's device-to-host pinned copy gave 52.3–55.2 GB/s over three
 	// identical runs (5.5%).
 	HostFloor float64 `json:"host_floor"`
-	// NoisyFloor is for latency-bound collectives, pageable and
-	// bidirectional host copies: the H200 machine's small sizes moved by
-	// ±25% between identical runs (single rows 0.69–1.35 in time), its
-	// pageable copies by 15% and more (6.4–8.7 GB/s over 36 runs), its
-	// bidirectional pinned copies 72.8–94.9 GB/s.
+	// NoisyFloor is for pageable and bidirectional host copies: the H200
+	// machine's pageable copies moved by 15% and more between identical
+	// runs (6.4–8.7 GB/s over 36 runs), its bidirectional pinned copies
+	// 72.8–94.9 GB/s.
 	NoisyFloor float64 `json:"noisy_floor"`
+	// LatencyFloor is for latency-bound collectives: on the H200 machine
+	// small operations fall into a fast (≈5.7 µs) or a slow (7–9 µs) state
+	// a whole process at a time; single rows moved by a factor of up to
+	// 1.45 between identical builds and 1.79 between two quick dossiers
+	// of the same configuration (docs/diff.md).
+	LatencyFloor float64 `json:"latency_floor"`
 	// LatencyUS: a collective row whose faster run took less than this is
 	// latency-bound, whatever the model says (a small operation costs 6–9
 	// µs on the H200 machine before it moves a byte).
@@ -128,7 +133,7 @@ type Options struct {
 
 // DefaultOptions are the floors docs/diff.md argues for.
 func DefaultOptions() Options {
-	return Options{Floor: 0.05, HostFloor: 0.10, NoisyFloor: 0.40, LatencyUS: 20}
+	return Options{Floor: 0.05, HostFloor: 0.10, NoisyFloor: 0.40, LatencyFloor: 1.0, LatencyUS: 20}
 }
 
 // Validate refuses floors that are not positive numbers.
@@ -136,7 +141,7 @@ func (o Options) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"floor", o.Floor}, {"host floor", o.HostFloor}, {"noisy floor", o.NoisyFloor}, {"latency time", o.LatencyUS}} {
+	}{{"floor", o.Floor}, {"host floor", o.HostFloor}, {"noisy floor", o.NoisyFloor}, {"latency floor", o.LatencyFloor}, {"latency time", o.LatencyUS}} {
 		if !(f.v > 0) || math.IsInf(f.v, 0) {
 			return fmt.Errorf("%s %g: want a positive number", f.name, f.v)
 		}

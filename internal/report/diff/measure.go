@@ -100,9 +100,9 @@ func (c *comparer) noise(a, b sample, collective bool) (float64, string) {
 	floor, class := c.opts.Floor, "bandwidth-bound"
 	switch {
 	case collective && (a.noisy || b.noisy):
-		floor, class = c.opts.NoisyFloor, "latency-bound (the model says so)"
+		floor, class = c.opts.LatencyFloor, "latency-bound (the model says so)"
 	case collective && math.Min(a.timeUS, b.timeUS) > 0 && math.Min(a.timeUS, b.timeUS) < c.opts.LatencyUS:
-		floor, class = c.opts.NoisyFloor, fmt.Sprintf("latency-bound (under %s µs)", num(c.opts.LatencyUS))
+		floor, class = c.opts.LatencyFloor, fmt.Sprintf("latency-bound (under %s µs)", num(c.opts.LatencyUS))
 	case a.host && b.host:
 		floor, class = c.opts.HostFloor, "pinned host copy"
 	case a.noisy || b.noisy:
