@@ -107,7 +107,10 @@ func (d *Diff) WriteMarkdown(w io.Writer) error {
 	}
 	writeOnly(&b, "Measured in OLD only", d.OnlyOld, printable.Cell)
 	writeOnly(&b, "Measured in NEW only", d.OnlyNew, printable.Cell)
-	fmt.Fprintf(&b, "\n%s\n", d.Summary())
+	if len(d.OnlyOld)+len(d.OnlyNew) > 0 {
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "%s\n", d.Summary())
 	_, err := io.WriteString(w, b.String())
 	return err
 }
