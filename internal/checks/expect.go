@@ -184,8 +184,10 @@ func lineOf(b []byte, path string) int {
 	return n.Line
 }
 
-// versionMatches compares a found version with an expected one: exact, or
+// VersionMatches compares a found version with an expected one: exact, or
 // a prefix when the expectation ends in "*".
+func VersionMatches(found, want string) bool { return versionMatches(found, want) }
+
 func versionMatches(found, want string) bool {
 	if strings.HasSuffix(want, "*") {
 		return strings.HasPrefix(found, strings.TrimSuffix(want, "*"))

@@ -1,0 +1,605 @@
+package fleet
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/gdrcheck/gdrcheck/internal/checks"
+)
+
+// Options are the roll-up's reference and noise model.
+type Options struct {
+	// Expect is the site profile (--expect); its versions, counts, rate
+	// and MTU are the reference where it sets them, the majority otherwise.
+	Expect *checks.Expect
+	// Z is the robust z beyond which a lower measurement is an outlier.
+	Z float64
+	// MADFloor is the least MAD as a fraction of the median, so that a
+	// class whose nodes measured identically does not accuse a node 0.1%
+	// below them.
+	MADFloor float64
+	// MinNodes is the fewest nodes of a class measuring a key for its
+	// outliers to be judged.
+	MinNodes int
+}
+
+// DefaultOptions: |z| > 3.5 (Iglewicz and Hoaglin's cut-off for the
+// modified z-score), a MAD of at least 1% of the median, 5 nodes.
+func DefaultOptions() Options { return Options{Z: 3.5, MADFloor: 0.01, MinNodes: 5} }
+
+// Validate says what is wrong with o.
+func (o Options) Validate() error {
+	switch {
+	case o.Z <= 0:
+		return fmt.Errorf("--z %g: want > 0", o.Z)
+	case o.MADFloor < 0:
+		return fmt.Errorf("--mad-floor %g: want >= 0", o.MADFloor)
+	case o.MinNodes < 3:
+		return fmt.Errorf("--min-nodes %d: want >= 3", o.MinNodes)
+	}
+	return nil
+}
+
+// Fleet is the cluster report.
+type Fleet struct {
+	Nodes       []NodeLine    `json:"nodes"`
+	Skipped     []Skipped     `json:"skipped"`
+	Classes     []Class       `json:"classes"`
+	Consistency []Consistency `json:"consistency"`
+	Missing     []Missing     `json:"missing"`
+	Ports       []PortIssue   `json:"ports"`
+	Outliers    []Outlier     `json:"outliers"`
+	Drain       []Drain       `json:"drain"`
+}
+
+// NodeLine is one node's line.
+type NodeLine struct {
+	Host    string   `json:"host"`
+	Source  string   `json:"source"`
+	Verdict string   `json:"verdict"`
+	Failing []string `json:"failing,omitempty"`
+	Class   string   `json:"class"`
+	// Drain is the node's rank in Fleet.Drain, 0 when it is not to be
+	// drained.
+	Drain int `json:"drain,omitempty"`
+}
+
+// Skipped is an input that was not rolled up, and why.
+type Skipped struct {
+	Source string `json:"source"`
+	Error  string `json:"error"`
+}
+
+// Class is one hardware class and how many nodes are in it.
+type Class struct {
+	Class string `json:"class"`
+	Nodes int    `json:"nodes"`
+}
+
+// Consistency is one version across the nodes of one hardware class: the reference (the
+// profile's, or the majority's), and the nodes that differ.
+type Consistency struct {
+	// Group is the hardware class whose nodes are compared: nodes of
+	// another class may run another software image.
+	Group     string `json:"group"`
+	Field     string `json:"field"`
+	Reference string `json:"reference"`
+	// Basis is "profile", "majority" or "split" (no majority: nobody is
+	// accused).
+	Basis string `json:"basis"`
+	// Nodes is how many nodes reported the field.
+	Nodes    int       `json:"nodes"`
+	Deviants []Deviant `json:"deviants,omitempty"`
+}
+
+// Deviant is one node whose value differs from the reference.
+type Deviant struct {
+	Host  string `json:"host"`
+	Value string `json:"value"`
+}
+
+// Missing is a node with fewer GPUs or NICs than the nodes it should
+// equal (Aggregator.hardware says which), or the profile.
+type Missing struct {
+	Host  string `json:"host"`
+	What  string `json:"what"` // gpus, nics
+	Have  int    `json:"have"`
+	Want  int    `json:"want"`
+	Basis string `json:"basis"`
+}
+
+// PortIssue is a port at a lower rate, or another MTU, than its class's
+// ports of the same link layer (or the profile).
+type PortIssue struct {
+	Host  string  `json:"host"`
+	Port  string  `json:"port"`
+	Issue string  `json:"issue"` // rate, mtu
+	Have  float64 `json:"have"`
+	Want  float64 `json:"want"`
+	Basis string  `json:"basis"`
+}
+
+// Outlier is a measurement well below its class's median.
+type Outlier struct {
+	Host   string  `json:"host"`
+	Class  string  `json:"class"`
+	Key    string  `json:"key"`
+	Value  float64 `json:"value"`
+	Median float64 `json:"median"`
+	MAD    float64 `json:"mad"`
+	Z      float64 `json:"z"`
+	// OffPct is (value − median)/median in percent.
+	OffPct float64 `json:"off_pct"`
+	// Peers is how many nodes of the class measured the key.
+	Peers int `json:"peers"`
+}
+
+// Drain is a node to drain, with its reasons, worst first.
+type Drain struct {
+	Rank    int      `json:"rank"`
+	Host    string   `json:"host"`
+	Reasons []string `json:"reasons"`
+	tier    int
+	sev     float64
+}
+
+// Tiers of a drain reason, most urgent first.
+const (
+	tierFailing = iota
+	tierMissing
+	tierPort
+	tierOutlier
+	tierVersion
+)
+
+type sampleKey struct{ class, key int32 }
+
+type sample struct {
+	node  int32
+	value float64
+}
+
+// Aggregator rolls nodes up one at a time, keeping only their summaries.
+type Aggregator struct {
+	opts     Options
+	nodes    []Node
+	class    []int32
+	classes  []string
+	classIdx map[string]int32
+	hosts    map[string]int
+	skipped  []Skipped
+	keys     map[string]int32
+	keyNames []string
+	samples  map[sampleKey][]sample
+}
+
+// NewAggregator starts an empty roll-up.
+func NewAggregator(o Options) *Aggregator {
+	return &Aggregator{opts: o, classIdx: map[string]int32{}, hosts: map[string]int{}, keys: map[string]int32{}, samples: map[sampleKey][]sample{}}
+}
+
+// Skip records an input that could not be read.
+func (a *Aggregator) Skip(source string, err error) {
+	a.skipped = append(a.skipped, Skipped{Source: source, Error: err.Error()})
+}
+
+// Add rolls n up; a second report of a host already added is skipped.
+func (a *Aggregator) Add(n Node) {
+	if n.Host == "" {
+		a.skipped = append(a.skipped, Skipped{Source: n.Source, Error: "no host name"})
+		return
+	}
+	if i, ok := a.hosts[n.Host]; ok {
+		a.skipped = append(a.skipped, Skipped{Source: n.Source, Error: fmt.Sprintf("duplicate: host %s is already in %s", n.Host, a.nodes[i].Source)})
+		return
+	}
+	idx := int32(len(a.nodes))
+	a.hosts[n.Host] = len(a.nodes)
+	cn := n.Class()
+	c, ok := a.classIdx[cn]
+	if !ok {
+		c = int32(len(a.classes))
+		a.classIdx[cn] = c
+		a.classes = append(a.classes, cn)
+	}
+	for _, m := range n.Measurements {
+		k, ok := a.keys[m.Key]
+		if !ok {
+			k = int32(len(a.keyNames))
+			a.keys[m.Key] = k
+			a.keyNames = append(a.keyNames, m.Key)
+		}
+		sk := sampleKey{c, k}
+		a.samples[sk] = append(a.samples[sk], sample{idx, m.Value})
+	}
+	n.Measurements = nil
+	a.nodes = append(a.nodes, n)
+	a.class = append(a.class, c)
+}
+
+// Read summarizes n inputs on workers goroutines and rolls them up in
+// input order (so which of two duplicates is kept does not depend on
+// timing). load returns input i's bytes (it may reuse buf) and its name.
+func Read(n, workers int, load func(i int, buf []byte) ([]byte, string, error), o Options) *Fleet {
+	a := NewAggregator(o)
+	type out struct {
+		i    int
+		node Node
+		src  string
+		err  error
+	}
+	workers = max(1, min(workers, n))
+	next := make(chan int)
+	res := make(chan out, workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf []byte
+			for i := range next {
+				b, src, err := load(i, buf[:0])
+				var nd Node
+				if err == nil {
+					nd, err = Summarize(b, src)
+				}
+				if b != nil {
+					buf = b
+				}
+				res <- out{i, nd, src, err}
+			}
+		}()
+	}
+	go func() {
+		for i := range n {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+		close(res)
+	}()
+	pending := map[int]out{}
+	want := 0
+	for r := range res {
+		pending[r.i] = r
+		for {
+			p, ok := pending[want]
+			if !ok {
+				break
+			}
+			delete(pending, want)
+			want++
+			if p.err != nil {
+				a.Skip(p.src, fmt.Errorf("%s: %w", p.src, p.err))
+			} else {
+				a.Add(p.node)
+			}
+		}
+	}
+	return a.Report()
+}
+
+// Report judges the nodes added so far.
+func (a *Aggregator) Report() *Fleet {
+	f := &Fleet{Skipped: a.skipped, Nodes: []NodeLine{}, Classes: []Class{}, Consistency: []Consistency{}, Missing: []Missing{}, Ports: []PortIssue{}, Outliers: []Outlier{}, Drain: []Drain{}}
+	if f.Skipped == nil {
+		f.Skipped = []Skipped{}
+	}
+	reasons := make(map[int32][]Drain) // per node: one entry per reason
+	why := func(n int32, tier int, sev float64, r string) {
+		reasons[n] = append(reasons[n], Drain{Reasons: []string{r}, tier: tier, sev: sev})
+	}
+	counts := make([]int, len(a.classes))
+	for i, n := range a.nodes {
+		counts[a.class[i]]++
+		if len(n.Failing) > 0 {
+			why(int32(i), tierFailing, float64(len(n.Failing)), "failing checks: "+strings.Join(n.Failing, ", "))
+		}
+	}
+	for c, name := range a.classes {
+		f.Classes = append(f.Classes, Class{name, counts[c]})
+	}
+	slices.SortFunc(f.Classes, func(x, y Class) int { return cmp.Or(cmp.Compare(y.Nodes, x.Nodes), cmp.Compare(x.Class, y.Class)) })
+
+	a.versions(f, why)
+	a.hardware(f, why)
+	a.ports(f, why)
+	a.outliers(f, why)
+
+	// The drain list: a node's reasons worst first, nodes by their worst.
+	for n, rs := range reasons {
+		slices.SortStableFunc(rs, func(x, y Drain) int { return cmp.Or(cmp.Compare(x.tier, y.tier), cmp.Compare(y.sev, x.sev)) })
+		d := Drain{Host: a.nodes[n].Host, tier: rs[0].tier, sev: rs[0].sev}
+		for _, r := range rs {
+			d.Reasons = append(d.Reasons, r.Reasons[0])
+		}
+		f.Drain = append(f.Drain, d)
+	}
+	slices.SortFunc(f.Drain, func(x, y Drain) int {
+		return cmp.Or(cmp.Compare(x.tier, y.tier), cmp.Compare(y.sev, x.sev), cmp.Compare(len(y.Reasons), len(x.Reasons)), cmp.Compare(x.Host, y.Host))
+	})
+	rank := map[string]int{}
+	for i := range f.Drain {
+		f.Drain[i].Rank = i + 1
+		rank[f.Drain[i].Host] = i + 1
+	}
+	for i, n := range a.nodes {
+		f.Nodes = append(f.Nodes, NodeLine{Host: n.Host, Source: n.Source, Verdict: n.Verdict, Failing: n.Failing, Class: a.classes[a.class[i]], Drain: rank[n.Host]})
+	}
+	slices.SortFunc(f.Nodes, func(x, y NodeLine) int { return cmp.Compare(x.Host, y.Host) })
+	return f
+}
+
+type whyFunc func(n int32, tier int, sev float64, r string)
+
+func (a *Aggregator) versions(f *Fleet, why whyFunc) {
+	var pin checks.ExpectVersions
+	if a.opts.Expect != nil && a.opts.Expect.Versions != nil {
+		pin = *a.opts.Expect.Versions
+	}
+	fields := []struct {
+		name string
+		get  func(*Node) string
+		pin  string
+	}{
+		{"driver", func(n *Node) string { return n.Driver }, pin.Driver},
+		{"cuda", func(n *Node) string { return n.CUDA }, pin.CUDA},
+		{"nccl", func(n *Node) string { return n.NCCL }, pin.NCCL},
+		{"kernel", func(n *Node) string { return n.Kernel }, pin.Kernel},
+		{"nic_firmware", func(n *Node) string { return n.NICFirmware }, ""},
+	}
+	groups := map[string][]int{} // versions are compared among nodes of one hardware class
+	for i := range a.nodes {
+		c := a.classes[a.class[i]]
+		groups[c] = append(groups[c], i)
+	}
+	for _, model := range slices.Sorted(maps.Keys(groups)) {
+		members := groups[model]
+		for _, fd := range fields {
+			c := Consistency{Group: model, Field: fd.name}
+			tally := map[string]int{}
+			for _, i := range members {
+				if v := fd.get(&a.nodes[i]); v != "" {
+					tally[v]++
+					c.Nodes++
+				}
+			}
+			if c.Nodes == 0 {
+				continue
+			}
+			match := func(v string) bool { return v == c.Reference }
+			if fd.pin != "" {
+				c.Reference, c.Basis = fd.pin, "profile"
+				match = func(v string) bool {
+					for part := range strings.SplitSeq(v, ",") { // firmware lists each version once
+						if !checks.VersionMatches(part, fd.pin) {
+							return false
+						}
+					}
+					return true
+				}
+			} else {
+				c.Reference, c.Basis = majority(tally)
+			}
+			if c.Basis != "split" {
+				for _, i := range members {
+					n := &a.nodes[i]
+					if v := fd.get(n); v != "" && !match(v) {
+						c.Deviants = append(c.Deviants, Deviant{n.Host, v})
+						why(int32(i), tierVersion, 0, fmt.Sprintf("%s %s, class %s is %s", fd.name, v, c.Basis, c.Reference))
+					}
+				}
+				slices.SortFunc(c.Deviants, func(x, y Deviant) int { return cmp.Compare(x.Host, y.Host) })
+			}
+			f.Consistency = append(f.Consistency, c)
+		}
+	}
+}
+
+// majority is the most frequent value, or "split" when two lead equally.
+func majority(tally map[string]int) (string, string) {
+	best, n, tie := "", 0, false
+	for _, v := range slices.Sorted(maps.Keys(tally)) {
+		switch c := tally[v]; {
+		case c > n:
+			best, n, tie = v, c, false
+		case c == n:
+			tie = true
+		}
+	}
+	if tie {
+		return best, "split"
+	}
+	return best, "majority"
+}
+
+func majorityNum[T cmp.Ordered](tally map[T]int) (T, bool) {
+	var best T
+	n, tie := 0, false
+	for _, v := range slices.Sorted(maps.Keys(tally)) {
+		switch c := tally[v]; {
+		case c > n:
+			best, n, tie = v, c, false
+		case c == n:
+			tie = true
+		}
+	}
+	return best, n > 0 && !tie
+}
+
+// hardware compares each node's GPU count with the majority of the nodes
+// of its GPU model and NIC rate, and its NIC count with the majority of
+// those of its GPU model and GPU count (the profile's counts where it sets
+// them): a node short of a GPU keeps its NICs, and one short of a NIC its
+// GPUs, so each is compared with the nodes it should equal.
+func (a *Aggregator) hardware(f *Fleet, why whyFunc) {
+	gkey := func(n *Node) string { return fmt.Sprintf("%s, %g Gb/s", n.GPUModel, n.RateGbps) }
+	nkey := func(n *Node) string { return fmt.Sprintf("%s x%d", n.GPUModel, n.GPUs) }
+	gpus, nics := map[string]map[int]int{}, map[string]map[int]int{}
+	for i := range a.nodes {
+		n := &a.nodes[i]
+		if gpus[gkey(n)] == nil {
+			gpus[gkey(n)] = map[int]int{}
+		}
+		if nics[nkey(n)] == nil {
+			nics[nkey(n)] = map[int]int{}
+		}
+		gpus[gkey(n)][n.GPUs]++
+		nics[nkey(n)][n.NICs]++
+	}
+	e := a.opts.Expect
+	for i := range a.nodes {
+		n := &a.nodes[i]
+		check := func(what string, have int, group string, tally map[int]int, pin int) {
+			want, basis := pin, "profile"
+			if pin == 0 {
+				var ok bool
+				if want, ok = majorityNum(tally); !ok {
+					return
+				}
+				basis = "majority of " + group
+			}
+			if have < want {
+				f.Missing = append(f.Missing, Missing{n.Host, what, have, want, basis})
+				why(int32(i), tierMissing, float64(want-have), fmt.Sprintf("%d of %d %s (%s)", have, want, strings.ToUpper(what), basis))
+			}
+		}
+		gpin, npin := 0, 0
+		if e != nil && e.GPUs != nil && (e.GPUs.Model == "" || strings.Contains(n.GPUModel, e.GPUs.Model)) {
+			gpin = e.GPUs.Count
+		}
+		if e != nil && e.NICs != nil {
+			npin = e.NICs.Count
+		}
+		check("gpus", n.GPUs, gkey(n), gpus[gkey(n)], gpin)
+		check("nics", n.NICs, nkey(n), nics[nkey(n)], npin)
+	}
+}
+
+// ports compares each port's rate and MTU with its class's ports of the
+// same link layer (the profile's where it sets them).
+func (a *Aggregator) ports(f *Fleet, why whyFunc) {
+	type ck struct {
+		class int32
+		layer string
+	}
+	rates, mtus := map[ck]map[float64]int{}, map[ck]map[int]int{}
+	for i, n := range a.nodes {
+		for _, p := range n.Ports {
+			k := ck{a.class[i], p.LinkLayer}
+			if rates[k] == nil {
+				rates[k], mtus[k] = map[float64]int{}, map[int]int{}
+			}
+			if p.RateGbps > 0 {
+				rates[k][p.RateGbps]++
+			}
+			if p.MTU > 0 {
+				mtus[k][p.MTU]++
+			}
+		}
+	}
+	var pinRate float64
+	var pinMTU int
+	if e := a.opts.Expect; e != nil && e.NICs != nil {
+		pinRate, pinMTU = e.NICs.RateGbps, e.NICs.MTU
+	}
+	for i, n := range a.nodes {
+		for _, p := range n.Ports {
+			k := ck{a.class[i], p.LinkLayer}
+			if p.RateGbps > 0 {
+				want, ok, basis := pinRate, pinRate > 0, "profile"
+				if !ok {
+					want, ok = majorityNum(rates[k])
+					basis = "class majority"
+				}
+				if ok && p.RateGbps < want {
+					f.Ports = append(f.Ports, PortIssue{n.Host, p.Name, "rate", p.RateGbps, want, basis})
+					why(int32(i), tierPort, 1-p.RateGbps/want, fmt.Sprintf("port %s at %g Gb/s, %s %g", p.Name, p.RateGbps, basis, want))
+				}
+			}
+			if p.MTU > 0 {
+				want, ok, basis := pinMTU, pinMTU > 0, "profile"
+				if !ok {
+					want, ok = majorityNum(mtus[k])
+					basis = "class majority"
+				}
+				if ok && p.MTU != want {
+					f.Ports = append(f.Ports, PortIssue{n.Host, p.Name, "mtu", float64(p.MTU), float64(want), basis})
+					why(int32(i), tierPort, 0, fmt.Sprintf("port %s MTU %d, %s %d", p.Name, p.MTU, basis, want))
+				}
+			}
+		}
+	}
+	slices.SortFunc(f.Ports, func(x, y PortIssue) int {
+		return cmp.Or(cmp.Compare(x.Host, y.Host), cmp.Compare(x.Port, y.Port), cmp.Compare(x.Issue, y.Issue))
+	})
+	slices.SortFunc(f.Missing, func(x, y Missing) int { return cmp.Or(cmp.Compare(x.Host, y.Host), cmp.Compare(x.What, y.What)) })
+}
+
+// outliers flags, per class and measurement, the nodes whose robust z,
+// 0.6745·(x−median)/MAD, is below −Z: only worse, never better.
+func (a *Aggregator) outliers(f *Fleet, why whyFunc) {
+	worst := map[int32]Outlier{}
+	nflag := map[int32]int{}
+	var vals []float64
+	for sk, ss := range a.samples {
+		if len(ss) < a.opts.MinNodes {
+			continue
+		}
+		vals = vals[:0]
+		for _, s := range ss {
+			vals = append(vals, s.value)
+		}
+		med := median(vals)
+		for i, s := range ss {
+			vals[i] = abs(s.value - med)
+		}
+		mad := median(vals)
+		scale := max(mad, a.opts.MADFloor*med)
+		if scale <= 0 {
+			continue
+		}
+		for _, s := range ss {
+			z := 0.6745 * (s.value - med) / scale
+			if z >= -a.opts.Z {
+				continue
+			}
+			o := Outlier{Host: a.nodes[s.node].Host, Class: a.classes[sk.class], Key: a.keyNames[sk.key], Value: s.value, Median: med, MAD: mad, Z: z, OffPct: 100 * (s.value - med) / med, Peers: len(ss)}
+			f.Outliers = append(f.Outliers, o)
+			nflag[s.node]++
+			if w, ok := worst[s.node]; !ok || o.OffPct < w.OffPct || o.OffPct == w.OffPct && o.Key < w.Key {
+				worst[s.node] = o
+			}
+		}
+	}
+	for n, o := range worst {
+		why(n, tierOutlier, -o.OffPct, fmt.Sprintf("%d measurement(s) below the class median; worst %s %.4g (%+.1f%% of median %.4g, z %.1f)", nflag[n], o.Key, o.Value, o.OffPct, o.Median, o.Z))
+	}
+	slices.SortFunc(f.Outliers, func(x, y Outlier) int {
+		return cmp.Or(cmp.Compare(x.OffPct, y.OffPct), cmp.Compare(x.Host, y.Host), cmp.Compare(x.Key, y.Key))
+	})
+}
+
+func median(v []float64) float64 {
+	sort.Float64s(v)
+	n := len(v)
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// DrainAny says whether any node is to be drained.
+func (f *Fleet) DrainAny() bool { return len(f.Drain) > 0 }

@@ -1,0 +1,297 @@
+package fleet
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gdrcheck/gdrcheck/internal/checks"
+	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// The committed real reports the synthetic fleets are cloned from.
+const (
+	quickReport = "../../../docs/examples/h200x1-quick/report.json"            // the H200 machine, measured
+	hgxReport   = "../../app/testdata/dossier/hgx-h200-8gpu-10nic/report.json" // 8 GPUs, 10 NICs
+	l40sReport  = "../../app/testdata/dossier/pcie-l40s-remote-nic/report.json"
+)
+
+func load(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// clone is one node of a synthetic fleet: the real report renamed, its
+// measurements jittered by up to ±jitter, then fault applied.
+func clone(t testing.TB, src []byte, host string, rng *rand.Rand, jitter float64, fault func(*dossier.Report)) []byte {
+	t.Helper()
+	r, err := dossier.Decode(bytes.NewReader(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Inventory.Host, r.Verdict.Host, r.Run.Host = host, host, host
+	j := func() float64 { return 1 + jitter*(2*rng.Float64()-1) }
+	for i := range r.Measurements.Collectives {
+		c := &r.Measurements.Collectives[i]
+		f := j()
+		c.BusBW *= f
+		c.AlgBW *= f
+	}
+	for i := range r.Measurements.Copies {
+		r.Measurements.Copies[i].GBps *= j()
+	}
+	if fault != nil {
+		fault(r)
+	}
+	var b bytes.Buffer
+	if err := r.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+type input struct {
+	name string
+	b    []byte
+}
+
+// synthetic is a fleet of 20 measured H200 nodes, 20 HGX H200 nodes and 3
+// L40S nodes (whose report fails checks), with faults planted by host.
+func synthetic(t testing.TB, faults map[string]func(*dossier.Report)) []input {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var in []input
+	for _, fam := range []struct {
+		src    string
+		prefix string
+		n      int
+	}{{quickReport, "q", 20}, {hgxReport, "h", 20}, {l40sReport, "l", 3}} {
+		src := load(t, fam.src)
+		for i := range fam.n {
+			host := fmt.Sprintf("%s-%02d", fam.prefix, i)
+			in = append(in, input{host + "/report.json", clone(t, src, host, rng, 0.01, faults[host])})
+		}
+	}
+	return in
+}
+
+func run(in []input, o Options) *Fleet {
+	return Read(len(in), 2, func(i int, _ []byte) ([]byte, string, error) { return in[i].b, in[i].name, nil }, o)
+}
+
+// The planted faults.
+var planted = map[string]func(*dossier.Report){
+	"q-07": func(r *dossier.Report) { // all_reduce 30% slower
+		for i := range r.Measurements.Collectives {
+			if c := &r.Measurements.Collectives[i]; c.Collective == "all_reduce" {
+				c.BusBW *= 0.7
+				c.AlgBW *= 0.7
+			}
+		}
+	},
+	"q-13": func(r *dossier.Report) { r.Inventory.Driver = "570.86.15" },            // an older driver
+	"h-04": func(r *dossier.Report) { r.Inventory.GPUs = r.Inventory.GPUs[:7] },     // a GPU missing
+	"h-11": func(r *dossier.Report) { r.Inventory.NICs[5].Ports[0].RateGbps = 200 }, // a port at half rate
+}
+
+func TestPlantedFaultsFoundAndRanked(t *testing.T) {
+	f := run(synthetic(t, planted), DefaultOptions())
+	var got []string
+	for _, d := range f.Drain {
+		got = append(got, d.Host+": "+d.Reasons[0])
+	}
+	want := []struct{ host, reason string }{
+		{"l-00", "failing checks: gdr.kernel-module, gdr.nic-affinity"},
+		{"l-01", "failing checks"},
+		{"l-02", "failing checks"},
+		{"h-04", "7 of 8 GPUS"},
+		{"h-11", "port mlx5_5:1 at 200 Gb/s, class majority 400"},
+		{"q-07", "below the class median; worst all_reduce/"},
+		{"q-13", "driver 570.86.15, class majority is 580.159.04"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("drain list:\n%s\nwant %d nodes", strings.Join(got, "\n"), len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(got[i], w.host+": ") || !strings.Contains(got[i], w.reason) {
+			t.Errorf("drain #%d = %q, want %s for %q", i+1, got[i], w.host, w.reason)
+		}
+	}
+	// Every outlier is q-07's all_reduce, about 30% off.
+	for _, o := range f.Outliers {
+		if o.Host != "q-07" || !strings.HasPrefix(o.Key, "all_reduce/") || o.OffPct > -25 || o.OffPct < -35 {
+			t.Errorf("outlier %+v: want only q-07's all_reduce, ~-30%%", o)
+		}
+	}
+	if len(f.Outliers) == 0 {
+		t.Error("q-07's slow all_reduce not flagged")
+	}
+	golden(t, "planted", f)
+}
+
+func TestHealthyFleetAccusesNoOne(t *testing.T) {
+	for _, jitter := range []float64{0, 0.01, 0.03} {
+		t.Run(fmt.Sprint(jitter), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(3, 4))
+			src := load(t, quickReport)
+			hgx := load(t, hgxReport)
+			var in []input
+			for i := range 200 {
+				in = append(in, input{fmt.Sprint("q", i), clone(t, src, fmt.Sprintf("q-%03d", i), rng, jitter, nil)})
+				if i < 30 {
+					in = append(in, input{fmt.Sprint("h", i), clone(t, hgx, fmt.Sprintf("h-%03d", i), rng, jitter, nil)})
+				}
+			}
+			f := run(in, DefaultOptions())
+			if len(f.Drain) != 0 || len(f.Outliers) != 0 || len(f.Ports) != 0 || len(f.Missing) != 0 {
+				t.Errorf("healthy fleet accused: %d drained (first %+v), %d outliers", len(f.Drain), f.Drain[:min(1, len(f.Drain))], len(f.Outliers))
+			}
+			if len(f.Nodes) != 230 || len(f.Classes) != 2 {
+				t.Errorf("%d nodes in %d classes, want 230 in 2", len(f.Nodes), len(f.Classes))
+			}
+		})
+	}
+}
+
+func TestProfileIsTheReference(t *testing.T) {
+	in := synthetic(t, nil)
+	o := DefaultOptions()
+	o.Expect = &checks.Expect{
+		Versions: &checks.ExpectVersions{Driver: "570.*"},
+		GPUs:     &checks.ExpectGPUs{Model: "H200", Count: 8},
+	}
+	f := run(in, o)
+	var drained []string
+	for _, d := range f.Drain {
+		drained = append(drained, d.Host)
+	}
+	// Every q node (driver 580, one H200) is off the profile; the hgx and
+	// L40S nodes run 570 and the L40S are not H200s.
+	for i := range 20 {
+		if h := fmt.Sprintf("q-%02d", i); !slices.Contains(drained, h) {
+			t.Errorf("%s (driver 580, 1 of 8 H200) not drained against the profile", h)
+		}
+	}
+	for _, d := range f.Drain {
+		if strings.HasPrefix(d.Host, "h-") {
+			t.Errorf("%s drained: %v", d.Host, d.Reasons)
+		}
+	}
+	for _, c := range f.Consistency {
+		if c.Field == "driver" && (c.Basis != "profile" || c.Reference != "570.*") {
+			t.Errorf("driver reference %s (%s), want 570.* (profile)", c.Reference, c.Basis)
+		}
+	}
+}
+
+func TestBadInputsAreNamedAndSkipped(t *testing.T) {
+	good := synthetic(t, nil)[:6]
+	in := append(slices.Clone(good),
+		input{"trunc/report.json", good[0].b[:len(good[0].b)/2]},
+		input{"garbage/report.json", []byte("not json")},
+		input{"other/report.json", []byte(`{"schema":"gdrcheck.diff/v1"}`)},
+		input{"dup/report.json", good[1].b},
+	)
+	f := run(in, DefaultOptions())
+	if len(f.Nodes) != 6 {
+		t.Errorf("%d nodes, want 6", len(f.Nodes))
+	}
+	want := []string{"trunc/report.json: unexpected end of JSON input", "garbage/report.json: invalid character", "other/report.json: schema \"gdrcheck.diff/v1\"", "duplicate: host q-01 is already in q-01/report.json"}
+	if len(f.Skipped) != len(want) {
+		t.Fatalf("skipped %+v, want %d", f.Skipped, len(want))
+	}
+	for i, w := range want {
+		if !strings.Contains(f.Skipped[i].Error, w) {
+			t.Errorf("skipped[%d] = %+v, want %q", i, f.Skipped[i], w)
+		}
+	}
+}
+
+// The slim decoding reads what dossier.Decode reads.
+func TestSlimMatchesDossier(t *testing.T) {
+	for _, p := range []string{quickReport, hgxReport, l40sReport} {
+		b := load(t, p)
+		n, err := Summarize(b, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := dossier.Decode(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		inv := r.Inventory
+		cuda := cmpOr(inv.CUDARuntime.Version, inv.CUDADriver)
+		if n.Host != inv.Host || n.Driver != inv.Driver || n.Kernel != inv.Kernel || n.NCCL != inv.NCCL.Version || n.CUDA != cuda ||
+			n.GPUs != len(inv.GPUs) || n.NICs != len(inv.NICs) || n.Verdict != r.Verdict.Status || !reflect.DeepEqual(n.Failing, r.Verdict.Failing) {
+			t.Errorf("%s: summary %+v differs from the dossier's inventory", p, n)
+		}
+		want := 0
+		for _, c := range r.Measurements.Collectives {
+			if c.BusBW > 0 || c.AlgBW > 0 {
+				want++
+			}
+		}
+		for _, c := range r.Measurements.Copies {
+			if c.Valid && c.GBps > 0 {
+				want++
+			}
+		}
+		if len(n.Measurements) != want {
+			t.Errorf("%s: %d measurements, want %d", p, len(n.Measurements), want)
+		}
+	}
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func golden(t *testing.T, name string, f *Fleet) {
+	t.Helper()
+	var txt, md bytes.Buffer
+	if err := f.WriteText(&txt); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	js, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ext, got := range map[string][]byte{"txt": txt.Bytes(), "md": md.Bytes(), "json": append(js, '\n')} {
+		path := filepath.Join("testdata", name+"."+ext)
+		if *update {
+			if err := os.MkdirAll("testdata", 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (run with -update)", err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs (run with -update to accept):\n%s", path, got)
+		}
+	}
+}

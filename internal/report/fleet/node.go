@@ -1,0 +1,170 @@
+// Package fleet rolls many node reports (report.json, gdrcheck.report/v1)
+// up into one cluster report: a line per node, version consistency,
+// measurement outliers within each hardware class by median and MAD, ports
+// at a lower rate or another MTU, missing GPUs or NICs, and a ranked list
+// of nodes to drain with their reasons. It is pure: Summarize reads one
+// report's bytes into the small Node it keeps, Aggregate judges the lot.
+// docs/fleet.md describes it.
+package fleet
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
+)
+
+// Node is what the roll-up keeps of one report: a few hundred bytes,
+// whatever the report's size.
+type Node struct {
+	Source  string   `json:"source"`
+	Host    string   `json:"host"`
+	Verdict string   `json:"verdict"`
+	Failing []string `json:"failing,omitempty"`
+	// Versions, "" where the report does not say.
+	Driver      string `json:"driver,omitempty"`
+	CUDA        string `json:"cuda,omitempty"`
+	NCCL        string `json:"nccl,omitempty"`
+	Kernel      string `json:"kernel,omitempty"`
+	NICFirmware string `json:"nic_firmware,omitempty"` // the distinct firmware versions, sorted, comma-separated
+	GPUModel    string `json:"gpu_model"`
+	GPUs        int    `json:"gpus"`
+	NICs        int    `json:"nics"`
+	// RateGbps is the fastest port's rate (0 none known): the NIC rate of
+	// the node's hardware class.
+	RateGbps     float64   `json:"nic_rate_gbps"`
+	Ports        []Port    `json:"ports,omitempty"`
+	Measurements []Measure `json:"measurements,omitempty"`
+}
+
+// Port is one NIC port.
+type Port struct {
+	Name      string  `json:"name"` // NIC:PORT
+	LinkLayer string  `json:"link_layer,omitempty"`
+	RateGbps  float64 `json:"rate_gbps"` // 0 unknown
+	MTU       int     `json:"mtu,omitempty"`
+}
+
+// Measure is one measurement, higher better: a collective's bus bandwidth
+// (key "COLLECTIVE/BYTES/RANKS busbw"; "... algbw", the algorithm
+// bandwidth, for a one-rank run, whose bus bandwidth is 0 by definition)
+// or a copy's GB/s (key the copy's ID).
+type Measure struct {
+	Key   string  `json:"key"`
+	Value float64 `json:"value"`
+}
+
+// Class is the node's hardware class: GPU model, GPU count, NIC rate.
+func (n *Node) Class() string {
+	return fmt.Sprintf("%s x%d, %s Gb/s", n.GPUModel, n.GPUs, strconv.FormatFloat(n.RateGbps, 'f', -1, 64))
+}
+
+// slim is the part of report.json the roll-up reads; encoding/json skips
+// the rest without building it. Its tags are dossier.Document's
+// (TestSlimMatchesDossier holds them together).
+type slim struct {
+	Schema  string `json:"schema"`
+	Verdict struct {
+		Status  string   `json:"status"`
+		Host    string   `json:"host"`
+		Failing []string `json:"failing"`
+	} `json:"verdict"`
+	Inventory struct {
+		Host        string `json:"host"`
+		Kernel      string `json:"kernel"`
+		Driver      string `json:"driver_version"`
+		CUDADriver  string `json:"cuda_driver_version"`
+		CUDARuntime struct {
+			Version string `json:"version"`
+		} `json:"cuda_runtime"`
+		NCCL struct {
+			Version string `json:"version"`
+		} `json:"nccl"`
+		GPUs []struct {
+			Name string `json:"name"`
+		} `json:"gpus"`
+		NICs []struct {
+			Name     string `json:"name"`
+			Firmware string `json:"firmware"`
+			Ports    []struct {
+				Number    int     `json:"port"`
+				LinkLayer string  `json:"link_layer"`
+				RateGbps  float64 `json:"rate_gbps"`
+				MTU       int     `json:"mtu"`
+			} `json:"ports"`
+		} `json:"nics"`
+	} `json:"inventory"`
+	Measurements struct {
+		Collectives []struct {
+			Collective string  `json:"collective"`
+			Ranks      int     `json:"ranks"`
+			Bytes      uint64  `json:"bytes"`
+			BusBW      float64 `json:"busbw_gbps"`
+			AlgBW      float64 `json:"algbw_gbps"`
+		} `json:"collectives"`
+		Copies []struct {
+			ID    string  `json:"id"`
+			GBps  float64 `json:"gbps"`
+			Valid bool    `json:"valid"`
+		} `json:"copies"`
+	} `json:"measurements"`
+}
+
+// Summarize reads one report.json's bytes into its Node; source names it
+// (its path). A document of another schema is an error.
+func Summarize(b []byte, source string) (Node, error) {
+	var s slim
+	if err := json.Unmarshal(b, &s); err != nil {
+		return Node{}, err
+	}
+	if s.Schema != dossier.Schema {
+		return Node{}, fmt.Errorf("schema %q, want %q", s.Schema, dossier.Schema)
+	}
+	inv := &s.Inventory
+	n := Node{
+		Source: source, Host: inv.Host, Verdict: s.Verdict.Status, Failing: s.Verdict.Failing,
+		Driver: inv.Driver, CUDA: inv.CUDARuntime.Version, NCCL: inv.NCCL.Version, Kernel: inv.Kernel,
+		GPUs: len(inv.GPUs), NICs: len(inv.NICs), GPUModel: "no GPU",
+	}
+	if n.Host == "" {
+		n.Host = s.Verdict.Host
+	}
+	if n.CUDA == "" {
+		n.CUDA = inv.CUDADriver
+	}
+	if len(inv.GPUs) > 0 {
+		n.GPUModel = inv.GPUs[0].Name
+	}
+	var fw []string
+	for _, nic := range inv.NICs {
+		if nic.Firmware != "" && !slices.Contains(fw, nic.Firmware) {
+			fw = append(fw, nic.Firmware)
+		}
+		for _, p := range nic.Ports {
+			n.Ports = append(n.Ports, Port{Name: nic.Name + ":" + strconv.Itoa(p.Number), LinkLayer: p.LinkLayer, RateGbps: p.RateGbps, MTU: p.MTU})
+			n.RateGbps = max(n.RateGbps, p.RateGbps)
+		}
+	}
+	slices.Sort(fw)
+	n.NICFirmware = strings.Join(fw, ",")
+	m := &s.Measurements
+	n.Measurements = make([]Measure, 0, len(m.Collectives)+len(m.Copies))
+	for _, c := range m.Collectives {
+		key := c.Collective + "/" + strconv.FormatUint(c.Bytes, 10) + "/" + strconv.Itoa(c.Ranks)
+		switch {
+		case c.BusBW > 0:
+			n.Measurements = append(n.Measurements, Measure{key + " busbw", c.BusBW})
+		case c.AlgBW > 0: // one rank: the bus factor is 0, the algorithm bandwidth is what moved
+			n.Measurements = append(n.Measurements, Measure{key + " algbw", c.AlgBW})
+		}
+	}
+	for _, c := range m.Copies {
+		if c.Valid && c.GBps > 0 {
+			n.Measurements = append(n.Measurements, Measure{c.ID, c.GBps})
+		}
+	}
+	return n, nil
+}

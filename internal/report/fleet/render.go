@@ -1,0 +1,119 @@
+package fleet
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/gdrcheck/gdrcheck/internal/report/printable"
+)
+
+// WriteText writes the cluster report for a terminal: the drain list
+// first, then the findings, then a line per node.
+func (f *Fleet) WriteText(w io.Writer) error {
+	return f.write(w, printable.Line, false)
+}
+
+// WriteMarkdown writes the cluster report as Markdown.
+func (f *Fleet) WriteMarkdown(w io.Writer) error {
+	return f.write(w, printable.Cell, true)
+}
+
+func (f *Fleet) write(w io.Writer, esc func(string) string, md bool) error {
+	b := bufio.NewWriter(w)
+	head := func(s string) {
+		if md {
+			fmt.Fprintf(b, "\n## %s\n\n", s)
+		} else {
+			fmt.Fprintf(b, "\n%s\n", strings.ToUpper(s))
+		}
+	}
+	row := func(cells ...string) {
+		if md {
+			fmt.Fprintf(b, "| %s |\n", strings.Join(cells, " | "))
+		} else {
+			fmt.Fprintf(b, "  %s\n", strings.Join(cells, "  "))
+		}
+	}
+	table := func(cols ...string) {
+		if md {
+			row(cols...)
+			fmt.Fprintf(b, "|%s\n", strings.Repeat("---|", len(cols)))
+		}
+	}
+	if md {
+		fmt.Fprintf(b, "# Fleet\n\n")
+	}
+	fmt.Fprintf(b, "%d nodes in %d hardware classes, %d skipped; %d to drain.\n", len(f.Nodes), len(f.Classes), len(f.Skipped), len(f.Drain))
+
+	head("Nodes to drain")
+	if len(f.Drain) == 0 {
+		fmt.Fprintf(b, "none\n")
+	} else {
+		table("rank", "host", "reasons")
+		for _, d := range f.Drain {
+			rs := make([]string, len(d.Reasons))
+			for i, r := range d.Reasons {
+				rs[i] = esc(r)
+			}
+			row(fmt.Sprint(d.Rank), esc(d.Host), strings.Join(rs, "; "))
+		}
+	}
+	if len(f.Skipped) > 0 {
+		head("Skipped inputs")
+		table("input", "why")
+		for _, s := range f.Skipped {
+			row(esc(s.Source), esc(s.Error))
+		}
+	}
+	head("Hardware classes")
+	table("class", "nodes")
+	for _, c := range f.Classes {
+		row(esc(c.Class), fmt.Sprint(c.Nodes))
+	}
+	head("Versions")
+	table("class", "field", "reference", "basis", "nodes", "differing")
+	for _, c := range f.Consistency {
+		ds := make([]string, len(c.Deviants))
+		for i, d := range c.Deviants {
+			ds[i] = esc(d.Host) + " (" + esc(d.Value) + ")"
+		}
+		row(esc(c.Group), c.Field, esc(c.Reference), c.Basis, fmt.Sprint(c.Nodes), strings.Join(ds, ", "))
+	}
+	if len(f.Missing) > 0 {
+		head("Missing hardware")
+		table("host", "what", "have", "want", "basis")
+		for _, m := range f.Missing {
+			row(esc(m.Host), m.What, fmt.Sprint(m.Have), fmt.Sprint(m.Want), esc(m.Basis))
+		}
+	}
+	if len(f.Ports) > 0 {
+		head("Ports")
+		table("host", "port", "issue", "have", "want", "basis")
+		for _, p := range f.Ports {
+			row(esc(p.Host), esc(p.Port), p.Issue, fmt.Sprint(p.Have), fmt.Sprint(p.Want), p.Basis)
+		}
+	}
+	if len(f.Outliers) > 0 {
+		head("Outliers")
+		table("host", "class", "measurement", "value", "median", "off", "z", "peers")
+		for _, o := range f.Outliers {
+			row(esc(o.Host), esc(o.Class), esc(o.Key), fmt.Sprintf("%.4g", o.Value), fmt.Sprintf("%.4g", o.Median), fmt.Sprintf("%+.1f%%", o.OffPct), fmt.Sprintf("%.1f", o.Z), fmt.Sprint(o.Peers))
+		}
+	}
+	head("Nodes")
+	table("host", "verdict", "failing", "class", "drain")
+	for _, n := range f.Nodes {
+		dr := "-"
+		if n.Drain > 0 {
+			dr = fmt.Sprint("#", n.Drain)
+		}
+		fs := make([]string, len(n.Failing))
+		for i, x := range n.Failing {
+			fs[i] = esc(x)
+		}
+		row(esc(n.Host), esc(n.Verdict), strings.Join(fs, ","), esc(n.Class), dr)
+	}
+	return b.Flush()
+}
