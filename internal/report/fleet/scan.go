@@ -104,15 +104,21 @@ func skipSpace(b []byte, i int) int {
 
 // skipString returns the offset after the string that starts at b[i].
 func skipString(b []byte, i int) (int, error) {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
+	for j := i + 1; ; {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return 0, errEOF
+		}
+		j += k
+		bs := 0 // an odd run of backslashes before the quote escapes it
+		for p := j - 1; p > i && b[p] == '\\'; p-- {
+			bs++
+		}
+		if bs%2 == 0 {
 			return j + 1, nil
 		}
+		j++
 	}
-	return 0, errEOF
 }
 
 // skipValue returns the offset after the value that starts at b[i].
