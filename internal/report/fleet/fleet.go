@@ -73,6 +73,21 @@ type NodeLine struct {
 type Skipped struct {
 	Source string `json:"source"`
 	Error  string `json:"error"`
+	// Duplicate is true for a second report of a host already rolled up
+	// (the input was read); false for an input that could not be read or
+	// decoded.
+	Duplicate bool `json:"duplicate,omitempty"`
+}
+
+// Unreadable are the skipped inputs that could not be read or decoded.
+func (f *Fleet) Unreadable() []Skipped {
+	var u []Skipped
+	for _, s := range f.Skipped {
+		if !s.Duplicate {
+			u = append(u, s)
+		}
+	}
+	return u
 }
 
 // Class is one hardware class and how many nodes are in it.
@@ -195,7 +210,7 @@ func (a *Aggregator) Add(n Node) {
 		return
 	}
 	if i, ok := a.hosts[n.Host]; ok {
-		a.skipped = append(a.skipped, Skipped{Source: n.Source, Error: fmt.Sprintf("duplicate: host %s is already in %s", n.Host, a.nodes[i].Source)})
+		a.skipped = append(a.skipped, Skipped{Source: n.Source, Error: fmt.Sprintf("duplicate: host %s is already in %s", n.Host, a.nodes[i].Source), Duplicate: true})
 		return
 	}
 	idx := int32(len(a.nodes))
