@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/gdrcheck/gdrcheck/internal/report/printable"
 )
@@ -21,7 +22,13 @@ func (f *Fleet) WriteMarkdown(w io.Writer) error {
 }
 
 func (f *Fleet) write(w io.Writer, esc func(string) string, md bool) error {
-	b := bufio.NewWriter(w)
+	bw := bufio.NewWriter(w)
+	var b io.Writer = bw
+	var tw *tabwriter.Writer
+	if !md { // a line without a tab ends a column block, so each table aligns on its own
+		tw = tabwriter.NewWriter(bw, 0, 8, 2, ' ', 0)
+		b = tw
+	}
 	head := func(s string) {
 		if md {
 			fmt.Fprintf(b, "\n## %s\n\n", s)
@@ -33,12 +40,12 @@ func (f *Fleet) write(w io.Writer, esc func(string) string, md bool) error {
 		if md {
 			fmt.Fprintf(b, "| %s |\n", strings.Join(cells, " | "))
 		} else {
-			fmt.Fprintf(b, "  %s\n", strings.Join(cells, "  "))
+			fmt.Fprintf(b, "  %s\n", strings.Join(cells, "\t"))
 		}
 	}
 	table := func(cols ...string) {
+		row(cols...)
 		if md {
-			row(cols...)
 			fmt.Fprintf(b, "|%s\n", strings.Repeat("---|", len(cols)))
 		}
 	}
@@ -115,5 +122,10 @@ func (f *Fleet) write(w io.Writer, esc func(string) string, md bool) error {
 		}
 		row(esc(n.Host), esc(n.Verdict), strings.Join(fs, ","), esc(n.Class), dr)
 	}
-	return b.Flush()
+	if tw != nil {
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
 }
