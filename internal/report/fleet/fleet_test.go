@@ -295,3 +295,46 @@ func golden(t *testing.T, name string, f *Fleet) {
 		}
 	}
 }
+
+// Every truncation of a real report is an error, never a panic or a node.
+func TestTruncatedAnywhere(t *testing.T) {
+	b := load(t, hgxReport)
+	for n := 0; n < len(b)-2; n += 7 { // the last bytes are "}\n"
+		if _, err := Summarize(b[:n], "x"); err == nil {
+			t.Fatalf("truncated at %d of %d: no error", n, len(b))
+		}
+	}
+}
+
+func TestScanner(t *testing.T) {
+	cases := []struct {
+		in   string
+		want []string // schema, verdict, inventory, measurements as found
+		err  string
+	}{
+		{`{"schema":"a\"}{","x":[1,{"y":"]"}],"verdict":{"s":"\\"},"inventory":null,"measurements":{}}`, []string{`"a\"}{"`, `{"s":"\\"}`, `null`, `{}`}, ""},
+		{`{"x":[1,2}, "schema":"s"}`, nil, "unbalanced"},
+		{`{"x":1 "schema":"s"}`, nil, "after object member"},
+		{`{"x":[1,2]`, nil, "unexpected end"},
+		{`[]`, nil, "beginning of object"},
+		{`{}`, []string{"", "", "", ""}, ""},
+	}
+	for _, tc := range cases {
+		got, err := members([]byte(tc.in), "schema", "verdict", "inventory", "measurements")
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: error %v, want %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.in, err)
+			continue
+		}
+		for i, w := range tc.want {
+			if string(got[i]) != w {
+				t.Errorf("%s: member %d = %s, want %s", tc.in, i, got[i], w)
+			}
+		}
+	}
+}
