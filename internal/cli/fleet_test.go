@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/ansitest"
 )
 
 // fleetDir writes n copies of the H200 machine's report as dossiers
@@ -107,5 +108,23 @@ func TestFleetJSONAndOut(t *testing.T) {
 		if st, err := os.Stat(filepath.Join(outDir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("--out: %s: %v", f, err)
 		}
+	}
+}
+
+// TestFleetPrintsEscaped: values from the reports (a host name, a kernel,
+// a GPU's name, a failing check's ID) reach the terminal escaped.
+func TestFleetPrintsEscaped(t *testing.T) {
+	dir := fleetDir(t, 5, map[int]func(*dossier.Report){1: func(r *dossier.Report) {
+		r.Inventory.Host = ansitest.Payload
+		r.Inventory.Kernel = ansitest.Payload
+		r.Inventory.GPUs[0].Name = ansitest.Payload
+		r.Verdict.Failing = []string{ansitest.Payload}
+	}})
+	for _, format := range []string{"text", "md"} {
+		out, errOut, code := run(t, "fleet", "--format", format, dir)
+		if code != 1 {
+			t.Fatalf("%s: exit %d: %s", format, code, errOut)
+		}
+		ansitest.Clean(t, "fleet --format "+format, out)
 	}
 }
