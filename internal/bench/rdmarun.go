@@ -59,7 +59,7 @@ func RunRDMA(ctx context.Context, p *rdma.Plan, opt RDMAOptions) ([]rdma.PairRes
 }
 
 // binary finds a perftest tool.
-func binary(dir, tool string) (string, error) {
+func perftestBinary(dir, tool string) (string, error) {
 	if dir == "" {
 		return exec.LookPath(tool)
 	}
@@ -93,7 +93,7 @@ func runOne(ctx context.Context, e *rdma.Entry, r rdma.Run, test string, opt RDM
 	o := rdma.Outcome{Memory: r.Memory}
 	base := fmt.Sprintf("gpu%d-%s-%s", e.GPU, safeName(e.NIC), r.Memory)
 	o.ServerOut, o.ClientOut = base+"-server.txt", base+"-client.txt"
-	path, err := binary(opt.PerftestDir, r.Server.Tool)
+	path, err := perftestBinary(opt.PerftestDir, r.Server.Tool)
 	if err != nil {
 		o.Cause, o.Detail = rdma.CauseMissingBinary, err.Error()
 		return o
