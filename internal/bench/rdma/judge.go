@@ -142,7 +142,14 @@ func judgeOne(e *Entry, o Outcome, host *Outcome, j Judging) result.Result {
 	if o.Memory != MemHost && host != nil && host.Gbps > 0 {
 		f := o.Gbps / host.Gbps
 		r.Message += fmt.Sprintf(", %.0f%% of host memory on the same pair (%.2f Gb/s)", 100*f, host.Gbps)
-		if f < j.GPUvsHost {
+		// Where the model itself expects GPU memory below host memory (a
+		// path through the CPU), the bar is the model's ratio.
+		ratio := 1.0
+		if x := e.Expect; x.GPUGbps > 0 && x.HostGbps > 0 && x.GPUGbps < x.HostGbps {
+			ratio = x.GPUGbps / x.HostGbps
+			r.Message += fmt.Sprintf(" (the model expects %.0f%% on path %s)", 100*ratio, e.Level)
+		}
+		if f < ratio*j.GPUvsHost {
 			status, reason = result.Fail, "GDRStaged"
 			r.Message += ": the GPU Direct path is broken or staged through host memory or the CPU"
 			r.Remedy = "see gdr.nic-affinity (the GPU and NIC should share a PCIe switch), pcie.acs (ACS redirects peer traffic to the root complex), iommu.mode and pcie.link"
@@ -215,7 +222,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 	}
 	bw.printf("registration: %s", printable.Line(reg))
 	if p.NCCLPath != "" {
-		bw.printf("; NCCL would use %s", p.NCCLPath)
+		bw.printf("; NCCL would use %s", MemoryText(p.NCCLPath))
 	}
 	bw.printf("\n")
 	for _, e := range p.Entries {
@@ -314,4 +321,17 @@ func (e *errWriter) printf(f string, a ...any) {
 	if e.err == nil {
 		_, e.err = fmt.Fprintf(e.w, f, a...)
 	}
+}
+
+// MemoryText names a memory kind for people.
+func MemoryText(mem string) string {
+	switch mem {
+	case MemPeerMem:
+		return "nvidia-peermem (--use_cuda)"
+	case MemDMABuf:
+		return "dma-buf (--use_cuda --use_cuda_dmabuf)"
+	case MemHost:
+		return "host memory"
+	}
+	return mem
 }

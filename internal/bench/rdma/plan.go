@@ -291,7 +291,7 @@ func Build(h *topology.Host, o Options, model Model) (*Plan, error) {
 		p.Notes = append(p.Notes, "registration path unknown (modules or driver unreadable): --use_cuda through nvidia-peermem is tried")
 	}
 	if p.NCCLPath != "" {
-		p.Notes = append(p.Notes, "NCCL would register GPU memory through "+p.NCCLPath+" (dma-buf where the driver, kernel and NIC allow it, NCCL 2.13 and later; else nvidia-peermem)")
+		p.Notes = append(p.Notes, "NCCL would register GPU memory through "+MemoryText(p.NCCLPath)+" (dma-buf where the driver, kernel and NIC allow it, NCCL 2.13 and later; else nvidia-peermem)")
 	}
 	p.Notes = append(p.Notes, "--use_cuda=N numbers GPUs by PCI bus id (CUDA_DEVICE_ORDER=PCI_BUS_ID is set, CUDA_VISIBLE_DEVICES unset); each pair prints the bus id it means")
 	return p, nil
