@@ -130,6 +130,10 @@ wait:
 	for {
 		select {
 		case err := <-srvDone:
+			if ctx.Err() != nil {
+				o.Cause, o.Detail = rdma.CauseTimeout, fmt.Sprintf("server: did not listen within --pair-timeout %s", opt.Timeout)
+				return o
+			}
 			text := readText(filepath.Join(opt.Out, o.ServerOut))
 			o.Cause, o.Detail = classify(text, rdma.CauseServerDied)
 			if o.Detail == "" {
@@ -164,7 +168,7 @@ wait:
 	ctext := readText(filepath.Join(opt.Out, o.ClientOut))
 	stext := readText(filepath.Join(opt.Out, o.ServerOut))
 	if ctx.Err() != nil {
-		o.Cause, o.Detail = rdma.CauseTimeout, fmt.Sprintf("the run did not end within --timeout %s", opt.Timeout)
+		o.Cause, o.Detail = rdma.CauseTimeout, fmt.Sprintf("the run did not end within --pair-timeout %s", opt.Timeout)
 		return o
 	}
 	if cerr != nil {
@@ -220,6 +224,7 @@ func classify(text, fallback string) (cause, detail string) {
 		{rdma.CauseRegistration, "ibv_reg_dmabuf_mr failed"},
 		{rdma.CausePortConflict, "Address already in use"},
 		{rdma.CausePortConflict, "Couldn't bind"},
+		{rdma.CausePortConflict, "Couldn't listen to port"},
 		{rdma.CauseServerDied, "Couldn't connect to"},
 		{rdma.CauseServerDied, "Unable to open file descriptor for socket connection"},
 	} {
