@@ -36,8 +36,10 @@ func RunRDMA(ctx context.Context, p *rdma.Plan, opt RDMAOptions) ([]rdma.PairRes
 	if opt.Timeout <= 0 {
 		opt.Timeout = 2 * time.Minute
 	}
-	if opt.Ready <= 0 || opt.Ready > opt.Timeout {
-		opt.Ready = min(10*time.Second, opt.Timeout)
+	// The server's start is judged before the run's deadline, so that a
+	// silent server is ServerNotReady, not a race with Timeout.
+	if opt.Ready <= 0 || opt.Ready > opt.Timeout*3/4 {
+		opt.Ready = min(10*time.Second, opt.Timeout*3/4)
 	}
 	if err := os.MkdirAll(opt.Out, 0o755); err != nil {
 		return nil, err

@@ -120,7 +120,7 @@ func TestRunRDMAStandIns(t *testing.T) {
 			wantGPU: rdma.CauseServerDied, wantHost: "AtRate", status: result.Fail},
 		{name: "port conflict", b: behaviour{hostOut: host400, gpuServer: "echo ' Couldn'\"'\"'t listen to port 18515'; echo ' Couldn'\"'\"'t bind: Address already in use'; exit 1"},
 			wantGPU: rdma.CausePortConflict, wantHost: "AtRate", status: result.Error},
-		{name: "server hangs silent", b: behaviour{hostOut: host400, gpuServer: "sleep 60"}, timeout: time.Second, wantGPU: rdma.CauseTimeout, wantHost: "AtRate", status: result.Fail},
+		{name: "server hangs silent", b: behaviour{hostOut: host400, gpuServer: "sleep 60"}, timeout: time.Second, wantGPU: rdma.CauseServerNotReady, wantHost: "AtRate", status: result.Fail},
 		{name: "client hangs", b: behaviour{hostOut: host400, gpuServer: okServer + "; sleep 60", gpuClient: "sleep 60"}, timeout: time.Second, wantGPU: rdma.CauseTimeout, wantHost: "AtRate", status: result.Fail},
 		{name: "no result row", b: behaviour{hostOut: host400, gpuOut: "hello\n"}, wantGPU: rdma.CauseNoMeasurement, wantHost: "AtRate", status: result.Fail},
 	} {
