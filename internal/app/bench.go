@@ -52,6 +52,11 @@ type GPUOptions struct {
 	CUDART  string // path of libcudart.so ("" searches)
 	Devices string // --devices: CUDA ordinals, comma-separated
 	NGPUs   int    // -g: the first N devices (0: all)
+	// PerRank picks one device for one rank of a job when Devices is
+	// empty: LocalRank's, or the only one visible (a launcher that binds
+	// one GPU per task through CUDA_VISIBLE_DEVICES).
+	PerRank   bool
+	LocalRank int
 	// Host is the node already discovered; nil: the benchmark runs
 	// without the mapping to discovered GPUs (and without a model).
 	Host *topology.Host
@@ -134,6 +139,15 @@ func useGPUs(ctx context.Context, rt *cuda.Runtime, o GPUOptions) (_ *GPUs, err 
 			if d >= n {
 				return nil, toolErr(fmt.Errorf("--devices %q: device %d is not one of 0..%d", o.Devices, d, n-1))
 			}
+		}
+	case o.PerRank:
+		switch {
+		case o.LocalRank < n:
+			g.Devices = []int{o.LocalRank}
+		case n == 1:
+			g.Devices = []int{0}
+		default:
+			return nil, toolErr(fmt.Errorf("local rank %d: only %d GPU(s) visible (0..%d): give --devices or fewer ranks per node", o.LocalRank, n, n-1))
 		}
 	case o.NGPUs > 0:
 		if o.NGPUs > n {

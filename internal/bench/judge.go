@@ -35,13 +35,22 @@ func JudgeNCCL(b model.Basis, results []NCCLResult, pass float64) []result.Resul
 		if len(r.Rows) == 0 {
 			continue
 		}
+		subject := string(r.Collective)
+		if r.Variant != "" {
+			subject += " (" + r.Variant + ")"
+		}
+		if r.Variant != "" && r.Variant != VariantHierarchical {
+			out = append(out, result.Result{ID: JudgeNCCLID, Status: result.Unknown, Subject: subject, Reason: "NoModel",
+				Message: "the model predicts NCCL's own " + string(r.Collective) + ", not a " + r.Variant + " one"})
+			continue
+		}
 		row := r.Rows[len(r.Rows)-1]
 		if row.OutOfPlace == nil {
 			continue
 		}
-		p, err := model.Expect(b.Should, r.Collective, float64(row.Bytes))
+		p, err := expectVariant(b.Should, r, float64(row.Bytes))
 		if err != nil {
-			out = append(out, result.Result{ID: JudgeNCCLID, Status: result.Unknown, Subject: string(r.Collective), Reason: "NoModel", Message: err.Error()})
+			out = append(out, result.Result{ID: JudgeNCCLID, Status: result.Unknown, Subject: subject, Reason: "NoModel", Message: err.Error()})
 			continue
 		}
 		st, ratio := p.Judge(row.OutOfPlace.AlgBW, m)
@@ -49,14 +58,35 @@ func JudgeNCCL(b model.Basis, results []NCCLResult, pass float64) []result.Resul
 			r.Collective, collective.FormatSize(row.Bytes), row.OutOfPlace.AlgBW, row.OutOfPlace.BusBW, p.AlgBW, p.BusBW, b.Should.Name(), p.Algorithm, p.Bottleneck, 100*ratio)
 		ev := []result.Evidence{{Source: "model", Value: p.Formula}}
 		if len(b.Deviations) > 0 {
-			if f, err := model.Expect(b.Found, r.Collective, float64(row.Bytes)); err == nil && f.AlgBW < p.AlgBW {
+			if f, err := expectVariant(b.Found, r, float64(row.Bytes)); err == nil && f.AlgBW < p.AlgBW {
 				msg += "; " + b.Explain(f.AlgBW) + fmt.Sprintf(" (busbw %.1f)", f.BusBW)
 				ev = append(ev, result.Evidence{Source: "model as found", Value: f.Formula})
 			}
 		}
-		out = append(out, result.Result{ID: JudgeNCCLID, Status: st, Subject: string(r.Collective), Reason: "MeasuredVsExpected", Message: msg, Evidence: ev})
+		out = append(out, result.Result{ID: JudgeNCCLID, Status: st, Subject: subject, Reason: "MeasuredVsExpected", Message: msg, Evidence: ev})
 	}
 	return out
+}
+
+// expectVariant is the model's expectation for a result: NCCL's best
+// algorithm, or for the hierarchical all-reduce the model's own
+// three-phase prediction (NVLink reduce-scatter, all-reduce per rail
+// across nodes, NVLink all-gather), which needs two nodes or more of two
+// GPUs or more.
+func expectVariant(s model.System, r NCCLResult, bytes float64) (model.Prediction, error) {
+	if r.Variant != VariantHierarchical {
+		return model.Expect(s, r.Collective, bytes)
+	}
+	ps, err := model.Predict(s, r.Collective, bytes)
+	if err != nil {
+		return model.Prediction{}, err
+	}
+	for _, p := range ps {
+		if p.Algorithm == model.AlgoHierarchical {
+			return p, nil
+		}
+	}
+	return model.Prediction{}, fmt.Errorf("the model has no hierarchical %s for %s: it needs 2 nodes or more with 2 GPUs or more each", r.Collective, s.Name())
 }
 
 var copyModel = map[string]model.CopyTest{

@@ -106,3 +106,53 @@ func TestJudgeNCCLAgainstHealthy(t *testing.T) {
 		t.Errorf("intact: %+v", ok)
 	}
 }
+
+// TestJudgeHierarchical: the hierarchical all-reduce is judged against the
+// model's three-phase prediction on two 8-GPU nodes (pass at it, fail at
+// half of it), and is unknown, with the reason, on one GPU per node.
+func TestJudgeHierarchical(t *testing.T) {
+	h, err := discover.Discover(context.Background(), discover.WithRoot(fakehost.Root(t, "../../testdata/hosts/hgx-h200-8gpu-10nic.host")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := model.FromHost(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	two := node
+	two.Nodes = 2
+	const size = 1 << 30
+	ps, err := model.Predict(two, collective.AllReduce, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hier model.Prediction
+	for _, p := range ps {
+		if p.Algorithm == model.AlgoHierarchical {
+			hier = p
+		}
+	}
+	if hier.AlgBW == 0 {
+		t.Fatal("no hierarchical prediction for 2×8 GPUs")
+	}
+	judge := func(s model.System, algbw float64) result.Result {
+		res := []NCCLResult{{Collective: collective.AllReduce, Ranks: 16, Variant: VariantHierarchical,
+			Rows: []collective.Row{{Bytes: size, OutOfPlace: &collective.Measure{AlgBW: algbw}}}}}
+		got := JudgeNCCL(model.Healthy(s, h, model.Want{}), res, 0.85)
+		if len(got) != 1 {
+			t.Fatalf("%d results", len(got))
+		}
+		return got[0]
+	}
+	if r := judge(two, hier.AlgBW); r.Status != result.Pass || r.Subject != "all_reduce (hierarchical)" || !strings.Contains(r.Message, "by hierarchical") {
+		t.Errorf("at the prediction: %s %s: %s", r.Status, r.Subject, r.Message)
+	}
+	if r := judge(two, hier.AlgBW/2); r.Status != result.Fail {
+		t.Errorf("at half the prediction: %s: %s", r.Status, r.Message)
+	}
+	one := two
+	one.GPUsPerNode = 1
+	if r := judge(one, 10); r.Status != result.Unknown || !strings.Contains(r.Message, "2 GPUs or more") {
+		t.Errorf("one GPU per node: %s: %s", r.Status, r.Message)
+	}
+}

@@ -26,6 +26,10 @@ type NCCLConfig struct {
 	Op          RedOp  // -o
 	Root        int    // -r
 	Devices     []int  // CUDA device ordinals (-g: the first N)
+	// Job makes this process one rank of a multi-process communicator
+	// (ncclCommInitRank on its one device); nil: every rank is a device of
+	// this process (ncclCommInitAll).
+	Job *JobRank
 	// Buffers is how the send and receive buffers are allocated; empty:
 	// ncclMemAlloc where NCCL has it, as nccl-tests does.
 	Buffers Buffers
@@ -43,6 +47,25 @@ type NCCLConfig struct {
 	CorruptAfterCheck bool
 }
 
+// JobRank is this process's place in a multi-process communicator.
+type JobRank struct {
+	UniqueID []byte // rank 0's ncclGetUniqueId
+	Rank     int
+	World    int
+	// Split, when set, runs the collectives on the sub-communicator of
+	// this rank's color (ncclCommSplit, ordered by rank) instead of the
+	// job's.
+	Split *SplitColor
+	// Hier, when set, also runs the hierarchical all-reduce on the node's
+	// and the rail's sub-communicators, after the collectives.
+	Hier *HierColors
+}
+
+// SplitColor is this rank's group of a split job.
+type SplitColor struct {
+	Color int
+}
+
 // NCCLResult is one collective's run.
 type NCCLResult struct {
 	Collective collective.Collective `json:"collective"`
@@ -54,6 +77,9 @@ type NCCLResult struct {
 	// Wrong is the sum of #wrong: nccl-tests' "Out of bounds values".
 	Wrong int64  `json:"wrong"`
 	Error string `json:"error,omitempty"`
+	// Variant names a way of running the collective other than NCCL's own
+	// (VariantHierarchical); empty for NCCL's.
+	Variant string `json:"variant,omitempty"`
 }
 
 // Buffers names the allocator of the benchmark's device buffers.
@@ -106,6 +132,8 @@ type ncclRun struct {
 	rt      *cuda.Runtime
 	lib     *nccl.Library
 	comms   *nccl.Comms
+	parent  *nccl.Comms // the job's communicator when comms is a split of it
+	hier    *hierRun    // the hierarchical all-reduce's communicators
 	send    []cuda.DevPtr
 	recv    []cuda.DevPtr
 	staging cuda.HostPtr
@@ -134,18 +162,48 @@ func RunNCCL(ctx context.Context, rt *cuda.Runtime, lib *nccl.Library, cfg NCCLC
 		cfg.Buffers = autoBuffers(lib)
 	}
 	r := &ncclRun{cfg: cfg, rt: rt, lib: lib, seed: 99}
-	comms, err := lib.InitAll(ctx, rt, cfg.Devices, cfg.InitTimeout)
+	var comms *nccl.Comms
+	var err error
+	if j := cfg.Job; j != nil {
+		if len(cfg.Devices) != 1 {
+			return nil, fmt.Errorf("rank %d of %d: one GPU per process, not %d", j.Rank, j.World, len(cfg.Devices))
+		}
+		comms, err = lib.InitRank(ctx, rt, cfg.Devices[0], j.UniqueID, j.Rank, j.World, cfg.InitTimeout)
+		if err == nil && j.Split != nil {
+			r.parent = comms
+			comms, err = comms.Split(ctx, j.Split.Color, j.Rank, cfg.InitTimeout)
+			if err != nil {
+				r.parent.Abort()
+				return nil, err
+			}
+		}
+	} else {
+		comms, err = lib.InitAll(ctx, rt, cfg.Devices, cfg.InitTimeout)
+	}
 	if err != nil {
 		return nil, err
 	}
 	r.comms = comms
 	defer r.release(context.WithoutCancel(ctx))
+	if j := cfg.Job; j != nil && j.Hier != nil {
+		if err := r.splitHier(ctx, *j.Hier); err != nil {
+			r.abort()
+			return nil, err
+		}
+	}
 	if err := r.allocate(ctx); err != nil {
 		return nil, err
 	}
 	var out []NCCLResult
 	for _, c := range cfg.Collectives {
 		res, err := r.collective(ctx, c)
+		out = append(out, res)
+		if err != nil {
+			return out, err
+		}
+	}
+	if r.hier != nil {
+		res, err := r.hierarchical(ctx)
 		out = append(out, res)
 		if err != nil {
 			return out, err
@@ -228,8 +286,19 @@ func (r *ncclRun) free(ctx context.Context, dev int, p cuda.DevPtr) error {
 func (r *ncclRun) release(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	if h := r.hier; h != nil {
+		if h.intra != nil {
+			_ = h.intra.Destroy(ctx)
+		}
+		if h.rail != nil {
+			_ = h.rail.Destroy(ctx)
+		}
+	}
 	if r.comms != nil {
 		_ = r.comms.Destroy(ctx)
+	}
+	if r.parent != nil {
+		_ = r.parent.Destroy(ctx)
 	}
 	for i, d := range r.cfg.Devices {
 		if i < len(r.send) {
@@ -257,20 +326,37 @@ func (r *ncclRun) guard(err error) error {
 	}
 	if errors.Is(err, cuda.ErrTimeout) || errors.Is(err, cuda.ErrHung) {
 		msg := "while running " + r.doing
-		if abortErr := r.comms.Abort(); abortErr != nil {
+		if abortErr := r.abort(); abortErr != nil {
 			msg += fmt.Sprintf(" (abort: %v)", abortErr)
 		}
 		return fmt.Errorf("%w %s: %w", ErrWatchdog, msg, err)
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		r.comms.Abort()
+		r.abort()
 		return fmt.Errorf("interrupted while running %s: %w", r.doing, err)
 	}
 	return fmt.Errorf("%s: %w", r.doing, err)
 }
 
+// abort aborts the communicators (the split one and the job's).
+func (r *ncclRun) abort() error {
+	err := r.comms.Abort()
+	if h := r.hier; h != nil {
+		if h.intra != nil {
+			err = errors.Join(err, h.intra.Abort())
+		}
+		if h.rail != nil {
+			err = errors.Join(err, h.rail.Abort())
+		}
+	}
+	if r.parent != nil {
+		err = errors.Join(err, r.parent.Abort())
+	}
+	return err
+}
+
 func (r *ncclRun) collective(ctx context.Context, c collective.Collective) (NCCLResult, error) {
-	n := r.comms.Size()
+	n := r.comms.World()
 	res := NCCLResult{Collective: c, Ranks: n}
 	elt := r.cfg.DType.Size
 	// Warm-up at every power-of-two size, as nccl-tests does.
@@ -335,7 +421,7 @@ func (r *ncclRun) bench(ctx context.Context, c collective.Collective, l collecti
 	if inPlace {
 		place = "in-place"
 	}
-	n := r.comms.Size()
+	n := r.comms.World()
 	checks := r.cfg.Check
 	if inPlace && !c.CheckInPlace() {
 		checks = 0
@@ -404,7 +490,7 @@ func (r *ncclRun) regions(i int, l collective.Layout, inPlace bool) (in, out cud
 // prepare poisons every output and writes fresh inputs.
 func (r *ncclRun) prepare(ctx context.Context, c collective.Collective, l collective.Layout, inPlace bool) error {
 	r.seed++
-	p := newPattern(r.cfg.DType, r.cfg.Op, r.comms.Size(), r.seed)
+	p := newPattern(r.cfg.DType, r.cfg.Op, r.comms.World(), r.seed)
 	elt := r.cfg.DType.Size
 	for i := 0; i < r.comms.Size(); i++ {
 		dev := r.comms.Device(i)
@@ -429,7 +515,7 @@ func (r *ncclRun) prepare(ctx context.Context, c collective.Collective, l collec
 // verify counts the wrong output elements of every local rank that has an
 // output to check (reduce: the root only).
 func (r *ncclRun) verify(ctx context.Context, c collective.Collective, l collective.Layout, inPlace bool) (int64, error) {
-	p := newPattern(r.cfg.DType, r.cfg.Op, r.comms.Size(), r.seed)
+	p := newPattern(r.cfg.DType, r.cfg.Op, r.comms.World(), r.seed)
 	elt := r.cfg.DType.Size
 	var wrong int64
 	for i := 0; i < r.comms.Size(); i++ {
@@ -439,7 +525,7 @@ func (r *ncclRun) verify(ctx context.Context, c collective.Collective, l collect
 		}
 		dev := r.comms.Device(i)
 		_, out := r.regions(i, l, inPlace)
-		src := outputSource(c, rank, r.comms.Size(), r.cfg.Root, l.Count)
+		src := outputSource(c, rank, r.comms.World(), r.cfg.Root, l.Count)
 		total := l.RecvCount * elt
 		for off := uint64(0); off < total; off += stagingBytes {
 			nb := min(stagingBytes, total-off)

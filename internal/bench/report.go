@@ -33,6 +33,9 @@ type NCCLReport struct {
 	Config       map[string]any `json:"config"`
 	Measurements []NCCLResult   `json:"measurements"`
 	Evidence     *NCCLEvidence  `json:"nccl_evidence,omitempty"`
+	// Job is a multi-process run's ranks and failures (rank 0's document
+	// only); Measurements are then CombineRanks of the ranks' own.
+	Job *JobReport `json:"job,omitempty"`
 	// Expected is what the measurements were judged against; nil when
 	// they were not judged or there was no model of the node.
 	Expected *Expected `json:"expected,omitempty"`

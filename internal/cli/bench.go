@@ -12,6 +12,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/app"
 	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/collective"
+	"github.com/gdrcheck/gdrcheck/internal/launch"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
@@ -130,6 +131,7 @@ func newBenchNCCL(g *globals) *cobra.Command {
 	var factor, step uint64
 	var warm, iters, check, root, ngpus int
 	var corrupt bool
+	var jf jobFlags
 	cmd := &cobra.Command{
 		Use:   "nccl",
 		Short: "NCCL collectives with nccl-tests' meaning of every number",
@@ -139,7 +141,13 @@ every power of two, -n timed iterations per size timed by the host clock, out-of
 then in-place, algbw = bytes/time and busbw by nccl-tests' factors (all_reduce 2(n-1)/n;
 all_gather, reduce_scatter, alltoall (n-1)/n; broadcast, reduce, sendrecv 1), and -c
 checked runs with fresh non-zero data (#wrong). NCCL's own evidence (NCCL_DEBUG=INFO log,
-topology and graph dumps) is kept with results.json in --out.`,
+topology and graph dumps) is kept with results.json in --out.
+
+Under a launcher (srun, mpirun, torchrun, a Kubernetes indexed Job) or with --rank and
+--world-size, each process is one rank on one GPU (its local rank's): rank 0 makes NCCL's
+unique id and serves it at the rendezvous address, authenticated by the job's secret
+(GDRCHECK_SECRET or --secret-file), and at the end gathers every rank's results into one
+table and one results.json; the other ranks print nothing but errors. See docs/multinode.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.validate(ngpus, iters, warm); err != nil {
@@ -185,11 +193,19 @@ topology and graph dumps) is kept with results.json in --out.`,
 				}
 				cfg.Collectives = append(cfg.Collectives, c)
 			}
+			job, err := jf.detect(cmd)
+			if err != nil {
+				return err
+			}
+			if job.Multi() && job.Size > 1 {
+				return benchNCCLJob(cmd, g, o, cfg, ngpus, jf, job)
+			}
 			return withGPUs(cmd.Context(), g, o, ngpus, func(gpus *app.GPUs, f report.Format) error {
 				return benchNCCL(cmd.Context(), g, gpus, f, o, cfg, nil)
 			})
 		},
 	}
+	jf.add(cmd)
 	f := cmd.Flags()
 	f.StringVarP(&minS, "minbytes", "b", "8", "smallest size: bytes, or with a binary unit K, M, G or T (64K, 8G, 8GiB)")
 	f.StringVarP(&maxS, "maxbytes", "e", "128M", "largest size")
@@ -225,6 +241,48 @@ func benchNCCL(ctx context.Context, g *globals, gpus *app.GPUs, f report.Format,
 		if werr := report.WriteJSON(g.out, env); werr != nil {
 			return werr
 		}
+	}
+	return benchError(err)
+}
+
+// benchNCCLJob runs bench nccl as one rank of a job of several processes.
+func benchNCCLJob(cmd *cobra.Command, g *globals, o benchOptions, cfg bench.NCCLConfig, ngpus int, jf jobFlags, job launch.Job) error {
+	ctx := cmd.Context()
+	if ngpus > 1 {
+		return toolError(fmt.Errorf("-g %d: a rank of a job drives one GPU (its local rank's, or --devices)", ngpus))
+	}
+	jo, err := jf.options(g, job)
+	if err != nil {
+		return err
+	}
+	if !machine.NewRoot(g.root).Live() {
+		return toolError(fmt.Errorf("benchmarks run on the live host only (--root is %s)", g.root))
+	}
+	f, err := report.ParseFormat(o.format, report.Text, report.JSON)
+	if err != nil {
+		return toolError(err)
+	}
+	h, _ := g.discover(ctx, machine.NewRoot("/"))
+	gpus, err := app.OpenGPUs(ctx, app.GPUOptions{CUDART: o.cudart, Devices: o.devices, PerRank: o.devices == "", LocalRank: job.LocalRank, Host: h})
+	if err != nil {
+		return err
+	}
+	defer gpus.Close()
+	if len(gpus.Devices) != 1 {
+		return toolError(fmt.Errorf("--devices %s: a rank of a job drives one GPU", o.devices))
+	}
+	no := app.NCCLOptions{Lib: o.nccl, Buffers: o.buffers, Out: o.out, Config: cfg, Judge: o.judge, Warn: g.errOut}
+	if f == report.Text && job.Rank == 0 {
+		no.Text = g.out
+	}
+	env, _, err := g.session.BenchNCCLJob(ctx, gpus, no, jo)
+	if env != nil && f == report.JSON && job.Rank == 0 {
+		if werr := report.WriteJSON(g.out, env); werr != nil {
+			return werr
+		}
+	}
+	if err != nil && job.Rank != 0 {
+		err = fmt.Errorf("rank %d of %d: %w", job.Rank, job.Size, err)
 	}
 	return benchError(err)
 }

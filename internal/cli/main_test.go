@@ -9,6 +9,11 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// A re-executed test binary is gdrcheck itself: one rank of a job
+	// (multirank_test.go).
+	if os.Getenv(reexecVar) == "1" {
+		os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr, BuildInfo{Version: "test", Commit: "test"}))
+	}
 	scratch.OnTmpfs()
 	os.Exit(fakelib.RunTests(m))
 }

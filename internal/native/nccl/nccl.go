@@ -18,10 +18,12 @@ static gdr_ncclResult gdr_nccl_version(gdr_nccl *l, int *v) { return l->GetVersi
 static const char *gdr_nccl_errstr(gdr_nccl *l, gdr_ncclResult r) { return l->GetErrorString(r); }
 static const char *gdr_nccl_lasterr(gdr_nccl *l, gdr_ncclComm c) { return l->GetLastError ? l->GetLastError(c) : 0; }
 static gdr_ncclResult gdr_nccl_init_all(gdr_nccl *l, gdr_ncclComm *comms, int n, const int *devs) { return l->CommInitAll(comms, n, devs); }
+static gdr_ncclResult gdr_nccl_unique_id(gdr_nccl *l, gdr_ncclUniqueId *id) { return l->GetUniqueId(id); }
 static gdr_ncclResult gdr_nccl_destroy(gdr_nccl *l, gdr_ncclComm c) { return l->CommDestroy(c); }
 static gdr_ncclResult gdr_nccl_abort(gdr_nccl *l, gdr_ncclComm c) { return l->CommAbort(c); }
 static gdr_ncclResult gdr_nccl_rank(gdr_nccl *l, gdr_ncclComm c, int *r) { return l->CommUserRank(c, r); }
 static int gdr_nccl_has_memalloc(gdr_nccl *l) { return l->MemAlloc != 0; }
+static int gdr_nccl_has_split(gdr_nccl *l) { return l->CommSplit != 0; }
 */
 import "C"
 
@@ -199,6 +201,7 @@ type Comms struct {
 	rt    *cuda.Runtime
 	devs  []int // local rank -> CUDA device
 	ranks []int // local rank -> global rank
+	world int   // ranks in the communicator, in every process
 	// mu is held for reading by every call that hands cs to the CUDA
 	// thread, and for writing by Abort and Destroy.
 	mu     sync.RWMutex
@@ -222,10 +225,7 @@ func (l *Library) InitAll(ctx context.Context, rt *cuda.Runtime, devs []int, tim
 		return nil, fmt.Errorf("ncclCommInitAll: no device")
 	}
 	n := len(devs)
-	c := &Comms{lib: l, rt: rt, devs: slices.Clone(devs), ranks: make([]int, n)}
-	c.cs = (*C.gdr_comms)(C.calloc(1, C.size_t(unsafe.Sizeof(C.gdr_comms{}))))
-	c.cs.n = C.int(n)
-	c.cs.ranks = (*C.gdr_rank)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.gdr_rank{}))))
+	c := newComms(l, rt, devs, n)
 	err := rt.DoTimeout(ctx, "ncclCommInitAll", timeout, func() error {
 		comms := (*C.gdr_ncclComm)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.gdr_ncclComm(nil)))))
 		defer C.free(unsafe.Pointer(comms))
@@ -253,6 +253,24 @@ func (l *Library) InitAll(ctx context.Context, rt *cuda.Runtime, devs []int, tim
 		}
 		return nil
 	})
+	return c.started(ctx, err)
+}
+
+// newComms allocates the C side of the communicators of devs, in a world
+// of world ranks.
+func newComms(l *Library, rt *cuda.Runtime, devs []int, world int) *Comms {
+	n := len(devs)
+	c := &Comms{lib: l, rt: rt, devs: slices.Clone(devs), ranks: make([]int, n), world: world}
+	c.cs = (*C.gdr_comms)(C.calloc(1, C.size_t(unsafe.Sizeof(C.gdr_comms{}))))
+	c.cs.n = C.int(n)
+	c.cs.ranks = (*C.gdr_rank)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.gdr_rank{}))))
+	return c
+}
+
+// started ends an initialisation: on its error the communicators are
+// aborted (and kept if the CUDA thread hung), else every local rank gets
+// its stream.
+func (c *Comms) started(ctx context.Context, err error) (*Comms, error) {
 	if err != nil {
 		if errors.Is(err, cuda.ErrHung) {
 			c.keep() // the CUDA thread may still write into cs
@@ -260,7 +278,8 @@ func (l *Library) InitAll(ctx context.Context, rt *cuda.Runtime, devs []int, tim
 		c.Abort()
 		return nil, err
 	}
-	for i, d := range devs {
+	for i, d := range c.devs {
+		rt := c.rt
 		s, err := rt.StreamCreate(ctx, d)
 		if err != nil {
 			c.Abort()
@@ -271,12 +290,112 @@ func (l *Library) InitAll(ctx context.Context, rt *cuda.Runtime, devs []int, tim
 	return c, nil
 }
 
+// UniqueIDSize is the size of NCCL's unique id (NCCL_UNIQUE_ID_BYTES).
+const UniqueIDSize = C.GDR_NCCL_UNIQUE_ID_BYTES
+
+// UniqueID makes the id of a new communicator (ncclGetUniqueId): rank 0
+// makes it and hands it to every other rank, which pass it to InitRank.
+// NCCL starts its bootstrap listener here (on NCCL_SOCKET_IFNAME's
+// interface), so it runs on the CUDA thread under the call deadline.
+func (l *Library) UniqueID(ctx context.Context, rt *cuda.Runtime) ([]byte, error) {
+	var id C.gdr_ncclUniqueId
+	err := rt.Do(ctx, "ncclGetUniqueId", func() error {
+		if r := C.gdr_nccl_unique_id(l.c, &id); r != 0 {
+			return l.err("ncclGetUniqueId", int(r), nil)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return C.GoBytes(unsafe.Pointer(&id.internal[0]), UniqueIDSize), nil
+}
+
+// InitRank joins this process's one GPU, dev, to a communicator of world
+// ranks as rank (ncclCommInitRank, the device set in the same C call),
+// under a deadline: it returns once every rank has joined, or fails. The
+// id is rank 0's UniqueID.
+func (l *Library) InitRank(ctx context.Context, rt *cuda.Runtime, dev int, id []byte, rank, world int, timeout time.Duration) (*Comms, error) {
+	switch {
+	case len(id) != UniqueIDSize:
+		return nil, fmt.Errorf("ncclCommInitRank: unique id of %d bytes, want %d", len(id), UniqueIDSize)
+	case world < 1 || rank < 0 || rank >= world:
+		return nil, fmt.Errorf("ncclCommInitRank: rank %d of %d", rank, world)
+	}
+	c := newComms(l, rt, []int{dev}, world)
+	c.ranks[0] = rank
+	err := rt.DoTimeout(ctx, "ncclCommInitRank", timeout, func() error {
+		var cid C.gdr_ncclUniqueId
+		for i, b := range id {
+			cid.internal[i] = C.char(b)
+		}
+		var comm C.gdr_ncclComm
+		code := int(C.gdr_nccl_init_rank(l.c, (*C.gdr_cudart)(rt.CPtr()), C.int(dev), &comm, C.int(world), &cid, C.int(rank)))
+		if code != 0 {
+			return l.status(rt, fmt.Sprintf("ncclCommInitRank(rank %d of %d, device %d)", rank, world, dev), code)
+		}
+		rk := &c.view()[0]
+		rk.dev = C.int(dev)
+		rk.rank = C.int(rank)
+		rk.comm = comm
+		return nil
+	})
+	return c.started(ctx, err)
+}
+
+// HasSplit reports ncclCommSplit (NCCL 2.18+).
+func (l *Library) HasSplit() bool { return C.gdr_nccl_has_split(l.c) != 0 }
+
+// Split makes the sub-communicator of this process's one rank
+// (ncclCommSplit with the parent's configuration): the ranks that give
+// the same color form one, ordered by key. Every rank of the parent must
+// call it (collectively), under the deadline.
+func (c *Comms) Split(ctx context.Context, color, key int, timeout time.Duration) (*Comms, error) {
+	if !c.lib.HasSplit() {
+		return nil, fmt.Errorf("%s has no ncclCommSplit (NCCL 2.18 or later has it)", c.lib.Path)
+	}
+	if len(c.devs) != 1 {
+		return nil, fmt.Errorf("ncclCommSplit: %d local ranks; one process, one rank", len(c.devs))
+	}
+	if color < 0 {
+		return nil, fmt.Errorf("ncclCommSplit: color %d: want 0 or more", color)
+	}
+	dev := c.devs[0]
+	var sub *Comms
+	err := c.use(func() error {
+		return c.rt.DoTimeout(ctx, "ncclCommSplit", timeout, func() error {
+			parent := C.gdr_ncclComm(atomicLoadPointer(&c.view()[0].comm))
+			if parent == nil {
+				return ErrAborted
+			}
+			var comm C.gdr_ncclComm
+			var rank, size C.int
+			code := int(C.gdr_nccl_split(c.lib.c, (*C.gdr_cudart)(c.rt.CPtr()), C.int(dev), parent, C.int(color), C.int(key), &comm, &rank, &size))
+			if code != 0 {
+				return c.lib.status(c.rt, fmt.Sprintf("ncclCommSplit(color %d, key %d)", color, key), code)
+			}
+			sub = newComms(c.lib, c.rt, []int{dev}, int(size))
+			sub.ranks[0] = int(rank)
+			rk := &sub.view()[0]
+			rk.dev, rk.rank, rk.comm = C.int(dev), rank, comm
+			return nil
+		})
+	})
+	if sub == nil {
+		return nil, err
+	}
+	return sub.started(ctx, err)
+}
+
 // view is the C array of ranks as a Go slice: every index is checked.
 func (c *Comms) view() []C.gdr_rank { return unsafe.Slice(c.cs.ranks, len(c.devs)) }
 
-// Size is the number of ranks: every rank is in this process, so it is
-// both the number of local ranks and the communicator size.
+// Size is the number of local ranks: the GPUs this process drives.
 func (c *Comms) Size() int { return len(c.devs) }
+
+// World is the number of ranks of the communicator, in every process
+// (Size for ncclCommInitAll).
+func (c *Comms) World() int { return c.world }
 
 // Device of local rank i.
 func (c *Comms) Device(i int) int { return c.devs[i] }
@@ -348,7 +467,7 @@ func (c *Comms) cop(op Op) *C.gdr_op {
 	o.dtype = C.int(op.DType)
 	o.redop = C.int(op.RedOp)
 	o.root = C.int(op.Root)
-	o.nranks = C.int(len(c.devs))
+	o.nranks = C.int(c.world)
 	if op.InPlace {
 		o.inplace = 1
 	}

@@ -7,10 +7,13 @@ static const gdr_sym nccl_syms[] = {
 	SYM(GetVersion),
 	SYM(GetErrorString),
 	SYM(CommInitAll),
+	SYM(GetUniqueId),
+	SYM(CommInitRank),
 	SYM(CommDestroy),
 	SYM(CommAbort),
 	SYM(CommGetAsyncError),
 	SYM(CommUserRank),
+	SYM(CommCount),
 	SYM(GroupStart),
 	SYM(GroupEnd),
 	SYM(AllReduce),
@@ -26,6 +29,7 @@ static const gdr_sym nccl_syms[] = {
 	OPTIONAL(AlltoAll),
 	OPTIONAL(MemAlloc),
 	OPTIONAL(MemFree),
+	OPTIONAL(CommSplit),
 };
 
 const char *gdr_nccl_bind(gdr_nccl *l, void *handle) {
@@ -47,6 +51,24 @@ int gdr_nccl_mem_free(gdr_nccl *n, gdr_cudart *c, int dev, void *p) {
 	if (e) return e;
 	e = n->MemFree(p);
 	return e ? 1000 + e : 0;
+}
+
+int gdr_nccl_init_rank(gdr_nccl *n, gdr_cudart *c, int dev, gdr_ncclComm *comm, int nranks, const gdr_ncclUniqueId *id, int rank) {
+	int e = c->SetDevice(dev);
+	if (e) return e;
+	e = n->CommInitRank(comm, nranks, *id, rank);
+	return e ? 1000 + e : 0;
+}
+
+int gdr_nccl_split(gdr_nccl *n, gdr_cudart *c, int dev, gdr_ncclComm parent, int color, int key, gdr_ncclComm *comm, int *rank, int *size) {
+	int e = c->SetDevice(dev);
+	if (e) return e;
+	*comm = NULL;
+	e = n->CommSplit(parent, color, key, comm, NULL);
+	if (e) return 1000 + e;
+	if (!*comm) return 0;
+	if ((e = n->CommUserRank(*comm, rank)) || (e = n->CommCount(*comm, size))) return 1000 + e;
+	return 0;
 }
 
 // comm is rank r's communicator, NULL once it was aborted.

@@ -8,6 +8,13 @@
 typedef int gdr_ncclResult;
 typedef void *gdr_ncclComm;
 
+// ncclUniqueId: NCCL_UNIQUE_ID_BYTES (128) opaque bytes, passed by value
+// to ncclCommInitRank.
+#define GDR_NCCL_UNIQUE_ID_BYTES 128
+typedef struct {
+	char internal[GDR_NCCL_UNIQUE_ID_BYTES];
+} gdr_ncclUniqueId;
+
 enum {
 	GDR_ncclSuccess = 0,
 	GDR_ncclInProgress = 7,
@@ -19,10 +26,16 @@ typedef struct gdr_nccl {
 	const char *(*GetErrorString)(gdr_ncclResult);
 	const char *(*GetLastError)(gdr_ncclComm);
 	gdr_ncclResult (*CommInitAll)(gdr_ncclComm *, int, const int *);
+	gdr_ncclResult (*GetUniqueId)(gdr_ncclUniqueId *);
+	gdr_ncclResult (*CommInitRank)(gdr_ncclComm *, int, gdr_ncclUniqueId, int);
 	gdr_ncclResult (*CommDestroy)(gdr_ncclComm);
 	gdr_ncclResult (*CommAbort)(gdr_ncclComm);
 	gdr_ncclResult (*CommGetAsyncError)(gdr_ncclComm, gdr_ncclResult *);
 	gdr_ncclResult (*CommUserRank)(gdr_ncclComm, int *);
+	gdr_ncclResult (*CommCount)(gdr_ncclComm, int *);
+	// ncclCommSplit arrived in NCCL 2.18 (the config argument is passed
+	// NULL: the parent's); NULL before.
+	gdr_ncclResult (*CommSplit)(gdr_ncclComm, int, int, gdr_ncclComm *, void *);
 	gdr_ncclResult (*GroupStart)(void);
 	gdr_ncclResult (*GroupEnd)(void);
 	gdr_ncclResult (*AllReduce)(const void *, void *, size_t, int, int, gdr_ncclComm, gdr_stream);
@@ -86,6 +99,18 @@ enum { GDR_ABORTED = -3 };
 // gdr_nccl_abort_all aborts every communicator not aborted yet and
 // returns the first failure (1000 + the result), or 0.
 int gdr_nccl_abort_all(gdr_nccl *n, gdr_comms *cs);
+
+// gdr_nccl_init_rank sets the device, then joins the communicator of
+// nranks ranks as rank (ncclCommInitRank, which works on the current
+// device), in one call. NCCL results come back as 1000 + the result, CUDA
+// errors as they are.
+int gdr_nccl_init_rank(gdr_nccl *n, gdr_cudart *c, int dev, gdr_ncclComm *comm, int nranks, const gdr_ncclUniqueId *id, int rank);
+
+// gdr_nccl_split sets the device, then splits parent (ncclCommSplit with
+// the parent's configuration): ranks of one color form a communicator,
+// ordered by key. A rank of color GDR_NCCL_SPLIT_NOCOLOR gets none.
+#define GDR_NCCL_SPLIT_NOCOLOR (-1)
+int gdr_nccl_split(gdr_nccl *n, gdr_cudart *c, int dev, gdr_ncclComm parent, int color, int key, gdr_ncclComm *comm, int *rank, int *size);
 
 // gdr_op describes the operation the loop enqueues (byte offsets as
 // nccl-tests computes them).

@@ -1,0 +1,80 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gdrcheck/gdrcheck/internal/report/diff"
+	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
+)
+
+// DiffOptions are gdrcheck diff's: two reports (report.json, or a dossier
+// folder holding one) and the noise model.
+type DiffOptions struct {
+	Old, New string
+	Noise    diff.Options
+}
+
+// Diff reads both reports and compares them. An input that cannot be read
+// or is not a gdrcheck.report/v1 document is a ToolError naming the file
+// (and the line and field where the JSON says).
+func Diff(o DiffOptions) (*diff.Diff, error) {
+	if err := o.Noise.Validate(); err != nil {
+		return nil, toolErr(err)
+	}
+	old, oldPath, err := LoadReport(o.Old)
+	if err != nil {
+		return nil, err
+	}
+	new, newPath, err := LoadReport(o.New)
+	if err != nil {
+		return nil, err
+	}
+	return diff.Compare(old, new, oldPath, newPath, o.Noise), nil
+}
+
+// LoadReport reads report.json at path, or in the dossier folder path, and
+// returns it with the file's path.
+func LoadReport(path string) (*dossier.Report, string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, path, toolErr(err)
+	}
+	if st.IsDir() {
+		path = filepath.Join(path, "report.json")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) && st.IsDir() {
+			return nil, path, toolErr(fmt.Errorf("%s: not a dossier (no report.json; gdrcheck run --out DIR writes one)", filepath.Dir(path)))
+		}
+		return nil, path, toolErr(err)
+	}
+	r, err := dossier.Decode(bytes.NewReader(b))
+	if err != nil {
+		return nil, path, toolErr(fmt.Errorf("%s: %s", path, decodeError(b, err)))
+	}
+	return r, path, nil
+}
+
+// decodeError says where in the document a decoding error is: its line,
+// and the field for a value of the wrong type.
+func decodeError(b []byte, err error) string {
+	msg := strings.TrimPrefix(err.Error(), "report.json: ")
+	line := func(off int64) int { return 1 + bytes.Count(b[:min(int(off), len(b))], []byte("\n")) }
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &te):
+		return fmt.Sprintf("line %d: field %q: %s value, want %s", line(te.Offset), strings.TrimPrefix(te.Field, "Document."), te.Value, te.Type)
+	case errors.As(err, &se):
+		return fmt.Sprintf("line %d: %s", line(se.Offset), msg)
+	}
+	return msg
+}

@@ -1,0 +1,352 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gdrcheck/gdrcheck/internal/bench"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/fakelib"
+)
+
+// reexecVar makes the test binary run gdrcheck's command line (TestMain).
+const reexecVar = "GDRCHECK_TEST_REEXEC"
+
+const jobSecret = "job-secret-0123456789abcdef"
+
+// rankProc is one gdrcheck process of a job on loopback.
+type rankProc struct {
+	rank           int
+	cmd            *exec.Cmd
+	stdout, stderr bytes.Buffer
+	code           int
+	took           time.Duration
+}
+
+// jobSpec describes a job of gdrcheck processes with the fake libraries.
+type jobSpec struct {
+	size  int
+	ranks []int // the ranks started (default: all)
+	args  []string
+	env   func(rank int) []string // extra variables of a rank
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// runJob starts the ranks, waits for all (at most limit) and returns them
+// with the job's output directory.
+func runJob(t *testing.T, js jobSpec, limit time.Duration) ([]*rankProc, string) {
+	t.Helper()
+	out := t.TempDir()
+	xdir := t.TempDir()
+	addr := freePort(t)
+	if js.ranks == nil {
+		for r := range js.size {
+			js.ranks = append(js.ranks, r)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	var procs []*rankProc
+	for _, r := range js.ranks {
+		p := &rankProc{rank: r}
+		args := append([]string{"bench", "nccl", "--rank", fmt.Sprint(r), "--world-size", fmt.Sprint(js.size), "--rendezvous", addr,
+			"--out", out, "--no-judge", "--op-timeout", "20s"}, js.args...)
+		p.cmd = exec.CommandContext(ctx, os.Args[0], args...)
+		env := []string{reexecVar + "=1", "GDRCHECK_CUDART=" + fakelib.CUDART(t), "GDRCHECK_NCCL=" + fakelib.NCCL(t), "FAKECUDA_DEVICES=1",
+			"FAKENCCL_EXCHANGE_DIR=" + xdir, "GDRCHECK_SECRET=" + jobSecret, fmt.Sprintf("NCCL_HOSTID=fakehost%d", r)}
+		if js.env != nil {
+			env = append(env, js.env(r)...)
+		}
+		p.cmd.Env = append(cleanEnv(), env...)
+		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, p)
+	}
+	start := time.Now()
+	for _, p := range procs {
+		err := p.cmd.Wait()
+		p.took = time.Since(start)
+		p.code = p.cmd.ProcessState.ExitCode()
+		if ctx.Err() != nil {
+			t.Errorf("rank %d still ran after %s: %v\nstdout:\n%s\nstderr:\n%s", p.rank, limit, err, p.stdout.String(), p.stderr.String())
+		}
+	}
+	return procs, out
+}
+
+// cleanEnv is the environment without any launcher's or NCCL's variables
+// the test host may have.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "SLURM_") || strings.HasPrefix(k, "OMPI_") || strings.HasPrefix(k, "PMI") || strings.HasPrefix(k, "NCCL_") ||
+			strings.HasPrefix(k, "GDRCHECK_") || strings.HasPrefix(k, "FAKE") || k == "RANK" || k == "WORLD_SIZE" || k == "JOB_COMPLETION_INDEX" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+func (p *rankProc) String() string {
+	return fmt.Sprintf("rank %d: exit %d after %s\nstdout:\n%s\nstderr:\n%s", p.rank, p.code, p.took, p.stdout.String(), p.stderr.String())
+}
+
+func readJobReport(t *testing.T, path string) bench.NCCLReport {
+	t.Helper()
+	var rep bench.NCCLReport
+	b, err := os.ReadFile(path)
+	if err != nil || json.Unmarshal(b, &rep) != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return rep
+}
+
+func TestJobRanksOnLoopback(t *testing.T) {
+	for _, n := range []int{2, 4} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			procs, out := runJob(t, jobSpec{size: n, args: []string{"-b", "8", "-e", "4K", "-f", "8", "-w", "1", "-n", "2", "-c", "1",
+				"--op", "all_reduce,all_gather,reduce_scatter,broadcast,reduce,sendrecv,alltoall"}}, 90*time.Second)
+			for _, p := range procs {
+				if p.code != ExitOK {
+					t.Fatalf("%s", p)
+				}
+				if p.rank != 0 && p.stdout.Len() != 0 {
+					t.Errorf("rank %d printed: %s", p.rank, p.stdout.String())
+				}
+			}
+			o := procs[0].stdout.String()
+			want := []string{fmt.Sprintf("# %d ranks (flags)", n), "# Collective all_reduce", "# Collective alltoall", "# Out of bounds values : 0 OK"}
+			for r := range n {
+				want = append(want, fmt.Sprintf("#  Rank %2d Group  0 Pid", r))
+			}
+			for _, w := range want {
+				if !strings.Contains(o, w) {
+					t.Errorf("rank 0's output lacks %q:\n%s", w, o)
+				}
+			}
+			rep := readJobReport(t, filepath.Join(out, "results.json"))
+			if rep.Job == nil || len(rep.Job.Ranks) != n || len(rep.Job.Failures) != 0 || !rep.Complete || len(rep.Measurements) != 7 {
+				t.Fatalf("job report: %+v", rep.Job)
+			}
+			for _, m := range rep.Measurements {
+				if m.Ranks != n || m.Wrong != 0 || len(m.Rows) == 0 || m.Rows[0].OutOfPlace.Wrong == nil {
+					t.Errorf("%s: %d ranks, %d wrong, rows %v", m.Collective, m.Ranks, m.Wrong, m.Rows)
+				}
+			}
+			// Every rank's NCCL log reached rank 0 and was read as one job:
+			// one file and one host (its NCCL_HOSTID) per rank.
+			if jl := rep.Job.NCCLLogs; jl == nil || jl.Report == nil || len(jl.Report.Files) != n || len(jl.Report.Hosts) != n || len(jl.Verdicts) == 0 {
+				t.Errorf("job logs: %+v", jl)
+			} else if !strings.Contains(o, "# NCCL job: ") {
+				t.Errorf("rank 0 prints no job log verdict:\n%s", o)
+			}
+			for r := 1; r < n; r++ {
+				if rr := rep.Job.Ranks[r]; rr.Rank != r || rr.NCCLHostID != fmt.Sprintf("fakehost%d", r) || rr.Evidence == nil {
+					t.Errorf("rank %d part: %+v", r, rr)
+				}
+				if _, err := os.Stat(filepath.Join(out, fmt.Sprintf("rank-%d", r), "results.json")); err != nil {
+					t.Errorf("rank %d's own results: %v", r, err)
+				}
+			}
+		})
+	}
+}
+
+// TestJobCorruptionCounted: wrong data on one rank is counted in the job's
+// table, so the data really crossed the processes.
+func TestJobCorruptionCounted(t *testing.T) {
+	procs, out := runJob(t, jobSpec{size: 2, args: []string{"-b", "64", "-e", "64", "-w", "0", "-n", "1", "-c", "1"},
+		env: func(r int) []string {
+			if r == 1 {
+				return []string{"FAKENCCL_CORRUPT=1"}
+			}
+			return nil
+		}}, 60*time.Second)
+	if procs[0].code != ExitFailed {
+		t.Fatalf("%s", procs[0])
+	}
+	rep := readJobReport(t, filepath.Join(out, "results.json"))
+	if len(rep.Measurements) != 1 || rep.Measurements[0].Wrong == 0 {
+		t.Fatalf("measurements %+v\n%s\n%s", rep.Measurements, procs[0], procs[1])
+	}
+}
+
+func TestJobWrongSecretRejected(t *testing.T) {
+	procs, _ := runJob(t, jobSpec{size: 2, args: []string{"-b", "8", "-e", "8", "--join-timeout", "3s"},
+		env: func(r int) []string {
+			if r == 1 {
+				return []string{"GDRCHECK_SECRET=another-secret-0123456789"}
+			}
+			return nil
+		}}, 60*time.Second)
+	if p := procs[1]; p.code == ExitOK || !strings.Contains(p.stderr.String(), "rejected by rank 0: wrong secret") {
+		t.Errorf("%s", p)
+	}
+	if p := procs[0]; p.code == ExitOK || !strings.Contains(p.stderr.String(), "rank 1: never arrived") {
+		t.Errorf("%s", p)
+	}
+}
+
+func TestJobMissingRankNamed(t *testing.T) {
+	procs, _ := runJob(t, jobSpec{size: 3, ranks: []int{0, 1}, args: []string{"-b", "8", "-e", "8", "--join-timeout", "3s"}}, 60*time.Second)
+	for _, p := range procs {
+		if p.code != ExitFailed || !strings.Contains(p.stderr.String(), "1 of 3 ranks never arrived") || !strings.Contains(p.stderr.String(), "rank 2") {
+			t.Errorf("%s", p)
+		}
+		if p.took > 20*time.Second {
+			t.Errorf("rank %d took %s", p.rank, p.took)
+		}
+	}
+}
+
+func TestJobRankZeroMissing(t *testing.T) {
+	procs, _ := runJob(t, jobSpec{size: 2, ranks: []int{1}, args: []string{"-b", "8", "-e", "8", "--join-timeout", "2s"}}, 60*time.Second)
+	if p := procs[0]; p.code != ExitFailed || !strings.Contains(p.stderr.String(), "rank 0 at 127.0.0.1:") {
+		t.Errorf("%s", p)
+	}
+}
+
+func TestJobKilledRank(t *testing.T) {
+	procs, out := runJob(t, jobSpec{size: 3, args: []string{"-b", "8", "-e", "1M", "-f", "2", "-w", "1", "-n", "5", "-c", "0"},
+		env: func(int) []string { return []string{"FAKENCCL_DIE_AT=1:60", "FAKENCCL_PEER_TIMEOUT_MS=3000"} }}, 60*time.Second)
+	if p := procs[1]; p.code != -1 {
+		t.Errorf("rank 1 was not killed: %s", p)
+	}
+	for _, p := range []*rankProc{procs[0], procs[2]} {
+		if p.code != ExitFailed || !strings.Contains(p.stderr.String(), "rank 1") {
+			t.Errorf("%s", p)
+		}
+		if p.took > 30*time.Second {
+			t.Errorf("rank %d took %s", p.rank, p.took)
+		}
+	}
+	rep := readJobReport(t, filepath.Join(out, "results.json"))
+	if rep.Complete || rep.Job == nil || len(rep.Job.Failures) != 1 || rep.Job.Failures[0].Rank != 1 {
+		t.Fatalf("rank 0's report: complete %v, job %+v", rep.Complete, rep.Job)
+	}
+	// What was measured before the kill is kept; the survivor's part is
+	// there, marked as aborted by another's failure.
+	if len(rep.Measurements) == 0 || len(rep.Measurements[0].Rows) < 2 {
+		t.Errorf("measured rows lost: %+v", rep.Measurements)
+	}
+	var survivor bool
+	for _, r := range rep.Job.Ranks {
+		survivor = survivor || r.Rank == 2 && r.Aborted
+	}
+	if !survivor {
+		t.Errorf("rank 2's part missing or not marked aborted: %+v", rep.Job.Ranks)
+	}
+	if testing.Verbose() {
+		for _, p := range procs {
+			t.Logf("%s", p)
+		}
+	}
+	if !strings.Contains(procs[0].stdout.String(), "Rank  1 FAILED") {
+		t.Errorf("rank 0's table does not name the failed rank:\n%s", procs[0].stdout.String())
+	}
+}
+
+// TestJobSplit: 4 ranks on 2 "nodes" (NCCL_HOSTID), split per node and
+// per rail: two communicators of two ranks each, every collective
+// verified on them.
+func TestJobSplit(t *testing.T) {
+	for _, split := range []string{"intra", "rail"} {
+		t.Run(split, func(t *testing.T) {
+			procs, out := runJob(t, jobSpec{size: 4, args: []string{"--split", split, "-b", "64", "-e", "1K", "-f", "4", "-w", "1", "-n", "2", "-c", "1", "--op", "all"},
+				env: func(r int) []string { return []string{fmt.Sprintf("NCCL_HOSTID=node%d", r/2)} }}, 90*time.Second)
+			for _, p := range procs {
+				if p.code != ExitOK {
+					t.Fatalf("%s", p)
+				}
+			}
+			rep := readJobReport(t, filepath.Join(out, "results.json"))
+			if rep.Job == nil || rep.Job.Split != split || rep.Job.Groups != 2 || len(rep.Job.Ranks) != 4 {
+				t.Fatalf("job: %+v", rep.Job)
+			}
+			want := map[string][]int{"intra": {0, 0, 1, 1}, "rail": {0, 1, 0, 1}}[split]
+			for i, r := range rep.Job.Ranks {
+				if r.Group != want[i] {
+					t.Errorf("rank %d in group %d, want %d", r.Rank, r.Group, want[i])
+				}
+			}
+			for _, m := range rep.Measurements {
+				if m.Ranks != 2 || m.Wrong != 0 || len(m.Rows) == 0 {
+					t.Errorf("%s: %d ranks, %d wrong", m.Collective, m.Ranks, m.Wrong)
+				}
+			}
+			if !strings.Contains(procs[0].stdout.String(), "# split "+split+": 2 communicators") {
+				t.Errorf("rank 0's header lacks the split:\n%s", procs[0].stdout.String())
+			}
+		})
+	}
+	// A split of one process is refused before anything loads.
+	_, errs, code := run(t, "bench", "nccl", "--split", "rail")
+	if code != ExitToolErr || !strings.Contains(errs, "only a job of several ranks splits") {
+		t.Errorf("exit %d: %s", code, errs)
+	}
+}
+
+// TestJobHierarchical: 4 ranks on 2 "nodes": the hierarchical all-reduce
+// (node and rail sub-communicators) computes the same sums as the flat
+// one, checked on every rank; a corrupted stage is counted.
+func TestJobHierarchical(t *testing.T) {
+	for _, corrupt := range []bool{false, true} {
+		t.Run(fmt.Sprint("corrupt=", corrupt), func(t *testing.T) {
+			procs, out := runJob(t, jobSpec{size: 4, args: []string{"--hierarchical", "-b", "64", "-e", "4K", "-f", "4", "-w", "1", "-n", "2", "-c", "1"},
+				env: func(r int) []string {
+					env := []string{fmt.Sprintf("NCCL_HOSTID=node%d", r/2)}
+					if corrupt && r == 3 {
+						env = append(env, "FAKENCCL_CORRUPT=1")
+					}
+					return env
+				}}, 90*time.Second)
+			want := ExitOK
+			if corrupt {
+				want = ExitFailed
+			}
+			if procs[0].code != want {
+				t.Fatalf("%s", procs[0])
+			}
+			rep := readJobReport(t, filepath.Join(out, "results.json"))
+			if len(rep.Measurements) != 2 {
+				t.Fatalf("measurements: %+v", rep.Measurements)
+			}
+			flat, hier := rep.Measurements[0], rep.Measurements[1]
+			if flat.Variant != "" || hier.Variant != bench.VariantHierarchical || hier.Ranks != 4 || len(hier.Rows) != len(flat.Rows) {
+				t.Fatalf("flat %+v\nhierarchical %+v", flat, hier)
+			}
+			for i, row := range hier.Rows {
+				if row.Count%2 != 0 || row.OutOfPlace == nil || row.OutOfPlace.Wrong == nil || row.InPlace != nil || row.Bytes != flat.Rows[i].Bytes {
+					t.Errorf("row %d: %+v", i, row)
+				}
+			}
+			if (hier.Wrong > 0) != corrupt || (flat.Wrong > 0) != corrupt {
+				t.Errorf("wrong: flat %d, hierarchical %d (corrupt %v)", flat.Wrong, hier.Wrong, corrupt)
+			}
+			if !strings.Contains(procs[0].stdout.String(), "hierarchical: reduce-scatter in the node, all-reduce per rail") {
+				t.Errorf("no hierarchical table:\n%s", procs[0].stdout.String())
+			}
+		})
+	}
+}

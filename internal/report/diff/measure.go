@@ -1,0 +1,166 @@
+package diff
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
+)
+
+// sample is one measurement as compared: its key, the number, and what
+// decides its noise.
+type sample struct {
+	subject string
+	unit    string
+	v       float64
+	// noisy marks a measurement of the noisy class (latency-bound
+	// collectives, pageable and bidirectional copies).
+	noisy bool
+	// host marks a pinned one-direction host copy.
+	host bool
+	why  string // the class, for the reason
+	// spread is |in-place − out-of-place| / out-of-place where both were
+	// measured on more than one rank, else 0.
+	spread float64
+	wrong  int64
+	failed string // a copy that did not validate, or errored
+	timeUS float64
+}
+
+// latency reports whether the model called a row latency-bound.
+func latencyByModel(m dossier.CollectiveMeasurement) bool { return m.Bottleneck == "latency" }
+
+// collectiveSamples keys nccl rows by collective, size and ranks. On one
+// rank bus bandwidth is 0 by definition and NCCL does nothing in place:
+// algorithm bandwidth is compared there, without a spread.
+func collectiveSamples(ms []dossier.CollectiveMeasurement) map[string]sample {
+	out := map[string]sample{}
+	for _, m := range ms {
+		k := fmt.Sprintf("%s %s (%d %s)", m.Collective, sizeText(m.Bytes), m.Ranks, plural(m.Ranks, "rank"))
+		s := sample{subject: k, unit: "GB/s busbw", v: m.BusBW, wrong: m.Wrong, timeUS: m.TimeUS, noisy: latencyByModel(m)}
+		if m.Ranks <= 1 {
+			s.unit, s.v = "GB/s algbw", m.AlgBW
+		} else if m.InPlaceBusBW > 0 && m.BusBW > 0 {
+			s.spread = math.Abs(m.InPlaceBusBW-m.BusBW) / m.BusBW
+		}
+		out[k] = s
+	}
+	return out
+}
+
+// sizeText prints a message size in binary units, as nccl-tests' -b/-e
+// read them.
+func sizeText(b uint64) string {
+	for _, u := range []struct {
+		n    uint64
+		name string
+	}{{1 << 30, "G"}, {1 << 20, "M"}, {1 << 10, "K"}} {
+		if b >= u.n && b%u.n == 0 {
+			return fmt.Sprintf("%d%s", b/u.n, u.name)
+		}
+	}
+	return fmt.Sprintf("%dB", b)
+}
+
+func copySamples(ms []dossier.CopyMeasurement) map[string]sample {
+	out := map[string]sample{}
+	for _, m := range ms {
+		// The size is part of the key: a copy of another size is another
+		// measurement (a 64 MiB device copy does not reach a 4 GiB one's).
+		k := fmt.Sprintf("copy %s GPU%d %s", m.Test, m.Device, sizeText(m.Bytes))
+		if m.Peer >= 0 {
+			k = fmt.Sprintf("copy %s GPU%d-GPU%d %s", m.Test, m.Device, m.Peer, sizeText(m.Bytes))
+		}
+		s := sample{subject: k, unit: "GB/s", v: m.GBps}
+		if strings.Contains(m.Test, "pageable") || strings.Contains(m.Test, "bidir") {
+			s.noisy, s.why = true, "host copies that are pageable or bidirectional vary by 15–30% between identical runs"
+		} else if strings.HasPrefix(m.Test, "h2d") || strings.HasPrefix(m.Test, "d2h") {
+			s.host = true
+		}
+		if !m.Valid {
+			s.failed = "did not validate"
+		}
+		if m.Error != "" {
+			s.failed = m.Error
+		}
+		out[k] = s
+	}
+	return out
+}
+
+func (c *comparer) measurements(o, n *dossier.Report) {
+	c.compareSamples(collectiveSamples(o.Measurements.Collectives), collectiveSamples(n.Measurements.Collectives), true)
+	c.compareSamples(copySamples(o.Measurements.Copies), copySamples(n.Measurements.Copies), false)
+}
+
+// noise is the relative move a pair of samples may make unnoticed, and
+// the words for it.
+func (c *comparer) noise(a, b sample, collective bool) (float64, string) {
+	floor, class := c.opts.Floor, "bandwidth-bound"
+	switch {
+	case collective && (a.noisy || b.noisy):
+		floor, class = c.opts.LatencyFloor, "latency-bound (the model says so)"
+	case collective && math.Min(a.timeUS, b.timeUS) > 0 && math.Min(a.timeUS, b.timeUS) < c.opts.LatencyUS:
+		floor, class = c.opts.LatencyFloor, fmt.Sprintf("latency-bound (under %s µs)", num(c.opts.LatencyUS))
+	case a.host && b.host:
+		floor, class = c.opts.HostFloor, "pinned host copy"
+	case a.noisy || b.noisy:
+		floor, class = c.opts.NoisyFloor, "noisy: "+a.why+b.why
+		if a.noisy && b.noisy {
+			class = "noisy: " + a.why
+		}
+	}
+	if s := math.Max(a.spread, b.spread); s > floor {
+		return s, fmt.Sprintf("%s; widened to the in-place/out-of-place spread %.1f%%", class, s*100)
+	}
+	return floor, class
+}
+
+func (c *comparer) compareSamples(om, nm map[string]sample, collective bool) {
+	for _, k := range sortedKeys(om, nm) {
+		a, okA := om[k]
+		b, okB := nm[k]
+		switch {
+		case !okB:
+			c.d.OnlyOld = append(c.d.OnlyOld, k)
+			continue
+		case !okA:
+			c.d.OnlyNew = append(c.d.OnlyNew, k)
+			continue
+		}
+		c.d.Compared++
+		if b.wrong > 0 && a.wrong == 0 {
+			c.add(Change{Section: SectionMeasurements, Subject: k, Field: "wrong", Old: "0", New: fmt.Sprint(b.wrong), Effect: Worse, Reason: "the collective returned wrong data"})
+		}
+		if b.failed != "" && a.failed == "" {
+			c.add(Change{Section: SectionMeasurements, Subject: k, Field: "valid", Old: "valid", New: b.failed, Effect: Worse, Reason: "the copy failed"})
+			continue
+		}
+		if a.failed != "" || b.failed != "" || a.v <= 0 || b.v <= 0 || math.IsNaN(a.v) || math.IsNaN(b.v) {
+			continue // nothing measured to compare (a latency copy, a failed run)
+		}
+		floor, class := c.noise(a, b, collective)
+		ratio := b.v / a.v
+		if ratio <= 1+floor && ratio >= 1/(1+floor) {
+			continue
+		}
+		c.d.Moved++
+		effect, dir := Worse, "dropped"
+		if ratio > 1 {
+			effect, dir = Better, "rose"
+		}
+		c.add(Change{
+			Section: SectionMeasurements, Subject: k, Field: a.unit,
+			Old: num(a.v), New: num(b.v), Delta: pct(a.v, b.v), Effect: effect,
+			Reason: fmt.Sprintf("%s beyond its noise of ×%s either way (%s)", dir, num(1+floor), class),
+		})
+	}
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
