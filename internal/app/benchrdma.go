@@ -72,8 +72,8 @@ func RDMAModel(h *topology.Host, e *rdma.Entry) (rdma.Expectation, bool) {
 	}
 	// The model's GPU path is the node's: a pair placed otherwise gets the
 	// line rate only.
-	close := l == level.PIX || l == level.PXB
-	if close != (s.GDR && !s.NICRemoteSocket) {
+	near := l == level.PIX || l == level.PXB
+	if near != (s.GDR && !s.NICRemoteSocket) {
 		return rdma.Expectation{}, false
 	}
 	hostX, err1 := model.ExpectCopy(s, model.PerftestWriteHost)
