@@ -194,6 +194,11 @@ wait:
 		o.Cause, o.Detail = rdma.CauseNoMeasurement, err.Error()
 		return o
 	}
+	if len(rep.Errors) > 0 {
+		// A run that measured and then failed (perftest's "Completion with
+		// error") keeps its numbers; the error is the evidence.
+		o.Detail = fmt.Sprintf("client line %d: %s", rep.Errors[0].Line, rep.Errors[0].Text)
+	}
 	if rdma.IsLatency(test) {
 		for _, lr := range rep.LatRows {
 			v := lr.Typical
