@@ -309,3 +309,12 @@ func (nicAffinity) Run(ctx context.Context, env *Env) []result.Result {
 	}
 	return out
 }
+
+// Registration is the node's GPU memory registration paths, as
+// gdr.kernel-module reads them: the peer-memory module loaded ("" none),
+// whether dma-buf is possible and why (not), and whether both answers could
+// be read. bench rdma plans its --use_cuda runs from it.
+func Registration(env *Env) (peermem string, dmabuf, known bool, why string) {
+	r := registrationOf(env)
+	return r.peermem, r.dmabuf, r.known, r.dmaWhy
+}

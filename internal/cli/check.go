@@ -70,6 +70,9 @@ also when a result is unknown), 2 when the tool itself could not run.`,
 			if err != nil {
 				return toolError(err)
 			}
+			if f == report.Text { // the name every other command uses for its own view
+				f = report.Table
+			}
 			if err := o.validate(); err != nil {
 				return err
 			}
@@ -90,12 +93,12 @@ also when a result is unknown), 2 when the tool itself could not run.`,
 		},
 	}
 	o.flags(cmd)
-	cmd.Flags().StringVar(&o.format, "format", "table", "output format: table, json, md or junit")
+	cmd.Flags().StringVar(&o.format, "format", "text", "output format: text (the table; also called table), json, md or junit")
 	return cmd
 }
 
 // checkFormats are check's output formats.
-var checkFormats = []report.Format{report.Table, report.JSON, report.Markdown, report.JUnit}
+var checkFormats = []report.Format{report.Text, report.Table, report.JSON, report.Markdown, report.JUnit}
 
 // options are the use-case's options from the flags.
 func (o *checkOptions) options() app.CheckOptions {

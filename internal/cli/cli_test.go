@@ -165,7 +165,7 @@ func TestCheckCommand(t *testing.T) {
 		!strings.HasPrefix(table, "STATUS") || !strings.Contains(strings.SplitN(table, "\n", 3)[1], "FAIL") {
 		t.Errorf("remote NIC: exit %d, verdict or failures not first:\n%s%s", code, out, errs)
 	}
-	for _, f := range []string{"json", "md", "junit"} {
+	for _, f := range []string{"text", "table", "json", "md", "junit"} {
 		out, _, code = run(t, "check", "--root", bad, "--format", f)
 		if code != ExitFailed || !strings.Contains(out, "NICBeyondGDRLevel") {
 			t.Errorf("--format %s: exit %d\n%s", f, code, out)

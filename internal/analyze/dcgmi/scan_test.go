@@ -1,11 +1,11 @@
 package dcgmi
 
 import (
-	"math/rand/v2"
 	"regexp"
 	"slices"
-	"strings"
 	"testing"
+
+	"github.com/gdrcheck/gdrcheck/internal/testutil/linegen"
 )
 
 // The regular expressions sectionName and result3Match implement.
@@ -39,13 +39,9 @@ func TestScanMatchesRegexp(t *testing.T) {
 	}
 	parts := []string{"", " ", "  ", "\t", "|", "+", "-", "---", "Name", "Memory Bandwidth", "x_1", ".", "Pass", "Fail", "Not Run",
 		"Warn", "Skip", "All", "GPU", "GPUs", ":", "0", "1,", " 2", ",", "s", "é"}
-	rng := rand.New(rand.NewPCG(3, 4))
+	g := linegen.New(3)
 	for range 200000 {
-		var b strings.Builder
-		for k := rng.IntN(8); k >= 0; k-- {
-			b.WriteString(parts[rng.IntN(len(parts))])
-		}
-		checkScan(t, b.String())
+		checkScan(t, g.Glue(parts, 8, 0))
 	}
 }
 

@@ -2,11 +2,11 @@ package ncclog
 
 import (
 	"bytes"
-	"math/rand/v2"
 	"regexp"
 	"slices"
-	"strings"
 	"testing"
+
+	"github.com/gdrcheck/gdrcheck/internal/testutil/linegen"
 )
 
 // numbersExpr is the regexp maskNumbers implements.
@@ -32,13 +32,9 @@ func TestScanMatchesReference(t *testing.T) {
 		checkScan(t, s)
 	}
 	parts := []string{"", " ", "\t", "0", "x", "0x", "1f", "ff", "g", "12", "a", "é", "\u2003", "\v", "rank", "0x1F"}
-	rng := rand.New(rand.NewPCG(13, 14))
+	g := linegen.New(13)
 	for range 200000 {
-		var b strings.Builder
-		for k := rng.IntN(10); k >= 0; k-- {
-			b.WriteString(parts[rng.IntN(len(parts))])
-		}
-		checkScan(t, b.String())
+		checkScan(t, g.Glue(parts, 10, 0))
 	}
 }
 

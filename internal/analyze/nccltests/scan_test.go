@@ -1,11 +1,12 @@
 package nccltests
 
 import (
-	"math/rand/v2"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gdrcheck/gdrcheck/internal/testutil/linegen"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 )
@@ -48,39 +49,16 @@ func TestScanMatchesRegexp(t *testing.T) {
 	}
 	parts := []string{"", " ", "  ", "\t", "nThread", "nGpus", "Rank", "Group", "Pid", "on", "device", "0", "12", "x",
 		"host-1", "[", "]", "[0x53]", "NVIDIA H100", "é", "\n"}
-	rng := rand.New(rand.NewPCG(7, 8))
+	g := linegen.New(7)
 	for range 300000 {
-		var b strings.Builder
-		for k := rng.IntN(14); k >= 0; k-- {
-			b.WriteString(parts[rng.IntN(len(parts))])
-			if rng.IntN(3) > 0 {
-				b.WriteByte(' ')
-			}
-		}
-		checkScan(t, b.String())
+		checkScan(t, g.Glue(parts, 14, 2.0/3))
 	}
 	// Device lines with one thing changed: a token dropped, doubled or
 	// replaced, blanks varied.
 	tmpl := []string{"Rank", "3", "Group", "0", "Pid", "25", "on", "host-1", "device", "2", "[0x53]", "NVIDIA", "H100"}
 	seps := []string{" ", "  ", "\t", "", "\n"}
 	for range 100000 {
-		toks := slices.Clone(tmpl)
-		switch k := rng.IntN(len(toks)); rng.IntN(4) {
-		case 0:
-			toks = slices.Delete(toks, k, k+1)
-		case 1:
-			toks = slices.Insert(toks, k, toks[k])
-		case 2:
-			toks[k] = parts[rng.IntN(len(parts))]
-		}
-		var b strings.Builder
-		for i, tok := range toks {
-			if i > 0 {
-				b.WriteString(seps[min(rng.IntN(12), len(seps)-1)])
-			}
-			b.WriteString(tok)
-		}
-		checkScan(t, b.String())
+		checkScan(t, g.Mutant(tmpl, parts, seps, 1))
 	}
 }
 

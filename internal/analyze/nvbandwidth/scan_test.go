@@ -1,11 +1,12 @@
 package nvbandwidth
 
 import (
-	"math/rand/v2"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gdrcheck/gdrcheck/internal/testutil/linegen"
 )
 
 // The regular expressions descLine and deviceLine implement.
@@ -56,16 +57,9 @@ func TestScanMatchesRegexp(t *testing.T) {
 	}
 	parts := []string{"", " ", "  ", "\t", "memcpy", "memory", "memory x", "CE", "SM", "CPU", "GPU", "(row)", "(column)", "->", "<-",
 		"<->", "bandwidth", "(", ")", "(GB/s)", "()", "x", "Device", "Device 0:", ": ", "3", "(0000:3b:00)", "(0:1:2.f)", ".", "a:b", "é", "Driver Version:", "535.1"}
-	rng := rand.New(rand.NewPCG(9, 10))
+	g := linegen.New(9)
 	for range 300000 {
-		var b strings.Builder
-		for k := rng.IntN(10); k >= 0; k-- {
-			b.WriteString(parts[rng.IntN(len(parts))])
-			if rng.IntN(3) == 0 {
-				b.WriteByte(' ')
-			}
-		}
-		checkScan(t, b.String())
+		checkScan(t, g.Glue(parts, 10, 1.0/3))
 	}
 	// Titles and device lines with one or two things changed: a token
 	// dropped, doubled or replaced, blanks varied.
@@ -74,27 +68,9 @@ func TestScanMatchesRegexp(t *testing.T) {
 		{"memory", "latency", "SM", "CPU", "(row)", "<->", "GPU", "(column)", "x", "(ns)"},
 		{"Device", "0:", "NVIDIA", "H200", "(00000000:19:00.0)"},
 	}
-	seps := []string{"", " ", "  ", "\t"}
-	for range 200000 {
-		toks := slices.Clone(tmpls[rng.IntN(len(tmpls))])
-		for range 1 + rng.IntN(2) {
-			switch k := rng.IntN(len(toks)); rng.IntN(4) {
-			case 0:
-				toks = slices.Delete(toks, k, k+1)
-			case 1:
-				toks = slices.Insert(toks, k, toks[k])
-			case 2:
-				toks[k] = parts[rng.IntN(len(parts))]
-			}
-		}
-		var b strings.Builder
-		for i, tok := range toks {
-			if i > 0 {
-				b.WriteString(seps[min(rng.IntN(8), len(seps)-1)])
-			}
-			b.WriteString(tok)
-		}
-		checkScan(t, b.String())
+	seps := []string{" ", "", "  ", "\t"}
+	for i := range 200000 {
+		checkScan(t, g.Mutant(tmpls[i%len(tmpls)], parts, seps, 2))
 	}
 }
 

@@ -1,11 +1,12 @@
 package perftest
 
 import (
-	"math/rand/v2"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gdrcheck/gdrcheck/internal/testutil/linegen"
 )
 
 // The regular expressions keyValues and isDashes implement.
@@ -51,13 +52,9 @@ func TestScanMatchesRegexp(t *testing.T) {
 		checkScan(t, s)
 	}
 	parts := []string{"", " ", "  ", "\t", ":", "::", "a", "Ab", "x_1", "9", "*", ".", "/", "-", "--------", "[B]", "0x1f", "é", "ON", "\r", "error", "cuda", "dma-", "buf", "not found", "scnt=", "device", " name", "ERROR", "Cuda", "Not Found", "DMA-BUF"}
-	rng := rand.New(rand.NewPCG(5, 6))
+	g := linegen.New(5)
 	for range 200000 {
-		var b strings.Builder
-		for k := rng.IntN(10); k >= 0; k-- {
-			b.WriteString(parts[rng.IntN(len(parts))])
-		}
-		checkScan(t, b.String())
+		checkScan(t, g.Glue(parts, 10, 0))
 	}
 }
 

@@ -1,0 +1,337 @@
+package rdma
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/gdrcheck/gdrcheck/internal/report/printable"
+	"github.com/gdrcheck/gdrcheck/internal/result"
+)
+
+// Causes of a run that measured nothing, each a Reason.
+const (
+	CauseMissingBinary  = "MissingBinary"
+	CauseRegistration   = "GPUMemoryNotRegistered"
+	CausePortConflict   = "PortConflict"
+	CauseServerDied     = "ServerDied"
+	CauseClientFailed   = "ClientFailed"
+	CauseTimeout        = "Timeout"
+	CauseNoMeasurement  = "NoMeasurement"
+	CauseServerNotReady = "ServerNotReady"
+)
+
+// Outcome is what one run (one memory kind on one pair) gave.
+type Outcome struct {
+	Memory string `json:"memory"`
+	// Gbps is the best average bandwidth at bandwidth sizes (Gb/s); for a
+	// latency test, LatencyUS is the typical latency at the smallest size.
+	Gbps      float64 `json:"gbps,omitempty"`
+	LatencyUS float64 `json:"latency_us,omitempty"`
+	Bytes     int64   `json:"bytes,omitempty"`
+	// Cause is set when the run measured nothing (a Cause* reason), with
+	// Detail: the line that says why.
+	Cause  string `json:"cause,omitempty"`
+	Detail string `json:"detail,omitempty"`
+	// Raw outputs kept, relative to the output folder.
+	ServerOut string `json:"server_output,omitempty"`
+	ClientOut string `json:"client_output,omitempty"`
+}
+
+// PairResult is one entry's outcomes.
+type PairResult struct {
+	Entry    Entry     `json:"entry"`
+	Outcomes []Outcome `json:"outcomes"`
+}
+
+// Judging thresholds.
+type Judging struct {
+	// Pass: measured/expected at large sizes at least this passes.
+	Pass float64
+	// GPUvsHost: GPU memory under this fraction of the host control says
+	// the GDR path is broken or staged.
+	GPUvsHost float64
+}
+
+// DefaultJudging is 0.85 of expected, and GPU memory at 0.8 of host memory.
+var DefaultJudging = Judging{Pass: 0.85, GPUvsHost: 0.8}
+
+// ID of the results.
+const ID = "bench.rdma"
+
+// Judge gives each run of each pair a result: the GPU-memory runs against
+// the line rate (or the model) and against the host control on the same
+// pair, the control against the line rate.
+func Judge(prs []PairResult, j Judging) []result.Result {
+	var out []result.Result
+	for _, pr := range prs {
+		e := pr.Entry
+		if e.Skip != "" {
+			out = append(out, result.Result{ID: ID, Status: result.Skip, Subject: e.Subject(), Reason: "NotRun", Message: "not run: " + e.Skip})
+			continue
+		}
+		var host *Outcome
+		for i := range pr.Outcomes {
+			if pr.Outcomes[i].Memory == MemHost && pr.Outcomes[i].Cause == "" {
+				host = &pr.Outcomes[i]
+			}
+		}
+		for _, o := range pr.Outcomes {
+			out = append(out, judgeOne(&e, o, host, j))
+		}
+	}
+	return out
+}
+
+func subjectOf(e *Entry, mem string) string { return e.Subject() + "/" + mem }
+
+func judgeOne(e *Entry, o Outcome, host *Outcome, j Judging) result.Result {
+	r := result.Result{ID: ID, Subject: subjectOf(e, o.Memory)}
+	pair := fmt.Sprintf("GPU%d (%s) ↔ %s port %d, %s", e.GPU, e.GPUBusID, e.NIC, e.Port, o.Memory)
+	ev := func(src, v string) {
+		if src != "" {
+			r.Evidence = append(r.Evidence, result.Evidence{Source: src, Value: v})
+		}
+	}
+	ev(o.ClientOut, o.Detail)
+	if o.Cause != "" {
+		r.Status, r.Reason = result.Fail, o.Cause
+		r.Message = pair + ": " + causeText(o.Cause) + detail(o.Detail)
+		switch o.Cause {
+		case CauseMissingBinary:
+			r.Status = result.Error
+			r.Remedy = "install perftest (built with CUDA for --use_cuda) or name its folder with --perftest-dir"
+		case CauseRegistration:
+			r.Remedy = "load nvidia_peermem (modprobe nvidia-peermem) or use dma-buf (open kernel module, kernel 5.12+); see gdr.kernel-module"
+		case CausePortConflict:
+			r.Status = result.Error
+			r.Remedy = "another process holds the TCP port; choose another with --tcp-port"
+		case CauseTimeout, CauseServerNotReady:
+			r.Remedy = "see the raw outputs; raise --timeout if the sweep is long"
+		}
+		return r
+	}
+	if IsLatency(e.Runs0Test()) {
+		r.Status, r.Reason = result.Pass, "Measured"
+		r.Message = fmt.Sprintf("%s: %.2f µs typical at %d B", pair, o.LatencyUS, o.Bytes)
+		if o.Memory != MemHost && host != nil && host.LatencyUS > 0 && o.LatencyUS > 2*host.LatencyUS {
+			r.Status, r.Reason = result.Warn, "GPULatencyHigh"
+			r.Message += fmt.Sprintf(", over twice host memory's %.2f µs: the GPU path is long (pcie.acs, gdr.nic-affinity)", host.LatencyUS)
+		}
+		return r
+	}
+	want, what := e.Expect.LineGbps, "line rate"
+	if o.Memory == MemHost && e.Expect.HostGbps > 0 {
+		want, what = e.Expect.HostGbps, "the model's host-memory figure"
+	} else if o.Memory != MemHost && e.Expect.GPUGbps > 0 {
+		want, what = e.Expect.GPUGbps, "the model's GPU-memory figure"
+	}
+	r.Message = fmt.Sprintf("%s: %.2f Gb/s (%.2f GB/s)", pair, o.Gbps, o.Gbps/8)
+	status, reason := result.Unknown, "RateUnknown"
+	if want > 0 {
+		f := o.Gbps / want
+		r.Message += fmt.Sprintf(", %.0f%% of %s (%.4g Gb/s)", 100*f, what, want)
+		status, reason = result.Pass, "AtRate"
+		if f < j.Pass {
+			status, reason = result.Warn, "BelowRate"
+		}
+	} else {
+		r.Message += ", the port's rate is unknown: not judged"
+	}
+	if o.Memory != MemHost && host != nil && host.Gbps > 0 {
+		f := o.Gbps / host.Gbps
+		r.Message += fmt.Sprintf(", %.0f%% of host memory on the same pair (%.2f Gb/s)", 100*f, host.Gbps)
+		// Where the model itself expects GPU memory below host memory (a
+		// path through the CPU), the bar is the model's ratio.
+		ratio := 1.0
+		if x := e.Expect; x.GPUGbps > 0 && x.HostGbps > 0 && x.GPUGbps < x.HostGbps {
+			ratio = x.GPUGbps / x.HostGbps
+			r.Message += fmt.Sprintf(" (the model expects %.0f%% on path %s)", 100*ratio, e.Level)
+		}
+		if f < ratio*j.GPUvsHost {
+			status, reason = result.Fail, "GDRStaged"
+			r.Message += ": the GPU Direct path is broken or staged through host memory or the CPU"
+			r.Remedy = "see gdr.nic-affinity (the GPU and NIC should share a PCIe switch), pcie.acs (ACS redirects peer traffic to the root complex), iommu.mode and pcie.link"
+		}
+	} else if o.Memory != MemHost {
+		r.Message += ", no host-memory control to compare"
+	}
+	if reason == "BelowRate" && o.Memory == MemHost {
+		r.Remedy = "host memory below line rate: the NIC, its link or the cable (nic.port, pcie.link), not GPU Direct"
+	}
+	r.Status, r.Reason = status, reason
+	return r
+}
+
+// Runs0Test is the perftest tool of the entry's runs ("" none).
+func (e *Entry) Runs0Test() string {
+	if len(e.Runs) == 0 {
+		return ""
+	}
+	return e.Runs[0].Server.Tool
+}
+
+func detail(d string) string {
+	if d == "" {
+		return ""
+	}
+	return ": " + d
+}
+
+func causeText(c string) string {
+	switch c {
+	case CauseMissingBinary:
+		return "perftest binary not found"
+	case CauseRegistration:
+		return "GPU memory could not be registered with the NIC (no peer-memory path)"
+	case CausePortConflict:
+		return "the TCP port is in use"
+	case CauseServerDied:
+		return "the server exited before the client finished"
+	case CauseClientFailed:
+		return "the client failed"
+	case CauseTimeout:
+		return "deadline passed"
+	case CauseServerNotReady:
+		return "the server never started listening"
+	case CauseNoMeasurement:
+		return "the output holds no result row"
+	}
+	return c
+}
+
+// WriteText prints the plan: one block per pair with its commands.
+func (p *Plan) WriteText(w io.Writer) error {
+	bw := &errWriter{w: w}
+	size := "all sizes (-a)"
+	if p.Size > 0 {
+		size = fmt.Sprintf("%d bytes", p.Size)
+	}
+	bw.printf("bench rdma plan: %s, %s, %s\n", p.Mode, p.Test, size)
+	reg := "unknown"
+	switch {
+	case p.Registration.PeerMem != "" && p.Registration.DMABuf:
+		reg = p.Registration.PeerMem + " and dma-buf"
+	case p.Registration.PeerMem != "":
+		reg = p.Registration.PeerMem
+	case p.Registration.DMABuf:
+		reg = "dma-buf"
+	case p.Registration.Known:
+		reg = "none (" + p.Registration.Why + ")"
+	}
+	bw.printf("registration: %s", printable.Line(reg))
+	if p.NCCLPath != "" {
+		bw.printf("; NCCL would use %s", MemoryText(p.NCCLPath))
+	}
+	bw.printf("\n")
+	for _, e := range p.Entries {
+		bw.printf("\nGPU%d %s  ↔  %s port %d (%s, %s, %g Gb/s)  path %s  %s\n", e.GPU, printable.Line(e.GPUBusID), printable.Line(e.NIC), e.Port,
+			printable.Line(e.LinkLayer), printable.Line(e.PortState), e.RateGbps, e.Level, e.Mode)
+		if e.Skip != "" {
+			bw.printf("  not run: %s\n", printable.Line(e.Skip))
+		}
+		for _, r := range e.Runs {
+			tag := r.Memory
+			if r.NCCL {
+				tag += " (NCCL's path)"
+			}
+			bw.printf("  %s\n    server: %s\n    client: %s\n", tag, printable.Line(r.Server.Line()), printable.Line(r.Client.Line()))
+		}
+		bw.printf("  expect: %s\n", printable.Line(expectText(e.Expect)))
+		for _, n := range e.Notes {
+			bw.printf("  note: %s\n", printable.Line(n))
+		}
+	}
+	if len(p.Notes) > 0 {
+		bw.printf("\n")
+	}
+	for _, n := range p.Notes {
+		bw.printf("Note: %s\n", printable.Line(n))
+	}
+	return bw.err
+}
+
+func expectText(x Expectation) string {
+	var parts []string
+	if x.LineGbps > 0 {
+		parts = append(parts, fmt.Sprintf("line %g Gb/s", x.LineGbps))
+	}
+	if x.HostGbps > 0 {
+		parts = append(parts, fmt.Sprintf("host memory %.4g Gb/s", x.HostGbps))
+	}
+	if x.GPUGbps > 0 {
+		parts = append(parts, fmt.Sprintf("GPU memory %.4g Gb/s", x.GPUGbps))
+	}
+	parts = append(parts, "from "+x.Source)
+	return strings.Join(parts, ", ")
+}
+
+// WriteTable prints the measured pairs: GPU, bus id, NIC, path level, mode,
+// memory, GB/s and Gb/s, fractions, verdict.
+func WriteTable(w io.Writer, prs []PairResult, rs []result.Result) error {
+	verdict := map[string]result.Result{}
+	for _, r := range rs {
+		verdict[r.Subject] = r
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "GPU\tBUS ID\tNIC\tPATH\tMODE\tMEMORY\tGB/s\tGb/s\tOF LINE\tOF HOST\tVERDICT")
+	for _, pr := range prs {
+		e := pr.Entry
+		if e.Skip != "" {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t-\t-\t-\t-\t-\tskip: %s\n", e.GPU, printable.Line(e.GPUBusID), printable.Line(e.NIC), e.Level, e.Mode, printable.Line(e.Skip))
+			continue
+		}
+		var host float64
+		for _, o := range pr.Outcomes {
+			if o.Memory == MemHost && o.Cause == "" {
+				host = o.Gbps
+			}
+		}
+		for _, o := range pr.Outcomes {
+			r := verdict[subjectOf(&e, o.Memory)]
+			gb, gbit, line, ofHost := "-", "-", "-", "-"
+			if o.Cause == "" && o.Gbps > 0 {
+				gb, gbit = fmt.Sprintf("%.2f", o.Gbps/8), fmt.Sprintf("%.2f", o.Gbps)
+				if e.Expect.LineGbps > 0 {
+					line = fmt.Sprintf("%.0f%%", 100*o.Gbps/e.Expect.LineGbps)
+				}
+				if o.Memory != MemHost && host > 0 {
+					ofHost = fmt.Sprintf("%.0f%%", 100*o.Gbps/host)
+				}
+			} else if o.Cause == "" && o.LatencyUS > 0 {
+				gb = fmt.Sprintf("%.2f µs", o.LatencyUS)
+			}
+			v := string(r.Status)
+			if r.Status != result.Pass {
+				v += " " + r.Reason
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.GPU, printable.Line(e.GPUBusID), printable.Line(e.NIC), e.Level, e.Mode, o.Memory, gb, gbit, line, ofHost, v)
+		}
+	}
+	return tw.Flush()
+}
+
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(f string, a ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, f, a...)
+	}
+}
+
+// MemoryText names a memory kind for people.
+func MemoryText(mem string) string {
+	switch mem {
+	case MemPeerMem:
+		return "nvidia-peermem (--use_cuda)"
+	case MemDMABuf:
+		return "dma-buf (--use_cuda --use_cuda_dmabuf)"
+	case MemHost:
+		return "host memory"
+	}
+	return mem
+}

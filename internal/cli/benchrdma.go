@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gdrcheck/gdrcheck/internal/app"
+	"github.com/gdrcheck/gdrcheck/internal/bench/rdma"
+	"github.com/gdrcheck/gdrcheck/internal/collective"
+	"github.com/gdrcheck/gdrcheck/internal/report"
+	"github.com/gdrcheck/gdrcheck/internal/report/printable"
+)
+
+func newBenchRDMA(g *globals) *cobra.Command {
+	var o app.RDMAOptions
+	var format, pairs, size string
+	cmd := &cobra.Command{
+		Use:   "rdma",
+		Short: "GPU-memory RDMA per GPU–NIC pair with perftest (ib_write_bw --use_cuda), against host memory and the line rate",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := report.ParseFormat(format, report.Text, report.JSON)
+			if err != nil {
+				return toolError(err)
+			}
+			if pairs != "" {
+				if o.Plan.Pairs, err = rdma.ParsePairs(pairs); err != nil {
+					return toolError(err)
+				}
+			}
+			if size != "" {
+				n, err := collective.ParseSize(size)
+				if err != nil {
+					return toolError(fmt.Errorf("-s %s: %v", size, err))
+				}
+				o.Plan.Size = int64(n)
+			}
+			if o.Timeout <= 0 {
+				return toolError(fmt.Errorf("--pair-timeout %s: must be positive", o.Timeout))
+			}
+			if !(o.Judging.Pass > 0 && o.Judging.Pass <= 1) {
+				return toolError(fmt.Errorf("--pass-ratio %g: want a fraction of expected in (0, 1]", o.Judging.Pass))
+			}
+			o.Judging.GPUvsHost = rdma.DefaultJudging.GPUvsHost
+			env, dir, err := g.session.BenchRDMA(cmd.Context(), app.NodeOptions{Root: g.root, Timeout: g.timeout}, o)
+			if env != nil {
+				if f == report.JSON {
+					if werr := report.WriteJSON(g.out, env); werr != nil {
+						return werr
+					}
+				} else if line := app.RDMANothing(env); line != "" {
+					fmt.Fprintln(g.out, printable.Line(line))
+				} else {
+					doc := env.Data.(*app.RDMADoc)
+					if o.DryRun || len(doc.Pairs) == 0 {
+						if werr := doc.Plan.WriteText(g.out); werr != nil {
+							return werr
+						}
+					} else {
+						if werr := rdma.WriteTable(g.out, doc.Pairs, env.Results); werr != nil {
+							return werr
+						}
+						if werr := report.WriteTable(g.out, env.Results, env.Duration()); werr != nil {
+							return werr
+						}
+						fmt.Fprintf(g.out, "Raw outputs and results.json: %s\n", printable.Line(dir))
+					}
+				}
+			}
+			return benchError(err)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&format, "format", "text", "output format: text or json")
+	fl.BoolVar(&o.DryRun, "dry-run", false, "print the plan (pairs, commands, ports, expectations) and run nothing; works on any --root")
+	fl.StringVar(&o.PerftestDir, "perftest-dir", "", "folder holding ib_write_bw and the other perftest binaries (default: search PATH)")
+	fl.StringVar(&o.Out, "out", "", "folder for the raw perftest outputs and results.json (default gdrcheck-results/bench-rdma-<time>)")
+	fl.DurationVar(&o.Timeout, "pair-timeout", 2*time.Minute, "deadline of each server/client run of a pair (the global --timeout is discovery's)")
+	fl.StringVar(&o.Plan.Test, "test", rdma.WriteBW, "perftest tool: ib_write_bw, ib_read_bw, ib_send_bw or ib_write_lat")
+	fl.StringVar(&o.Plan.Mode, "mode", rdma.ModeLoopback, "loopback (server and client on this host); cross-node needs the multi-node launcher")
+	fl.StringVar(&pairs, "pairs", "", "GPU:NIC pairs to test, e.g. 0:mlx5_3,1:mlx5_4 (default: the GPU→NIC pairing of topo); GPUs numbered in PCI bus order")
+	fl.StringVarP(&size, "size", "s", "", "one message size, e.g. 1M (default: sweep all sizes, -a)")
+	fl.IntVar(&o.Plan.TCPPort, "tcp-port", rdma.DefaultTCPPort, "first out-of-band TCP port (-p); each run takes the next")
+	fl.IntVar(&o.Plan.GIDIndex, "gid-index", -1, "RoCE GID index (-x); default: perftest chooses")
+	fl.IntVar(&o.Plan.MTU, "mtu", 0, "MTU (-m): 256..4096 (default: the port's active MTU)")
+	fl.IntVar(&o.Plan.QPs, "qps", 0, "queue pairs (-q) (default: perftest's, 1)")
+	fl.IntVarP(&o.Plan.Iters, "iters", "n", 0, "iterations per size (-n) (default: perftest's)")
+	fl.IntVarP(&o.Plan.Duration, "duration", "D", 0, "seconds per size (-D) instead of iterations")
+	fl.Float64Var(&o.Judging.Pass, "pass-ratio", rdma.DefaultJudging.Pass, "pass when measured/expected is at least this")
+	return cmd
+}
