@@ -527,7 +527,7 @@ func (a *Aggregator) ports(f *Fleet, why whyFunc) {
 		for _, p := range n.Ports {
 			k := ck{a.class[i], p.LinkLayer}
 			if p.RateGbps > 0 {
-				want, ok, basis := pinRate, pinRate > 0, "profile"
+				want, ok, basis := pinRate, pinRate > 0 && p.Rail, "profile"
 				if !ok {
 					want, ok = majorityNum(rates[k])
 					basis = "class majority"
@@ -538,12 +538,13 @@ func (a *Aggregator) ports(f *Fleet, why whyFunc) {
 				}
 			}
 			if p.MTU > 0 {
-				want, ok, basis := pinMTU, pinMTU > 0, "profile"
+				// The profile's MTU is a RoCE netdev's least, as nic.port reads it.
+				want, ok, basis := pinMTU, pinMTU > 0 && p.Rail && p.LinkLayer == "Ethernet", "profile"
 				if !ok {
 					want, ok = majorityNum(mtus[k])
 					basis = "class majority"
 				}
-				if ok && p.MTU != want {
+				if ok && (basis == "profile" && p.MTU < want || basis != "profile" && p.MTU != want) {
 					f.Ports = append(f.Ports, PortIssue{n.Host, p.Name, "mtu", float64(p.MTU), float64(want), basis})
 					why(int32(i), tierPort, 0, fmt.Sprintf("port %s MTU %d, %s %d", p.Name, p.MTU, basis, want))
 				}

@@ -172,6 +172,10 @@ func TestProfileIsTheReference(t *testing.T) {
 	o.Expect = &checks.Expect{
 		Versions: &checks.ExpectVersions{Driver: "570.*"},
 		GPUs:     &checks.ExpectGPUs{Model: "H200", Count: 8},
+		// The rails run at 400 Gb/s; the two 200 Gb/s Ethernet ports are
+		// not rails, and the rails are InfiniBand, where the MTU is not
+		// the profile's (a RoCE netdev's).
+		NICs: &checks.ExpectNICs{RateGbps: 400, MTU: 9000},
 	}
 	f := run(in, o)
 	var drained []string
@@ -189,6 +193,12 @@ func TestProfileIsTheReference(t *testing.T) {
 		if strings.HasPrefix(d.Host, "h-") {
 			t.Errorf("%s drained: %v", d.Host, d.Reasons)
 		}
+	}
+	// A rail at half the profile's rate is found against the profile.
+	in[20+11] = input{"h-11", clone(t, load(t, hgxReport), "h-11", rand.New(rand.NewPCG(1, 1)), 0, planted["h-11"])}
+	f2 := run(in, o)
+	if len(f2.Ports) != 1 || f2.Ports[0].Host != "h-11" || f2.Ports[0].Basis != "profile" {
+		t.Errorf("ports %+v, want h-11's mlx5_5:1 against the profile", f2.Ports)
 	}
 	for _, c := range f.Consistency {
 		if c.Field == "driver" && (c.Basis != "profile" || c.Reference != "570.*") {

@@ -47,6 +47,10 @@ type Port struct {
 	LinkLayer string  `json:"link_layer,omitempty"`
 	RateGbps  float64 `json:"rate_gbps"` // 0 unknown
 	MTU       int     `json:"mtu,omitempty"`
+	// Rail is true for a port of a NIC paired with a GPU (the report's
+	// data paths): the ports the profile's nics.rate_gbps and nics.mtu
+	// speak of.
+	Rail bool `json:"rail,omitempty"`
 }
 
 // Measure is one measurement, higher better: a collective's bus bandwidth
@@ -122,7 +126,7 @@ type copyRow struct {
 // (its path). A document of another schema is an error.
 func Summarize(b []byte, source string) (Node, error) {
 	var s slim
-	top, err := members(b, "schema", "verdict", "inventory", "measurements") // in this order below
+	top, err := members(b, "schema", "verdict", "inventory", "measurements", "topology") // in this order below
 	if err != nil {
 		return Node{}, err
 	}
@@ -152,6 +156,10 @@ func Summarize(b []byte, source string) (Node, error) {
 			return Node{}, fmt.Errorf("measurements.%w", err)
 		}
 	}
+	rails, err := railNICs(top[4])
+	if err != nil {
+		return Node{}, fmt.Errorf("topology.%w", err)
+	}
 	inv := &s.Inventory
 	n := Node{
 		Source: source, Host: inv.Host, Verdict: s.Verdict.Status, Failing: s.Verdict.Failing,
@@ -173,7 +181,7 @@ func Summarize(b []byte, source string) (Node, error) {
 			fw = append(fw, nic.Firmware)
 		}
 		for _, p := range nic.Ports {
-			n.Ports = append(n.Ports, Port{Name: nic.Name + ":" + strconv.Itoa(p.Number), LinkLayer: p.LinkLayer, RateGbps: p.RateGbps, MTU: p.MTU})
+			n.Ports = append(n.Ports, Port{Name: nic.Name + ":" + strconv.Itoa(p.Number), LinkLayer: p.LinkLayer, RateGbps: p.RateGbps, MTU: p.MTU, Rail: slices.Contains(rails, nic.Name)})
 			n.RateGbps = max(n.RateGbps, p.RateGbps)
 		}
 	}
@@ -272,4 +280,36 @@ func (s *slim) measurements(raw []byte) error {
 		}
 	}
 	return nil
+}
+
+var topologyNames, dataPathNames = []string{"data_paths"}, []string{"nic"}
+
+// railNICs are the NICs the report's data paths pair with a GPU.
+func railNICs(topo []byte) ([]string, error) {
+	if topo == nil || string(topo) == "null" {
+		return nil, nil
+	}
+	var t [1][]byte
+	if err := membersInto(topo, topologyNames, t[:]); err != nil {
+		return nil, err
+	}
+	if t[0] == nil {
+		return nil, nil
+	}
+	var rails []string
+	var f [1][]byte
+	err := elements(t[0], func(_ int, row []byte) error {
+		if err := membersInto(row, dataPathNames, f[:]); err != nil {
+			return err
+		}
+		nic, err := str(f[0], "nic")
+		if err == nil && nic != "" && !slices.Contains(rails, nic) {
+			rails = append(rails, nic)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("data_paths%w", err)
+	}
+	return rails, nil
 }
