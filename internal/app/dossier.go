@@ -381,7 +381,7 @@ func (d *dossierRun) rawFile(dir, name string, b []byte) {
 		return
 	}
 	if err := renameio.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil && d.o.Warn != nil {
-		fmt.Fprintf(d.o.Warn, "gdrcheck: writing %s: %v\n", filepath.Join(dir, name), cause(err))
+		fmt.Fprintf(d.o.Warn, "gdrcheck: writing %s: %v\n", filepath.Join(dir, name), dossier.WithoutPath(err))
 	}
 }
 
@@ -405,7 +405,7 @@ func (d *dossierRun) ncclLogs(ctx context.Context) (string, string) {
 	dir := nr.ncclSetup.Dir
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return dossier.PhaseFailed, cause(err).Error()
+		return dossier.PhaseFailed, dossier.WithoutPath(err).Error()
 	}
 	job := ncclog.NewJob("nccl")
 	var logs []string
@@ -415,7 +415,7 @@ func (d *dossierRun) ncclLogs(ctx context.Context) (string, string) {
 		}
 		f, err := os.Open(filepath.Join(dir, e.Name()))
 		if err != nil {
-			return dossier.PhaseFailed, cause(err).Error()
+			return dossier.PhaseFailed, dossier.WithoutPath(err).Error()
 		}
 		err = job.Add(e.Name(), f)
 		f.Close()

@@ -2,10 +2,8 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/native/cuda"
 	"github.com/gdrcheck/gdrcheck/internal/report"
+	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
@@ -141,7 +140,7 @@ func (s *Session) Run(ctx context.Context, o RunOptions) (_ *NodeRun, err error)
 	nr.judging = Judging{Pass: quickPass, Want: WantOf(p.expect), Profile: o.Checks.Expect}
 	if o.Out != "" {
 		if err := os.MkdirAll(o.Out, 0o755); err != nil {
-			nr.OutErr = toolErr(fmt.Errorf("--out %s: cannot make the directory: %w", o.Out, cause(err)))
+			nr.OutErr = toolErr(fmt.Errorf("--out %s: cannot make the directory: %w", o.Out, dossier.WithoutPath(err)))
 			if nr.BenchErr == nil {
 				nr.BenchErr = nr.OutErr
 			}
@@ -158,20 +157,6 @@ var (
 	rawNCCL = filepath.Join("raw", "nccl")
 	rawCopy = filepath.Join("raw", "copy")
 )
-
-// cause is the reason of a file-system error without the path it names
-// (for renameio, a hidden temporary file the user never asked for).
-func cause(err error) error {
-	var pe *fs.PathError
-	var le *os.LinkError
-	switch {
-	case errors.As(err, &pe):
-		return pe.Err
-	case errors.As(err, &le):
-		return le.Err
-	}
-	return err
-}
 
 // openBenchRuntime loads the CUDA runtime of the benchmark pass, which
 // runs on the live host only.

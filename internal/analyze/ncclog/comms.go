@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+
+	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 )
 
 // Caps of the communicator tracker.
@@ -164,7 +166,7 @@ type commFields struct {
 // without a rank.
 func parseCommLine(m []byte, spliced bool) (c commFields, ok bool) {
 	var buf [24][]byte // a comm line has about 20 fields: no allocation
-	f := appendFields(buf[:0], m)
+	f := textio.AppendFields(buf[:0], m)
 	if spliced && len(f) > 0 {
 		f = f[:len(f)-1] // the last field may be cut
 	}
@@ -399,29 +401,4 @@ func (c *commTracker) summarize(s *summary) {
 	}
 	// The nccl-tests header lists every rank of the test's communicator.
 	s.maxNRanks = max(s.maxNRanks, len(c.tests))
-}
-
-// appendFields appends the blank-separated fields of m to dst, as
-// bytes.Fields splits ASCII text (other text: bytes.Fields itself).
-func appendFields(dst [][]byte, m []byte) [][]byte {
-	for _, c := range m {
-		if c >= 0x80 {
-			return append(dst, bytes.Fields(m)...)
-		}
-	}
-	start := -1
-	for i, c := range m {
-		if c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r' {
-			if start >= 0 {
-				dst = append(dst, m[start:i])
-				start = -1
-			}
-		} else if start < 0 {
-			start = i
-		}
-	}
-	if start >= 0 {
-		dst = append(dst, m[start:])
-	}
-	return dst
 }

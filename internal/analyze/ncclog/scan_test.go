@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/linegen"
 )
 
@@ -17,10 +18,10 @@ func checkScan(t *testing.T, s string) {
 	if got, want := maskNumbers([]byte(s)), numbersExpr.ReplaceAllString(s, "#"); got != want {
 		t.Fatalf("maskNumbers(%q) = %q; regexp %q", s, got, want)
 	}
-	got := appendFields([][]byte{[]byte("x")}, []byte(s))
+	got := textio.AppendFields([][]byte{[]byte("x")}, []byte(s))
 	want := bytes.Fields([]byte(s))
 	if !slices.EqualFunc(got[1:], want, bytes.Equal) || string(got[0]) != "x" {
-		t.Fatalf("appendFields(%q) = %q; bytes.Fields %q", s, got[1:], want)
+		t.Fatalf("textio.AppendFields(%q) = %q; bytes.Fields %q", s, got[1:], want)
 	}
 }
 

@@ -321,16 +321,17 @@ func AddQuote(qs []Quote, line int, text string) []Quote {
 	return append(qs, Quote{line, Clip(text, MaxQuoteLen)})
 }
 
-// AppendFields appends the fields of s, as strings.Fields splits them, to
-// dst: a reader reuses dst line after line instead of allocating a slice
-// per line.
-func AppendFields(dst []string, s string) []string {
+// AppendFields appends the fields of s, as strings.Fields (bytes.Fields)
+// splits them, to dst: a reader reuses dst line after line instead of
+// allocating a slice per line. Both the string readers and the byte
+// readers (ncclog) split with it.
+func AppendFields[S ~string | ~[]byte](dst []S, s S) []S {
 	n := len(dst)
 	start := -1
 	for i := range len(s) {
 		c := s[i]
 		if c >= utf8.RuneSelf { // Unicode blanks: strings.Fields knows them
-			return append(dst[:n], strings.Fields(s)...)
+			return append(dst[:n], unicodeFields(s)...)
 		}
 		if asciiSpace(c) {
 			if start >= 0 {
@@ -345,6 +346,15 @@ func AppendFields(dst []string, s string) []string {
 		dst = append(dst, s[start:])
 	}
 	return dst
+}
+
+// unicodeFields is strings.Fields or bytes.Fields, as S is.
+func unicodeFields[S ~string | ~[]byte](s S) []S {
+	var out []S
+	for _, f := range strings.Fields(string(s)) {
+		out = append(out, S(f))
+	}
+	return out
 }
 
 // asciiSpace is unicode.IsSpace on ASCII.

@@ -3,8 +3,10 @@ package diff
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
 )
 
@@ -38,9 +40,10 @@ func collectiveSamples(ms []dossier.CollectiveMeasurement) map[string]sample {
 	out := map[string]sample{}
 	for _, m := range ms {
 		k := fmt.Sprintf("%s %s (%d %s)", m.Collective, sizeText(m.Bytes), m.Ranks, plural(m.Ranks, "rank"))
-		s := sample{subject: k, unit: "GB/s busbw", v: m.BusBW, wrong: m.Wrong, timeUS: m.TimeUS, noisy: latencyByModel(m)}
-		if m.Ranks <= 1 {
-			s.unit, s.v = "GB/s algbw", m.AlgBW
+		v, alg := dossier.ComparedBandwidth(m.Ranks, m.BusBW, m.AlgBW)
+		s := sample{subject: k, unit: "GB/s busbw", v: v, wrong: m.Wrong, timeUS: m.TimeUS, noisy: latencyByModel(m)}
+		if alg {
+			s.unit = "GB/s algbw"
 		} else if m.InPlaceBusBW > 0 && m.BusBW > 0 {
 			s.spread = math.Abs(m.InPlaceBusBW-m.BusBW) / m.BusBW
 		}
@@ -49,18 +52,14 @@ func collectiveSamples(ms []dossier.CollectiveMeasurement) map[string]sample {
 	return out
 }
 
-// sizeText prints a message size in binary units, as nccl-tests' -b/-e
-// read them.
+// sizeText prints a message size as nccl-tests' -b/-e read it
+// (collective.FormatSize), "B" after a size in plain bytes.
 func sizeText(b uint64) string {
-	for _, u := range []struct {
-		n    uint64
-		name string
-	}{{1 << 30, "G"}, {1 << 20, "M"}, {1 << 10, "K"}} {
-		if b >= u.n && b%u.n == 0 {
-			return fmt.Sprintf("%d%s", b/u.n, u.name)
-		}
+	s := collective.FormatSize(b)
+	if s == strconv.FormatUint(b, 10) {
+		return s + "B"
 	}
-	return fmt.Sprintf("%dB", b)
+	return s
 }
 
 func copySamples(ms []dossier.CopyMeasurement) map[string]sample {

@@ -246,6 +246,17 @@ type Measurements struct {
 	Curves []Curve `json:"curves"`
 }
 
+// ComparedBandwidth is the bandwidth a collective's measurements are
+// compared and drawn by: its bus bandwidth, or on one rank (where the bus
+// factor is 0 by definition and NCCL does nothing in place) its algorithm
+// bandwidth; algorithm says which.
+func ComparedBandwidth(ranks int, busbw, algbw float64) (gbps float64, algorithm bool) {
+	if ranks <= 1 {
+		return algbw, true
+	}
+	return busbw, false
+}
+
 // CollectiveMeasurement is one NCCL collective at one size (nccl-tests'
 // out-of-place numbers).
 type CollectiveMeasurement struct {

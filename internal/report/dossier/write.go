@@ -77,11 +77,11 @@ func Artifacts(dir string) ([]Artifact, error) {
 // r.Artifacts is refreshed from dir/raw first. Errors name the file.
 func WriteDir(dir string, r *Report, files []File) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("cannot make the directory: %w", bare(err))
+		return fmt.Errorf("cannot make the directory: %w", WithoutPath(err))
 	}
 	// The old manifest goes first: while the files change, none claims them.
 	if err := os.Remove(filepath.Join(dir, Sums)); err != nil && !os.IsNotExist(err) {
-		return fmt.Errorf("cannot remove %s: %w", filepath.Join(dir, Sums), bare(err))
+		return fmt.Errorf("cannot remove %s: %w", filepath.Join(dir, Sums), WithoutPath(err))
 	}
 	arts, err := Artifacts(dir)
 	if err != nil {
@@ -95,7 +95,7 @@ func WriteDir(dir string, r *Report, files []File) error {
 			return fmt.Errorf("rendering %s: %w", name, err)
 		}
 		if err := renameio.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644); err != nil {
-			return fmt.Errorf("cannot write %s: %w", filepath.Join(dir, name), bare(err))
+			return fmt.Errorf("cannot write %s: %w", filepath.Join(dir, name), WithoutPath(err))
 		}
 		sums.WriteString(SumLine(name, b.Bytes()))
 		return nil
@@ -112,14 +112,14 @@ func WriteDir(dir string, r *Report, files []File) error {
 		sums.WriteString(a.SHA256 + "  " + a.Path + "\n")
 	}
 	if err := renameio.WriteFile(filepath.Join(dir, Sums), []byte(sums.String()), 0o644); err != nil {
-		return fmt.Errorf("cannot write %s: %w", filepath.Join(dir, Sums), bare(err))
+		return fmt.Errorf("cannot write %s: %w", filepath.Join(dir, Sums), WithoutPath(err))
 	}
 	return nil
 }
 
-// bare is a file-system error without the path it names (for renameio,
-// a hidden temporary file nobody asked for).
-func bare(err error) error {
+// WithoutPath is a file-system error without the path it names (for
+// renameio, a hidden temporary file nobody asked for).
+func WithoutPath(err error) error {
 	var pe *fs.PathError
 	var le *os.LinkError
 	switch {

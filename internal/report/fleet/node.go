@@ -191,11 +191,13 @@ func Summarize(b []byte, source string) (Node, error) {
 	n.Measurements = make([]Measure, 0, len(m.Collectives)+len(m.Copies))
 	for _, c := range m.Collectives {
 		key := c.Collective + "/" + strconv.FormatUint(c.Bytes, 10) + "/" + strconv.Itoa(c.Ranks)
+		v, alg := dossier.ComparedBandwidth(c.Ranks, c.BusBW, c.AlgBW)
 		switch {
-		case c.BusBW > 0:
-			n.Measurements = append(n.Measurements, Measure{key + " busbw", c.BusBW})
-		case c.AlgBW > 0: // one rank: the bus factor is 0, the algorithm bandwidth is what moved
-			n.Measurements = append(n.Measurements, Measure{key + " algbw", c.AlgBW})
+		case v <= 0:
+		case alg:
+			n.Measurements = append(n.Measurements, Measure{key + " algbw", v})
+		default:
+			n.Measurements = append(n.Measurements, Measure{key + " busbw", v})
 		}
 	}
 	for _, c := range m.Copies {

@@ -47,17 +47,14 @@ func busBWPlots(r *dossier.Report) []Plot {
 		// With one rank the bus bandwidth of most collectives is 0 by
 		// definition (nccl-tests' factor (n-1)/n), and NCCL does no work
 		// in place: the algorithm bandwidth is drawn, out of place only.
-		single := k.ranks <= 1
+		_, single := dossier.ComparedBandwidth(k.ranks, 0, 0)
 		oop := series{name: "measured, out of place", class: "s-meas", dots: true}
 		inp := series{name: "measured, in place", class: "s-inpl"}
 		for _, m := range ms {
 			if m.Bytes == 0 {
 				continue
 			}
-			v := m.BusBW
-			if single {
-				v = m.AlgBW
-			}
+			v, _ := dossier.ComparedBandwidth(m.Ranks, m.BusBW, m.AlgBW)
 			oop.pts = append(oop.pts, [2]float64{float64(m.Bytes), v})
 			oop.status = append(oop.status, m.Status)
 			if m.InPlaceBusBW > 0 && !single {
@@ -73,10 +70,7 @@ func busBWPlots(r *dossier.Report) []Plot {
 			exp := series{name: "expected (model)", class: "s-model"}
 			for _, p := range c.Points {
 				if p.Bytes > 0 {
-					v := p.BusBW
-					if single {
-						v = p.AlgBW
-					}
+					v, _ := dossier.ComparedBandwidth(c.Ranks, p.BusBW, p.AlgBW)
 					exp.pts = append(exp.pts, [2]float64{float64(p.Bytes), v})
 				}
 			}
