@@ -115,26 +115,6 @@ func (m *Matrix) Pair() *Pairing {
 	for _, c := range choices {
 		users[c.NIC]++
 	}
-	// A GPU that a NIC of its own would put beyond the GDR level shares its
-	// nearest NIC instead, as NCCL does (DGX-2: two GPUs per PIX NIC).
-	for gi, c := range choices {
-		if c.NIC < 0 || len(c.Nearest) == 0 {
-			continue
-		}
-		best := levels[gi][c.Nearest[0]]
-		if best == level.Unknown || best > level.DefaultGDR || levels[gi][c.NIC] <= level.DefaultGDR {
-			continue
-		}
-		pick := c.Nearest[0]
-		for _, k := range c.Nearest[1:] {
-			if users[k] < users[pick] {
-				pick = k
-			}
-		}
-		users[c.NIC]--
-		users[pick]++
-		choices[gi].NIC = pick
-	}
 	for gi, g := range gpus {
 		c := choices[gi]
 		e := GPUNIC{GPU: m.Labels[g], Level: "-", Nearest: []string{}}

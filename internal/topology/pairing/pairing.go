@@ -34,8 +34,12 @@ type Choice struct {
 // matched at a nearer level may move too, but only to another NIC as near
 // as the one it leaves, so no GPU ever ends farther than it was. Among NICs
 // of one level the higher prefer(g, n) comes first, then the lower column
-// (a nil prefer leaves column order). GPUs left over (more GPUs than NICs,
-// or no known path) share: each takes the least used of its nearest NICs.
+// (a nil prefer leaves column order). A GPU whose nearest NIC is within
+// NCCL's default GPU Direct RDMA level (PXB) is never given a NIC of its
+// own beyond it: it shares its nearest instead, as NCCL does (a DGX-2 has
+// two GPUs per PIX NIC; a spare NIC across the socket would cost the GPU
+// GDR). GPUs left over (more GPUs than NICs, those, or no known path)
+// share: each takes the least used of its nearest NICs.
 func Assign(levels [][]level.Level, prefer func(gpu, nic int) float64) []Choice {
 	out := make([]Choice, len(levels))
 	if len(levels) == 0 {
@@ -65,6 +69,9 @@ func Assign(levels [][]level.Level, prefer func(gpu, nic int) float64) []Choice 
 			m.settled[g] = n >= 0
 		}
 		for g, n := range m.assigned {
+			if lim > level.DefaultGDR && len(m.order[g]) > 0 && m.at(g, m.order[g][0]) <= level.DefaultGDR {
+				continue // shares its nearest NIC rather than lose GDR
+			}
 			if n < 0 && !m.try(g, lim, make([]bool, nics), false) {
 				m.try(g, lim, make([]bool, nics), true)
 			}
