@@ -191,7 +191,9 @@ func TestHealthNFD(t *testing.T) {
 
 func TestFleetDrainCommands(t *testing.T) {
 	fl := fleetDir(t, 6, map[int]func(*dossier.Report){
-		2: func(r *dossier.Report) { r.Verdict.Status, r.Verdict.Failing = "NOT READY", []string{"gdr.kernel-module"} },
+		2: func(r *dossier.Report) {
+			r.Verdict.Status, r.Verdict.Failing = "NOT READY", []string{"gdr.kernel-module"}
+		},
 		4: func(r *dossier.Report) {
 			r.Inventory.Host, r.Verdict.Host = "node-4;reboot", "node-4;reboot"
 			r.Verdict.Status, r.Verdict.Failing = "NOT READY", []string{"pcie.acs"}
@@ -213,7 +215,9 @@ func TestFleetDrainCommands(t *testing.T) {
 		t.Errorf("apply: exit %d\n%s%s\nscontrol got %q", code, out, errs, got)
 	}
 	fl = fleetDir(t, 6, map[int]func(*dossier.Report){
-		1: func(r *dossier.Report) { r.Verdict.Status, r.Verdict.Failing = "NOT READY", []string{"gdr.kernel-module"} },
+		1: func(r *dossier.Report) {
+			r.Verdict.Status, r.Verdict.Failing = "NOT READY", []string{"gdr.kernel-module"}
+		},
 	})
 	if out, errs, code = run(t, "fleet", fl, "--apply", "--scontrol", prog); code != ExitFailed || !strings.HasPrefix(out, "drained  node-1: ") {
 		t.Errorf("apply, all drained: exit %d\n%s%s", code, out, errs)
