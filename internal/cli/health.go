@@ -59,29 +59,31 @@ file) atomically, with labels under gdrcheck.feature.node.kubernetes.io/ and an 
 --nfd-ttl. docs/scheduler.md says more.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			switch mode {
-			case modePlain, modeHealth, modeProlog:
-			default:
-				return toolError(fmt.Errorf("--mode %q: want plain, slurm-health or slurm-prolog", mode))
-			}
-			if dr.mode == "" {
-				dr.mode = app.DrainNone
-				if mode == modeHealth {
-					dr.mode = app.DrainApply
+			h, err := func() (*app.Health, error) {
+				if err := o.validate(); err != nil {
+					return nil, err
 				}
-			}
-			if node == "" {
-				node = defaultNodeName()
-			}
-			h, err := app.RunHealth(cmd.Context(), app.HealthOptions{
-				Node: g.node(), Check: o.options(), NodeName: node,
-				Drain: dr.options(), NFD: nfd, NFDTTL: ttl, Version: g.build.Version, Now: g.session.Now(),
-			})
-			if err != nil {
-				return err
+				switch mode {
+				case modePlain, modeHealth, modeProlog:
+				default:
+					return nil, toolError(fmt.Errorf("--mode %q: want plain, slurm-health or slurm-prolog", mode))
+				}
+				if dr.mode == "" {
+					dr.mode = app.DrainNone
+					if mode == modeHealth {
+						dr.mode = app.DrainApply
+					}
+				}
+				if node == "" {
+					node = defaultNodeName()
+				}
+				return app.RunHealth(cmd.Context(), app.HealthOptions{
+					Node: g.node(), Check: o.options(), NodeName: node,
+					Drain: dr.options(), NFD: nfd, NFDTTL: ttl, Version: g.build.Version, Now: g.session.Now(),
+				})
+			}()
+			if err != nil { // options refused: said on the one line too
+				h = &app.Health{Err: err, Line: sched.ErrorLine(err)}
 			}
 			fmt.Fprintln(g.out, h.Line)
 			if errors.Is(h.Err, context.Canceled) {
