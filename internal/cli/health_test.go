@@ -15,7 +15,11 @@ import (
 
 // noPeermem is the HGX H200 fixture with the proprietary driver and no
 // nvidia_peermem: no path registers GPU memory with the NICs.
-func noPeermem(t *testing.T) string {
+func noPeermem(t *testing.T) string { return withoutPeermem(t, proprietaryDriver) }
+
+// withoutPeermem is the HGX H200 fixture without nvidia_peermem, with the
+// given driver version line.
+func withoutPeermem(t *testing.T, driver string) string {
 	t.Helper()
 	spec, err := fakehost.Load(repo + "/testdata/hosts/hgx-h200-8gpu-10nic.host")
 	if err != nil {
@@ -25,7 +29,7 @@ func noPeermem(t *testing.T) string {
 	if spec.Files == nil {
 		spec.Files = map[string]string{}
 	}
-	spec.Files["proc/driver/nvidia/version"] = proprietaryDriver
+	spec.Files["proc/driver/nvidia/version"] = driver
 	return fakehost.MaterializeArchive(t, spec)
 }
 
@@ -167,6 +171,14 @@ func TestHealthNFD(t *testing.T) {
 	}
 	if l = labels(); l["verdict"] != "not-ready" || l["gdr"] != "false" || l["gdr-path"] != "none" || l["failing"] == "0" {
 		t.Errorf("no GDR path: %v", l)
+	}
+	// The open kernel module on kernel 5.15 with mlx5_ib: dma-buf, which
+	// NCCL prefers.
+	if _, _, code := run(t, "health", "--root", withoutPeermem(t, openDriver), "--nfd", dir, "--nfd-ttl", "30m"); code != ExitOK {
+		t.Errorf("open module: exit %d", code)
+	}
+	if l = labels(); l["gdr"] != "true" || l["gdr-path"] != "dmabuf" {
+		t.Errorf("open module: %v", l)
 	}
 	// gdrcheck could not run: the labels say so rather than keep the last.
 	if _, _, code := run(t, "health", "--root", filepath.Join(dir, "nope"), "--nfd", dir, "--nfd-ttl", "30m"); code != ExitToolErr {
