@@ -102,6 +102,8 @@ func (p *checkPlan) judge(ctx context.Context, r machine.Root, h *topology.Host,
 type Judged struct {
 	Host   *topology.Host
 	Checks *checks.Report
+	// Env is what the checks judged: the host, its facts, the profile.
+	Env *checks.Env
 }
 
 // Check is `gdrcheck check`: it discovers the node and runs the readiness
@@ -117,8 +119,8 @@ func Check(ctx context.Context, n NodeOptions, o CheckOptions) (*Judged, error) 
 		return nil, err
 	}
 	defer cleanup()
-	rep, _ := p.judge(ctx, r, h, nil)
-	return &Judged{Host: h, Checks: rep}, nil
+	rep, env := p.judge(ctx, r, h, nil)
+	return &Judged{Host: h, Checks: rep, Env: env}, nil
 }
 
 // collectFacts is the collection stage after discovery: the node facts

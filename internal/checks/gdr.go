@@ -122,7 +122,7 @@ func (kernelModule) Run(ctx context.Context, env *Env) []result.Result {
 	reg := registrationOf(env)
 	peermem, dmabuf, dmaWhy, evs := reg.peermem, reg.dmabuf, reg.dmaWhy, reg.evs
 	dmaEnv := env.Facts.Environ.Vars["NCCL_DMABUF_ENABLE"]
-	ncclDmabuf := dmabuf && dmaEnv != "0"
+	ncclDmabuf := ncclPath(reg, env) == GDRDMABuf
 	summary := fmt.Sprintf("nvidia_peermem: %s; dma-buf: %s (%s)", loadedText(peermem), yesno(dmabuf), dmaWhy)
 	uses := ""
 	switch {
@@ -173,6 +173,38 @@ func (kernelModule) Run(ctx context.Context, env *Env) []result.Result {
 	}
 	return []result.Result{withRemedy(res(result.Fail, "node", "NoGDRPath", msg, evs...),
 		peermemRemedy+"; or "+dmabufRemedy)}
+}
+
+// The registration paths GDRPath names.
+const (
+	GDRDMABuf  = "dmabuf"
+	GDRPeermem = "peermem"
+	GDRNone    = "none"
+)
+
+// GDRPath is how NCCL would register GPU memory with a NIC on this node:
+// GDRDMABuf (it prefers dma-buf where the driver, kernel and NIC allow it,
+// unless NCCL_DMABUF_ENABLE=0), GDRPeermem, GDRNone (neither, or no RDMA
+// NIC to register with), or "" when the modules or the driver could not
+// be read. gdr.kernel-module judges the same facts.
+func GDRPath(env *Env) string {
+	if len(env.Host.MatrixNICs()) == 0 {
+		return GDRNone
+	}
+	return ncclPath(registrationOf(env), env)
+}
+
+// ncclPath is the path NCCL takes given the registration paths r.
+func ncclPath(r registration, env *Env) string {
+	switch {
+	case r.dmabuf && env.Facts.Environ.Vars["NCCL_DMABUF_ENABLE"] != "0":
+		return GDRDMABuf
+	case r.peermem != "":
+		return GDRPeermem
+	case !r.known:
+		return ""
+	}
+	return GDRNone
 }
 
 // gdrRequired reads the site profile's gdr.required: whether GPU Direct

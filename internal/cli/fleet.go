@@ -15,6 +15,8 @@ import (
 
 func newFleet(g *globals) *cobra.Command {
 	var format, expect, out string
+	var drain drainFlags
+	var drainCommands, apply bool
 	opts := fleet.DefaultOptions()
 	cmd := &cobra.Command{
 		Use:   "fleet REPORT...|DIR...",
@@ -49,6 +51,9 @@ still rolled up and reported), else 1 when a node is to be drained, else 0.`,
 					return toolError(err)
 				}
 			}
+			if drainCommands || apply { // scheduler integration: health.go
+				return fleetDrain(cmd.Context(), g, fl, drain, apply)
+			}
 			switch f {
 			case report.JSON:
 				err = report.WriteJSON(g.out, g.envelope("fleet", started, nil, fl))
@@ -76,6 +81,9 @@ still rolled up and reported), else 1 when a node is to be drained, else 0.`,
 	f.Float64Var(&opts.Z, "z", opts.Z, "robust z below which a measurement is an outlier")
 	f.Float64Var(&opts.MADFloor, "mad-floor", opts.MADFloor, "least MAD as a fraction of the median")
 	f.IntVar(&opts.MinNodes, "min-nodes", opts.MinNodes, "fewest nodes of a class measuring a key for its outliers to be judged")
+	f.BoolVar(&drainCommands, "drain-commands", false, "print, instead of the report, one scontrol command draining each node of the drain list (docs/scheduler.md)")
+	f.BoolVar(&apply, "apply", false, "run those scontrol commands, each under --drain-timeout, and say how each went")
+	drain.flags(f, "", "", "")
 	return cmd
 }
 

@@ -77,6 +77,8 @@ func TestHostileInputPrintsEscaped(t *testing.T) {
 		{args: []string{"run", "--root", root}, shows: append(dev, ansitest.Visible...)},
 		{args: []string{"snapshot", "--root", root, "-o", filepath.Join(t.TempDir(), "again.tgz")}, shows: ansitest.Visible},
 		{args: []string{"check", "--root", root}, shows: dev},
+		{args: []string{"health", "--root", root, "--drain", "print", "--node", "n1", "--nfd", t.TempDir()}},
+		{args: []string{"health", "--root", root, "--drain", "print", "--node", ansitest.Payload}, usage: true},
 	}
 	for _, c := range []string{"topo", "model", "check", "run"} { // JSON: escaped by encoding/json and report.WriteJSON
 		cmds = append(cmds, cmd{args: []string{c, "--root", root, "--format", "json"}})

@@ -138,7 +138,7 @@ With no subcommand it runs the main job (gdrcheck run).`,
 	root.SetVersionTemplate("gdrcheck {{.Version}}\n")
 	root.PersistentFlags().StringVar(&g.root, "root", "/", "host root to read: / (this host), a snapshot directory, or a snapshot .tgz")
 	root.PersistentFlags().DurationVar(&g.timeout, "timeout", 2*time.Minute, "overall deadline of discovery and collection; a read that blocks past it fails")
-	root.AddCommand(newVersion(g), newTopo(g), newSnapshot(g), newRun(g), newCheck(g), newBench(g), newAnalyze(g), newModel(g), newDiff(g), newFleet(g))
+	root.AddCommand(newVersion(g), newTopo(g), newSnapshot(g), newRun(g), newCheck(g), newBench(g), newAnalyze(g), newModel(g), newDiff(g), newFleet(g), newHealth(g))
 	return root
 }
 

@@ -1,0 +1,210 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/google/renameio/v2"
+
+	"github.com/gdrcheck/gdrcheck/internal/checks"
+	"github.com/gdrcheck/gdrcheck/internal/machine"
+	"github.com/gdrcheck/gdrcheck/internal/report/fleet"
+	"github.com/gdrcheck/gdrcheck/internal/report/sched"
+)
+
+// What gdrcheck health and fleet do about a node to drain (--drain).
+const (
+	DrainNone  = "none"  // nothing
+	DrainPrint = "print" // print the scontrol command
+	DrainApply = "apply" // run it
+)
+
+// DefaultDrainTimeout bounds one scontrol command.
+const DefaultDrainTimeout = 15 * time.Second
+
+// DrainOptions say how a node is drained.
+type DrainOptions struct {
+	Mode string // DrainNone, DrainPrint or DrainApply
+	// Scontrol is the program ("" sched.Scontrol, looked up on PATH).
+	Scontrol string
+	// Timeout bounds each command (0: DefaultDrainTimeout).
+	Timeout time.Duration
+}
+
+// Validate says what is wrong with o.
+func (o DrainOptions) Validate() error {
+	switch o.Mode {
+	case DrainNone, DrainPrint, DrainApply:
+	default:
+		return toolErr(fmt.Errorf("--drain %q: want none, print or apply", o.Mode))
+	}
+	if o.Timeout < 0 {
+		return toolErr(fmt.Errorf("--drain-timeout %s: must be positive", o.Timeout))
+	}
+	return nil
+}
+
+// HealthOptions are gdrcheck health's.
+type HealthOptions struct {
+	Node  NodeOptions
+	Check CheckOptions
+	// NodeName is the node's name to the scheduler (--node): the one
+	// drained.
+	NodeName string
+	Drain    DrainOptions
+	// NFD is the features.d file to write ("" none), NFDTTL how long its
+	// labels hold (its expiry directive).
+	NFD    string
+	NFDTTL time.Duration
+	// Version is gdrcheck's, for the labels; Now stamps the file.
+	Version string
+	Now     time.Time
+}
+
+// Health is gdrcheck health's outcome.
+type Health struct {
+	// Judged is the node as the checks saw it; nil when they could not
+	// run (Err says why).
+	Judged *Judged
+	Err    error
+	// Line is the one line: the verdict and its reason (sched.HealthLine),
+	// or why gdrcheck could not run (sched.ErrorLine).
+	Line string
+	// NotReady: a check failed (with --strict, could not look); the node
+	// is to be drained.
+	NotReady bool
+	// Drain is the drain command when the node is to be drained and
+	// --drain is not none; DrainErr why running it failed (apply).
+	Drain    []string
+	DrainErr error
+	// NFDErr is why the features file could not be written.
+	NFDErr error
+}
+
+// ValidateHealth refuses options that cannot mean anything, before the
+// node is read.
+func ValidateHealth(o HealthOptions) error {
+	if err := o.Drain.Validate(); err != nil {
+		return err
+	}
+	if o.Drain.Mode != DrainNone {
+		if err := sched.ValidHost(o.NodeName); err != nil {
+			return toolErr(fmt.Errorf("--node: %w", err))
+		}
+	}
+	if o.NFD != "" && o.NFDTTL <= 0 {
+		return toolErr(fmt.Errorf("--nfd-ttl %s: must be positive (how long the labels hold)", o.NFDTTL))
+	}
+	return nil
+}
+
+// RunHealth is gdrcheck health: the readiness checks of Check, no
+// benchmarks, judged into one line; the node drained (or its command
+// printed) when a check fails; the features file written. Its own
+// options' errors are returned; everything after is in Health.
+func RunHealth(ctx context.Context, o HealthOptions) (*Health, error) {
+	if err := ValidateHealth(o); err != nil {
+		return nil, err
+	}
+	h := &Health{}
+	j, err := Check(ctx, o.Node, o.Check)
+	if err != nil {
+		h.Err = err
+		h.Line = sched.ErrorLine(err)
+		if errors.Is(err, context.Canceled) {
+			return h, nil
+		}
+	} else {
+		h.Judged = j
+		h.Line = sched.HealthLine(j.Checks)
+		h.NotReady = j.Checks.Verdict.NotReady()
+	}
+	if h.NotReady && o.Drain.Mode != DrainNone {
+		// ValidateHealth checked the name.
+		h.Drain, _ = sched.DrainArgv(o.Drain.Scontrol, o.NodeName, h.Line)
+		if o.Drain.Mode == DrainApply {
+			h.DrainErr = RunDrain(ctx, h.Drain, o.Drain.Timeout)
+		}
+	}
+	if o.NFD != "" {
+		h.NFDErr = writeFeatures(o.NFD, nodeLabels(j, o.Version), o.Now, o.NFDTTL)
+	}
+	return h, nil
+}
+
+// RunDrain runs a drain command under its deadline, through the door's
+// command runner (no shell; the process group is killed at the deadline).
+func RunDrain(ctx context.Context, argv []string, timeout time.Duration) error {
+	if timeout <= 0 {
+		timeout = DefaultDrainTimeout
+	}
+	_, err := machine.RunLive(ctx, machine.Command{Name: argv[0], Args: argv[1:], Timeout: timeout})
+	return err
+}
+
+// nodeLabels are the labels of a judged node (nil: it could not be
+// judged).
+func nodeLabels(j *Judged, version string) sched.Labels {
+	l := sched.Labels{Version: version}
+	if j == nil {
+		return l
+	}
+	v := j.Checks.Verdict
+	l.Verdict, l.Failing = v.Status, v.Failing
+	l.GDRPath = checks.GDRPath(j.Env)
+	l.GPUs = len(j.Host.GPUs)
+	if l.GPUs > 0 {
+		l.GPUModel = j.Host.GPUs[0].Name
+	}
+	for _, n := range j.Host.NICs {
+		for _, p := range n.Ports {
+			l.NICRateGbps = max(l.NICRateGbps, p.RateGbps)
+		}
+	}
+	return l
+}
+
+// writeFeatures writes the features file atomically: renameio's temporary
+// file starts with a dot, which NFD's local source skips, and the rename
+// replaces the old file at once.
+func writeFeatures(path string, l sched.Labels, now time.Time, ttl time.Duration) error {
+	if now.IsZero() {
+		now = time.Now()
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		path = filepath.Join(path, sched.FeaturesFile)
+	}
+	if err := renameio.WriteFile(path, sched.Features(l, now, ttl), 0o644); err != nil {
+		return fmt.Errorf("--nfd: %w", err)
+	}
+	return nil
+}
+
+// FleetDrainResult is one node's drain command and, with Apply, its
+// outcome.
+type FleetDrainResult struct {
+	sched.FleetDrain
+	Applied bool
+	// RunErr is why the command failed (Apply).
+	RunErr error
+}
+
+// FleetDrain makes the drain commands of the fleet's drain list and, with
+// apply, runs them one after another, each under its deadline. A host
+// that is not a valid host name is refused (its Err), never run.
+func FleetDrain(ctx context.Context, fl *fleet.Fleet, scontrol string, apply bool, timeout time.Duration) []FleetDrainResult {
+	ds := sched.FleetDrains(scontrol, fl.Drain)
+	out := make([]FleetDrainResult, len(ds))
+	for i, d := range ds {
+		out[i].FleetDrain = d
+		if apply && d.Err == nil {
+			out[i].Applied = true
+			out[i].RunErr = RunDrain(ctx, d.Argv, timeout)
+		}
+	}
+	return out
+}
