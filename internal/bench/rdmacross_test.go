@@ -51,12 +51,16 @@ else . $D/$role.sh; fi
 
 // crossPlan is one rank's plan of n rails on 400G InfiniBand, peermem and
 // the host control each, ports from 18515.
-func crossPlan(n int) *rdma.Plan {
+func crossPlan(n int) *rdma.Plan { return crossPlanNICs(n, "mlx5_") }
+
+// crossPlanNICs is crossPlan with NICs named prefix0, prefix1, ...
+func crossPlanNICs(n int, prefix string) *rdma.Plan {
 	p := &rdma.Plan{Mode: rdma.ModeCrossNode, Test: rdma.WriteBW}
 	port := 18515
 	for i := range n {
-		e := rdma.Entry{GPU: i, GPUBusID: fmt.Sprintf("0000:%02x:00.0", 0x18+i), NIC: fmt.Sprintf("mlx5_%d", i), Port: 1, LinkLayer: "InfiniBand",
-			PortState: "ACTIVE", RateGbps: 400, Level: "PIX", Mode: rdma.ModeCrossNode, Rail: i, ServerNIC: fmt.Sprintf("mlx5_%d", i), ServerPort: 1,
+		nic := fmt.Sprintf("%s%d", prefix, i)
+		e := rdma.Entry{GPU: i, GPUBusID: fmt.Sprintf("0000:%02x:00.0", 0x18+i), NIC: nic, Port: 1, LinkLayer: "InfiniBand",
+			PortState: "ACTIVE", RateGbps: 400, Level: "PIX", Mode: rdma.ModeCrossNode, Rail: i, ServerNIC: nic, ServerPort: 1,
 			Expect: rdma.Expectation{LineGbps: 400, Source: "test"}}
 		for _, mem := range []string{rdma.MemPeerMem, rdma.MemHost} {
 			args := []string{"-d", e.NIC, "-i", "1", "-p", fmt.Sprint(port), "-F", "--report_gbits", "-a"}
@@ -273,5 +277,51 @@ func TestRunRDMACrossPeerDies(t *testing.T) {
 		if o.Cause != rdma.CausePeerMissing || !strings.Contains(o.Detail, "rank 1 (node1): connection lost") {
 			t.Errorf("rail 0 (measured by the lost client): %+v", o)
 		}
+	}
+}
+
+// Four ranks, two node pairs: rank 3 dies mid-run; rank 2 names it and
+// ends, pair 0-1 is untouched and passes.
+func TestRunRDMACrossFourRanks(t *testing.T) {
+	host400 := sample(t, "gke-a3ultra-h200-ib-write-bw-host-failed-status10.txt")
+	dir := crossStandIn(t, rdma.WriteBW, map[string]string{"gpu.txt": host400, "host.txt": host400, "client-gpu-mlx6_1.sh": "sleep 30"})
+	plans := []*rdma.Plan{crossPlan(2), crossPlan(2), crossPlanNICs(2, "mlx6_"), crossPlanNICs(2, "mlx6_")}
+	ranks, hosts := crossJob(t, plans, dir, 60*time.Second, func(r int, m *rendezvous.Member) {
+		if r != 3 {
+			return
+		}
+		go func() {
+			for range 300 {
+				b, _ := os.ReadFile(filepath.Join(dir, "args.log"))
+				if strings.Contains(string(b), "client -d mlx6_1") {
+					m.Close()
+					return
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}()
+	})
+	for r := range 3 {
+		if ranks[r].err != nil || ranks[r].took > 20*time.Second {
+			t.Fatalf("rank %d: %v after %s", r, ranks[r].err, ranks[r].took)
+		}
+	}
+	rs := rdma.Judge(rdma.Combine(ranks[0].part, ranks[1].part, 0, hosts, nil, func(int) string { return "" }), rdma.DefaultJudging)
+	for _, r := range rs {
+		if r.Status != result.Pass {
+			t.Errorf("pair 0-1: %s %s %s", r.Subject, r.Status, r.Message)
+		}
+	}
+	if len(rs) != 4 {
+		t.Errorf("pair 0-1: %d results", len(rs))
+	}
+	var lostSeen bool
+	for _, o := range ranks[2].part.Outcomes {
+		if o.Rail == 1 && o.Cause == rdma.CausePeerMissing && strings.Contains(o.Detail, "rank 3 (node3)") {
+			lostSeen = true
+		}
+	}
+	if !lostSeen {
+		t.Errorf("rank 2 did not name rank 3: %+v", ranks[2].part.Outcomes)
 	}
 }
