@@ -51,6 +51,13 @@ func newBenchRDMA(g *globals) *cobra.Command {
 			if cmd.Flags().Changed("rails") && o.Plan.Rails == nil && o.Plan.Mode != rdma.ModeCrossNode {
 				return toolError(fmt.Errorf("--rails is for --mode %s", rdma.ModeCrossNode))
 			}
+			if o.Plan.Mode != rdma.ModeCrossNode {
+				for _, name := range []string{"rank", "world-size", "local-rank", "rendezvous", "rendezvous-listen", "secret-file", "join-timeout", "server-addr"} {
+					if cmd.Flags().Changed(name) {
+						return toolError(fmt.Errorf("--%s is for --mode %s (a loopback run is one process)", name, rdma.ModeCrossNode))
+					}
+				}
+			}
 			if o.Plan.Mode == rdma.ModeCrossNode && !o.DryRun {
 				job, err := jf.launcher(cmd)
 				if err != nil {

@@ -71,6 +71,7 @@ func TestBenchRDMARefusals(t *testing.T) {
 		{[]string{"--mode", "cross-node", "--rails", "0,x"}, "--rails item 2"},
 		{[]string{"--mode", "cross-node", "--rails", "9"}, "--rails 9: this host has rails 0..7"},
 		{[]string{"--concurrent"}, "are for --mode cross-node"},
+		{[]string{"--rank", "1"}, "--rank is for --mode cross-node"},
 		{[]string{"--pair-timeout", "0s"}, "--pair-timeout"},
 		{[]string{"-s", "lots"}, "-s lots"},
 		{[]string{"--pass-ratio", "2"}, "--pass-ratio"},
