@@ -48,7 +48,7 @@ esac
 }
 
 func rdmaJob(rank, size int, addr string, join time.Duration) *JobOptions {
-	return &JobOptions{Job: launch.Job{Launcher: launch.FlagsOnly, Rank: rank, Size: size, Rendezvous: addr, Hosts: []string{"node0", "node1"}},
+	return &JobOptions{Job: launch.Job{Launcher: launch.FlagsOnly, Rank: rank, Size: size, Rendezvous: addr, Hosts: []string{"node0", "node1", "node2", "node3"}},
 		Secret: []byte("0123456789abcdef-secret"), JoinTimeout: join}
 }
 
@@ -151,6 +151,62 @@ func TestBenchRDMACrossRefusals(t *testing.T) {
 		_, _, err := s.benchRDMACross(context.Background(), s.Now(), p, RDMAOptions{Out: t.TempDir(), Job: tc.jo})
 		if !errors.As(err, &te) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v", tc.jo, err)
+		}
+	}
+}
+
+// Four ranks, rank 3 never comes: after the join deadline the job goes on
+// without it; pair 0-1 passes, pair 2-3 is PeerMissing naming rank 3 and
+// its host, and rank 0 exits 1.
+func TestBenchRDMACrossMissingRank(t *testing.T) {
+	root := fakehost.Dir(t, "../../testdata/hosts/hgx-h200-8gpu-10nic.host")
+	p, err := PlanRDMA(context.Background(), NodeOptions{Root: root, Timeout: time.Minute}, rdma.Options{Mode: rdma.ModeCrossNode, GIDIndex: -1, Rails: []int{0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	perf, out, addr := perftestStandIn(t), t.TempDir(), freeAddr(t)
+	envs := make([]*report.Envelope, 3)
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for r := range 3 {
+		wg.Go(func() {
+			s := &Session{Host: fmt.Sprintf("node%d", r)}
+			plan := *p
+			envs[r], _, errs[r] = s.benchRDMACross(context.Background(), s.Now(), &plan, RDMAOptions{PerftestDir: perf, Out: out, Timeout: 20 * time.Second,
+				Job: rdmaJob(r, 4, addr, 2*time.Second)})
+		})
+	}
+	wg.Wait()
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("took %s", took)
+	}
+	var f *Failure
+	// Every rank exits 1: the job failed (rank 1's own pair passed, and
+	// rank 0 tells it so).
+	if !errors.As(errs[0], &f) || !errors.As(errs[2], &f) || !errors.As(errs[1], &f) || !strings.Contains(errs[1].Error(), "rank 3 (node3)") {
+		t.Errorf("exits: %v / %v / %v", errs[0], errs[1], errs[2])
+	}
+	doc := envs[0].Data.(*RDMADoc)
+	by := map[string]result.Result{}
+	for _, r := range envs[0].Results {
+		by[r.Subject] = r
+	}
+	if len(doc.Pairs) != 2 || len(doc.Job.Failures) != 1 || doc.Job.Failures[0].Rank != 3 {
+		t.Fatalf("%d pairs, failures %+v", len(doc.Pairs), doc.Job.Failures)
+	}
+	for _, pr := range doc.Pairs {
+		var want result.Status = result.Pass
+		if pr.Entry.Host == "node2" {
+			want = result.Fail
+			if pr.Cause != rdma.CausePeerMissing || !strings.Contains(pr.Detail, "rank 3 (node3): never arrived") {
+				t.Errorf("pair 2-3: %+v", pr)
+			}
+		}
+		for _, r := range envs[0].Results {
+			if strings.HasPrefix(r.Subject, pr.Entry.Host+":") && r.Status != want {
+				t.Errorf("%s: %s %s", r.Subject, r.Status, r.Message)
+			}
 		}
 	}
 }

@@ -114,3 +114,62 @@ func TestRelayAndKeepGoing(t *testing.T) {
 		t.Errorf("gather: %v %q", err, res)
 	}
 }
+
+// KeepGoing: a rank that never arrives is lost at the join deadline; the
+// job goes on with the others, who are told; alone, rank 0 still fails.
+func TestKeepGoingMissingRank(t *testing.T) {
+	addr := freeAddr(t)
+	ctx := context.Background()
+	const size = 4
+	members := make([]*Member, size)
+	var wg sync.WaitGroup
+	for r := 1; r < 3; r++ {
+		wg.Go(func() {
+			c := cfg(addr, r, size)
+			c.KeepGoing = true
+			var err error
+			if members[r], _, err = Join(ctx, c); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	c0 := cfg(addr, 0, size)
+	c0.KeepGoing, c0.JoinTimeout = true, time.Second
+	start := time.Now()
+	c, err := Serve(ctx, c0, testID())
+	wg.Wait()
+	if err != nil || members[1] == nil || members[2] == nil {
+		t.Fatalf("serve: %v", err)
+	}
+	defer c.Close()
+	defer members[1].Close()
+	defer members[2].Close()
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("took %s", took)
+	}
+	for _, in := range []<-chan Message{members[2].Inbox(), members[1].Inbox(), c.Inbox()} {
+		if m := recv(t, in); m.From != 3 || !strings.Contains(m.Lost, "rank 3 (host3): never arrived") {
+			t.Errorf("%+v", m)
+		}
+	}
+	if err := members[2].Send(1, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if m := recv(t, members[1].Inbox()); m.From != 2 {
+		t.Errorf("%+v", m)
+	}
+	for r := 1; r < 3; r++ {
+		wg.Go(func() { _ = members[r].Deliver(ctx, []byte("ok"), 3*time.Second) })
+	}
+	res, err := c.Gather(ctx, []byte("ok"), 3*time.Second)
+	wg.Wait()
+	if err == nil || !strings.Contains(err.Error(), "rank 3") || string(res[1]) != "ok" || string(res[2]) != "ok" || res[3] != nil {
+		t.Errorf("gather: %v %q", err, res)
+	}
+	// Nobody came: an error, as without KeepGoing.
+	alone := cfg(freeAddr(t), 0, 2)
+	alone.KeepGoing, alone.JoinTimeout = true, 300*time.Millisecond
+	if _, err := Serve(ctx, alone, testID()); err == nil || !strings.Contains(err.Error(), "never arrived") {
+		t.Errorf("alone: %v", err)
+	}
+}

@@ -63,7 +63,10 @@ type Config struct {
 	// KeepGoing: the ranks work in independent groups (bench rdma's node
 	// pairs), so a member's failure does not abort the job: rank 0 tells
 	// every rank which rank was lost (a Message with Lost set) and the
-	// others carry on. Without it (bench nccl) a failure aborts everyone.
+	// others carry on. A rank that never arrives is likewise lost once
+	// the join deadline passes, and the job goes on with the ranks that
+	// came (at least one besides rank 0). Without it (bench nccl) a
+	// failure aborts everyone and the job needs every rank.
 	KeepGoing bool
 }
 
@@ -301,7 +304,9 @@ func Serve(ctx context.Context, cfg Config, id []byte) (*Coordinator, error) {
 		return nil, err
 	}
 	for r := 1; r < cfg.Size; r++ {
-		go c.watch(r)
+		if c.members[r] != nil {
+			go c.watch(r)
+		}
 	}
 	return c, nil
 }
@@ -383,6 +388,8 @@ func (c *Coordinator) join(ctx context.Context, id []byte) error {
 	n := 1
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
+	var missing []Failure
+wait:
 	for n < c.cfg.Size {
 		select {
 		case a := <-arrived:
@@ -395,21 +402,40 @@ func (c *Coordinator) join(ctx context.Context, id []byte) error {
 			n++
 		case <-timer.C:
 			e := missingError(c.cfg, joined, c.cfg.JoinTimeout)
-			c.abortAll(e.Msg)
-			return e
+			if !c.cfg.KeepGoing || n == 1 {
+				c.abortAll(e.Msg)
+				return e
+			}
+			// KeepGoing: the job goes on with the ranks that came; the
+			// missing ones are lost, and told so once the id is out.
+			missing = e.Failures
+			break wait
 		case <-ctx.Done():
 			c.abortAll("rank 0 was interrupted")
 			return fmt.Errorf("rendezvous: %w", context.Cause(ctx))
 		}
 	}
-	_ = c.ln.Close() // every rank is here: nobody else may connect
+	_ = c.ln.Close() // every rank is here (or, KeepGoing, the deadline passed): nobody else may connect
+	for _, f := range missing {
+		c.hosts[f.Rank], c.nodes[f.Rank] = f.Host, f.Host
+	}
 	msg, _ := json.Marshal(idMsg{ID: id, Hosts: c.hosts, Nodes: c.nodes})
 	for r := 1; r < c.cfg.Size; r++ {
+		if c.members[r] == nil {
+			continue
+		}
 		if err := c.members[r].write(tID, msg, handshakeTimeout); err != nil {
 			e := &JobError{Failures: []Failure{{Rank: r, Host: c.hosts[r], Reason: "lost before it received the unique id: " + err.Error()}}}
 			c.abortAll(e.Error())
 			return e
 		}
+	}
+	for _, f := range missing {
+		c.mu.Lock()
+		c.failed[f.Rank] = f
+		c.once.Do(func() { close(c.lost) })
+		c.mu.Unlock()
+		c.tellLost(f)
 	}
 	return nil
 }

@@ -179,7 +179,7 @@ func TestCombineAndJudge(t *testing.T) {
 	for _, r := range rs {
 		by[r.Subject] = r
 	}
-	if r := by["gpu01:GPU0-mlx5_0↔gpu02:GPU0-mlx5_0/cuda"]; r.Reason != "BelowRate" || !strings.Contains(r.Message, "rail 0: gpu01 GPU0 (0000:18:00.0) ↔ mlx5_0 port 1 ↔ gpu02 GPU0") {
+	if r := by["gpu01:GPU0-mlx5_0↔gpu02:GPU0-mlx5_0/cuda"]; r.Reason != "BelowRate" || !strings.Contains(r.Message, "rail 0: gpu01 GPU0 (0000:18:00.0) mlx5_0 port 1 ↔ gpu02 GPU0 (0000:18:00.0) mlx5_0 port 1") {
 		t.Errorf("rail 0: %+v", r)
 	}
 	if r := by["gpu01:GPU1-mlx5_1↔gpu02:GPU1-mlx5_1/cuda"]; r.Status != result.Pass {

@@ -170,7 +170,13 @@ func judgeOne(e *Entry, o Outcome, host *Outcome, j Judging) result.Result {
 func pairText(e *Entry, mem string) string {
 	s := fmt.Sprintf("GPU%d (%s) ↔ %s port %d", e.GPU, e.GPUBusID, e.NIC, e.Port)
 	if p := e.Peer; p != nil {
-		s = fmt.Sprintf("rail %d: %s %s ↔ %s GPU%d (%s) %s port %d", e.Rail, e.Host, s, p.Host, p.GPU, p.GPUBusID, p.NIC, p.Port)
+		end := func(host string, gpu int, bus, nic string, port int) string {
+			if gpu < 0 { // the rail is missing on that side
+				return host + " (no rail " + fmt.Sprint(e.Rail) + ")"
+			}
+			return fmt.Sprintf("%s GPU%d (%s) %s port %d", host, gpu, bus, nic, port)
+		}
+		s = fmt.Sprintf("rail %d: %s ↔ %s", e.Rail, end(e.Host, e.GPU, e.GPUBusID, e.NIC, e.Port), end(p.Host, p.GPU, p.GPUBusID, p.NIC, p.Port))
 	}
 	if mem != "" {
 		s += ", " + mem
