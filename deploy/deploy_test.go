@@ -24,7 +24,7 @@ func TestScriptsParse(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
 	}
-	scripts := []string{"slurm/gdrcheck-nccl.sbatch", "mpirun/gdrcheck-nccl-mpirun.sh", "../scripts/device/multinode.sh",
+	scripts := []string{"slurm/gdrcheck-nccl.sbatch", "slurm/gdrcheck-rdma.sbatch", "mpirun/gdrcheck-nccl-mpirun.sh", "../scripts/device/multinode.sh",
 		"slurm/gdrcheck-healthcheck.sh", "slurm/gdrcheck-prolog.sh"}
 	for _, s := range scripts {
 		if out, err := exec.Command("bash", "-n", s).CombinedOutput(); err != nil {

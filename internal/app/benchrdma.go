@@ -13,6 +13,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/checks"
 	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
 	"github.com/gdrcheck/gdrcheck/internal/model"
+	"github.com/gdrcheck/gdrcheck/internal/rendezvous"
 	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
@@ -27,6 +28,12 @@ type RDMAOptions struct {
 	Out         string
 	Timeout     time.Duration // per run (server and client)
 	Judging     rdma.Judging
+	// Job makes a cross-node run one rank of a job (nil: no launcher and
+	// no --rank/--world-size).
+	Job *JobOptions
+	// ServerAddr is where the partner's clients reach this rank's servers
+	// ("": this host's address on the network that reaches rank 0).
+	ServerAddr string
 }
 
 // RDMADoc is bench rdma's document: the plan, and what each pair measured.
@@ -34,6 +41,20 @@ type RDMADoc struct {
 	Plan  *rdma.Plan        `json:"plan"`
 	Pairs []rdma.PairResult `json:"pairs,omitempty"`
 	Out   string            `json:"out,omitempty"`
+	// Job is a cross-node run's: rank 0's has every rank's part, another
+	// rank's its own.
+	Job *RDMAJob `json:"job,omitempty"`
+}
+
+// RDMAJob is a cross-node run's job: who ran, what each rank saw, which
+// ranks failed.
+type RDMAJob struct {
+	Launcher   string               `json:"launcher"`
+	WorldSize  int                  `json:"world_size"`
+	Rank       int                  `json:"rank"`
+	Rendezvous string               `json:"rendezvous"`
+	Ranks      []rdma.RankPart      `json:"ranks"`
+	Failures   []rendezvous.Failure `json:"failures,omitempty"`
 }
 
 // PlanRDMA discovers the node behind n.Root (live or a snapshot), reads its
@@ -109,6 +130,9 @@ func (s *Session) BenchRDMA(ctx context.Context, n NodeOptions, o RDMAOptions) (
 	}
 	if n.Root != "" && n.Root != "/" {
 		return nil, "", toolErr(fmt.Errorf("bench rdma runs perftest on the live host only (--root is %s); --dry-run plans from any root", n.Root))
+	}
+	if p.Mode == rdma.ModeCrossNode {
+		return s.benchRDMACross(ctx, started, p, o)
 	}
 	dir := s.OutDir(o.Out, "bench-rdma")
 	doc.Out = dir

@@ -33,6 +33,10 @@ func TestPlanRDMAGolden(t *testing.T) {
 		{"pcie-l40s-remote-nic", rdma.Options{GIDIndex: -1}, ""},
 		{"epyc-genoa-4gpu-pcie", rdma.Options{GIDIndex: -1}, ""},
 		{"dell-h100-8gpu-12nic-pcie-only", rdma.Options{GIDIndex: -1, Test: rdma.ReadBW}, ""},
+		// Cross-node: this node's side, both roles' commands, the peer's
+		// address a placeholder.
+		{"hgx-h200-8gpu-10nic", rdma.Options{GIDIndex: -1, Mode: rdma.ModeCrossNode}, "-cross"},
+		{"hgx-h100-8gpu-12nic-roce", rdma.Options{GIDIndex: 3, Mode: rdma.ModeCrossNode, Concurrent: true, Rails: []int{0, 2, 4, 6}, Size: 1 << 20}, "-cross-concurrent"},
 	} {
 		t.Run(tc.fixture+tc.name, func(t *testing.T) {
 			dir := fakehost.Dir(t, "../../testdata/hosts/"+tc.fixture+".host")

@@ -102,73 +102,23 @@ func runOne(ctx context.Context, e *rdma.Entry, r rdma.Run, test string, opt RDM
 	}
 	ctx, cancel := context.WithTimeout(ctx, opt.Timeout)
 	defer cancel()
-	sf, err := os.Create(filepath.Join(opt.Out, o.ServerOut))
-	if err != nil {
-		o.Cause, o.Detail = rdma.CauseServerDied, err.Error()
-		return o
-	}
-	defer sf.Close()
 	cf, err := os.Create(filepath.Join(opt.Out, o.ClientOut))
 	if err != nil {
 		o.Cause, o.Detail = rdma.CauseClientFailed, err.Error()
 		return o
 	}
 	defer cf.Close()
-
-	srv := command(ctx, path, r.Server, sf)
-	if err := srv.Start(); err != nil {
-		o.Cause, o.Detail = rdma.CauseServerDied, err.Error()
+	srv, cause, detail := startServer(ctx, path, r.Server, filepath.Join(opt.Out, o.ServerOut), opt)
+	if srv == nil {
+		o.Cause, o.Detail = cause, detail
 		return o
 	}
-	srvDone := make(chan error, 1)
-	go func() { srvDone <- srv.Wait() }()
-	// The server is ready when it says it waits for the client; polling the
-	// TCP port would take the server's one connection.
-	ready := time.NewTimer(opt.Ready)
-	defer ready.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-wait:
-	for {
-		select {
-		case err := <-srvDone:
-			if ctx.Err() != nil {
-				o.Cause, o.Detail = rdma.CauseTimeout, fmt.Sprintf("server: did not listen within --pair-timeout %s", opt.Timeout)
-				return o
-			}
-			text := readText(filepath.Join(opt.Out, o.ServerOut))
-			o.Cause, o.Detail = classify(text, rdma.CauseServerDied)
-			if o.Detail == "" {
-				o.Detail = "server: " + exitText(err)
-			}
-			o.Detail = "server: " + strings.TrimPrefix(o.Detail, "server: ")
-			return o
-		case <-ready.C:
-			srv.Process.Kill()
-			<-srvDone
-			o.Cause, o.Detail = rdma.CauseServerNotReady, fmt.Sprintf("server: no \"Waiting for client\" within %s", opt.Ready)
-			if ctx.Err() != nil {
-				o.Cause = rdma.CauseTimeout
-			}
-			return o
-		case <-tick.C:
-			if strings.Contains(readText(filepath.Join(opt.Out, o.ServerOut)), "aiting for client") {
-				break wait
-			}
-		}
-	}
-	cli := command(ctx, path, r.Client, cf)
-	cerr := cli.Run()
+	defer srv.close()
+	cerr := command(ctx, path, r.Client, cf).Run()
 	// The server ends on its own after the test; give it a moment.
-	var serr error
-	select {
-	case serr = <-srvDone:
-	case <-time.After(2 * time.Second):
-		srv.Process.Kill()
-		serr = <-srvDone
-	}
+	serr := srv.stop(2 * time.Second)
 	ctext := readText(filepath.Join(opt.Out, o.ClientOut))
-	stext := readText(filepath.Join(opt.Out, o.ServerOut))
+	stext := readText(srv.out)
 	if ctx.Err() != nil {
 		o.Cause, o.Detail = rdma.CauseTimeout, fmt.Sprintf("the run did not end within --pair-timeout %s", opt.Timeout)
 		return o
@@ -189,15 +139,104 @@ wait:
 		o.Cause, o.Detail = rdma.CauseClientFailed, "client: "+exitText(cerr)
 		return o
 	}
-	rep, _, err := perftest.Analyze(o.ClientOut, strings.NewReader(ctext))
+	m := measure(o.ClientOut, ctext, test)
+	o.Gbps, o.LatencyUS, o.Bytes, o.Cause, o.Detail = m.Gbps, m.LatencyUS, m.Bytes, m.Cause, m.Detail
+	return o
+}
+
+// perfServer is a perftest server that said it waits for its client.
+type perfServer struct {
+	cmd  *exec.Cmd
+	file *os.File
+	out  string // its output file
+	done chan struct{}
+	err  error // its exit, once done is closed
+}
+
+// startServer starts a perftest server writing to out and waits until it
+// says it waits for its client (polling the TCP port would take the
+// server's one connection). A server that exits first, stays silent past
+// opt.Ready or outlives ctx is nil with the cause and the detail.
+func startServer(ctx context.Context, path string, c rdma.Cmd, out string, opt RDMAOptions) (*perfServer, string, string) {
+	f, err := os.Create(out)
 	if err != nil {
-		o.Cause, o.Detail = rdma.CauseNoMeasurement, err.Error()
-		return o
+		return nil, rdma.CauseServerDied, err.Error()
+	}
+	s := &perfServer{cmd: command(ctx, path, c, f), file: f, out: out, done: make(chan struct{})}
+	if err := s.cmd.Start(); err != nil {
+		f.Close()
+		return nil, rdma.CauseServerDied, err.Error()
+	}
+	go func() { s.err = s.cmd.Wait(); close(s.done) }()
+	ready := time.NewTimer(opt.Ready)
+	defer ready.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.done:
+			f.Close()
+			if ctx.Err() != nil {
+				return nil, rdma.CauseTimeout, fmt.Sprintf("server: did not listen within --pair-timeout %s", opt.Timeout)
+			}
+			cause, detail := classify(readText(out), rdma.CauseServerDied)
+			if detail == "" {
+				detail = exitText(s.err)
+			}
+			return nil, cause, "server: " + strings.TrimPrefix(detail, "server: ")
+		case <-ready.C:
+			s.cmd.Process.Kill()
+			<-s.done
+			f.Close()
+			if ctx.Err() != nil {
+				return nil, rdma.CauseTimeout, fmt.Sprintf("server: no \"Waiting for client\" within %s", opt.Ready)
+			}
+			return nil, rdma.CauseServerNotReady, fmt.Sprintf("server: no \"Waiting for client\" within %s", opt.Ready)
+		case <-tick.C:
+			if strings.Contains(readText(out), "aiting for client") {
+				return s, "", ""
+			}
+		}
+	}
+}
+
+// stop waits at most grace for the server's end, then kills it; its exit.
+func (s *perfServer) stop(grace time.Duration) error {
+	select {
+	case <-s.done:
+	case <-time.After(grace):
+		s.cmd.Process.Kill()
+		<-s.done
+	}
+	return s.err
+}
+
+// close kills the server if it still runs and closes its output.
+func (s *perfServer) close() {
+	s.stop(0)
+	s.file.Close()
+}
+
+// measurement is what a client's output says.
+type measurement struct {
+	Gbps, LatencyUS float64
+	Bytes           int64
+	Cause, Detail   string
+}
+
+// measure reads a client's output with the perftest reader: the best
+// average Gb/s at bandwidth sizes, or the typical latency.
+func measure(name, ctext, test string) measurement {
+	var m measurement
+	rep, _, err := perftest.Analyze(name, strings.NewReader(ctext))
+	if err != nil {
+		m.Cause, m.Detail = rdma.CauseNoMeasurement, err.Error()
+		return m
 	}
 	if len(rep.Errors) > 0 {
 		// A run that measured and then failed (perftest's "Completion with
 		// error") keeps its numbers; the error is the evidence.
-		o.Detail = fmt.Sprintf("client line %d: %s", rep.Errors[0].Line, rep.Errors[0].Text)
+		m.Detail = fmt.Sprintf("client line %d: %s", rep.Errors[0].Line, rep.Errors[0].Text)
 	}
 	if rdma.IsLatency(test) {
 		for _, lr := range rep.LatRows {
@@ -206,20 +245,20 @@ wait:
 				v = lr.Avg
 			}
 			if v != nil {
-				o.LatencyUS, o.Bytes = *v, lr.Bytes
+				m.LatencyUS, m.Bytes = *v, lr.Bytes
 				break
 			}
 		}
-		if o.LatencyUS == 0 {
-			o.Cause, o.Detail = rdma.CauseNoMeasurement, "no latency row"
+		if m.LatencyUS == 0 {
+			m.Cause, m.Detail = rdma.CauseNoMeasurement, "no latency row"
 		}
-		return o
+		return m
 	}
-	o.Gbps, o.Bytes = rep.PeakAvgGbps, rep.PeakAvgBytes
-	if o.Gbps <= 0 {
-		o.Cause, o.Detail = rdma.CauseNoMeasurement, "no bandwidth row at bandwidth sizes"
+	m.Gbps, m.Bytes = rep.PeakAvgGbps, rep.PeakAvgBytes
+	if m.Gbps <= 0 {
+		m.Cause, m.Detail = rdma.CauseNoMeasurement, "no bandwidth row at bandwidth sizes"
 	}
-	return o
+	return m
 }
 
 // classify names why a perftest side failed from its output; fallback

@@ -15,7 +15,8 @@ import (
 
 func newBenchRDMA(g *globals) *cobra.Command {
 	var o app.RDMAOptions
-	var format, pairs, size string
+	var format, pairs, size, rails string
+	var jf jobFlags
 	cmd := &cobra.Command{
 		Use:   "rdma",
 		Short: "GPU-memory RDMA per GPU–NIC pair with perftest (ib_write_bw --use_cuda), against host memory and the line rate",
@@ -44,7 +45,38 @@ func newBenchRDMA(g *globals) *cobra.Command {
 				return toolError(fmt.Errorf("--pass-ratio %g: want a fraction of expected in (0, 1]", o.Judging.Pass))
 			}
 			o.Judging.GPUvsHost = rdma.DefaultJudging.GPUvsHost
+			if o.Plan.Rails, err = rdma.ParseRails(rails); err != nil {
+				return toolError(err)
+			}
+			if cmd.Flags().Changed("rails") && o.Plan.Rails == nil && o.Plan.Mode != rdma.ModeCrossNode {
+				return toolError(fmt.Errorf("--rails is for --mode %s", rdma.ModeCrossNode))
+			}
+			if o.Plan.Mode != rdma.ModeCrossNode {
+				for _, name := range []string{"rank", "world-size", "local-rank", "rendezvous", "rendezvous-listen", "secret-file", "join-timeout", "server-addr"} {
+					if cmd.Flags().Changed(name) {
+						return toolError(fmt.Errorf("--%s is for --mode %s (a loopback run is one process)", name, rdma.ModeCrossNode))
+					}
+				}
+			}
+			if o.Plan.Mode == rdma.ModeCrossNode && !o.DryRun {
+				job, err := jf.launcher(cmd)
+				if err != nil {
+					return err
+				}
+				if job.Multi() {
+					jo, err := jf.options(g, job)
+					if err != nil {
+						return err
+					}
+					o.Job = &jo
+				}
+			}
 			env, dir, err := g.session.BenchRDMA(cmd.Context(), app.NodeOptions{Root: g.root, Timeout: g.timeout}, o)
+			if env != nil && app.RDMAMember(env) {
+				// A rank other than 0: its part is in its results.json and
+				// rank 0's table; errors go to stderr.
+				return benchError(err)
+			}
 			if env != nil {
 				if f == report.JSON {
 					if werr := report.WriteJSON(g.out, env); werr != nil {
@@ -79,7 +111,11 @@ func newBenchRDMA(g *globals) *cobra.Command {
 	fl.StringVar(&o.Out, "out", "", "folder for the raw perftest outputs and results.json (default gdrcheck-results/bench-rdma-<time>)")
 	fl.DurationVar(&o.Timeout, "pair-timeout", 2*time.Minute, "deadline of each server/client run of a pair (the global --timeout is discovery's)")
 	fl.StringVar(&o.Plan.Test, "test", rdma.WriteBW, "perftest tool: ib_write_bw, ib_read_bw, ib_send_bw or ib_write_lat")
-	fl.StringVar(&o.Plan.Mode, "mode", rdma.ModeLoopback, "loopback (server and client on this host); cross-node needs the multi-node launcher")
+	fl.StringVar(&o.Plan.Mode, "mode", rdma.ModeLoopback, "loopback (server and client on this host) or cross-node (one rank per node under a launcher: rank 2k serves rail r, rank 2k+1 is its client)")
+	fl.StringVar(&rails, "rails", "all", "cross-node: the rails to run, all or a list such as 0,1,4 (rail r is the r-th GPU–NIC pair of the pairing, or of --pairs)")
+	fl.BoolVar(&o.Plan.Concurrent, "concurrent", false, "cross-node: run every rail at once (each on its own TCP port) to load the PCIe switches; default one rail at a time")
+	fl.StringVar(&o.ServerAddr, "server-addr", "", "cross-node: the address the peer's perftest clients connect to for this rank's servers (default: this host's address on the network that reaches rank 0)")
+	jf.addJob(cmd)
 	fl.StringVar(&pairs, "pairs", "", "GPU:NIC pairs to test, e.g. 0:mlx5_3,1:mlx5_4 (default: the GPU→NIC pairing of topo); GPUs numbered in PCI bus order")
 	fl.StringVarP(&size, "size", "s", "", "one message size, e.g. 1M (default: sweep all sizes, -a)")
 	fl.IntVar(&o.Plan.TCPPort, "tcp-port", rdma.DefaultTCPPort, "first out-of-band TCP port (-p); each run takes the next")

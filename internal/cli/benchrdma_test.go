@@ -50,6 +50,13 @@ func TestBenchRDMADryRun(t *testing.T) {
 	if code != ExitOK || !strings.Contains(text, "GPU0 0000:18:00.0") || !strings.Contains(text, "--use_cuda=0") {
 		t.Errorf("text, exit %d: %s\n%s", code, errs, text)
 	}
+	// Cross-node: this node's side, both roles, the peer's address a
+	// placeholder; no launcher needed to plan.
+	text, errs, code = run(t, "bench", "rdma", "--dry-run", "--mode", "cross-node", "--rails", "1,3", "--concurrent", "--root", root)
+	if code != ExitOK || !strings.Contains(text, "rail 1: GPU1") || !strings.Contains(text, "rail 3: GPU3") || strings.Contains(text, "rail 0:") ||
+		!strings.Contains(text, "client (odd rank): ") || !strings.Contains(text, "<server-addr>") || !strings.Contains(text, "--concurrent") {
+		t.Errorf("cross-node text, exit %d: %s\n%s", code, errs, text)
+	}
 }
 
 func TestBenchRDMARefusals(t *testing.T) {
@@ -60,7 +67,11 @@ func TestBenchRDMARefusals(t *testing.T) {
 	}{
 		{[]string{"--pairs", "0"}, "--pairs item 1"},
 		{[]string{"--test", "ib_foo"}, "--test"},
-		{[]string{"--mode", "cross-node"}, "multi-node launcher"},
+		{[]string{"--mode", "ring"}, "--mode \"ring\": want loopback or cross-node"},
+		{[]string{"--mode", "cross-node", "--rails", "0,x"}, "--rails item 2"},
+		{[]string{"--mode", "cross-node", "--rails", "9"}, "--rails 9: this host has rails 0..7"},
+		{[]string{"--concurrent"}, "are for --mode cross-node"},
+		{[]string{"--rank", "1"}, "--rank is for --mode cross-node"},
 		{[]string{"--pair-timeout", "0s"}, "--pair-timeout"},
 		{[]string{"-s", "lots"}, "-s lots"},
 		{[]string{"--pass-ratio", "2"}, "--pass-ratio"},
@@ -71,10 +82,13 @@ func TestBenchRDMARefusals(t *testing.T) {
 			t.Errorf("%v: exit %d, %s", tc.args, code, errs)
 		}
 	}
-	// The H200 machine's snapshot has no RDMA NIC: one line, exit 0.
-	out, errs, code := run(t, "bench", "rdma", "--root", repo+"/testdata/snapshots/h200x1-vm.tgz")
-	if code != ExitOK || strings.Count(out, "\n") != 1 || !strings.Contains(out, "no RDMA NIC") {
-		t.Errorf("no NIC: exit %d %q %s", code, out, errs)
+	// The H200 machine's snapshot has no RDMA NIC: one line, exit 0, in
+	// either mode.
+	for _, mode := range []string{"loopback", "cross-node"} {
+		out, errs, code := run(t, "bench", "rdma", "--mode", mode, "--root", repo+"/testdata/snapshots/h200x1-vm.tgz")
+		if code != ExitOK || strings.Count(out, "\n") != 1 || !strings.Contains(out, "no RDMA NIC") {
+			t.Errorf("no NIC, %s: exit %d %q %s", mode, code, out, errs)
+		}
 	}
 }
 

@@ -60,6 +60,14 @@ type Config struct {
 	// Listen is where rank 0 listens ("": Addr). Tests use it; a site
 	// whose rank 0 reaches itself by another name does too.
 	Listen string
+	// KeepGoing: the ranks work in independent groups (bench rdma's node
+	// pairs), so a member's failure does not abort the job: rank 0 tells
+	// every rank which rank was lost (a Message with Lost set) and the
+	// others carry on. A rank that never arrives is likewise lost once
+	// the join deadline passes, and the job goes on with the ranks that
+	// came (at least one besides rank 0). Without it (bench nccl) a
+	// failure aborts everyone and the job needs every rank.
+	KeepGoing bool
 }
 
 func (c *Config) check() error {
@@ -89,6 +97,8 @@ const (
 	tResult
 	tDone
 	tFail
+	tMsg      // a message between two ranks, relayed by rank 0 (relay.go)
+	tPeerLost // rank 0 tells the members that a rank was lost (KeepGoing)
 )
 
 // ErrRejected is a connection refused by rank 0 (a wrong secret, a rank
@@ -260,6 +270,7 @@ type Coordinator struct {
 	once    sync.Once
 	changed chan struct{} // pulsed on every result or failure
 	done    bool
+	inbox   chan Message // messages to rank 0 and losses (relay.go)
 }
 
 // Serve listens at the address, waits until every rank has arrived and
@@ -285,14 +296,17 @@ func Serve(ctx context.Context, cfg Config, id []byte) (*Coordinator, error) {
 		return nil, fmt.Errorf("rendezvous: rank 0 cannot listen at %s: %w", addr, err)
 	}
 	c := &Coordinator{cfg: cfg, ln: ln, members: make([]*conn, cfg.Size), hosts: make([]string, cfg.Size), nodes: make([]string, cfg.Size),
-		results: make([][]byte, cfg.Size), failed: map[int]Failure{}, lost: make(chan struct{}), changed: make(chan struct{}, 1)}
+		results: make([][]byte, cfg.Size), failed: map[int]Failure{}, lost: make(chan struct{}), changed: make(chan struct{}, 1),
+		inbox: make(chan Message, inboxSize)}
 	c.hosts[0], c.nodes[0] = cfg.Host, cmpOr(cfg.Node, cfg.Host)
 	if err := c.join(ctx, id); err != nil {
 		c.Close()
 		return nil, err
 	}
 	for r := 1; r < cfg.Size; r++ {
-		go c.watch(r)
+		if c.members[r] != nil {
+			go c.watch(r)
+		}
 	}
 	return c, nil
 }
@@ -374,6 +388,8 @@ func (c *Coordinator) join(ctx context.Context, id []byte) error {
 	n := 1
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
+	var missing []Failure
+wait:
 	for n < c.cfg.Size {
 		select {
 		case a := <-arrived:
@@ -386,21 +402,40 @@ func (c *Coordinator) join(ctx context.Context, id []byte) error {
 			n++
 		case <-timer.C:
 			e := missingError(c.cfg, joined, c.cfg.JoinTimeout)
-			c.abortAll(e.Msg)
-			return e
+			if !c.cfg.KeepGoing || n == 1 {
+				c.abortAll(e.Msg)
+				return e
+			}
+			// KeepGoing: the job goes on with the ranks that came; the
+			// missing ones are lost, and told so once the id is out.
+			missing = e.Failures
+			break wait
 		case <-ctx.Done():
 			c.abortAll("rank 0 was interrupted")
 			return fmt.Errorf("rendezvous: %w", context.Cause(ctx))
 		}
 	}
-	_ = c.ln.Close() // every rank is here: nobody else may connect
+	_ = c.ln.Close() // every rank is here (or, KeepGoing, the deadline passed): nobody else may connect
+	for _, f := range missing {
+		c.hosts[f.Rank], c.nodes[f.Rank] = f.Host, f.Host
+	}
 	msg, _ := json.Marshal(idMsg{ID: id, Hosts: c.hosts, Nodes: c.nodes})
 	for r := 1; r < c.cfg.Size; r++ {
+		if c.members[r] == nil {
+			continue
+		}
 		if err := c.members[r].write(tID, msg, handshakeTimeout); err != nil {
 			e := &JobError{Failures: []Failure{{Rank: r, Host: c.hosts[r], Reason: "lost before it received the unique id: " + err.Error()}}}
 			c.abortAll(e.Error())
 			return e
 		}
+	}
+	for _, f := range missing {
+		c.mu.Lock()
+		c.failed[f.Rank] = f
+		c.once.Do(func() { close(c.lost) })
+		c.mu.Unlock()
+		c.tellLost(f)
 	}
 	return nil
 }
@@ -458,6 +493,15 @@ func (c *Coordinator) watch(r int) {
 	m := c.members[r]
 	for {
 		t, p, err := m.read(time.Time{})
+		if err == nil && t == tMsg {
+			// Relayed outside the lock: a slow receiver must not stall
+			// the others' bookkeeping.
+			if !c.relay(r, p) {
+				m.close()
+				return
+			}
+			continue
+		}
 		c.mu.Lock()
 		if c.done {
 			c.mu.Unlock()
@@ -491,9 +535,12 @@ func (c *Coordinator) fail(f Failure) {
 		return
 	}
 	c.failed[f.Rank] = f
+	if c.cfg.KeepGoing && !c.done {
+		go c.tellLost(f)
+	}
 	c.once.Do(func() {
 		close(c.lost)
-		if !c.done {
+		if !c.done && !c.cfg.KeepGoing {
 			// The others must not wait for a rank that is gone: they
 			// abort their communicators now.
 			go c.abortAll(fmt.Sprintf("rank 0 aborted the job: %s", f))
@@ -616,6 +663,7 @@ type Member struct {
 	mu    sync.Mutex
 	err   error         // why the job ended for this rank, once lost
 	done  chan struct{} // closed when rank 0 says done
+	inbox chan Message  // messages from other ranks and losses (relay.go)
 }
 
 // Join connects to rank 0 (retrying until the join deadline: rank 0 may
@@ -650,7 +698,7 @@ func Join(ctx context.Context, cfg Config) (*Member, []byte, error) {
 		}
 		cn = newConn(nc, cfg.MaxMessage)
 	}
-	m := &Member{cfg: cfg, cn: cn, lost: make(chan struct{}), done: make(chan struct{})}
+	m := &Member{cfg: cfg, cn: cn, lost: make(chan struct{}), done: make(chan struct{}), inbox: make(chan Message, inboxSize)}
 	id, err := m.handshake(ctx, deadline)
 	if err != nil {
 		cn.close()
@@ -718,23 +766,38 @@ func errOr(err error, s string) any {
 	return s
 }
 
-// watch reads rank 0's frames during the run.
+// watch reads rank 0's frames during the run: relayed messages and
+// losses go to the inbox; done, abort or the connection's end end it.
 func (m *Member) watch() {
-	t, p, err := m.cn.read(time.Time{})
-	switch {
-	case err == nil && t == tDone:
-		close(m.done)
+	for {
+		t, p, err := m.cn.read(time.Time{})
+		switch {
+		case err == nil && t == tDone:
+			close(m.done)
+			return
+		case err == nil && t == tAbort:
+			// The connection stays: this rank still delivers what it measured.
+			m.lose(&JobError{Msg: string(p)})
+			m.post(Message{From: 0, Lost: string(p)})
+			return
+		case err == nil && (t == tMsg || t == tPeerLost) && len(p) >= 4:
+			msg := Message{From: int(binary.BigEndian.Uint32(p))}
+			if t == tMsg {
+				msg.Data = p[4:]
+			} else {
+				msg.Lost = string(p[4:])
+			}
+			m.post(msg)
+			continue
+		case err == nil:
+			m.lose(fmt.Errorf("unexpected message type %d from rank 0", t))
+		default:
+			m.lose(fmt.Errorf("lost rank 0 (%s at %s): %w", m.hosts[0], m.cfg.Addr, err))
+		}
+		m.post(Message{From: 0, Lost: m.Err().Error()})
+		m.cn.close()
 		return
-	case err == nil && t == tAbort:
-		// The connection stays: this rank still delivers what it measured.
-		m.lose(&JobError{Msg: string(p)})
-		return
-	case err == nil:
-		m.lose(fmt.Errorf("unexpected message type %d from rank 0", t))
-	default:
-		m.lose(fmt.Errorf("lost rank 0 (%s at %s): %w", m.hosts[0], m.cfg.Addr, err))
 	}
-	m.cn.close()
 }
 
 func (m *Member) lose(err error) {

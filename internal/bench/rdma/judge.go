@@ -43,6 +43,10 @@ type Outcome struct {
 type PairResult struct {
 	Entry    Entry     `json:"entry"`
 	Outcomes []Outcome `json:"outcomes"`
+	// Cause and Detail: a cross-node rail that did not run at all
+	// (RailMismatch, PeerMissing).
+	Cause  string `json:"cause,omitempty"`
+	Detail string `json:"detail,omitempty"`
 }
 
 // Judging thresholds.
@@ -71,6 +75,12 @@ func Judge(prs []PairResult, j Judging) []result.Result {
 			out = append(out, result.Result{ID: ID, Status: result.Skip, Subject: e.Subject(), Reason: "NotRun", Message: "not run: " + e.Skip})
 			continue
 		}
+		if pr.Cause != "" {
+			r := result.Result{ID: ID, Status: result.Fail, Subject: e.Subject(), Reason: pr.Cause, Message: pairText(&e, "") + ": " + causeText(pr.Cause) + detail(pr.Detail)}
+			r.Remedy = remedy(pr.Cause)
+			out = append(out, r)
+			continue
+		}
 		var host *Outcome
 		for i := range pr.Outcomes {
 			if pr.Outcomes[i].Memory == MemHost && pr.Outcomes[i].Cause == "" {
@@ -88,7 +98,7 @@ func subjectOf(e *Entry, mem string) string { return e.Subject() + "/" + mem }
 
 func judgeOne(e *Entry, o Outcome, host *Outcome, j Judging) result.Result {
 	r := result.Result{ID: ID, Subject: subjectOf(e, o.Memory)}
-	pair := fmt.Sprintf("GPU%d (%s) ↔ %s port %d, %s", e.GPU, e.GPUBusID, e.NIC, e.Port, o.Memory)
+	pair := pairText(e, o.Memory)
 	ev := func(src, v string) {
 		if src != "" {
 			r.Evidence = append(r.Evidence, result.Evidence{Source: src, Value: v})
@@ -98,17 +108,9 @@ func judgeOne(e *Entry, o Outcome, host *Outcome, j Judging) result.Result {
 	if o.Cause != "" {
 		r.Status, r.Reason = result.Fail, o.Cause
 		r.Message = pair + ": " + causeText(o.Cause) + detail(o.Detail)
-		switch o.Cause {
-		case CauseMissingBinary:
+		r.Remedy = remedy(o.Cause)
+		if o.Cause == CauseMissingBinary || o.Cause == CausePortConflict {
 			r.Status = result.Error
-			r.Remedy = "install perftest (built with CUDA for --use_cuda) or name its folder with --perftest-dir"
-		case CauseRegistration:
-			r.Remedy = "load nvidia_peermem (modprobe nvidia-peermem) or use dma-buf (open kernel module, kernel 5.12+); see gdr.kernel-module"
-		case CausePortConflict:
-			r.Status = result.Error
-			r.Remedy = "another process holds the TCP port; choose another with --tcp-port"
-		case CauseTimeout, CauseServerNotReady:
-			r.Remedy = "see the raw outputs; raise --timeout if the sweep is long"
 		}
 		return r
 	}
@@ -164,6 +166,42 @@ func judgeOne(e *Entry, o Outcome, host *Outcome, j Judging) result.Result {
 	return r
 }
 
+// pairText names a pair (and a memory kind) in messages.
+func pairText(e *Entry, mem string) string {
+	s := fmt.Sprintf("GPU%d (%s) ↔ %s port %d", e.GPU, e.GPUBusID, e.NIC, e.Port)
+	if p := e.Peer; p != nil {
+		end := func(host string, gpu int, bus, nic string, port int) string {
+			if gpu < 0 { // the rail is missing on that side
+				return host + " (no rail " + fmt.Sprint(e.Rail) + ")"
+			}
+			return fmt.Sprintf("%s GPU%d (%s) %s port %d", host, gpu, bus, nic, port)
+		}
+		s = fmt.Sprintf("rail %d: %s ↔ %s", e.Rail, end(e.Host, e.GPU, e.GPUBusID, e.NIC, e.Port), end(p.Host, p.GPU, p.GPUBusID, p.NIC, p.Port))
+	}
+	if mem != "" {
+		s += ", " + mem
+	}
+	return s
+}
+
+func remedy(cause string) string {
+	switch cause {
+	case CauseMissingBinary:
+		return "install perftest (built with CUDA for --use_cuda) or name its folder with --perftest-dir"
+	case CauseRegistration:
+		return "load nvidia_peermem (modprobe nvidia-peermem) or use dma-buf (open kernel module, kernel 5.12+); see gdr.kernel-module"
+	case CausePortConflict:
+		return "another process holds the TCP port; choose another with --tcp-port"
+	case CauseTimeout, CauseServerNotReady:
+		return "see the raw outputs; raise --pair-timeout if the sweep is long"
+	case CausePeerMissing:
+		return "see the peer rank's stderr and its rank-N/results.json; every rank of the job must run bench rdma --mode cross-node with the same options"
+	case CauseRailMismatch:
+		return "the two nodes of a pair must have the same rails (GPU–NIC pairs in order) on the same link layer: compare gdrcheck topo on both, or choose --rails"
+	}
+	return ""
+}
+
 // Runs0Test is the perftest tool of the entry's runs ("" none).
 func (e *Entry) Runs0Test() string {
 	if len(e.Runs) == 0 {
@@ -197,6 +235,10 @@ func causeText(c string) string {
 		return "the server never started listening"
 	case CauseNoMeasurement:
 		return "the output holds no result row"
+	case CausePeerMissing:
+		return "the peer rank is missing"
+	case CauseRailMismatch:
+		return "the rail differs between the two nodes"
 	}
 	return c
 }
@@ -225,8 +267,16 @@ func (p *Plan) WriteText(w io.Writer) error {
 		bw.printf("; NCCL would use %s", MemoryText(p.NCCLPath))
 	}
 	bw.printf("\n")
+	server, client := "server", "client"
+	if p.Mode == ModeCrossNode {
+		server, client = "server (even rank)", "client (odd rank)"
+	}
 	for _, e := range p.Entries {
-		bw.printf("\nGPU%d %s  ↔  %s port %d (%s, %s, %g Gb/s)  path %s  %s\n", e.GPU, printable.Line(e.GPUBusID), printable.Line(e.NIC), e.Port,
+		rail := ""
+		if p.Mode == ModeCrossNode {
+			rail = fmt.Sprintf("rail %d: ", e.Rail)
+		}
+		bw.printf("\n%sGPU%d %s  ↔  %s port %d (%s, %s, %g Gb/s)  path %s  %s\n", rail, e.GPU, printable.Line(e.GPUBusID), printable.Line(e.NIC), e.Port,
 			printable.Line(e.LinkLayer), printable.Line(e.PortState), e.RateGbps, e.Level, e.Mode)
 		if e.Skip != "" {
 			bw.printf("  not run: %s\n", printable.Line(e.Skip))
@@ -236,7 +286,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 			if r.NCCL {
 				tag += " (NCCL's path)"
 			}
-			bw.printf("  %s\n    server: %s\n    client: %s\n", tag, printable.Line(r.Server.Line()), printable.Line(r.Client.Line()))
+			bw.printf("  %s\n    %s: %s\n    %s: %s\n", tag, server, printable.Line(r.Server.Line()), client, printable.Line(r.Client.Line()))
 		}
 		bw.printf("  expect: %s\n", printable.Line(expectText(e.Expect)))
 		for _, n := range e.Notes {
@@ -275,6 +325,10 @@ func WriteTable(w io.Writer, prs []PairResult, rs []result.Result) error {
 		verdict[r.Subject] = r
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if len(prs) > 0 && prs[0].Entry.Peer != nil {
+		writeCross(tw, prs, verdict)
+		return tw.Flush()
+	}
 	fmt.Fprintln(tw, "GPU\tBUS ID\tNIC\tPATH\tMODE\tMEMORY\tGB/s\tGb/s\tOF LINE\tOF HOST\tVERDICT")
 	for _, pr := range prs {
 		e := pr.Entry
@@ -290,18 +344,7 @@ func WriteTable(w io.Writer, prs []PairResult, rs []result.Result) error {
 		}
 		for _, o := range pr.Outcomes {
 			r := verdict[subjectOf(&e, o.Memory)]
-			gb, gbit, line, ofHost := "-", "-", "-", "-"
-			if o.Cause == "" && o.Gbps > 0 {
-				gb, gbit = fmt.Sprintf("%.2f", o.Gbps/8), fmt.Sprintf("%.2f", o.Gbps)
-				if e.Expect.LineGbps > 0 {
-					line = fmt.Sprintf("%.0f%%", 100*o.Gbps/e.Expect.LineGbps)
-				}
-				if o.Memory != MemHost && host > 0 {
-					ofHost = fmt.Sprintf("%.0f%%", 100*o.Gbps/host)
-				}
-			} else if o.Cause == "" && o.LatencyUS > 0 {
-				gb = fmt.Sprintf("%.2f µs", o.LatencyUS)
-			}
+			gb, gbit, line, ofHost := cells(e, o, host)
 			v := string(r.Status)
 			if r.Status != result.Pass {
 				v += " " + r.Reason
@@ -334,4 +377,60 @@ func MemoryText(mem string) string {
 		return "host memory"
 	}
 	return mem
+}
+
+// writeCross is the cross-node table: one row per rail and memory, this
+// (the server's) GPU and NIC, the peer's host and NIC, both path levels.
+func writeCross(tw io.Writer, prs []PairResult, verdict map[string]result.Result) {
+	fmt.Fprintln(tw, "GPU\tBUS ID\tNIC\tPEER\tRAIL\tPATH\tMEMORY\tGB/s\tGb/s\tOF LINE\tOF HOST\tVERDICT")
+	for _, pr := range prs {
+		e := pr.Entry
+		peer := "-"
+		path := e.Level
+		if e.Peer != nil {
+			peer = e.Peer.Host + ":" + e.Peer.NIC
+			path += "/" + e.Peer.Level
+		}
+		head := fmt.Sprintf("%s:%d\t%s\t%s\t%s\t%d\t%s", printable.Line(e.Host), e.GPU, printable.Line(e.GPUBusID), printable.Line(e.NIC), printable.Line(peer), e.Rail, printable.Line(path))
+		if e.Skip != "" || pr.Cause != "" {
+			v := "skip: " + e.Skip
+			if pr.Cause != "" {
+				v = "fail " + pr.Cause
+			}
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t%s\n", head, printable.Line(v))
+			continue
+		}
+		var host float64
+		for _, o := range pr.Outcomes {
+			if o.Memory == MemHost && o.Cause == "" {
+				host = o.Gbps
+			}
+		}
+		for _, o := range pr.Outcomes {
+			r := verdict[subjectOf(&e, o.Memory)]
+			gb, gbit, line, ofHost := cells(e, o, host)
+			v := string(r.Status)
+			if r.Status != result.Pass {
+				v += " " + r.Reason
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", head, o.Memory, gb, gbit, line, ofHost, v)
+		}
+	}
+}
+
+// cells are a run's GB/s, Gb/s, fraction of line rate and of host memory.
+func cells(e Entry, o Outcome, host float64) (gb, gbit, line, ofHost string) {
+	gb, gbit, line, ofHost = "-", "-", "-", "-"
+	if o.Cause == "" && o.Gbps > 0 {
+		gb, gbit = fmt.Sprintf("%.2f", o.Gbps/8), fmt.Sprintf("%.2f", o.Gbps)
+		if e.Expect.LineGbps > 0 {
+			line = fmt.Sprintf("%.0f%%", 100*o.Gbps/e.Expect.LineGbps)
+		}
+		if o.Memory != MemHost && host > 0 {
+			ofHost = fmt.Sprintf("%.0f%%", 100*o.Gbps/host)
+		}
+	} else if o.Cause == "" && o.LatencyUS > 0 {
+		gb = fmt.Sprintf("%.2f µs", o.LatencyUS)
+	}
+	return
 }

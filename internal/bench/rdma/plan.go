@@ -5,9 +5,13 @@
 // and what the pair should reach. It is pure: the runner that executes a plan
 // lives in internal/bench (RunRDMA), the use-case in internal/app.
 //
-// Modes: loopback (server and client on this host) is planned here.
-// Cross-node (rank pairs on two nodes, per rail) needs the multi-node
-// launcher; Options.Mode rejects it until then (see ModeCrossNode).
+// Modes: loopback (server and client on this host), and cross-node: one
+// rank per node under a launcher, ranks 2k and 2k+1 a node pair, rail r of
+// the even rank (the server) against rail r of the odd rank (the client).
+// This package plans a node's side of it, pairs two sides' rails
+// (PairRails), merges what the two sides saw of each run (Merge, Combine)
+// and judges the result; the runner is bench.RunRDMACross, the rendezvous
+// that carries the sides and the runs' signals internal/rendezvous.
 package rdma
 
 import (
@@ -38,12 +42,17 @@ func IsLatency(test string) bool { return strings.HasSuffix(test, "_lat") }
 const (
 	// ModeLoopback: server and client on this host.
 	ModeLoopback = "loopback"
-	// ModeCrossNode: server on one node, client on another, per rail. The
-	// seam for the multi-node launcher: a plan entry's Server and Client are
-	// already separate commands; a launcher places them on two nodes and
-	// gives the client the server's address instead of the loopback one.
+	// ModeCrossNode: server on one node (the even rank of a node pair),
+	// client on the other (the odd rank), rail by rail. A plan entry's
+	// Server and Client are this node's commands in either role; the
+	// client's last argument is PeerAddr until the peer's server says where
+	// it listens.
 	ModeCrossNode = "cross-node"
 )
+
+// PeerAddr stands for the peer server's address in a cross-node plan's
+// client commands.
+const PeerAddr = "<server-addr>"
 
 // Loopback kinds, an entry's Mode.
 const (
@@ -132,6 +141,12 @@ type Options struct {
 	Duration int
 	// Registration is the node's registration path.
 	Registration Registration
+	// Rails selects rails (pairs by their index in the pairing) in
+	// cross-node mode; nil: all.
+	Rails []int
+	// Concurrent runs every rail at once in cross-node mode (each run has
+	// its own TCP port); default one rail at a time.
+	Concurrent bool
 }
 
 // Cmd is one perftest command line.
@@ -178,8 +193,16 @@ type Entry struct {
 	LinkLayer  string  `json:"link_layer,omitempty"`
 	PortState  string  `json:"port_state,omitempty"`
 	RateGbps   float64 `json:"rate_gbps,omitempty"`
+	MTU        int     `json:"netdev_mtu,omitempty"`
 	Level      string  `json:"path_level"`
 	Mode       string  `json:"mode"`
+	// Rail is the pair's index in the pairing (or in --pairs): cross-node,
+	// rail r of one node meets rail r of the other.
+	Rail int `json:"rail"`
+	// Host and Peer are set on a cross-node result: this (the server's)
+	// node and the client's side of the rail.
+	Host string `json:"host,omitempty"`
+	Peer *Peer  `json:"peer,omitempty"`
 	// ServerNIC is the NIC the server runs on (the sibling in a two-NIC
 	// loopback, else the pair's NIC).
 	ServerNIC  string      `json:"server_nic"`
@@ -192,14 +215,41 @@ type Entry struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// Subject names the pair in results: "GPU0-mlx5_3".
-func (e *Entry) Subject() string { return fmt.Sprintf("GPU%d-%s", e.GPU, e.NIC) }
+// Peer is the client's side of a cross-node rail.
+type Peer struct {
+	Rank      int     `json:"rank"`
+	Host      string  `json:"host"`
+	GPU       int     `json:"gpu"`
+	GPUBusID  string  `json:"gpu_bus_id"`
+	NIC       string  `json:"nic"`
+	Port      int     `json:"port"`
+	LinkLayer string  `json:"link_layer,omitempty"`
+	RateGbps  float64 `json:"rate_gbps,omitempty"`
+	MTU       int     `json:"netdev_mtu,omitempty"`
+	Level     string  `json:"path_level"`
+}
+
+// Subject names the pair in results: "GPU0-mlx5_3"; cross-node, both
+// ends: "gpu01:GPU0-mlx5_0↔gpu02:GPU0-mlx5_0".
+func (e *Entry) Subject() string {
+	if e.Peer != nil {
+		end := func(host string, gpu int, nic string) string {
+			if gpu < 0 { // the rail is missing on that side
+				return fmt.Sprintf("%s:rail%d", host, e.Rail)
+			}
+			return fmt.Sprintf("%s:GPU%d-%s", host, gpu, nic)
+		}
+		return end(e.Host, e.GPU, e.NIC) + "↔" + end(e.Peer.Host, e.Peer.GPU, e.Peer.NIC)
+	}
+	return fmt.Sprintf("GPU%d-%s", e.GPU, e.NIC)
+}
 
 // Plan is what bench rdma runs.
 type Plan struct {
 	Mode         string       `json:"mode"`
 	Test         string       `json:"test"`
 	Size         int64        `json:"size,omitempty"` // 0: all sizes (-a)
+	Concurrent   bool         `json:"concurrent,omitempty"`
 	Registration Registration `json:"registration"`
 	NCCLPath     string       `json:"nccl_path,omitempty"`
 	Entries      []Entry      `json:"pairs"`
@@ -222,11 +272,12 @@ func Build(h *topology.Host, o Options, model Model) (*Plan, error) {
 	if o.TCPPort == 0 {
 		o.TCPPort = DefaultTCPPort
 	}
+	cross := o.Mode == ModeCrossNode
 	switch {
-	case o.Mode == ModeCrossNode:
-		return nil, fmt.Errorf("--mode %s needs the multi-node launcher (not in this build); use --mode %s", o.Mode, ModeLoopback)
-	case o.Mode != ModeLoopback:
-		return nil, fmt.Errorf("--mode %q: want %s", o.Mode, ModeLoopback)
+	case o.Mode != ModeLoopback && !cross:
+		return nil, fmt.Errorf("--mode %q: want %s or %s", o.Mode, ModeLoopback, ModeCrossNode)
+	case !cross && (o.Rails != nil || o.Concurrent):
+		return nil, fmt.Errorf("--rails and --concurrent are for --mode %s", ModeCrossNode)
 	case !slices.Contains(Tests(), o.Test):
 		return nil, fmt.Errorf("--test %q: want one of %s", o.Test, strings.Join(Tests(), ", "))
 	case o.Size < 0:
@@ -238,7 +289,7 @@ func Build(h *topology.Host, o Options, model Model) (*Plan, error) {
 	case o.MTU != 0 && !slices.Contains([]int{256, 512, 1024, 2048, 4096}, o.MTU):
 		return nil, fmt.Errorf("-m %d: want 256, 512, 1024, 2048 or 4096", o.MTU)
 	}
-	p := &Plan{Mode: o.Mode, Test: o.Test, Size: o.Size, Registration: o.Registration, NCCLPath: o.Registration.NCCLPath()}
+	p := &Plan{Mode: o.Mode, Test: o.Test, Size: o.Size, Concurrent: o.Concurrent, Registration: o.Registration, NCCLPath: o.Registration.NCCLPath()}
 	if len(h.NICs) == 0 {
 		p.Notes = append(p.Notes, "no RDMA NIC on this host: nothing to test")
 		return p, nil
@@ -258,8 +309,16 @@ func Build(h *topology.Host, o Options, model Model) (*Plan, error) {
 			pairs = append(pairs, PairSpec{GPU: indexOf(gpus, g.GPUAddress), NIC: g.NIC})
 		}
 	}
+	for _, r := range o.Rails {
+		if r < 0 || r >= len(pairs) {
+			return nil, fmt.Errorf("--rails %d: this host has rails 0..%d (its GPU–NIC pairs in order)", r, len(pairs)-1)
+		}
+	}
 	port := o.TCPPort
-	for _, ps := range pairs {
+	for rail, ps := range pairs {
+		if o.Rails != nil && !slices.Contains(o.Rails, rail) {
+			continue
+		}
 		if ps.GPU < 0 || ps.GPU >= len(gpus) {
 			return nil, fmt.Errorf("--pairs %d:%s: no GPU %d (this host has %d, numbered 0..%d in PCI bus order)", ps.GPU, ps.NIC, ps.GPU, len(gpus), len(gpus)-1)
 		}
@@ -268,6 +327,7 @@ func Build(h *topology.Host, o Options, model Model) (*Plan, error) {
 			return nil, fmt.Errorf("--pairs %d:%s: no RDMA device %q", ps.GPU, ps.NIC, ps.NIC)
 		}
 		e := entry(h, gpus[ps.GPU], ps.GPU, nic, o)
+		e.Rail = rail
 		for _, mem := range memories(o.Registration) {
 			e.Runs = append(e.Runs, runOf(&e, mem, port, o, p.NCCLPath == mem))
 			port++
@@ -294,6 +354,13 @@ func Build(h *topology.Host, o Options, model Model) (*Plan, error) {
 		p.Notes = append(p.Notes, "NCCL would register GPU memory through "+MemoryText(p.NCCLPath)+" (dma-buf where the driver, kernel and NIC allow it, NCCL 2.13 and later; else nvidia-peermem)")
 	}
 	p.Notes = append(p.Notes, "--use_cuda=N numbers GPUs by PCI bus id (CUDA_DEVICE_ORDER=PCI_BUS_ID is set, CUDA_VISIBLE_DEVICES unset); each pair prints the bus id it means")
+	if cross {
+		how := "one rail at a time"
+		if o.Concurrent {
+			how = "every rail at once (--concurrent), each run on its own TCP port"
+		}
+		p.Notes = append(p.Notes, "cross-node: ranks 2k and 2k+1 are a node pair; the even rank runs each rail's server, the odd rank the client of the same rail, "+how+"; "+PeerAddr+" is the server's address, sent over the rendezvous")
+	}
 	return p, nil
 }
 
@@ -376,10 +443,13 @@ func entry(h *topology.Host, g *topology.GPU, cuda int, nic *topology.NIC, o Opt
 	}
 	p := activePort(nic)
 	if p != nil {
-		e.Port, e.LinkLayer, e.PortState, e.RateGbps = p.Number, p.LinkLayer, p.State, p.RateGbps
+		e.Port, e.LinkLayer, e.PortState, e.RateGbps, e.MTU = p.Number, p.LinkLayer, p.State, p.RateGbps, p.MTU
 	}
 	e.Mode, e.ServerNIC, e.ServerPort = LoopOneNIC, e.NIC, e.Port
-	if s := sibling(h, nic, p); s != nil {
+	if o.Mode == ModeCrossNode {
+		e.Mode = ModeCrossNode
+		e.Notes = append(e.Notes, "cross-node: the server runs here when this rank is even, the client when it is odd; the peer node runs the same rail")
+	} else if s := sibling(h, nic, p); s != nil {
 		e.Mode, e.ServerNIC, e.ServerPort = LoopTwoNICs, s.Name, activePort(s).Number
 		e.Notes = append(e.Notes, "server on "+s.Name+" (the same card's other function): the data crosses the cable and the switch")
 	} else {
@@ -446,6 +516,31 @@ func runOf(e *Entry, mem string, port int, o Options, nccl bool) Run {
 		TCPPort: port,
 		NCCL:    nccl,
 		Server:  Cmd{Tool: o.Test, Args: common(e.ServerNIC, e.ServerPort), Env: env},
-		Client:  Cmd{Tool: o.Test, Args: append(common(e.NIC, e.Port), "127.0.0.1"), Env: env},
+		Client:  Cmd{Tool: o.Test, Args: append(common(e.NIC, e.Port), clientAddr(o.Mode)), Env: env},
 	}
+}
+
+func clientAddr(mode string) string {
+	if mode == ModeCrossNode {
+		return PeerAddr
+	}
+	return "127.0.0.1"
+}
+
+// ParseRails reads --rails: "all" (nil) or "0,2,5".
+func ParseRails(s string) ([]int, error) {
+	if s == "" || s == "all" {
+		return nil, nil
+	}
+	var out []int
+	for i, item := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(item))
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("--rails item %d %q: want all or rail numbers, e.g. 0,1,4", i+1, item)
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
 }

@@ -66,7 +66,9 @@ func TestBuildRefuses(t *testing.T) {
 		o   Options
 		err string
 	}{
-		{Options{Mode: ModeCrossNode}, "multi-node launcher"},
+		{Options{Rails: []int{0}}, "--rails and --concurrent are for --mode cross-node"},
+		{Options{Concurrent: true}, "--mode cross-node"},
+		{Options{Mode: ModeCrossNode, Rails: []int{8}}, "--rails 8: this host has rails 0..7"},
 		{Options{Mode: "ring"}, "--mode"},
 		{Options{Test: "ib_atomic_bw"}, "--test"},
 		{Options{Size: -1}, "-s"},
