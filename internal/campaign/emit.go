@@ -86,7 +86,7 @@ func (c *Campaign) script(r *Round, chains [][]*Step, mpi bool) []byte {
 	p("export GDRCHECK_SECRET\n")
 	p("BENCH=(bench nccl --op all_reduce -b %s -e %s -n %d --no-judge --format json)\n", quote(c.Bench.Size), quote(c.Bench.Size), c.Bench.Iters)
 	g := c.Bench.GPUsPerNode
-		p("# A rail's step sets NCCL_IB_HCA to that NIC alone; a node-level step leaves the environment as it is.\n")
+	p("# A rail's step sets NCCL_IB_HCA to that NIC alone; a node-level step leaves the environment as it is.\n")
 	if mpi {
 		p("step() {\n")
 		p("  local id=$1 hca=$2 chain=$3 first=$4 np=$5 v\n")
