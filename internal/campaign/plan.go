@@ -764,7 +764,11 @@ func (c *Campaign) unexplained(l *ledger, f *Findings) []string {
 			if len(s.Nodes) > 3 {
 				what = "every node of it passed in smaller groups: a flaky measurement, or a fault only at this scale"
 			}
-			notes = append(notes, fmt.Sprintf("round %d step %s (%s) failed, yet none of its nodes is at fault: %s", r.N, s.ID, nodesLine(s.Nodes), what))
+			on := nodesLine(s.Nodes)
+			if rail != "" {
+				on += ", rail " + rail
+			}
+			notes = append(notes, fmt.Sprintf("round %d step %s (%s) failed, yet none of its nodes is at fault: %s", r.N, s.ID, on, what))
 		}
 	}
 	return notes

@@ -273,3 +273,37 @@ func TestSimulationTable(t *testing.T) {
 	}
 	t.Log("\n" + b.String())
 }
+
+// TestFindingsGolden: the findings of a small campaign with a bad node, a
+// bad link, a flaky pair and a down node, as text, Markdown and JSON.
+func TestFindingsGolden(t *testing.T) {
+	cfg := config(16, Pairs, false)
+	cfg.Rails = []string{"mlx5_0", "mlx5_3"}
+	f := NewFabric(11)
+	f.BadNodes["gpu0010"] = true
+	f.BadLinks["gpu0003"] = []int{1}
+	f.DownNodes["gpu0014"] = true
+	f.FlakeIn = map[int][]string{1: {"gpu0005"}}
+	c, fd, err := Simulate(cfg, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var txt, md strings.Builder
+	if err := fd.WriteText(&txt); err != nil {
+		t.Fatal(err)
+	}
+	if err := fd.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "findings.txt", []byte(txt.String()))
+	golden(t, "findings.md", []byte(md.String()))
+	if got := strings.Join(accused(fd), ", "); got != "link gpu0003 mlx5_3, node gpu0010, node gpu0014" {
+		t.Errorf("accused %s", got)
+	}
+	if len(fd.Notes) != 3 || !strings.Contains(fd.Notes[0], "gpu0005 + gpu0013") || !strings.Contains(fd.Notes[2], "gpu0005 + gpu0013, rail mlx5_3") {
+		t.Errorf("notes %q, want the flaky pair", fd.Notes)
+	}
+	if c.Findings != fd {
+		t.Error("the campaign does not hold its findings")
+	}
+}
