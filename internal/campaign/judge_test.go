@@ -43,7 +43,7 @@ func TestObserve(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			m := memFS{}
+			m := MemFS{}
 			for ext, data := range c.files {
 				m["results/s0001."+ext] = []byte(data)
 			}
@@ -56,8 +56,8 @@ func TestObserve(t *testing.T) {
 }
 
 // runRound writes the round's results but for the steps of skip.
-func runRound(f *Fabric, r *Round, skip func(*Step) bool) memFS {
-	m := f.Run(r).(memFS)
+func runRound(f *Fabric, r *Round, skip func(*Step) bool) MemFS {
+	m := f.Run(r)
 	for _, s := range r.Steps {
 		if skip(s) {
 			delete(m, ResultsDir+"/"+s.ID+".json")
@@ -78,7 +78,7 @@ func TestMissing(t *testing.T) {
 	f := NewFabric(3)
 	f.BadNodes["gpu0010"] = true
 	var me *MissingError
-	if err := c.Record(memFS{}, true); !errors.As(err, &me) || !strings.Contains(err.Error(), "round 1 has no results yet") {
+	if err := c.Record(MemFS{}, true); !errors.As(err, &me) || !strings.Contains(err.Error(), "round 1 has no results yet") {
 		t.Fatalf("a round not run: %v", err)
 	}
 	// gpu0010's pair (s0010, with gpu0042) and one rail of another pair

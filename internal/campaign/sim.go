@@ -72,8 +72,8 @@ func (f *Fabric) factor(s *Step) float64 {
 }
 
 // Run runs round r's steps and returns the round's folder as written.
-func (f *Fabric) Run(r *Round) fs.FS {
-	m := memFS{}
+func (f *Fabric) Run(r *Round) MemFS {
+	m := MemFS{}
 	for _, s := range r.Steps {
 		name := ResultsDir + "/" + s.ID
 		down := false
@@ -137,10 +137,10 @@ func Simulate(cfg Config, f *Fabric) (*Campaign, *Findings, error) {
 	}
 }
 
-// memFS is a folder in memory.
-type memFS map[string][]byte
+// MemFS is a folder in memory: file names (slash-separated) to contents.
+type MemFS map[string][]byte
 
-func (m memFS) Open(name string) (fs.File, error) {
+func (m MemFS) Open(name string) (fs.File, error) {
 	b, ok := m[name]
 	if !ok {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}

@@ -76,6 +76,7 @@ still rolled up and reported), else 1 when a node is to be drained, else 0.`,
 	f.Float64Var(&opts.Z, "z", opts.Z, "robust z below which a measurement is an outlier")
 	f.Float64Var(&opts.MADFloor, "mad-floor", opts.MADFloor, "least MAD as a fraction of the median")
 	f.IntVar(&opts.MinNodes, "min-nodes", opts.MinNodes, "fewest nodes of a class measuring a key for its outliers to be judged")
+	cmd.AddCommand(newFleetPlan(g))
 	return cmd
 }
 
