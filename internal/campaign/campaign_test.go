@@ -201,6 +201,9 @@ printf '{"schema":"gdrcheck.bench-nccl/v1","complete":true,"measurements":[{"col
 			}
 			cmd := exec.Command("bash", filepath.Join(round, script))
 			cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+			if launcher == "mpirun" {
+				cmd.Env = append(cmd.Env, "PARALLEL=1") // one chain at a time
+			}
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("%s: %v\n%s", script, err, out)
 			}

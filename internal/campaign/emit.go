@@ -110,8 +110,11 @@ func (c *Campaign) script(r *Round, chains [][]*Step, mpi bool) []byte {
 		p("  echo $? >\"%s/$id.rc\"\n", ResultsDir)
 		p("}\n")
 	}
+	p("# PARALLEL=K runs at most K chains at once (default: every chain at once).\n")
+	p("throttle() { if [ \"${PARALLEL:-0}\" -gt 0 ]; then while [ \"$(jobs -rp | wc -l)\" -ge \"$PARALLEL\" ]; do wait -n; done; fi; }\n")
 	p("\n")
 	for _, ch := range chains {
+		p("throttle\n")
 		p("(\n")
 		for _, s := range ch {
 			hca := "" // every NIC

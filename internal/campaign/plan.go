@@ -286,6 +286,9 @@ func (c *Campaign) plan() (*Round, *Findings) {
 		p.first()
 		return p.r, nil
 	}
+	if f := c.systemic(l); f != nil {
+		return nil, f
+	}
 	verdicts := make([]nodeVerdict, len(c.Nodes))
 	for x := range c.Nodes {
 		verdicts[x] = l.verdict(x)
@@ -784,4 +787,38 @@ func (c *Campaign) anyAt(at map[string]bool, n string) bool {
 		}
 	}
 	return false
+}
+
+// systemic ends a campaign whose node-level steps all failed (three or
+// more pairs, no step passing): with no node known good nothing can be pinned on
+// one, and the cause is shared: the threshold, or something every node
+// depends on.
+func (c *Campaign) systemic(l *ledger) *Findings {
+	steps := 0
+	for _, r := range c.Rounds {
+		for _, s := range r.Steps {
+			if s.Rail < 0 && s.Outcome != nil && s.Outcome.Status != Missing {
+				if s.Outcome.Status == Pass {
+					return nil
+				}
+				if len(s.Nodes) <= 3 {
+					steps++
+				}
+			}
+		}
+	}
+	if steps < 3 {
+		return nil
+	}
+	f := &Findings{Verdict: VerdictUnresolved, Rounds: len(c.Rounds), Accused: []Accusation{}, Cleared: []Finding{}}
+	for _, r := range c.Rounds {
+		f.Steps += len(r.Steps)
+	}
+	for x, h := range c.Nodes {
+		if l.tested[x] {
+			f.Unresolved = append(f.Unresolved, Finding{Node: h, Why: "every node-level step failed, this node's too"})
+		}
+	}
+	f.Notes = []string{fmt.Sprintf("every node-level step failed (%d pairs) and none passed: no node is known good to test the others against. The threshold (--min-busbw) may be wrong, or the fault is one every node shares (a switch, the subnet manager, the software stack).", steps)}
+	return f
 }

@@ -307,3 +307,28 @@ func TestFindingsGolden(t *testing.T) {
 		t.Error("the campaign does not hold its findings")
 	}
 }
+
+// TestNoConclusion: a campaign that runs out of rounds, and one where every
+// step fails, say so and accuse no one.
+func TestNoConclusion(t *testing.T) {
+	cfg := config(1024, Pairs, false)
+	cfg.MaxRounds = 2
+	f := NewFabric(1)
+	f.BadNodes["gpu0001"], f.BadNodes["gpu0513"] = true, true // partners in round 1: 3 rounds needed
+	_, fd, err := Simulate(cfg, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fd.Verdict != VerdictUnresolved || len(fd.Accused) != 0 || len(fd.Unresolved) != 2 || !strings.Contains(fd.Unresolved[0].Why, "after the last round (2)") {
+		t.Errorf("rounds spent: %+v", fd)
+	}
+	cfg = config(16, Pairs, false)
+	cfg.MinBusBW = 500 // above what any pair reaches
+	_, fd, err = Simulate(cfg, NewFabric(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fd.Verdict != VerdictUnresolved || fd.Rounds != 1 || len(fd.Accused) != 0 || len(fd.Unresolved) != 16 || len(fd.Notes) != 1 || !strings.Contains(fd.Notes[0], "every node-level step failed (8 pairs)") {
+		t.Errorf("every step fails: %+v", fd)
+	}
+}

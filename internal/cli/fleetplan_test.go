@@ -9,6 +9,7 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/app"
 	"github.com/gdrcheck/gdrcheck/internal/campaign"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/ansitest"
 )
 
 // simulateRound writes what the latest round's steps would on fab into
@@ -142,5 +143,44 @@ func TestFleetPlanErrors(t *testing.T) {
 				t.Errorf("exit %d, want %d and %q on stderr\n%s%s", code, ExitToolErr, c.want, out, errs)
 			}
 		})
+	}
+}
+
+// TestFleetPlanHostileResults: a step's stderr and result carry terminal
+// escapes; the findings show them escaped.
+func TestFleetPlanHostileResults(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "camp")
+	if _, errs, code := run(t, "fleet", "plan", "--nodes", "gpu[01-16]", "--out", dir); code != ExitOK {
+		t.Fatal(errs)
+	}
+	fab := campaign.NewFabric(2)
+	fab.DownNodes["gpu05"] = true
+	for _, format := range []string{"text", "md"} {
+		var out string
+		for round := 1; round < 5; round++ {
+			if _, err := os.Stat(filepath.Join(dir, app.FindingsFile)); err != nil {
+				simulateRound(t, dir, fab)
+				errs, _ := filepath.Glob(filepath.Join(dir, "round-*", "results", "*.err"))
+				for _, e := range errs {
+					if err := os.WriteFile(e, []byte("srun: error\n"+ansitest.Payload+"\n"), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			var code int
+			out, _, code = run(t, "fleet", "plan", "--next", dir, "--format", format)
+			if code == ExitFailed {
+				break
+			}
+		}
+		ansitest.Clean(t, format, out)
+		shown := `\x1b[2J`
+		if format == "md" {
+			shown = `\\x1b\[2J`
+		}
+		ansitest.Shows(t, format, out, shown)
+		if !strings.Contains(out, "gpu05") {
+			t.Errorf("%s: gpu05 not accused:\n%s", format, out)
+		}
 	}
 }
