@@ -107,7 +107,7 @@ func TestSimulation(t *testing.T) {
 		{name: "flake of a bad node's partner", n: 1024, strategy: Pairs, fault: fault{nodes: []string{"gpu0100"}, flake: map[int][]string{2: {"gpu0612"}}}, want: []string{"node gpu0100"}, maxRounds: 3},
 		{name: "flake in bisection", n: 1024, strategy: Bisect, fault: fault{flake: map[int][]string{1: {"gpu0001"}}}, verdict: VerdictNoFault, maxRounds: 2},
 		{name: "odd n, node in the triple", n: 1023, strategy: Pairs, rails: true, fault: fault{nodes: []string{"gpu1023"}}, want: []string{"node gpu1023"}, maxRounds: 2},
-		{name: "odd n bisect", n: 1023, strategy: Bisect, fault: fault{nodes: []string{"gpu0777"}}, want: []string{"node gpu0777"}, maxRounds: 12},
+		{name: "odd n bisect", n: 1023, strategy: Bisect, fault: fault{nodes: []string{"gpu0777"}}, want: []string{"node gpu0777"}, maxRounds: 11},
 		{name: "small fleet", n: 5, strategy: Pairs, rails: true, fault: fault{links: map[string][]int{"gpu0004": {1}}}, want: []string{"link gpu0004 mlx5_1"}, maxRounds: 3},
 		{name: "two nodes", n: 2, strategy: Pairs, fault: fault{nodes: []string{"gpu0002"}}, verdict: VerdictUnresolved, maxRounds: 1, why: "takes a third node known to be good"},
 	}
