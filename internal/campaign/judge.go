@@ -22,7 +22,7 @@ import (
 //	results/ID.rc    the step's exit status, written when it ended
 //	results/ID.err   its standard error
 //
-// A step with neither .json nor .rc did not run (missing); one with an
+// A step without .rc did not run or has not finished (missing); one with an
 // exit status but no usable result failed to run, which is a finding.
 
 // ResultsDir is where a round's steps write, relative to its folder.
@@ -63,19 +63,21 @@ const benchSchema = "gdrcheck.bench-nccl/v1"
 // Observe reads step id's files from fsys (the round's folder).
 func Observe(fsys fs.FS, id string) Observation {
 	name := ResultsDir + "/" + id
-	js, jerr := readSmall(fsys, name+".json")
+	// The exit status is written when the step has ended: without it the
+	// step did not run, or has not finished (its result may be half
+	// written), and is not judged.
 	rcb, rerr := readSmall(fsys, name+".rc")
-	if errors.Is(jerr, fs.ErrNotExist) && errors.Is(rerr, fs.ErrNotExist) {
-		return Observation{Status: Missing, Why: "no result and no exit status: the step did not run"}
+	if errors.Is(rerr, fs.ErrNotExist) {
+		return Observation{Status: Missing, Why: "no exit status: the step did not run, or has not finished"}
 	}
-	rc := -1
-	if rerr == nil {
-		v, err := strconv.Atoi(strings.TrimSpace(string(rcb)))
-		if err != nil {
-			return Observation{Status: Fail, Why: fmt.Sprintf("%s.rc: %q is not an exit status", name, firstLine(rcb))}
-		}
-		rc = v
+	if rerr != nil {
+		return Observation{Status: Fail, Why: fmt.Sprintf("%s.rc: %v", name, rerr)}
 	}
+	rc, err := strconv.Atoi(strings.TrimSpace(string(rcb)))
+	if err != nil {
+		return Observation{Status: Fail, Why: fmt.Sprintf("%s.rc: %q is not an exit status", name, firstLine(rcb))}
+	}
+	js, jerr := readSmall(fsys, name+".json")
 	why := func(s string) Observation {
 		if rc > 0 {
 			s = fmt.Sprintf("exit status %d; %s", rc, s)
@@ -204,7 +206,7 @@ func (e *MissingError) Error() string {
 	if len(shown) > 5 {
 		shown = shown[:5]
 	}
-	return fmt.Sprintf("round %d: %d of %d steps have no result and no exit status (%s%s): run them, or give --allow-missing to plan them again", e.Round, len(e.Steps), e.Total, strings.Join(shown, ", "), map[bool]string{true: ", ...", false: ""}[len(e.Steps) > 5])
+	return fmt.Sprintf("round %d: %d of %d steps have no exit status, so they did not run or have not finished (%s%s): wait for them, run them, or give --allow-missing to plan them again", e.Round, len(e.Steps), e.Total, strings.Join(shown, ", "), map[bool]string{true: ", ...", false: ""}[len(e.Steps) > 5])
 }
 
 // Record reads the latest round's results from fsys (its folder) and

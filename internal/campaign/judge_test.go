@@ -23,8 +23,8 @@ func TestObserve(t *testing.T) {
 		why    string
 	}{
 		{name: "nothing", files: nil, status: Missing, why: "did not run"},
+		{name: "not finished", files: map[string]string{"json": ok[:40]}, status: Missing, why: "has not finished"},
 		{name: "measured", files: map[string]string{"json": ok, "rc": "0\n"}, status: Pass, bw: 361.5, why: "all_reduce 1G: busbw 361.5"},
-		{name: "no exit status yet", files: map[string]string{"json": ok}, status: Pass, bw: 361.5},
 		// The H200 machine's real results.json (one rank: busbw 0 by
 		// definition): read, largest all_reduce row.
 		{name: "real document", files: map[string]string{"json": string(real), "rc": "0"}, status: Pass, bw: 0, why: "all_reduce 64M"},
@@ -85,7 +85,7 @@ func TestMissing(t *testing.T) {
 	// never ran.
 	skip := func(s *Step) bool { return s.Chain == "s0010" || s.ID == "s0003-r5" }
 	err = c.Record(runRound(f, c.Latest(), skip), false)
-	if !errors.As(err, &me) || len(me.Steps) != 10 || !strings.Contains(err.Error(), "10 of 288 steps have no result") || !strings.Contains(err.Error(), "--allow-missing") {
+	if !errors.As(err, &me) || len(me.Steps) != 10 || !strings.Contains(err.Error(), "10 of 288 steps have no exit status") || !strings.Contains(err.Error(), "--allow-missing") {
 		t.Fatalf("a round run in part: %v", err)
 	}
 	if c.Latest().Read {
