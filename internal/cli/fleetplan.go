@@ -109,7 +109,7 @@ docs/fleet-plan.md says more.`,
 	fl.Float64Var(&cfg.Robust.MADFloor, "mad-floor", cfg.Robust.MADFloor, "least MAD as a fraction of the median (relative judging)")
 	fl.StringVar(&out, "out", "", "start a campaign in this folder")
 	fl.StringVar(&next, "next", "", "continue the campaign in this folder: read the latest round's results, plan the next round or conclude")
-	fl.BoolVar(&o.AllowMissing, "allow-missing", false, "with --next: record steps without results as missing and plan them again")
+	fl.BoolVar(&o.AllowMissing, "allow-missing", false, "with --next: record steps without an exit status (not run) as missing and plan them again")
 	fl.StringVar(&format, "format", "text", "output format: text, json or md")
 	return cmd
 }
