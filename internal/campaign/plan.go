@@ -564,7 +564,7 @@ type Findings struct {
 	Notes      []string     `json:"notes,omitempty"`
 }
 
-// Accused says whether a node or link was accused, or a failure could not
+// Faulty says whether a node or link was accused, or a failure could not
 // be pinned: the campaign's exit status 1.
 func (f *Findings) Faulty() bool { return len(f.Accused) > 0 || len(f.Unresolved) > 0 }
 
