@@ -84,6 +84,7 @@ still rolled up and reported), else 1 when a node is to be drained, else 0.`,
 	f.BoolVar(&drainCommands, "drain-commands", false, "print, instead of the report, one scontrol command draining each node of the drain list (docs/scheduler.md)")
 	f.BoolVar(&apply, "apply", false, "run those scontrol commands, each under --drain-timeout, and say how each went")
 	drain.flags(f, "", "", "")
+	cmd.AddCommand(newFleetPlan(g))
 	return cmd
 }
 

@@ -571,18 +571,13 @@ func (a *Aggregator) outliers(f *Fleet, why whyFunc) {
 		for _, s := range ss {
 			vals = append(vals, s.value)
 		}
-		med := median(vals)
-		for i, s := range ss {
-			vals[i] = abs(s.value - med)
-		}
-		mad := median(vals)
-		scale := max(mad, a.opts.MADFloor*med)
-		if scale <= 0 {
-			continue
-		}
+		med, mad := MedianMAD(vals)
 		for _, s := range ss {
-			z := 0.6745 * (s.value - med) / scale
-			if z >= -a.opts.Z {
+			z, low, ok := a.opts.RobustZ(s.value, med, mad)
+			if !ok {
+				break
+			}
+			if !low {
 				continue
 			}
 			o := Outlier{Host: a.nodes[s.node].Host, Class: a.classes[sk.class], Key: a.keyNames[sk.key], Value: s.value, Median: med, MAD: mad, Z: z, OffPct: 100 * (s.value - med) / med, Peers: len(ss)}

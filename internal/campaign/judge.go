@@ -1,0 +1,309 @@
+package campaign
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gdrcheck/gdrcheck/internal/collective"
+	"github.com/gdrcheck/gdrcheck/internal/rendezvous"
+	"github.com/gdrcheck/gdrcheck/internal/report/fleet"
+)
+
+// The files a round's scripts write, under the round's folder:
+//
+//	results/ID.json  the step's bench nccl --format json output (rank 0's
+//	                 envelope, schema gdrcheck.bench-nccl/v1)
+//	results/ID.rc    the step's exit status, written when it ended
+//	results/ID.err   its standard error
+//
+// A step without .rc did not run or has not finished (missing); one with an
+// exit status but no usable result failed to run, which is a finding.
+
+// ResultsDir is where a round's steps write, relative to its folder.
+const ResultsDir = "results"
+
+// maxResult bounds a result file read whole: a two-node all_reduce's
+// envelope is a few tens of KB.
+const maxResult = 16 << 20
+
+// Observation is what one step's files say, before judging.
+type Observation struct {
+	Status   Status // Missing, Fail (could not run), or Pass (measured: judged later)
+	BusBW    float64
+	Measured bool
+	Why      string
+}
+
+// benchDoc is the part of bench nccl's envelope a campaign reads.
+type benchDoc struct {
+	Schema       string `json:"schema"`
+	Complete     bool   `json:"complete"`
+	Error        string `json:"error"`
+	Measurements []struct {
+		Collective string           `json:"collective"`
+		Variant    string           `json:"variant"`
+		Ranks      int              `json:"ranks"`
+		Rows       []collective.Row `json:"rows"`
+		Wrong      int64            `json:"wrong"`
+		Error      string           `json:"error"`
+	} `json:"measurements"`
+	Job *struct {
+		Failures []rendezvous.Failure `json:"failures"`
+	} `json:"job"`
+}
+
+const benchSchema = "gdrcheck.bench-nccl/v1"
+
+// Observe reads step id's files from fsys (the round's folder).
+func Observe(fsys fs.FS, id string) Observation {
+	name := ResultsDir + "/" + id
+	// The exit status is written when the step has ended: without it the
+	// step did not run, or has not finished (its result may be half
+	// written), and is not judged.
+	rcb, rerr := readSmall(fsys, name+".rc")
+	if errors.Is(rerr, fs.ErrNotExist) {
+		return Observation{Status: Missing, Why: "no exit status: the step did not run, or has not finished"}
+	}
+	if rerr != nil {
+		return Observation{Status: Fail, Why: fmt.Sprintf("%s.rc: %v", name, rerr)}
+	}
+	rc, err := strconv.Atoi(strings.TrimSpace(string(rcb)))
+	if err != nil {
+		return Observation{Status: Fail, Why: fmt.Sprintf("%s.rc: %q is not an exit status", name, firstLine(rcb))}
+	}
+	js, jerr := readSmall(fsys, name+".json")
+	why := func(s string) Observation {
+		if rc > 0 {
+			s = fmt.Sprintf("exit status %d; %s", rc, s)
+			if tail := lastLine(fsys, name+".err"); tail != "" {
+				s += "; stderr: " + tail
+			}
+		}
+		return Observation{Status: Fail, Why: s}
+	}
+	if jerr != nil {
+		if errors.Is(jerr, fs.ErrNotExist) {
+			return why(fmt.Sprintf("%s.json: no result", name))
+		}
+		return why(fmt.Sprintf("%s.json: %v", name, jerr))
+	}
+	if len(bytes.TrimSpace(js)) == 0 {
+		return why(fmt.Sprintf("%s.json: empty", name))
+	}
+	var d benchDoc
+	if err := json.Unmarshal(js, &d); err != nil {
+		return why(fmt.Sprintf("%s.json: not bench nccl's JSON: %v", name, err))
+	}
+	if d.Schema != benchSchema {
+		return why(fmt.Sprintf("%s.json: schema %q, want %s", name, d.Schema, benchSchema))
+	}
+	if d.Job != nil && len(d.Job.Failures) > 0 {
+		return why(fmt.Sprintf("%s.json: %s", name, d.Job.Failures[0]))
+	}
+	if d.Error != "" {
+		return why(fmt.Sprintf("%s.json: %s", name, d.Error))
+	}
+	var best *collective.Row
+	for i, m := range d.Measurements {
+		if m.Collective != string(collective.AllReduce) || m.Variant != "" {
+			continue
+		}
+		if m.Error != "" {
+			return why(fmt.Sprintf("%s.json: all_reduce: %s", name, m.Error))
+		}
+		if m.Wrong > 0 {
+			return why(fmt.Sprintf("%s.json: all_reduce: %d wrong values", name, m.Wrong))
+		}
+		for j := range m.Rows {
+			if best == nil || m.Rows[j].Bytes > best.Bytes {
+				best = &d.Measurements[i].Rows[j]
+			}
+		}
+	}
+	if best == nil {
+		return why(fmt.Sprintf("%s.json: no all_reduce row", name))
+	}
+	bw, _ := best.BestBusBW()
+	if rc > 0 {
+		return why(fmt.Sprintf("measured %.4g GB/s, but the step failed", bw))
+	}
+	if !d.Complete {
+		return Observation{Status: Fail, BusBW: bw, Measured: true, Why: fmt.Sprintf("%s.json: incomplete run", name)}
+	}
+	return Observation{Status: Pass, BusBW: bw, Measured: true, Why: fmt.Sprintf("all_reduce %s: busbw %.4g GB/s", collective.FormatSize(best.Bytes), bw)}
+}
+
+func readSmall(fsys fs.FS, name string) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var b bytes.Buffer
+	n, err := b.ReadFrom(limitReader{f, maxResult + 1})
+	if err != nil {
+		return nil, err
+	}
+	if n > maxResult {
+		return nil, fmt.Errorf("larger than %d MiB", maxResult>>20)
+	}
+	return b.Bytes(), nil
+}
+
+type limitReader struct {
+	r interface{ Read([]byte) (int, error) }
+	n int64
+}
+
+func (l limitReader) Read(p []byte) (int, error) {
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	return l.r.Read(p)
+}
+
+func firstLine(b []byte) string {
+	s, _, _ := strings.Cut(string(b), "\n")
+	if len(s) > 80 {
+		s = s[:80]
+	}
+	return s
+}
+
+// lastLine is the last non-empty line of a step's stderr (at most 200
+// bytes of it).
+func lastLine(fsys fs.FS, name string) string {
+	b, err := readSmall(fsys, name)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	s := strings.TrimSpace(lines[len(lines)-1])
+	if len(s) > 200 {
+		s = s[:200]
+	}
+	return s
+}
+
+// MissingError is a round whose steps' results are missing.
+type MissingError struct {
+	Round int
+	Steps []string
+	Total int
+}
+
+func (e *MissingError) Error() string {
+	if len(e.Steps) == e.Total {
+		return fmt.Sprintf("round %d has no results yet (none of its %d steps ran): run its steps.sh (or mpirun.sh) first", e.Round, e.Total)
+	}
+	shown := e.Steps
+	if len(shown) > 5 {
+		shown = shown[:5]
+	}
+	return fmt.Sprintf("round %d: %d of %d steps have no exit status, so they did not run or have not finished (%s%s): wait for them, run them, or give --allow-missing to plan them again", e.Round, len(e.Steps), e.Total, strings.Join(shown, ", "), map[bool]string{true: ", ...", false: ""}[len(e.Steps) > 5])
+}
+
+// Record reads the latest round's results from fsys (its folder) and
+// judges every step. Missing results are a *MissingError unless
+// allowMissing; then those steps are recorded missing, to be planned again.
+func (c *Campaign) Record(fsys fs.FS, allowMissing bool) error {
+	r := c.Latest()
+	if r.Read {
+		return fmt.Errorf("round %d was read already", r.N)
+	}
+	obs := make([]Observation, len(r.Steps))
+	var missing []string
+	for i, s := range r.Steps {
+		obs[i] = Observe(fsys, s.ID)
+		if obs[i].Status == Missing {
+			missing = append(missing, s.ID)
+		}
+	}
+	if len(missing) > 0 && (!allowMissing || len(missing) == len(r.Steps)) {
+		return &MissingError{Round: r.N, Steps: missing, Total: len(r.Steps)}
+	}
+	return c.judge(r, obs)
+}
+
+// judge turns the round's observations into outcomes: a measured step is
+// compared with the threshold of its kind, or with every measured step of
+// its kind (node-level; the same rail) read so far, this round's included,
+// by fleet's robust z.
+func (c *Campaign) judge(r *Round, obs []Observation) error {
+	type ref struct{ med, mad float64 }
+	refs := map[int]ref{}
+	pool := map[int][]float64{}
+	for _, old := range c.Rounds {
+		if old == r || !old.Read {
+			continue
+		}
+		for _, s := range old.Steps {
+			if s.Outcome != nil && s.Outcome.Measured {
+				pool[s.Rail] = append(pool[s.Rail], s.Outcome.BusBW)
+			}
+		}
+	}
+	for i, s := range r.Steps {
+		if obs[i].Measured {
+			pool[s.Rail] = append(pool[s.Rail], obs[i].BusBW)
+		}
+	}
+	fo := c.Robust.fleet()
+	for i, s := range r.Steps {
+		o := obs[i]
+		out := &Outcome{Status: o.Status, BusBW: o.BusBW, Measured: o.Measured, Why: o.Why}
+		if o.Status == Pass {
+			thr, what := c.MinBusBW, "--min-busbw"
+			if s.Rail >= 0 {
+				thr, what = c.MinRailBusBW, "--min-rail-busbw"
+			}
+			if thr > 0 {
+				out.Threshold = thr
+				if o.BusBW < thr {
+					out.Status = Fail
+					out.Why = fmt.Sprintf("%s, below %s %.4g", o.Why, what, thr)
+				}
+			} else {
+				rf, ok := refs[s.Rail]
+				if !ok {
+					vals := pool[s.Rail]
+					if len(vals) < c.Robust.MinSteps {
+						return fmt.Errorf("round %d: %d measured step(s) of %s so far, too few to judge one against the others (%d at least): give %s", r.N, len(vals), c.levelName(s.Rail), c.Robust.MinSteps, what)
+					}
+					rf.med, rf.mad = medianMAD(vals)
+					refs[s.Rail] = rf
+				}
+				z, low, ok := fo.RobustZ(o.BusBW, rf.med, rf.mad)
+				out.Median, out.MAD, out.Z = rf.med, rf.mad, z
+				switch {
+				case !ok:
+					out.Status = Fail
+					out.Why = fmt.Sprintf("%s; the median of %s is 0: nothing to compare by", o.Why, c.levelName(s.Rail))
+				case low:
+					out.Status = Fail
+					out.Why = fmt.Sprintf("%s, %+.1f%% of the median %.4g of %s (z %.1f < −%g)", o.Why, 100*(o.BusBW-rf.med)/rf.med, rf.med, c.levelName(s.Rail), z, fo.Z)
+				}
+			}
+		}
+		s.Outcome = out
+	}
+	r.Read = true
+	return nil
+}
+
+func medianMAD(vals []float64) (float64, float64) {
+	return fleet.MedianMAD(slices.Clone(vals))
+}
+
+func (c *Campaign) levelName(rail int) string {
+	if rail < 0 {
+		return "the node-level steps"
+	}
+	return "rail " + c.Rails[rail] + "'s steps"
+}
