@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -170,6 +171,7 @@ const (
 	tierPort
 	tierOutlier
 	tierVersion
+	tierSetting
 )
 
 type sampleKey struct{ class, key int32 }
@@ -352,22 +354,102 @@ func (a *Aggregator) Report() *Fleet {
 
 type whyFunc func(n int32, tier int, sev float64, r string)
 
-func (a *Aggregator) versions(f *Fleet, why whyFunc) {
+// field is one value compared across the nodes of a class: a version or
+// a setting, with the profile's reference where it pins one.
+type field struct {
+	name string
+	get  func(*Node) string
+	tier int
+	// pin is the profile's reference ("" none) and match says whether a
+	// node's value meets it.
+	pin   string
+	match func(v string) bool
+}
+
+// versionPin matches a version, or each of a comma-separated list of them
+// (a node's NIC firmware lists each version once), against the profile's
+// pin as check reads it.
+func versionPin(pin string) func(string) bool {
+	return func(v string) bool {
+		for part := range strings.SplitSeq(v, ",") {
+			if !checks.VersionMatches(part, pin) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// fields are the versions, then the settings the class's nodes report.
+func (a *Aggregator) fields(members []int) []field {
 	var pin checks.ExpectVersions
-	if a.opts.Expect != nil && a.opts.Expect.Versions != nil {
-		pin = *a.opts.Expect.Versions
+	e := a.opts.Expect
+	if e != nil && e.Versions != nil {
+		pin = *e.Versions
 	}
-	fields := []struct {
-		name string
-		get  func(*Node) string
-		pin  string
-	}{
-		{"driver", func(n *Node) string { return n.Driver }, pin.Driver},
-		{"cuda", func(n *Node) string { return n.CUDA }, pin.CUDA},
-		{"nccl", func(n *Node) string { return n.NCCL }, pin.NCCL},
-		{"kernel", func(n *Node) string { return n.Kernel }, pin.Kernel},
-		{"nic_firmware", func(n *Node) string { return n.NICFirmware }, ""},
+	fs := []field{
+		{name: "driver", get: func(n *Node) string { return n.Driver }, pin: pin.Driver},
+		{name: "cuda", get: func(n *Node) string { return n.CUDA }, pin: pin.CUDA},
+		{name: "nccl", get: func(n *Node) string { return n.NCCL }, pin: pin.NCCL},
+		{name: "kernel", get: func(n *Node) string { return n.Kernel }, pin: pin.Kernel},
+		{name: "nic_firmware", get: func(n *Node) string { return n.NICFirmware }, pin: pin.NICFirmware},
+		{name: "rdma_core", get: func(n *Node) string { return n.RDMACore }, pin: pin.RDMACore},
 	}
+	for i := range fs {
+		fs[i].tier = tierVersion
+		if fs[i].pin != "" {
+			fs[i].match = versionPin(fs[i].pin)
+		}
+	}
+	var names []string
+	for _, i := range members {
+		for _, s := range a.nodes[i].Settings {
+			if !slices.Contains(names, s.Name) {
+				names = append(names, s.Name)
+			}
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		f := field{name: "setting " + name, get: func(n *Node) string { return n.Setting(name) }, tier: tierSetting}
+		f.pin, f.match = settingPin(e, name)
+		fs = append(fs, f)
+	}
+	return fs
+}
+
+// settingPin is the profile's reference for a setting, where it sets
+// one: memlock_kb (a least), gdr.mode (peermem or dmabuf).
+func settingPin(e *checks.Expect, name string) (string, func(string) bool) {
+	if e == nil {
+		return "", nil
+	}
+	switch {
+	case name == SettingMemlock && e.MemlockKB == "unlimited":
+		return "unlimited", func(v string) bool { return v == "unlimited" }
+	case name == SettingMemlock && e.MemlockKB != "":
+		least, err := strconv.ParseInt(strings.TrimSpace(e.MemlockKB), 10, 64)
+		if err != nil {
+			return "", nil
+		}
+		return fmt.Sprintf("at least %d KiB", least), func(v string) bool {
+			if v == "unlimited" {
+				return true
+			}
+			kb, err := strconv.ParseInt(strings.TrimSuffix(v, " KiB"), 10, 64)
+			return err == nil && kb >= least
+		}
+	case name == SettingPeermem && e.GDR != nil && e.GDR.Mode == "peermem":
+		return "loaded", func(v string) bool { return v == "loaded" }
+	case name == SettingDMABuf && e.GDR != nil && e.GDR.Mode == "dmabuf":
+		return "yes", func(v string) bool { return v == "yes" }
+	}
+	return "", nil
+}
+
+// versions compares the versions and settings within each hardware class
+// with the profile's pins, else the class majority.
+func (a *Aggregator) versions(f *Fleet, why whyFunc) {
 	groups := map[string][]int{} // versions are compared among nodes of one hardware class
 	for i := range a.nodes {
 		c := a.classes[a.class[i]]
@@ -375,7 +457,7 @@ func (a *Aggregator) versions(f *Fleet, why whyFunc) {
 	}
 	for _, model := range slices.Sorted(maps.Keys(groups)) {
 		members := groups[model]
-		for _, fd := range fields {
+		for _, fd := range a.fields(members) {
 			c := Consistency{Group: model, Field: fd.name}
 			tally := map[string]int{}
 			for _, i := range members {
@@ -389,15 +471,7 @@ func (a *Aggregator) versions(f *Fleet, why whyFunc) {
 			}
 			match := func(v string) bool { return v == c.Reference }
 			if fd.pin != "" {
-				c.Reference, c.Basis = fd.pin, "profile"
-				match = func(v string) bool {
-					for part := range strings.SplitSeq(v, ",") { // firmware lists each version once
-						if !checks.VersionMatches(part, fd.pin) {
-							return false
-						}
-					}
-					return true
-				}
+				c.Reference, c.Basis, match = fd.pin, "profile", fd.match
 			} else {
 				c.Reference, c.Basis = majority(tally)
 			}
@@ -406,7 +480,7 @@ func (a *Aggregator) versions(f *Fleet, why whyFunc) {
 					n := &a.nodes[i]
 					if v := fd.get(n); v != "" && !match(v) {
 						c.Deviants = append(c.Deviants, Deviant{n.Host, v})
-						why(int32(i), tierVersion, 0, fmt.Sprintf("%s %s, class %s is %s", fd.name, v, c.Basis, c.Reference))
+						why(int32(i), fd.tier, 0, fmt.Sprintf("%s %s, class %s is %s", fd.name, v, c.Basis, c.Reference))
 					}
 				}
 				slices.SortFunc(c.Deviants, func(x, y Deviant) int { return cmp.Compare(x.Host, y.Host) })
