@@ -55,8 +55,47 @@ type Fleet struct {
 	Missing     []Missing     `json:"missing"`
 	Ports       []PortIssue   `json:"ports"`
 	Outliers    []Outlier     `json:"outliers"`
-	Drain       []Drain       `json:"drain"`
+	// Spreads are the distributions of the measurements that have
+	// outliers, per class: what fleet.html plots.
+	Spreads []Spread `json:"spreads"`
+	Drain   []Drain  `json:"drain"`
 }
+
+// Spread is one measurement of one class in which outliers were found:
+// its median, the band of robust z within ±Z, and every node's value (or,
+// in a large class, their histogram).
+type Spread struct {
+	Class  string  `json:"class"`
+	Key    string  `json:"key"`
+	Nodes  int     `json:"nodes"`
+	Median float64 `json:"median"`
+	MAD    float64 `json:"mad"`
+	// Band is Z·scale/0.6745, scale the MAD floored at MADFloor·median: a
+	// value below Median−Band is an outlier (median ± Band is |z| <= Z).
+	Band     float64 `json:"band"`
+	Min      float64 `json:"min"`
+	Max      float64 `json:"max"`
+	Outliers int     `json:"outliers"`
+	// Points are every node's value where the class has at most
+	// MaxPoints nodes measuring the key; else Bins counts the nodes in
+	// equal-width bins over [Min, Max] (the outliers are in Fleet.Outliers).
+	Points []Point `json:"points,omitempty"`
+	Bins   []int   `json:"bins,omitempty"`
+	worst  float64
+}
+
+// Point is one node's value.
+type Point struct {
+	Host  string  `json:"host"`
+	Value float64 `json:"value"`
+}
+
+// MaxPoints is the most nodes a Spread lists one by one; HistBins the
+// bins of the histogram of a larger class.
+const (
+	MaxPoints = 300
+	HistBins  = 40
+)
 
 // NodeLine is one node's line.
 type NodeLine struct {
@@ -303,7 +342,7 @@ func Read(n, workers int, load func(i int, buf []byte) ([]byte, string, error), 
 
 // Report judges the nodes added so far.
 func (a *Aggregator) Report() *Fleet {
-	f := &Fleet{Skipped: a.skipped, Nodes: []NodeLine{}, Classes: []Class{}, Consistency: []Consistency{}, Missing: []Missing{}, Ports: []PortIssue{}, Outliers: []Outlier{}, Drain: []Drain{}}
+	f := &Fleet{Skipped: a.skipped, Nodes: []NodeLine{}, Classes: []Class{}, Consistency: []Consistency{}, Missing: []Missing{}, Ports: []PortIssue{}, Outliers: []Outlier{}, Spreads: []Spread{}, Drain: []Drain{}}
 	if f.Skipped == nil {
 		f.Skipped = []Skipped{}
 	}
@@ -654,6 +693,7 @@ func (a *Aggregator) outliers(f *Fleet, why whyFunc) {
 		if scale <= 0 {
 			continue
 		}
+		flagged, worstOff := 0, 0.0
 		for _, s := range ss {
 			z := 0.6745 * (s.value - med) / scale
 			if z >= -a.opts.Z {
@@ -661,18 +701,57 @@ func (a *Aggregator) outliers(f *Fleet, why whyFunc) {
 			}
 			o := Outlier{Host: a.nodes[s.node].Host, Class: a.classes[sk.class], Key: a.keyNames[sk.key], Value: s.value, Median: med, MAD: mad, Z: z, OffPct: 100 * (s.value - med) / med, Peers: len(ss)}
 			f.Outliers = append(f.Outliers, o)
+			flagged++
+			worstOff = min(worstOff, o.OffPct)
 			nflag[s.node]++
 			if w, ok := worst[s.node]; !ok || o.OffPct < w.OffPct || o.OffPct == w.OffPct && o.Key < w.Key {
 				worst[s.node] = o
 			}
 		}
+		if flagged > 0 {
+			f.Spreads = append(f.Spreads, a.spread(sk, ss, med, mad, a.opts.Z*scale/0.6745, flagged, worstOff))
+		}
 	}
+	slices.SortFunc(f.Spreads, func(x, y Spread) int {
+		return cmp.Or(cmp.Compare(x.worst, y.worst), cmp.Compare(x.Class, y.Class), cmp.Compare(x.Key, y.Key))
+	})
 	for n, o := range worst {
 		why(n, tierOutlier, -o.OffPct, fmt.Sprintf("%d measurement(s) below the class median; worst %s %.4g (%+.1f%% of median %.4g, z %.1f)", nflag[n], o.Key, o.Value, o.OffPct, o.Median, o.Z))
 	}
 	slices.SortFunc(f.Outliers, func(x, y Outlier) int {
 		return cmp.Or(cmp.Compare(x.OffPct, y.OffPct), cmp.Compare(x.Host, y.Host), cmp.Compare(x.Key, y.Key))
 	})
+}
+
+// spread is the distribution of one class's measurement of one key.
+func (a *Aggregator) spread(sk sampleKey, ss []sample, med, mad, band float64, flagged int, worst float64) Spread {
+	sp := Spread{Class: a.classes[sk.class], Key: a.keyNames[sk.key], Nodes: len(ss), Median: med, MAD: mad, Band: band,
+		Min: ss[0].value, Max: ss[0].value, Outliers: flagged, worst: worst}
+	for _, s := range ss {
+		sp.Min, sp.Max = min(sp.Min, s.value), max(sp.Max, s.value)
+	}
+	if len(ss) <= MaxPoints {
+		sp.Points = make([]Point, len(ss))
+		for i, s := range ss {
+			sp.Points[i] = Point{a.nodes[s.node].Host, s.value}
+		}
+		slices.SortFunc(sp.Points, func(x, y Point) int { return cmp.Or(cmp.Compare(x.Value, y.Value), cmp.Compare(x.Host, y.Host)) })
+		return sp
+	}
+	sp.Bins = make([]int, HistBins)
+	for _, s := range ss {
+		sp.Bins[Bin(s.value, sp.Min, sp.Max, HistBins)]++
+	}
+	return sp
+}
+
+// Bin is the bin of v among n equal-width bins over [lo, hi]; hi is in
+// the last.
+func Bin(v, lo, hi float64, n int) int {
+	if hi <= lo {
+		return 0
+	}
+	return max(0, min(n-1, int(float64(n)*(v-lo)/(hi-lo))))
 }
 
 func median(v []float64) float64 {

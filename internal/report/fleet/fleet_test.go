@@ -157,6 +157,21 @@ func TestPlantedFaultsFoundAndRanked(t *testing.T) {
 	if len(f.Outliers) == 0 {
 		t.Error("q-07's slow all_reduce not flagged")
 	}
+	// A spread per flagged key: the 20 quick nodes one by one, q-07 below
+	// the band.
+	keys := map[string]bool{}
+	for _, o := range f.Outliers {
+		keys[o.Key] = true
+	}
+	if len(f.Spreads) != len(keys) {
+		t.Errorf("%d spreads for %d flagged keys", len(f.Spreads), len(keys))
+	}
+	for _, sp := range f.Spreads {
+		if sp.Nodes != 20 || len(sp.Points) != 20 || sp.Bins != nil || sp.Outliers != 1 || sp.Points[0].Host != "q-07" ||
+			sp.Points[0].Value >= sp.Median-sp.Band || sp.Points[1].Value < sp.Median-sp.Band || sp.Min != sp.Points[0].Value {
+			t.Errorf("spread %s: %+v", sp.Key, sp)
+		}
+	}
 	golden(t, "planted", f)
 }
 
@@ -425,6 +440,40 @@ func TestSettingsFromReports(t *testing.T) {
 			if got := n.Setting(k); got != w {
 				t.Errorf("%s: setting %s = %q, want %q", tc.path, k, got, w)
 			}
+		}
+	}
+}
+
+// A class larger than MaxPoints is kept as a histogram, every node in a bin.
+func TestSpreadHistogram(t *testing.T) {
+	a := NewAggregator(DefaultOptions())
+	rng := rand.New(rand.NewPCG(7, 8))
+	n := MaxPoints + 200
+	for i := range n {
+		v := 100 * (1 + 0.01*(2*rng.Float64()-1))
+		if i == 17 {
+			v = 60
+		}
+		a.Add(Node{Host: fmt.Sprintf("n%04d", i), GPUModel: "G", GPUs: 8, Measurements: []Measure{{"k", v}}})
+	}
+	f := a.Report()
+	if len(f.Spreads) != 1 || len(f.Outliers) != 1 || f.Outliers[0].Host != "n0017" {
+		t.Fatalf("spreads %d, outliers %+v", len(f.Spreads), f.Outliers)
+	}
+	sp := f.Spreads[0]
+	total := 0
+	for _, c := range sp.Bins {
+		total += c
+	}
+	if sp.Points != nil || len(sp.Bins) != HistBins || total != n || sp.Min != 60 || sp.Bins[0] != 1 || sp.Bins[HistBins-1] == 0 {
+		t.Errorf("spread %+v", sp)
+	}
+	for _, c := range []struct {
+		v    float64
+		want int
+	}{{60, 0}, {sp.Max, HistBins - 1}, {(60 + sp.Max) / 2, HistBins / 2}, {-1, 0}, {1e9, HistBins - 1}} {
+		if got := Bin(c.v, sp.Min, sp.Max, HistBins); got != c.want {
+			t.Errorf("Bin(%g) = %d, want %d", c.v, got, c.want)
 		}
 	}
 }
