@@ -72,7 +72,9 @@ type Spread struct {
 	MAD    float64 `json:"mad"`
 	// Band is Z·scale/0.6745, scale the MAD floored at MADFloor·median: a
 	// value below Median−Band is an outlier (median ± Band is |z| <= Z).
-	Band     float64 `json:"band"`
+	Band float64 `json:"band"`
+	// Z is the cut-off (Options.Z).
+	Z        float64 `json:"z"`
 	Min      float64 `json:"min"`
 	Max      float64 `json:"max"`
 	Outliers int     `json:"outliers"`
@@ -725,7 +727,7 @@ func (a *Aggregator) outliers(f *Fleet, why whyFunc) {
 
 // spread is the distribution of one class's measurement of one key.
 func (a *Aggregator) spread(sk sampleKey, ss []sample, med, mad, band float64, flagged int, worst float64) Spread {
-	sp := Spread{Class: a.classes[sk.class], Key: a.keyNames[sk.key], Nodes: len(ss), Median: med, MAD: mad, Band: band,
+	sp := Spread{Class: a.classes[sk.class], Key: a.keyNames[sk.key], Nodes: len(ss), Median: med, MAD: mad, Band: band, Z: a.opts.Z,
 		Min: ss[0].value, Max: ss[0].value, Outliers: flagged, worst: worst}
 	for _, s := range ss {
 		sp.Min, sp.Max = min(sp.Min, s.value), max(sp.Max, s.value)

@@ -170,9 +170,9 @@ func spreadPlot(sp fleet.Spread, outs []fleet.Outlier) Plot {
 	sc := Linear{Min: lo, Max: hi, From: x0, To: x1}
 	// band and median
 	bx0, bx1 := sc.At(sp.Median-sp.Band), sc.At(sp.Median+sp.Band)
-	s.rect(bx0, top, bx1-bx0, stripH, "band", fmt.Sprintf("robust |z| within the cut-off: %s to %s GB/s", Number(sp.Median-sp.Band), Number(sp.Median+sp.Band)))
+	s.rect(bx0, top, bx1-bx0, stripH, "band", fmt.Sprintf("robust |z| ≤ %s: %s to %s GB/s", Number(sp.Z), Sig(sp.Median-sp.Band), Sig(sp.Median+sp.Band)))
 	s.line(sc.At(sp.Median), top-4, sc.At(sp.Median), top+stripH, "median")
-	s.text(sc.At(sp.Median), top-8, "middle", "legend", "median "+Number(sp.Median))
+	s.text(sc.At(sp.Median), top-8, "middle", "legend", "median "+Sig(sp.Median))
 	// the nodes
 	if sp.Points != nil {
 		for i, p := range sp.Points {
@@ -181,7 +181,7 @@ func spreadPlot(sp fleet.Spread, outs []fleet.Outlier) Plot {
 			}
 			// a deterministic jitter spreads equal values over the strip
 			y := top + 6 + math.Mod(float64(i)*0.6180339887, 1)*(stripH-12)
-			s.circle(sc.At(p.Value), y, 2.6, "dot-node", p.Host+": "+Number(p.Value)+" GB/s")
+			s.circle(sc.At(p.Value), y, 2.6, "dot-node", p.Host+": "+Sig(p.Value)+" GB/s")
 		}
 	} else if len(sp.Bins) > 0 {
 		most := 0
@@ -197,14 +197,14 @@ func spreadPlot(sp fleet.Spread, outs []fleet.Outlier) Plot {
 			from := sp.Min + (sp.Max-sp.Min)*float64(i)/float64(len(sp.Bins))
 			to := sp.Min + (sp.Max-sp.Min)*float64(i+1)/float64(len(sp.Bins))
 			s.rect(sc.At(sp.Min)+bw*float64(i), top+stripH-bh, math.Max(bw-0.5, 0.5), bh, "hist",
-				fmt.Sprintf("%d node(s) from %s to %s GB/s", c, Number(from), Number(to)))
+				fmt.Sprintf("%d node(s) from %s to %s GB/s", c, Sig(from), Sig(to)))
 		}
 	}
 	// the outliers, always drawn one by one; the lowest are named
 	for i, o := range outs {
 		x := sc.At(o.Value)
 		y := top + stripH/2
-		tip := fmt.Sprintf("%s: %s GB/s, %+.1f%% of the median, z %.1f", o.Host, Number(o.Value), o.OffPct, o.Z)
+		tip := fmt.Sprintf("%s: %s GB/s, %+.1f%% of the median, z %.1f", o.Host, Sig(o.Value), o.OffPct, o.Z)
 		s.circle(x, y, 4.5, "dot-out", tip)
 		if i < nLabels {
 			ly := axisY + 40 + 14*float64(i)
@@ -213,15 +213,17 @@ func spreadPlot(sp fleet.Spread, outs []fleet.Outlier) Plot {
 			if x > w/2 {
 				anchor = "end"
 			}
-			s.text(x, ly, anchor, "outlbl", fmt.Sprintf("%s %s (%+.1f%%)", o.Host, Number(o.Value), o.OffPct))
+			s.text(x, ly, anchor, "outlbl", fmt.Sprintf("%s %s (%+.1f%%)", o.Host, Sig(o.Value), o.OffPct))
 		}
 	}
 	// axis
 	s.line(x0, axisY, x1, axisY, "axis")
-	for _, t := range RangeTicks(lo, hi, 6) {
+	ticks := RangeTicks(lo, hi, 6)
+	step := NiceStep(hi-lo, 6)
+	for _, t := range ticks {
 		x := sc.At(t)
 		s.line(x, axisY, x, axisY+4, "tick")
-		s.text(x, axisY+16, "middle", "ticklbl", Number(t))
+		s.text(x, axisY+16, "middle", "ticklbl", strconv.FormatFloat(t, 'f', max(0, int(-math.Floor(math.Log10(step)))), 64))
 	}
 	s.text((x0+x1)/2, axisY+30, "middle", "axtitle", "GB/s")
 	if len(outs) > nLabels {
@@ -231,6 +233,15 @@ func spreadPlot(sp fleet.Spread, outs []fleet.Outlier) Plot {
 	if sp.Points == nil {
 		drawn = fmt.Sprintf("the nodes as a histogram (%d bins)", len(sp.Bins))
 	}
-	caption := fmt.Sprintf("%d nodes, %s; shaded: robust |z| ≤ cut-off, median ± %s GB/s (MAD %s); red: the %d outlier(s) below it", sp.Nodes, drawn, Number(sp.Band), Number(sp.MAD), sp.Outliers)
+	caption := fmt.Sprintf("%d nodes, %s; shaded: robust |z| ≤ %s, median ± %s GB/s (MAD %s, floored at --mad-floor of the median); red: the %d outlier(s) below it", sp.Nodes, drawn, Number(sp.Z), Sig(sp.Band), Sig(sp.MAD), sp.Outliers)
 	return Plot{Title: title, Caption: caption, SVG: s.done()}
+}
+
+// Sig prints a measured value to four significant digits, without an
+// exponent: 1884, 20.92, 0.004123.
+func Sig(v float64) string {
+	if math.Abs(v) >= 1000 || v == 0 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'f', max(0, 3-int(math.Floor(math.Log10(math.Abs(v))))), 64)
 }

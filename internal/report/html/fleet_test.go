@@ -94,7 +94,7 @@ func escaped(s string) string {
 // planted at the low end, host names hostile where asked.
 func bigFleet(n, outliers int, host func(i int) string) *fleet.Fleet {
 	f := &fleet.Fleet{}
-	sp := fleet.Spread{Class: "NVIDIA H200 x8, 400 Gb/s", Key: "all_reduce/1073741824/8 busbw", Nodes: n, Median: 480, MAD: 2, Band: 3.5 * 4.8 / 0.6745, Min: 300, Max: 490, Outliers: outliers}
+	sp := fleet.Spread{Class: "NVIDIA H200 x8, 400 Gb/s", Key: "all_reduce/1073741824/8 busbw", Nodes: n, Median: 480, MAD: 2, Band: 3.5 * 4.8 / 0.6745, Z: 3.5, Min: 300, Max: 490, Outliers: outliers}
 	if n <= fleet.MaxPoints {
 		for i := range n {
 			v := 470 + float64(i%20)
@@ -197,4 +197,12 @@ func TestRenderFleetNil(t *testing.T) {
 		t.Error("an empty fleet's page does not say so")
 	}
 	checkSelfContained(t, page)
+}
+
+func TestSig(t *testing.T) {
+	for v, want := range map[float64]string{1883.602: "1884", 20.92: "20.92", 0.0041234: "0.004123", 163.643: "163.6", 0: "0", 12345.6: "12346", -2.5: "-2.500"} {
+		if got := Sig(v); got != want {
+			t.Errorf("Sig(%g) = %q, want %q", v, got, want)
+		}
+	}
 }
