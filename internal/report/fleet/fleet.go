@@ -79,11 +79,13 @@ type Spread struct {
 	Max      float64 `json:"max"`
 	Outliers int     `json:"outliers"`
 	// Points are every node's value where the class has at most
-	// MaxPoints nodes measuring the key; else Bins counts the nodes in
-	// equal-width bins over [Min, Max] (the outliers are in Fleet.Outliers).
-	Points []Point `json:"points,omitempty"`
-	Bins   []int   `json:"bins,omitempty"`
-	worst  float64
+	// MaxPoints nodes measuring the key; else Bins counts the nodes that
+	// are not outliers in equal-width bins over [BinsMin, Max] (the
+	// outliers are in Fleet.Outliers).
+	Points  []Point `json:"points,omitempty"`
+	Bins    []int   `json:"bins,omitempty"`
+	BinsMin float64 `json:"bins_min,omitempty"`
+	worst   float64
 }
 
 // Point is one node's value.
@@ -740,9 +742,18 @@ func (a *Aggregator) spread(sk sampleKey, ss []sample, med, mad, band float64, f
 		slices.SortFunc(sp.Points, func(x, y Point) int { return cmp.Or(cmp.Compare(x.Value, y.Value), cmp.Compare(x.Host, y.Host)) })
 		return sp
 	}
+	cut := med - band
+	sp.BinsMin = sp.Max
+	for _, s := range ss {
+		if s.value >= cut {
+			sp.BinsMin = min(sp.BinsMin, s.value)
+		}
+	}
 	sp.Bins = make([]int, HistBins)
 	for _, s := range ss {
-		sp.Bins[Bin(s.value, sp.Min, sp.Max, HistBins)]++
+		if s.value >= cut {
+			sp.Bins[Bin(s.value, sp.BinsMin, sp.Max, HistBins)]++
+		}
 	}
 	return sp
 }

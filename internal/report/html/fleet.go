@@ -188,15 +188,15 @@ func spreadPlot(sp fleet.Spread, outs []fleet.Outlier) Plot {
 		for _, c := range sp.Bins {
 			most = max(most, c)
 		}
-		bw := (sc.At(sp.Max) - sc.At(sp.Min)) / float64(len(sp.Bins))
+		bw := (sc.At(sp.Max) - sc.At(sp.BinsMin)) / float64(len(sp.Bins))
 		for i, c := range sp.Bins {
 			if c == 0 {
 				continue
 			}
 			bh := math.Max(1.5, (stripH-6)*float64(c)/float64(most))
-			from := sp.Min + (sp.Max-sp.Min)*float64(i)/float64(len(sp.Bins))
-			to := sp.Min + (sp.Max-sp.Min)*float64(i+1)/float64(len(sp.Bins))
-			s.rect(sc.At(sp.Min)+bw*float64(i), top+stripH-bh, math.Max(bw-0.5, 0.5), bh, "hist",
+			from := sp.BinsMin + (sp.Max-sp.BinsMin)*float64(i)/float64(len(sp.Bins))
+			to := sp.BinsMin + (sp.Max-sp.BinsMin)*float64(i+1)/float64(len(sp.Bins))
+			s.rect(sc.At(sp.BinsMin)+bw*float64(i), top+stripH-bh, math.Max(bw-0.5, 0.5), bh, "hist",
 				fmt.Sprintf("%d node(s) from %s to %s GB/s", c, Sig(from), Sig(to)))
 		}
 	}
@@ -207,7 +207,10 @@ func spreadPlot(sp fleet.Spread, outs []fleet.Outlier) Plot {
 		tip := fmt.Sprintf("%s: %s GB/s, %+.1f%% of the median, z %.1f", o.Host, Sig(o.Value), o.OffPct, o.Z)
 		s.circle(x, y, 4.5, "dot-out", tip)
 		if i < nLabels {
-			ly := axisY + 40 + 14*float64(i)
+			// the lowest (leftmost) on the lowest row: a leader line then
+			// passes only the rows of the outliers to its right, whose
+			// labels start right of it
+			ly := axisY + 40 + 14*float64(nLabels-1-i)
 			s.line(x, y+5, x, ly-10, "leader")
 			anchor := "start"
 			if x > w/2 {
@@ -231,7 +234,7 @@ func spreadPlot(sp fleet.Spread, outs []fleet.Outlier) Plot {
 	}
 	drawn := "every node a dot"
 	if sp.Points == nil {
-		drawn = fmt.Sprintf("the nodes as a histogram (%d bins)", len(sp.Bins))
+		drawn = fmt.Sprintf("the nodes within the band and above it as a histogram (%d bins)", len(sp.Bins))
 	}
 	caption := fmt.Sprintf("%d nodes, %s; shaded: robust |z| ≤ %s, median ± %s GB/s (MAD %s, floored at --mad-floor of the median); red: the %d outlier(s) below it", sp.Nodes, drawn, Number(sp.Z), Sig(sp.Band), Sig(sp.MAD), sp.Outliers)
 	return Plot{Title: title, Caption: caption, SVG: s.done()}

@@ -105,8 +105,9 @@ func bigFleet(n, outliers int, host func(i int) string) *fleet.Fleet {
 		}
 	} else {
 		sp.Bins = make([]int, fleet.HistBins)
-		sp.Bins[0] = outliers
-		sp.Bins[fleet.HistBins-1] = n - outliers
+		sp.BinsMin = 470
+		sp.Bins[0] = 1
+		sp.Bins[fleet.HistBins-1] = n - outliers - 1
 	}
 	f.Spreads = []fleet.Spread{sp}
 	for i := range n {
