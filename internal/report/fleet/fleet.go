@@ -236,11 +236,14 @@ type Aggregator struct {
 	keys     map[string]int32
 	keyNames []string
 	samples  map[sampleKey][]sample
+	// strs holds one copy of each version and setting string: most nodes
+	// of a fleet share them, and a node keeps only references.
+	strs map[string]string
 }
 
 // NewAggregator starts an empty roll-up.
 func NewAggregator(o Options) *Aggregator {
-	return &Aggregator{opts: o, classIdx: map[string]int32{}, hosts: map[string]int{}, keys: map[string]int32{}, samples: map[sampleKey][]sample{}}
+	return &Aggregator{opts: o, classIdx: map[string]int32{}, hosts: map[string]int{}, keys: map[string]int32{}, samples: map[sampleKey][]sample{}, strs: map[string]string{}}
 }
 
 // Skip records an input that could not be read.
@@ -278,8 +281,23 @@ func (a *Aggregator) Add(n Node) {
 		a.samples[sk] = append(a.samples[sk], sample{idx, m.Value})
 	}
 	n.Measurements = nil
+	for _, p := range []*string{&n.Verdict, &n.Driver, &n.CUDA, &n.NCCL, &n.Kernel, &n.NICFirmware, &n.RDMACore, &n.GPUModel} {
+		*p = a.intern(*p)
+	}
+	for i := range n.Settings {
+		n.Settings[i] = Setting{a.intern(n.Settings[i].Name), a.intern(n.Settings[i].Value)}
+	}
 	a.nodes = append(a.nodes, n)
 	a.class = append(a.class, c)
+}
+
+// intern is the one copy of s the aggregator keeps.
+func (a *Aggregator) intern(s string) string {
+	if v, ok := a.strs[s]; ok {
+		return v
+	}
+	a.strs[s] = s
+	return s
 }
 
 // Read summarizes n inputs on workers goroutines and rolls them up in

@@ -41,16 +41,23 @@ var (
 	evidenceNames = []string{"source", "value"}
 )
 
-// settingsReader collects a node's settings from its results.
+// settingsReader collects a node's settings from its results: a few
+// entries, searched linearly (no maps: this runs for every report).
 type settingsReader struct {
-	env     map[string]string // NCCL_* from nccl.env's evidence
-	envSeen bool              // nccl.env judged the environment
-	one     map[string]string // memlock, cmdline, peermem, dma-buf
-	many    map[string][]string
+	envSeen bool // nccl.env judged the environment
+	one     []Setting
+	many    []Setting // values joined later; each value once
+	manyV   [][]string
 }
 
+var (
+	jsonUnknown = []byte(`"unknown"`)
+	jsonError   = []byte(`"error"`)
+	jsonSkip    = []byte(`"skip"`)
+)
+
 // settings reads the results member: only the rows of the checks above
-// are looked into.
+// are looked into, and of them only the members their settings come from.
 func settings(raw []byte) (s []Setting, ncclEnv bool, err error) {
 	if raw == nil {
 		return nil, false, nil
@@ -58,32 +65,50 @@ func settings(raw []byte) (s []Setting, ncclEnv bool, err error) {
 	var r settingsReader
 	var f [5][]byte
 	var ev [2][]byte
+	var evs []Setting // source, value
 	err = elements(raw, func(_ int, row []byte) error {
 		if err := membersInto(row, resultNames, f[:]); err != nil {
 			return err
 		}
 		id := f[0]
-		if !bytes.Equal(id, idNCCLEnv) && !bytes.Equal(id, idMemlock) && !bytes.Equal(id, idIOMMU) &&
-			!bytes.Equal(id, idKernMod) && !bytes.Equal(id, idACS) && !bytes.Equal(id, idMRR) {
+		var check string
+		switch {
+		case bytes.Equal(id, idNCCLEnv):
+			check = "nccl.env"
+		case bytes.Equal(id, idMemlock):
+			check = "limits.memlock"
+		case bytes.Equal(id, idIOMMU):
+			check = "iommu.mode"
+		case bytes.Equal(id, idKernMod):
+			check = "gdr.kernel-module"
+		case bytes.Equal(id, idACS):
+			check = "pcie.acs"
+		case bytes.Equal(id, idMRR):
+			check = "pcie.mrr"
+		default:
 			return nil
 		}
-		status, err := str(f[1], "status")
-		if err != nil {
-			return err
-		}
-		if status == "unknown" || status == "error" || status == "" {
+		if f[1] == nil || bytes.Equal(f[1], jsonUnknown) || bytes.Equal(f[1], jsonError) {
 			return nil // the check could not look: the setting is not known
 		}
-		reason, err := str(f[2], "reason")
-		if err != nil {
-			return err
+		skip := bytes.Equal(f[1], jsonSkip)
+		var reason, msg string
+		var err error
+		switch check {
+		case "iommu.mode", "pcie.acs":
+			if skip {
+				return nil
+			}
+			if reason, err = str(f[2], "reason"); err != nil {
+				return err
+			}
+		case "limits.memlock", "gdr.kernel-module":
+			if msg, err = str(f[3], "message"); err != nil {
+				return err
+			}
 		}
-		msg, err := str(f[3], "message")
-		if err != nil {
-			return err
-		}
-		var evs []Setting // source, value
-		if f[4] != nil {
+		evs = evs[:0]
+		if f[4] != nil && check != "limits.memlock" && check != "pcie.acs" && (check != "iommu.mode" || r.get(SettingCmdline) == "") {
 			err := elements(f[4], func(_ int, e []byte) error {
 				if err := membersInto(e, evidenceNames, ev[:]); err != nil {
 					return err
@@ -100,7 +125,7 @@ func settings(raw []byte) (s []Setting, ncclEnv bool, err error) {
 				return err
 			}
 		}
-		r.add(string(id[1:len(id)-1]), status, reason, msg, evs)
+		r.add(check, reason, msg, evs)
 		return nil
 	})
 	if err != nil {
@@ -109,26 +134,43 @@ func settings(raw []byte) (s []Setting, ncclEnv bool, err error) {
 	return r.list(), r.envSeen, nil
 }
 
-func (r *settingsReader) set(name, v string) {
-	if r.one == nil {
-		r.one = map[string]string{}
+func (r *settingsReader) get(name string) string {
+	for _, s := range r.one {
+		if s.Name == name {
+			return s.Value
+		}
 	}
-	r.one[name] = v
+	return ""
+}
+
+func (r *settingsReader) set(name, v string) {
+	for i := range r.one {
+		if r.one[i].Name == name {
+			r.one[i].Value = v
+			return
+		}
+	}
+	r.one = append(r.one, Setting{name, v})
 }
 
 func (r *settingsReader) addMany(name, v string) {
-	if r.many == nil {
-		r.many = map[string][]string{}
+	for i := range r.many {
+		if r.many[i].Name == name {
+			if !slices.Contains(r.manyV[i], v) {
+				r.manyV[i] = append(r.manyV[i], v)
+			}
+			return
+		}
 	}
-	if !slices.Contains(r.many[name], v) {
-		r.many[name] = append(r.many[name], v)
-	}
+	r.many = append(r.many, Setting{Name: name})
+	r.manyV = append(r.manyV, []string{v})
 }
 
-// add reads one result of one of the checks: what its evidence and
-// message say, in the words the checks write them (internal/checks).
-func (r *settingsReader) add(id, status, reason, msg string, evs []Setting) {
-	switch id {
+// add reads one judged (not unknown) result of one of the checks: what
+// its reason, message and evidence say, in the words the checks write
+// them (internal/checks).
+func (r *settingsReader) add(check, reason, msg string, evs []Setting) {
+	switch check {
 	case "nccl.env":
 		r.envSeen = true
 		for _, e := range evs {
@@ -136,10 +178,7 @@ func (r *settingsReader) add(id, status, reason, msg string, evs []Setting) {
 				continue
 			}
 			if k, v, ok := strings.Cut(e.Value, "="); ok && strings.HasPrefix(k, settingNCCLPref) {
-				if r.env == nil {
-					r.env = map[string]string{}
-				}
-				r.env[k] = v
+				r.set(k, v)
 			}
 		}
 	case "limits.memlock":
@@ -150,9 +189,6 @@ func (r *settingsReader) add(id, status, reason, msg string, evs []Setting) {
 			}
 		}
 	case "iommu.mode":
-		if status == "skip" {
-			return
-		}
 		r.addMany(SettingIOMMU, reason)
 		for _, e := range evs {
 			if strings.HasSuffix(e.Name, "/proc/cmdline") && !strings.HasPrefix(e.Value, "unreadable") {
@@ -179,9 +215,7 @@ func (r *settingsReader) add(id, status, reason, msg string, evs []Setting) {
 			}
 		}
 	case "pcie.acs":
-		if status != "skip" {
-			r.addMany(SettingACS, reason)
-		}
+		r.addMany(SettingACS, reason)
 	case "pcie.mrr":
 		for _, e := range evs {
 			// "DevCtl MaxPayload 256 bytes, MaxReadReq 512 bytes (supported payload up to 512)"
@@ -197,16 +231,14 @@ func (r *settingsReader) add(id, status, reason, msg string, evs []Setting) {
 
 // list is the node's settings, sorted by name.
 func (r *settingsReader) list() []Setting {
-	var out []Setting
-	for k, v := range r.env {
-		out = append(out, Setting{k, v})
+	if len(r.one)+len(r.many) == 0 {
+		return nil
 	}
-	for k, v := range r.one {
-		out = append(out, Setting{k, v})
-	}
-	for k, vs := range r.many {
-		slices.Sort(vs)
-		out = append(out, Setting{k, strings.Join(vs, ", ")})
+	out := make([]Setting, 0, len(r.one)+len(r.many))
+	out = append(out, r.one...)
+	for i, s := range r.many {
+		slices.Sort(r.manyV[i])
+		out = append(out, Setting{s.Name, strings.Join(r.manyV[i], ", ")})
 	}
 	slices.SortFunc(out, func(a, b Setting) int { return strings.Compare(a.Name, b.Name) })
 	return out
