@@ -141,7 +141,7 @@ func TestFleetLarge(t *testing.T) {
 	if !strings.Contains(page, "and 15000 more in fleet.json") {
 		t.Error("the quiet nodes beyond the cap are not counted")
 	}
-	if len(page) > 3<<20 {
+	if len(page) > 2<<20 {
 		t.Errorf("the page is %d bytes", len(page))
 	}
 }
