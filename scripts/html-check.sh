@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Checks report.html files in a real browser: each is opened in headless
+# Checks report.html and fleet.html files in a real browser: each is opened in headless
 # Chromium (cmd/htmlcheck, over the DevTools pipe), which fails on any
 # console error, uncaught exception or network request, and a full-page
 # screenshot is saved for a person to look at.
 #
-# Usage: scripts/html-check.sh [FILE.html | DOSSIER_DIR ...]
+# Usage: scripts/html-check.sh [FILE.html | DOSSIER_DIR | FLEET_OUT_DIR ...]
 #   default: the golden fixture pages, internal/report/html/testdata/*.html
+#   (the dossiers' and fleet-planted.html)
 #   SHOTS=DIR        where the screenshots go (default: ${TMPDIR:-/tmp}/html-check)
 #   CHROMIUM=PATH    the browser (default: chromium, chromium-browser or google-chrome on PATH)
 #   REQUIRE_BROWSER=1  fail instead of skipping when no browser is installed
@@ -40,14 +41,23 @@ if [ $# -eq 0 ]; then
   files=(internal/report/html/testdata/*.html)
 else
   for a in "$@"; do
-    if [ -d "$a" ]; then files+=("$a/report.html"); else files+=("$a"); fi
+    if [ -d "$a" ]; then
+      # a dossier (report.html) or a gdrcheck fleet --out folder (fleet.html)
+      found=0
+      for p in "$a/report.html" "$a/fleet.html"; do
+        if [ -f "$p" ]; then files+=("$p"); found=1; fi
+      done
+      if [ "$found" -eq 0 ]; then files+=("$a/report.html"); fi
+    else
+      files+=("$a")
+    fi
   done
 fi
 
 fail=0
 for f in "${files[@]}"; do
   name=$(basename "$(dirname "$f")")-$(basename "$f" .html)
-  [ "$(basename "$f")" = report.html ] || name=$(basename "$f" .html)
+  case "$(basename "$f")" in report.html | fleet.html) ;; *) name=$(basename "$f" .html) ;; esac
   if ! "$bin" -browser "$browser" -screenshot "$shots/$name.png" "$f"; then
     fail=1
   fi

@@ -1,6 +1,6 @@
 // Command htmlcheck opens an HTML file in headless Chromium and fails when
 // the page logs a console error, throws, or makes any network request;
-// it saves a full-page screenshot. It checks report.html, which must work
+// it saves a full-page screenshot. It checks report.html and fleet.html, which must work
 // offline: scripts/html-check.sh runs it.
 //
 //	htmlcheck [-browser PATH] [-screenshot OUT.png] [-width 1400] FILE.html

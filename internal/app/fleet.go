@@ -11,7 +11,12 @@ import (
 	"runtime"
 	"slices"
 
+	"github.com/google/renameio/v2"
+
+	"github.com/gdrcheck/gdrcheck/internal/report"
+	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
 	"github.com/gdrcheck/gdrcheck/internal/report/fleet"
+	"github.com/gdrcheck/gdrcheck/internal/report/html"
 )
 
 // FleetOptions are gdrcheck fleet's: the inputs (report.json files,
@@ -107,4 +112,47 @@ func readBounded(path string, buf []byte) ([]byte, error) {
 		return nil, fmt.Errorf("more than %d bytes: not a report", MaxReportBytes)
 	}
 	return b.Bytes(), nil
+}
+
+// The cluster report's files, written by gdrcheck fleet --out DIR.
+const (
+	FleetJSON = "fleet.json"
+	FleetMD   = "fleet.md"
+)
+
+// FleetFiles are the cluster report's files: fleet.json (the envelope
+// env, whose data is fl), fleet.md and fleet.html, each rendered in full
+// before it is written.
+func FleetFiles(env *report.Envelope, fl *fleet.Fleet) []FleetFile {
+	return []FleetFile{
+		{FleetJSON, func(w io.Writer) error { return report.WriteJSON(w, env) }},
+		{FleetMD, fl.WriteMarkdown},
+		{html.FleetHTML, func(w io.Writer) error { return html.RenderFleet(w, fl, env.Run) }},
+	}
+}
+
+// FleetFile is one file of the cluster report and its renderer.
+type FleetFile struct {
+	Name   string
+	Render func(io.Writer) error
+}
+
+// WriteFleet writes the cluster report's files into dir, each atomically
+// (a temporary file renamed into place): an interrupted write leaves the
+// previous file or the new one, never a torn one. An error names the file.
+func WriteFleet(dir string, env *report.Envelope, fl *fleet.Fleet) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--out %s: %w", dir, dossier.WithoutPath(err))
+	}
+	for _, f := range FleetFiles(env, fl) {
+		var b bytes.Buffer
+		if err := f.Render(&b); err != nil {
+			return fmt.Errorf("rendering %s: %w", f.Name, err)
+		}
+		path := filepath.Join(dir, f.Name)
+		if err := renameio.WriteFile(path, b.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("cannot write %s: %w", path, dossier.WithoutPath(err))
+		}
+	}
+	return nil
 }

@@ -2,15 +2,13 @@ package cli
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gdrcheck/gdrcheck/internal/app"
 	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/report/fleet"
+	"github.com/gdrcheck/gdrcheck/internal/report/html"
 )
 
 func newFleet(g *globals) *cobra.Command {
@@ -24,20 +22,28 @@ func newFleet(g *globals) *cobra.Command {
 		Long: `fleet reads node reports written by gdrcheck run --out DIR (each a report.json, a dossier
 folder, or a folder holding dossiers: every report.json below it), one at a time, keeping only a
 small summary of each, and writes one cluster report: a line per node with its verdict; the
-consistency of driver, CUDA, NCCL, kernel and NIC firmware within each hardware class (GPU model,
-GPU count, fastest NIC port rate) against the --expect profile's versions where it pins them,
-else the class majority; missing GPUs or NICs; ports at a lower rate, or another MTU, than the
-class's (or the profile's); measurements (NCCL bus bandwidth per collective, size and ranks; copy
-GB/s) far below their class's median by robust z, 0.6745·(x−median)/MAD < −--z; and the nodes
-to drain, ranked: failing checks first, then missing hardware, ports, outliers by how far off,
-version drift. A report that cannot be decoded, or a second report of one host, is named and
-skipped. docs/fleet.md says more.
+consistency of driver, CUDA, NCCL, kernel, NIC firmware and rdma-core, and of the settings the
+nodes' checks recorded (NCCL_* variables, memlock, IOMMU mode and command line, nvidia_peermem,
+dma-buf, ACS, MaxReadReq), within each hardware class (GPU model, GPU count, fastest NIC port
+rate) against the --expect profile where it pins them (versions, memlock_kb, gdr.mode), else the
+class majority; missing GPUs or NICs; ports at a lower rate, or another MTU, than the class's (or
+the profile's); measurements (NCCL bus bandwidth per collective, size and ranks; copy GB/s) far
+below their class's median by robust z, 0.6745·(x−median)/MAD < −--z; and the nodes to drain,
+ranked: failing checks first, then missing hardware, ports, outliers by how far off, version
+drift, setting drift. A report that cannot be decoded, or a second report of one host, is named
+and skipped. docs/fleet.md says more.
+
+--format html prints fleet.html, one self-contained page (no script, nothing loaded from the
+network) with the findings and, per measurement with outliers, a plot of every node's value in
+its class (a histogram in a large class) with the median, the band |z| <= --z and the outliers
+named. --out DIR writes fleet.json, fleet.md and fleet.html there, each atomically.
 
 Exit status: 2 when an input cannot be read or decoded (the message names it; the others are
-still rolled up and reported), else 1 when a node is to be drained, else 0.`,
+still rolled up and reported) or --out cannot be written, else 1 when a node is to be drained,
+else 0.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := report.ParseFormat(format, report.Text, report.JSON, report.Markdown)
+			f, err := report.ParseFormat(format, report.Text, report.JSON, report.Markdown, report.HTML)
 			if err != nil {
 				return toolError(err)
 			}
@@ -46,24 +52,32 @@ still rolled up and reported), else 1 when a node is to be drained, else 0.`,
 			if err != nil {
 				return err
 			}
-			if out != "" {
-				if err := writeFleet(g, out, started, fl); err != nil {
-					return toolError(err)
-				}
-			}
+			env := g.envelope("fleet", started, nil, fl)
 			if drainCommands || apply { // scheduler integration: health.go
+				if out != "" {
+					if err := app.WriteFleet(out, env, fl); err != nil {
+						return toolError(err)
+					}
+				}
 				return fleetDrain(cmd.Context(), g, fl, drain, apply)
 			}
 			switch f {
 			case report.JSON:
-				err = report.WriteJSON(g.out, g.envelope("fleet", started, nil, fl))
+				err = report.WriteJSON(g.out, env)
 			case report.Markdown:
 				err = fl.WriteMarkdown(g.out)
+			case report.HTML:
+				err = html.RenderFleet(g.out, fl, env.Run)
 			default:
 				err = fl.WriteText(g.out)
 			}
 			if err != nil {
 				return err
+			}
+			if out != "" { // after stdout, so that the report is shown even when --out cannot be written
+				if err := app.WriteFleet(out, env, fl); err != nil {
+					return toolError(err)
+				}
 			}
 			if u := fl.Unreadable(); len(u) > 0 {
 				return toolError(fmt.Errorf("%d input(s) could not be read and were skipped; first: %s", len(u), u[0].Error))
@@ -75,9 +89,9 @@ still rolled up and reported), else 1 when a node is to be drained, else 0.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&format, "format", "text", "output format: text, json or md")
+	f.StringVar(&format, "format", "text", "output format: text, json, md or html")
 	f.StringVar(&expect, "expect", "", "site profile (YAML): its versions, GPU and NIC counts, rate and MTU are the reference")
-	f.StringVar(&out, "out", "", "also write fleet.json and fleet.md into this folder")
+	f.StringVar(&out, "out", "", "also write fleet.json, fleet.md and fleet.html into this folder (each atomically)")
 	f.Float64Var(&opts.Z, "z", opts.Z, "robust z below which a measurement is an outlier")
 	f.Float64Var(&opts.MADFloor, "mad-floor", opts.MADFloor, "least MAD as a fraction of the median")
 	f.IntVar(&opts.MinNodes, "min-nodes", opts.MinNodes, "fewest nodes of a class measuring a key for its outliers to be judged")
@@ -86,28 +100,4 @@ still rolled up and reported), else 1 when a node is to be drained, else 0.`,
 	drain.flags(f, "", "", "")
 	cmd.AddCommand(newFleetPlan(g))
 	return cmd
-}
-
-// writeFleet writes fleet.json and fleet.md into dir.
-func writeFleet(g *globals, dir string, started time.Time, fl *fleet.Fleet) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	for name, write := range map[string]func(*os.File) error{
-		"fleet.json": func(w *os.File) error { return report.WriteJSON(w, g.envelope("fleet", started, nil, fl)) },
-		"fleet.md":   func(w *os.File) error { return fl.WriteMarkdown(w) },
-	} {
-		w, err := os.Create(filepath.Join(dir, name))
-		if err != nil {
-			return err
-		}
-		if err := write(w); err != nil {
-			w.Close()
-			return err
-		}
-		if err := w.Close(); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -104,10 +104,56 @@ func TestFleetJSONAndOut(t *testing.T) {
 	if doc.Schema != "gdrcheck.fleet/v1" || len(doc.Drain) != 1 || doc.Drain[0].Host != "node-2" || !strings.Contains(doc.Drain[0].Reasons[0], "driver 570.86.15") {
 		t.Errorf("document %+v", doc)
 	}
-	for _, f := range []string{"fleet.json", "fleet.md"} {
+	for _, f := range []string{"fleet.json", "fleet.md", "fleet.html"} {
 		if st, err := os.Stat(filepath.Join(outDir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("--out: %s: %v", f, err)
 		}
+	}
+	// Written again, the files are replaced whole and nothing else is
+	// left in the folder (renameio's temporary files are gone).
+	if _, errOut, code := run(t, "fleet", "--out", outDir, dir); code != 1 {
+		t.Fatalf("second --out: exit %d: %s", code, errOut)
+	}
+	ents, err := os.ReadDir(outDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, " ") != "fleet.html fleet.json fleet.md" {
+		t.Errorf("--out holds %v", names)
+	}
+	page, err := os.ReadFile(filepath.Join(outDir, "fleet.html"))
+	if err != nil || !strings.Contains(string(page), "1 TO DRAIN") || !strings.HasSuffix(strings.TrimSpace(string(page)), "</html>") {
+		t.Errorf("fleet.html: %v\n%.300s", err, page)
+	}
+	// --out that cannot be made is the tool's error (exit 2), naming it;
+	// the report still reaches stdout.
+	blocker := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = run(t, "fleet", "--out", filepath.Join(blocker, "sub"), dir)
+	if code != 2 || !strings.Contains(errOut, blocker) || !strings.Contains(out, "NODES TO DRAIN") {
+		t.Errorf("--out under a file: exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestFleetHTML(t *testing.T) {
+	dir := fleetDir(t, 5, map[int]func(*dossier.Report){2: func(r *dossier.Report) { r.Inventory.Driver = "570.86.15" }})
+	out, errOut, code := run(t, "fleet", "--format", "html", dir)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1: %s", code, errOut)
+	}
+	for _, w := range []string{"<!DOCTYPE html>", "1 TO DRAIN", "driver 570.86.15, class majority is", "node-2"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("--format html lacks %q", w)
+		}
+	}
+	if _, _, code := run(t, "fleet", "--format", "svg", dir); code != 2 {
+		t.Errorf("--format svg: exit %d, want 2", code)
 	}
 }
 
@@ -120,11 +166,20 @@ func TestFleetPrintsEscaped(t *testing.T) {
 		r.Inventory.GPUs[0].Name = ansitest.Payload
 		r.Verdict.Failing = []string{ansitest.Payload}
 	}})
-	for _, format := range []string{"text", "md"} {
-		out, errOut, code := run(t, "fleet", "--format", format, dir)
-		if code != 1 {
-			t.Fatalf("%s: exit %d: %s", format, code, errOut)
+	dir2 := fleetDir(t, 5, map[int]func(*dossier.Report){3: func(r *dossier.Report) {
+		r.Inventory.Host = "<script>alert(1)</script>" + ansitest.Payload
+		r.Inventory.Driver = "<img src=x>"
+	}})
+	for _, format := range []string{"text", "md", "html"} {
+		for _, d := range []string{dir, dir2} {
+			out, errOut, code := run(t, "fleet", "--format", format, d)
+			if code != 1 {
+				t.Fatalf("%s: exit %d: %s", format, code, errOut)
+			}
+			ansitest.Clean(t, "fleet --format "+format, out)
+			if format == "html" && (strings.Contains(out, "<script") || strings.Contains(out, "<img")) {
+				t.Errorf("fleet --format html holds the planted markup raw")
+			}
 		}
-		ansitest.Clean(t, "fleet --format "+format, out)
 	}
 }

@@ -25,6 +25,9 @@ const (
 	JSON     Format = "json"
 	Markdown Format = "md"
 	JUnit    Format = "junit"
+	// HTML is a command's own page (gdrcheck fleet's fleet.html): Write
+	// refuses it as it does Text.
+	HTML Format = "html"
 )
 
 // ParseFormat checks a --format value against the formats a command offers.

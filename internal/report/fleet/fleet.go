@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -54,8 +55,51 @@ type Fleet struct {
 	Missing     []Missing     `json:"missing"`
 	Ports       []PortIssue   `json:"ports"`
 	Outliers    []Outlier     `json:"outliers"`
-	Drain       []Drain       `json:"drain"`
+	// Spreads are the distributions of the measurements that have
+	// outliers, per class: what fleet.html plots.
+	Spreads []Spread `json:"spreads"`
+	Drain   []Drain  `json:"drain"`
 }
+
+// Spread is one measurement of one class in which outliers were found:
+// its median, the band of robust z within ±Z, and every node's value (or,
+// in a large class, their histogram).
+type Spread struct {
+	Class  string  `json:"class"`
+	Key    string  `json:"key"`
+	Nodes  int     `json:"nodes"`
+	Median float64 `json:"median"`
+	MAD    float64 `json:"mad"`
+	// Band is Z·scale/0.6745, scale the MAD floored at MADFloor·median: a
+	// value below Median−Band is an outlier (median ± Band is |z| <= Z).
+	Band float64 `json:"band"`
+	// Z is the cut-off (Options.Z).
+	Z        float64 `json:"z"`
+	Min      float64 `json:"min"`
+	Max      float64 `json:"max"`
+	Outliers int     `json:"outliers"`
+	// Points are every node's value where the class has at most
+	// MaxPoints nodes measuring the key; else Bins counts the nodes that
+	// are not outliers in equal-width bins over [BinsMin, Max] (the
+	// outliers are in Fleet.Outliers).
+	Points  []Point `json:"points,omitempty"`
+	Bins    []int   `json:"bins,omitempty"`
+	BinsMin float64 `json:"bins_min,omitempty"`
+	worst   float64
+}
+
+// Point is one node's value.
+type Point struct {
+	Host  string  `json:"host"`
+	Value float64 `json:"value"`
+}
+
+// MaxPoints is the most nodes a Spread lists one by one; HistBins the
+// bins of the histogram of a larger class.
+const (
+	MaxPoints = 300
+	HistBins  = 40
+)
 
 // NodeLine is one node's line.
 type NodeLine struct {
@@ -170,6 +214,7 @@ const (
 	tierPort
 	tierOutlier
 	tierVersion
+	tierSetting
 )
 
 type sampleKey struct{ class, key int32 }
@@ -191,11 +236,14 @@ type Aggregator struct {
 	keys     map[string]int32
 	keyNames []string
 	samples  map[sampleKey][]sample
+	// strs holds one copy of each version and setting string: most nodes
+	// of a fleet share them, and a node keeps only references.
+	strs map[string]string
 }
 
 // NewAggregator starts an empty roll-up.
 func NewAggregator(o Options) *Aggregator {
-	return &Aggregator{opts: o, classIdx: map[string]int32{}, hosts: map[string]int{}, keys: map[string]int32{}, samples: map[sampleKey][]sample{}}
+	return &Aggregator{opts: o, classIdx: map[string]int32{}, hosts: map[string]int{}, keys: map[string]int32{}, samples: map[sampleKey][]sample{}, strs: map[string]string{}}
 }
 
 // Skip records an input that could not be read.
@@ -233,8 +281,23 @@ func (a *Aggregator) Add(n Node) {
 		a.samples[sk] = append(a.samples[sk], sample{idx, m.Value})
 	}
 	n.Measurements = nil
+	for _, p := range []*string{&n.Verdict, &n.Driver, &n.CUDA, &n.NCCL, &n.Kernel, &n.NICFirmware, &n.RDMACore, &n.GPUModel} {
+		*p = a.intern(*p)
+	}
+	for i := range n.Settings {
+		n.Settings[i] = Setting{a.intern(n.Settings[i].Name), a.intern(n.Settings[i].Value)}
+	}
 	a.nodes = append(a.nodes, n)
 	a.class = append(a.class, c)
+}
+
+// intern is the one copy of s the aggregator keeps.
+func (a *Aggregator) intern(s string) string {
+	if v, ok := a.strs[s]; ok {
+		return v
+	}
+	a.strs[s] = s
+	return s
 }
 
 // Read summarizes n inputs on workers goroutines and rolls them up in
@@ -301,7 +364,7 @@ func Read(n, workers int, load func(i int, buf []byte) ([]byte, string, error), 
 
 // Report judges the nodes added so far.
 func (a *Aggregator) Report() *Fleet {
-	f := &Fleet{Skipped: a.skipped, Nodes: []NodeLine{}, Classes: []Class{}, Consistency: []Consistency{}, Missing: []Missing{}, Ports: []PortIssue{}, Outliers: []Outlier{}, Drain: []Drain{}}
+	f := &Fleet{Skipped: a.skipped, Nodes: []NodeLine{}, Classes: []Class{}, Consistency: []Consistency{}, Missing: []Missing{}, Ports: []PortIssue{}, Outliers: []Outlier{}, Spreads: []Spread{}, Drain: []Drain{}}
 	if f.Skipped == nil {
 		f.Skipped = []Skipped{}
 	}
@@ -352,22 +415,102 @@ func (a *Aggregator) Report() *Fleet {
 
 type whyFunc func(n int32, tier int, sev float64, r string)
 
-func (a *Aggregator) versions(f *Fleet, why whyFunc) {
+// field is one value compared across the nodes of a class: a version or
+// a setting, with the profile's reference where it pins one.
+type field struct {
+	name string
+	get  func(*Node) string
+	tier int
+	// pin is the profile's reference ("" none) and match says whether a
+	// node's value meets it.
+	pin   string
+	match func(v string) bool
+}
+
+// versionPin matches a version, or each of a comma-separated list of them
+// (a node's NIC firmware lists each version once), against the profile's
+// pin as check reads it.
+func versionPin(pin string) func(string) bool {
+	return func(v string) bool {
+		for part := range strings.SplitSeq(v, ",") {
+			if !checks.VersionMatches(part, pin) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// fields are the versions, then the settings the class's nodes report.
+func (a *Aggregator) fields(members []int) []field {
 	var pin checks.ExpectVersions
-	if a.opts.Expect != nil && a.opts.Expect.Versions != nil {
-		pin = *a.opts.Expect.Versions
+	e := a.opts.Expect
+	if e != nil && e.Versions != nil {
+		pin = *e.Versions
 	}
-	fields := []struct {
-		name string
-		get  func(*Node) string
-		pin  string
-	}{
-		{"driver", func(n *Node) string { return n.Driver }, pin.Driver},
-		{"cuda", func(n *Node) string { return n.CUDA }, pin.CUDA},
-		{"nccl", func(n *Node) string { return n.NCCL }, pin.NCCL},
-		{"kernel", func(n *Node) string { return n.Kernel }, pin.Kernel},
-		{"nic_firmware", func(n *Node) string { return n.NICFirmware }, ""},
+	fs := []field{
+		{name: "driver", get: func(n *Node) string { return n.Driver }, pin: pin.Driver},
+		{name: "cuda", get: func(n *Node) string { return n.CUDA }, pin: pin.CUDA},
+		{name: "nccl", get: func(n *Node) string { return n.NCCL }, pin: pin.NCCL},
+		{name: "kernel", get: func(n *Node) string { return n.Kernel }, pin: pin.Kernel},
+		{name: "nic_firmware", get: func(n *Node) string { return n.NICFirmware }, pin: pin.NICFirmware},
+		{name: "rdma_core", get: func(n *Node) string { return n.RDMACore }, pin: pin.RDMACore},
 	}
+	for i := range fs {
+		fs[i].tier = tierVersion
+		if fs[i].pin != "" {
+			fs[i].match = versionPin(fs[i].pin)
+		}
+	}
+	var names []string
+	for _, i := range members {
+		for _, s := range a.nodes[i].Settings {
+			if !slices.Contains(names, s.Name) {
+				names = append(names, s.Name)
+			}
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		f := field{name: "setting " + name, get: func(n *Node) string { return n.Setting(name) }, tier: tierSetting}
+		f.pin, f.match = settingPin(e, name)
+		fs = append(fs, f)
+	}
+	return fs
+}
+
+// settingPin is the profile's reference for a setting, where it sets
+// one: memlock_kb (a least), gdr.mode (peermem or dmabuf).
+func settingPin(e *checks.Expect, name string) (string, func(string) bool) {
+	if e == nil {
+		return "", nil
+	}
+	switch {
+	case name == SettingMemlock && e.MemlockKB == "unlimited":
+		return "unlimited", func(v string) bool { return v == "unlimited" }
+	case name == SettingMemlock && e.MemlockKB != "":
+		least, err := strconv.ParseInt(strings.TrimSpace(e.MemlockKB), 10, 64)
+		if err != nil {
+			return "", nil
+		}
+		return fmt.Sprintf("at least %d KiB", least), func(v string) bool {
+			if v == "unlimited" {
+				return true
+			}
+			kb, err := strconv.ParseInt(strings.TrimSuffix(v, " KiB"), 10, 64)
+			return err == nil && kb >= least
+		}
+	case name == SettingPeermem && e.GDR != nil && e.GDR.Mode == "peermem":
+		return "loaded", func(v string) bool { return v == "loaded" }
+	case name == SettingDMABuf && e.GDR != nil && e.GDR.Mode == "dmabuf":
+		return "yes", func(v string) bool { return v == "yes" }
+	}
+	return "", nil
+}
+
+// versions compares the versions and settings within each hardware class
+// with the profile's pins, else the class majority.
+func (a *Aggregator) versions(f *Fleet, why whyFunc) {
 	groups := map[string][]int{} // versions are compared among nodes of one hardware class
 	for i := range a.nodes {
 		c := a.classes[a.class[i]]
@@ -375,7 +518,7 @@ func (a *Aggregator) versions(f *Fleet, why whyFunc) {
 	}
 	for _, model := range slices.Sorted(maps.Keys(groups)) {
 		members := groups[model]
-		for _, fd := range fields {
+		for _, fd := range a.fields(members) {
 			c := Consistency{Group: model, Field: fd.name}
 			tally := map[string]int{}
 			for _, i := range members {
@@ -389,15 +532,7 @@ func (a *Aggregator) versions(f *Fleet, why whyFunc) {
 			}
 			match := func(v string) bool { return v == c.Reference }
 			if fd.pin != "" {
-				c.Reference, c.Basis = fd.pin, "profile"
-				match = func(v string) bool {
-					for part := range strings.SplitSeq(v, ",") { // firmware lists each version once
-						if !checks.VersionMatches(part, fd.pin) {
-							return false
-						}
-					}
-					return true
-				}
+				c.Reference, c.Basis, match = fd.pin, "profile", fd.match
 			} else {
 				c.Reference, c.Basis = majority(tally)
 			}
@@ -406,7 +541,7 @@ func (a *Aggregator) versions(f *Fleet, why whyFunc) {
 					n := &a.nodes[i]
 					if v := fd.get(n); v != "" && !match(v) {
 						c.Deviants = append(c.Deviants, Deviant{n.Host, v})
-						why(int32(i), tierVersion, 0, fmt.Sprintf("%s %s, class %s is %s", fd.name, v, c.Basis, c.Reference))
+						why(int32(i), fd.tier, 0, fmt.Sprintf("%s %s, class %s is %s", fd.name, v, c.Basis, c.Reference))
 					}
 				}
 				slices.SortFunc(c.Deviants, func(x, y Deviant) int { return cmp.Compare(x.Host, y.Host) })
@@ -572,6 +707,11 @@ func (a *Aggregator) outliers(f *Fleet, why whyFunc) {
 			vals = append(vals, s.value)
 		}
 		med, mad := MedianMAD(vals)
+		scale := max(mad, a.opts.MADFloor*med)
+		if scale <= 0 {
+			continue
+		}
+		flagged, worstOff := 0, 0.0
 		for _, s := range ss {
 			z, low, ok := a.opts.RobustZ(s.value, med, mad)
 			if !ok {
@@ -582,18 +722,66 @@ func (a *Aggregator) outliers(f *Fleet, why whyFunc) {
 			}
 			o := Outlier{Host: a.nodes[s.node].Host, Class: a.classes[sk.class], Key: a.keyNames[sk.key], Value: s.value, Median: med, MAD: mad, Z: z, OffPct: 100 * (s.value - med) / med, Peers: len(ss)}
 			f.Outliers = append(f.Outliers, o)
+			flagged++
+			worstOff = min(worstOff, o.OffPct)
 			nflag[s.node]++
 			if w, ok := worst[s.node]; !ok || o.OffPct < w.OffPct || o.OffPct == w.OffPct && o.Key < w.Key {
 				worst[s.node] = o
 			}
 		}
+		if flagged > 0 {
+			f.Spreads = append(f.Spreads, a.spread(sk, ss, med, mad, a.opts.Z*scale/0.6745, flagged, worstOff))
+		}
 	}
+	slices.SortFunc(f.Spreads, func(x, y Spread) int {
+		return cmp.Or(cmp.Compare(x.worst, y.worst), cmp.Compare(x.Class, y.Class), cmp.Compare(x.Key, y.Key))
+	})
 	for n, o := range worst {
 		why(n, tierOutlier, -o.OffPct, fmt.Sprintf("%d measurement(s) below the class median; worst %s %.4g (%+.1f%% of median %.4g, z %.1f)", nflag[n], o.Key, o.Value, o.OffPct, o.Median, o.Z))
 	}
 	slices.SortFunc(f.Outliers, func(x, y Outlier) int {
 		return cmp.Or(cmp.Compare(x.OffPct, y.OffPct), cmp.Compare(x.Host, y.Host), cmp.Compare(x.Key, y.Key))
 	})
+}
+
+// spread is the distribution of one class's measurement of one key.
+func (a *Aggregator) spread(sk sampleKey, ss []sample, med, mad, band float64, flagged int, worst float64) Spread {
+	sp := Spread{Class: a.classes[sk.class], Key: a.keyNames[sk.key], Nodes: len(ss), Median: med, MAD: mad, Band: band, Z: a.opts.Z,
+		Min: ss[0].value, Max: ss[0].value, Outliers: flagged, worst: worst}
+	for _, s := range ss {
+		sp.Min, sp.Max = min(sp.Min, s.value), max(sp.Max, s.value)
+	}
+	if len(ss) <= MaxPoints {
+		sp.Points = make([]Point, len(ss))
+		for i, s := range ss {
+			sp.Points[i] = Point{a.nodes[s.node].Host, s.value}
+		}
+		slices.SortFunc(sp.Points, func(x, y Point) int { return cmp.Or(cmp.Compare(x.Value, y.Value), cmp.Compare(x.Host, y.Host)) })
+		return sp
+	}
+	cut := med - band
+	sp.BinsMin = sp.Max
+	for _, s := range ss {
+		if s.value >= cut {
+			sp.BinsMin = min(sp.BinsMin, s.value)
+		}
+	}
+	sp.Bins = make([]int, HistBins)
+	for _, s := range ss {
+		if s.value >= cut {
+			sp.Bins[Bin(s.value, sp.BinsMin, sp.Max, HistBins)]++
+		}
+	}
+	return sp
+}
+
+// Bin is the bin of v among n equal-width bins over [lo, hi]; hi is in
+// the last.
+func Bin(v, lo, hi float64, n int) int {
+	if hi <= lo {
+		return 0
+	}
+	return max(0, min(n-1, int(float64(n)*(v-lo)/(hi-lo))))
 }
 
 func median(v []float64) float64 {

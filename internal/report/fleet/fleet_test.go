@@ -15,6 +15,7 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/checks"
 	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
+	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -105,6 +106,21 @@ var planted = map[string]func(*dossier.Report){
 	"q-13": func(r *dossier.Report) { r.Inventory.Driver = "570.86.15" },            // an older driver
 	"h-04": func(r *dossier.Report) { r.Inventory.GPUs = r.Inventory.GPUs[:7] },     // a GPU missing
 	"h-11": func(r *dossier.Report) { r.Inventory.NICs[5].Ports[0].RateGbps = 200 }, // a port at half rate
+	"q-03": func(r *dossier.Report) { // a finite memlock limit
+		for i := range r.Results {
+			if x := &r.Results[i]; x.ID == "limits.memlock" {
+				x.Message = "RLIMIT_MEMLOCK is 65536 KiB; no RDMA NIC here, so no verbs registrations depend on it"
+			}
+		}
+	},
+	"q-05": func(r *dossier.Report) { // NCCL_IB_HCA set where the others leave it
+		for i := range r.Results {
+			if x := &r.Results[i]; x.ID == "nccl.env" {
+				*x = result.Result{ID: "nccl.env", Status: result.Warn, Subject: "NCCL_IB_HCA", Reason: "Excludes", Message: "NCCL_IB_HCA excludes mlx5_1",
+					Evidence: []result.Evidence{{Source: "environment", Value: "NCCL_IB_HCA=^mlx5_1"}}}
+			}
+		}
+	},
 }
 
 func TestPlantedFaultsFoundAndRanked(t *testing.T) {
@@ -121,6 +137,8 @@ func TestPlantedFaultsFoundAndRanked(t *testing.T) {
 		{"h-11", "port mlx5_5:1 at 200 Gb/s, class majority 400"},
 		{"q-07", "below the class median; worst all_reduce/"},
 		{"q-13", "driver 570.86.15, class majority is 580.159.04"},
+		{"q-03", "setting memlock 65536 KiB, class majority is unlimited"},
+		{"q-05", "setting NCCL_IB_HCA ^mlx5_1, class majority is not reported"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("drain list:\n%s\nwant %d nodes", strings.Join(got, "\n"), len(want))
@@ -138,6 +156,21 @@ func TestPlantedFaultsFoundAndRanked(t *testing.T) {
 	}
 	if len(f.Outliers) == 0 {
 		t.Error("q-07's slow all_reduce not flagged")
+	}
+	// A spread per flagged key: the 20 quick nodes one by one, q-07 below
+	// the band.
+	keys := map[string]bool{}
+	for _, o := range f.Outliers {
+		keys[o.Key] = true
+	}
+	if len(f.Spreads) != len(keys) {
+		t.Errorf("%d spreads for %d flagged keys", len(f.Spreads), len(keys))
+	}
+	for _, sp := range f.Spreads {
+		if sp.Nodes != 20 || len(sp.Points) != 20 || sp.Bins != nil || sp.Outliers != 1 || sp.Points[0].Host != "q-07" ||
+			sp.Points[0].Value >= sp.Median-sp.Band || sp.Points[1].Value < sp.Median-sp.Band || sp.Min != sp.Points[0].Value {
+			t.Errorf("spread %s: %+v", sp.Key, sp)
+		}
 	}
 	golden(t, "planted", f)
 }
@@ -345,6 +378,103 @@ func TestScanner(t *testing.T) {
 			if string(got[i]) != w {
 				t.Errorf("%s: member %d = %s, want %s", tc.in, i, got[i], w)
 			}
+		}
+	}
+}
+
+// The profile's memlock_kb and gdr.mode are the settings' reference.
+func TestSettingPin(t *testing.T) {
+	cases := []struct {
+		expect  checks.Expect
+		setting string
+		ref     string
+		ok, bad []string
+	}{
+		{checks.Expect{MemlockKB: "unlimited"}, SettingMemlock, "unlimited", []string{"unlimited"}, []string{"65536 KiB"}},
+		{checks.Expect{MemlockKB: "65536"}, SettingMemlock, "at least 65536 KiB", []string{"unlimited", "65536 KiB", "131072 KiB"}, []string{"8192 KiB", "junk"}},
+		{checks.Expect{GDR: &checks.ExpectGDR{Mode: "peermem"}}, SettingPeermem, "loaded", []string{"loaded"}, []string{"not loaded"}},
+		{checks.Expect{GDR: &checks.ExpectGDR{Mode: "dmabuf"}}, SettingDMABuf, "yes", []string{"yes"}, []string{"no"}},
+		{checks.Expect{GDR: &checks.ExpectGDR{Mode: "any"}}, SettingDMABuf, "", nil, nil},
+		{checks.Expect{MemlockKB: "unlimited"}, "NCCL_IB_HCA", "", nil, nil},
+	}
+	for _, tc := range cases {
+		ref, match := settingPin(&tc.expect, tc.setting)
+		if ref != tc.ref || (ref == "") != (match == nil) {
+			t.Errorf("%+v %s: reference %q, want %q", tc.expect, tc.setting, ref, tc.ref)
+			continue
+		}
+		for _, v := range tc.ok {
+			if !match(v) {
+				t.Errorf("%s %q does not meet %s", tc.setting, v, ref)
+			}
+		}
+		for _, v := range tc.bad {
+			if match(v) {
+				t.Errorf("%s %q meets %s", tc.setting, v, ref)
+			}
+		}
+	}
+}
+
+// What the settings reader takes from each real report's results.
+func TestSettingsFromReports(t *testing.T) {
+	cases := []struct {
+		path string
+		want map[string]string
+		env  bool
+	}{
+		{quickReport, map[string]string{SettingMemlock: "unlimited", SettingIOMMU: "IOMMUOff", SettingCmdline: "no IOMMU parameters", SettingPeermem: "not loaded", SettingDMABuf: "yes", "NCCL_IB_HCA": notReported, SettingACS: ""}, true},
+		// memlock and the environment were not captured; dma-buf's answer
+		// depends on a driver version the snapshot lacks.
+		{hgxReport, map[string]string{SettingMemlock: "", SettingIOMMU: "IOMMUOff", SettingCmdline: "iommu=pt", SettingPeermem: "loaded", SettingDMABuf: "", SettingACS: "ACSAllowsP2P", SettingMRR: "MaxPayload 256 bytes, MaxReadReq 512 bytes", "NCCL_IB_HCA": ""}, false},
+	}
+	for _, tc := range cases {
+		n, err := Summarize(load(t, tc.path), tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.NCCLEnv != tc.env {
+			t.Errorf("%s: NCCLEnv %v, want %v", tc.path, n.NCCLEnv, tc.env)
+		}
+		for k, w := range tc.want {
+			if got := n.Setting(k); got != w {
+				t.Errorf("%s: setting %s = %q, want %q", tc.path, k, got, w)
+			}
+		}
+	}
+}
+
+// A class larger than MaxPoints is kept as a histogram, every node in a bin.
+func TestSpreadHistogram(t *testing.T) {
+	a := NewAggregator(DefaultOptions())
+	rng := rand.New(rand.NewPCG(7, 8))
+	n := MaxPoints + 200
+	for i := range n {
+		v := 100 * (1 + 0.01*(2*rng.Float64()-1))
+		if i == 17 {
+			v = 60
+		}
+		a.Add(Node{Host: fmt.Sprintf("n%04d", i), GPUModel: "G", GPUs: 8, Measurements: []Measure{{"k", v}}})
+	}
+	f := a.Report()
+	if len(f.Spreads) != 1 || len(f.Outliers) != 1 || f.Outliers[0].Host != "n0017" {
+		t.Fatalf("spreads %d, outliers %+v", len(f.Spreads), f.Outliers)
+	}
+	sp := f.Spreads[0]
+	total := 0
+	for _, c := range sp.Bins {
+		total += c
+	}
+	// The outlier is not binned: the bins span the others.
+	if sp.Points != nil || len(sp.Bins) != HistBins || total != n-1 || sp.Min != 60 || sp.BinsMin < 99 || sp.Bins[0] == 0 || sp.Bins[HistBins-1] == 0 {
+		t.Errorf("spread %+v", sp)
+	}
+	for _, c := range []struct {
+		v    float64
+		want int
+	}{{60, 0}, {sp.Max, HistBins - 1}, {(60 + sp.Max) / 2, HistBins / 2}, {-1, 0}, {1e9, HistBins - 1}} {
+		if got := Bin(c.v, 60, sp.Max, HistBins); got != c.want {
+			t.Errorf("Bin(%g) = %d, want %d", c.v, got, c.want)
 		}
 	}
 }

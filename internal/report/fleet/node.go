@@ -31,9 +31,15 @@ type Node struct {
 	NCCL        string `json:"nccl,omitempty"`
 	Kernel      string `json:"kernel,omitempty"`
 	NICFirmware string `json:"nic_firmware,omitempty"` // the distinct firmware versions, sorted, comma-separated
-	GPUModel    string `json:"gpu_model"`
-	GPUs        int    `json:"gpus"`
-	NICs        int    `json:"nics"`
+	RDMACore    string `json:"rdma_core,omitempty"`
+	// Settings are what the node's check results say of its settings
+	// (NCCL_* variables, memlock, IOMMU, peer memory, ACS, MaxReadReq),
+	// sorted by name; NCCLEnv is true when nccl.env saw the environment.
+	Settings []Setting `json:"settings,omitempty"`
+	NCCLEnv  bool      `json:"nccl_env,omitempty"`
+	GPUModel string    `json:"gpu_model"`
+	GPUs     int       `json:"gpus"`
+	NICs     int       `json:"nics"`
 	// RateGbps is the fastest port's rate (0 none known): the NIC rate of
 	// the node's hardware class.
 	RateGbps     float64   `json:"nic_rate_gbps"`
@@ -88,7 +94,8 @@ type slim struct {
 		NCCL struct {
 			Version string `json:"version"`
 		} `json:"nccl"`
-		GPUs []struct {
+		RDMACore string `json:"rdma_core_version"`
+		GPUs     []struct {
 			Name string `json:"name"`
 		} `json:"gpus"`
 		NICs []struct {
@@ -126,7 +133,7 @@ type copyRow struct {
 // (its path). A document of another schema is an error.
 func Summarize(b []byte, source string) (Node, error) {
 	var s slim
-	top, err := members(b, "schema", "verdict", "inventory", "measurements", "topology") // in this order below
+	top, err := members(b, "schema", "verdict", "inventory", "measurements", "topology", "results") // in this order below
 	if err != nil {
 		return Node{}, err
 	}
@@ -160,8 +167,12 @@ func Summarize(b []byte, source string) (Node, error) {
 	if err != nil {
 		return Node{}, fmt.Errorf("topology.%w", err)
 	}
+	sets, ncclEnv, err := settings(top[5])
+	if err != nil {
+		return Node{}, fmt.Errorf("results%w", err)
+	}
 	inv := &s.Inventory
-	n := Node{
+	n := Node{Settings: sets, NCCLEnv: ncclEnv, RDMACore: inv.RDMACore,
 		Source: source, Host: inv.Host, Verdict: s.Verdict.Status, Failing: s.Verdict.Failing,
 		Driver: inv.Driver, CUDA: inv.CUDARuntime.Version, NCCL: inv.NCCL.Version, Kernel: inv.Kernel,
 		GPUs: len(inv.GPUs), NICs: len(inv.NICs), GPUModel: "no GPU",

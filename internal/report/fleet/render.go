@@ -79,7 +79,7 @@ func (f *Fleet) write(w io.Writer, esc func(string) string, md bool) error {
 	for _, c := range f.Classes {
 		row(esc(c.Class), fmt.Sprint(c.Nodes))
 	}
-	head("Versions")
+	head("Versions and settings")
 	table("class", "field", "reference", "basis", "nodes", "differing")
 	for _, c := range f.Consistency {
 		ds := make([]string, len(c.Deviants))

@@ -36,9 +36,14 @@ const ReportHTML = "report.html"
 //go:embed page.html.tmpl
 var pageText string
 
-// page is the one template; html/template escapes every value for its
-// context after p (printable.Line) made it printable.
-var page = template.Must(template.New("page").Funcs(template.FuncMap{
+// sharedText holds what report.html and fleet.html share: the one
+// stylesheet ("style") and a plot with its title and caption ("plot").
+//
+//go:embed shared.html.tmpl
+var sharedText string
+
+// funcs are the templates' helpers.
+var funcs = template.FuncMap{
 	"p":      printable.Line,
 	"st":     statusClass,
 	"stword": statusWord,
@@ -53,7 +58,26 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 		}
 		return fmt.Sprintf("%s x%d / %s x%d", speedText(float64(l.CurSpeed)), l.CurWidth, speedText(float64(l.MaxSpeed)), l.MaxWidth)
 	},
-}).Parse(pageText))
+	"verdict": verdictClass,
+}
+
+// parse is one page's template with the shared templates; html/template
+// escapes every value for its context after p (printable.Line) made it
+// printable.
+func parse(name, text string) *template.Template {
+	return template.Must(template.Must(template.New(name).Funcs(funcs).Parse(text)).Parse(sharedText))
+}
+
+// page is report.html's template.
+var page = parse("page", pageText)
+
+// verdictClass is the CSS class of a node verdict.
+func verdictClass(v string) string {
+	if c, ok := map[string]string{checks.Ready: "st-pass", checks.Degraded: "st-warn", checks.NotReady: "st-fail"}[v]; ok {
+		return c
+	}
+	return "st-unknown"
+}
 
 // view is what the template reads.
 type view struct {
@@ -85,10 +109,7 @@ func Render(w io.Writer, r *dossier.Report) error {
 	j := newJudged(r.Results)
 	v := view{R: r, Host: hostName(r), Topology: drawTopology(r, j), Paths: dataPaths(r, newRefIndex(r, j)),
 		BusBW: busBWPlots(r), Copy: copyPlots(r), Heat: heatMaps(r), IntraNCCL: intraNCCL(r)}
-	v.Banner = map[string]string{checks.Ready: "st-pass", checks.Degraded: "st-warn", checks.NotReady: "st-fail"}[r.Verdict.Status]
-	if v.Banner == "" {
-		v.Banner = "st-unknown"
-	}
+	v.Banner = verdictClass(r.Verdict.Status)
 	rs := append([]result.Result(nil), r.Results...)
 	result.Sort(rs)
 	for _, x := range rs {

@@ -147,3 +147,17 @@ func Number(v float64) string {
 	}
 	return s
 }
+
+// RangeTicks are the multiples of NiceStep(hi−lo, n) within [lo, hi]: an
+// axis that does not start at 0 (a strip of values around their median).
+func RangeTicks(lo, hi float64, n int) []float64 {
+	if !(hi > lo) || math.IsInf(hi-lo, 0) {
+		return []float64{lo}
+	}
+	step := NiceStep(hi-lo, n)
+	var ticks []float64
+	for v := math.Ceil(lo/step-1e-9) * step; v <= hi*(1+1e-12)+1e-12; v += step {
+		ticks = append(ticks, math.Round(v/step)*step)
+	}
+	return ticks
+}

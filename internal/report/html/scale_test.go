@@ -1,6 +1,7 @@
 package html
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -116,6 +117,25 @@ func TestLabels(t *testing.T) {
 	}{{0.5, "0.5"}, {2, "2"}, {12.5, "12.5"}, {1000, "1000"}, {0.125, "0.125"}, {-0.0001, "0"}, {0.30000000000000004, "0.3"}} {
 		if got := Number(c.v); got != c.want {
 			t.Errorf("Number(%v) = %q, want %q", c.v, got, c.want)
+		}
+	}
+}
+
+func TestRangeTicks(t *testing.T) {
+	cases := []struct {
+		lo, hi float64
+		n      int
+		want   []float64
+	}{
+		{1290, 1920, 5, []float64{1400, 1600, 1800}}, {1290, 1920, 10, []float64{1300, 1400, 1500, 1600, 1700, 1800, 1900}},
+		{0.5, 2.5, 4, []float64{0.5, 1, 1.5, 2, 2.5}},
+		{-3, 3, 3, []float64{-2, 0, 2}},
+		{5, 5, 4, []float64{5}},
+	}
+	for _, c := range cases {
+		got := RangeTicks(c.lo, c.hi, c.n)
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("RangeTicks(%g, %g, %d) = %v, want %v", c.lo, c.hi, c.n, got, c.want)
 		}
 	}
 }
