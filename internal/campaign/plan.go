@@ -11,8 +11,10 @@ import (
 //
 //   - A step that passes clears its members at its level; a node-level pass
 //     clears its members' rails too (the node-level all_reduce runs over
-//     every NIC and at the pace of its slowest channel, so a slow NIC fails
-//     it). A cleared member is never accused at that level: faults measure
+//     every NIC and at the pace of its slowest channel, so a slow NIC
+//     usually fails it), except a rail that failed in the same chain (the
+//     same partners, right after): the rail test sees what the node-level
+//     one may not. A cleared member is never accused at that level: faults measure
 //     low, flaky measurements only ever measure low, so a pass is trusted.
 //   - A failing step of 2 or 3 nodes is evidence against each member. It
 //     does not count against X when another member Y has a "strong" fail
@@ -65,6 +67,7 @@ func (c *Campaign) ledger() *ledger {
 	l.fails = make([][][]*ref, n)
 	l.tested = make([]bool, n)
 	l.partners = make([]map[int]bool, n)
+	nodePass := make([][]*ref, n) // each node's node-level passes
 	for i := range n {
 		l.cleared[i] = make([]*ref, l.levels)
 		l.fails[i] = make([][]*ref, l.levels)
@@ -103,11 +106,7 @@ func (c *Campaign) ledger() *ledger {
 						l.cleared[x][lv] = rf
 					}
 					if lv == 0 {
-						for k := 1; k < l.levels; k++ {
-							if l.cleared[x][k] == nil {
-								l.cleared[x][k] = rf
-							}
-						}
+						nodePass[x] = append(nodePass[x], rf)
 					}
 				case len(s.Nodes) <= 3:
 					l.fails[x][lv] = append(l.fails[x][lv], rf)
@@ -118,7 +117,29 @@ func (c *Campaign) ledger() *ledger {
 			}
 		}
 	}
+	// A node-level pass clears the node's rails, except a rail that failed
+	// in the same chain (the same partners, right after): the rail test
+	// sees what the node-level test, spread over every NIC, may not.
+	for x, passes := range nodePass {
+		for k := 1; k < l.levels; k++ {
+			for _, p := range passes {
+				if l.cleared[x][k] == nil && !l.failedInChain(x, k, p) {
+					l.cleared[x][k] = p
+				}
+			}
+		}
+	}
 	return l
+}
+
+// failedInChain: x failed rail level k in the chain of node-level step p.
+func (l *ledger) failedInChain(x, k int, p *ref) bool {
+	for _, f := range l.fails[x][k] {
+		if f.round == p.round && f.s.Chain == p.s.Chain {
+			return true
+		}
+	}
+	return false
 }
 
 // strong: every member of f other than x is known good at lv.
@@ -690,12 +711,28 @@ func (c *Campaign) findings(l *ledger, v []nodeVerdict) *Findings {
 			}
 			f.Unresolved = append(f.Unresolved, Finding{Node: h, Rail: lvName(lv), Why: why, Evidence: c.evidenceOf(l.fails[x][lv])})
 		}
+		// A suspect cleared: it failed before the pass that cleared it (a
+		// known-good partner failing with a suspect is not one). Rails
+		// that failed and passed with the node-level steps are named on
+		// the node's line.
+		var rails []string
+		node := -1
 		for lv := range l.levels {
-			// A suspect cleared: it failed before the pass that cleared
-			// it (a known-good partner failing with a suspect is not one).
-			if p := l.cleared[x][lv]; p != nil && len(l.fails[x][lv]) > 0 && l.fails[x][lv][0].round <= p.round && (lv == 0 || p.s.Rail >= 0) {
-				f.Cleared = append(f.Cleared, Finding{Node: h, Rail: lvName(lv), Why: "failed, then passed", Evidence: append(c.evidenceOf(l.fails[x][lv]), c.evidence(p))})
+			p := l.cleared[x][lv]
+			if p == nil || len(l.fails[x][lv]) == 0 || l.fails[x][lv][0].round > p.round || lv > 0 && p.s.Rail < 0 {
+				continue
 			}
+			if lv > 0 && node >= 0 && l.fails[x][lv][0].round == l.fails[x][0][0].round && p.round == l.cleared[x][0].round {
+				rails = append(rails, lvName(lv))
+				continue
+			}
+			if lv == 0 {
+				node = len(f.Cleared)
+			}
+			f.Cleared = append(f.Cleared, Finding{Node: h, Rail: lvName(lv), Why: "failed, then passed", Evidence: append(c.evidenceOf(l.fails[x][lv]), c.evidence(p))})
+		}
+		if len(rails) > 0 {
+			f.Cleared[node].Why += fmt.Sprintf(", and so did rail(s) %s with it", strings.Join(rails, ", "))
 		}
 	}
 	f.Notes = c.unexplained(l, f)

@@ -72,6 +72,9 @@ func TestSimulation(t *testing.T) {
 		links map[string][]int
 		down  []string
 		flake map[int][]string
+		// pull overrides Fabric.LinkPull: 1, a bad link the node-level
+		// test does not see.
+		pull float64
 	}
 	cases := []struct {
 		name      string
@@ -90,6 +93,10 @@ func TestSimulation(t *testing.T) {
 		{name: "bad node bisect rails", n: 1024, strategy: Bisect, rails: true, fault: fault{nodes: []string{"gpu0700"}}, want: []string{"node gpu0700"}, maxRounds: 11},
 		{name: "bad link pairs", n: 1024, strategy: Pairs, rails: true, fault: fault{links: map[string][]int{"gpu0042": {3}}}, want: []string{"link gpu0042 mlx5_3"}, maxRounds: 2},
 		{name: "bad link bisect", n: 1024, strategy: Bisect, rails: true, fault: fault{links: map[string][]int{"gpu0042": {3}}}, want: []string{"link gpu0042 mlx5_3"}, maxRounds: 11},
+		// A link only the rail test sees (the node-level all_reduce passes,
+		// as in the run on the H200 machine, docs/fleet-plan.md): the
+		// rail's failure in the same chain is not cleared by the pass.
+		{name: "bad link the node-level test misses", n: 1024, strategy: Pairs, rails: true, fault: fault{links: map[string][]int{"gpu0042": {3}}, pull: 1}, want: []string{"link gpu0042 mlx5_3"}, maxRounds: 2},
 		{name: "two links of a node", n: 1024, strategy: Pairs, rails: true, fault: fault{links: map[string][]int{"gpu0042": {3, 6}}}, want: []string{"link gpu0042 mlx5_3", "link gpu0042 mlx5_6"}, maxRounds: 2},
 		{name: "every link of a node is the node", n: 64, strategy: Pairs, rails: true, fault: fault{links: map[string][]int{"gpu0042": {0, 1, 2, 3, 4, 5, 6, 7}}}, want: []string{"node gpu0042"}, maxRounds: 2},
 		{name: "bad link without rails is the node", n: 1024, strategy: Pairs, fault: fault{links: map[string][]int{"gpu0042": {3}}}, want: []string{"node gpu0042"}, maxRounds: 2},
@@ -124,6 +131,9 @@ func TestSimulation(t *testing.T) {
 				f.DownNodes[n] = true
 			}
 			f.FlakeIn = c.fault.flake
+			if c.fault.pull > 0 {
+				f.LinkPull = c.fault.pull
+			}
 			cp, fd, err := Simulate(config(c.n, c.strategy, c.rails), f)
 			if err != nil {
 				t.Fatal(err)
@@ -157,6 +167,13 @@ func TestSimulation(t *testing.T) {
 				var b strings.Builder
 				_ = fd.WriteText(&b)
 				t.Log(b.String())
+				for _, r := range cp.Rounds {
+					for _, s := range r.Steps {
+						if len(s.Nodes) < 20 {
+							t.Logf("r%d %s %v rail %d %s %s", r.N, s.ID, s.Nodes, s.Rail, s.Role, s.Outcome.Status)
+						}
+					}
+				}
 			}
 		})
 	}

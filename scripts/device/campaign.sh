@@ -11,12 +11,12 @@
 #          spinners on it): NCCL's socket proxy is CPU-bound, so the node is slow
 #   LINK   NODE:RAIL, a node slow (as above) on that rail's steps only
 #   DEAD   nodes that cannot run (CUDA_VISIBLE_DEVICES empty: no GPU)
-# Usage: N=12 SLOW=n09 LINK=n05:1 DEAD=n11 scripts/device/campaign.sh
+# Usage: N=16 SLOW=n09 LINK=n05:1 DEAD=n11 scripts/device/campaign.sh
 # Prints every round's plan and the findings; exit status: fleet plan's.
 set -u
 OUT=${OUT:-out}
 B=${GDRCHECK:-$PWD/bin/gdrcheck}
-N=${N:-12}
+N=${N:-16}
 SIZE=${SIZE:-16M}
 SLOW=${SLOW:-}
 LINK=${LINK:-}
@@ -73,7 +73,7 @@ while :; do
         [ "${l%%:*}" = "$node" ] && [ "$rail" = "mlx5_${l##*:}" ] && slow=1
       done
       if [ $slow = 1 ]; then
-        core=$((15 - r))
+        core=$(($(nproc) - 1 - r))
         pre=(taskset -c "$core")
         for _ in 1 2 3; do taskset -c "$core" sh -c 'while :; do :; done' & spin+=($!); done
       fi
@@ -96,7 +96,7 @@ while :; do
 import json,sys
 try:
     d=json.load(open(sys.argv[1]))
-    print(max(max(r.get("busbw_out",0),r.get("busbw_in",0)) for m in d["measurements"] for r in m["rows"]))
+    print("%.3f" % max(max(r[k]["busbw_gbs"] for k in ("out_of_place", "in_place")) for m in d["measurements"] for r in m["rows"]))
 except Exception as e: print("-")' "$rd/results/$id.json")"
   done < <(steps)
   round=$((round + 1))
