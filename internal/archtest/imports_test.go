@@ -44,7 +44,7 @@ var mayTouchTheMachine = []string{
 var mustBeClean = []string{
 	"internal/checks", "internal/model", "internal/result", "internal/analyze/ncclog", "internal/analyze/textio",
 	"internal/topology", "internal/topology/level", "internal/topology/pairing",
-	"internal/launch", "internal/rendezvous", "internal/report/sched", "internal/campaign",
+	"internal/launch", "internal/rendezvous", "internal/report/sched", "internal/report/noise", "internal/campaign",
 }
 
 type pkg struct {

@@ -24,7 +24,8 @@ collective, size and ranks; copy GB/s per test and GPU) that moved beyond their 
 Noise: a measurement moved when new/old lies outside ×(1+f) either way, f being --floor for
 bandwidth-bound measurements, --host-floor for pinned one-direction host copies, --noisy-floor
 for pageable or bidirectional host copies, --latency-floor for latency-bound collectives (the
-model says so, or the row took under --latency-us), widened to the spread between a row's
+model says so, or the row took under --latency-us), or --jitter-us over the row's time when that
+is larger (a short row moves by a few µs whatever its size), widened to the spread between a row's
 in-place and out-of-place runs when that is larger. docs/diff.md says why.
 
 Exit status: 1 when something got worse (a check went from pass to warn or fail, a new failure,
@@ -65,5 +66,6 @@ an input cannot be read (the message names the file, line and field), else 0.`,
 	fl.Float64Var(&noise.NoisyFloor, "noisy-floor", noise.NoisyFloor, "relative move a pageable or bidirectional host copy may make unnoticed")
 	fl.Float64Var(&noise.LatencyFloor, "latency-floor", noise.LatencyFloor, "relative move a latency-bound collective may make unnoticed (1: a factor of 2 either way)")
 	fl.Float64Var(&noise.LatencyUS, "latency-us", noise.LatencyUS, "a collective row faster than this (µs) is latency-bound")
+	fl.Float64Var(&noise.JitterUS, "jitter-us", noise.JitterUS, "time (µs) a collective row may gain or lose whatever its size: a row of t µs may move by jitter/t")
 	return cmd
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
+	"github.com/gdrcheck/gdrcheck/internal/report/noise"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -100,54 +101,16 @@ func (d *Diff) Count(effect string) int {
 	return n
 }
 
-// Options is the noise model: how far a measurement may move between two
-// runs of the same healthy node and still count as unchanged. A
-// measurement moved when new/old lies outside [1/(1+f), 1+f] for its
-// floor f, widened by the spread between its in-place and out-of-place
-// runs where both were measured on more than one rank.
-type Options struct {
-	// Floor is for bandwidth-bound measurements: large collectives,
-	// device and peer copies. The H200 machine's large sizes
-	// repeat within 1% (docs/device-runs.md).
-	Floor float64 `json:"floor"`
-	// HostFloor is for pinned one-direction host copies: the H200
-	// machine's device-to-host pinned copy gave 52.3–55.2 GB/s over three
-	// identical runs (5.5%).
-	HostFloor float64 `json:"host_floor"`
-	// NoisyFloor is for pageable and bidirectional host copies: the H200
-	// machine's pageable copies moved by 15% and more between identical
-	// runs (6.4–8.7 GB/s over 36 runs), its bidirectional pinned copies
-	// 72.8–94.9 GB/s.
-	NoisyFloor float64 `json:"noisy_floor"`
-	// LatencyFloor is for latency-bound collectives: on the H200 machine
-	// small operations fall into a fast (≈5.7 µs) or a slow (7–9 µs) state
-	// a whole process at a time; single rows moved by a factor of up to
-	// 1.45 between identical builds and 1.79 between two quick dossiers
-	// of the same configuration (docs/diff.md).
-	LatencyFloor float64 `json:"latency_floor"`
-	// LatencyUS: a collective row whose faster run took less than this is
-	// latency-bound, whatever the model says (a small operation costs 6–9
-	// µs on the H200 machine before it moves a byte).
-	LatencyUS float64 `json:"latency_us"`
-}
+// Options is the noise model (internal/report/noise): how far a
+// measurement may move between two runs of the same healthy node and still
+// count as unchanged. A measurement moved when new/old lies outside
+// [1/(1+f), 1+f] for its floor f, widened by the spread between its
+// in-place and out-of-place runs where both were measured on more than one
+// rank.
+type Options = noise.Options
 
 // DefaultOptions are the floors docs/diff.md argues for.
-func DefaultOptions() Options {
-	return Options{Floor: 0.05, HostFloor: 0.10, NoisyFloor: 0.40, LatencyFloor: 1.0, LatencyUS: 20}
-}
-
-// Validate refuses floors that are not positive numbers.
-func (o Options) Validate() error {
-	for _, f := range []struct {
-		name string
-		v    float64
-	}{{"floor", o.Floor}, {"host floor", o.HostFloor}, {"noisy floor", o.NoisyFloor}, {"latency floor", o.LatencyFloor}, {"latency time", o.LatencyUS}} {
-		if !(f.v > 0) || math.IsInf(f.v, 0) {
-			return fmt.Errorf("%s %g: want a positive number", f.name, f.v)
-		}
-	}
-	return nil
-}
+func DefaultOptions() Options { return noise.DefaultOptions() }
 
 // Compare compares old with new; the sources name them (their paths).
 func Compare(old, new *dossier.Report, oldSource, newSource string, opts Options) *Diff {

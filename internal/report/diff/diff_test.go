@@ -398,7 +398,16 @@ func golden(t *testing.T, path string, got []byte) {
 }
 
 func TestOptionsValidate(t *testing.T) {
-	for _, o := range []Options{{0, 0.1, 0.4, 1, 20}, {0.05, 0.1, -1, 1, 20}, {0.05, 0.1, 0.4, 1, 0}, {0.05, 0, 0.4, 1, 20}, {0.05, 0.1, 0.4, 0, 20}} {
+	for _, bad := range []func(*Options){
+		func(o *Options) { o.Floor = 0 },
+		func(o *Options) { o.NoisyFloor = -1 },
+		func(o *Options) { o.LatencyUS = 0 },
+		func(o *Options) { o.HostFloor = 0 },
+		func(o *Options) { o.LatencyFloor = 0 },
+		func(o *Options) { o.JitterUS = 0 },
+	} {
+		o := DefaultOptions()
+		bad(&o)
 		if o.Validate() == nil {
 			t.Errorf("%+v accepted", o)
 		}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
@@ -16,12 +15,9 @@ type sample struct {
 	subject string
 	unit    string
 	v       float64
-	// noisy marks a measurement of the noisy class (latency-bound
-	// collectives, pageable and bidirectional copies).
+	// noisy marks a collective the model called latency-bound.
 	noisy bool
-	// host marks a pinned one-direction host copy.
-	host bool
-	why  string // the class, for the reason
+	test  string // a copy's test, which decides its noise
 	// spread is |in-place − out-of-place| / out-of-place where both were
 	// measured on more than one rank, else 0.
 	spread float64
@@ -71,12 +67,7 @@ func copySamples(ms []dossier.CopyMeasurement) map[string]sample {
 		if m.Peer >= 0 {
 			k = fmt.Sprintf("copy %s GPU%d-GPU%d %s", m.Test, m.Device, m.Peer, sizeText(m.Bytes))
 		}
-		s := sample{subject: k, unit: "GB/s", v: m.GBps}
-		if strings.Contains(m.Test, "pageable") || strings.Contains(m.Test, "bidir") {
-			s.noisy, s.why = true, "host copies that are pageable or bidirectional vary by 15–30% between identical runs"
-		} else if strings.HasPrefix(m.Test, "h2d") || strings.HasPrefix(m.Test, "d2h") {
-			s.host = true
-		}
+		s := sample{subject: k, unit: "GB/s", v: m.GBps, test: m.Test}
 		if !m.Valid {
 			s.failed = "did not validate"
 		}
@@ -96,19 +87,16 @@ func (c *comparer) measurements(o, n *dossier.Report) {
 // noise is the relative move a pair of samples may make unnoticed, and
 // the words for it.
 func (c *comparer) noise(a, b sample, collective bool) (float64, string) {
-	floor, class := c.opts.Floor, "bandwidth-bound"
-	switch {
-	case collective && (a.noisy || b.noisy):
-		floor, class = c.opts.LatencyFloor, "latency-bound (the model says so)"
-	case collective && math.Min(a.timeUS, b.timeUS) > 0 && math.Min(a.timeUS, b.timeUS) < c.opts.LatencyUS:
-		floor, class = c.opts.LatencyFloor, fmt.Sprintf("latency-bound (under %s µs)", num(c.opts.LatencyUS))
-	case a.host && b.host:
-		floor, class = c.opts.HostFloor, "pinned host copy"
-	case a.noisy || b.noisy:
-		floor, class = c.opts.NoisyFloor, "noisy: "+a.why+b.why
-		if a.noisy && b.noisy {
-			class = "noisy: " + a.why
+	var floor float64
+	var class string
+	if collective {
+		t := math.Min(a.timeUS, b.timeUS)
+		if t <= 0 {
+			t = math.Max(a.timeUS, b.timeUS)
 		}
+		floor, class = c.opts.Collective(t, a.noisy || b.noisy)
+	} else {
+		floor, class = c.opts.Copy(a.test)
 	}
 	if s := math.Max(a.spread, b.spread); s > floor {
 		return s, fmt.Sprintf("%s; widened to the in-place/out-of-place spread %.1f%%", class, s*100)

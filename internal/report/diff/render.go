@@ -69,8 +69,8 @@ func (d *Diff) WriteText(w io.Writer) error {
 	}
 	writeOnly(&b, "measured in OLD only", d.OnlyOld, printable.Line)
 	writeOnly(&b, "measured in NEW only", d.OnlyNew, printable.Line)
-	fmt.Fprintf(&b, "noise: ×%s either way for bandwidth-bound measurements, ×%s for pinned host copies, ×%s for pageable or bidirectional copies, ×%s for latency-bound collectives (or under %s µs), or the in-place/out-of-place spread when larger\n",
-		num(1+d.Noise.Floor), num(1+d.Noise.HostFloor), num(1+d.Noise.NoisyFloor), num(1+d.Noise.LatencyFloor), num(d.Noise.LatencyUS))
+	fmt.Fprintf(&b, "noise: ×%s either way for bandwidth-bound measurements, ×%s for pinned host copies, ×%s for pageable or bidirectional copies, ×%s for latency-bound collectives (or under %s µs), %s µs of a collective's time (when more), or the in-place/out-of-place spread when larger\n",
+		num(1+d.Noise.Floor), num(1+d.Noise.HostFloor), num(1+d.Noise.NoisyFloor), num(1+d.Noise.LatencyFloor), num(d.Noise.LatencyUS), num(d.Noise.JitterUS))
 	fmt.Fprintln(&b, d.Summary())
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/gdrcheck/gdrcheck/internal/checks"
+	"github.com/gdrcheck/gdrcheck/internal/report/noise"
 )
 
 // Options are the roll-up's reference and noise model.
@@ -27,11 +28,19 @@ type Options struct {
 	// MinNodes is the fewest nodes of a class measuring a key for its
 	// outliers to be judged.
 	MinNodes int
+	// Noise is how far a healthy node's measurement moves between runs
+	// (internal/report/noise, as gdrcheck diff uses it): a node is an
+	// outlier only when it is below the median by more than that too, so
+	// that a class of nodes measuring alike does not turn run-to-run noise
+	// of short, latency-bound rows into accusations.
+	Noise noise.Options
 }
 
 // DefaultOptions: |z| > 3.5 (Iglewicz and Hoaglin's cut-off for the
 // modified z-score), a MAD of at least 1% of the median, 5 nodes.
-func DefaultOptions() Options { return Options{Z: 3.5, MADFloor: 0.01, MinNodes: 5} }
+func DefaultOptions() Options {
+	return Options{Z: 3.5, MADFloor: 0.01, MinNodes: 5, Noise: noise.DefaultOptions()}
+}
 
 // Validate says what is wrong with o.
 func (o Options) Validate() error {
@@ -43,7 +52,7 @@ func (o Options) Validate() error {
 	case o.MinNodes < 3:
 		return fmt.Errorf("--min-nodes %d: want >= 3", o.MinNodes)
 	}
-	return nil
+	return o.Noise.Validate()
 }
 
 // Fleet is the cluster report.
@@ -196,6 +205,9 @@ type Outlier struct {
 	OffPct float64 `json:"off_pct"`
 	// Peers is how many nodes of the class measured the key.
 	Peers int `json:"peers"`
+	// Noise is the measurement's run-to-run noise f (internal/report/noise):
+	// the value is below median/(1+f) as well as beyond the robust z.
+	Noise float64 `json:"noise"`
 }
 
 // Drain is a node to drain, with its reasons, worst first.
@@ -235,7 +247,10 @@ type Aggregator struct {
 	skipped  []Skipped
 	keys     map[string]int32
 	keyNames []string
-	samples  map[sampleKey][]sample
+	// keyInfo is, per key, one node's measurement of it: what decides
+	// its noise (Aggregator.noise).
+	keyInfo []Measure
+	samples map[sampleKey][]sample
 	// strs holds one copy of each version and setting string: most nodes
 	// of a fleet share them, and a node keeps only references.
 	strs map[string]string
@@ -276,6 +291,12 @@ func (a *Aggregator) Add(n Node) {
 			k = int32(len(a.keyNames))
 			a.keys[m.Key] = k
 			a.keyNames = append(a.keyNames, m.Key)
+		}
+		if !ok || a.keyInfo[k].TimeUS <= 0 && m.TimeUS > 0 {
+			if !ok {
+				a.keyInfo = append(a.keyInfo, Measure{})
+			}
+			a.keyInfo[k] = Measure{Value: m.Value, TimeUS: m.TimeUS, Latency: m.Latency, Test: a.intern(m.Test)}
 		}
 		sk := sampleKey{c, k}
 		a.samples[sk] = append(a.samples[sk], sample{idx, m.Value})
@@ -711,16 +732,17 @@ func (a *Aggregator) outliers(f *Fleet, why whyFunc) {
 		if scale <= 0 {
 			continue
 		}
+		nf := a.noise(sk.key, med)
 		flagged, worstOff := 0, 0.0
 		for _, s := range ss {
 			z, low, ok := a.opts.RobustZ(s.value, med, mad)
 			if !ok {
 				break
 			}
-			if !low {
+			if !low || s.value*(1+nf) >= med {
 				continue
 			}
-			o := Outlier{Host: a.nodes[s.node].Host, Class: a.classes[sk.class], Key: a.keyNames[sk.key], Value: s.value, Median: med, MAD: mad, Z: z, OffPct: 100 * (s.value - med) / med, Peers: len(ss)}
+			o := Outlier{Host: a.nodes[s.node].Host, Class: a.classes[sk.class], Key: a.keyNames[sk.key], Value: s.value, Median: med, MAD: mad, Z: z, OffPct: 100 * (s.value - med) / med, Peers: len(ss), Noise: nf}
 			f.Outliers = append(f.Outliers, o)
 			flagged++
 			worstOff = min(worstOff, o.OffPct)
@@ -730,7 +752,8 @@ func (a *Aggregator) outliers(f *Fleet, why whyFunc) {
 			}
 		}
 		if flagged > 0 {
-			f.Spreads = append(f.Spreads, a.spread(sk, ss, med, mad, a.opts.Z*scale/0.6745, flagged, worstOff))
+			band := max(a.opts.Z*scale/0.6745, med*nf/(1+nf))
+			f.Spreads = append(f.Spreads, a.spread(sk, ss, med, mad, band, flagged, worstOff))
 		}
 	}
 	slices.SortFunc(f.Spreads, func(x, y Spread) int {
@@ -742,6 +765,23 @@ func (a *Aggregator) outliers(f *Fleet, why whyFunc) {
 	slices.SortFunc(f.Outliers, func(x, y Outlier) int {
 		return cmp.Or(cmp.Compare(x.OffPct, y.OffPct), cmp.Compare(x.Host, y.Host), cmp.Compare(x.Key, y.Key))
 	})
+}
+
+// noise is key k's run-to-run noise at the class median med: a copy's by
+// its test; a collective row's by its time at the median's speed (a row
+// of t µs on a node measuring v takes t·v/med µs at the median).
+func (a *Aggregator) noise(k int32, med float64) float64 {
+	m := a.keyInfo[k]
+	if m.Test != "" {
+		f, _ := a.opts.Noise.Copy(m.Test)
+		return f
+	}
+	t := 0.0
+	if m.TimeUS > 0 && med > 0 {
+		t = m.TimeUS * m.Value / med
+	}
+	f, _ := a.opts.Noise.Collective(t, m.Latency)
+	return f
 }
 
 // spread is the distribution of one class's measurement of one key.

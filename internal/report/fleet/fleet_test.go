@@ -1,10 +1,13 @@
 package fleet
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -95,11 +98,11 @@ func run(in []input, o Options) *Fleet {
 
 // The planted faults.
 var planted = map[string]func(*dossier.Report){
-	"q-07": func(r *dossier.Report) { // all_reduce 30% slower
+	"q-07": func(r *dossier.Report) { // all_reduce 20% slower (the planted fault)
 		for i := range r.Measurements.Collectives {
 			if c := &r.Measurements.Collectives[i]; c.Collective == "all_reduce" {
-				c.BusBW *= 0.7
-				c.AlgBW *= 0.7
+				c.BusBW *= 0.8
+				c.AlgBW *= 0.8
 			}
 		}
 	},
@@ -148,10 +151,10 @@ func TestPlantedFaultsFoundAndRanked(t *testing.T) {
 			t.Errorf("drain #%d = %q, want %s for %q", i+1, got[i], w.host, w.reason)
 		}
 	}
-	// Every outlier is q-07's all_reduce, about 30% off.
+	// Every outlier is q-07's all_reduce, about 20% off: the bandwidth-bound row (the short ones are within their run-to-run noise).
 	for _, o := range f.Outliers {
-		if o.Host != "q-07" || !strings.HasPrefix(o.Key, "all_reduce/") || o.OffPct > -25 || o.OffPct < -35 {
-			t.Errorf("outlier %+v: want only q-07's all_reduce, ~-30%%", o)
+		if o.Host != "q-07" || !strings.HasPrefix(o.Key, "all_reduce/") || o.OffPct > -15 || o.OffPct < -25 {
+			t.Errorf("outlier %+v: want only q-07's all_reduce, ~-20%%", o)
 		}
 	}
 	if len(f.Outliers) == 0 {
@@ -454,7 +457,7 @@ func TestSpreadHistogram(t *testing.T) {
 		if i == 17 {
 			v = 60
 		}
-		a.Add(Node{Host: fmt.Sprintf("n%04d", i), GPUModel: "G", GPUs: 8, Measurements: []Measure{{"k", v}}})
+		a.Add(Node{Host: fmt.Sprintf("n%04d", i), GPUModel: "G", GPUs: 8, Measurements: []Measure{{Key: "k", Value: v}}})
 	}
 	f := a.Report()
 	if len(f.Spreads) != 1 || len(f.Outliers) != 1 || f.Outliers[0].Host != "n0017" {
@@ -476,5 +479,73 @@ func TestSpreadHistogram(t *testing.T) {
 		if got := Bin(c.v, 60, sp.Max, HistBins); got != c.want {
 			t.Errorf("Bin(%g) = %d, want %d", c.v, got, c.want)
 		}
+	}
+}
+
+// realRuns are eight quick dossiers of the H200 machine, run one after the
+// other (scripts/device/fleet-health.sh, each renamed node1..node8): a
+// class of identical nodes with the machine's real run-to-run noise.
+func realRuns(t *testing.T) []input {
+	t.Helper()
+	f, err := os.Open("testdata/h200x1-quick-8runs.tgz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(z)
+	var in []input
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in = append(in, input{h.Name, b})
+	}
+	if len(in) != 8 {
+		t.Fatalf("%d reports, want 8", len(in))
+	}
+	return in
+}
+
+// TestRealRunsAccuseNoOne: the eight real runs' short rows moved by up to
+// 48% (an 8 µs operation in its slow state) and their 64 MiB rows by up to
+// 11% (sendrecv, 43 µs): by robust z alone, seven of the eight were to be
+// drained. Below the median beyond the measurement's noise as well, none
+// is; and an all_reduce planted 20% slower on one of them is still found.
+func TestRealRunsAccuseNoOne(t *testing.T) {
+	in := realRuns(t)
+	f := run(in, DefaultOptions())
+	if len(f.Drain) != 0 || len(f.Outliers) != 0 {
+		t.Errorf("real runs accused: %d drained, outliers %+v", len(f.Drain), f.Outliers)
+	}
+	zOnly := DefaultOptions()
+	zOnly.Noise.Floor, zOnly.Noise.HostFloor, zOnly.Noise.NoisyFloor, zOnly.Noise.LatencyFloor, zOnly.Noise.JitterUS = 1e-9, 1e-9, 1e-9, 1e-9, 1e-9
+	if g := run(in, zOnly); len(g.Drain) < 4 {
+		t.Errorf("without the noise floors %d of 8 drained: the test no longer shows why they are there", len(g.Drain))
+	}
+	r, err := dossier.Decode(bytes.NewReader(in[3].b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	planted["q-07"](r)
+	var b bytes.Buffer
+	if err := r.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	in[3].b = b.Bytes()
+	f = run(in, DefaultOptions())
+	if len(f.Drain) != 1 || f.Drain[0].Host != r.Inventory.Host || len(f.Outliers) != 1 || !strings.HasPrefix(f.Outliers[0].Key, "all_reduce/67108864/") {
+		t.Errorf("planted 20%% slower all_reduce on %s: drain %+v, outliers %+v", r.Inventory.Host, f.Drain, f.Outliers)
 	}
 }

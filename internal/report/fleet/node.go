@@ -66,6 +66,12 @@ type Port struct {
 type Measure struct {
 	Key   string  `json:"key"`
 	Value float64 `json:"value"`
+	// What decides the measurement's noise (internal/report/noise): a
+	// collective row's time and whether the model called it
+	// latency-bound; a copy's test.
+	TimeUS  float64 `json:"time_us,omitempty"`
+	Latency bool    `json:"latency,omitempty"`
+	Test    string  `json:"test,omitempty"`
 }
 
 // Class is the node's hardware class: GPU model, GPU count, NIC rate.
@@ -121,12 +127,15 @@ type collectiveRow struct {
 	Bytes      uint64
 	BusBW      float64
 	AlgBW      float64
+	TimeUS     float64
+	Bottleneck string
 }
 
 type copyRow struct {
 	ID    string
 	GBps  float64
 	Valid bool
+	Test  string
 }
 
 // Summarize reads one report.json's bytes into its Node; source names it
@@ -203,17 +212,18 @@ func Summarize(b []byte, source string) (Node, error) {
 	for _, c := range m.Collectives {
 		key := c.Collective + "/" + strconv.FormatUint(c.Bytes, 10) + "/" + strconv.Itoa(c.Ranks)
 		v, alg := dossier.ComparedBandwidth(c.Ranks, c.BusBW, c.AlgBW)
+		lat := c.Bottleneck == "latency"
 		switch {
 		case v <= 0:
 		case alg:
-			n.Measurements = append(n.Measurements, Measure{key + " algbw", v})
+			n.Measurements = append(n.Measurements, Measure{Key: key + " algbw", Value: v, TimeUS: c.TimeUS, Latency: lat})
 		default:
-			n.Measurements = append(n.Measurements, Measure{key + " busbw", v})
+			n.Measurements = append(n.Measurements, Measure{Key: key + " busbw", Value: v, TimeUS: c.TimeUS, Latency: lat})
 		}
 	}
 	for _, c := range m.Copies {
 		if c.Valid && c.GBps > 0 {
-			n.Measurements = append(n.Measurements, Measure{c.ID, c.GBps})
+			n.Measurements = append(n.Measurements, Measure{Key: c.ID, Value: c.GBps, Test: c.Test})
 		}
 	}
 	return n, nil
@@ -221,8 +231,8 @@ func Summarize(b []byte, source string) (Node, error) {
 
 var (
 	measurementNames = []string{"collectives", "copies"}
-	collectiveNames  = []string{"collective", "ranks", "bytes", "busbw_gbps", "algbw_gbps"}
-	copyNames        = []string{"id", "gbps", "valid"}
+	collectiveNames  = []string{"collective", "ranks", "bytes", "busbw_gbps", "algbw_gbps", "time_us", "bottleneck"}
+	copyNames        = []string{"id", "gbps", "valid", "test"}
 )
 
 // measurements reads the collectives' and copies' rows field by field:
@@ -232,7 +242,7 @@ func (s *slim) measurements(raw []byte) error {
 	if err := membersInto(raw, measurementNames, ms[:]); err != nil {
 		return err
 	}
-	var f [5][]byte
+	var f [7][]byte
 	m := &s.Measurements
 	if ms[0] != nil {
 		err := elements(ms[0], func(_ int, row []byte) error {
@@ -257,6 +267,12 @@ func (s *slim) measurements(raw []byte) error {
 			if c.AlgBW, err = num(f[4], collectiveNames[4]); err != nil {
 				return err
 			}
+			if c.TimeUS, err = num(f[5], collectiveNames[5]); err != nil {
+				return err
+			}
+			if c.Bottleneck, err = str(f[6], collectiveNames[6]); err != nil {
+				return err
+			}
 			c.Ranks, c.Bytes = int(ranks), uint64(bytes)
 			m.Collectives = append(m.Collectives, c)
 			return nil
@@ -267,7 +283,7 @@ func (s *slim) measurements(raw []byte) error {
 	}
 	if ms[1] != nil {
 		err := elements(ms[1], func(_ int, row []byte) error {
-			if err := membersInto(row, copyNames, f[:3]); err != nil {
+			if err := membersInto(row, copyNames, f[:4]); err != nil {
 				return err
 			}
 			var c copyRow
@@ -276,6 +292,9 @@ func (s *slim) measurements(raw []byte) error {
 				return err
 			}
 			if c.GBps, err = num(f[1], copyNames[1]); err != nil {
+				return err
+			}
+			if c.Test, err = str(f[3], copyNames[3]); err != nil {
 				return err
 			}
 			switch string(f[2]) {
