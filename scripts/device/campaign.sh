@@ -12,6 +12,7 @@
 #   LINK   NODE:RAIL, a node slow (as above) on that rail's steps only
 #   DEAD   nodes that cannot run (CUDA_VISIBLE_DEVICES empty: no GPU)
 # Usage: N=16 SLOW=n09 LINK=n05:1 DEAD=n11 scripts/device/campaign.sh
+#        STRATEGY=bisect MIN_BUSBW=1 MIN_RAIL_BUSBW=1 ... (bisection needs thresholds)
 # Prints every round's plan and the findings; exit status: fleet plan's.
 set -u
 OUT=${OUT:-out}
@@ -30,8 +31,11 @@ secret="$OUT/campaign.secret"
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$secret"
 
 nodes=$(printf 'n%02d,' $(seq 1 "$N"))
+extra=(--strategy "${STRATEGY:-pairs}")
+[ -n "${MIN_BUSBW:-}" ] && extra+=(--min-busbw "$MIN_BUSBW")
+[ -n "${MIN_RAIL_BUSBW:-}" ] && extra+=(--min-rail-busbw "$MIN_RAIL_BUSBW")
 "$B" fleet plan --nodes "${nodes%,}" --rails mlx5_0,mlx5_1 --gpus-per-node 1 \
-  --size "$SIZE" --iters 10 --out "$C" || exit $?
+  --size "$SIZE" --iters 10 "${extra[@]}" --out "$C" || exit $?
 
 in_list() { [[ ",$2," == *",$1,"* ]]; }
 
@@ -43,7 +47,7 @@ c = json.load(open(sys.argv[1]))
 rails = c.get("config", c).get("rails") or c.get("rails") or []
 r = c["rounds"][-1]
 for s in r["steps"]:
-    rail = rails[s["rail"]] if s.get("rail", -1) >= 0 and s["kind"] == "rail-pair" else "-"
+    rail = rails[s["rail"]] if s.get("rail", -1) >= 0 else "-"
     print(s["id"], rail, " ".join(s["nodes"]))
 EOF
 }

@@ -16,7 +16,12 @@ RUNS=${RUNS:-8}
 D="$OUT/fleet-health"
 rm -rf "$D"
 mkdir -p "$D"
-t() { local s e; s=$(date +%s.%N); "$@"; local rc=$?; e=$(date +%s.%N); echo "[rc=$rc, $(echo "$e - $s" | bc) s] $*" >&2; return $rc; }
+t() {
+  local s e rc
+  s=$(date +%s%N); "$@"; rc=$?; e=$(date +%s%N)
+  echo "[rc=$rc, $(( (e - s) / 1000000 )) ms] $*" >&2
+  return $rc
+}
 
 echo "== health"
 t "$B" health
