@@ -96,7 +96,10 @@ func run(in []input, o Options) *Fleet {
 	return Read(len(in), 2, func(i int, _ []byte) ([]byte, string, error) { return in[i].b, in[i].name, nil }, o)
 }
 
-// The planted faults.
+func olderDriver(r *dossier.Report) { r.Inventory.Driver = "570.86.15" }
+
+// The planted faults (issue 17's: an old driver on 3 nodes, a NIC at half
+// rate, a node 20% slow on all_reduce, a GPU missing; and settings).
 var planted = map[string]func(*dossier.Report){
 	"q-07": func(r *dossier.Report) { // all_reduce 20% slower (the issue's planted fault)
 		for i := range r.Measurements.Collectives {
@@ -106,7 +109,9 @@ var planted = map[string]func(*dossier.Report){
 			}
 		}
 	},
-	"q-13": func(r *dossier.Report) { r.Inventory.Driver = "570.86.15" },            // an older driver
+	"q-13": olderDriver, // an older driver on three nodes
+	"q-14": olderDriver,
+	"q-16": olderDriver,
 	"h-04": func(r *dossier.Report) { r.Inventory.GPUs = r.Inventory.GPUs[:7] },     // a GPU missing
 	"h-11": func(r *dossier.Report) { r.Inventory.NICs[5].Ports[0].RateGbps = 200 }, // a port at half rate
 	"q-03": func(r *dossier.Report) { // a finite memlock limit
@@ -140,6 +145,8 @@ func TestPlantedFaultsFoundAndRanked(t *testing.T) {
 		{"h-11", "port mlx5_5:1 at 200 Gb/s, class majority 400"},
 		{"q-07", "below the class median; worst all_reduce/"},
 		{"q-13", "driver 570.86.15, class majority is 580.159.04"},
+		{"q-14", "driver 570.86.15, class majority is 580.159.04"},
+		{"q-16", "driver 570.86.15, class majority is 580.159.04"},
 		{"q-03", "setting memlock 65536 KiB, class majority is unlimited"},
 		{"q-05", "setting NCCL_IB_HCA ^mlx5_1, class majority is not reported"},
 	}

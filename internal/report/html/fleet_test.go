@@ -68,7 +68,7 @@ func TestFleetGolden(t *testing.T) {
 	checkSelfContained(t, page)
 	checkSVG(t, page)
 	for _, w := range []string{"7 of 8 GPUS", "port mlx5_5:1 at 200 Gb/s", "driver 570.86.15", "setting memlock 65536 KiB",
-		"setting NCCL_IB_HCA ^mlx5_1", "9 TO DRAIN", "all_reduce, 64 MiB, 1 rank: algorithm bandwidth"} {
+		"setting NCCL_IB_HCA ^mlx5_1", "11 TO DRAIN", "all_reduce, 64 MiB, 1 rank: algorithm bandwidth"} {
 		if !strings.Contains(page, escaped(w)) {
 			t.Errorf("the page lacks %q", w)
 		}
