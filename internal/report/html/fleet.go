@@ -236,7 +236,7 @@ func spreadPlot(sp fleet.Spread, outs []fleet.Outlier) Plot {
 	if sp.Points == nil {
 		drawn = fmt.Sprintf("the nodes within the band and above it as a histogram (%d bins)", len(sp.Bins))
 	}
-	caption := fmt.Sprintf("%d nodes, %s; shaded: robust |z| ≤ %s, median ± %s GB/s (MAD %s, floored at --mad-floor of the median); red: the %d outlier(s) below it", sp.Nodes, drawn, Number(sp.Z), Sig(sp.Band), Sig(sp.MAD), sp.Outliers)
+	caption := fmt.Sprintf("%d nodes, %s; shaded: robust |z| ≤ %s or within the run-to-run noise, whichever is wider: median ± %s GB/s (MAD %s, floored at --mad-floor of the median); red: the %d outlier(s) below it", sp.Nodes, drawn, Number(sp.Z), Sig(sp.Band), Sig(sp.MAD), sp.Outliers)
 	return Plot{Title: title, Caption: caption, SVG: s.done()}
 }
 
