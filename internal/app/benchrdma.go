@@ -141,24 +141,32 @@ func (s *Session) BenchRDMA(ctx context.Context, n NodeOptions, o RDMAOptions) (
 	if runErr != nil && !errors.Is(runErr, context.Canceled) && !errors.Is(runErr, context.DeadlineExceeded) {
 		return nil, dir, toolErr(runErr)
 	}
-	j := o.Judging
+	env, err := s.judgeRDMA(started, doc, dir, o.Judging, runErr)
+	return env, dir, err
+}
+
+// judgeRDMA judges doc.Pairs (j, or rdma.DefaultJudging when j is unset),
+// writes the envelope to results.json under dir, and says how the command
+// ends: a failed write is a tool error; then runErr (the run was
+// interrupted); then a result in error; then the verdict (judged).
+func (s *Session) judgeRDMA(started time.Time, doc *RDMADoc, dir string, j rdma.Judging, runErr error) (*report.Envelope, error) {
 	if j.Pass == 0 {
 		j = rdma.DefaultJudging
 	}
-	rs := rdma.Judge(prs, j)
+	rs := rdma.Judge(doc.Pairs, j)
 	env := s.Envelope("bench-rdma", started, rs, doc)
 	if err := WriteAtomic(filepath.Join(dir, "results.json"), env); err != nil {
-		return env, dir, toolErr(err)
+		return env, toolErr(err)
 	}
 	if runErr != nil {
-		return env, dir, runErr
+		return env, runErr
 	}
 	for _, r := range rs {
 		if r.Status == result.Error {
-			return env, dir, failure("%s %s: %s", r.ID, r.Subject, r.Message)
+			return env, failure("%s %s: %s", r.ID, r.Subject, r.Message)
 		}
 	}
-	return env, dir, judged(rs)
+	return env, judged(rs)
 }
 
 // RDMANothing is the one line bench rdma prints on a node with nothing to

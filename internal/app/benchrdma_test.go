@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/bench/rdma"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/goldenfile"
 )
 
 // The plan of every HGX fixture and the odd ones (a NIC on the other
@@ -66,29 +66,9 @@ func TestPlanRDMAGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rdmaGolden(t, filepath.Join("testdata", "rdma", tc.fixture+tc.name+".txt"), scrub(text.Bytes()))
-			rdmaGolden(t, filepath.Join("testdata", "rdma", tc.fixture+tc.name+".json"), scrub(append(js, '\n')))
+			goldenfile.Check(t, filepath.Join("testdata", "rdma", tc.fixture+tc.name+".txt"), scrub(text.Bytes()), *update)
+			goldenfile.Check(t, filepath.Join("testdata", "rdma", tc.fixture+tc.name+".json"), scrub(append(js, '\n')), *update)
 		})
-	}
-}
-
-func rdmaGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the output (run with -update after checking it):\n%s", path, got)
 	}
 }
 

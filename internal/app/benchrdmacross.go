@@ -128,24 +128,8 @@ func (s *Session) benchRDMACross(ctx context.Context, started time.Time, p *rdma
 		}
 		doc.Pairs = append(doc.Pairs, prs...)
 	}
-	j := o.Judging
-	if j.Pass == 0 {
-		j = rdma.DefaultJudging
-	}
-	rs := rdma.Judge(doc.Pairs, j)
-	env := s.Envelope("bench-rdma", started, rs, doc)
-	if err := WriteAtomic(filepath.Join(dir, "results.json"), env); err != nil {
-		return env, dir, toolErr(err)
-	}
-	if runErr != nil {
-		return env, dir, runErr
-	}
-	for _, r := range rs {
-		if r.Status == result.Error {
-			return env, dir, failure("%s %s: %s", r.ID, r.Subject, r.Message)
-		}
-	}
-	if err := judged(rs); err != nil {
+	env, err := s.judgeRDMA(started, doc, dir, o.Judging, runErr)
+	if err != nil {
 		return env, dir, err
 	}
 	if gerr != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/freeport"
 )
 
 // perftestStandIn is an ib_write_bw that serves as perftest's server (no
@@ -52,16 +52,6 @@ func rdmaJob(rank, size int, addr string, join time.Duration) *JobOptions {
 		Secret: []byte("0123456789abcdef-secret"), JoinTimeout: join}
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // Two ranks as goroutines on 127.0.0.1, each planning the HGX fixture's
 // rails 0 and 1 at once: rank 0 prints nothing itself but returns the
 // job's document (every rail of the pair with both ends, judged), writes
@@ -73,7 +63,7 @@ func TestBenchRDMACrossTwoRanks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	perf, out, addr := perftestStandIn(t), t.TempDir(), freeAddr(t)
+	perf, out, addr := perftestStandIn(t), t.TempDir(), freeport.Addr(t)
 	envs := make([]*report.Envelope, 2)
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
@@ -135,7 +125,7 @@ func TestBenchRDMACrossRefusals(t *testing.T) {
 	p := &rdma.Plan{Mode: rdma.ModeCrossNode, Test: rdma.WriteBW, Entries: []rdma.Entry{{NIC: "mlx5_0"}}}
 	s := &Session{Host: "node0"}
 	start := time.Now()
-	_, _, err := s.benchRDMACross(context.Background(), s.Now(), p, RDMAOptions{Out: t.TempDir(), Job: rdmaJob(0, 2, freeAddr(t), time.Second)})
+	_, _, err := s.benchRDMACross(context.Background(), s.Now(), p, RDMAOptions{Out: t.TempDir(), Job: rdmaJob(0, 2, freeport.Addr(t), time.Second)})
 	var f *Failure
 	if !errors.As(err, &f) || !strings.Contains(err.Error(), "rank 1 (node1): never arrived") || time.Since(start) > 10*time.Second {
 		t.Errorf("missing peer: %v after %s", err, time.Since(start))
@@ -164,7 +154,7 @@ func TestBenchRDMACrossMissingRank(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	perf, out, addr := perftestStandIn(t), t.TempDir(), freeAddr(t)
+	perf, out, addr := perftestStandIn(t), t.TempDir(), freeport.Addr(t)
 	envs := make([]*report.Envelope, 3)
 	errs := make([]error, 3)
 	var wg sync.WaitGroup

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +14,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/bench/rdma"
 	"github.com/gdrcheck/gdrcheck/internal/rendezvous"
 	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/freeport"
 )
 
 // crossStandIn writes a perftest stand-in for two ranks on this host: it
@@ -90,12 +90,7 @@ type rankRun struct {
 // (to make it die).
 func crossJob(t *testing.T, plans []*rdma.Plan, dir string, timeout time.Duration, kill func(r int, m *rendezvous.Member)) ([]*rankRun, []string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeport.Addr(t)
 	size := len(plans)
 	hosts := make([]string, size)
 	for r := range size {
@@ -244,6 +239,22 @@ func TestRunRDMACross(t *testing.T) {
 	}
 }
 
+// closeOnClient makes a rank "die": in the background it closes m once the
+// stand-in's args.log shows a client started on nic, looking every 20 ms,
+// tries times at most.
+func closeOnClient(dir, nic string, tries int, m *rendezvous.Member) {
+	go func() {
+		for range tries {
+			b, _ := os.ReadFile(filepath.Join(dir, "args.log"))
+			if strings.Contains(string(b), "client -d "+nic) {
+				m.Close()
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+}
+
 // The client rank dies mid-run: the server rank names it within moments
 // (PeerMissing) and ends; rank 0 combines what it has.
 func TestRunRDMACrossPeerDies(t *testing.T) {
@@ -252,16 +263,7 @@ func TestRunRDMACrossPeerDies(t *testing.T) {
 	plans := []*rdma.Plan{crossPlan(2), crossPlan(2)}
 	ranks, hosts := crossJob(t, plans, dir, 60*time.Second, func(r int, m *rendezvous.Member) {
 		// Rank 1 "dies" once rail 1's client hangs: its connection drops.
-		go func() {
-			for range 200 {
-				b, _ := os.ReadFile(filepath.Join(dir, "args.log"))
-				if strings.Contains(string(b), "client -d mlx5_1") {
-					m.Close()
-					return
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-		}()
+		closeOnClient(dir, "mlx5_1", 200, m)
 	})
 	if ranks[0].err != nil || ranks[0].took > 15*time.Second {
 		t.Fatalf("rank 0: %v after %s", ranks[0].err, ranks[0].took)
@@ -287,19 +289,9 @@ func TestRunRDMACrossFourRanks(t *testing.T) {
 	dir := crossStandIn(t, rdma.WriteBW, map[string]string{"gpu.txt": host400, "host.txt": host400, "client-gpu-mlx6_1.sh": "sleep 30"})
 	plans := []*rdma.Plan{crossPlan(2), crossPlan(2), crossPlanNICs(2, "mlx6_"), crossPlanNICs(2, "mlx6_")}
 	ranks, hosts := crossJob(t, plans, dir, 60*time.Second, func(r int, m *rendezvous.Member) {
-		if r != 3 {
-			return
+		if r == 3 {
+			closeOnClient(dir, "mlx6_1", 300, m)
 		}
-		go func() {
-			for range 300 {
-				b, _ := os.ReadFile(filepath.Join(dir, "args.log"))
-				if strings.Contains(string(b), "client -d mlx6_1") {
-					m.Close()
-					return
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-		}()
 	})
 	for r := range 3 {
 		if ranks[r].err != nil || ranks[r].took > 20*time.Second {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakelib"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/freeport"
 )
 
 // reexecVar makes the test binary run gdrcheck's command line (TestMain).
@@ -39,23 +39,13 @@ type jobSpec struct {
 	env   func(rank int) []string // extra variables of a rank
 }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // runJob starts the ranks, waits for all (at most limit) and returns them
 // with the job's output directory.
 func runJob(t *testing.T, js jobSpec, limit time.Duration) ([]*rankProc, string) {
 	t.Helper()
 	out := t.TempDir()
 	xdir := t.TempDir()
-	addr := freePort(t)
+	addr := freeport.Addr(t)
 	if js.ranks == nil {
 		for r := range js.size {
 			js.ranks = append(js.ranks, r)

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gdrcheck/gdrcheck/internal/testutil/freeport"
 )
 
 func recv(t *testing.T, in <-chan Message) Message {
@@ -24,7 +26,7 @@ func recv(t *testing.T, in <-chan Message) Message {
 // is told to the others, who carry on and deliver, and a message to a lost
 // rank is answered with its loss.
 func TestRelayAndKeepGoing(t *testing.T) {
-	addr := freeAddr(t)
+	addr := freeport.Addr(t)
 	ctx := context.Background()
 	const size = 4
 	members := make([]*Member, size)
@@ -118,7 +120,7 @@ func TestRelayAndKeepGoing(t *testing.T) {
 // KeepGoing: a rank that never arrives is lost at the join deadline; the
 // job goes on with the others, who are told; alone, rank 0 still fails.
 func TestKeepGoingMissingRank(t *testing.T) {
-	addr := freeAddr(t)
+	addr := freeport.Addr(t)
 	ctx := context.Background()
 	const size = 4
 	members := make([]*Member, size)
@@ -167,7 +169,7 @@ func TestKeepGoingMissingRank(t *testing.T) {
 		t.Errorf("gather: %v %q", err, res)
 	}
 	// Nobody came: an error, as without KeepGoing.
-	alone := cfg(freeAddr(t), 0, 2)
+	alone := cfg(freeport.Addr(t), 0, 2)
 	alone.KeepGoing, alone.JoinTimeout = true, 300*time.Millisecond
 	if _, err := Serve(ctx, alone, testID()); err == nil || !strings.Contains(err.Error(), "never arrived") {
 		t.Errorf("alone: %v", err)

@@ -11,20 +11,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gdrcheck/gdrcheck/internal/testutil/freeport"
 )
 
 var secret = []byte("0123456789abcdef-test-secret")
-
-// freeAddr is a loopback address with a port free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 func cfg(addr string, rank, size int) Config {
 	return Config{Addr: addr, Rank: rank, Size: size, Host: fmt.Sprintf("host%d", rank), Node: fmt.Sprintf("node%d", rank/2), Secret: secret, JoinTimeout: 3 * time.Second,
@@ -36,7 +27,7 @@ func testID() []byte { return bytes.Repeat([]byte{7, 1}, IDSize/2) }
 func TestIDAndGather(t *testing.T) {
 	for _, size := range []int{2, 4} {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
-			addr := freeAddr(t)
+			addr := freeport.Addr(t)
 			ctx := context.Background()
 			var wg sync.WaitGroup
 			errs := make([]error, size)
@@ -86,7 +77,7 @@ func TestIDAndGather(t *testing.T) {
 }
 
 func TestWrongSecretRejected(t *testing.T) {
-	addr := freeAddr(t)
+	addr := freeport.Addr(t)
 	ctx := context.Background()
 	done := make(chan error, 1)
 	go func() {
@@ -109,7 +100,7 @@ func TestWrongSecretRejected(t *testing.T) {
 }
 
 func TestMissingRankNamed(t *testing.T) {
-	addr := freeAddr(t)
+	addr := freeport.Addr(t)
 	ctx := context.Background()
 	got := make(chan error, 1)
 	go func() {
@@ -134,7 +125,7 @@ func TestMissingRankNamed(t *testing.T) {
 }
 
 func TestRankZeroNeverComes(t *testing.T) {
-	c := cfg(freeAddr(t), 1, 2)
+	c := cfg(freeport.Addr(t), 1, 2)
 	c.JoinTimeout = 500 * time.Millisecond
 	_, _, err := Join(context.Background(), c)
 	if err == nil || !strings.Contains(err.Error(), "rank 0 at") || !strings.Contains(err.Error(), "(host0) unreachable") {
@@ -143,7 +134,7 @@ func TestRankZeroNeverComes(t *testing.T) {
 }
 
 func TestDeadMemberAbortsOthers(t *testing.T) {
-	addr := freeAddr(t)
+	addr := freeport.Addr(t)
 	ctx := context.Background()
 	members := make(chan *Member, 2)
 	for r := 1; r < 3; r++ {
@@ -198,7 +189,7 @@ func TestHostileConnections(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			addr := freeAddr(t)
+			addr := freeport.Addr(t)
 			ctx := context.Background()
 			done := make(chan error, 1)
 			go func() {

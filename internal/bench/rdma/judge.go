@@ -81,17 +81,24 @@ func Judge(prs []PairResult, j Judging) []result.Result {
 			out = append(out, r)
 			continue
 		}
-		var host *Outcome
-		for i := range pr.Outcomes {
-			if pr.Outcomes[i].Memory == MemHost && pr.Outcomes[i].Cause == "" {
-				host = &pr.Outcomes[i]
-			}
-		}
+		host := pr.hostControl()
 		for _, o := range pr.Outcomes {
 			out = append(out, judgeOne(&e, o, host, j))
 		}
 	}
 	return out
+}
+
+// hostControl is the pair's host-memory run that completed (the last, if
+// several did), the control its GPU-memory runs are held against; nil if none.
+func (pr PairResult) hostControl() *Outcome {
+	var host *Outcome
+	for i := range pr.Outcomes {
+		if pr.Outcomes[i].Memory == MemHost && pr.Outcomes[i].Cause == "" {
+			host = &pr.Outcomes[i]
+		}
+	}
+	return host
 }
 
 func subjectOf(e *Entry, mem string) string { return e.Subject() + "/" + mem }
@@ -332,27 +339,35 @@ func WriteTable(w io.Writer, prs []PairResult, rs []result.Result) error {
 	fmt.Fprintln(tw, "GPU\tBUS ID\tNIC\tPATH\tMODE\tMEMORY\tGB/s\tGb/s\tOF LINE\tOF HOST\tVERDICT")
 	for _, pr := range prs {
 		e := pr.Entry
+		head := fmt.Sprintf("%d\t%s\t%s\t%s\t%s", e.GPU, printable.Line(e.GPUBusID), printable.Line(e.NIC), e.Level, e.Mode)
 		if e.Skip != "" {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t-\t-\t-\t-\t-\tskip: %s\n", e.GPU, printable.Line(e.GPUBusID), printable.Line(e.NIC), e.Level, e.Mode, printable.Line(e.Skip))
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\tskip: %s\n", head, printable.Line(e.Skip))
 			continue
 		}
-		var host float64
-		for _, o := range pr.Outcomes {
-			if o.Memory == MemHost && o.Cause == "" {
-				host = o.Gbps
-			}
-		}
-		for _, o := range pr.Outcomes {
-			r := verdict[subjectOf(&e, o.Memory)]
-			gb, gbit, line, ofHost := cells(e, o, host)
-			v := string(r.Status)
-			if r.Status != result.Pass {
-				v += " " + r.Reason
-			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.GPU, printable.Line(e.GPUBusID), printable.Line(e.NIC), e.Level, e.Mode, o.Memory, gb, gbit, line, ofHost, v)
-		}
+		writeOutcomes(tw, head, pr, verdict)
 	}
 	return tw.Flush()
+}
+
+// writeOutcomes prints one table row per run of pr: head (the pair's own
+// columns), then the memory, GB/s, Gb/s, the fractions of line rate and of
+// host memory, and the run's verdict (its status, and its reason unless it
+// passed).
+func writeOutcomes(tw io.Writer, head string, pr PairResult, verdict map[string]result.Result) {
+	e := pr.Entry
+	var host float64
+	if h := pr.hostControl(); h != nil {
+		host = h.Gbps
+	}
+	for _, o := range pr.Outcomes {
+		r := verdict[subjectOf(&e, o.Memory)]
+		gb, gbit, line, ofHost := cells(e, o, host)
+		v := string(r.Status)
+		if r.Status != result.Pass {
+			v += " " + r.Reason
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", head, o.Memory, gb, gbit, line, ofHost, v)
+	}
 }
 
 type errWriter struct {
@@ -400,21 +415,7 @@ func writeCross(tw io.Writer, prs []PairResult, verdict map[string]result.Result
 			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t%s\n", head, printable.Line(v))
 			continue
 		}
-		var host float64
-		for _, o := range pr.Outcomes {
-			if o.Memory == MemHost && o.Cause == "" {
-				host = o.Gbps
-			}
-		}
-		for _, o := range pr.Outcomes {
-			r := verdict[subjectOf(&e, o.Memory)]
-			gb, gbit, line, ofHost := cells(e, o, host)
-			v := string(r.Status)
-			if r.Status != result.Pass {
-				v += " " + r.Reason
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", head, o.Memory, gb, gbit, line, ofHost, v)
-		}
+		writeOutcomes(tw, head, pr, verdict)
 	}
 }
 

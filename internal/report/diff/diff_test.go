@@ -11,6 +11,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
 	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/goldenfile"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -375,25 +376,8 @@ func TestGolden(t *testing.T) {
 			if err := f.write(&b); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, filepath.Join("testdata", p.name+"."+f.ext), b.Bytes())
+			goldenfile.Check(t, filepath.Join("testdata", p.name+"."+f.ext), b.Bytes(), *update)
 		}
-	}
-}
-
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (run with -update to accept):\n%s", path, got)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/checks"
 	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
 	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/goldenfile"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -329,23 +330,7 @@ func golden(t *testing.T, name string, f *Fleet) {
 		t.Fatal(err)
 	}
 	for ext, got := range map[string][]byte{"txt": txt.Bytes(), "md": md.Bytes(), "json": append(js, '\n')} {
-		path := filepath.Join("testdata", name+"."+ext)
-		if *update {
-			if err := os.MkdirAll("testdata", 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%v (run with -update)", err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs (run with -update to accept):\n%s", path, got)
-		}
+		goldenfile.Check(t, filepath.Join("testdata", name+"."+ext), got, *update)
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/report/fleet"
-	"github.com/gdrcheck/gdrcheck/internal/testutil/ansitest"
 )
 
 // plantedFleet is report/fleet's planted fleet (its golden JSON): 43
@@ -150,7 +149,7 @@ func TestFleetLarge(t *testing.T) {
 // markup and terminal escapes come out escaped, on the page and in the
 // drawings.
 func TestFleetHostileEscaped(t *testing.T) {
-	payload := `<script>alert(1)</script>"'><img src=http://evil.example/x.png>` + ansitest.Payload + "\u202e</svg>&amp;"
+	payload := hostilePayload
 	f := bigFleet(30, 3, func(i int) string { return fmt.Sprint(payload, i) })
 	f.Spreads[0].Class, f.Spreads[0].Key = payload, payload
 	f.Consistency = []fleet.Consistency{{Group: payload, Field: "setting " + payload, Reference: payload, Basis: "majority", Nodes: 30, Deviants: []fleet.Deviant{{Host: payload, Value: payload}}}}
@@ -160,18 +159,7 @@ func TestFleetHostileEscaped(t *testing.T) {
 	f.Nodes[0].Failing = []string{payload}
 	f.Nodes[0].Verdict = payload
 	page := renderFleet(t, f)
-	for _, bad := range []string{"<script", "<img", "\x1b", "\u202e", "\r", "</svg>&amp;"} {
-		if strings.Contains(page, bad) {
-			t.Errorf("the page holds %q raw", bad)
-		}
-	}
-	ansitest.Clean(t, "fleet.html", page)
-	ansitest.Shows(t, "fleet.html", page)
-	if !strings.Contains(page, "&lt;script&gt;alert(1)&lt;/script&gt;") {
-		t.Error("the planted text is not shown escaped")
-	}
-	checkSelfContained(t, page)
-	checkSVG(t, page)
+	checkHostilePage(t, "fleet.html", page)
 }
 
 func TestKeyTitle(t *testing.T) {

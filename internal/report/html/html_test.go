@@ -230,7 +230,7 @@ func TestCheckersCatch(t *testing.T) {
 // terminal escape is written raw, and the SVG stays well-formed.
 func TestHostileInputEscaped(t *testing.T) {
 	r := fixtures(t)["hgx-h200-healthy"]
-	payload := `<script>alert(1)</script>"'><img src=http://evil.example/x.png>` + ansitest.Payload + "\u202e</svg>&amp;"
+	payload := hostilePayload
 	r.Verdict.Host = payload
 	r.Inventory.Host = payload
 	r.Inventory.Kernel = payload
@@ -256,15 +256,27 @@ func TestHostileInputEscaped(t *testing.T) {
 	r.Artifacts = append(r.Artifacts, dossier.Artifact{Name: payload, Path: payload, Kind: payload, SHA256: payload})
 	r.Interrupted, r.Complete = payload, false
 	page := render(t, r)
+	checkHostilePage(t, "report.html", page)
+}
+
+// hostilePayload is what the hostile tests plant in every value: markup, an
+// SVG end tag, terminal escapes, a right-to-left override.
+const hostilePayload = `<script>alert(1)</script>"'><img src=http://evil.example/x.png>` + ansitest.Payload + "\u202e</svg>&amp;"
+
+// checkHostilePage checks a page rendered from values that carry
+// hostilePayload: none of it raw, all of it shown escaped, and the page
+// still self-contained with well-formed drawings.
+func checkHostilePage(t *testing.T, name, page string) {
+	t.Helper()
 	for _, bad := range []string{"<script", "<img", "\x1b", "\u202e", "\r", "</svg>&amp;"} {
 		if strings.Contains(page, bad) {
-			t.Errorf("the page holds %q raw", bad)
+			t.Errorf("%s holds %q raw", name, bad)
 		}
 	}
-	ansitest.Clean(t, "report.html", page)
-	ansitest.Shows(t, "report.html", page)
+	ansitest.Clean(t, name, page)
+	ansitest.Shows(t, name, page)
 	if !strings.Contains(page, "&lt;script&gt;alert(1)&lt;/script&gt;") {
-		t.Error("the planted text is not shown escaped")
+		t.Errorf("%s: the planted text is not shown escaped", name)
 	}
 	checkSelfContained(t, page)
 	checkSVG(t, page)

@@ -3,7 +3,6 @@ package sched
 import (
 	"errors"
 	"flag"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -15,6 +14,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/checks"
 	"github.com/gdrcheck/gdrcheck/internal/report/fleet"
 	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/goldenfile"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -215,27 +215,7 @@ func TestFeaturesGolden(t *testing.T) {
 			if !strings.Contains(string(got), "\n# +expiry-time=2026-12-03T13:30:00Z\n") {
 				t.Errorf("no expiry directive:\n%s", got)
 			}
-			golden(t, filepath.Join("testdata", name+".features"), got)
+			goldenfile.Check(t, filepath.Join("testdata", name+".features"), got, *update)
 		})
-	}
-}
-
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if string(got) != string(want) {
-		t.Errorf("%s differs (run with -update to accept):\n%s", path, got)
 	}
 }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/result"
-	"github.com/google/go-cmp/cmp"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/goldenfile"
 )
 
 // Sample reads a corpus copy under testdata: it must keep its source
@@ -49,22 +49,7 @@ func CorpusBody(b []byte) (body []byte, ok bool) {
 // Golden compares got with the golden file, or rewrites it when update is set.
 func Golden(t testing.TB, path string, got []byte, update bool) {
 	t.Helper()
-	if update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if d := cmp.Diff(string(want), string(got)); d != "" {
-		t.Errorf("%s differs from the output (-golden +got; go test -update accepts it):\n%s", path, d)
-	}
+	goldenfile.Check(t, path, got, update)
 }
 
 // JSON marshals v the way golden files hold it: indented by two spaces,
