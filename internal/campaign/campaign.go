@@ -298,8 +298,9 @@ type Campaign struct {
 	Findings *Findings `json:"findings,omitempty"`
 }
 
-// Round is one round's steps: node-disjoint chains (a pair and its
-// per-rail steps, run one after another), the chains side by side.
+// Round is one round's steps: node-disjoint chains (the steps of a pair or
+// a bisection group, node-level and per rail, run one after another), the
+// chains side by side.
 type Round struct {
 	N     int     `json:"round"`
 	Steps []*Step `json:"steps"`
@@ -309,8 +310,8 @@ type Round struct {
 
 // Step is one bench nccl run.
 type Step struct {
-	// ID names the step's files (results/ID.json); Chain is the pair's id,
-	// shared by its node-level and per-rail steps.
+	// ID names the step's files (results/ID.json); Chain is the chain's id,
+	// shared by its node-level and per-rail steps (on the same nodes).
 	ID    string   `json:"id"`
 	Chain string   `json:"chain"`
 	Kind  Kind     `json:"kind"`
