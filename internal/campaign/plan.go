@@ -14,8 +14,9 @@ import (
 //     every NIC and at the pace of its slowest channel, so a slow NIC
 //     usually fails it), except a rail that failed in the same chain (the
 //     same partners, right after): the rail test sees what the node-level
-//     one may not. A cleared member is never accused at that level: faults measure
-//     low, flaky measurements only ever measure low, so a pass is trusted.
+//     one may not; nor one whose step in that chain did not run. A
+//     cleared member is never accused at that level: faults measure low,
+//     flaky measurements only ever measure low, so a pass is trusted.
 //   - A failing step of 2 or 3 nodes is evidence against each member. It
 //     does not count against X when another member Y has a "strong" fail
 //     (failed in a step whose other members are all known good): Y explains
@@ -57,7 +58,8 @@ type ledger struct {
 	tried map[string]bool
 	// groupFails are the failing bisection groups, every level's.
 	groupFails []*ref
-	// chainFails are the levels that failed in each chain of each round.
+	// chainFails are the levels that did not pass in each chain of each
+	// round: failed, or did not run (missing).
 	chainFails map[chainLevel]bool
 }
 
@@ -91,15 +93,18 @@ func (c *Campaign) ledger() *ledger {
 			continue
 		}
 		for _, s := range r.Steps {
-			if s.Outcome == nil || s.Outcome.Status == Missing {
+			if s.Outcome == nil {
+				continue
+			}
+			lv := c.level(s)
+			if s.Outcome.Status != Pass {
+				l.chainFails[chainLevel{r.N, s.Chain, lv}] = true
+			}
+			if s.Outcome.Status == Missing {
 				continue
 			}
 			rf := &ref{r.N, s}
-			lv := c.level(s)
 			l.tried[triedKey(lv, s.Nodes)] = true
-			if s.Outcome.Status == Fail {
-				l.chainFails[chainLevel{r.N, s.Chain, lv}] = true
-			}
 			for _, h := range s.Nodes {
 				x := l.idx[h]
 				if lv == 0 {
@@ -134,7 +139,8 @@ func (c *Campaign) ledger() *ledger {
 	}
 	// A node-level pass clears the node's rails, except a rail that failed
 	// in the same chain (the same partners, right after): the rail test
-	// sees what the node-level test, spread over every NIC, may not.
+	// sees what the node-level test, spread over every NIC, may not; nor
+	// one whose step in the chain did not run (it is planned again).
 	for x, passes := range nodePass {
 		for k := 1; k < l.levels; k++ {
 			for _, p := range passes {
@@ -147,8 +153,9 @@ func (c *Campaign) ledger() *ledger {
 	return l
 }
 
-// failedInChain: rail level k failed in the chain of node-level step p (a
-// pair's or a bisection group's: every step of a chain is on p's nodes).
+// failedInChain: rail level k failed, or its step did not run, in the
+// chain of node-level step p (a pair's or a bisection group's: every step
+// of a chain is on p's nodes).
 func (l *ledger) failedInChain(k int, p *ref) bool {
 	return l.chainFails[chainLevel{p.round, p.s.Chain, k}]
 }
