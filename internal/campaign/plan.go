@@ -58,9 +58,9 @@ type ledger struct {
 	tried map[string]bool
 	// groupFails are the failing bisection groups, every level's.
 	groupFails []*ref
-	// chainFails are the levels that did not pass in each chain of each
+	// unpassed are the levels that did not pass in each chain of each
 	// round: failed, or did not run (missing).
-	chainFails map[chainLevel]bool
+	unpassed map[chainLevel]bool
 }
 
 type chainLevel struct {
@@ -75,7 +75,7 @@ func triedKey(lv int, nodes []string) string {
 
 func (c *Campaign) ledger() *ledger {
 	n := len(c.Nodes)
-	l := &ledger{c: c, idx: make(map[string]int, n), levels: 1 + len(c.Rails), tried: map[string]bool{}, chainFails: map[chainLevel]bool{}}
+	l := &ledger{c: c, idx: make(map[string]int, n), levels: 1 + len(c.Rails), tried: map[string]bool{}, unpassed: map[chainLevel]bool{}}
 	for i, h := range c.Nodes {
 		l.idx[h] = i
 	}
@@ -98,7 +98,7 @@ func (c *Campaign) ledger() *ledger {
 			}
 			lv := c.level(s)
 			if s.Outcome.Status != Pass {
-				l.chainFails[chainLevel{r.N, s.Chain, lv}] = true
+				l.unpassed[chainLevel{r.N, s.Chain, lv}] = true
 			}
 			if s.Outcome.Status == Missing {
 				continue
@@ -157,7 +157,7 @@ func (c *Campaign) ledger() *ledger {
 // chain of node-level step p (a pair's or a bisection group's: every step
 // of a chain is on p's nodes).
 func (l *ledger) failedInChain(k int, p *ref) bool {
-	return l.chainFails[chainLevel{p.round, p.s.Chain, k}]
+	return l.unpassed[chainLevel{p.round, p.s.Chain, k}]
 }
 
 // strong: every member of f other than x is known good at lv.
