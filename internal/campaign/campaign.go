@@ -32,8 +32,9 @@ const (
 	// Pairs tests every node in round 1 in disjoint pairs, then re-tests
 	// the members of each failing pair with partners that passed.
 	Pairs Strategy = "pairs"
-	// Bisect tests all nodes as one group, then the halves of a failing
-	// group, both halves in one round, down to pairs, then as Pairs.
+	// Bisect tests all nodes as one group, as nodes and on each rail, then
+	// the halves of a group that failed at a level, at that level, both
+	// halves in one round, down to pairs, then as Pairs.
 	Bisect Strategy = "bisect"
 )
 
@@ -50,6 +51,8 @@ const (
 	// KindGroup is a node-level test of a bisection group of more than
 	// three nodes.
 	KindGroup Kind = "group"
+	// KindRailGroup is the same group restricted to one rail.
+	KindRailGroup Kind = "rail-group"
 )
 
 // Role is why a step is in its round.
@@ -182,7 +185,7 @@ func (c Config) Validate() error {
 	}
 	if len(c.Rails) > 0 && c.MinRailBusBW == 0 {
 		if c.Strategy == Bisect {
-			return fmt.Errorf("--strategy bisect tests rails only in the pairs it ends with, too few to judge against each other: give --min-rail-busbw")
+			return fmt.Errorf("--strategy bisect starts with one test of every node on each rail, which has no peers to be compared with: give --min-rail-busbw")
 		}
 		if len(c.Nodes)/2 < c.Robust.MinSteps {
 			return fmt.Errorf("%d nodes make %d pairs per rail, too few to judge relatively (%d at least): give --min-rail-busbw", len(c.Nodes), len(c.Nodes)/2, c.Robust.MinSteps)
@@ -295,8 +298,9 @@ type Campaign struct {
 	Findings *Findings `json:"findings,omitempty"`
 }
 
-// Round is one round's steps: node-disjoint chains (a pair and its
-// per-rail steps, run one after another), the chains side by side.
+// Round is one round's steps: node-disjoint chains (the steps of a pair or
+// a bisection group, node-level and per rail, run one after another), the
+// chains side by side.
 type Round struct {
 	N     int     `json:"round"`
 	Steps []*Step `json:"steps"`
@@ -306,13 +310,14 @@ type Round struct {
 
 // Step is one bench nccl run.
 type Step struct {
-	// ID names the step's files (results/ID.json); Chain is the pair's id,
-	// shared by its node-level and per-rail steps.
+	// ID names the step's files (results/ID.json); Chain is the chain's id,
+	// shared by its node-level and per-rail steps (on the same nodes).
 	ID    string   `json:"id"`
 	Chain string   `json:"chain"`
 	Kind  Kind     `json:"kind"`
 	Nodes []string `json:"nodes"`
-	// Rail is the index in Config.Rails of a rail-pair step, -1 otherwise.
+	// Rail is the index in Config.Rails of a rail-pair or rail-group step,
+	// -1 otherwise.
 	Rail int  `json:"rail"`
 	Role Role `json:"role"`
 	// Suspects are, in a retest, the members under test; the others are
@@ -405,7 +410,7 @@ func (c *Campaign) Check() error {
 					return fmt.Errorf("round %d step %s: node %q is not in the campaign", r.N, s.ID, n)
 				}
 			}
-			if s.Rail < -1 || s.Rail >= len(c.Rails) || (s.Kind == KindRailPair) != (s.Rail >= 0) {
+			if s.Rail < -1 || s.Rail >= len(c.Rails) || (s.Kind == KindRailPair || s.Kind == KindRailGroup) != (s.Rail >= 0) {
 				return fmt.Errorf("round %d step %s: rail %d does not fit kind %s", r.N, s.ID, s.Rail, s.Kind)
 			}
 			if r.Read && s.Outcome == nil {

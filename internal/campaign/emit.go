@@ -65,7 +65,7 @@ func (c *Campaign) script(r *Round, chains [][]*Step, mpi bool) []byte {
 	p("#!/usr/bin/env bash\n")
 	p("# gdrcheck fleet plan: round %d of a campaign over %d nodes (%s strategy).\n", r.N, len(c.Nodes), c.Strategy)
 	p("# %d steps in %d chains on %d nodes: the chains run side by side (no node is in two),\n", len(r.Steps), len(chains), nodes)
-	p("# the steps of a chain (a pair's node-level test, then each rail's) one after another.\n")
+	p("# the steps of a chain (on the same nodes, node-level first, then rail by rail) one after another.\n")
 	if mpi {
 		p("# Open MPI: each step an mpirun over its hostfile-CHAIN; rank 0 is the chain's first host,\n")
 		p("# which serves the rendezvous (GDRCHECK_RENDEZVOUS).\n")

@@ -14,8 +14,9 @@ import (
 //     every NIC and at the pace of its slowest channel, so a slow NIC
 //     usually fails it), except a rail that failed in the same chain (the
 //     same partners, right after): the rail test sees what the node-level
-//     one may not. A cleared member is never accused at that level: faults measure
-//     low, flaky measurements only ever measure low, so a pass is trusted.
+//     one may not; nor one whose step in that chain did not run. A
+//     cleared member is never accused at that level: faults measure low,
+//     flaky measurements only ever measure low, so a pass is trusted.
 //   - A failing step of 2 or 3 nodes is evidence against each member. It
 //     does not count against X when another member Y has a "strong" fail
 //     (failed in a step whose other members are all known good): Y explains
@@ -30,7 +31,9 @@ import (
 //     it.
 //
 // Groups of more than 3 nodes (bisection) accuse nobody: a failing group is
-// split, a passing one clears its members.
+// split at its level (a rail's group into that rail's halves), a passing one
+// clears its members at its level (a node-level group's members' rails too,
+// by the rule above).
 
 // level 0 is the node-level tests, 1+r rail r's.
 func (c *Campaign) level(s *Step) int { return s.Rail + 1 }
@@ -50,16 +53,29 @@ type ledger struct {
 	tested  []bool     // a node-level (pair or group) outcome other than missing
 	// partners are every node a node was ever in a small step with.
 	partners []map[int]bool
-	// tried are the node lists (node-level steps) with an outcome, for
-	// bisection: a half already tested is not planned again.
+	// tried are the node lists with an outcome at each level (triedKey),
+	// for bisection: a half already tested there is not planned again.
 	tried map[string]bool
-	// groupFails are the failing bisection groups.
+	// groupFails are the failing bisection groups, every level's.
 	groupFails []*ref
+	// unpassed are the levels that did not pass in each chain of each
+	// round: failed, or did not run (missing).
+	unpassed map[chainLevel]bool
+}
+
+type chainLevel struct {
+	round int
+	chain string
+	level int
+}
+
+func triedKey(lv int, nodes []string) string {
+	return fmt.Sprintf("%d:%s", lv, strings.Join(nodes, ","))
 }
 
 func (c *Campaign) ledger() *ledger {
 	n := len(c.Nodes)
-	l := &ledger{c: c, idx: make(map[string]int, n), levels: 1 + len(c.Rails), tried: map[string]bool{}}
+	l := &ledger{c: c, idx: make(map[string]int, n), levels: 1 + len(c.Rails), tried: map[string]bool{}, unpassed: map[chainLevel]bool{}}
 	for i, h := range c.Nodes {
 		l.idx[h] = i
 	}
@@ -77,14 +93,18 @@ func (c *Campaign) ledger() *ledger {
 			continue
 		}
 		for _, s := range r.Steps {
-			if s.Outcome == nil || s.Outcome.Status == Missing {
+			if s.Outcome == nil {
+				continue
+			}
+			lv := c.level(s)
+			if s.Outcome.Status != Pass {
+				l.unpassed[chainLevel{r.N, s.Chain, lv}] = true
+			}
+			if s.Outcome.Status == Missing {
 				continue
 			}
 			rf := &ref{r.N, s}
-			lv := c.level(s)
-			if lv == 0 {
-				l.tried[strings.Join(s.Nodes, ",")] = true
-			}
+			l.tried[triedKey(lv, s.Nodes)] = true
 			for _, h := range s.Nodes {
 				x := l.idx[h]
 				if lv == 0 {
@@ -119,11 +139,12 @@ func (c *Campaign) ledger() *ledger {
 	}
 	// A node-level pass clears the node's rails, except a rail that failed
 	// in the same chain (the same partners, right after): the rail test
-	// sees what the node-level test, spread over every NIC, may not.
+	// sees what the node-level test, spread over every NIC, may not; nor
+	// one whose step in the chain did not run (it is planned again).
 	for x, passes := range nodePass {
 		for k := 1; k < l.levels; k++ {
 			for _, p := range passes {
-				if l.cleared[x][k] == nil && !l.failedInChain(x, k, p) {
+				if l.cleared[x][k] == nil && !l.failedInChain(k, p) {
 					l.cleared[x][k] = p
 				}
 			}
@@ -132,14 +153,11 @@ func (c *Campaign) ledger() *ledger {
 	return l
 }
 
-// failedInChain: x failed rail level k in the chain of node-level step p.
-func (l *ledger) failedInChain(x, k int, p *ref) bool {
-	for _, f := range l.fails[x][k] {
-		if f.round == p.round && f.s.Chain == p.s.Chain {
-			return true
-		}
-	}
-	return false
+// failedInChain: rail level k failed, or its step did not run, in the
+// chain of node-level step p (a pair's or a bisection group's: every step
+// of a chain is on p's nodes).
+func (l *ledger) failedInChain(k int, p *ref) bool {
+	return l.unpassed[chainLevel{p.round, p.s.Chain, k}]
 }
 
 // strong: every member of f other than x is known good at lv.
@@ -350,10 +368,13 @@ func (p *planner) chain(nodes []int, levels []int, role Role, suspects []int) {
 	}
 	for _, lv := range levels {
 		s := &Step{Chain: id, Nodes: names, Rail: lv - 1, Role: role, Suspects: sus}
+		group := len(nodes) > 3
 		switch {
+		case lv > 0 && group:
+			s.ID, s.Kind = fmt.Sprintf("%s-r%d", id, lv-1), KindRailGroup
 		case lv > 0:
 			s.ID, s.Kind = fmt.Sprintf("%s-r%d", id, lv-1), KindRailPair
-		case len(nodes) > 3:
+		case group:
 			s.ID, s.Kind = id, KindGroup
 		default:
 			s.ID, s.Kind = id, KindPair
@@ -374,15 +395,11 @@ func (p *planner) all() []int {
 // first lays out round 1: every node in a pair (node i with node i+N/2, so
 // that in a list ordered by rack the pair crosses the fabric's upper tier;
 // odd N: the last node joins the last pair as a third), or, bisecting, one
-// group of every node.
+// group of every node, tested as nodes and then on each rail (one chain).
 func (p *planner) first() {
 	n := len(p.c.Nodes)
 	if p.c.Strategy == Bisect && n > 3 {
-		all := make([]int, n)
-		for i := range all {
-			all[i] = i
-		}
-		p.chain(all, []int{0}, RoleBisect, nil)
+		p.chain(seq(n), p.all(), RoleBisect, nil)
 		return
 	}
 	role := RoleSurvey
@@ -439,32 +456,57 @@ func (p *planner) again() {
 	}
 }
 
-// bisect plans the halves of each failing group not split yet; a half
-// whose nodes all passed elsewhere is left out, a half of 2 or 3 nodes is
-// a pair (with its rails).
+// bisect plans the halves of each failing group not split yet, at the
+// group's level: a node-level group's halves are node-level steps, rail r's
+// are rail r's (a half of 2 or 3 nodes is a pair step at that level, and
+// from there the pair rules apply). A half not yet tested there whose nodes
+// are not all cleared there is planned; the halves of every level that hold
+// the same nodes are one chain, their steps one after another (node-level
+// first), so that the chains of a round share no node and a node-level pass
+// keeps a rail that failed right after it a question (failedInChain).
 func (p *planner) bisect() {
+	type half struct {
+		nodes  []int
+		levels []int
+	}
+	var order []string
+	halves := map[string]*half{}
 	for _, g := range p.l.groupFails {
+		lv := p.c.level(g.s)
 		nodes := g.s.Nodes
 		mid := (len(nodes) + 1) / 2
-		for _, half := range [][]string{nodes[:mid], nodes[mid:]} {
-			if p.l.tried[strings.Join(half, ",")] {
+		for _, names := range [][]string{nodes[:mid], nodes[mid:]} {
+			if p.l.tried[triedKey(lv, names)] {
 				continue
 			}
-			idx := make([]int, len(half))
+			idx := make([]int, len(names))
 			allClear := true
-			for i, h := range half {
+			for i, h := range names {
 				idx[i] = p.l.idx[h]
-				allClear = allClear && p.l.cleared[idx[i]][0] != nil
+				allClear = allClear && p.l.cleared[idx[i]][lv] != nil
 			}
-			if allClear || slices.ContainsFunc(idx, func(x int) bool { return p.used[x] }) {
+			if allClear {
 				continue
 			}
-			levels := []int{0}
-			if len(half) <= 3 {
-				levels = p.all()
+			key := strings.Join(names, ",")
+			h := halves[key]
+			if h == nil {
+				h = &half{nodes: idx}
+				halves[key] = h
+				order = append(order, key)
 			}
-			p.chain(idx, levels, RoleBisect, nil)
+			if !slices.Contains(h.levels, lv) {
+				h.levels = append(h.levels, lv)
+			}
 		}
+	}
+	for _, key := range order {
+		h := halves[key]
+		if slices.ContainsFunc(h.nodes, func(x int) bool { return p.used[x] }) {
+			continue
+		}
+		slices.Sort(h.levels)
+		p.chain(h.nodes, h.levels, RoleBisect, nil)
 	}
 }
 

@@ -65,32 +65,25 @@ func (f *Findings) write(w io.Writer, md bool) error {
 			}
 		}
 	}
-	if len(f.Unresolved) > 0 {
-		head("Unresolved")
-		for _, u := range f.Unresolved {
-			what := "node " + esc(u.Node)
-			if u.Rail != "" {
-				what += " rail " + esc(u.Rail)
+	// section lists findings (a node, or one rail of it) with their steps.
+	section := func(title string, fs []Finding) {
+		if len(fs) == 0 {
+			return
+		}
+		head(title)
+		for _, x := range fs {
+			what := "node " + esc(x.Node)
+			if x.Rail != "" {
+				what += " rail " + esc(x.Rail)
 			}
-			item(fmt.Sprintf("%s: %s", what, esc(u.Why)))
-			for _, e := range u.Evidence {
+			item(fmt.Sprintf("%s: %s", what, esc(x.Why)))
+			for _, e := range x.Evidence {
 				sub(e)
 			}
 		}
 	}
-	if len(f.Cleared) > 0 {
-		head("Cleared suspects")
-		for _, c := range f.Cleared {
-			what := "node " + esc(c.Node)
-			if c.Rail != "" {
-				what += " rail " + esc(c.Rail)
-			}
-			item(fmt.Sprintf("%s: %s", what, esc(c.Why)))
-			for _, e := range c.Evidence {
-				sub(e)
-			}
-		}
-	}
+	section("Unresolved", f.Unresolved)
+	section("Cleared suspects", f.Cleared)
 	if len(f.Notes) > 0 {
 		head("Notes")
 		for _, n := range f.Notes {

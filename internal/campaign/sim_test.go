@@ -97,6 +97,9 @@ func TestSimulation(t *testing.T) {
 		// as in the run on the H200 machine, docs/fleet-plan.md): the
 		// rail's failure in the same chain is not cleared by the pass.
 		{name: "bad link the node-level test misses", n: 1024, strategy: Pairs, rails: true, fault: fault{links: map[string][]int{"gpu0042": {3}}, pull: 1}, want: []string{"link gpu0042 mlx5_3"}, maxRounds: 2},
+		// Bisection finds it too: round 1 tests every rail as a group, and
+		// rail mlx5_3's group is halved on mlx5_3 down to a pair.
+		{name: "bad link the node-level test misses, bisect", n: 1024, strategy: Bisect, rails: true, fault: fault{links: map[string][]int{"gpu0042": {3}}, pull: 1}, want: []string{"link gpu0042 mlx5_3"}, maxRounds: 11},
 		{name: "two links of a node", n: 1024, strategy: Pairs, rails: true, fault: fault{links: map[string][]int{"gpu0042": {3, 6}}}, want: []string{"link gpu0042 mlx5_3", "link gpu0042 mlx5_6"}, maxRounds: 2},
 		{name: "every link of a node is the node", n: 64, strategy: Pairs, rails: true, fault: fault{links: map[string][]int{"gpu0042": {0, 1, 2, 3, 4, 5, 6, 7}}}, want: []string{"node gpu0042"}, maxRounds: 2},
 		{name: "bad link without rails is the node", n: 1024, strategy: Pairs, fault: fault{links: map[string][]int{"gpu0042": {3}}}, want: []string{"node gpu0042"}, maxRounds: 2},
@@ -139,6 +142,9 @@ func TestSimulation(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkDisjoint(t, cp)
+			if err := cp.Check(); err != nil {
+				t.Errorf("the campaign does not check: %v", err)
+			}
 			if got := accused(fd); !slices.Equal(got, c.want) {
 				t.Errorf("accused %q, want %q", got, c.want)
 			}
@@ -182,13 +188,15 @@ func TestSimulation(t *testing.T) {
 // TestSimulationProperty: over many seeds, fleet sizes, strategies and
 // placements of one bad node, one bad link, two bad nodes or none, with
 // ±3% noise and rare flaky measurements, the planted faults are exactly
-// what is accused, within the bound.
+// what is accused, within the bound. Half the bad links (by seed) are ones
+// the node-level test does not see (LinkPull 1).
 func TestSimulationProperty(t *testing.T) {
 	seeds := 200
 	if testing.Short() {
 		seeds = 40
 	}
 	flakes := 0
+	most := map[Strategy]int{}
 	for seed := range uint64(seeds) {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		n := 64 + rng.IntN(1024-64+1)
@@ -220,6 +228,9 @@ func TestSimulationProperty(t *testing.T) {
 			h, r := pick(), rng.IntN(8)
 			f.BadLinks[h] = []int{r}
 			want = []string{"link " + h + " " + rails8[r]}
+			if seed/2%2 == 1 {
+				f.LinkPull = 1
+			}
 		case kind == 2:
 			a := pick()
 			f.BadNodes[a] = true
@@ -233,20 +244,22 @@ func TestSimulationProperty(t *testing.T) {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
 		flakes += f.Flakes
+		most[strategy] = max(most[strategy], fd.Rounds)
 		checkDisjoint(t, cp)
 		if got := accused(fd); !slices.Equal(got, want) || len(fd.Unresolved) > 0 || fd.Rounds > MaxRounds1024 {
 			var b strings.Builder
 			_ = fd.WriteText(&b)
-			t.Errorf("seed %d, %d nodes, %s, rails %v: accused %q (want %q), %d unresolved, %d rounds\n%s", seed, n, strategy, rails, got, want, len(fd.Unresolved), fd.Rounds, b.String())
+			t.Errorf("seed %d, %d nodes, %s, rails %v, link pull %g: accused %q (want %q), %d unresolved, %d rounds\n%s", seed, n, strategy, rails, f.LinkPull, got, want, len(fd.Unresolved), fd.Rounds, b.String())
 		}
 	}
-	t.Logf("%d campaigns, %d flaky measurements planted at random", seeds, flakes)
+	t.Logf("%d campaigns, %d flaky measurements planted at random; most rounds: pairs %d, bisect %d", seeds, flakes, most[Pairs], most[Bisect])
 }
 
 // TestSimulationTable prints the rounds and steps a campaign over 1,024
-// nodes takes (8 rails) for a bad node, a bad link and a healthy fleet,
-// each strategy, as docs/fleet-plan.md records them, and fails when the
-// bound of 12 rounds is missed or the wrong thing is accused. Run:
+// nodes takes (8 rails) for a bad node, a bad link, a bad link the
+// node-level test does not see (LinkPull 1) and a healthy fleet, each
+// strategy, as docs/fleet-plan.md records them, and fails when the bound of
+// 12 rounds is missed or the wrong thing is accused. Run:
 //
 //	go test ./internal/campaign -run TestSimulationTable -v
 func TestSimulationTable(t *testing.T) {
@@ -254,7 +267,7 @@ func TestSimulationTable(t *testing.T) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "| strategy | planted | rounds (max of %d seeds) | steps (mean) | accused |\n|---|---|---|---|---|\n", seeds)
 	for _, strategy := range []Strategy{Pairs, Bisect} {
-		for _, planted := range []string{"bad node", "bad link", "healthy"} {
+		for _, planted := range []string{"bad node", "bad link", "bad link only a rail test sees", "healthy"} {
 			maxR, steps := 0, 0
 			var acc string
 			for seed := range uint64(seeds) {
@@ -266,10 +279,13 @@ func TestSimulationTable(t *testing.T) {
 				case "bad node":
 					f.BadNodes[h] = true
 					want = []string{"node " + h}
-				case "bad link":
+				case "bad link", "bad link only a rail test sees":
 					r := rng.IntN(8)
 					f.BadLinks[h] = []int{r}
 					want = []string{"link " + h + " " + rails8[r]}
+					if planted != "bad link" {
+						f.LinkPull = 1
+					}
 				}
 				_, fd, err := Simulate(config(1024, strategy, true), f)
 				if err != nil {
@@ -280,9 +296,13 @@ func TestSimulationTable(t *testing.T) {
 				}
 				maxR = max(maxR, fd.Rounds)
 				steps += fd.Steps
-				acc = "the planted " + strings.TrimPrefix(planted, "bad ")
-				if planted == "healthy" {
+				switch planted {
+				case "healthy":
 					acc = "none"
+				case "bad node":
+					acc = "the planted node"
+				default:
+					acc = "the planted link"
 				}
 			}
 			fmt.Fprintf(&b, "| %s | %s | %d | %d | %s |\n", strategy, planted, maxR, steps/seeds, acc)
@@ -347,5 +367,97 @@ func TestNoConclusion(t *testing.T) {
 	}
 	if fd.Verdict != VerdictUnresolved || fd.Rounds != 1 || len(fd.Accused) != 0 || len(fd.Unresolved) != 16 || len(fd.Notes) != 1 || !strings.Contains(fd.Notes[0], "every node-level step failed (8 pairs)") {
 		t.Errorf("every step fails: %+v", fd)
+	}
+}
+
+// TestBisectLevels: bisection tests every level in round 1 (one chain, the
+// node-level group then each rail's), halves a failing group at its level
+// only, and runs the halves of every level that hold the same nodes as one
+// chain: a bad node's halves at every level, a bad link's at node level and
+// its rail, a link the node-level test misses at its rail alone.
+func TestBisectLevels(t *testing.T) {
+	cases := []struct {
+		name  string
+		plant func(*Fabric)
+		// kinds is each chain's steps in rounds 2 to 9 (the groups'
+		// halves), as kind/rail.
+		kinds string
+	}{
+		{name: "bad node", plant: func(f *Fabric) { f.BadNodes["gpu0042"] = true }, kinds: "group/-1 rail-group/0 rail-group/1 rail-group/2 rail-group/3"},
+		{name: "bad link", plant: func(f *Fabric) { f.BadLinks["gpu0042"] = []int{2} }, kinds: "group/-1 rail-group/2"},
+		{name: "bad link the node-level test misses", plant: func(f *Fabric) { f.BadLinks["gpu0042"] = []int{2}; f.LinkPull = 1 }, kinds: "rail-group/2"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := config(1024, Bisect, true)
+			cfg.Rails = rails8[:4]
+			f := NewFabric(3)
+			c.plant(f)
+			cp, _, err := Simulate(cfg, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkDisjoint(t, cp)
+			var first []string
+			for _, s := range cp.Rounds[0].Steps {
+				first = append(first, fmt.Sprintf("%s/%s/%d/%d", s.Chain, s.Kind, s.Rail, len(s.Nodes)))
+			}
+			if got, want := strings.Join(first, " "), "s0001/group/-1/1024 s0001/rail-group/0/1024 s0001/rail-group/1/1024 s0001/rail-group/2/1024 s0001/rail-group/3/1024"; got != want {
+				t.Errorf("round 1: %s, want %s", got, want)
+			}
+			for _, r := range cp.Rounds[1:9] {
+				chains := chainsOf(r)
+				if len(chains) != 2 {
+					t.Errorf("round %d: %d chains, want the 2 halves", r.N, len(chains))
+				}
+				for _, ch := range chains {
+					var kinds []string
+					for _, s := range ch {
+						kinds = append(kinds, fmt.Sprintf("%s/%d", s.Kind, s.Rail))
+					}
+					if got := strings.Join(kinds, " "); got != c.kinds {
+						t.Errorf("round %d chain %s on %s: %s, want %s", r.N, ch[0].Chain, nodesLine(ch[0].Nodes), got, c.kinds)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestRailMissingAfterNodePass: round 1's rail steps did not run
+// (--allow-missing) while the node-level step passed: the pass does not
+// clear the rails whose steps did not run, so a link the node-level test
+// does not see is still found when they run again.
+func TestRailMissingAfterNodePass(t *testing.T) {
+	for _, strategy := range []Strategy{Pairs, Bisect} {
+		t.Run(string(strategy), func(t *testing.T) {
+			c, err := New(config(64, strategy, true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := NewFabric(3)
+			f.BadLinks["gpu0010"] = []int{1}
+			f.LinkPull = 1
+			if err := c.Record(runRound(f, c.Latest(), func(s *Step) bool { return s.Rail >= 0 }), true); err != nil {
+				t.Fatal(err)
+			}
+			var fd *Findings
+			for fd == nil && len(c.Rounds) <= c.MaxRounds {
+				if _, fd, err = c.Plan(); err != nil {
+					t.Fatal(err)
+				}
+				if fd == nil {
+					if err := c.Record(f.Run(c.Latest()), false); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			checkDisjoint(t, c)
+			if got := strings.Join(accused(fd), ", "); got != "link gpu0010 mlx5_1" || len(fd.Unresolved) > 0 {
+				var b strings.Builder
+				_ = fd.WriteText(&b)
+				t.Errorf("accused %q, want link gpu0010 mlx5_1\n%s", got, b.String())
+			}
+		})
 	}
 }
