@@ -152,7 +152,7 @@ file) atomically, with labels under gdrcheck.feature.node.kubernetes.io/ and an 
 	f.StringVar(&nfd, "nfd", "", "write NFD labels to this features.d file (or folder: FOLDER/gdrcheck), atomically")
 	f.DurationVar(&ttl, "nfd-ttl", time.Hour, "how long the NFD labels hold (their # +expiry-time): longer than the interval between runs")
 	dr.flags(f, "drain", "", "none, print (the scontrol command on stderr) or apply (run it); default apply with --mode slurm-health, else none")
-	f.BoolVar(&resume, "resume", true, "when the node passes and gdrcheck drained it (its reason starts \""+sched.OurDrainPrefix+"\", the node only drained), resume it as --drain says; default on with --mode slurm-health, off otherwise")
+	f.BoolVar(&resume, "resume", false, "when the node passes and gdrcheck drained it (its reason starts \""+sched.OurDrainPrefix+"\", the node only drained), resume it as --drain says; default on with --mode slurm-health, off otherwise")
 	return cmd
 }
 
