@@ -189,7 +189,7 @@ func TestSlurmWrappers(t *testing.T) {
 		args, log                  string
 	}{
 		{"gdrcheck-healthcheck.sh", stub, "1", 1,
-			"--timeout 40s health --mode slurm-health --drain apply --scontrol /usr/bin/scontrol --drain-timeout 10s --expect " + profile + " --node gpu-07 ",
+			"--timeout 40s health --mode slurm-health --drain apply --resume=true --scontrol /usr/bin/scontrol --drain-timeout 8s --expect " + profile + " --node gpu-07 ",
 			"exit 1: gdrcheck FAIL: gdr.kernel-module: nvidia-peermem not loaded\ndrained: x\n"},
 		{"gdrcheck-prolog.sh", stub, "1", 1,
 			"--timeout 30s health --mode slurm-prolog --drain none --scontrol /usr/bin/scontrol --drain-timeout 10s --expect " + profile + " --node gpu-07 ",

@@ -56,6 +56,11 @@ type HealthOptions struct {
 	// drained.
 	NodeName string
 	Drain    DrainOptions
+	// Resume: when the node passes (ready or degraded), read its state
+	// and, when gdrcheck drained it and it is only drained, resume it
+	// (Drain.Mode apply) or print the command (print). Needs a Drain.Mode
+	// other than none.
+	Resume bool
 	// NFD is the features.d file to write ("" none), NFDTTL how long its
 	// labels hold (its expiry directive).
 	NFD    string
@@ -81,8 +86,27 @@ type Health struct {
 	// --drain is not none; DrainErr why running it failed (apply).
 	Drain    []string
 	DrainErr error
+	// Resume is what became of resuming the node (HealthOptions.Resume, a
+	// node that passed); nil when it was not tried.
+	Resume *Resume
 	// NFDErr is why the features file could not be written.
 	NFDErr error
+}
+
+// Resume is a node that passed, looked at to be resumed.
+type Resume struct {
+	// Node is the node as scontrol showed it.
+	Node sched.Node
+	// Argv is the resume command; nil when the node is left as it is.
+	Argv []string
+	// Left is why a drained node is left as it is: down, drained by
+	// someone else or for another reason, a state gdrcheck does not
+	// resume. Nil when the node is not drained, or is resumed.
+	Left error
+	// Err is why the node's state could not be read (scontrol failed or
+	// hung, its output did not say), or why the resume command failed
+	// (apply). The node is then left as it is.
+	Err error
 }
 
 // ValidateHealth refuses options that cannot mean anything, before the
@@ -95,6 +119,9 @@ func ValidateHealth(o HealthOptions) error {
 		if err := sched.ValidHost(o.NodeName); err != nil {
 			return toolErr(fmt.Errorf("--node: %w", err))
 		}
+	}
+	if o.Resume && o.Drain.Mode == DrainNone {
+		return toolErr(errors.New("--resume needs --drain print or apply"))
 	}
 	if o.NFD != "" && o.NFDTTL <= 0 {
 		return toolErr(fmt.Errorf("--nfd-ttl %s: must be positive (how long the labels hold)", o.NFDTTL))
@@ -130,6 +157,9 @@ func RunHealth(ctx context.Context, o HealthOptions) (*Health, error) {
 			h.DrainErr = RunDrain(ctx, h.Drain, o.Drain.Timeout)
 		}
 	}
+	if o.Resume && o.Drain.Mode != DrainNone && h.Err == nil && !h.NotReady {
+		h.Resume = resumeNode(ctx, o.NodeName, o.Drain)
+	}
 	if o.NFD != "" {
 		h.NFDErr = writeFeatures(o.NFD, nodeLabels(j, o.Version), o.Now, o.NFDTTL)
 	}
@@ -139,11 +169,48 @@ func RunHealth(ctx context.Context, o HealthOptions) (*Health, error) {
 // RunDrain runs a drain command under its deadline, through the door's
 // command runner (no shell; the process group is killed at the deadline).
 func RunDrain(ctx context.Context, argv []string, timeout time.Duration) error {
+	_, err := runScontrol(ctx, argv, timeout)
+	return err
+}
+
+// runScontrol runs an scontrol command under its deadline (0:
+// DefaultDrainTimeout) and returns its standard output.
+func runScontrol(ctx context.Context, argv []string, timeout time.Duration) ([]byte, error) {
 	if timeout <= 0 {
 		timeout = DefaultDrainTimeout
 	}
-	_, err := machine.RunLive(ctx, machine.Command{Name: argv[0], Args: argv[1:], Timeout: timeout})
-	return err
+	return machine.RunLive(ctx, machine.Command{Name: argv[0], Args: argv[1:], Timeout: timeout})
+}
+
+// resumeNode reads the node's state with scontrol show node and, when
+// gdrcheck drained it and it is only drained (sched.Resumable), makes the
+// resume command and runs it (DrainApply). Anything it cannot read with
+// certainty leaves the node as it is.
+func resumeNode(ctx context.Context, node string, d DrainOptions) *Resume {
+	r := &Resume{}
+	// ValidateHealth checked the name.
+	show, _ := sched.ShowNodeArgv(d.Scontrol, node)
+	out, err := runScontrol(ctx, show, d.Timeout)
+	if err != nil {
+		r.Err = fmt.Errorf("reading the node's state: %w", err)
+		return r
+	}
+	if r.Node, err = sched.ParseShowNode(string(out), node); err != nil {
+		r.Err = fmt.Errorf("reading the node's state: %w", err)
+		return r
+	}
+	switch err := sched.Resumable(r.Node); {
+	case errors.Is(err, sched.ErrNotDrained):
+		return r
+	case err != nil:
+		r.Left = err
+		return r
+	}
+	r.Argv, _ = sched.ResumeArgv(d.Scontrol, node)
+	if d.Mode == DrainApply {
+		r.Err = RunDrain(ctx, r.Argv, d.Timeout)
+	}
+	return r
 }
 
 // nodeLabels are the labels of a judged node (nil: it could not be

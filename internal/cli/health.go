@@ -28,6 +28,7 @@ func newHealth(g *globals) *cobra.Command {
 	var mode, node, nfd string
 	var ttl time.Duration
 	var dr drainFlags
+	var resume bool
 	cmd := &cobra.Command{
 		Use:   "health",
 		Short: "The readiness checks as one line and an exit code, for Slurm's HealthCheckProgram and prolog, and NFD labels",
@@ -54,6 +55,11 @@ every node a job lands on.
 
 --drain print writes the scontrol command on standard error (standard output keeps its one
 line); --drain apply runs it under --drain-timeout and reports a failure on standard error.
+--resume (on by default with --mode slurm-health): when the node passes, read its state
+(scontrol show node) and resume it (State=RESUME; printed with --drain print) only when it is
+drained, not down, and its reason is one gdrcheck wrote ("gdrcheck FAIL: "): a node drained by
+anyone else or for another reason is left as it is, said on standard error. Like LBNL NHC,
+which onlines only the nodes whose note it set itself.
 --nfd FILE writes a Kubernetes Node Feature Discovery features.d file (a folder: its gdrcheck
 file) atomically, with labels under gdrcheck.feature.node.kubernetes.io/ and an expiry after
 --nfd-ttl. docs/scheduler.md says more.`,
@@ -74,12 +80,17 @@ file) atomically, with labels under gdrcheck.feature.node.kubernetes.io/ and an 
 						dr.mode = app.DrainApply
 					}
 				}
+				if !cmd.Flags().Changed("resume") {
+					resume = mode == modeHealth && dr.mode != app.DrainNone
+				} else if resume && mode == modeProlog {
+					return nil, toolError(errors.New("--resume: not with --mode slurm-prolog (a prolog runs only on nodes that are not drained)"))
+				}
 				if node == "" {
 					node = defaultNodeName()
 				}
 				return app.RunHealth(cmd.Context(), app.HealthOptions{
 					Node: g.node(), Check: o.options(), NodeName: node,
-					Drain: dr.options(), NFD: nfd, NFDTTL: ttl, Version: g.build.Version, Now: g.session.Now(),
+					Drain: dr.options(), Resume: resume, NFD: nfd, NFDTTL: ttl, Version: g.build.Version, Now: g.session.Now(),
 				})
 			}()
 			if err != nil { // options refused: said on the one line too
@@ -98,6 +109,20 @@ file) atomically, with labels under gdrcheck.feature.node.kubernetes.io/ and an 
 					fmt.Fprintln(g.errOut, "gdrcheck: drain failed:", printable.Line(h.DrainErr.Error()))
 				default:
 					fmt.Fprintln(g.errOut, "gdrcheck: drained:", line)
+				}
+			}
+			if r := h.Resume; r != nil {
+				switch {
+				case r.Argv != nil && r.Err != nil:
+					fmt.Fprintln(g.errOut, "gdrcheck: resume failed:", printable.Line(r.Err.Error()))
+				case r.Err != nil:
+					fmt.Fprintln(g.errOut, "gdrcheck: not resuming:", printable.Line(r.Err.Error()))
+				case r.Left != nil:
+					fmt.Fprintln(g.errOut, "gdrcheck: not resuming:", printable.Line(r.Left.Error()))
+				case r.Argv != nil && dr.mode == app.DrainPrint:
+					fmt.Fprintln(g.errOut, sched.ShellLine(r.Argv))
+				case r.Argv != nil:
+					fmt.Fprintf(g.errOut, "gdrcheck: resumed: %s (gdrcheck drained it: %s)\n", sched.ShellLine(r.Argv), sched.Reason(r.Node.Reason))
 				}
 			}
 			if h.NFDErr != nil {
@@ -127,6 +152,7 @@ file) atomically, with labels under gdrcheck.feature.node.kubernetes.io/ and an 
 	f.StringVar(&nfd, "nfd", "", "write NFD labels to this features.d file (or folder: FOLDER/gdrcheck), atomically")
 	f.DurationVar(&ttl, "nfd-ttl", time.Hour, "how long the NFD labels hold (their # +expiry-time): longer than the interval between runs")
 	dr.flags(f, "drain", "", "none, print (the scontrol command on stderr) or apply (run it); default apply with --mode slurm-health, else none")
+	f.BoolVar(&resume, "resume", false, "when the node passes and gdrcheck drained it (its reason starts \""+sched.OurDrainPrefix+"\", the node only drained), resume it as --drain says; default on with --mode slurm-health, off otherwise")
 	return cmd
 }
 

@@ -113,8 +113,8 @@ func TestHealthDrain(t *testing.T) {
 	if _, errs, code = run(t, "health", "--root", good, "--mode", "slurm-health", "--scontrol", prog); code != ExitOK {
 		t.Errorf("ready, slurm-health: exit %d %s", code, errs)
 	}
-	if _, err := os.Stat(args); err == nil {
-		t.Error("a ready node was drained")
+	if got, _ := os.ReadFile(args); strings.Contains(string(got), "State=DRAIN") {
+		t.Errorf("a ready node was drained: %q", got)
 	}
 	if _, _, code = run(t, "health", "--root", l40s, "--mode", "slurm-health", "--scontrol", prog); code != ExitFailed {
 		t.Errorf("failing, slurm-health: exit %d", code)
@@ -136,6 +136,113 @@ func TestHealthDrain(t *testing.T) {
 	_, errs, code = run(t, "health", "--root", l40s, "--drain", "apply", "--node", "gpu-10", "--scontrol", prog, "--drain-timeout", "300ms")
 	if took := time.Since(start); took > 20*time.Second || code != ExitFailed || !strings.Contains(errs, "no answer within 300ms") {
 		t.Errorf("hung scontrol: exit %d after %s: %s", code, took, errs)
+	}
+}
+
+// showNodeOutput is a real-shaped scontrol show node gpu-07 (Slurm 23.11,
+// drained by gdrcheck), its State= and Reason= values replaced.
+func showNodeOutput(t *testing.T, state, reason string) string {
+	t.Helper()
+	b, err := os.ReadFile(repo + "/internal/report/sched/testdata/scontrol-show-node/slurm-23.11-idle-drain.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "   State=") {
+			line = "   State=" + state + " ThreadsPerCore=2 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A"
+		}
+		if strings.HasPrefix(line, "   Reason=") {
+			line = "   Reason=" + reason
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n")
+}
+
+// fakeScontrolShowing is fakeScontrol that prints show (a file) to
+// scontrol show, and runs update as body says.
+func fakeScontrolShowing(t *testing.T, show, update string) (prog, argsFile string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "show.txt")
+	if err := os.WriteFile(file, []byte(show), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return fakeScontrol(t, "if [ \"$1\" = show ]; then cat "+file+"; exit 0; fi\n"+update)
+}
+
+func TestHealthResume(t *testing.T) {
+	good := fakehost.Archive(t, repo+"/testdata/hosts/hgx-h200-8gpu-10nic.host")  // DEGRADED, exit 0
+	l40s := fakehost.Archive(t, repo+"/testdata/hosts/pcie-l40s-remote-nic.host") // FAIL, exit 1
+	const ours = "gdrcheck FAIL: gdr.kernel-module: neither nvidia_peermem is loaded nor dma-buf possible [root@2026-12-03T11:50:02]"
+	const show = "show\nnode\ngpu-07\n----\n"
+	const resume = "update\nNodeName=gpu-07\nState=RESUME\n----\n"
+	for _, tc := range []struct {
+		name     string
+		show     string // what scontrol show prints ("" with update: the whole stand-in's body)
+		update   string // what the stand-in does otherwise
+		args     []string
+		code     int
+		scontrol string // the arguments scontrol got, calls separated by ----
+		errs     string // stderr's one line contains this ("" stderr is empty)
+	}{
+		{"ours, degraded now", showNodeOutput(t, "IDLE+DRAIN", ours), "exit 0", []string{"--root", good}, 0, show + resume,
+			"gdrcheck: resumed: SCONTROL update NodeName=gpu-07 State=RESUME (gdrcheck drained it: gdrcheck FAIL: gdr.kernel-module: neither"},
+		{"ours, ready now, draining", showNodeOutput(t, "MIXED+DRAIN", ours), "exit 0", []string{"--root", good, "--only", "gdr.,pcie."}, 0, show + resume, "gdrcheck: resumed: "},
+		{"ours, print", showNodeOutput(t, "DRAINED", ours), "exit 0", []string{"--root", good, "--drain", "print"}, 0, show,
+			"SCONTROL update NodeName=gpu-07 State=RESUME"},
+		{"ours, plain mode, --resume", showNodeOutput(t, "IDLE+DRAIN", ours), "exit 0", []string{"--root", good, "--mode", "plain", "--drain", "apply", "--resume"}, 0, show + resume, "resumed: "},
+		{"someone else's drain", showNodeOutput(t, "IDLE+DRAIN", "replacing DIMM B3 [alice@2026-12-02T16:03:11]"), "exit 0", []string{"--root", good}, 0, show,
+			"gdrcheck: not resuming: node gpu-07 is drained by someone else or for another reason: replacing DIMM B3 [alice@2026-12-02T16:03:11]"},
+		{"a hostile reason", showNodeOutput(t, "IDLE+DRAIN", "x\x1b]0;pwned\x07 $(reboot) State=IDLE [eve@2026-12-02T16:03:11]"), "exit 0", []string{"--root", good}, 0, show,
+			`someone else or for another reason: x\x1b]0;pwned\a $(reboot) State=IDLE [eve@`},
+		{"ours, down", showNodeOutput(t, "DOWN+DRAIN+NOT_RESPONDING", ours), "exit 0", []string{"--root", good}, 0, show,
+			"gdrcheck: not resuming: node gpu-07 is DOWN+DRAIN+NOT_RESPONDING, not just drained"},
+		{"ours, reboot pending", showNodeOutput(t, "IDLE+DRAIN+REBOOT_REQUESTED", ours), "exit 0", []string{"--root", good}, 0, show, "flag REBOOT_REQUESTED is not one gdrcheck resumes"},
+		{"not drained", showNodeOutput(t, "IDLE", "(null)"), "exit 0", []string{"--root", good}, 0, show, ""},
+		{"a state that does not read", showNodeOutput(t, "IDLE++DRAIN", ours), "exit 0", []string{"--root", good}, 0, show,
+			"gdrcheck: not resuming: reading the node's state: node gpu-07: State=IDLE++DRAIN: an empty word"},
+		{"show fails", "", "echo 'Node gpu-07 not found' >&2; exit 1", []string{"--root", good}, 0, show,
+			"gdrcheck: not resuming: reading the node's state: SCONTROL show node gpu-07: "},
+		{"show hangs", "", "sleep 60", []string{"--root", good, "--drain-timeout", "300ms"}, 0, show, "no answer within 300ms"},
+		{"resume fails", showNodeOutput(t, "IDLE+DRAIN", ours), "echo 'slurm_update error: Access/permission denied' >&2; exit 1", []string{"--root", good}, 0, show + resume,
+			"gdrcheck: resume failed: SCONTROL update NodeName=gpu-07 State=RESUME: "},
+		{"--resume=false", showNodeOutput(t, "IDLE+DRAIN", ours), "exit 0", []string{"--root", good, "--resume=false"}, 0, "", ""},
+		{"--drain none", showNodeOutput(t, "IDLE+DRAIN", ours), "exit 0", []string{"--root", good, "--drain", "none"}, 0, "", ""},
+		{"plain mode", showNodeOutput(t, "IDLE+DRAIN", ours), "exit 0", []string{"--root", good, "--mode", "plain", "--drain", "apply"}, 0, "", ""},
+		// A failing node is drained, never looked at to resume.
+		{"failing", showNodeOutput(t, "IDLE+DRAIN", ours), "exit 0", []string{"--root", l40s}, 1, "update\nNodeName=gpu-07\nState=DRAIN\n", "gdrcheck: drained: "},
+		{"--resume without draining", "", "exit 0", []string{"--root", good, "--mode", "plain", "--resume"}, 2, "", ""},
+		{"prolog", showNodeOutput(t, "IDLE+DRAIN", ours), "exit 0", []string{"--root", good, "--mode", "slurm-prolog", "--drain", "apply", "--resume"}, 0, "", "could not check the node"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var prog, args string
+			if tc.show != "" {
+				prog, args = fakeScontrolShowing(t, tc.show, tc.update)
+			} else {
+				prog, args = fakeScontrol(t, tc.update)
+			}
+			start := time.Now()
+			out, errs, code := run(t, append([]string{"health", "--mode", "slurm-health", "--node", "gpu-07", "--scontrol", prog}, tc.args...)...)
+			if took := time.Since(start); took > 20*time.Second {
+				t.Errorf("took %s", took)
+			}
+			got, _ := os.ReadFile(args)
+			if code != tc.code || strings.Count(out, "\n") != 1 || !strings.HasPrefix(string(got), tc.scontrol) || tc.scontrol == "" && len(got) > 0 ||
+				!strings.Contains(tc.scontrol, "DRAIN") && string(got) != tc.scontrol {
+				t.Errorf("exit %d (want %d)\n%s%s\nscontrol got\n%s\nwant\n%s", code, tc.code, out, errs, got, tc.scontrol)
+			}
+			if code == ExitToolErr && !strings.HasPrefix(out, "gdrcheck ERROR: --resume") || tc.name == "prolog" && !strings.HasPrefix(out, "gdrcheck ERROR: --resume: not with --mode slurm-prolog") {
+				t.Errorf("the refusal does not name --resume: %s", out)
+			}
+			want := strings.ReplaceAll(tc.errs, "SCONTROL", prog)
+			if want == "" && errs != "" || want != "" && (!strings.Contains(errs, want) || strings.Count(errs, "\n") != 1) {
+				t.Errorf("stderr\n%s\nwant one line containing %q", errs, want)
+			}
+			if strings.ContainsAny(errs, "\x1b\x07\r") {
+				t.Errorf("stderr holds controls: %q", errs)
+			}
+		})
 	}
 }
 
