@@ -144,7 +144,7 @@ func (s *Summary) WriteInventory(w io.Writer) error {
 		for _, p := range n.Ports {
 			pt := fmt.Sprintf("port %d %s/%s %s %s", p.Number, l(p.State), l(p.PhysState), l(p.LinkLayer), l(p.RateText))
 			if c := p.GIDChoice; c != nil {
-				pt += ", RoCE " + l(c.Text())
+				pt += ", " + l(c.Text())
 			}
 			ports = append(ports, pt)
 		}
