@@ -119,7 +119,7 @@ func newBenchRDMA(g *globals) *cobra.Command {
 	fl.StringVar(&pairs, "pairs", "", "GPU:NIC pairs to test, e.g. 0:mlx5_3,1:mlx5_4 (default: the GPU→NIC pairing of topo); GPUs numbered in PCI bus order")
 	fl.StringVarP(&size, "size", "s", "", "one message size, e.g. 1M (default: sweep all sizes, -a)")
 	fl.IntVar(&o.Plan.TCPPort, "tcp-port", rdma.DefaultTCPPort, "first out-of-band TCP port (-p); each run takes the next")
-	fl.IntVar(&o.Plan.GIDIndex, "gid-index", -1, "RoCE GID index (-x); default: perftest chooses")
+	fl.IntVar(&o.Plan.GIDIndex, "gid-index", -1, "RoCE GID index (-x); default: the one NCCL would choose from the port's GID table, else perftest's")
 	fl.IntVar(&o.Plan.MTU, "mtu", 0, "MTU (-m): 256..4096 (default: the port's active MTU)")
 	fl.IntVar(&o.Plan.QPs, "qps", 0, "queue pairs (-q) (default: perftest's, 1)")
 	fl.IntVarP(&o.Plan.Iters, "iters", "n", 0, "iterations per size (-n) (default: perftest's)")

@@ -86,10 +86,20 @@ func (h *Host) Pairing() *Pairing {
 	return h.pair()
 }
 
-// Finish computes the GPU→NIC pairing and keeps it for Pairing. Whoever
+// Finish computes the GPU→NIC pairing and keeps it for Pairing, and each
+// RoCE port's GID choice where its table was read (Port.GIDChoice). Whoever
 // builds a Host calls it last, once GPUs and NICs are complete; the Host
 // must not change afterwards.
-func (h *Host) Finish() { h.pairing = h.pair() }
+func (h *Host) Finish() {
+	for _, n := range h.NICs {
+		for i := range n.Ports {
+			if n.Ports[i].GIDsRead > 0 {
+				n.Ports[i].GIDChoice = n.Ports[i].RoCEGID()
+			}
+		}
+	}
+	h.pairing = h.pair()
+}
 
 // pair assigns each GPU a rail NIC with pairing.Assign: the nearest by PCIe
 // path, a distinct NIC per GPU where the tree allows (a maximum matching

@@ -142,7 +142,11 @@ func (s *Summary) WriteInventory(w io.Writer) error {
 	for _, n := range s.NICs {
 		var ports []string
 		for _, p := range n.Ports {
-			ports = append(ports, fmt.Sprintf("port %d %s/%s %s %s", p.Number, l(p.State), l(p.PhysState), l(p.LinkLayer), l(p.RateText)))
+			pt := fmt.Sprintf("port %d %s/%s %s %s", p.Number, l(p.State), l(p.PhysState), l(p.LinkLayer), l(p.RateText))
+			if c := p.GIDChoice; c != nil {
+				pt += ", " + l(c.Text())
+			}
+			ports = append(ports, pt)
 		}
 		addr := l(n.Address)
 		if addr == "" {

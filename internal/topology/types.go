@@ -187,6 +187,14 @@ type Port struct {
 	MTU       int     `json:"netdev_mtu,omitempty"`
 	// Counters are the port's error counters that could be read.
 	Counters map[string]uint64 `json:"counters,omitempty"`
+	// GIDs are the populated (non-zero) entries of an Ethernet (RoCE)
+	// port's GID table, in index order; GIDsRead counts the entries read
+	// (0: the table was not read: an InfiniBand port, an older snapshot).
+	GIDs     []GID `json:"gids,omitempty"`
+	GIDsRead int   `json:"gids_read,omitempty"`
+	// GIDChoice is RoCEGID() as discovery left it (Host.Finish), for the
+	// JSON view.
+	GIDChoice *GIDChoice `json:"roce_gid,omitempty"`
 }
 
 // NetDev is a network interface backed by a PCI function.

@@ -326,10 +326,10 @@ func Build(h *topology.Host, o Options, model Model) (*Plan, error) {
 		if nic == nil {
 			return nil, fmt.Errorf("--pairs %d:%s: no RDMA device %q", ps.GPU, ps.NIC, ps.NIC)
 		}
-		e := entry(h, gpus[ps.GPU], ps.GPU, nic, o)
+		e, gx := entry(h, gpus[ps.GPU], ps.GPU, nic, o)
 		e.Rail = rail
 		for _, mem := range memories(o.Registration) {
-			e.Runs = append(e.Runs, runOf(&e, mem, port, o, p.NCCLPath == mem))
+			e.Runs = append(e.Runs, runOf(&e, mem, port, o, gx, p.NCCLPath == mem))
 			port++
 			if port > 65535 {
 				return nil, fmt.Errorf("--tcp-port %d: the runs need ports past 65535", o.TCPPort)
@@ -436,7 +436,10 @@ func sibling(h *topology.Host, n *topology.NIC, p *topology.Port) *topology.NIC 
 	return nil
 }
 
-func entry(h *topology.Host, g *topology.GPU, cuda int, nic *topology.NIC, o Options) Entry {
+// gidIndexes are the -x of an entry's client and server (-1: none).
+type gidIndexes struct{ client, server int }
+
+func entry(h *topology.Host, g *topology.GPU, cuda int, nic *topology.NIC, o Options) (Entry, gidIndexes) {
 	e := Entry{GPU: cuda, GPUBusID: g.Address, GPUName: g.Name, NIC: nic.Name, NICAddress: nic.Address, Level: level.Unknown.String()}
 	if g.Dev != nil && nic.Dev != nil {
 		e.Level = h.PCIeRelation(g.Dev, nic.Dev).Level.String()
@@ -463,14 +466,42 @@ func entry(h *topology.Host, g *topology.GPU, cuda int, nic *topology.NIC, o Opt
 	case !o.Registration.DMABuf && o.Registration.PeerMem == "" && o.Registration.Known:
 		e.Skip = "no GPU memory registration path: neither nvidia_peermem nor dma-buf (" + o.Registration.Why + "; gdr.kernel-module)"
 	}
+	gx := gidIndexes{o.GIDIndex, o.GIDIndex}
 	if p != nil && p.LinkLayer == "Ethernet" && o.GIDIndex < 0 {
-		e.Notes = append(e.Notes, "RoCE: GID index not collected; perftest chooses (set --gid-index to force one)")
+		gx.client = roceGID(&e, e.NIC, p)
+		gx.server = gx.client
+		if e.ServerNIC != e.NIC {
+			gx.server = roceGID(&e, e.ServerNIC, activePort(h.NICByName(e.ServerNIC)))
+		}
 	}
-	return e
+	return e, gx
 }
 
-func runOf(e *Entry, mem string, port int, o Options, nccl bool) Run {
-	common := func(dev string, ibport int) []string {
+// roceGID is the GID index NCCL would use on a RoCE port
+// (topology.Port.RoCEGID), noted on the entry; -1 leaves it to perftest.
+func roceGID(e *Entry, nic string, p *topology.Port) int {
+	const notRead = "RoCE: GID index not collected; perftest chooses (set --gid-index to force one)"
+	c := p.RoCEGID()
+	switch {
+	case c == nil || p.GIDsRead == 0:
+		if !slices.Contains(e.Notes, notRead) {
+			e.Notes = append(e.Notes, notRead)
+		}
+		return -1
+	case c.Index < 0:
+		e.Notes = append(e.Notes, "RoCE: no GID chosen on "+nic+" ("+c.Why+"); perftest chooses (set --gid-index to force one)")
+		return -1
+	}
+	how := "chosen as NCCL would"
+	if c.Type != "RoCE v2" {
+		how += ": " + c.Why
+	}
+	e.Notes = append(e.Notes, fmt.Sprintf("%s on %s (%s; --gid-index overrides)", c.Text(), nic, how))
+	return c.Index
+}
+
+func runOf(e *Entry, mem string, port int, o Options, gx gidIndexes, nccl bool) Run {
+	common := func(dev string, ibport, gid int) []string {
 		a := []string{"-d", dev}
 		if ibport > 0 {
 			a = append(a, "-i", strconv.Itoa(ibport))
@@ -484,8 +515,8 @@ func runOf(e *Entry, mem string, port int, o Options, nccl bool) Run {
 		} else {
 			a = append(a, "-a")
 		}
-		if o.GIDIndex >= 0 && e.LinkLayer == "Ethernet" {
-			a = append(a, "-x", strconv.Itoa(o.GIDIndex))
+		if gid >= 0 && e.LinkLayer == "Ethernet" {
+			a = append(a, "-x", strconv.Itoa(gid))
 		}
 		if o.MTU > 0 {
 			a = append(a, "-m", strconv.Itoa(o.MTU))
@@ -515,8 +546,8 @@ func runOf(e *Entry, mem string, port int, o Options, nccl bool) Run {
 		Memory:  mem,
 		TCPPort: port,
 		NCCL:    nccl,
-		Server:  Cmd{Tool: o.Test, Args: common(e.ServerNIC, e.ServerPort), Env: env},
-		Client:  Cmd{Tool: o.Test, Args: append(common(e.NIC, e.Port), clientAddr(o.Mode)), Env: env},
+		Server:  Cmd{Tool: o.Test, Args: common(e.ServerNIC, e.ServerPort, gx.server), Env: env},
+		Client:  Cmd{Tool: o.Test, Args: append(common(e.NIC, e.Port, gx.client), clientAddr(o.Mode)), Env: env},
 	}
 }
 

@@ -543,6 +543,9 @@ func (d *discoverer) port(base string, num int) topology.Port {
 	if nd, ok := d.read(base + "gid_attrs/ndevs/0"); ok && nd != "" {
 		p.NetDev = nd
 	}
+	if p.LinkLayer == "Ethernet" {
+		p.GIDs, p.GIDsRead = d.gidTable(base, p.NetDev)
+	}
 	for _, c := range errorCounters {
 		if s, ok := d.read(base + "counters/" + c); ok {
 			if v, err := strconv.ParseUint(s, 10, 64); err == nil {
@@ -554,6 +557,58 @@ func (d *discoverer) port(base string, num int) topology.Port {
 		}
 	}
 	return p
+}
+
+// Bounds on the GID table scan of a RoCE port: the kernel's table has up
+// to 255 entries (mlx5), filled from the bottom (the link-local pair, then
+// each IP address's RoCE v1/v2 pair; a freed entry is reused first), so
+// the scan stops after MaxGIDZeroRun zero entries in a row or at MaxGIDs.
+const (
+	MaxGIDs       = 256
+	MaxGIDZeroRun = 8
+)
+
+const zeroGID = "0000:0000:0000:0000:0000:0000:0000:0000"
+
+// gidTable reads a RoCE port's GID table (ports/P/gids/N) from index 0 up,
+// and the type and netdev of each non-zero entry (gid_attrs/types/N,
+// gid_attrs/ndevs/N). It stops at the first index that does not exist
+// (the end of the table, or a snapshot taken before GIDs were read) or
+// after MaxGIDZeroRun zero entries in a row. An entry's type or netdev
+// that cannot be read is left empty without a problem: the kernel answers
+// EINVAL for an entry that is not populated (or, in a container, not
+// mapped), as NCCL also tolerates. read is the number of entries read.
+// ndev0 is gid_attrs/ndevs/0, already read for the port.
+func (d *discoverer) gidTable(base, ndev0 string) (gids []topology.GID, read int) {
+	zeros := 0
+	for i := 0; i < MaxGIDs && zeros < MaxGIDZeroRun; i++ {
+		n := strconv.Itoa(i)
+		s, err := d.root.ReadString(base + "gids/" + n)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) && i == 0 {
+				d.problem(base+"gids/"+n, err)
+			}
+			break
+		}
+		read++
+		s = strings.TrimSpace(s)
+		if s == zeroGID {
+			zeros++
+			continue
+		}
+		zeros = 0
+		g := topology.GID{Index: i, GID: s}
+		if t, err := d.root.ReadString(base + "gid_attrs/types/" + n); err == nil {
+			g.Type = strings.TrimSpace(t)
+		}
+		if i == 0 {
+			g.NetDev = ndev0
+		} else if nd, err := d.root.ReadString(base + "gid_attrs/ndevs/" + n); err == nil {
+			g.NetDev = strings.TrimSpace(nd)
+		}
+		gids = append(gids, g)
+	}
+	return gids, read
 }
 
 // ParseIBRate reads the kernel's port rate, "400 Gb/sec (4X NDR)", in Gb/s.

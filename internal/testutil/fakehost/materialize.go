@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"net/netip"
 	"os"
 	"path"
 	"path/filepath"
@@ -306,6 +307,9 @@ func (s *Spec) writeRDMA(w *writer, rd *RDMA) error {
 		}
 		if rd.NetDev != "" && p.LinkLayer == "Ethernet" {
 			w.file(pb+"gid_attrs/ndevs/0", rd.NetDev+"\n")
+			if rd.IP.IsValid() {
+				writeGIDs(w, pb, guid, rd.NetDev, rd.IP)
+			}
 		}
 	}
 	w.link("sys/class/infiniband/"+rd.Name, base)
@@ -332,6 +336,37 @@ func (s *Spec) writeNetdev(w *writer, addr, name string, mtu, speed int, state s
 	w.file(nb+"/type", strconv.Itoa(typ)+"\n")
 	w.link(nb+"/device", dp)
 	w.link("sys/class/net/"+name, nb)
+}
+
+// gidTableLen is the table length the fixtures show (mlx5 has 255; the
+// unpopulated rest reads as zeros).
+const gidTableLen = 16
+
+// writeGIDs writes the GID table the kernel builds for a RoCE port whose
+// netdev has one IPv4 address: 0 and 1 the link-local fe80:: GID (from the
+// port GUID) as RoCE v1 and v2, 2 and 3 the IPv4-mapped ::ffff:a.b.c.d as
+// RoCE v1 and v2, the rest zero. A zero entry has no type or netdev file
+// (the kernel answers EINVAL for them).
+func writeGIDs(w *writer, pb, guid, netdev string, ip netip.Addr) {
+	v4 := ip.As4()
+	ll := "fe80:0000:0000:0000:" + guid
+	mapped := fmt.Sprintf("0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x", v4[0], v4[1], v4[2], v4[3])
+	types := []string{"IB/RoCE v1", "RoCE v2", "IB/RoCE v1", "RoCE v2"}
+	for i := 0; i < gidTableLen; i++ {
+		n := strconv.Itoa(i)
+		g := "0000:0000:0000:0000:0000:0000:0000:0000"
+		switch {
+		case i < 2:
+			g = ll
+		case i < 4:
+			g = mapped
+		}
+		w.file(pb+"gids/"+n, g+"\n")
+		if i < 4 {
+			w.file(pb+"gid_attrs/types/"+n, types[i]+"\n")
+			w.file(pb+"gid_attrs/ndevs/"+n, netdev+"\n")
+		}
+	}
 }
 
 func hash(s string) uint32 {

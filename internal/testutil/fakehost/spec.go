@@ -23,6 +23,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -99,7 +100,10 @@ type RDMA struct {
 	GUID   string
 	NetDev string
 	NetMTU int
-	line   int
+	// IP is the IPv4 address on the netdev (ip=A.B.C.D): an Ethernet port
+	// then gets the GID table the kernel builds for it (see writeRDMA).
+	IP   netip.Addr
+	line int
 }
 
 // RDMAPort is one port.
@@ -163,7 +167,7 @@ func (e *specError) Error() string { return fmt.Sprintf("%s:%d: %s", e.name, e.l
 //	                              usp, dsp, bridge, gpu, nvswitch, nic, eth,
 //	                              nvme, audio, other)
 //	rdma NAME [ADDR] [ports=N rate=GBPS layer=.. state=.. phys=.. fw=..
-//	               board=.. hca=.. netdev=IF mtu=N COUNTER=N]
+//	               board=.. hca=.. netdev=IF mtu=N ip=A.B.C.D COUNTER=N]
 //	netdev NAME ADDR [speed=MBPS mtu=N state=up]
 //	module NAME
 //	file PATH "go-quoted content"   |   file PATH <<END ... END
@@ -561,6 +565,13 @@ func parseRDMA(f []string, kv map[string]string) (*RDMA, error) {
 		if v, ok := kv[k]; ok {
 			*dst = v
 		}
+	}
+	if v, ok := kv["ip"]; ok {
+		a, err := netip.ParseAddr(v)
+		if err != nil || !a.Is4() {
+			return nil, fmt.Errorf("rdma: ip=%q: want an IPv4 address", v)
+		}
+		rd.IP = a
 	}
 	rd.NetMTU = 4096
 	if v, ok := kv["mtu"]; ok {
