@@ -22,7 +22,8 @@ func newFleetPlan(g *globals) *cobra.Command {
 an MPI hostfile) and reads its results round by round. Round 1 tests every node in disjoint
 pairs (node i with node i+N/2), each pair as a node (NCCL all_reduce over every GPU and NIC)
 and, with --rails, on each rail alone (NCCL_IB_HCA==<nic>); --strategy bisect instead tests all
-nodes as one group and halves a failing group each round. Each member of a failing pair is then
+nodes as one group (and, with --rails, one group per rail) and halves a failing group at the
+level it failed each round. Each member of a failing pair is then
 tested with a partner that passed: a node or rail is accused when it fails with 2 different
 partners (--confirm), one of them known good, and cleared when it passes. A node whose every
 rail fails, or which fails while its rails pass, is the node; otherwise each failing rail is a
@@ -97,7 +98,7 @@ docs/fleet-plan.md says more.`,
 	fl.StringVar(&o.Nodes, "nodes", "", "the nodes, a Slurm node list: gpu[001-128],login1")
 	fl.StringVar(&o.Hostfile, "hostfile", "", "the nodes, one host a line (slots= and comments ignored)")
 	fl.StringVar(&rails, "rails", "", "NICs to test one at a time, comma-separated NCCL_IB_HCA names (mlx5_0,mlx5_3:1); none: node-level tests only")
-	fl.StringVar(&strategy, "strategy", string(campaign.Pairs), "pairs (every node in round 1) or bisect (all nodes as one group, halved)")
+	fl.StringVar(&strategy, "strategy", string(campaign.Pairs), "pairs (every node in round 1) or bisect (all nodes as one group, and one per rail, halved where they fail)")
 	fl.Float64Var(&cfg.MinBusBW, "min-busbw", 0, "least bus bandwidth (GB/s) of a node-level step (default: judged against the other steps)")
 	fl.Float64Var(&cfg.MinRailBusBW, "min-rail-busbw", 0, "least bus bandwidth (GB/s) of a per-rail step (default: judged against the rail's other steps)")
 	fl.IntVar(&cfg.Confirm, "confirm", cfg.Confirm, "failing steps with different partners, one known good, that accuse a node or link")
