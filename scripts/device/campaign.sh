@@ -13,6 +13,7 @@
 #   DEAD   nodes that cannot run (CUDA_VISIBLE_DEVICES empty: no GPU)
 # Usage: N=16 SLOW=n09 LINK=n05:1 DEAD=n11 scripts/device/campaign.sh
 #        STRATEGY=bisect MIN_BUSBW=1 MIN_RAIL_BUSBW=1 ... (bisection needs thresholds)
+#        JOIN=8s: how long a step waits for its ranks (a dead node costs this per step)
 # Prints every round's plan and the findings; exit status: fleet plan's.
 set -u
 OUT=${OUT:-out}
@@ -84,7 +85,7 @@ while :; do
       o=/dev/null e="$rd/out/$id.err.$r"
       [ "$r" = 0 ] && o="$rd/results/$id.json" && e="$rd/results/$id.err"
       env "${env[@]}" "${pre[@]}" "$B" bench nccl --devices 0 --rank "$r" --world-size "$k" \
-        --rendezvous "127.0.0.1:$port" --secret-file "$secret" --join-timeout 20s --op-timeout 60s \
+        --rendezvous "127.0.0.1:$port" --secret-file "$secret" --join-timeout "${JOIN:-20s}" --op-timeout 60s \
         --op all_reduce -b "$SIZE" -e "$SIZE" -n 10 --no-judge --format json --out "$rd/out/$id" \
         >"$o" 2>"$e" &
       pids+=($!)
