@@ -124,12 +124,15 @@ func TestRunRDMAStandIns(t *testing.T) {
 		{name: "client hangs", b: behaviour{hostOut: host400, gpuServer: okServer + "; sleep 60", gpuClient: "sleep 60"}, timeout: time.Second, wantGPU: rdma.CauseTimeout, wantHost: "AtRate", status: result.Fail},
 		{name: "no result row", b: behaviour{hostOut: host400, gpuOut: "hello\n"}, wantGPU: rdma.CauseNoMeasurement, wantHost: "AtRate", status: result.Fail},
 	} {
+		// Every stand-in is written before any subtest runs: a script
+		// written while a parallel subtest forks can be held open for
+		// writing by the child, and exec then fails with "text file busy".
+		dir := t.TempDir()
+		if !tc.noTool {
+			dir = standIn(t, rdma.WriteBW, tc.b)
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
-			if !tc.noTool {
-				dir = standIn(t, rdma.WriteBW, tc.b)
-			}
 			out := t.TempDir()
 			timeout := tc.timeout
 			if timeout == 0 {
