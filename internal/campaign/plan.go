@@ -58,6 +58,11 @@ type ledger struct {
 	tried map[string]bool
 	// groupFails are the failing bisection groups, every level's.
 	groupFails []*ref
+	// dead are the rail levels none of whose steps passed while 3 or more
+	// small ones failed: no node is known good there, so nothing can be
+	// pinned on one (the threshold, or something every node shares).
+	dead      []bool
+	railFails []int // failing steps of 2 or 3 nodes per rail level
 	// unpassed are the levels that did not pass in each chain of each
 	// round: failed, or did not run (missing).
 	unpassed map[chainLevel]bool
@@ -84,6 +89,8 @@ func (c *Campaign) ledger() *ledger {
 	l.tested = make([]bool, n)
 	l.partners = make([]map[int]bool, n)
 	nodePass := make([][]*ref, n) // each node's node-level passes
+	railPass := make([]bool, l.levels)
+	railFails := make([]int, l.levels)
 	for i := range n {
 		l.cleared[i] = make([]*ref, l.levels)
 		l.fails[i] = make([][]*ref, l.levels)
@@ -135,8 +142,19 @@ func (c *Campaign) ledger() *ledger {
 			if s.Outcome.Status == Fail && len(s.Nodes) > 3 {
 				l.groupFails = append(l.groupFails, rf)
 			}
+			if lv > 0 {
+				railPass[lv] = railPass[lv] || s.Outcome.Status == Pass
+				if s.Outcome.Status == Fail && len(s.Nodes) <= 3 {
+					railFails[lv]++
+				}
+			}
 		}
 	}
+	l.dead = make([]bool, l.levels)
+	for lv := 1; lv < l.levels; lv++ {
+		l.dead[lv] = railFails[lv] >= 3 && !railPass[lv]
+	}
+	l.railFails = railFails
 	// A node-level pass clears the node's rails, except a rail that failed
 	// in the same chain (the same partners, right after): the rail test
 	// sees what the node-level test, spread over every NIC, may not; nor
@@ -265,10 +283,10 @@ func (l *ledger) verdict(x int) nodeVerdict {
 	var nconf, nopen int
 	for r := range rails {
 		rs[r] = l.state(x, 1+r)
-		switch rs[r] {
-		case confirmed:
+		switch {
+		case rs[r] == confirmed:
 			nconf++
-		case suspect:
+		case rs[r] == suspect && !l.dead[1+r]:
 			nopen++
 		}
 	}
@@ -280,7 +298,7 @@ func (l *ledger) verdict(x int) nodeVerdict {
 		switch {
 		case rs[r] == confirmed:
 			v.links = append(v.links, r)
-		case rs[r] == suspect:
+		case rs[r] == suspect && !l.dead[1+r]:
 			v.open = append(v.open, 1+r)
 		}
 	}
@@ -713,6 +731,8 @@ func (c *Campaign) findings(l *ledger, v []nodeVerdict) *Findings {
 					for lv := 1; lv < l.levels; lv++ {
 						ev = append(ev, l.counting(x, lv)...)
 					}
+				} else if l.anyDead() {
+					why += "; the rails on which no step passed could not be judged (see Unresolved)"
 				} else {
 					why += ", while every rail passes: the fault is in the node, not a NIC"
 					for lv := 1; lv < l.levels; lv++ {
@@ -777,6 +797,11 @@ func (c *Campaign) findings(l *ledger, v []nodeVerdict) *Findings {
 			f.Cleared[node].Why += fmt.Sprintf(", and so did rail(s) %s with it", strings.Join(rails, ", "))
 		}
 	}
+	for lv := 1; lv < l.levels; lv++ {
+		if l.dead[lv] {
+			f.Unresolved = append(f.Unresolved, Finding{Rail: lvName(lv), Why: fmt.Sprintf("every step on this rail failed (%d of 2 or 3 nodes) and none passed: no node is known good on it to test the others against. The threshold (--min-rail-busbw) may be wrong, or the fault is one every node's rail shares (its switch, the subnet manager)", l.railFails[lv])})
+		}
+	}
 	f.Notes = c.unexplained(l, f)
 	for _, x := range l.untestedNodes() {
 		f.Unresolved = append(f.Unresolved, Finding{Node: c.Nodes[x], Why: "never measured: every step of it was missing"})
@@ -794,6 +819,8 @@ func (c *Campaign) findings(l *ledger, v []nodeVerdict) *Findings {
 	}
 	return f
 }
+
+func (l *ledger) anyDead() bool { return slices.Contains(l.dead, true) }
 
 func (l *ledger) untestedNodes() []int {
 	var out []int
@@ -823,8 +850,8 @@ func (c *Campaign) unexplained(l *ledger, f *Findings) []string {
 	var notes []string
 	for _, r := range c.Rounds {
 		for _, s := range r.Steps {
-			if s.Outcome == nil || s.Outcome.Status != Fail {
-				continue
+			if s.Outcome == nil || s.Outcome.Status != Fail || s.Rail >= 0 && l.dead[1+s.Rail] {
+				continue // a rail none of whose steps passed is one finding
 			}
 			rail := ""
 			if s.Rail >= 0 {

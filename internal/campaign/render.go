@@ -73,7 +73,10 @@ func (f *Findings) write(w io.Writer, md bool) error {
 		head(title)
 		for _, x := range fs {
 			what := "node " + esc(x.Node)
-			if x.Rail != "" {
+			switch {
+			case x.Node == "":
+				what = "rail " + esc(x.Rail) + " of every node"
+			case x.Rail != "":
 				what += " rail " + esc(x.Rail)
 			}
 			item(fmt.Sprintf("%s: %s", what, esc(x.Why)))

@@ -86,6 +86,10 @@ func TestSimulation(t *testing.T) {
 		verdict   Verdict
 		maxRounds int
 		why       string // in an unresolved finding
+		// minRail overrides --min-rail-busbw; unresolvedRails is how many
+		// "rail R of every node" findings are expected.
+		minRail         float64
+		unresolvedRails int
 	}{
 		{name: "bad node pairs", n: 1024, strategy: Pairs, fault: fault{nodes: []string{"gpu0700"}}, want: []string{"node gpu0700"}, maxRounds: 2},
 		{name: "bad node pairs rails", n: 1024, strategy: Pairs, rails: true, fault: fault{nodes: []string{"gpu0700"}}, want: []string{"node gpu0700"}, maxRounds: 2},
@@ -100,6 +104,11 @@ func TestSimulation(t *testing.T) {
 		// Bisection finds it too: round 1 tests every rail as a group, and
 		// rail mlx5_3's group is halved on mlx5_3 down to a pair.
 		{name: "bad link the node-level test misses, bisect", n: 1024, strategy: Bisect, rails: true, fault: fault{links: map[string][]int{"gpu0042": {3}}, pull: 1}, want: []string{"link gpu0042 mlx5_3"}, maxRounds: 11},
+		// The rail threshold above what any rail reaches: every rail step
+		// fails; the campaign says so once, stops retesting the rails, and
+		// still pins the bad node on its node-level steps.
+		{name: "rail threshold too high", n: 64, strategy: Pairs, rails: true, minRail: 100, fault: fault{nodes: []string{"gpu0010"}}, want: []string{"node gpu0010"}, verdict: VerdictFault, maxRounds: 3, unresolvedRails: 8},
+		{name: "rail threshold too high, bisect", n: 64, strategy: Bisect, rails: true, minRail: 100, fault: fault{nodes: []string{"gpu0010"}}, want: []string{"node gpu0010"}, verdict: VerdictFault, maxRounds: 8, unresolvedRails: 8},
 		{name: "two links of a node", n: 1024, strategy: Pairs, rails: true, fault: fault{links: map[string][]int{"gpu0042": {3, 6}}}, want: []string{"link gpu0042 mlx5_3", "link gpu0042 mlx5_6"}, maxRounds: 2},
 		{name: "every link of a node is the node", n: 64, strategy: Pairs, rails: true, fault: fault{links: map[string][]int{"gpu0042": {0, 1, 2, 3, 4, 5, 6, 7}}}, want: []string{"node gpu0042"}, maxRounds: 2},
 		{name: "bad link without rails is the node", n: 1024, strategy: Pairs, fault: fault{links: map[string][]int{"gpu0042": {3}}}, want: []string{"node gpu0042"}, maxRounds: 2},
@@ -137,7 +146,11 @@ func TestSimulation(t *testing.T) {
 			if c.fault.pull > 0 {
 				f.LinkPull = c.fault.pull
 			}
-			cp, fd, err := Simulate(config(c.n, c.strategy, c.rails), f)
+			cfg := config(c.n, c.strategy, c.rails)
+			if c.minRail > 0 {
+				cfg.MinBusBW, cfg.MinRailBusBW = 300, c.minRail
+			}
+			cp, fd, err := Simulate(cfg, f)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,8 +174,16 @@ func TestSimulation(t *testing.T) {
 			if c.why != "" && (len(fd.Unresolved) == 0 || !strings.Contains(fd.Unresolved[0].Why, c.why)) {
 				t.Errorf("unresolved %+v, want one saying %q", fd.Unresolved, c.why)
 			}
-			if c.verdict != VerdictUnresolved && len(fd.Unresolved) > 0 {
-				t.Errorf("unresolved: %+v", fd.Unresolved)
+			rails := 0
+			for _, u := range fd.Unresolved {
+				if u.Node == "" {
+					rails++
+				} else if c.verdict != VerdictUnresolved {
+					t.Errorf("unresolved: %+v", u)
+				}
+			}
+			if rails != c.unresolvedRails {
+				t.Errorf("%d rails unresolved for every node, want %d", rails, c.unresolvedRails)
 			}
 			for _, a := range fd.Accused {
 				if len(a.Evidence) < 2 {
