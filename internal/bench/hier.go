@@ -92,8 +92,7 @@ func (r *ncclRun) hierarchical(ctx context.Context) (NCCLResult, error) {
 	m := uint64(r.hier.intra.World())
 	elt := r.cfg.DType.Size
 	res := NCCLResult{Collective: c, Ranks: n, Variant: VariantHierarchical}
-	var bwSum float64
-	var bwN int
+	var sums busSums
 	for _, size := range Sizes(r.cfg.MinBytes, r.cfg.MaxBytes, r.cfg.StepFactor, r.cfg.StepBytes) {
 		count := size / elt / m * m
 		if count == 0 {
@@ -118,29 +117,8 @@ func (r *ncclRun) hierarchical(ctx context.Context) (NCCLResult, error) {
 			delta := time.Since(t0).Seconds() / float64(r.cfg.Iters)
 			meas.TimeUS = delta * 1e6
 			meas.AlgBW, meas.BusBW = c.Bandwidths(count, elt, delta, n)
-			for k := 0; k < r.cfg.Check; k++ {
-				r.doing = fmt.Sprintf("hierarchical all_reduce at %d bytes (data init)", l.Bytes)
-				if err := r.prepare(ctx, c, l, false); err != nil {
-					return err
-				}
-				if err := r.hierStep(ctx, count); err != nil {
-					return err
-				}
-				if r.cfg.CorruptAfterCheck {
-					if err := r.corrupt(ctx, c, l, false); err != nil {
-						return err
-					}
-				}
-				w, err := r.verify(ctx, c, l, false)
-				if err != nil {
-					return err
-				}
-				meas.Wrong = new(w + deref(meas.Wrong))
-				if w > 0 {
-					break
-				}
-			}
-			return nil
+			doing := fmt.Sprintf("hierarchical all_reduce at %d bytes (data init)", l.Bytes)
+			return r.check(ctx, c, l, false, r.cfg.Check, doing, meas, func() error { return r.hierStep(ctx, count) })
 		}()
 		if err != nil {
 			err = r.guard(err)
@@ -148,18 +126,9 @@ func (r *ncclRun) hierarchical(ctx context.Context) (NCCLResult, error) {
 			res.Error = err.Error()
 			return res, err
 		}
-		bwSum += meas.BusBW
-		bwN++
-		if meas.Wrong != nil {
-			res.Wrong += *meas.Wrong
-		}
-		res.Rows = append(res.Rows, row)
-		if r.cfg.OnRow != nil {
-			r.cfg.OnRow(c, row)
-		}
+		sums.add(&res, meas)
+		r.emit(&res, row)
 	}
-	if bwN > 0 {
-		res.AvgBusBW = bwSum / float64(bwN)
-	}
+	sums.average(&res)
 	return res, nil
 }

@@ -371,8 +371,7 @@ func (r *ncclRun) collective(ctx context.Context, c collective.Collective) (NCCL
 			return res, r.guard(err)
 		}
 	}
-	var bwSum float64
-	var bwN int
+	var sums busSums
 	root := -1
 	if c.Rooted() {
 		root = r.cfg.Root
@@ -396,21 +395,41 @@ func (r *ncclRun) collective(ctx context.Context, c collective.Collective) (NCCL
 				res.Error = err.Error()
 				return res, err
 			}
-			bwSum += m.BusBW
-			bwN++
-			if m.Wrong != nil {
-				res.Wrong += *m.Wrong
-			}
+			sums.add(&res, m)
 		}
-		res.Rows = append(res.Rows, row)
-		if r.cfg.OnRow != nil {
-			r.cfg.OnRow(c, row)
-		}
+		r.emit(&res, row)
 	}
-	if bwN > 0 {
-		res.AvgBusBW = bwSum / float64(bwN)
-	}
+	sums.average(&res)
 	return res, nil
+}
+
+// busSums is a result's measurements that completed: #wrong goes into the
+// result as each is added, the average bus bandwidth at the end.
+type busSums struct {
+	bw float64
+	n  int
+}
+
+func (s *busSums) add(res *NCCLResult, m *collective.Measure) {
+	s.bw += m.BusBW
+	s.n++
+	if m.Wrong != nil {
+		res.Wrong += *m.Wrong
+	}
+}
+
+func (s *busSums) average(res *NCCLResult) {
+	if s.n > 0 {
+		res.AvgBusBW = s.bw / float64(s.n)
+	}
+}
+
+// emit adds a finished row to the result and reports it.
+func (r *ncclRun) emit(res *NCCLResult, row collective.Row) {
+	res.Rows = append(res.Rows, row)
+	if r.cfg.OnRow != nil {
+		r.cfg.OnRow(res.Collective, row)
+	}
 }
 
 // bench is nccl-tests' BenchTime: one synchronising run, the timed
@@ -447,25 +466,39 @@ func (r *ncclRun) bench(ctx context.Context, c collective.Collective, l collecti
 	delta := sec / float64(r.cfg.Iters)
 	m.TimeUS = delta * 1e6
 	m.AlgBW, m.BusBW = c.Bandwidths(l.Count, r.cfg.DType.Size, delta, n)
-	for k := 0; k < checks; k++ {
-		r.doing = fmt.Sprintf("%s %s at %d bytes (checked run)", c, place, l.Bytes)
-		if err := r.prepare(ctx, c, l, inPlace); err != nil {
-			return r.guard(err)
-		}
+	doing := fmt.Sprintf("%s %s at %d bytes (checked run)", c, place, l.Bytes)
+	err = r.check(ctx, c, l, inPlace, checks, doing, m, func() error {
 		if err := r.comms.Enqueue(ctx, op, 0, 1); err != nil {
-			return r.guard(err)
+			return err
 		}
-		if err := r.comms.Wait(ctx, r.cfg.OpTimeout); err != nil {
-			return r.guard(err)
+		return r.comms.Wait(ctx, r.cfg.OpTimeout)
+	})
+	if err != nil {
+		return r.guard(err)
+	}
+	return nil
+}
+
+// check is the checked runs (at most checks of them, stopping at the first
+// with wrong elements): fresh data, one run, the output counted into
+// m.Wrong. doing is said at each run's start (run may say more).
+func (r *ncclRun) check(ctx context.Context, c collective.Collective, l collective.Layout, inPlace bool, checks int, doing string, m *collective.Measure, run func() error) error {
+	for k := 0; k < checks; k++ {
+		r.doing = doing
+		if err := r.prepare(ctx, c, l, inPlace); err != nil {
+			return err
+		}
+		if err := run(); err != nil {
+			return err
 		}
 		if r.cfg.CorruptAfterCheck {
 			if err := r.corrupt(ctx, c, l, inPlace); err != nil {
-				return r.guard(err)
+				return err
 			}
 		}
 		w, err := r.verify(ctx, c, l, inPlace)
 		if err != nil {
-			return r.guard(err)
+			return err
 		}
 		m.Wrong = new(w + deref(m.Wrong))
 		if w > 0 {
