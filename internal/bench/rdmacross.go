@@ -146,12 +146,7 @@ func (x *crossRun) send(m crossMsg) {
 // bounded; a partner lost is PeerMissing for the runs left, never a hang.
 // The part is what this rank saw, for rank 0 to combine (rdma.Combine).
 func RunRDMACross(ctx context.Context, p *rdma.Plan, ch RDMAChannel, opt RDMACrossOptions) (*rdma.RankPart, error) {
-	if opt.Timeout <= 0 {
-		opt.Timeout = 2 * time.Minute
-	}
-	if opt.Ready <= 0 || opt.Ready > opt.Timeout*3/4 {
-		opt.Ready = min(10*time.Second, opt.Timeout*3/4)
-	}
+	opt.defaults()
 	if opt.Wait <= 0 {
 		opt.Wait = opt.Timeout
 	}
@@ -253,10 +248,7 @@ func (x *crossRun) serve(ctx context.Context, rp rdma.RailPair, mem, test string
 	exited := false
 	died := func() {
 		if srv.err != nil {
-			c, d := classify(readText(srv.out), rdma.CauseServerDied)
-			if d == "" {
-				d = exitText(srv.err)
-			}
+			c, d := srv.exitCause()
 			so.Cause, so.Detail = c, "server: "+d
 		}
 	}

@@ -33,14 +33,7 @@ type RDMAOptions struct {
 // A failure is the run's Outcome (its Cause), never an error: the other
 // pairs still run. The error is for the output folder only, or ctx ending.
 func RunRDMA(ctx context.Context, p *rdma.Plan, opt RDMAOptions) ([]rdma.PairResult, error) {
-	if opt.Timeout <= 0 {
-		opt.Timeout = 2 * time.Minute
-	}
-	// The server's start is judged before the run's deadline, so that a
-	// silent server is ServerNotReady, not a race with Timeout.
-	if opt.Ready <= 0 || opt.Ready > opt.Timeout*3/4 {
-		opt.Ready = min(10*time.Second, opt.Timeout*3/4)
-	}
+	opt.defaults()
 	if err := os.MkdirAll(opt.Out, 0o755); err != nil {
 		return nil, err
 	}
@@ -60,7 +53,20 @@ func RunRDMA(ctx context.Context, p *rdma.Plan, opt RDMAOptions) ([]rdma.PairRes
 	return out, ctx.Err()
 }
 
-// binary finds a perftest tool.
+// defaults fills in the deadlines left zero: Timeout 2 min, Ready 10 s.
+// The server's start is judged before the run's deadline (Ready at most
+// 3/4 of Timeout), so that a silent server is ServerNotReady, not a race
+// with Timeout.
+func (opt *RDMAOptions) defaults() {
+	if opt.Timeout <= 0 {
+		opt.Timeout = 2 * time.Minute
+	}
+	if opt.Ready <= 0 || opt.Ready > opt.Timeout*3/4 {
+		opt.Ready = min(10*time.Second, opt.Timeout*3/4)
+	}
+}
+
+// perftestBinary finds a perftest tool.
 func perftestBinary(dir, tool string) (string, error) {
 	if dir == "" {
 		return exec.LookPath(tool)
@@ -179,10 +185,7 @@ func startServer(ctx context.Context, path string, c rdma.Cmd, out string, opt R
 			if ctx.Err() != nil {
 				return nil, rdma.CauseTimeout, fmt.Sprintf("server: did not listen within --pair-timeout %s", opt.Timeout)
 			}
-			cause, detail := classify(readText(out), rdma.CauseServerDied)
-			if detail == "" {
-				detail = exitText(s.err)
-			}
+			cause, detail := s.exitCause()
 			return nil, cause, "server: " + strings.TrimPrefix(detail, "server: ")
 		case <-ready.C:
 			s.cmd.Process.Kill()
@@ -198,6 +201,16 @@ func startServer(ctx context.Context, path string, c rdma.Cmd, out string, opt R
 			}
 		}
 	}
+}
+
+// exitCause is why the server exited (once done is closed): the line of
+// its output that says why, else ServerDied with its exit status.
+func (s *perfServer) exitCause() (cause, detail string) {
+	cause, detail = classify(readText(s.out), rdma.CauseServerDied)
+	if detail == "" {
+		detail = exitText(s.err)
+	}
+	return cause, detail
 }
 
 // stop waits at most grace for the server's end, then kills it; its exit.
