@@ -1,6 +1,7 @@
 package rdma
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -104,7 +105,7 @@ func PairRails(server, client Side) []RailPair {
 			rp.Cause, rp.Detail = CauseRailMismatch, fmt.Sprintf("rail %d exists on %s only: %s has %d rails (%s)", r, who(have), who(miss), len(miss.Rails), nicList(miss))
 		case rp.Server.LinkLayer != rp.Client.LinkLayer:
 			rp.Cause, rp.Detail = CauseRailMismatch, fmt.Sprintf("rail %d: %s on %s is %s, %s on %s is %s: perftest cannot connect different link layers", r,
-				rp.Server.NIC, who(server), or(rp.Server.LinkLayer, "unknown"), rp.Client.NIC, who(client), or(rp.Client.LinkLayer, "unknown"))
+				rp.Server.NIC, who(server), cmp.Or(rp.Server.LinkLayer, "unknown"), rp.Client.NIC, who(client), cmp.Or(rp.Client.LinkLayer, "unknown"))
 		case rp.Server.Skip != "":
 			rp.Skip = "server side (" + who(server) + "): " + rp.Server.Skip
 		case rp.Client.Skip != "":
@@ -112,14 +113,14 @@ func PairRails(server, client Side) []RailPair {
 		}
 		if rp.Server != nil && rp.Client != nil {
 			for _, run := range rp.Server.Runs {
-				if rp.Client.run(run.Memory) != nil {
+				if rp.Client.Run(run.Memory) != nil {
 					rp.Memories = append(rp.Memories, run.Memory)
 				} else {
 					rp.Notes = append(rp.Notes, fmt.Sprintf("%s: %s registers no GPU memory that way; not run", MemoryText(run.Memory), who(client)))
 				}
 			}
 			for _, run := range rp.Client.Runs {
-				if rp.Server.run(run.Memory) == nil {
+				if rp.Server.Run(run.Memory) == nil {
 					rp.Notes = append(rp.Notes, fmt.Sprintf("%s: %s registers no GPU memory that way; not run", MemoryText(run.Memory), who(server)))
 				}
 			}
@@ -143,15 +144,8 @@ func nicList(s Side) string {
 	return strings.Join(n, ", ")
 }
 
-func or(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
-// run is the entry's run of a memory kind, nil if none.
-func (e *Entry) run(mem string) *Run {
+// Run is the entry's run of a memory kind, nil if none.
+func (e *Entry) Run(mem string) *Run {
 	for i := range e.Runs {
 		if e.Runs[i].Memory == mem {
 			return &e.Runs[i]
@@ -159,9 +153,6 @@ func (e *Entry) run(mem string) *Run {
 	}
 	return nil
 }
-
-// Run returns the entry's run of a memory kind, nil if none.
-func (e *Entry) Run(mem string) *Run { return e.run(mem) }
 
 // SideOutcome is what one side saw of one run (rail, memory): the server's
 // start and exit, or the client's measurement.
