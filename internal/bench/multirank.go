@@ -76,26 +76,19 @@ func CombineRanks(ranks []RankResult, d DType) []NCCLResult {
 				res.Error = fmt.Sprintf("rank %d: %s", rk.Rank, rk.Measurements[ci].Error)
 			}
 		}
-		var bwSum float64
-		var bwN int
+		var sums busSums
 		for ri, row := range base.Rows {
 			comb := row
 			comb.OutOfPlace = combineMeasure(ranks, ci, ri, row, false, base.Collective, d, base.Ranks)
 			comb.InPlace = combineMeasure(ranks, ci, ri, row, true, base.Collective, d, base.Ranks)
 			for _, m := range []*collective.Measure{comb.OutOfPlace, comb.InPlace} {
 				if m != nil {
-					bwSum += m.BusBW
-					bwN++
-					if m.Wrong != nil {
-						res.Wrong += *m.Wrong
-					}
+					sums.add(&res, m)
 				}
 			}
 			res.Rows = append(res.Rows, comb)
 		}
-		if bwN > 0 {
-			res.AvgBusBW = bwSum / float64(bwN)
-		}
+		sums.average(&res)
 		out = append(out, res)
 	}
 	return out
