@@ -14,6 +14,7 @@ package rendezvous
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -287,7 +288,7 @@ func Serve(ctx context.Context, cfg Config, id []byte) (*Coordinator, error) {
 	if len(id) != IDSize {
 		return nil, fmt.Errorf("rendezvous: unique id of %d bytes, want %d", len(id), IDSize)
 	}
-	addr := cmpOr(cfg.Listen, cfg.Addr)
+	addr := cmp.Or(cfg.Listen, cfg.Addr)
 	if h, _, err := net.SplitHostPort(addr); err != nil || h == "" || net.ParseIP(h) != nil && net.ParseIP(h).IsUnspecified() {
 		return nil, fmt.Errorf("rendezvous: listen address %q: want a host and a port, not all interfaces", addr)
 	}
@@ -298,7 +299,7 @@ func Serve(ctx context.Context, cfg Config, id []byte) (*Coordinator, error) {
 	c := &Coordinator{cfg: cfg, ln: ln, members: make([]*conn, cfg.Size), hosts: make([]string, cfg.Size), nodes: make([]string, cfg.Size),
 		results: make([][]byte, cfg.Size), failed: map[int]Failure{}, lost: make(chan struct{}), changed: make(chan struct{}, 1),
 		inbox: make(chan Message, inboxSize)}
-	c.hosts[0], c.nodes[0] = cfg.Host, cmpOr(cfg.Node, cfg.Host)
+	c.hosts[0], c.nodes[0] = cfg.Host, cmp.Or(cfg.Node, cfg.Host)
 	if err := c.join(ctx, id); err != nil {
 		c.Close()
 		return nil, err
@@ -309,13 +310,6 @@ func Serve(ctx context.Context, cfg Config, id []byte) (*Coordinator, error) {
 		}
 	}
 	return c, nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // listen listens at addr, retrying while its name does not resolve yet
@@ -375,7 +369,7 @@ func (c *Coordinator) join(ctx context.Context, id []byte) error {
 					return
 				}
 				select {
-				case arrived <- arrival{a.Rank, cn, a.Host, cmpOr(a.Node, a.Host)}:
+				case arrived <- arrival{a.Rank, cn, a.Host, cmp.Or(a.Node, a.Host)}:
 				case <-stop:
 					_ = cn.write(tAbort, []byte("rank 0 is no longer accepting members"), time.Second)
 					cn.close()
