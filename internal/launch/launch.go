@@ -190,14 +190,14 @@ func fromEnv(env map[string]string) (Job, error) {
 		if s := firstOf(env, "SLURM_STEP_ID", "SLURM_STEPID"); s != "" && j.JobID != "" {
 			j.JobID += "." + s
 		}
-		list := env["SLURM_STEP_NODELIST"]
-		if list == "" {
-			list = env["SLURM_JOB_NODELIST"]
+		listVar := "SLURM_STEP_NODELIST"
+		if env[listVar] == "" {
+			listVar = "SLURM_JOB_NODELIST"
 		}
-		if list != "" && err == nil {
+		if list := env[listVar]; list != "" && err == nil {
 			hosts, e := ExpandHostList(list)
 			if e != nil {
-				return Job{}, fmt.Errorf("SLURM_JOB_NODELIST=%q: %v", list, e)
+				return Job{}, fmt.Errorf("%s=%q: %v", listVar, list, e)
 			}
 			j.Hosts = hosts
 			j.Rendezvous = net.JoinHostPort(hosts[0], strconv.Itoa(DefaultPort))
@@ -209,7 +209,7 @@ func fromEnv(env map[string]string) (Job, error) {
 		num("OMPI_COMM_WORLD_LOCAL_RANK", &j.LocalRank)
 		num("OMPI_COMM_WORLD_NODE_RANK", &j.Node)
 		j.JobID = firstOf(env, "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE")
-		sameHost(env, &j, "OMPI_COMM_WORLD_LOCAL_SIZE", num)
+		sameHost(&j, "OMPI_COMM_WORLD_LOCAL_SIZE", num)
 	case env["PMI_RANK"] != "":
 		j.Launcher = PMI
 		num("PMI_RANK", &j.Rank)
@@ -219,7 +219,7 @@ func fromEnv(env map[string]string) (Job, error) {
 			num("PMI_LOCAL_RANK", &j.LocalRank)
 		}
 		j.JobID = firstOf(env, "PMI_KVSNAME", "PMIX_NAMESPACE")
-		sameHost(env, &j, "MPI_LOCALNRANKS", num)
+		sameHost(&j, "MPI_LOCALNRANKS", num)
 	case env["RANK"] != "" && env["WORLD_SIZE"] != "":
 		j.Launcher = Torchrun
 		num("RANK", &j.Rank)
@@ -262,7 +262,7 @@ func fromEnv(env map[string]string) (Job, error) {
 // sameHost makes 127.0.0.1 the rendezvous of an MPI job whose processes
 // all run on this node (local size = world size): an MPI launcher does not
 // tell rank 0's host otherwise.
-func sameHost(env map[string]string, j *Job, localSize string, num func(string, *int)) {
+func sameHost(j *Job, localSize string, num func(string, *int)) {
 	ls := -1
 	num(localSize, &ls)
 	if ls > 0 && ls == j.Size {
@@ -338,10 +338,7 @@ func expandOne(p string) ([]string, error) {
 	}
 	end += open
 	prefix, body, rest := p[:open], p[open+1:end], p[end+1:]
-	tails, err := expandOne(rest)
-	if rest == "" {
-		tails, err = []string{""}, nil
-	}
+	tails, err := expandOne(rest) // "" expands to [""]
 	if err != nil {
 		return nil, err
 	}

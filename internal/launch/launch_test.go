@@ -32,6 +32,8 @@ func TestDetect(t *testing.T) {
 		{name: "slurm without node list", env: map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_LOCALID": "0", "SLURM_STEP_ID": "0"},
 			wantErr: "rank 0's address is unknown"},
 		{name: "slurm bad number", env: map[string]string{"SLURM_PROCID": "x", "SLURM_NTASKS": "2", "SLURM_STEP_ID": "0"}, wantErr: `SLURM_PROCID="x"`},
+		{name: "slurm bad step node list", env: map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_STEP_ID": "0", "SLURM_JOB_NODELIST": "n[1-2]", "SLURM_STEP_NODELIST": "n[2-1]"},
+			wantErr: `SLURM_STEP_NODELIST="n[2-1]"`},
 		{name: "slurm rank past size", env: map[string]string{"SLURM_PROCID": "2", "SLURM_NTASKS": "2", "SLURM_LOCALID": "0", "SLURM_STEP_ID": "0", "SLURM_JOB_NODELIST": "n1"},
 			wantErr: "rank 2 is not one of 0..1"},
 		{name: "openmpi one host", env: map[string]string{"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "1",
