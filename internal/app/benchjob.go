@@ -200,9 +200,20 @@ func (s *Session) BenchNCCLJob(ctx context.Context, g *GPUs, o NCCLOptions, jo J
 	b, _ := json.Marshal(mine)
 	parts, gerr := coord.Gather(ctx, b, gatherTimeout)
 	jr := &bench.JobReport{Launcher: string(job.Launcher), WorldSize: job.Size, Rendezvous: job.Rendezvous, Split: string(split), Groups: groups}
+	hosts := coord.Hosts()
 	for r, p := range parts {
+		if p == nil {
+			continue // gerr names it
+		}
 		var rr bench.RankResult
-		if p == nil || json.Unmarshal(p, &rr) != nil || rr.Rank != r {
+		if err := json.Unmarshal(p, &rr); err != nil || rr.Rank != r {
+			// A part that cannot be read is a rank missing from the job,
+			// not one left out in silence.
+			why := fmt.Sprintf("its result names rank %d", rr.Rank)
+			if err != nil {
+				why = "its result could not be read: " + err.Error()
+			}
+			jr.Failures = append(jr.Failures, rendezvous.Failure{Rank: r, Host: hosts[r], Reason: why})
 			continue
 		}
 		jr.Ranks = append(jr.Ranks, rr)
