@@ -118,9 +118,8 @@ func (s *Session) benchRDMACross(ctx context.Context, started time.Time, p *rdma
 		doc.Job.Ranks = append(doc.Job.Ranks, rp)
 	}
 	hosts := coord.Hosts()
-	rel := func(r int) string { return rankRel(r) }
 	for k := 0; k+1 < job.Size; k += 2 {
-		prs := rdma.Combine(parts[k], parts[k+1], k, hosts, lost, rel)
+		prs := rdma.Combine(parts[k], parts[k+1], k, hosts, lost, rankRel)
 		if len(prs) == 0 {
 			prs = []rdma.PairResult{{Entry: rdma.Entry{GPU: -1, NIC: "-", Level: "-", Mode: rdma.ModeCrossNode, Host: hosts[k],
 				Peer: &rdma.Peer{Rank: k + 1, Host: hosts[k+1], GPU: -1, NIC: "-", Level: "-"}}, Cause: rdma.CausePeerMissing,
