@@ -163,14 +163,7 @@ func TestRunWithBench(t *testing.T) {
 	}
 	// The dossier holds the measurements beside the model's expectations,
 	// and its manifest covers the raw outputs.
-	b, err := os.ReadFile(filepath.Join(out, "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := dossier.Decode(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := readDossier(t, out)
 	if !r.Complete || len(r.Measurements.Collectives) == 0 || len(r.Measurements.Copies) == 0 {
 		t.Errorf("report.json: complete %v, %d collectives, %d copies; phases %+v", r.Complete, len(r.Measurements.Collectives), len(r.Measurements.Copies), r.Phases)
 	}
@@ -226,14 +219,7 @@ func TestRunBenchFailureLeavesIncompleteDossier(t *testing.T) {
 	if code != ExitFailed {
 		t.Errorf("exit %d, want %d: %s", code, ExitFailed, errs)
 	}
-	b, err := os.ReadFile(filepath.Join(out, "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := dossier.Decode(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := readDossier(t, out)
 	var nccl dossier.Phase
 	for _, p := range r.Phases {
 		if p.Name == app.PhaseNCCL {
@@ -249,4 +235,18 @@ func TestRunBenchFailureLeavesIncompleteDossier(t *testing.T) {
 	if !strings.Contains(errs, "gdrcheck: bench.nccl failed") {
 		t.Errorf("stderr does not say the phase failed:\n%s", errs)
 	}
+}
+
+// readDossier decodes the report.json of the run folder out.
+func readDossier(t *testing.T, out string) *dossier.Report {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := dossier.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
