@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -145,6 +146,18 @@ func (l *ncclLines) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
 // TestCancel is review D6 for the dispatcher: an endless input (both
 // kinds read at once), and a FIFO with no writer, end within a second of
 // the context.
@@ -185,12 +198,21 @@ func TestInterruptExit130(t *testing.T) {
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestInterruptExit130$")
 	cmd.Env = append(os.Environ(), "GDRCHECK_ANALYZE_CHILD=1")
-	cmd.Stdin = io.LimitReader(&ncclLines{}, 1<<40)
+	// The child is sent SIGINT once it is reading (more than the pipe's
+	// buffer has been taken from the input), not after a fixed sleep: a
+	// loaded machine can take longer than that to start it, and a signal
+	// before its handler is installed kills it with no exit status.
+	fed := &countingReader{r: io.LimitReader(&ncclLines{}, 1<<40)}
+	cmd.Stdin = fed
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	time.Sleep(500 * time.Millisecond)
+	for start := time.Now(); fed.n.Load() < 4<<20; time.Sleep(10 * time.Millisecond) {
+		if time.Since(start) > time.Minute {
+			t.Fatal("the child read nothing for a minute")
+		}
+	}
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
