@@ -51,8 +51,12 @@ type Pairing struct {
 	Notes []string          `json:"notes,omitempty"`
 }
 
-// activePort is the first ACTIVE port, else the first port.
-func activePort(n *NIC) *Port {
+// ActivePort is the NIC's first ACTIVE port, else its first; nil: none
+// (or no NIC).
+func (n *NIC) ActivePort() *Port {
+	if n == nil {
+		return nil
+	}
 	for i := range n.Ports {
 		if strings.EqualFold(n.Ports[i].State, "ACTIVE") {
 			return &n.Ports[i]
@@ -133,7 +137,7 @@ func (h *Host) pair() *Pairing {
 	// NICs are in natural name order, so column order is name order.
 	ports := make([]*Port, len(nics))
 	for k, n := range nics {
-		ports[k] = activePort(n)
+		ports[k] = n.ActivePort()
 	}
 	choices := pairing.Assign(levels, func(_, nic int) float64 { return portScore(ports[nic]) })
 	users := map[int]int{}
@@ -176,7 +180,7 @@ func (h *Host) pair() *Pairing {
 	for _, name := range p.Rails {
 		n := h.NICByName(name)
 		port := 1
-		if ap := activePort(n); ap != nil {
+		if ap := n.ActivePort(); ap != nil {
 			port = ap.Number
 		}
 		hca = append(hca, fmt.Sprintf("%s:%d", name, port))

@@ -397,19 +397,6 @@ func memories(r Registration) []string {
 	return append(out, MemHost)
 }
 
-// activePort is the NIC's first ACTIVE port, else its first; nil: none.
-func activePort(n *topology.NIC) *topology.Port {
-	for i := range n.Ports {
-		if strings.EqualFold(n.Ports[i].State, "ACTIVE") {
-			return &n.Ports[i]
-		}
-	}
-	if len(n.Ports) > 0 {
-		return &n.Ports[0]
-	}
-	return nil
-}
-
 func active(p *topology.Port) bool { return p != nil && strings.EqualFold(p.State, "ACTIVE") }
 
 // sibling is another function of the same card (same PCI bus and device)
@@ -429,7 +416,7 @@ func sibling(h *topology.Host, n *topology.NIC, p *topology.Port) *topology.NIC 
 		if o == n || o.Address == "" || slot(o.Address) != slot(n.Address) {
 			continue
 		}
-		if op := activePort(o); active(op) && op.LinkLayer == p.LinkLayer {
+		if op := o.ActivePort(); active(op) && op.LinkLayer == p.LinkLayer {
 			return o
 		}
 	}
@@ -444,7 +431,7 @@ func entry(h *topology.Host, g *topology.GPU, cuda int, nic *topology.NIC, o Opt
 	if g.Dev != nil && nic.Dev != nil {
 		e.Level = h.PCIeRelation(g.Dev, nic.Dev).Level.String()
 	}
-	p := activePort(nic)
+	p := nic.ActivePort()
 	if p != nil {
 		e.Port, e.LinkLayer, e.PortState, e.RateGbps, e.MTU = p.Number, p.LinkLayer, p.State, p.RateGbps, p.MTU
 	}
@@ -453,7 +440,7 @@ func entry(h *topology.Host, g *topology.GPU, cuda int, nic *topology.NIC, o Opt
 		e.Mode = ModeCrossNode
 		e.Notes = append(e.Notes, "cross-node: the server runs here when this rank is even, the client when it is odd; the peer node runs the same rail")
 	} else if s := sibling(h, nic, p); s != nil {
-		e.Mode, e.ServerNIC, e.ServerPort = LoopTwoNICs, s.Name, activePort(s).Number
+		e.Mode, e.ServerNIC, e.ServerPort = LoopTwoNICs, s.Name, s.ActivePort().Number
 		e.Notes = append(e.Notes, "server on "+s.Name+" (the same card's other function): the data crosses the cable and the switch")
 	} else {
 		e.Notes = append(e.Notes, "one NIC: proves GPU memory registers and the NIC reaches it, not the cables")
@@ -471,7 +458,7 @@ func entry(h *topology.Host, g *topology.GPU, cuda int, nic *topology.NIC, o Opt
 		gx.client = roceGID(&e, e.NIC, p)
 		gx.server = gx.client
 		if e.ServerNIC != e.NIC {
-			gx.server = roceGID(&e, e.ServerNIC, activePort(h.NICByName(e.ServerNIC)))
+			gx.server = roceGID(&e, e.ServerNIC, h.NICByName(e.ServerNIC).ActivePort())
 		}
 	}
 	return e, gx
