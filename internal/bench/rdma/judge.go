@@ -122,11 +122,22 @@ func judgeOne(e *Entry, o Outcome, host *Outcome, j Judging) result.Result {
 		return r
 	}
 	if IsLatency(e.Runs0Test()) {
-		r.Status, r.Reason = result.Pass, "Measured"
+		// A latency has no line rate: a GPU-memory run is judged against
+		// the host-memory control of the same pair, and only that.
 		r.Message = fmt.Sprintf("%s: %.2f µs typical at %d B", pair, o.LatencyUS, o.Bytes)
-		if o.Memory != MemHost && host != nil && host.LatencyUS > 0 && o.LatencyUS > 2*host.LatencyUS {
+		switch {
+		case o.Memory == MemHost:
+			r.Status, r.Reason = result.Pass, "Measured"
+			r.Message += ": the host-memory control the GPU-memory runs are compared with"
+		case host == nil || !(host.LatencyUS > 0):
+			r.Status, r.Reason = result.Unknown, "NoHostControl"
+			r.Message += ": no host-memory control measured to compare with, not judged"
+		case o.LatencyUS > 2*host.LatencyUS:
 			r.Status, r.Reason = result.Warn, "GPULatencyHigh"
 			r.Message += fmt.Sprintf(", over twice host memory's %.2f µs: the GPU path is long (pcie.acs, gdr.nic-affinity)", host.LatencyUS)
+		default:
+			r.Status, r.Reason = result.Pass, "WithinTwiceHost"
+			r.Message += fmt.Sprintf(", within twice host memory's %.2f µs", host.LatencyUS)
 		}
 		return r
 	}
