@@ -546,3 +546,29 @@ func TestRealRunsAccuseNoOne(t *testing.T) {
 		t.Errorf("planted 20%% slower all_reduce on %s: drain %+v, outliers %+v", r.Inventory.Host, f.Drain, f.Outliers)
 	}
 }
+
+// A measurement row's field of the wrong type is an error naming the row
+// and the field (the first bad field where there are several).
+func TestSummarizeRowFieldErrors(t *testing.T) {
+	cases := []struct{ rows, err string }{
+		{`"collectives":[{"collective":"all_reduce","ranks":8,"bytes":1024,"busbw_gbps":1,"time_us":"5"}]`, `measurements.collectives[0]: field "time_us": "5" value, want a number`},
+		{`"collectives":[{"collective":1,"ranks":"8"}]`, `measurements.collectives[0]: field "collective"`},
+		{`"collectives":[{"collective":"x"},{"bottleneck":2}]`, `measurements.collectives[1]: field "bottleneck"`},
+		{`"copies":[{"id":"d2d","gbps":1,"valid":"yes","test":3}]`, `measurements.copies[0]: field "valid": "yes" value, want a boolean`},
+		{`"copies":[{"id":"d2d","gbps":true}]`, `measurements.copies[0]: field "gbps"`},
+		{`"copies":[{"id":"d2d","gbps":1,"valid":true,"test":3}]`, `measurements.copies[0]: field "test"`},
+	}
+	for _, tc := range cases {
+		doc := fmt.Sprintf(`{"schema":%q,"inventory":{"host":"h"},"measurements":{%s}}`, dossier.Schema, tc.rows)
+		_, err := Summarize([]byte(doc), "x")
+		if err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%s: error %v, want %q", tc.rows, err, tc.err)
+		}
+	}
+	doc := fmt.Sprintf(`{"schema":%q,"inventory":{"host":"h"},"measurements":{"collectives":[{"collective":"all_reduce","ranks":8,"bytes":1024,"busbw_gbps":2,"algbw_gbps":1,"time_us":5}],"copies":[{"id":"d2d","gbps":3,"valid":true,"test":"d2d"}]}}`, dossier.Schema)
+	n, err := Summarize([]byte(doc), "x")
+	want := []Measure{{Key: "all_reduce/1024/8 busbw", Value: 2, TimeUS: 5}, {Key: "d2d", Value: 3, Test: "d2d"}}
+	if err != nil || !reflect.DeepEqual(n.Measurements, want) {
+		t.Errorf("good rows: %+v, %v; want %+v", n.Measurements, err, want)
+	}
+}

@@ -215,6 +215,44 @@ func elements(b []byte, f func(int, []byte) error) error {
 	}
 }
 
+// row reads the members of one object (membersInto's out, with their
+// names) field by field, keeping the first error.
+type row struct {
+	f     [][]byte
+	names []string
+	err   error
+}
+
+func (r *row) str(i int) string {
+	s, err := str(r.f[i], r.names[i])
+	if r.err == nil {
+		r.err = err
+	}
+	return s
+}
+
+func (r *row) num(i int) float64 {
+	v, err := num(r.f[i], r.names[i])
+	if r.err == nil {
+		r.err = err
+	}
+	return v
+}
+
+// boolean is false when absent.
+func (r *row) boolean(i int) bool {
+	switch string(r.f[i]) {
+	case "true":
+		return true
+	case "false", "":
+	default:
+		if r.err == nil {
+			r.err = fmt.Errorf("field %q: %s value, want a boolean", r.names[i], r.f[i])
+		}
+	}
+	return false
+}
+
 // str decodes a JSON string value ("" when absent).
 func str(b []byte, field string) (string, error) {
 	if b == nil {
