@@ -554,9 +554,9 @@ func TestSummarizeRowFieldErrors(t *testing.T) {
 		{`"collectives":[{"collective":"all_reduce","ranks":8,"bytes":1024,"busbw_gbps":1,"time_us":"5"}]`, `measurements.collectives[0]: field "time_us": "5" value, want a number`},
 		{`"collectives":[{"collective":1,"ranks":"8"}]`, `measurements.collectives[0]: field "collective"`},
 		{`"collectives":[{"collective":"x"},{"bottleneck":2}]`, `measurements.collectives[1]: field "bottleneck"`},
-		{`"copies":[{"id":"d2d","gbps":1,"valid":"yes","test":3}]`, `measurements.copies[0]: field "valid": "yes" value, want a boolean`},
+		{`"copies":[{"id":"d2d","gbps":1,"valid":"yes","test":"d2d"}]`, `measurements.copies[0]: field "valid": "yes" value, want a boolean`},
 		{`"copies":[{"id":"d2d","gbps":true}]`, `measurements.copies[0]: field "gbps"`},
-		{`"copies":[{"id":"d2d","gbps":1,"valid":true,"test":3}]`, `measurements.copies[0]: field "test"`},
+		{`"copies":[{"id":"d2d","gbps":1,"valid":"yes","test":3}]`, `measurements.copies[0]: field "test"`},
 	}
 	for _, tc := range cases {
 		doc := fmt.Sprintf(`{"schema":%q,"inventory":{"host":"h"},"measurements":{%s}}`, dossier.Schema, tc.rows)

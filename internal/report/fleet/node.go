@@ -264,7 +264,7 @@ func (s *slim) measurements(raw []byte) error {
 				return err
 			}
 			r := row{f[:4], copyNames, nil}
-			m.Copies = append(m.Copies, copyRow{ID: r.str(0), GBps: r.num(1), Valid: r.boolean(2), Test: r.str(3)})
+			m.Copies = append(m.Copies, copyRow{ID: r.str(0), GBps: r.num(1), Test: r.str(3), Valid: r.boolean(2)})
 			return r.err
 		})
 		if err != nil {
