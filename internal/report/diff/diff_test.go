@@ -3,6 +3,7 @@ package diff
 import (
 	"bytes"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -132,6 +133,32 @@ func TestCompare(t *testing.T) {
 				}
 			},
 			worse: true, want: []want{{SectionMeasurements, "all_reduce 64M (1 rank)", Worse}}, changes: 1, moved: 1, compared: 61,
+		},
+		{
+			name: "a row OLD measured has no bandwidth in NEW", old: h200, new: h200,
+			plant: func(t *testing.T, r *dossier.Report) {
+				for i := range r.Measurements.Collectives {
+					if m := &r.Measurements.Collectives[i]; m.Collective == "all_reduce" && m.Bytes >= largeSize {
+						m.AlgBW, m.BusBW = math.NaN(), 0
+						return
+					}
+				}
+				t.Fatal("no large all_reduce row")
+			},
+			worse: true, want: []want{{SectionMeasurements, "all_reduce", Worse}}, changes: 1, moved: 1, compared: 61,
+		},
+		{
+			name: "a copy OLD measured reads 0 GB/s in NEW", old: h200, new: h200,
+			plant: func(t *testing.T, r *dossier.Report) {
+				for i := range r.Measurements.Copies {
+					if m := &r.Measurements.Copies[i]; m.Test == "d2d" && m.GBps > 0 {
+						m.GBps = 0
+						return
+					}
+				}
+				t.Fatal("no d2d copy")
+			},
+			worse: true, want: []want{{SectionMeasurements, "copy d2d", Worse}}, changes: 1, moved: 1, compared: 61,
 		},
 		{
 			name: "check pass to fail", old: h200, new: h200,
