@@ -237,6 +237,18 @@ func TestCompare(t *testing.T) {
 			worse: true, want: []want{{SectionTopology, "NIC 0000:5d:00.0 (mlx5_0) port 1", Worse}}, changes: 2, moved: 0, compared: 0,
 		},
 		{
+			name: "a NIC lost, a port and a GPU added", old: hgx, new: hgx,
+			plantOld: func(t *testing.T, r *dossier.Report) {
+				r.Inventory.GPUs = r.Inventory.GPUs[1:]
+			},
+			plant: func(t *testing.T, r *dossier.Report) {
+				r.Inventory.NICs[0].Ports = append(r.Inventory.NICs[0].Ports, dossier.Port{Number: 9, State: "ACTIVE"})
+				r.Inventory.NICs = r.Inventory.NICs[:len(r.Inventory.NICs)-1]
+			},
+			worse: true, want: []want{{SectionTopology, "NIC ", Worse}, {SectionTopology, "NIC 0000:5d:00.0 (mlx5_0) port 9", Better}, {SectionTopology, "GPU 0000:", Better}},
+			changes: -1, moved: 0, compared: 0,
+		},
+		{
 			name: "GPU missing", old: hgx, new: hgx,
 			plant: func(t *testing.T, r *dossier.Report) {
 				r.Inventory.GPUs = append(r.Inventory.GPUs[:3], r.Inventory.GPUs[4:]...)
