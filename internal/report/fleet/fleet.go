@@ -405,8 +405,13 @@ func (a *Aggregator) Report() *Fleet {
 	counts := make([]int, len(a.classes))
 	for i, n := range a.nodes {
 		counts[a.class[i]]++
-		if len(n.Failing) > 0 {
+		switch {
+		case len(n.Failing) > 0:
 			why(int32(i), tierFailing, float64(len(n.Failing)), "failing checks: "+strings.Join(n.Failing, ", "))
+		case n.Verdict != checks.Ready && n.Verdict != checks.Degraded:
+			// No verdict, or NOT READY without a failing check: the
+			// report does not say the node may serve.
+			why(int32(i), tierFailing, 0, fmt.Sprintf("verdict %q and no failing check named", n.Verdict))
 		}
 	}
 	for c, name := range a.classes {

@@ -572,3 +572,33 @@ func TestSummarizeRowFieldErrors(t *testing.T) {
 		t.Errorf("good rows: %+v, %v; want %+v", n.Measurements, err, want)
 	}
 }
+
+// A report without a verdict, or NOT READY naming no failing check, is not
+// a node that may serve: it is drained, after the nodes with failing
+// checks; READY and DEGRADED nodes are not.
+func TestVerdictMissingDrains(t *testing.T) {
+	a := NewAggregator(DefaultOptions())
+	for _, n := range []Node{
+		{Host: "ready", Verdict: checks.Ready},
+		{Host: "degraded", Verdict: checks.Degraded},
+		{Host: "failing", Verdict: checks.NotReady, Failing: []string{"gpu.health"}},
+		{Host: "no-verdict"},
+		{Host: "not-ready-unnamed", Verdict: checks.NotReady},
+	} {
+		n.GPUModel, n.GPUs = "G", 8
+		a.Add(n)
+	}
+	f := a.Report()
+	var got []string
+	for _, d := range f.Drain {
+		got = append(got, d.Host+": "+strings.Join(d.Reasons, "; "))
+	}
+	want := []string{
+		"failing: failing checks: gpu.health",
+		`no-verdict: verdict "" and no failing check named`,
+		`not-ready-unnamed: verdict "NOT READY" and no failing check named`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("drain %q, want %q", got, want)
+	}
+}
