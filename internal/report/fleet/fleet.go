@@ -738,10 +738,7 @@ func (a *Aggregator) outliers(f *Fleet, why whyFunc) {
 		nf := a.noise(sk.key, med)
 		flagged, worstOff := 0, 0.0
 		for _, s := range ss {
-			z, low, ok := a.opts.RobustZ(s.value, med, mad)
-			if !ok {
-				break
-			}
+			z, low, _ := a.opts.RobustZ(s.value, med, mad) // the scale is > 0: checked above
 			if !low || s.value*(1+nf) >= med {
 				continue
 			}
