@@ -11,8 +11,6 @@ import (
 	"runtime"
 	"slices"
 
-	"github.com/google/renameio/v2"
-
 	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
 	"github.com/gdrcheck/gdrcheck/internal/report/fleet"
@@ -145,13 +143,8 @@ func WriteFleet(dir string, env *report.Envelope, fl *fleet.Fleet) error {
 		return fmt.Errorf("--out %s: %w", dir, dossier.WithoutPath(err))
 	}
 	for _, f := range FleetFiles(env, fl) {
-		var b bytes.Buffer
-		if err := f.Render(&b); err != nil {
-			return fmt.Errorf("rendering %s: %w", f.Name, err)
-		}
-		path := filepath.Join(dir, f.Name)
-		if err := renameio.WriteFile(path, b.Bytes(), 0o644); err != nil {
-			return fmt.Errorf("cannot write %s: %w", path, dossier.WithoutPath(err))
+		if _, err := dossier.WriteRendered(dir, f.Name, f.Render); err != nil {
+			return err
 		}
 	}
 	return nil

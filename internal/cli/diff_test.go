@@ -40,6 +40,22 @@ func plantedReport(t *testing.T, change func(*dossier.Report)) string {
 	return dir
 }
 
+// runWant runs the command, which must exit with code and print each of
+// out; it returns what it printed on stdout and stderr.
+func runWant(t *testing.T, args []string, code int, out []string) (string, string) {
+	t.Helper()
+	o, errOut, c := run(t, args...)
+	if c != code {
+		t.Fatalf("exit %d, want %d\n%s%s", c, code, o, errOut)
+	}
+	for _, w := range out {
+		if !strings.Contains(o, w) {
+			t.Errorf("output lacks %q:\n%s", w, o)
+		}
+	}
+	return o, errOut
+}
+
 func TestDiffCommand(t *testing.T) {
 	slower := plantedReport(t, func(r *dossier.Report) {
 		r.Inventory.Driver = "580.200.01"
@@ -64,15 +80,7 @@ func TestDiffCommand(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			out, errOut, code := run(t, tc.args...)
-			if code != tc.code {
-				t.Fatalf("exit %d, want %d\n%s%s", code, tc.code, out, errOut)
-			}
-			for _, w := range tc.out {
-				if !strings.Contains(out, w) {
-					t.Errorf("output lacks %q:\n%s", w, out)
-				}
-			}
+			runWant(t, tc.args, tc.code, tc.out)
 		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gdrcheck/gdrcheck/internal/checks"
 	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
 	"github.com/gdrcheck/gdrcheck/internal/report/noise"
 	"github.com/gdrcheck/gdrcheck/internal/result"
@@ -192,11 +193,11 @@ func (c *comparer) field(section, subject, field, old, new, effect, reason strin
 // verdictRank orders the node verdicts: higher is worse; -1 unknown.
 func verdictRank(v string) int {
 	switch v {
-	case "READY":
+	case checks.Ready:
 		return 0
-	case "DEGRADED":
+	case checks.Degraded:
 		return 1
-	case "NOT READY":
+	case checks.NotReady:
 		return 2
 	}
 	return -1

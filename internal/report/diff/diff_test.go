@@ -3,6 +3,7 @@ package diff
 import (
 	"bytes"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,6 +135,32 @@ func TestCompare(t *testing.T) {
 			worse: true, want: []want{{SectionMeasurements, "all_reduce 64M (1 rank)", Worse}}, changes: 1, moved: 1, compared: 61,
 		},
 		{
+			name: "a row OLD measured has no bandwidth in NEW", old: h200, new: h200,
+			plant: func(t *testing.T, r *dossier.Report) {
+				for i := range r.Measurements.Collectives {
+					if m := &r.Measurements.Collectives[i]; m.Collective == "all_reduce" && m.Bytes >= largeSize {
+						m.AlgBW, m.BusBW = math.NaN(), 0
+						return
+					}
+				}
+				t.Fatal("no large all_reduce row")
+			},
+			worse: true, want: []want{{SectionMeasurements, "all_reduce", Worse}}, changes: 1, moved: 1, compared: 61,
+		},
+		{
+			name: "a copy OLD measured reads 0 GB/s in NEW", old: h200, new: h200,
+			plant: func(t *testing.T, r *dossier.Report) {
+				for i := range r.Measurements.Copies {
+					if m := &r.Measurements.Copies[i]; m.Test == "d2d" && m.GBps > 0 {
+						m.GBps = 0
+						return
+					}
+				}
+				t.Fatal("no d2d copy")
+			},
+			worse: true, want: []want{{SectionMeasurements, "copy d2d", Worse}}, changes: 1, moved: 1, compared: 61,
+		},
+		{
 			name: "check pass to fail", old: h200, new: h200,
 			plant: func(t *testing.T, r *dossier.Report) {
 				x := firstResult(r, result.SourceCheck, result.Pass)
@@ -208,6 +235,18 @@ func TestCompare(t *testing.T) {
 				r.Inventory.NICs[0].Ports[0].PhysState = "Disabled"
 			},
 			worse: true, want: []want{{SectionTopology, "NIC 0000:5d:00.0 (mlx5_0) port 1", Worse}}, changes: 2, moved: 0, compared: 0,
+		},
+		{
+			name: "a NIC lost, a port and a GPU added", old: hgx, new: hgx,
+			plantOld: func(t *testing.T, r *dossier.Report) {
+				r.Inventory.GPUs = r.Inventory.GPUs[1:]
+			},
+			plant: func(t *testing.T, r *dossier.Report) {
+				r.Inventory.NICs[0].Ports = append(r.Inventory.NICs[0].Ports, dossier.Port{Number: 9, State: "ACTIVE"})
+				r.Inventory.NICs = r.Inventory.NICs[:len(r.Inventory.NICs)-1]
+			},
+			worse: true, want: []want{{SectionTopology, "NIC ", Worse}, {SectionTopology, "NIC 0000:5d:00.0 (mlx5_0) port 9", Better}, {SectionTopology, "GPU 0000:", Better}},
+			changes: -1, moved: 0, compared: 0,
 		},
 		{
 			name: "GPU missing", old: hgx, new: hgx,

@@ -124,8 +124,13 @@ func (c *comparer) compareSamples(om, nm map[string]sample, collective bool) {
 			c.add(Change{Section: SectionMeasurements, Subject: k, Field: "valid", Old: "valid", New: b.failed, Effect: Worse, Reason: "the copy failed"})
 			continue
 		}
-		if a.failed != "" || b.failed != "" || a.v <= 0 || b.v <= 0 || math.IsNaN(a.v) || math.IsNaN(b.v) {
+		if a.failed != "" || b.failed != "" || !(a.v > 0) {
 			continue // nothing measured to compare (a latency copy, a failed run)
+		}
+		if !(b.v > 0) { // 0 or NaN where OLD measured: not a pass
+			c.d.Moved++
+			c.add(Change{Section: SectionMeasurements, Subject: k, Field: a.unit, Old: num(a.v), New: "(none)", Effect: Worse, Reason: "measured in OLD, no bandwidth in NEW"})
+			continue
 		}
 		floor, class := c.noise(a, b, collective)
 		ratio := b.v / a.v

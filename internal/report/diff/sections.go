@@ -129,31 +129,9 @@ func gpuSubject(g dossier.GPU) string { return fmt.Sprintf("GPU %s (GPU%d)", g.B
 // ports, and the GDR state of each GPU's data path.
 func (c *comparer) topology(o, n *dossier.Report) {
 	og, ng := gpusByBus(o.Inventory.GPUs), gpusByBus(n.Inventory.GPUs)
-	for _, k := range sortedKeys(og, ng) {
-		a, okA := og[k]
-		b, okB := ng[k]
-		switch {
-		case !okB:
-			c.add(Change{Section: SectionTopology, Subject: gpuSubject(a), Old: value(a.Name), New: "(absent)", Effect: Worse, Reason: "GPU lost"})
-		case !okA:
-			c.add(Change{Section: SectionTopology, Subject: gpuSubject(b), Old: "(absent)", New: value(b.Name), Effect: Better, Reason: "GPU added"})
-		default:
-			c.gpu(a, b)
-		}
-	}
+	presence(c, og, ng, "GPU", func(_ string, g dossier.GPU) string { return gpuSubject(g) }, func(g dossier.GPU) string { return value(g.Name) }, func(_ string, a, b dossier.GPU) { c.gpu(a, b) })
 	on, nn := nicsByKey(o.Inventory.NICs), nicsByKey(n.Inventory.NICs)
-	for _, k := range sortedKeys(on, nn) {
-		a, okA := on[k]
-		b, okB := nn[k]
-		switch {
-		case !okB:
-			c.add(Change{Section: SectionTopology, Subject: nicSubject(a), Old: value(a.HCAType), New: "(absent)", Effect: Worse, Reason: "NIC lost"})
-		case !okA:
-			c.add(Change{Section: SectionTopology, Subject: nicSubject(b), Old: "(absent)", New: value(b.HCAType), Effect: Better, Reason: "NIC added"})
-		default:
-			c.nic(a, b)
-		}
-	}
+	presence(c, on, nn, "NIC", func(_ string, x dossier.NIC) string { return nicSubject(x) }, func(x dossier.NIC) string { return value(x.HCAType) }, func(_ string, a, b dossier.NIC) { c.nic(a, b) })
 	if a, b := len(o.Inventory.NVSwitches), len(n.Inventory.NVSwitches); a != b {
 		c.add(Change{Section: SectionTopology, Subject: "NVSwitches", Field: "count", Old: fmt.Sprint(a), New: fmt.Sprint(b), Effect: byRank(b, a), Reason: say(byRank(b, a), "NVSwitches lost", "NVSwitches added", "")})
 	}
@@ -199,18 +177,9 @@ func (c *comparer) nic(a, b dossier.NIC) {
 	for _, p := range b.Ports {
 		np[fmt.Sprint(p.Number)] = p
 	}
-	for _, k := range sortedKeys(op, np) {
-		pa, okA := op[k]
-		pb, okB := np[k]
-		ps := s + " port " + k
-		switch {
-		case !okB:
-			c.add(Change{Section: SectionTopology, Subject: ps, Old: pa.State, New: "(absent)", Effect: Worse, Reason: "port lost"})
-			continue
-		case !okA:
-			c.add(Change{Section: SectionTopology, Subject: ps, Old: "(absent)", New: pb.State, Effect: Better, Reason: "port added"})
-			continue
-		}
+	port := func(k string, _ dossier.Port) string { return s + " port " + k }
+	presence(c, op, np, "port", port, func(p dossier.Port) string { return p.State }, func(k string, pa, pb dossier.Port) {
+		ps := port(k, pa)
 		c.field(SectionTopology, ps, "state", pa.State, pb.State, byRank(portRank(pa.State), portRank(pb.State)), say(byRank(portRank(pa.State), portRank(pb.State)), "the port is no longer ACTIVE", "the port is ACTIVE now", "port state changed"))
 		c.field(SectionTopology, ps, "physical state", pa.PhysState, pb.PhysState, Changed, "physical port state changed")
 		c.field(SectionTopology, ps, "link layer", pa.LinkLayer, pb.LinkLayer, Changed, "link layer changed")
@@ -223,6 +192,24 @@ func (c *comparer) nic(a, b dossier.NIC) {
 		}
 		if pa.MTU > 0 && pb.MTU > 0 {
 			c.field(SectionTopology, ps, "MTU", fmt.Sprint(pa.MTU), fmt.Sprint(pb.MTU), Changed, "MTU changed")
+		}
+	})
+}
+
+// presence compares two inventories of one kind keyed alike: one lost is
+// worse, one added better (named by subject, shown by shown), one in both
+// is compared by both.
+func presence[T any](c *comparer, om, nm map[string]T, what string, subject func(string, T) string, shown func(T) string, both func(k string, a, b T)) {
+	for _, k := range sortedKeys(om, nm) {
+		a, okA := om[k]
+		b, okB := nm[k]
+		switch {
+		case !okB:
+			c.add(Change{Section: SectionTopology, Subject: subject(k, a), Old: shown(a), New: "(absent)", Effect: Worse, Reason: what + " lost"})
+		case !okA:
+			c.add(Change{Section: SectionTopology, Subject: subject(k, b), Old: "(absent)", New: shown(b), Effect: Better, Reason: what + " added"})
+		default:
+			both(k, a, b)
 		}
 	}
 }

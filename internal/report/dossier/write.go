@@ -90,15 +90,11 @@ func WriteDir(dir string, r *Report, files []File) error {
 	r.Artifacts = arts
 	var sums strings.Builder
 	write := func(name string, render func(io.Writer) error) error {
-		var b bytes.Buffer
-		if err := render(&b); err != nil {
-			return fmt.Errorf("rendering %s: %w", name, err)
+		b, err := WriteRendered(dir, name, render)
+		if err == nil {
+			sums.WriteString(SumLine(name, b))
 		}
-		if err := renameio.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644); err != nil {
-			return fmt.Errorf("cannot write %s: %w", filepath.Join(dir, name), WithoutPath(err))
-		}
-		sums.WriteString(SumLine(name, b.Bytes()))
-		return nil
+		return err
 	}
 	if err := write(ReportJSON, r.WriteJSON); err != nil {
 		return err
@@ -115,6 +111,20 @@ func WriteDir(dir string, r *Report, files []File) error {
 		return fmt.Errorf("cannot write %s: %w", filepath.Join(dir, Sums), WithoutPath(err))
 	}
 	return nil
+}
+
+// WriteRendered renders a file in full and writes it into dir
+// atomically (a temporary file renamed into place); it returns the bytes
+// written. Errors name the file.
+func WriteRendered(dir, name string, render func(io.Writer) error) ([]byte, error) {
+	var b bytes.Buffer
+	if err := render(&b); err != nil {
+		return nil, fmt.Errorf("rendering %s: %w", name, err)
+	}
+	if err := renameio.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644); err != nil {
+		return nil, fmt.Errorf("cannot write %s: %w", filepath.Join(dir, name), WithoutPath(err))
+	}
+	return b.Bytes(), nil
 }
 
 // WithoutPath is a file-system error without the path it names (for

@@ -231,6 +231,16 @@ const (
 
 type sampleKey struct{ class, key int32 }
 
+// keyNoise is what decides a key's run-to-run noise: a copy's test; a
+// collective row's time·value (its bytes times the bus factor, the same on
+// every node: the first node that timed the row gives it) and whether the
+// model called it latency-bound.
+type keyNoise struct {
+	test    string
+	latency bool
+	work    float64
+}
+
 type sample struct {
 	node  int32
 	value float64
@@ -247,9 +257,8 @@ type Aggregator struct {
 	skipped  []Skipped
 	keys     map[string]int32
 	keyNames []string
-	// keyInfo is, per key, one node's measurement of it: what decides
-	// its noise (Aggregator.noise).
-	keyInfo []Measure
+	// keyInfo is, per key, what decides its noise (Aggregator.noise).
+	keyInfo []keyNoise
 	samples map[sampleKey][]sample
 	// strs holds one copy of each version and setting string: most nodes
 	// of a fleet share them, and a node keeps only references.
@@ -292,11 +301,11 @@ func (a *Aggregator) Add(n Node) {
 			a.keys[m.Key] = k
 			a.keyNames = append(a.keyNames, m.Key)
 		}
-		if !ok || a.keyInfo[k].TimeUS <= 0 && m.TimeUS > 0 {
-			if !ok {
-				a.keyInfo = append(a.keyInfo, Measure{})
-			}
-			a.keyInfo[k] = Measure{Value: m.Value, TimeUS: m.TimeUS, Latency: m.Latency, Test: a.intern(m.Test)}
+		if !ok {
+			a.keyInfo = append(a.keyInfo, keyNoise{test: a.intern(m.Test), latency: m.Latency})
+		}
+		if ki := &a.keyInfo[k]; ki.work <= 0 && m.TimeUS > 0 {
+			ki.work, ki.latency = m.TimeUS*m.Value, m.Latency
 		}
 		sk := sampleKey{c, k}
 		a.samples[sk] = append(a.samples[sk], sample{idx, m.Value})
@@ -396,8 +405,13 @@ func (a *Aggregator) Report() *Fleet {
 	counts := make([]int, len(a.classes))
 	for i, n := range a.nodes {
 		counts[a.class[i]]++
-		if len(n.Failing) > 0 {
+		switch {
+		case len(n.Failing) > 0:
 			why(int32(i), tierFailing, float64(len(n.Failing)), "failing checks: "+strings.Join(n.Failing, ", "))
+		case n.Verdict != checks.Ready && n.Verdict != checks.Degraded:
+			// No verdict, or NOT READY without a failing check: the
+			// report does not say the node may serve.
+			why(int32(i), tierFailing, 0, fmt.Sprintf("verdict %q and no failing check named", n.Verdict))
 		}
 	}
 	for c, name := range a.classes {
@@ -555,7 +569,12 @@ func (a *Aggregator) versions(f *Fleet, why whyFunc) {
 			if fd.pin != "" {
 				c.Reference, c.Basis, match = fd.pin, "profile", fd.match
 			} else {
-				c.Reference, c.Basis = majority(tally)
+				var ok bool
+				c.Reference, ok = majority(tally)
+				c.Basis = "majority"
+				if !ok {
+					c.Basis = "split"
+				}
 			}
 			if c.Basis != "split" {
 				for _, i := range members {
@@ -572,25 +591,9 @@ func (a *Aggregator) versions(f *Fleet, why whyFunc) {
 	}
 }
 
-// majority is the most frequent value, or "split" when two lead equally.
-func majority(tally map[string]int) (string, string) {
-	best, n, tie := "", 0, false
-	for _, v := range slices.Sorted(maps.Keys(tally)) {
-		switch c := tally[v]; {
-		case c > n:
-			best, n, tie = v, c, false
-		case c == n:
-			tie = true
-		}
-	}
-	if tie {
-		return best, "split"
-	}
-	return best, "majority"
-}
-
-func majorityNum[T cmp.Ordered](tally map[T]int) (T, bool) {
-	var best T
+// majority is the most frequent value; ok is false when none was counted
+// or two lead equally (a split: nobody is accused).
+func majority[T cmp.Ordered](tally map[T]int) (best T, ok bool) {
 	n, tie := 0, false
 	for _, v := range slices.Sorted(maps.Keys(tally)) {
 		switch c := tally[v]; {
@@ -630,7 +633,7 @@ func (a *Aggregator) hardware(f *Fleet, why whyFunc) {
 			want, basis := pin, "profile"
 			if pin == 0 {
 				var ok bool
-				if want, ok = majorityNum(tally); !ok {
+				if want, ok = majority(tally); !ok {
 					return
 				}
 				basis = "majority of " + group
@@ -685,7 +688,7 @@ func (a *Aggregator) ports(f *Fleet, why whyFunc) {
 			if p.RateGbps > 0 {
 				want, ok, basis := pinRate, pinRate > 0 && p.Rail, "profile"
 				if !ok {
-					want, ok = majorityNum(rates[k])
+					want, ok = majority(rates[k])
 					basis = "class majority"
 				}
 				if ok && p.RateGbps < want {
@@ -697,7 +700,7 @@ func (a *Aggregator) ports(f *Fleet, why whyFunc) {
 				// The profile's MTU is a RoCE netdev's least, as nic.port reads it.
 				want, ok, basis := pinMTU, pinMTU > 0 && p.Rail && p.LinkLayer == "Ethernet", "profile"
 				if !ok {
-					want, ok = majorityNum(mtus[k])
+					want, ok = majority(mtus[k])
 					basis = "class majority"
 				}
 				if ok && (basis == "profile" && p.MTU < want || basis != "profile" && p.MTU != want) {
@@ -735,10 +738,7 @@ func (a *Aggregator) outliers(f *Fleet, why whyFunc) {
 		nf := a.noise(sk.key, med)
 		flagged, worstOff := 0, 0.0
 		for _, s := range ss {
-			z, low, ok := a.opts.RobustZ(s.value, med, mad)
-			if !ok {
-				break
-			}
+			z, low, _ := a.opts.RobustZ(s.value, med, mad) // the scale is > 0: checked above
 			if !low || s.value*(1+nf) >= med {
 				continue
 			}
@@ -771,16 +771,16 @@ func (a *Aggregator) outliers(f *Fleet, why whyFunc) {
 // its test; a collective row's by its time at the median's speed (a row
 // of t µs on a node measuring v takes t·v/med µs at the median).
 func (a *Aggregator) noise(k int32, med float64) float64 {
-	m := a.keyInfo[k]
-	if m.Test != "" {
-		f, _ := a.opts.Noise.Copy(m.Test)
+	ki := a.keyInfo[k]
+	if ki.test != "" {
+		f, _ := a.opts.Noise.Copy(ki.test)
 		return f
 	}
 	t := 0.0
-	if m.TimeUS > 0 && med > 0 {
-		t = m.TimeUS * m.Value / med
+	if ki.work > 0 && med > 0 {
+		t = ki.work / med
 	}
-	f, _ := a.opts.Noise.Collective(t, m.Latency)
+	f, _ := a.opts.Noise.Collective(t, ki.latency)
 	return f
 }
 
@@ -831,13 +831,6 @@ func median(v []float64) float64 {
 		return v[n/2]
 	}
 	return (v[n/2-1] + v[n/2]) / 2
-}
-
-func abs(x float64) float64 {
-	if x < 0 {
-		return -x
-	}
-	return x
 }
 
 // DrainAny says whether any node is to be drained.

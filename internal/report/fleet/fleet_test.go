@@ -546,3 +546,59 @@ func TestRealRunsAccuseNoOne(t *testing.T) {
 		t.Errorf("planted 20%% slower all_reduce on %s: drain %+v, outliers %+v", r.Inventory.Host, f.Drain, f.Outliers)
 	}
 }
+
+// A measurement row's field of the wrong type is an error naming the row
+// and the field (the first bad field where there are several).
+func TestSummarizeRowFieldErrors(t *testing.T) {
+	cases := []struct{ rows, err string }{
+		{`"collectives":[{"collective":"all_reduce","ranks":8,"bytes":1024,"busbw_gbps":1,"time_us":"5"}]`, `measurements.collectives[0]: field "time_us": "5" value, want a number`},
+		{`"collectives":[{"collective":1,"ranks":"8"}]`, `measurements.collectives[0]: field "collective"`},
+		{`"collectives":[{"collective":"x"},{"bottleneck":2}]`, `measurements.collectives[1]: field "bottleneck"`},
+		{`"copies":[{"id":"d2d","gbps":1,"valid":"yes","test":"d2d"}]`, `measurements.copies[0]: field "valid": "yes" value, want a boolean`},
+		{`"copies":[{"id":"d2d","gbps":true}]`, `measurements.copies[0]: field "gbps"`},
+		{`"copies":[{"id":"d2d","gbps":1,"valid":"yes","test":3}]`, `measurements.copies[0]: field "test"`},
+	}
+	for _, tc := range cases {
+		doc := fmt.Sprintf(`{"schema":%q,"inventory":{"host":"h"},"measurements":{%s}}`, dossier.Schema, tc.rows)
+		_, err := Summarize([]byte(doc), "x")
+		if err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%s: error %v, want %q", tc.rows, err, tc.err)
+		}
+	}
+	doc := fmt.Sprintf(`{"schema":%q,"inventory":{"host":"h"},"measurements":{"collectives":[{"collective":"all_reduce","ranks":8,"bytes":1024,"busbw_gbps":2,"algbw_gbps":1,"time_us":5}],"copies":[{"id":"d2d","gbps":3,"valid":true,"test":"d2d"}]}}`, dossier.Schema)
+	n, err := Summarize([]byte(doc), "x")
+	want := []Measure{{Key: "all_reduce/1024/8 busbw", Value: 2, TimeUS: 5}, {Key: "d2d", Value: 3, Test: "d2d"}}
+	if err != nil || !reflect.DeepEqual(n.Measurements, want) {
+		t.Errorf("good rows: %+v, %v; want %+v", n.Measurements, err, want)
+	}
+}
+
+// A report without a verdict, or NOT READY naming no failing check, is not
+// a node that may serve: it is drained, after the nodes with failing
+// checks; READY and DEGRADED nodes are not.
+func TestVerdictMissingDrains(t *testing.T) {
+	a := NewAggregator(DefaultOptions())
+	for _, n := range []Node{
+		{Host: "ready", Verdict: checks.Ready},
+		{Host: "degraded", Verdict: checks.Degraded},
+		{Host: "failing", Verdict: checks.NotReady, Failing: []string{"gpu.health"}},
+		{Host: "no-verdict"},
+		{Host: "not-ready-unnamed", Verdict: checks.NotReady},
+	} {
+		n.GPUModel, n.GPUs = "G", 8
+		a.Add(n)
+	}
+	f := a.Report()
+	var got []string
+	for _, d := range f.Drain {
+		got = append(got, d.Host+": "+strings.Join(d.Reasons, "; "))
+	}
+	want := []string{
+		"failing: failing checks: gpu.health",
+		`no-verdict: verdict "" and no failing check named`,
+		`not-ready-unnamed: verdict "NOT READY" and no failing check named`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("drain %q, want %q", got, want)
+	}
+}

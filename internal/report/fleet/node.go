@@ -245,67 +245,27 @@ func (s *slim) measurements(raw []byte) error {
 	var f [7][]byte
 	m := &s.Measurements
 	if ms[0] != nil {
-		err := elements(ms[0], func(_ int, row []byte) error {
-			if err := membersInto(row, collectiveNames, f[:]); err != nil {
+		err := elements(ms[0], func(_ int, raw []byte) error {
+			if err := membersInto(raw, collectiveNames, f[:]); err != nil {
 				return err
 			}
-			var c collectiveRow
-			var err error
-			var ranks, bytes float64
-			if c.Collective, err = str(f[0], collectiveNames[0]); err != nil {
-				return err
-			}
-			if ranks, err = num(f[1], collectiveNames[1]); err != nil {
-				return err
-			}
-			if bytes, err = num(f[2], collectiveNames[2]); err != nil {
-				return err
-			}
-			if c.BusBW, err = num(f[3], collectiveNames[3]); err != nil {
-				return err
-			}
-			if c.AlgBW, err = num(f[4], collectiveNames[4]); err != nil {
-				return err
-			}
-			if c.TimeUS, err = num(f[5], collectiveNames[5]); err != nil {
-				return err
-			}
-			if c.Bottleneck, err = str(f[6], collectiveNames[6]); err != nil {
-				return err
-			}
-			c.Ranks, c.Bytes = int(ranks), uint64(bytes)
-			m.Collectives = append(m.Collectives, c)
-			return nil
+			r := row{f[:], collectiveNames, nil}
+			m.Collectives = append(m.Collectives, collectiveRow{Collective: r.str(0), Ranks: int(r.num(1)), Bytes: uint64(r.num(2)),
+				BusBW: r.num(3), AlgBW: r.num(4), TimeUS: r.num(5), Bottleneck: r.str(6)})
+			return r.err
 		})
 		if err != nil {
 			return fmt.Errorf("collectives%w", err)
 		}
 	}
 	if ms[1] != nil {
-		err := elements(ms[1], func(_ int, row []byte) error {
-			if err := membersInto(row, copyNames, f[:4]); err != nil {
+		err := elements(ms[1], func(_ int, raw []byte) error {
+			if err := membersInto(raw, copyNames, f[:4]); err != nil {
 				return err
 			}
-			var c copyRow
-			var err error
-			if c.ID, err = str(f[0], copyNames[0]); err != nil {
-				return err
-			}
-			if c.GBps, err = num(f[1], copyNames[1]); err != nil {
-				return err
-			}
-			if c.Test, err = str(f[3], copyNames[3]); err != nil {
-				return err
-			}
-			switch string(f[2]) {
-			case "true":
-				c.Valid = true
-			case "false", "":
-			default:
-				return fmt.Errorf("field %q: %s value, want a boolean", copyNames[2], f[2])
-			}
-			m.Copies = append(m.Copies, c)
-			return nil
+			r := row{f[:4], copyNames, nil}
+			m.Copies = append(m.Copies, copyRow{ID: r.str(0), GBps: r.num(1), Test: r.str(3), Valid: r.boolean(2)})
+			return r.err
 		})
 		if err != nil {
 			return fmt.Errorf("copies%w", err)

@@ -1,5 +1,7 @@
 package fleet
 
+import "math"
+
 // MedianMAD is the median of vals and their median absolute deviation
 // from it, the robust centre and spread every comparison of measurements
 // uses (the roll-up's outliers, fleet plan's judging of a campaign's
@@ -10,7 +12,7 @@ func MedianMAD(vals []float64) (med, mad float64) {
 	}
 	med = median(vals)
 	for i, v := range vals {
-		vals[i] = abs(v - med)
+		vals[i] = math.Abs(v - med)
 	}
 	return med, median(vals)
 }

@@ -74,19 +74,26 @@ func membersInto(b []byte, names []string, out [][]byte) error {
 				out[k] = b[start:i]
 			}
 		}
-		i = skipSpace(b, i)
-		if i >= len(b) {
-			return errEOF
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case '}':
-			return nil
-		default:
-			return fmt.Errorf("invalid character %q after object member (offset %d)", b[i], i)
+		var done bool
+		if i, done, err = next(b, i, '}', "object member"); done || err != nil {
+			return err
 		}
 	}
+}
+
+// next steps over what follows a member or element at b[i:]: a comma
+// (done false, i at the next one) or the closing byte (done true).
+func next(b []byte, i int, closing byte, after string) (int, bool, error) {
+	i = skipSpace(b, i)
+	switch {
+	case i >= len(b):
+		return 0, false, errEOF
+	case b[i] == ',':
+		return skipSpace(b, i+1), false, nil
+	case b[i] == closing:
+		return i, true, nil
+	}
+	return 0, false, fmt.Errorf("invalid character %q after %s (offset %d)", b[i], after, i)
 }
 
 func structural(c byte) bool { return c == '"' || c == '{' || c == '}' || c == '[' || c == ']' }
@@ -200,19 +207,49 @@ func elements(b []byte, f func(int, []byte) error) error {
 		if err := f(n, b[start:end]); err != nil {
 			return fmt.Errorf("[%d]: %w", n, err)
 		}
-		i = skipSpace(b, end)
-		if i >= len(b) {
-			return errEOF
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case ']':
-			return nil
-		default:
-			return fmt.Errorf("invalid character %q after array element (offset %d)", b[i], i)
+		var done bool
+		if i, done, err = next(b, end, ']', "array element"); done || err != nil {
+			return err
 		}
 	}
+}
+
+// row reads the members of one object (membersInto's out, with their
+// names) field by field, keeping the first error.
+type row struct {
+	f     [][]byte
+	names []string
+	err   error
+}
+
+func (r *row) str(i int) string {
+	s, err := str(r.f[i], r.names[i])
+	if r.err == nil {
+		r.err = err
+	}
+	return s
+}
+
+func (r *row) num(i int) float64 {
+	v, err := num(r.f[i], r.names[i])
+	if r.err == nil {
+		r.err = err
+	}
+	return v
+}
+
+// boolean is false when absent.
+func (r *row) boolean(i int) bool {
+	switch string(r.f[i]) {
+	case "true":
+		return true
+	case "false", "":
+	default:
+		if r.err == nil {
+			r.err = fmt.Errorf("field %q: %s value, want a boolean", r.names[i], r.f[i])
+		}
+	}
+	return false
 }
 
 // str decodes a JSON string value ("" when absent).

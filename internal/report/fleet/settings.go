@@ -27,15 +27,9 @@ const (
 	settingNCCLPref = "NCCL_"
 )
 
-// The check IDs whose results carry settings, as they appear quoted in
-// the JSON (compared without decoding).
 var (
-	idNCCLEnv = []byte(`"nccl.env"`)
-	idMemlock = []byte(`"limits.memlock"`)
-	idIOMMU   = []byte(`"iommu.mode"`)
-	idKernMod = []byte(`"gdr.kernel-module"`)
-	idACS     = []byte(`"pcie.acs"`)
-	idMRR     = []byte(`"pcie.mrr"`)
+	// settingChecks are the IDs of the checks whose results carry settings.
+	settingChecks = []string{"nccl.env", "limits.memlock", "iommu.mode", "gdr.kernel-module", "pcie.acs", "pcie.mrr"}
 
 	resultNames   = []string{"id", "status", "reason", "message", "evidence"}
 	evidenceNames = []string{"source", "value"}
@@ -66,26 +60,12 @@ func settings(raw []byte) (s []Setting, ncclEnv bool, err error) {
 	var f [5][]byte
 	var ev [2][]byte
 	var evs []Setting // source, value
-	err = elements(raw, func(_ int, row []byte) error {
-		if err := membersInto(row, resultNames, f[:]); err != nil {
+	err = elements(raw, func(_ int, res []byte) error {
+		if err := membersInto(res, resultNames, f[:]); err != nil {
 			return err
 		}
-		id := f[0]
-		var check string
-		switch {
-		case bytes.Equal(id, idNCCLEnv):
-			check = "nccl.env"
-		case bytes.Equal(id, idMemlock):
-			check = "limits.memlock"
-		case bytes.Equal(id, idIOMMU):
-			check = "iommu.mode"
-		case bytes.Equal(id, idKernMod):
-			check = "gdr.kernel-module"
-		case bytes.Equal(id, idACS):
-			check = "pcie.acs"
-		case bytes.Equal(id, idMRR):
-			check = "pcie.mrr"
-		default:
+		check := quotedIn(f[0], settingChecks)
+		if check == "" {
 			return nil
 		}
 		if f[1] == nil || bytes.Equal(f[1], jsonUnknown) || bytes.Equal(f[1], jsonError) {
@@ -113,13 +93,9 @@ func settings(raw []byte) (s []Setting, ncclEnv bool, err error) {
 				if err := membersInto(e, evidenceNames, ev[:]); err != nil {
 					return err
 				}
-				src, err := str(ev[0], "source")
-				if err != nil {
-					return err
-				}
-				v, err := str(ev[1], "value")
-				evs = append(evs, Setting{src, v})
-				return err
+				er := row{ev[:], evidenceNames, nil}
+				evs = append(evs, Setting{er.str(0), er.str(1)})
+				return er.err
 			})
 			if err != nil {
 				return err
@@ -132,6 +108,20 @@ func settings(raw []byte) (s []Setting, ncclEnv bool, err error) {
 		return nil, false, err
 	}
 	return r.list(), r.envSeen, nil
+}
+
+// quotedIn is the one of names that the JSON string id spells ("" none),
+// compared without decoding it.
+func quotedIn(id []byte, names []string) string {
+	if len(id) < 2 || id[0] != '"' || id[len(id)-1] != '"' {
+		return ""
+	}
+	for _, n := range names {
+		if string(id[1:len(id)-1]) == n {
+			return n
+		}
+	}
+	return ""
 }
 
 func (r *settingsReader) get(name string) string {
