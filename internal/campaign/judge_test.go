@@ -39,6 +39,10 @@ func TestObserve(t *testing.T) {
 		{name: "bench error", files: map[string]string{"json": `{"schema":"gdrcheck.bench-nccl/v1","error":"ncclCommInitRank: remote process exited"}`, "rc": "1"}, status: Fail, why: "remote process exited"},
 		{name: "no all_reduce", files: map[string]string{"json": `{"schema":"gdrcheck.bench-nccl/v1","complete":true,"measurements":[{"collective":"all_gather","rows":[]}]}`, "rc": "0"}, status: Fail, why: "no all_reduce row"},
 		{name: "incomplete", files: map[string]string{"json": strings.Replace(ok, `"complete":true`, `"complete":false`, 1), "rc": "0"}, status: Fail, bw: 361.5, why: "incomplete run"},
+		// An exit status other than 0 is a failure, a negative one too.
+		{name: "negative rc", files: map[string]string{"json": ok, "rc": "-1"}, status: Fail, why: "exit status -1; measured 361.5 GB/s, but the step failed"},
+		// The largest row without a busbw cell is not a measurement of 0.
+		{name: "row without busbw", files: map[string]string{"json": `{"schema":"gdrcheck.bench-nccl/v1","complete":true,"measurements":[{"collective":"all_reduce","rows":[{"size_bytes":1024}]}]}`, "rc": "0"}, status: Fail, why: "all_reduce 1K: no bus bandwidth measured"},
 		{name: "bad rc", files: map[string]string{"json": ok, "rc": "killed"}, status: Fail, why: `results/s0001.rc: "killed" is not an exit status`},
 	}
 	for _, c := range cases {
