@@ -713,32 +713,25 @@ func (c *Campaign) findings(l *ledger, v []nodeVerdict) *Findings {
 		vx := v[x]
 		switch {
 		case vx.node && len(c.Rails) > 0 && l.state(x, 0) != confirmed:
-			ev := []*ref{}
-			for lv := 1; lv < l.levels; lv++ {
-				ev = append(ev, l.counting(x, lv)...)
-			}
+			ev := l.railCounting(x)
 			f.Accused = append(f.Accused, Accusation{What: "node", Node: h, Why: fmt.Sprintf("every rail (%d) fails with %d or more different partners, one of them known good", len(c.Rails), c.Confirm), Evidence: c.evidenceOf(ev)})
 		case vx.node:
 			ev := slices.Clone(l.counting(x, 0))
 			why := fmt.Sprintf("fails with %d or more different partners, one of them known good", c.Confirm)
-			if len(c.Rails) > 0 {
-				allFail := true
+			switch {
+			case len(c.Rails) == 0:
+			case l.everyRail(x, confirmed):
+				why += "; so does every rail"
+				ev = append(ev, l.railCounting(x)...)
+			case !l.everyRail(x, cleared):
+				// The verdict leaves a rail neither confirmed nor cleared
+				// only when no step on it passed (dead).
+				why += "; the rails on which no step passed could not be judged (see Unresolved)"
+			default:
+				why += ", while every rail passes: the fault is in the node, not a NIC"
 				for lv := 1; lv < l.levels; lv++ {
-					allFail = allFail && l.state(x, lv) == confirmed
-				}
-				if allFail {
-					why += "; so does every rail"
-					for lv := 1; lv < l.levels; lv++ {
-						ev = append(ev, l.counting(x, lv)...)
-					}
-				} else if l.anyDead() {
-					why += "; the rails on which no step passed could not be judged (see Unresolved)"
-				} else {
-					why += ", while every rail passes: the fault is in the node, not a NIC"
-					for lv := 1; lv < l.levels; lv++ {
-						if p := l.cleared[x][lv]; p != nil && p.s.Rail >= 0 {
-							ev = append(ev, p)
-						}
+					if p := l.cleared[x][lv]; p.s.Rail >= 0 {
+						ev = append(ev, p)
 					}
 				}
 			}
@@ -820,7 +813,24 @@ func (c *Campaign) findings(l *ledger, v []nodeVerdict) *Findings {
 	return f
 }
 
-func (l *ledger) anyDead() bool { return slices.Contains(l.dead, true) }
+// everyRail: node x is in state st on every rail.
+func (l *ledger) everyRail(x int, st state) bool {
+	for lv := 1; lv < l.levels; lv++ {
+		if l.state(x, lv) != st {
+			return false
+		}
+	}
+	return true
+}
+
+// railCounting are x's counting failing steps on every rail, rail by rail.
+func (l *ledger) railCounting(x int) []*ref {
+	var out []*ref
+	for lv := 1; lv < l.levels; lv++ {
+		out = append(out, l.counting(x, lv)...)
+	}
+	return out
+}
 
 func (l *ledger) untestedNodes() []int {
 	var out []int
