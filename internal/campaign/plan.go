@@ -256,7 +256,7 @@ func partnerKey(nodes []string, x string) string {
 	return b.String()
 }
 
-// verdictOf is node x's standing: accused as a node, its accused links,
+// nodeVerdict is node x's standing: accused as a node, its accused links,
 // and the levels still open (to be tested again).
 type nodeVerdict struct {
 	node  bool
@@ -269,8 +269,7 @@ type nodeVerdict struct {
 func (l *ledger) verdict(x int) nodeVerdict {
 	var v nodeVerdict
 	ns := l.state(x, 0)
-	rails := len(l.c.Rails)
-	if rails == 0 {
+	if len(l.c.Rails) == 0 {
 		switch ns {
 		case confirmed:
 			v.node = true
@@ -279,56 +278,36 @@ func (l *ledger) verdict(x int) nodeVerdict {
 		}
 		return v
 	}
-	rs := make([]state, rails)
-	var nconf, nopen int
-	for r := range rails {
-		rs[r] = l.state(x, 1+r)
-		switch {
-		case rs[r] == confirmed:
-			nconf++
-		case rs[r] == suspect && !l.dead[1+r]:
-			nopen++
+	// Each rail: confirmed is a link, a suspect is open (not on a dead
+	// rail: nothing can be pinned there), untested is unseen.
+	var unseen []int
+	for lv := 1; lv < l.levels; lv++ {
+		switch l.state(x, lv) {
+		case confirmed:
+			v.links = append(v.links, lv-1)
+		case suspect:
+			if !l.dead[lv] {
+				v.open = append(v.open, lv)
+			}
+		case untested:
+			unseen = append(unseen, lv)
 		}
 	}
-	if nconf == rails {
-		v.node = true
-		return v
+	if len(v.links) == len(l.c.Rails) {
+		return nodeVerdict{node: true}
 	}
-	for r := range rails {
-		switch {
-		case rs[r] == confirmed:
-			v.links = append(v.links, r)
-		case rs[r] == suspect && !l.dead[1+r]:
-			v.open = append(v.open, 1+r)
-		}
-	}
-	switch ns {
-	case suspect:
-		v.open = append([]int{0}, v.open...)
+	switch {
+	case ns == suspect:
 		// Test the rails not yet seen too, to tell a node from a link.
-		for r := range rails {
-			if rs[r] == untested {
-				v.open = append(v.open, 1+r)
-			}
-		}
-	case confirmed:
-		switch {
-		case nconf > 0:
-			v.explained = true
-		case nopen > 0:
-		default:
-			var unseen []int
-			for r := range rails {
-				if rs[r] == untested {
-					unseen = append(unseen, 1+r)
-				}
-			}
-			if len(unseen) > 0 {
-				v.open = append(v.open, unseen...)
-			} else {
-				v.node = true // fails as a node, every rail passes
-			}
-		}
+		v.open = slices.Concat([]int{0}, v.open, unseen)
+	case ns != confirmed:
+	case len(v.links) > 0:
+		v.explained = true
+	case len(v.open) > 0:
+	case len(unseen) > 0:
+		v.open = unseen
+	default:
+		v.node = true // fails as a node; every rail passes, or is dead
 	}
 	slices.Sort(v.open)
 	return v
