@@ -418,6 +418,11 @@ func (c *Campaign) Check() error {
 			if r.Read && s.Outcome == nil {
 				return fmt.Errorf("round %d step %s: read, but no outcome", r.N, s.ID)
 			}
+			// An outcome the planner does not know would be neither a pass
+			// nor a failure (a group neither cleared nor split).
+			if o := s.Outcome; o != nil && !slices.Contains([]Status{Pass, Fail, Missing}, o.Status) {
+				return fmt.Errorf("round %d step %s: outcome %q: want %s, %s or %s", r.N, s.ID, o.Status, Pass, Fail, Missing)
+			}
 		}
 	}
 	return nil

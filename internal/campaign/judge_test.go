@@ -163,6 +163,8 @@ func TestRoundTrip(t *testing.T) {
 		{"id", func(c *Campaign) { c.Rounds[0].Steps[0].ID = "../../x" }, "is not a step name"},
 		{"rail", func(c *Campaign) { c.Rounds[0].Steps[1].Rail = 9 }, "rail 9"},
 		{"unread", func(c *Campaign) { c.Rounds[0].Read = false }, "never read"},
+		{"no outcome", func(c *Campaign) { c.Rounds[0].Steps[2].Outcome = nil }, "read, but no outcome"},
+		{"unknown outcome", func(c *Campaign) { c.Rounds[0].Steps[2].Outcome.Status = "ok" }, `outcome "ok"`},
 		{"host", func(c *Campaign) { c.Nodes[3] = "a b" }, "node 4"},
 	} {
 		var e Campaign
