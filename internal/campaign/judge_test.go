@@ -195,3 +195,39 @@ func TestRelativeNeedsPeers(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestRailNeverMeasured: a rail whose every step of a pair was missing up
+// to the last round is unresolved for both nodes, not passed (their
+// node-level pass does not clear it: the rail did not run in its chain).
+func TestRailNeverMeasured(t *testing.T) {
+	cfg := config(16, Pairs, true)
+	cfg.MaxRounds = 2
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := NewFabric(3)
+	f.BadNodes["gpu0010"] = true // a fault elsewhere keeps the rounds running
+	skip := func(s *Step) bool { return s.Rail == 5 && s.Nodes[0] == "gpu0001" }
+	var fd *Findings
+	for fd == nil {
+		if err := c.Record(runRound(f, c.Latest(), skip), true); err != nil {
+			t.Fatal(err)
+		}
+		if _, fd, err = c.Plan(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := accused(fd); strings.Join(got, ",") != "node gpu0010" {
+		t.Errorf("accused %q", got)
+	}
+	var never []string
+	for _, u := range fd.Unresolved {
+		if strings.Contains(u.Why, "never measured") {
+			never = append(never, u.Node+" "+u.Rail)
+		}
+	}
+	if got := strings.Join(never, ","); got != "gpu0001 mlx5_5,gpu0009 mlx5_5" || len(fd.Unresolved) != 2 {
+		t.Errorf("unresolved %+v, want gpu0001 and gpu0009 on mlx5_5 never measured", fd.Unresolved)
+	}
+}

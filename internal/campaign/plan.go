@@ -778,6 +778,18 @@ func (c *Campaign) findings(l *ledger, v []nodeVerdict) *Findings {
 	for _, x := range l.untestedNodes() {
 		f.Unresolved = append(f.Unresolved, Finding{Node: c.Nodes[x], Why: "never measured: every step of it was missing"})
 	}
+	// A rail of a measured node that no step measured (every one missing)
+	// and no node-level pass cleared is not a pass either.
+	for x, h := range c.Nodes {
+		if !l.tested[x] || v[x].node {
+			continue
+		}
+		for lv := 1; lv < l.levels; lv++ {
+			if !l.dead[lv] && l.state(x, lv) == untested && !slices.Contains(v[x].open, lv) {
+				f.Unresolved = append(f.Unresolved, Finding{Node: h, Rail: lvName(lv), Why: "never measured on this rail: every step of it there was missing"})
+			}
+		}
+	}
 	slices.SortStableFunc(f.Accused, func(a, b Accusation) int {
 		return cmp.Or(cmp.Compare(l.idx[a.Node], l.idx[b.Node]), cmp.Compare(a.Rail, b.Rail))
 	})
