@@ -58,11 +58,13 @@ type ledger struct {
 	tried map[string]bool
 	// groupFails are the failing bisection groups, every level's.
 	groupFails []*ref
-	// dead are the rail levels none of whose steps passed while 3 or more
+	// dead are the levels none of whose steps passed while 3 or more
 	// small ones failed: no node is known good there, so nothing can be
-	// pinned on one (the threshold, or something every node shares).
-	dead      []bool
-	railFails []int // failing steps of 2 or 3 nodes per rail level
+	// pinned on one (the threshold, or something every node shares). A
+	// dead node level ends the campaign (systemic); a dead rail is one
+	// finding.
+	dead       []bool
+	smallFails []int // failing steps of 2 or 3 nodes per level
 	// unpassed are the levels that did not pass in each chain of each
 	// round: failed, or did not run (missing).
 	unpassed map[chainLevel]bool
@@ -89,8 +91,8 @@ func (c *Campaign) ledger() *ledger {
 	l.tested = make([]bool, n)
 	l.partners = make([]map[int]bool, n)
 	nodePass := make([][]*ref, n) // each node's node-level passes
-	railPass := make([]bool, l.levels)
-	railFails := make([]int, l.levels)
+	passed := make([]bool, l.levels)
+	l.smallFails = make([]int, l.levels)
 	for i := range n {
 		l.cleared[i] = make([]*ref, l.levels)
 		l.fails[i] = make([][]*ref, l.levels)
@@ -142,19 +144,16 @@ func (c *Campaign) ledger() *ledger {
 			if s.Outcome.Status == Fail && len(s.Nodes) > 3 {
 				l.groupFails = append(l.groupFails, rf)
 			}
-			if lv > 0 {
-				railPass[lv] = railPass[lv] || s.Outcome.Status == Pass
-				if s.Outcome.Status == Fail && len(s.Nodes) <= 3 {
-					railFails[lv]++
-				}
+			passed[lv] = passed[lv] || s.Outcome.Status == Pass
+			if s.Outcome.Status == Fail && len(s.Nodes) <= 3 {
+				l.smallFails[lv]++
 			}
 		}
 	}
 	l.dead = make([]bool, l.levels)
-	for lv := 1; lv < l.levels; lv++ {
-		l.dead[lv] = railFails[lv] >= 3 && !railPass[lv]
+	for lv := range l.levels {
+		l.dead[lv] = l.smallFails[lv] >= 3 && !passed[lv]
 	}
-	l.railFails = railFails
 	// A node-level pass clears the node's rails, except a rail that failed
 	// in the same chain (the same partners, right after): the rail test
 	// sees what the node-level test, spread over every NIC, may not; nor
@@ -771,7 +770,7 @@ func (c *Campaign) findings(l *ledger, v []nodeVerdict) *Findings {
 	}
 	for lv := 1; lv < l.levels; lv++ {
 		if l.dead[lv] {
-			f.Unresolved = append(f.Unresolved, Finding{Rail: lvName(lv), Why: fmt.Sprintf("every step on this rail failed (%d of 2 or 3 nodes) and none passed: no node is known good on it to test the others against. The threshold (--min-rail-busbw) may be wrong, or the fault is one every node's rail shares (its switch, the subnet manager)", l.railFails[lv])})
+			f.Unresolved = append(f.Unresolved, Finding{Rail: lvName(lv), Why: fmt.Sprintf("every step on this rail failed (%d of 2 or 3 nodes) and none passed: no node is known good on it to test the others against. The threshold (--min-rail-busbw) may be wrong, or the fault is one every node's rail shares (its switch, the subnet manager)", l.smallFails[lv])})
 		}
 	}
 	f.Notes = c.unexplained(l, f)
@@ -896,27 +895,15 @@ func (c *Campaign) anyAt(at map[string]bool, n string) bool {
 	return false
 }
 
-// systemic ends a campaign whose node-level steps all failed (three or
-// more pairs, no step passing): with no node known good nothing can be pinned on
-// one, and the cause is shared: the threshold, or something every node
+// systemic ends a campaign whose node level is dead (three or more pairs
+// failed, no step passed): with no node known good nothing can be pinned
+// on one, and the cause is shared: the threshold, or something every node
 // depends on.
 func (c *Campaign) systemic(l *ledger) *Findings {
-	steps := 0
-	for _, r := range c.Rounds {
-		for _, s := range r.Steps {
-			if s.Rail < 0 && s.Outcome != nil && s.Outcome.Status != Missing {
-				if s.Outcome.Status == Pass {
-					return nil
-				}
-				if len(s.Nodes) <= 3 {
-					steps++
-				}
-			}
-		}
-	}
-	if steps < 3 {
+	if !l.dead[0] {
 		return nil
 	}
+	steps := l.smallFails[0]
 	f := &Findings{Verdict: VerdictUnresolved, Rounds: len(c.Rounds), Accused: []Accusation{}, Cleared: []Finding{}}
 	for _, r := range c.Rounds {
 		f.Steps += len(r.Steps)
