@@ -676,11 +676,17 @@ func (c *Campaign) evidenceOf(fs []*ref) []Evidence {
 	return out
 }
 
-func (c *Campaign) findings(l *ledger, v []nodeVerdict) *Findings {
+// newFindings are empty findings of the campaign's rounds and steps.
+func (c *Campaign) newFindings() *Findings {
 	f := &Findings{Rounds: len(c.Rounds), Accused: []Accusation{}, Unresolved: []Finding{}, Cleared: []Finding{}}
 	for _, r := range c.Rounds {
 		f.Steps += len(r.Steps)
 	}
+	return f
+}
+
+func (c *Campaign) findings(l *ledger, v []nodeVerdict) *Findings {
+	f := c.newFindings()
 	lvName := func(lv int) string {
 		if lv == 0 {
 			return ""
@@ -904,10 +910,8 @@ func (c *Campaign) systemic(l *ledger) *Findings {
 		return nil
 	}
 	steps := l.smallFails[0]
-	f := &Findings{Verdict: VerdictUnresolved, Rounds: len(c.Rounds), Accused: []Accusation{}, Cleared: []Finding{}}
-	for _, r := range c.Rounds {
-		f.Steps += len(r.Steps)
-	}
+	f := c.newFindings()
+	f.Verdict = VerdictUnresolved
 	for x, h := range c.Nodes {
 		if l.tested[x] {
 			f.Unresolved = append(f.Unresolved, Finding{Node: h, Why: "every node-level step failed, this node's too"})
