@@ -25,7 +25,7 @@ func TestScriptsParse(t *testing.T) {
 		t.Skip("no bash")
 	}
 	scripts := []string{"slurm/gdrcheck-nccl.sbatch", "slurm/gdrcheck-rdma.sbatch", "mpirun/gdrcheck-nccl-mpirun.sh", "../scripts/device/multinode.sh",
-		"slurm/gdrcheck-healthcheck.sh", "slurm/gdrcheck-prolog.sh"}
+		"slurm/gdrcheck-healthcheck.sh", "slurm/gdrcheck-prolog.sh", "../scripts/device/campaign.sh", "../scripts/device/fleet-health.sh"}
 	for _, s := range scripts {
 		if out, err := exec.Command("bash", "-n", s).CombinedOutput(); err != nil {
 			t.Errorf("bash -n %s: %v\n%s", s, err, out)

@@ -132,25 +132,11 @@ func (c Config) Validate() error {
 	if len(c.Nodes) < 2 {
 		return fmt.Errorf("%d node(s): a campaign needs at least 2", len(c.Nodes))
 	}
-	seen := map[string]int{}
-	for i, n := range c.Nodes {
-		if err := ValidHost(n); err != nil {
-			return fmt.Errorf("node %d: %w", i+1, err)
-		}
-		if j, dup := seen[n]; dup {
-			return fmt.Errorf("node %d: %q is node %d already", i+1, n, j+1)
-		}
-		seen[n] = i
+	if err := distinct("node", c.Nodes, ValidHost); err != nil {
+		return err
 	}
-	rails := map[string]int{}
-	for i, r := range c.Rails {
-		if err := validRail(r); err != nil {
-			return fmt.Errorf("rail %d: %w", i+1, err)
-		}
-		if j, dup := rails[r]; dup {
-			return fmt.Errorf("rail %d: %q is rail %d already", i+1, r, j+1)
-		}
-		rails[r] = i
+	if err := distinct("rail", c.Rails, validRail); err != nil {
+		return err
 	}
 	switch c.Strategy {
 	case Pairs, Bisect:
@@ -308,6 +294,22 @@ type Round struct {
 	Read bool `json:"read"`
 }
 
+// distinct checks each of list (the what, counted from 1) with valid, and
+// that none is named twice.
+func distinct(what string, list []string, valid func(string) error) error {
+	seen := map[string]int{}
+	for i, x := range list {
+		if err := valid(x); err != nil {
+			return fmt.Errorf("%s %d: %w", what, i+1, err)
+		}
+		if j, dup := seen[x]; dup {
+			return fmt.Errorf("%s %d: %q is %s %d already", what, i+1, x, what, j+1)
+		}
+		seen[x] = i
+	}
+	return nil
+}
+
 // Step is one bench nccl run.
 type Step struct {
 	// ID names the step's files (results/ID.json); Chain is the chain's id,
@@ -415,6 +417,11 @@ func (c *Campaign) Check() error {
 			}
 			if r.Read && s.Outcome == nil {
 				return fmt.Errorf("round %d step %s: read, but no outcome", r.N, s.ID)
+			}
+			// An outcome the planner does not know would be neither a pass
+			// nor a failure (a group neither cleared nor split).
+			if o := s.Outcome; o != nil && !slices.Contains([]Status{Pass, Fail, Missing}, o.Status) {
+				return fmt.Errorf("round %d step %s: outcome %q: want %s, %s or %s", r.N, s.ID, o.Status, Pass, Fail, Missing)
 			}
 		}
 	}

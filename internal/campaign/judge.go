@@ -79,7 +79,7 @@ func Observe(fsys fs.FS, id string) Observation {
 	}
 	js, jerr := readSmall(fsys, name+".json")
 	why := func(s string) Observation {
-		if rc > 0 {
+		if rc != 0 {
 			s = fmt.Sprintf("exit status %d; %s", rc, s)
 			if tail := lastLine(fsys, name+".err"); tail != "" {
 				s += "; stderr: " + tail
@@ -129,8 +129,11 @@ func Observe(fsys fs.FS, id string) Observation {
 	if best == nil {
 		return why(fmt.Sprintf("%s.json: no all_reduce row", name))
 	}
-	bw, _ := best.BestBusBW()
-	if rc > 0 {
+	bw, place := best.BestBusBW()
+	if place == "" {
+		return why(fmt.Sprintf("%s.json: all_reduce %s: no bus bandwidth measured", name, collective.FormatSize(best.Bytes)))
+	}
+	if rc != 0 {
 		return why(fmt.Sprintf("measured %.4g GB/s, but the step failed", bw))
 	}
 	if !d.Complete {

@@ -39,6 +39,10 @@ func TestObserve(t *testing.T) {
 		{name: "bench error", files: map[string]string{"json": `{"schema":"gdrcheck.bench-nccl/v1","error":"ncclCommInitRank: remote process exited"}`, "rc": "1"}, status: Fail, why: "remote process exited"},
 		{name: "no all_reduce", files: map[string]string{"json": `{"schema":"gdrcheck.bench-nccl/v1","complete":true,"measurements":[{"collective":"all_gather","rows":[]}]}`, "rc": "0"}, status: Fail, why: "no all_reduce row"},
 		{name: "incomplete", files: map[string]string{"json": strings.Replace(ok, `"complete":true`, `"complete":false`, 1), "rc": "0"}, status: Fail, bw: 361.5, why: "incomplete run"},
+		// An exit status other than 0 is a failure, a negative one too.
+		{name: "negative rc", files: map[string]string{"json": ok, "rc": "-1"}, status: Fail, why: "exit status -1; measured 361.5 GB/s, but the step failed"},
+		// The largest row without a busbw cell is not a measurement of 0.
+		{name: "row without busbw", files: map[string]string{"json": `{"schema":"gdrcheck.bench-nccl/v1","complete":true,"measurements":[{"collective":"all_reduce","rows":[{"size_bytes":1024}]}]}`, "rc": "0"}, status: Fail, why: "all_reduce 1K: no bus bandwidth measured"},
 		{name: "bad rc", files: map[string]string{"json": ok, "rc": "killed"}, status: Fail, why: `results/s0001.rc: "killed" is not an exit status`},
 	}
 	for _, c := range cases {
@@ -159,6 +163,8 @@ func TestRoundTrip(t *testing.T) {
 		{"id", func(c *Campaign) { c.Rounds[0].Steps[0].ID = "../../x" }, "is not a step name"},
 		{"rail", func(c *Campaign) { c.Rounds[0].Steps[1].Rail = 9 }, "rail 9"},
 		{"unread", func(c *Campaign) { c.Rounds[0].Read = false }, "never read"},
+		{"no outcome", func(c *Campaign) { c.Rounds[0].Steps[2].Outcome = nil }, "read, but no outcome"},
+		{"unknown outcome", func(c *Campaign) { c.Rounds[0].Steps[2].Outcome.Status = "ok" }, `outcome "ok"`},
 		{"host", func(c *Campaign) { c.Nodes[3] = "a b" }, "node 4"},
 	} {
 		var e Campaign
@@ -187,5 +193,41 @@ func TestRelativeNeedsPeers(t *testing.T) {
 	err = c.Record(m, true)
 	if err == nil || !strings.Contains(err.Error(), "2 measured step(s) of the node-level steps so far, too few") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestRailNeverMeasured: a rail whose every step of a pair was missing up
+// to the last round is unresolved for both nodes, not passed (their
+// node-level pass does not clear it: the rail did not run in its chain).
+func TestRailNeverMeasured(t *testing.T) {
+	cfg := config(16, Pairs, true)
+	cfg.MaxRounds = 2
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := NewFabric(3)
+	f.BadNodes["gpu0010"] = true // a fault elsewhere keeps the rounds running
+	skip := func(s *Step) bool { return s.Rail == 5 && s.Nodes[0] == "gpu0001" }
+	var fd *Findings
+	for fd == nil {
+		if err := c.Record(runRound(f, c.Latest(), skip), true); err != nil {
+			t.Fatal(err)
+		}
+		if _, fd, err = c.Plan(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := accused(fd); strings.Join(got, ",") != "node gpu0010" {
+		t.Errorf("accused %q", got)
+	}
+	var never []string
+	for _, u := range fd.Unresolved {
+		if strings.Contains(u.Why, "never measured") {
+			never = append(never, u.Node+" "+u.Rail)
+		}
+	}
+	if got := strings.Join(never, ","); got != "gpu0001 mlx5_5,gpu0009 mlx5_5" || len(fd.Unresolved) != 2 {
+		t.Errorf("unresolved %+v, want gpu0001 and gpu0009 on mlx5_5 never measured", fd.Unresolved)
 	}
 }

@@ -58,11 +58,13 @@ type ledger struct {
 	tried map[string]bool
 	// groupFails are the failing bisection groups, every level's.
 	groupFails []*ref
-	// dead are the rail levels none of whose steps passed while 3 or more
+	// dead are the levels none of whose steps passed while 3 or more
 	// small ones failed: no node is known good there, so nothing can be
-	// pinned on one (the threshold, or something every node shares).
-	dead      []bool
-	railFails []int // failing steps of 2 or 3 nodes per rail level
+	// pinned on one (the threshold, or something every node shares). A
+	// dead node level ends the campaign (systemic); a dead rail is one
+	// finding.
+	dead       []bool
+	smallFails []int // failing steps of 2 or 3 nodes per level
 	// unpassed are the levels that did not pass in each chain of each
 	// round: failed, or did not run (missing).
 	unpassed map[chainLevel]bool
@@ -89,8 +91,8 @@ func (c *Campaign) ledger() *ledger {
 	l.tested = make([]bool, n)
 	l.partners = make([]map[int]bool, n)
 	nodePass := make([][]*ref, n) // each node's node-level passes
-	railPass := make([]bool, l.levels)
-	railFails := make([]int, l.levels)
+	passed := make([]bool, l.levels)
+	l.smallFails = make([]int, l.levels)
 	for i := range n {
 		l.cleared[i] = make([]*ref, l.levels)
 		l.fails[i] = make([][]*ref, l.levels)
@@ -142,19 +144,16 @@ func (c *Campaign) ledger() *ledger {
 			if s.Outcome.Status == Fail && len(s.Nodes) > 3 {
 				l.groupFails = append(l.groupFails, rf)
 			}
-			if lv > 0 {
-				railPass[lv] = railPass[lv] || s.Outcome.Status == Pass
-				if s.Outcome.Status == Fail && len(s.Nodes) <= 3 {
-					railFails[lv]++
-				}
+			passed[lv] = passed[lv] || s.Outcome.Status == Pass
+			if s.Outcome.Status == Fail && len(s.Nodes) <= 3 {
+				l.smallFails[lv]++
 			}
 		}
 	}
 	l.dead = make([]bool, l.levels)
-	for lv := 1; lv < l.levels; lv++ {
-		l.dead[lv] = railFails[lv] >= 3 && !railPass[lv]
+	for lv := range l.levels {
+		l.dead[lv] = l.smallFails[lv] >= 3 && !passed[lv]
 	}
-	l.railFails = railFails
 	// A node-level pass clears the node's rails, except a rail that failed
 	// in the same chain (the same partners, right after): the rail test
 	// sees what the node-level test, spread over every NIC, may not; nor
@@ -256,7 +255,7 @@ func partnerKey(nodes []string, x string) string {
 	return b.String()
 }
 
-// verdictOf is node x's standing: accused as a node, its accused links,
+// nodeVerdict is node x's standing: accused as a node, its accused links,
 // and the levels still open (to be tested again).
 type nodeVerdict struct {
 	node  bool
@@ -269,8 +268,7 @@ type nodeVerdict struct {
 func (l *ledger) verdict(x int) nodeVerdict {
 	var v nodeVerdict
 	ns := l.state(x, 0)
-	rails := len(l.c.Rails)
-	if rails == 0 {
+	if len(l.c.Rails) == 0 {
 		switch ns {
 		case confirmed:
 			v.node = true
@@ -279,56 +277,36 @@ func (l *ledger) verdict(x int) nodeVerdict {
 		}
 		return v
 	}
-	rs := make([]state, rails)
-	var nconf, nopen int
-	for r := range rails {
-		rs[r] = l.state(x, 1+r)
-		switch {
-		case rs[r] == confirmed:
-			nconf++
-		case rs[r] == suspect && !l.dead[1+r]:
-			nopen++
+	// Each rail: confirmed is a link, a suspect is open (not on a dead
+	// rail: nothing can be pinned there), untested is unseen.
+	var unseen []int
+	for lv := 1; lv < l.levels; lv++ {
+		switch l.state(x, lv) {
+		case confirmed:
+			v.links = append(v.links, lv-1)
+		case suspect:
+			if !l.dead[lv] {
+				v.open = append(v.open, lv)
+			}
+		case untested:
+			unseen = append(unseen, lv)
 		}
 	}
-	if nconf == rails {
-		v.node = true
-		return v
+	if len(v.links) == len(l.c.Rails) {
+		return nodeVerdict{node: true}
 	}
-	for r := range rails {
-		switch {
-		case rs[r] == confirmed:
-			v.links = append(v.links, r)
-		case rs[r] == suspect && !l.dead[1+r]:
-			v.open = append(v.open, 1+r)
-		}
-	}
-	switch ns {
-	case suspect:
-		v.open = append([]int{0}, v.open...)
+	switch {
+	case ns == suspect:
 		// Test the rails not yet seen too, to tell a node from a link.
-		for r := range rails {
-			if rs[r] == untested {
-				v.open = append(v.open, 1+r)
-			}
-		}
-	case confirmed:
-		switch {
-		case nconf > 0:
-			v.explained = true
-		case nopen > 0:
-		default:
-			var unseen []int
-			for r := range rails {
-				if rs[r] == untested {
-					unseen = append(unseen, 1+r)
-				}
-			}
-			if len(unseen) > 0 {
-				v.open = append(v.open, unseen...)
-			} else {
-				v.node = true // fails as a node, every rail passes
-			}
-		}
+		v.open = slices.Concat([]int{0}, v.open, unseen)
+	case ns != confirmed:
+	case len(v.links) > 0:
+		v.explained = true
+	case len(v.open) > 0:
+	case len(unseen) > 0:
+		v.open = unseen
+	default:
+		v.node = true // fails as a node; every rail passes, or is dead
 	}
 	slices.Sort(v.open)
 	return v
@@ -698,11 +676,17 @@ func (c *Campaign) evidenceOf(fs []*ref) []Evidence {
 	return out
 }
 
-func (c *Campaign) findings(l *ledger, v []nodeVerdict) *Findings {
+// newFindings are empty findings of the campaign's rounds and steps.
+func (c *Campaign) newFindings() *Findings {
 	f := &Findings{Rounds: len(c.Rounds), Accused: []Accusation{}, Unresolved: []Finding{}, Cleared: []Finding{}}
 	for _, r := range c.Rounds {
 		f.Steps += len(r.Steps)
 	}
+	return f
+}
+
+func (c *Campaign) findings(l *ledger, v []nodeVerdict) *Findings {
+	f := c.newFindings()
 	lvName := func(lv int) string {
 		if lv == 0 {
 			return ""
@@ -713,32 +697,25 @@ func (c *Campaign) findings(l *ledger, v []nodeVerdict) *Findings {
 		vx := v[x]
 		switch {
 		case vx.node && len(c.Rails) > 0 && l.state(x, 0) != confirmed:
-			ev := []*ref{}
-			for lv := 1; lv < l.levels; lv++ {
-				ev = append(ev, l.counting(x, lv)...)
-			}
+			ev := l.railCounting(x)
 			f.Accused = append(f.Accused, Accusation{What: "node", Node: h, Why: fmt.Sprintf("every rail (%d) fails with %d or more different partners, one of them known good", len(c.Rails), c.Confirm), Evidence: c.evidenceOf(ev)})
 		case vx.node:
 			ev := slices.Clone(l.counting(x, 0))
 			why := fmt.Sprintf("fails with %d or more different partners, one of them known good", c.Confirm)
-			if len(c.Rails) > 0 {
-				allFail := true
+			switch {
+			case len(c.Rails) == 0:
+			case l.everyRail(x, confirmed):
+				why += "; so does every rail"
+				ev = append(ev, l.railCounting(x)...)
+			case !l.everyRail(x, cleared):
+				// The verdict leaves a rail neither confirmed nor cleared
+				// only when no step on it passed (dead).
+				why += "; the rails on which no step passed could not be judged (see Unresolved)"
+			default:
+				why += ", while every rail passes: the fault is in the node, not a NIC"
 				for lv := 1; lv < l.levels; lv++ {
-					allFail = allFail && l.state(x, lv) == confirmed
-				}
-				if allFail {
-					why += "; so does every rail"
-					for lv := 1; lv < l.levels; lv++ {
-						ev = append(ev, l.counting(x, lv)...)
-					}
-				} else if l.anyDead() {
-					why += "; the rails on which no step passed could not be judged (see Unresolved)"
-				} else {
-					why += ", while every rail passes: the fault is in the node, not a NIC"
-					for lv := 1; lv < l.levels; lv++ {
-						if p := l.cleared[x][lv]; p != nil && p.s.Rail >= 0 {
-							ev = append(ev, p)
-						}
+					if p := l.cleared[x][lv]; p.s.Rail >= 0 {
+						ev = append(ev, p)
 					}
 				}
 			}
@@ -799,12 +776,24 @@ func (c *Campaign) findings(l *ledger, v []nodeVerdict) *Findings {
 	}
 	for lv := 1; lv < l.levels; lv++ {
 		if l.dead[lv] {
-			f.Unresolved = append(f.Unresolved, Finding{Rail: lvName(lv), Why: fmt.Sprintf("every step on this rail failed (%d of 2 or 3 nodes) and none passed: no node is known good on it to test the others against. The threshold (--min-rail-busbw) may be wrong, or the fault is one every node's rail shares (its switch, the subnet manager)", l.railFails[lv])})
+			f.Unresolved = append(f.Unresolved, Finding{Rail: lvName(lv), Why: fmt.Sprintf("every step on this rail failed (%d of 2 or 3 nodes) and none passed: no node is known good on it to test the others against. The threshold (--min-rail-busbw) may be wrong, or the fault is one every node's rail shares (its switch, the subnet manager)", l.smallFails[lv])})
 		}
 	}
 	f.Notes = c.unexplained(l, f)
 	for _, x := range l.untestedNodes() {
 		f.Unresolved = append(f.Unresolved, Finding{Node: c.Nodes[x], Why: "never measured: every step of it was missing"})
+	}
+	// A rail of a measured node that no step measured (every one missing)
+	// and no node-level pass cleared is not a pass either.
+	for x, h := range c.Nodes {
+		if !l.tested[x] || v[x].node {
+			continue
+		}
+		for lv := 1; lv < l.levels; lv++ {
+			if !l.dead[lv] && l.state(x, lv) == untested && !slices.Contains(v[x].open, lv) {
+				f.Unresolved = append(f.Unresolved, Finding{Node: h, Rail: lvName(lv), Why: "never measured on this rail: every step of it there was missing"})
+			}
+		}
 	}
 	slices.SortStableFunc(f.Accused, func(a, b Accusation) int {
 		return cmp.Or(cmp.Compare(l.idx[a.Node], l.idx[b.Node]), cmp.Compare(a.Rail, b.Rail))
@@ -820,7 +809,24 @@ func (c *Campaign) findings(l *ledger, v []nodeVerdict) *Findings {
 	return f
 }
 
-func (l *ledger) anyDead() bool { return slices.Contains(l.dead, true) }
+// everyRail: node x is in state st on every rail.
+func (l *ledger) everyRail(x int, st state) bool {
+	for lv := 1; lv < l.levels; lv++ {
+		if l.state(x, lv) != st {
+			return false
+		}
+	}
+	return true
+}
+
+// railCounting are x's counting failing steps on every rail, rail by rail.
+func (l *ledger) railCounting(x int) []*ref {
+	var out []*ref
+	for lv := 1; lv < l.levels; lv++ {
+		out = append(out, l.counting(x, lv)...)
+	}
+	return out
+}
 
 func (l *ledger) untestedNodes() []int {
 	var out []int
@@ -895,31 +901,17 @@ func (c *Campaign) anyAt(at map[string]bool, n string) bool {
 	return false
 }
 
-// systemic ends a campaign whose node-level steps all failed (three or
-// more pairs, no step passing): with no node known good nothing can be pinned on
-// one, and the cause is shared: the threshold, or something every node
+// systemic ends a campaign whose node level is dead (three or more pairs
+// failed, no step passed): with no node known good nothing can be pinned
+// on one, and the cause is shared: the threshold, or something every node
 // depends on.
 func (c *Campaign) systemic(l *ledger) *Findings {
-	steps := 0
-	for _, r := range c.Rounds {
-		for _, s := range r.Steps {
-			if s.Rail < 0 && s.Outcome != nil && s.Outcome.Status != Missing {
-				if s.Outcome.Status == Pass {
-					return nil
-				}
-				if len(s.Nodes) <= 3 {
-					steps++
-				}
-			}
-		}
-	}
-	if steps < 3 {
+	if !l.dead[0] {
 		return nil
 	}
-	f := &Findings{Verdict: VerdictUnresolved, Rounds: len(c.Rounds), Accused: []Accusation{}, Cleared: []Finding{}}
-	for _, r := range c.Rounds {
-		f.Steps += len(r.Steps)
-	}
+	steps := l.smallFails[0]
+	f := c.newFindings()
+	f.Verdict = VerdictUnresolved
 	for x, h := range c.Nodes {
 		if l.tested[x] {
 			f.Unresolved = append(f.Unresolved, Finding{Node: h, Why: "every node-level step failed, this node's too"})

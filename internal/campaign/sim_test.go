@@ -86,6 +86,7 @@ func TestSimulation(t *testing.T) {
 		verdict   Verdict
 		maxRounds int
 		why       string // in an unresolved finding
+		accuseWhy string // in every accusation
 		// minRail overrides --min-rail-busbw; unresolvedRails is how many
 		// "rail R of every node" findings are expected.
 		minRail         float64
@@ -107,8 +108,8 @@ func TestSimulation(t *testing.T) {
 		// The rail threshold above what any rail reaches: every rail step
 		// fails; the campaign says so once, stops retesting the rails, and
 		// still pins the bad node on its node-level steps.
-		{name: "rail threshold too high", n: 64, strategy: Pairs, rails: true, minRail: 100, fault: fault{nodes: []string{"gpu0010"}}, want: []string{"node gpu0010"}, verdict: VerdictFault, maxRounds: 3, unresolvedRails: 8},
-		{name: "rail threshold too high, bisect", n: 64, strategy: Bisect, rails: true, minRail: 100, fault: fault{nodes: []string{"gpu0010"}}, want: []string{"node gpu0010"}, verdict: VerdictFault, maxRounds: 8, unresolvedRails: 8},
+		{name: "rail threshold too high", n: 64, strategy: Pairs, rails: true, minRail: 100, fault: fault{nodes: []string{"gpu0010"}}, want: []string{"node gpu0010"}, verdict: VerdictFault, maxRounds: 3, unresolvedRails: 8, accuseWhy: "the rails on which no step passed could not be judged"},
+		{name: "rail threshold too high, bisect", n: 64, strategy: Bisect, rails: true, minRail: 100, fault: fault{nodes: []string{"gpu0010"}}, want: []string{"node gpu0010"}, verdict: VerdictFault, maxRounds: 8, unresolvedRails: 8, accuseWhy: "the rails on which no step passed could not be judged"},
 		{name: "two links of a node", n: 1024, strategy: Pairs, rails: true, fault: fault{links: map[string][]int{"gpu0042": {3, 6}}}, want: []string{"link gpu0042 mlx5_3", "link gpu0042 mlx5_6"}, maxRounds: 2},
 		{name: "every link of a node is the node", n: 64, strategy: Pairs, rails: true, fault: fault{links: map[string][]int{"gpu0042": {0, 1, 2, 3, 4, 5, 6, 7}}}, want: []string{"node gpu0042"}, maxRounds: 2},
 		{name: "bad link without rails is the node", n: 1024, strategy: Pairs, fault: fault{links: map[string][]int{"gpu0042": {3}}}, want: []string{"node gpu0042"}, maxRounds: 2},
@@ -186,6 +187,9 @@ func TestSimulation(t *testing.T) {
 				t.Errorf("%d rails unresolved for every node, want %d", rails, c.unresolvedRails)
 			}
 			for _, a := range fd.Accused {
+				if !strings.Contains(a.Why, c.accuseWhy) {
+					t.Errorf("%s %s accused: %q, want it to say %q", a.What, a.Node, a.Why, c.accuseWhy)
+				}
 				if len(a.Evidence) < 2 {
 					t.Errorf("%s %s accused on %d step(s)", a.What, a.Node, len(a.Evidence))
 				}

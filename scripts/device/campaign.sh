@@ -90,10 +90,12 @@ while :; do
         >"$o" 2>"$e" &
       pids+=($!)
     done
+    # The step's exit status is the first rank's that failed (srun
+    # --kill-on-bad-exit fails the step when any rank does).
     rc0=0
     for i in "${!pids[@]}"; do
       wait "${pids[$i]}"; rc=$?
-      [ "$i" = 0 ] && rc0=$rc
+      [ "$rc0" = 0 ] && rc0=$rc
     done
     [ ${#spin[@]} -gt 0 ] && kill "${spin[@]}" 2>/dev/null
     echo "$rc0" >"$rd/results/$id.rc"
