@@ -90,6 +90,7 @@ func (c *Campaign) script(r *Round, chains [][]*Step, mpi bool) []byte {
 	if mpi {
 		p("step() {\n")
 		p("  local id=$1 hca=$2 chain=$3 first=$4 np=$5 v\n")
+		p("  rm -f \"%s/$id.rc\" # a step run again: no earlier exit status beside its new result\n", ResultsDir)
 		p("  if [ -n \"$hca\" ]; then local -x NCCL_IB_HCA=$hca; fi\n")
 		p("  local -x GDRCHECK_RENDEZVOUS=$first\n")
 		p("  local -a x=()\n")
@@ -104,6 +105,7 @@ func (c *Campaign) script(r *Round, chains [][]*Step, mpi bool) []byte {
 	} else {
 		p("step() {\n")
 		p("  local id=$1 hca=$2 nodes=$3 n=$4\n")
+		p("  rm -f \"%s/$id.rc\" # a step run again: no earlier exit status beside its new result\n", ResultsDir)
 		p("  if [ -n \"$hca\" ]; then local -x NCCL_IB_HCA=$hca; fi\n")
 		p("  # shellcheck disable=SC2086 # SRUN_FLAGS: the site's own flags, split into words\n")
 		p("  srun --nodes=\"$n\" --ntasks=$((n * %d)) --ntasks-per-node=%d --gpus-per-node=%d \\\n", g, g, g)
