@@ -25,7 +25,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/analyze/perftest"
 	"github.com/gdrcheck/gdrcheck/internal/analyze/smitopo"
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
-	"github.com/gdrcheck/gdrcheck/internal/report/printable"
+	"github.com/gdrcheck/gdrcheck/internal/printable"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 

@@ -13,10 +13,10 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/analyze/perftest"
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/bench"
-	"github.com/gdrcheck/gdrcheck/internal/checks"
 	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/hw"
 	"github.com/gdrcheck/gdrcheck/internal/model"
+	"github.com/gdrcheck/gdrcheck/internal/profile"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -61,7 +61,7 @@ func (h Hardware) validate() error {
 
 // with is h completed by the site profile p (nil: none), the flags taking
 // precedence field by field.
-func (h Hardware) with(p *checks.Expect) Hardware {
+func (h Hardware) with(p *profile.Profile) Hardware {
 	h.given = h.GPU != "" || h.Nodes > 0 || h.GPUsPerNode > 0 || h.NICsPerNode > 0 || h.NICRateGbps > 0
 	if p == nil {
 		return h

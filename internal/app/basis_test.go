@@ -5,9 +5,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/gdrcheck/gdrcheck/internal/checks"
 	"github.com/gdrcheck/gdrcheck/internal/collect/discover"
 	"github.com/gdrcheck/gdrcheck/internal/model"
+	"github.com/gdrcheck/gdrcheck/internal/profile"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
 )
 
@@ -19,7 +19,7 @@ func TestBenchBasis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := WantOf(&checks.Expect{GPUs: &checks.ExpectGPUs{Count: 16}, NICs: &checks.ExpectNICs{RateGbps: 800}})
+	want := WantOf(&profile.Profile{GPUs: &profile.GPUs{Count: 16}, NICs: &profile.NICs{RateGbps: 800}})
 	if want != (model.Want{GPUs: 16, NICRateGbps: 800}) || WantOf(nil) != (model.Want{}) {
 		t.Fatalf("WantOf: %+v", want)
 	}

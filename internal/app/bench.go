@@ -16,15 +16,15 @@ import (
 	"github.com/google/renameio/v2"
 
 	"github.com/gdrcheck/gdrcheck/internal/bench"
-	"github.com/gdrcheck/gdrcheck/internal/checks"
-	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
 	"github.com/gdrcheck/gdrcheck/internal/collective"
+	"github.com/gdrcheck/gdrcheck/internal/facts/pci"
 	"github.com/gdrcheck/gdrcheck/internal/model"
 	"github.com/gdrcheck/gdrcheck/internal/native/cuda"
 	"github.com/gdrcheck/gdrcheck/internal/native/dl"
 	"github.com/gdrcheck/gdrcheck/internal/native/nccl"
+	"github.com/gdrcheck/gdrcheck/internal/printable"
+	"github.com/gdrcheck/gdrcheck/internal/profile"
 	"github.com/gdrcheck/gdrcheck/internal/report"
-	"github.com/gdrcheck/gdrcheck/internal/report/printable"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
@@ -230,7 +230,7 @@ func (g *GPUs) basis(want model.Want) (model.Basis, error) {
 
 // WantOf is the part of a site profile that sets the benchmarks'
 // expectations; nil: none.
-func WantOf(e *checks.Expect) model.Want {
+func WantOf(e *profile.Profile) model.Want {
 	var w model.Want
 	if e == nil {
 		return w

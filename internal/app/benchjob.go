@@ -15,9 +15,9 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/launch"
 	"github.com/gdrcheck/gdrcheck/internal/model"
 	"github.com/gdrcheck/gdrcheck/internal/native/nccl"
+	"github.com/gdrcheck/gdrcheck/internal/printable"
 	"github.com/gdrcheck/gdrcheck/internal/rendezvous"
 	"github.com/gdrcheck/gdrcheck/internal/report"
-	"github.com/gdrcheck/gdrcheck/internal/report/printable"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 

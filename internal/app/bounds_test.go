@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/collect/discover"
-	"github.com/gdrcheck/gdrcheck/internal/collect/nvml"
+	"github.com/gdrcheck/gdrcheck/internal/facts/gpu"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/model"
@@ -122,12 +122,12 @@ func (t tree) pciFunctions(n int, gpu bool) {
 // maxFacts is the largest nvml.json the bounds accept: MaxGPUs GPUs with
 // long names and every NVLink, filling the door's 4 MiB.
 func maxFacts() []byte {
-	f := nvml.Facts{Source: "adversarial"}
+	f := gpu.Facts{Source: "adversarial"}
 	name := strings.Repeat("\x1b]0;x\a", 600)
-	for i := range nvml.MaxGPUs {
-		g := nvml.GPU{Index: i, BusID: fmt.Sprintf("0000:%02x:00.0", i), Name: name[:1000], UUID: name[:1000]}
+	for i := range gpu.MaxGPUs {
+		g := gpu.GPU{Index: i, BusID: fmt.Sprintf("0000:%02x:00.0", i), Name: name[:1000], UUID: name[:1000]}
 		for l := range 8 {
-			g.NVLinks = append(g.NVLinks, nvml.NVLink{Link: l, Active: true, RemoteBusID: "0000:00:00.0"})
+			g.NVLinks = append(g.NVLinks, gpu.NVLink{Link: l, Active: true, RemoteBusID: "0000:00:00.0"})
 		}
 		g.NVLinkQueried = true
 		f.GPUs = append(f.GPUs, g)
@@ -182,7 +182,7 @@ var adversarial = []scenario{
 				t.file(n, huge)
 			}
 		})
-		t.file("commands/"+nvml.FactsFile, maxFacts())
+		t.file("commands/"+gpu.FactsFile, maxFacts())
 		return machine.NewRootFS(snapshot.Indexed(fstest.MapFS(t)), "huge-numbers")
 	}},
 	{"64KiB-everywhere", func(tb testing.TB) machine.Root {
@@ -195,7 +195,7 @@ var adversarial = []scenario{
 				t.file(n, junk)
 			}
 		})
-		t.file("commands/"+nvml.FactsFile, maxFacts())
+		t.file("commands/"+gpu.FactsFile, maxFacts())
 		t.file("commands/"+machine.CmdDmesg.Key, page("NVRM: Xid (PCI:0000:18:00): 79, x", "\n"))
 		return machine.NewRootFS(snapshot.Indexed(fstest.MapFS(t)), "64KiB-everywhere")
 	}},

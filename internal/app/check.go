@@ -10,9 +10,11 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/checks"
 	"github.com/gdrcheck/gdrcheck/internal/collect/libs"
 	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
+	"github.com/gdrcheck/gdrcheck/internal/facts/node"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/native/cuda"
+	"github.com/gdrcheck/gdrcheck/internal/profile"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
@@ -51,7 +53,7 @@ type CheckOptions struct {
 // checkPlan is a run of checks whose options were read and validated.
 type checkPlan struct {
 	o      CheckOptions
-	expect *checks.Expect
+	expect *profile.Profile
 }
 
 // planChecks loads the site profile and validates --only, before anything
@@ -73,11 +75,11 @@ func planChecks(o CheckOptions) (*checkPlan, error) {
 // LoadProfile reads the site profile at path (--expect), nil for "": the
 // one loading of check, run and the benchmarks. Its errors are ToolErrors
 // naming the file, the line and the field.
-func LoadProfile(path string) (*checks.Expect, error) {
+func LoadProfile(path string) (*profile.Profile, error) {
 	if path == "" {
 		return nil, nil
 	}
-	e, err := checks.LoadExpect(path)
+	e, err := profile.Load(path)
 	if err != nil {
 		return nil, toolErr(err)
 	}
@@ -126,7 +128,7 @@ func Check(ctx context.Context, n NodeOptions, o CheckOptions) (*Judged, error) 
 // collectFacts is the collection stage after discovery: the node facts
 // read through r, and live, the libraries loaded into this process (rt:
 // the CUDA runtime already open, nil: the probe loads it).
-func collectFacts(ctx context.Context, r machine.Root, h *topology.Host, rt *cuda.Runtime) *sysinfo.Facts {
+func collectFacts(ctx context.Context, r machine.Root, h *topology.Host, rt *cuda.Runtime) *node.Facts {
 	f := sysinfo.Collect(ctx, r, h, sysinfo.Options{})
 	if r.Live() {
 		f.Libraries = libs.Probe(ctx, rt)
@@ -136,7 +138,7 @@ func collectFacts(ctx context.Context, r machine.Root, h *topology.Host, rt *cud
 
 // checkEnv assembles what the checks judge: the host, its facts, and the
 // time anchor (when a snapshot was taken, or now).
-func checkEnv(ctx context.Context, r machine.Root, h *topology.Host, rt *cuda.Runtime, expect *checks.Expect, xidWindow time.Duration) *checks.Env {
+func checkEnv(ctx context.Context, r machine.Root, h *topology.Host, rt *cuda.Runtime, expect *profile.Profile, xidWindow time.Duration) *checks.Env {
 	f := collectFacts(ctx, r, h, rt)
 	now := f.CapturedAt
 	if now.IsZero() {

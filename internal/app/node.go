@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gdrcheck/gdrcheck/internal/collect/discover"
 	"time"
+
+	"github.com/gdrcheck/gdrcheck/internal/collect/discover"
+	"github.com/gdrcheck/gdrcheck/internal/collect/nvml/live"
 
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
@@ -24,7 +26,8 @@ func DiscoverWithin(ctx context.Context, r machine.Root, timeout time.Duration) 
 	}
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	r = r.WithContext(dctx)
-	h, err := discover.Discover(dctx, discover.WithRoot(r))
+	// On the live host the driver is asked through NVML; a snapshot replays its capture.
+	h, err := discover.Discover(dctx, discover.WithRoot(r), discover.WithGPUFacts(live.New(live.WithRoot(r))))
 	switch {
 	case errors.Is(ctx.Err(), context.Canceled):
 		err = fmt.Errorf("discovery of %s interrupted: %w", r.Display(""), ctx.Err())

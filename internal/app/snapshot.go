@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
+	"github.com/gdrcheck/gdrcheck/internal/facts/node"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot/redact"
@@ -55,7 +56,7 @@ func (s *Session) Snapshot(ctx context.Context, o SnapshotOptions) (*snapshot.Ma
 	}
 	so := snapshot.Options{Tool: "gdrcheck " + s.Tool.Version, Facts: h.GPUFacts, Extra: map[string][]byte{}}
 	if f.Environ.Known {
-		so.Extra[snapshot.EnvironFile] = sysinfo.FormatEnviron(f.Environ.Vars)
+		so.Extra[snapshot.EnvironFile] = node.FormatEnviron(f.Environ.Vars)
 	}
 	if f.Libraries != nil {
 		if b, err := f.Libraries.Marshal(); err == nil {

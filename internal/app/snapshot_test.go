@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gdrcheck/gdrcheck/internal/collect/nvml"
+	"github.com/gdrcheck/gdrcheck/internal/facts/gpu"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot/redact"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
@@ -46,11 +46,11 @@ func identifiedHost(t *testing.T) (string, []string) {
 		}
 	}
 	secrets := []string{spec.Hostname, "tpgds-aihub0007", "nvapi-SECRET123abcdefghijkl", "hunter2", "192.168.7.21", "c0a8:0715", "root=/dev/nvme0n1p2", "Command line"}
-	b, err := os.ReadFile(filepath.Join(dir, "commands", nvml.FactsFile))
+	b, err := os.ReadFile(filepath.Join(dir, "commands", gpu.FactsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var f nvml.Facts
+	var f gpu.Facts
 	if err := json.Unmarshal(b, &f); err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func identifiedHost(t *testing.T) (string, []string) {
 		}
 	}
 	b, _ = json.Marshal(f)
-	write("commands/"+nvml.FactsFile, b)
+	write("commands/"+gpu.FactsFile, b)
 	for i, rd := range spec.RDMA {
 		mac := fmt.Sprintf("0c:42:a1:16:%02x:4c", i)
 		eui := fmt.Sprintf("fe80:0000:0000:0000:0e42:a1ff:fe16:%02x4c", i)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/collect/libs"
-	"github.com/gdrcheck/gdrcheck/internal/collect/nvml"
+	"github.com/gdrcheck/gdrcheck/internal/collect/nvml/live"
 )
 
 // VersionInfo is what `gdrcheck version` reports.
@@ -36,7 +36,7 @@ func (s *Session) Versions(ctx context.Context) VersionInfo {
 	vi := VersionInfo{Version: s.Tool.Version, Commit: s.Tool.Commit, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	f, err := nvml.New(nvml.WithoutSMIFallback()).Collect(ctx)
+	f, err := live.New(live.WithoutSMIFallback()).Collect(ctx)
 	if err != nil {
 		vi.NVML.Error = err.Error()
 	} else {

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/collective"
-	"github.com/gdrcheck/gdrcheck/internal/report/printable"
+	"github.com/gdrcheck/gdrcheck/internal/printable"
 )
 
 // floatCell prints a number in at most width characters as nccl-tests

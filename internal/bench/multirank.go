@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/collective"
+	"github.com/gdrcheck/gdrcheck/internal/printable"
 	"github.com/gdrcheck/gdrcheck/internal/rendezvous"
-	"github.com/gdrcheck/gdrcheck/internal/report/printable"
 )
 
 // JobReport is a multi-process run as rank 0 gathered it: every rank's

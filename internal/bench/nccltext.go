@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/collective"
-	"github.com/gdrcheck/gdrcheck/internal/report/printable"
+	"github.com/gdrcheck/gdrcheck/internal/printable"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 

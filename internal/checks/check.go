@@ -19,7 +19,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
+	"github.com/gdrcheck/gdrcheck/internal/facts/node"
+	"github.com/gdrcheck/gdrcheck/internal/profile"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 	"github.com/gdrcheck/gdrcheck/internal/watchdog"
@@ -38,9 +39,9 @@ type Env struct {
 	// Facts are the node facts collected for Host: modules, driver, IOMMU,
 	// limits, kernel log, the job environment, the libraries found, and how
 	// paths are shown.
-	Facts *sysinfo.Facts
+	Facts *node.Facts
 	// Expect is the site profile (nil: judge against the hardware itself).
-	Expect *Expect
+	Expect *profile.Profile
 	// Now anchors time windows (Xid events).
 	Now time.Time
 	// XidWindow is how far back kernel-log Xid events count.

@@ -4,13 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/gdrcheck/gdrcheck/internal/testutil/scratch"
 	"os"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gdrcheck/gdrcheck/internal/facts/node"
+	"github.com/gdrcheck/gdrcheck/internal/profile"
+	"github.com/gdrcheck/gdrcheck/internal/report"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/scratch"
 
 	"github.com/gdrcheck/gdrcheck/internal/checks"
 	"github.com/gdrcheck/gdrcheck/internal/collect/discover"
@@ -103,33 +107,33 @@ type fixture struct {
 // topology: a case that sets them shares base's discovered host and gets
 // its facts changed in memory, as collection would have read them from the
 // file the token completes.
-var factTokens = map[string]func(f *sysinfo.Facts, v string){
-	"@peermem": func(f *sysinfo.Facts, v string) {
-		f.Modules.Loaded = sysinfo.ParseModules([]byte(strings.ReplaceAll(strings.ReplaceAll(baseModules, "@peermem", v), " ", "\n")))
+var factTokens = map[string]func(f *node.Facts, v string){
+	"@peermem": func(f *node.Facts, v string) {
+		f.Modules.Loaded = node.ParseModules([]byte(strings.ReplaceAll(strings.ReplaceAll(baseModules, "@peermem", v), " ", "\n")))
 		f.Modules.BuiltIn = map[string]bool{}
 	},
-	"@driver": func(f *sysinfo.Facts, v string) { f.Driver = sysinfo.ParseDriver(f.Driver.Source, v) },
-	"@cmdline": func(f *sysinfo.Facts, v string) {
+	"@driver": func(f *node.Facts, v string) { f.Driver = node.ParseDriver(f.Driver.Source, v) },
+	"@cmdline": func(f *node.Facts, v string) {
 		f.Cmdline.Value = strings.TrimSpace(strings.ReplaceAll(baseCmdline, "@cmdline", v))
 	},
-	"@memlock": func(f *sysinfo.Facts, v string) {
-		m, ok := sysinfo.ParseLimits(f.Memlock.Source, strings.ReplaceAll(strings.ReplaceAll(baseLimits, "@memlock", v), "\\n", "\n"))
+	"@memlock": func(f *node.Facts, v string) {
+		m, ok := node.ParseLimits(f.Memlock.Source, strings.ReplaceAll(strings.ReplaceAll(baseLimits, "@memlock", v), "\\n", "\n"))
 		if !ok {
 			panic("base's limits have no locked-memory line")
 		}
 		f.Memlock = m
 	},
-	"@dmesg": func(f *sysinfo.Facts, v string) {
-		f.KernelLog.Xids = sysinfo.ParseXids([]byte(baseDmesgTop + "\n" + v + "\n"))
+	"@dmesg": func(f *node.Facts, v string) {
+		f.KernelLog.Xids = node.ParseXids([]byte(baseDmesgTop + "\n" + v + "\n"))
 	},
-	"@environ": func(f *sysinfo.Facts, v string) {
-		f.Environ = sysinfo.Environ{Vars: sysinfo.ParseEnviron([]byte(v + "\n")), Known: true}
+	"@environ": func(f *node.Facts, v string) {
+		f.Environ = node.Environ{Vars: node.ParseEnviron([]byte(v + "\n")), Known: true}
 	},
 }
 
 // source is the host description a fixture is discovered from, and the
 // in-memory changes to its facts.
-func (f fixture) source(t *testing.T) (key string, load func() (machine.Root, func(), error), change []func(*sysinfo.Facts)) {
+func (f fixture) source(t *testing.T) (key string, load func() (machine.Root, func(), error), change []func(*node.Facts)) {
 	switch {
 	case f.snap != "":
 		return "snap " + f.snap, func() (machine.Root, func(), error) { return snapshot.Open(f.snap) }, nil
@@ -162,7 +166,7 @@ func (f fixture) source(t *testing.T) (key string, load func() (machine.Root, fu
 		v := defaults[k]
 		if r, ok := f.set[k]; ok {
 			if ch, isFact := factTokens[k]; isFact {
-				change = append(change, func(fs *sysinfo.Facts) { ch(fs, r) })
+				change = append(change, func(fs *node.Facts) { ch(fs, r) })
 			} else {
 				v = r
 			}
@@ -184,7 +188,7 @@ func (f fixture) source(t *testing.T) (key string, load func() (machine.Root, fu
 type discovered struct {
 	once    sync.Once
 	host    *topology.Host
-	facts   *sysinfo.Facts
+	facts   *node.Facts
 	cleanup func()
 	err     error
 }
@@ -227,7 +231,7 @@ func materialize(spec *fakehost.Spec) (machine.Root, func(), error) {
 
 // load discovers and collects the description under key once; every
 // caller gets its own copy of the facts to change.
-func load(t testing.TB, key string, open func() (machine.Root, func(), error)) (*topology.Host, sysinfo.Facts) {
+func load(t testing.TB, key string, open func() (machine.Root, func(), error)) (*topology.Host, node.Facts) {
 	t.Helper()
 	hostsMu.Lock()
 	d, ok := hosts[key]
@@ -267,18 +271,18 @@ func (f fixture) env(t *testing.T) *checks.Env {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if facts.Libraries, err = sysinfo.ParseLibraries(b); err != nil {
+		if facts.Libraries, err = node.ParseLibraries(b); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if f.noEnv {
-		facts.Environ = sysinfo.Environ{}
+		facts.Environ = node.Environ{}
 	} else if !facts.Environ.Known {
-		facts.Environ = sysinfo.Environ{Vars: map[string]string{}, Known: true}
+		facts.Environ = node.Environ{Vars: map[string]string{}, Known: true}
 	}
 	env := &checks.Env{Host: h, Facts: &facts, Now: now, XidWindow: 24 * time.Hour}
 	if f.expect != "" {
-		e, err := checks.ParseExpect("expect.yaml", []byte(f.expect))
+		e, err := profile.Parse("expect.yaml", []byte(f.expect))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -475,7 +479,7 @@ func TestNoFalsePassOnRealSnapshot(t *testing.T) {
 		}
 	}
 	if rep.Counts.Failed() {
-		t.Errorf("failures on a healthy machine: %s", rep.CountsLine())
+		t.Errorf("failures on a healthy machine: %s", report.CountsLine(rep.Counts))
 	}
 }
 
@@ -501,7 +505,7 @@ func TestLiveSnapshot(t *testing.T) {
 		t.Errorf("results for %v, want %v", seen, want)
 	}
 	if rep.Counts.Failed() || rep.Counts[result.Unknown] != 0 {
-		t.Errorf("counts on the healthy H200: %s", rep.CountsLine())
+		t.Errorf("counts on the healthy H200: %s", report.CountsLine(rep.Counts))
 	}
 }
 
@@ -534,7 +538,7 @@ func BenchmarkChecks8GPU(b *testing.B) {
 		b.Fatal(err)
 	}
 	facts := sysinfo.Collect(context.Background(), root, h, sysinfo.Options{})
-	facts.Environ = sysinfo.Environ{Vars: map[string]string{}, Known: true}
+	facts.Environ = node.Environ{Vars: map[string]string{}, Known: true}
 	env := &checks.Env{Host: h, Facts: facts, Now: now}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gdrcheck/gdrcheck/internal/collect/nvml"
-	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
-	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
+	"github.com/gdrcheck/gdrcheck/internal/facts/gpu"
+	"github.com/gdrcheck/gdrcheck/internal/facts/node"
+	"github.com/gdrcheck/gdrcheck/internal/facts/pci"
 	"github.com/gdrcheck/gdrcheck/internal/hw"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
@@ -263,7 +263,7 @@ func (gpuHealth) Run(ctx context.Context, env *Env) []result.Result {
 		case logErr != nil && len(xids) == 0:
 			xid = withRemedy(res(result.Unknown, label+"-xid", "KernelLogUnreadable", label+": cannot read the kernel log for Xid events: "+logErr.Error(), ev("dmesg", logErr.Error())), "run as root (dmesg_restrict) or capture dmesg in the snapshot")
 		default:
-			var hits []sysinfo.Xid
+			var hits []node.Xid
 			for _, x := range xids {
 				if x.Bus == bus && (x.When.IsZero() || env.Now.Sub(x.When) <= window) {
 					hits = append(hits, x)
@@ -296,7 +296,7 @@ func notHealthyBesideXid(health []result.Result, xid result.Result) []result.Res
 	return []result.Result{r}
 }
 
-func xidResult(label string, hits []sysinfo.Xid, window time.Duration) result.Result {
+func xidResult(label string, hits []node.Xid, window time.Duration) result.Result {
 	if len(hits) == 0 {
 		return res(result.Pass, label+"-xid", "NoXid", fmt.Sprintf("%s: no Xid event in the kernel log within %s", label, window), ev("dmesg", "no NVRM: Xid line for this GPU"))
 	}
@@ -330,7 +330,7 @@ func xidResult(label string, hits []sysinfo.Xid, window time.Duration) result.Re
 	return r
 }
 
-func healthOf(label string, f *nvml.GPU) []result.Result {
+func healthOf(label string, f *gpu.GPU) []result.Result {
 	src := "nvml"
 	var out []result.Result
 	add := func(st result.Status, reason, msg, remedy string, evs ...result.Evidence) {

@@ -7,7 +7,7 @@ import (
 	"io/fs"
 	"strings"
 
-	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
+	"github.com/gdrcheck/gdrcheck/internal/facts/node"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
@@ -98,7 +98,7 @@ func (iommuMode) Run(ctx context.Context, env *Env) []result.Result {
 		}
 		group, ok := env.Facts.IOMMU.Groups[*d.IOMMUGroup]
 		if !ok {
-			group = sysinfo.Text{Source: display(env, fmt.Sprintf("sys/kernel/iommu_groups/%d/type", *d.IOMMUGroup)), Err: errNotCollected}
+			group = node.Text{Source: display(env, fmt.Sprintf("sys/kernel/iommu_groups/%d/type", *d.IOMMUGroup)), Err: errNotCollected}
 		}
 		typ, err := group.Value, group.Err
 		gEv := ev(group.Source, typ)
@@ -166,7 +166,7 @@ func (memlock) Run(ctx context.Context, env *Env) []result.Result {
 		if env.Expect.MemlockKB == "unlimited" {
 			min = -1
 		} else {
-			min, _ = sysinfo.ParseKB(env.Expect.MemlockKB)
+			min, _ = node.ParseKB(env.Expect.MemlockKB)
 		}
 	}
 	remedy := "set the memlock limit to unlimited for the job: ulimit -l unlimited, LimitMEMLOCK=infinity for the slurmd/container service, --ulimit memlock=-1 for docker, PropagateResourceLimitsExcept for Slurm"

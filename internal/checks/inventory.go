@@ -6,7 +6,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
+	"github.com/gdrcheck/gdrcheck/internal/facts/node"
+	"github.com/gdrcheck/gdrcheck/internal/profile"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -20,7 +21,7 @@ func (inventory) Title() string {
 func (inventory) Run(ctx context.Context, env *Env) []result.Result {
 	h := env.Host
 	var out []result.Result
-	var want ExpectVersions // what the site profile pins; "" where nothing
+	var want profile.Versions // what the site profile pins; "" where nothing
 	if env.Expect != nil && env.Expect.Versions != nil {
 		want = *env.Expect.Versions
 	}
@@ -28,7 +29,7 @@ func (inventory) Run(ctx context.Context, env *Env) []result.Result {
 		switch {
 		case found == "":
 			out = append(out, res(result.Unknown, subject, "NotFound", subject+" version not found", ev(src, "not found")))
-		case expect != "" && !versionMatches(found, expect):
+		case expect != "" && !profile.VersionMatches(found, expect):
 			out = append(out, withRemedy(res(result.Fail, subject, "VersionMismatch", fmt.Sprintf("%s %s, the site profile expects %s", subject, found, expect), ev(src, found)),
 				"install the fleet's version so every node runs the same stack"))
 		default:
@@ -47,7 +48,7 @@ func (inventory) Run(ctx context.Context, env *Env) []result.Result {
 	if h.GPUFacts != nil && h.GPUFacts.CUDADriverVersion != "" {
 		item("cuda-driver", h.GPUFacts.CUDADriverVersion, h.GPUFacts.Source, want.CUDA)
 	}
-	lib := func(l sysinfo.Library, subject string, expect string) {
+	lib := func(l node.Library, subject string, expect string) {
 		v := l.Version
 		src := "dlopen " + l.Path
 		if v == "" {

@@ -6,8 +6,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gdrcheck/gdrcheck/internal/collect/nvml"
-	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
+	"github.com/gdrcheck/gdrcheck/internal/facts/gpu"
+	"github.com/gdrcheck/gdrcheck/internal/facts/pci"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 	"github.com/gdrcheck/gdrcheck/internal/topology/level"
@@ -326,7 +326,7 @@ func judgeLink(env *Env, s linkSubject) []result.Result {
 // possible with this device and system" says what the link trained to be
 // able to reach; without it the check cannot tell idle from broken.
 func judgeGPUSpeed(label string, g *topology.GPU, l topology.Link, capSpeed pci.LinkSpeed, evs []result.Evidence) []result.Result {
-	var f *nvml.GPU
+	var f *gpu.GPU
 	if g != nil {
 		f = g.Facts
 	}
@@ -457,7 +457,7 @@ func (pcieP2P) Run(ctx context.Context, env *Env) []result.Result {
 			subject := fmt.Sprintf("GPU%d-GPU%d", a.Index, b.Index)
 			ia, oka := idx[a.Address]
 			ib, okb := idx[b.Address]
-			var ab, ba *nvml.P2P
+			var ab, ba *gpu.P2P
 			if oka && okb {
 				ab, ba = f.PeerStatus(ia, ib), f.PeerStatus(ib, ia)
 			}
@@ -472,17 +472,17 @@ func (pcieP2P) Run(ctx context.Context, env *Env) []result.Result {
 			}
 			worst := ""
 			for _, s := range []string{ab.Read, ab.Write, ba.Read, ba.Write} {
-				if s != nvml.P2POK {
+				if s != gpu.P2POK {
 					worst = s
 					break
 				}
 			}
 			switch {
-			case worst == "" && ab.NVLink == nvml.P2POK:
+			case worst == "" && ab.NVLink == gpu.P2POK:
 				out = append(out, res(result.Pass, subject, "P2PNVLink", fmt.Sprintf("%s and %s reach each other's memory over NVLink (%s)", gpuLabel(a), gpuLabel(b), rel), evs...))
 			case worst == "":
 				out = append(out, res(result.Pass, subject, "P2PPCIe", fmt.Sprintf("%s and %s can access each other's memory over PCIe (%s)", gpuLabel(a), gpuLabel(b), rel), evs...))
-			case worst == nvml.P2PUnknown:
+			case worst == gpu.P2PUnknown:
 				out = append(out, res(result.Unknown, subject, "P2PStatusUnknown", "the driver could not say", evs...))
 			default:
 				reason, msg, remedy := p2pExplain(worst, rel)
@@ -495,16 +495,16 @@ func (pcieP2P) Run(ctx context.Context, env *Env) []result.Result {
 
 func p2pExplain(status string, rel topology.Relation) (string, string, string) {
 	switch status {
-	case nvml.P2PChipsetNotSupported:
+	case gpu.P2PChipsetNotSupported:
 		return "ChipsetNotSupported", "the platform's chipset or root complex does not support PCIe peer-to-peer between them (the driver disables it on such platforms)",
 			"put the GPUs under one PCIe switch or link them with NVLink; check the BIOS for a P2P/ACS option"
-	case nvml.P2PTopologyNotSupported:
+	case gpu.P2PTopologyNotSupported:
 		return "TopologyNotSupported", fmt.Sprintf("the path between them (%s) is one the driver does not allow P2P across (typically across CPU sockets)", rel.PCIe),
 			"keep peer-to-peer traffic within one socket, or use GPUs joined by NVLink"
-	case nvml.P2PDisabledByRegkey:
+	case gpu.P2PDisabledByRegkey:
 		return "DisabledByRegkey", "peer-to-peer is disabled by a driver registry key (NVreg_RegistryDwords)",
 			"remove the P2P override from the nvidia module options (/etc/modprobe.d) and reload the driver"
-	case nvml.P2PGPUNotSupported:
+	case gpu.P2PGPUNotSupported:
 		return "GPUNotSupported", "the GPU does not support peer-to-peer", "use GPUs that support P2P"
 	}
 	return "P2PNotSupported", "the driver reports peer-to-peer as not supported", "check the platform's P2P support and the driver options"

@@ -9,7 +9,8 @@ import (
 	"testing"
 
 	"github.com/gdrcheck/gdrcheck/internal/checks"
-	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
+	"github.com/gdrcheck/gdrcheck/internal/facts/node"
+	"github.com/gdrcheck/gdrcheck/internal/profile"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -51,7 +52,7 @@ func TestProfileFields(t *testing.T) {
 		fx.expect = profile
 		env := fx.env(t)
 		// base's libibverbs is not found; give it one, as collection would.
-		env.Facts.RDMACore = sysinfo.RDMACore{Version: "50.0", Source: "/usr/lib/libibverbs.so.1.14.50.0"}
+		env.Facts.RDMACore = node.RDMACore{Version: "50.0", Source: "/usr/lib/libibverbs.so.1.14.50.0"}
 		return checks.Run(context.Background(), env, checks.All(), checks.Options{}).Results
 	}
 	for _, r := range run(t, fixture{}, fullProfile) {
@@ -63,7 +64,7 @@ func TestProfileFields(t *testing.T) {
 	notHere := map[string]string{}
 	tested := map[string]bool{}
 	defer func() {
-		for _, f := range profileFields(reflect.TypeFor[checks.Expect](), "") {
+		for _, f := range profileFields(reflect.TypeFor[profile.Profile](), "") {
 			if !tested[f] && notHere[f] == "" {
 				t.Errorf("site profile field %s has no test", f)
 			}

@@ -11,8 +11,8 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/app"
 	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/collective"
+	"github.com/gdrcheck/gdrcheck/internal/printable"
 	"github.com/gdrcheck/gdrcheck/internal/report"
-	"github.com/gdrcheck/gdrcheck/internal/report/printable"
 )
 
 func newBenchCopy(g *globals) *cobra.Command {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/app"
 	"github.com/gdrcheck/gdrcheck/internal/launch"
-	"github.com/gdrcheck/gdrcheck/internal/report/printable"
+	"github.com/gdrcheck/gdrcheck/internal/printable"
 )
 
 // jobFlags are bench nccl's flags of a multi-process run; each overrides

@@ -9,8 +9,8 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/app"
 	"github.com/gdrcheck/gdrcheck/internal/checks"
+	"github.com/gdrcheck/gdrcheck/internal/printable"
 	"github.com/gdrcheck/gdrcheck/internal/report"
-	"github.com/gdrcheck/gdrcheck/internal/report/printable"
 )
 
 type checkOptions struct {
@@ -87,7 +87,7 @@ also when a result is unknown), 2 when the tool itself could not run.`,
 				return err
 			}
 			if notReady(rep) {
-				return &exitError{code: ExitFailed, err: fmt.Errorf("%s", rep.CountsLine())}
+				return &exitError{code: ExitFailed, err: fmt.Errorf("%s", report.CountsLine(rep.Counts))}
 			}
 			return nil
 		},

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gdrcheck/gdrcheck/internal/report/printable"
+	"github.com/gdrcheck/gdrcheck/internal/printable"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/ansitest"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
 )

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/gdrcheck/gdrcheck/internal/app"
-	"github.com/gdrcheck/gdrcheck/internal/report/printable"
+	"github.com/gdrcheck/gdrcheck/internal/printable"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
+	"github.com/gdrcheck/gdrcheck/internal/facts/pci"
 	"github.com/gdrcheck/gdrcheck/internal/hw"
 )
 

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
+	"github.com/gdrcheck/gdrcheck/internal/facts/pci"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 	"github.com/gdrcheck/gdrcheck/internal/topology/level"
 )

@@ -3,7 +3,7 @@ package topology
 import (
 	"fmt"
 
-	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
+	"github.com/gdrcheck/gdrcheck/internal/facts/pci"
 	"github.com/gdrcheck/gdrcheck/internal/topology/level"
 )
 

@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/gdrcheck/gdrcheck/internal/report/printable"
+	"github.com/gdrcheck/gdrcheck/internal/printable"
 )
 
 // Summary is the discovered host as data: what `gdrcheck topo --format

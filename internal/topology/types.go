@@ -13,8 +13,8 @@ package topology
 import (
 	"strings"
 
-	"github.com/gdrcheck/gdrcheck/internal/collect/nvml"
-	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
+	"github.com/gdrcheck/gdrcheck/internal/facts/gpu"
+	"github.com/gdrcheck/gdrcheck/internal/facts/pci"
 )
 
 // Host is the discovered model of one machine.
@@ -30,8 +30,8 @@ type Host struct {
 	NetDevs    []*NetDev  `json:"netdevs"`
 	// GPUFacts are the driver's facts (NVML live, or what a snapshot
 	// captured); nil when none could be had (see GPUFactsError).
-	GPUFacts      *nvml.Facts `json:"gpu_facts,omitempty"`
-	GPUFactsError string      `json:"gpu_facts_error,omitempty"`
+	GPUFacts      *gpu.Facts `json:"gpu_facts,omitempty"`
+	GPUFactsError string     `json:"gpu_facts_error,omitempty"`
 	// Problems are reads that failed or returned garbage. Discovery goes on
 	// around them; whatever depended on them is unknown.
 	Problems    []Problem `json:"problems,omitempty"`
@@ -150,10 +150,10 @@ type GPU struct {
 	UUID    string `json:"uuid,omitempty"`
 	// NVLinks are this GPU's links from the driver; NVLinkKnown is false
 	// when the driver could not be asked (then NVLink is unknown, not absent).
-	NVLinks     []nvml.NVLink `json:"nvlinks,omitempty"`
-	NVLinkKnown bool          `json:"nvlink_known"`
-	Facts       *nvml.GPU     `json:"-"`
-	Dev         *Device       `json:"-"`
+	NVLinks     []gpu.NVLink `json:"nvlinks,omitempty"`
+	NVLinkKnown bool         `json:"nvlink_known"`
+	Facts       *gpu.GPU     `json:"-"`
+	Dev         *Device      `json:"-"`
 }
 
 // NIC is an RDMA device (/sys/class/infiniband/NAME).

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
-	"github.com/gdrcheck/gdrcheck/internal/report/printable"
+	"github.com/gdrcheck/gdrcheck/internal/printable"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/ansitest"
 )

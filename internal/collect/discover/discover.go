@@ -19,7 +19,8 @@ import (
 	"github.com/NVIDIA/go-nvlib/pkg/pciids"
 
 	"github.com/gdrcheck/gdrcheck/internal/collect/nvml"
-	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
+	"github.com/gdrcheck/gdrcheck/internal/facts/gpu"
+	"github.com/gdrcheck/gdrcheck/internal/facts/pci"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
@@ -29,6 +30,7 @@ type Option func(*options)
 
 type options struct {
 	root    machine.Root
+	facts   nvml.Source // nil: nvml.Replay(root)
 	noFacts bool
 	db      deviceNamer
 	noNames bool
@@ -36,6 +38,12 @@ type options struct {
 
 // WithRoot reads the host (or snapshot) at r.
 func WithRoot(r machine.Root) Option { return func(o *options) { o.root = r } }
+
+// WithGPUFacts sets where the driver's GPU facts come from. The runners
+// pass collect/nvml/live (NVML on the live host); without it discovery
+// reads what the root holds (nvml.Replay: a snapshot's nvml.json or
+// nvidia-smi -q -x), so discovery itself links no NVML.
+func WithGPUFacts(src nvml.Source) Option { return func(o *options) { o.facts = src } }
 
 // WithoutGPUFacts skips the driver entirely (sysfs only).
 func WithoutGPUFacts() Option { return func(o *options) { o.noFacts = true } }
@@ -96,7 +104,11 @@ func Discover(ctx context.Context, opts ...Option) (*topology.Host, error) {
 	d.rdma()
 	d.netdevs()
 	if !o.noFacts {
-		f, err := nvml.New(nvml.WithRoot(o.root)).Collect(ctx)
+		src := o.facts
+		if src == nil {
+			src = nvml.Replay(o.root)
+		}
+		f, err := src.Collect(ctx)
 		if err != nil {
 			h.GPUFactsError = err.Error()
 		}
@@ -662,7 +674,7 @@ func (d *discoverer) netdevs() {
 	}
 }
 
-func (d *discoverer) attachFacts(f *nvml.Facts) {
+func (d *discoverer) attachFacts(f *gpu.Facts) {
 	for _, g := range d.h.GPUs {
 		gf := f.GPUByBusID(g.Address)
 		if gf == nil {

@@ -7,7 +7,7 @@ package libs
 import (
 	"context"
 
-	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
+	"github.com/gdrcheck/gdrcheck/internal/facts/node"
 	"github.com/gdrcheck/gdrcheck/internal/native/cuda"
 	"github.com/gdrcheck/gdrcheck/internal/native/nccl"
 )
@@ -15,8 +15,8 @@ import (
 // Probe records the versions of the CUDA runtime and NCCL, or why they
 // could not be loaded. rt is the CUDA runtime the process already opened
 // (one runtime per process); nil: Probe loads it.
-func Probe(ctx context.Context, rt *cuda.Runtime) *sysinfo.Libraries {
-	l := &sysinfo.Libraries{}
+func Probe(ctx context.Context, rt *cuda.Runtime) *node.Libraries {
+	l := &node.Libraries{}
 	if rt != nil {
 		l.CUDARuntime = Runtime(ctx, rt)
 	} else {
@@ -27,10 +27,10 @@ func Probe(ctx context.Context, rt *cuda.Runtime) *sysinfo.Libraries {
 }
 
 // CUDARuntime loads the CUDA runtime and asks its version.
-func CUDARuntime(ctx context.Context) sysinfo.Library {
+func CUDARuntime(ctx context.Context) node.Library {
 	rt, err := cuda.Open("")
 	if err != nil {
-		return sysinfo.Library{Error: err.Error()}
+		return node.Library{Error: err.Error()}
 	}
 	defer rt.Close()
 	return Runtime(ctx, rt)
@@ -38,8 +38,8 @@ func CUDARuntime(ctx context.Context) sysinfo.Library {
 
 // Runtime asks an open CUDA runtime its version and where it was loaded
 // from.
-func Runtime(ctx context.Context, rt *cuda.Runtime) sysinfo.Library {
-	l := sysinfo.Library{Loaded: true, Path: rt.Path}
+func Runtime(ctx context.Context, rt *cuda.Runtime) node.Library {
+	l := node.Library{Loaded: true, Path: rt.Path}
 	if rv, dv, err := rt.Versions(ctx); err != nil {
 		l.Error = err.Error()
 	} else {
@@ -49,13 +49,13 @@ func Runtime(ctx context.Context, rt *cuda.Runtime) sysinfo.Library {
 }
 
 // NCCL loads NCCL and asks its version.
-func NCCL() sysinfo.Library {
+func NCCL() node.Library {
 	lib, err := nccl.Open("")
 	if err != nil {
-		return sysinfo.Library{Error: err.Error()}
+		return node.Library{Error: err.Error()}
 	}
 	defer lib.Close()
-	l := sysinfo.Library{Loaded: true, Path: lib.Path}
+	l := node.Library{Loaded: true, Path: lib.Path}
 	if v, _, err := lib.Version(); err != nil {
 		l.Error = err.Error()
 	} else {

@@ -1,3 +1,9 @@
+// Package nvml reads the GPU facts of one host (the types are in
+// facts/gpu). This package reads them from what a root holds: a snapshot's
+// commands/nvml.json, else nvidia-smi -q -x (captured, or run on the live
+// host). It needs no cgo, so discovery and every test that builds a host
+// through it link no NVML; the live NVML binding is collect/nvml/live,
+// which the runners pass to discovery as its GPU-facts source.
 package nvml
 
 import (
@@ -5,80 +11,27 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"time"
 
-	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
-
+	"github.com/gdrcheck/gdrcheck/internal/facts/gpu"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 )
 
 // Source yields the GPU facts of one host.
 type Source interface {
-	Collect(ctx context.Context) (*Facts, error)
+	Collect(ctx context.Context) (*gpu.Facts, error)
 }
 
-// Option configures New.
-type Option func(*options)
+// ErrNoFacts means a snapshot holds neither nvml.json nor nvidia-smi -q -x.
+var ErrNoFacts = errors.New("no GPU facts captured (neither commands/nvml.json nor nvidia-smi -q -x)")
 
-type options struct {
-	root    machine.Root
-	lib     gonvml.Interface
-	timeout time.Duration
-	noSMI   bool
-}
+// Replay returns the source that reads the facts a root holds: on a
+// snapshot, commands/nvml.json, else the captured nvidia-smi -q -x; on the
+// live host ("/"), nvidia-smi -q -x run under the root's deadline.
+func Replay(r machine.Root) Source { return &replay{root: r, smiOnly: r.Live()} }
 
-// WithRoot makes the source read a snapshot (or the live host for "/").
-func WithRoot(r machine.Root) Option { return func(o *options) { o.root = r } }
-
-// WithLibrary replaces the NVML library (go-nvml's mock in tests).
-func WithLibrary(lib gonvml.Interface) Option { return func(o *options) { o.lib = lib } }
-
-// WithCallTimeout sets the deadline of each NVML call.
-func WithCallTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
-
-// WithoutSMIFallback stops a live source from falling back to nvidia-smi
-// when NVML cannot be loaded.
-func WithoutSMIFallback() Option { return func(o *options) { o.noSMI = true } }
-
-// New returns the source that fits the root: live NVML (falling back to
-// nvidia-smi -q -x) on "/", the snapshot's captured facts otherwise.
-func New(opts ...Option) Source {
-	o := options{root: machine.NewRoot("/"), timeout: DefaultCallTimeout}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	if !o.root.Live() && o.lib == nil {
-		return &replay{root: o.root}
-	}
-	lib := o.lib
-	if lib == nil {
-		lib = gonvml.New()
-	}
-	s := &liveSource{nvml: &live{lib: lib, timeout: o.timeout}}
-	if !o.noSMI {
-		s.smi = &replay{root: o.root, smiOnly: true}
-	}
-	return s
-}
-
-type liveSource struct {
-	nvml *live
-	smi  *replay
-}
-
-func (s *liveSource) Collect(ctx context.Context) (*Facts, error) {
-	f, err := s.nvml.Collect(ctx)
-	if err == nil || s.smi == nil || !errors.Is(err, ErrNoLibrary) {
-		return f, err
-	}
-	// No NVML: nvidia-smi may still be there (it links NVML too, so this
-	// mostly helps when the library sits off the loader path).
-	g, serr := s.smi.Collect(ctx)
-	if serr != nil {
-		return nil, fmt.Errorf("%w; %v", err, serr)
-	}
-	return g, nil
-}
+// SMI returns the source that asks nvidia-smi -q -x only (through the
+// root: run live, or read from a capture).
+func SMI(r machine.Root) Source { return &replay{root: r, smiOnly: true} }
 
 // replay reads facts a snapshot captured.
 type replay struct {
@@ -86,20 +39,17 @@ type replay struct {
 	smiOnly bool
 }
 
-// ErrNoFacts means a snapshot holds neither nvml.json nor nvidia-smi -q -x.
-var ErrNoFacts = errors.New("no GPU facts captured (neither commands/nvml.json nor nvidia-smi -q -x)")
-
-func (r *replay) Collect(ctx context.Context) (*Facts, error) {
+func (r *replay) Collect(ctx context.Context) (*gpu.Facts, error) {
 	if !r.smiOnly {
-		rel := machine.CommandsDir + "/" + FactsFile
+		rel := machine.CommandsDir + "/" + gpu.FactsFile
 		b, err := r.root.ReadFile(rel)
 		switch {
 		case err == nil:
-			f, err := DecodeFacts(r.root.Display(rel), b)
+			f, err := gpu.DecodeFacts(r.root.Display(rel), b)
 			if err != nil {
 				return nil, err
 			}
-			f.Source = "snapshot " + FactsFile + " (" + f.Source + ")"
+			f.Source = "snapshot " + gpu.FactsFile + " (" + f.Source + ")"
 			return f, nil
 		case !errors.Is(err, fs.ErrNotExist):
 			return nil, err
@@ -112,5 +62,5 @@ func (r *replay) Collect(ctx context.Context) (*Facts, error) {
 		}
 		return nil, err
 	}
-	return ParseSMIQuery(r.root.Display(machine.CommandsDir+"/"+machine.CmdNvidiaSMIQuery.Key), b)
+	return gpu.ParseSMIQuery(r.root.Display(machine.CommandsDir+"/"+machine.CmdNvidiaSMIQuery.Key), b)
 }

@@ -1,3 +1,7 @@
+// Package sysinfo reads the node facts (their types and parsers are in
+// facts/node) through a machine.Root, so a recording root captures exactly
+// what it read into a snapshot and a snapshot root replays it; and it holds
+// the transform a snapshot's files go through before they are shared.
 package sysinfo
 
 import (
@@ -9,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gdrcheck/gdrcheck/internal/facts/node"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
@@ -31,43 +36,43 @@ type Options struct {
 // manager only when it has GPUs). Library versions are not probed here
 // (that needs cgo, see internal/collect/libs); on a snapshot they are read
 // from snapshot.LibrariesFile.
-func Collect(ctx context.Context, r machine.Root, h *topology.Host, o Options) *Facts {
+func Collect(ctx context.Context, r machine.Root, h *topology.Host, o Options) *node.Facts {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
-	f := &Facts{Paths: pathsOf(r), Live: r.Live()}
+	f := &node.Facts{Paths: pathsOf(r), Live: r.Live()}
 	c := collector{ctx: ctx, r: r, timeout: o.Timeout}
 	var wg sync.WaitGroup
-	text := func(dst *Text, source string, read func(context.Context) Text) {
-		fact(&c, &wg, dst, read, func(err error) Text { return Text{Source: source, Err: err} })
+	text := func(dst *node.Text, source string, read func(context.Context) node.Text) {
+		fact(&c, &wg, dst, read, func(err error) node.Text { return node.Text{Source: source, Err: err} })
 	}
 	c.registration(&wg, f)
 	text(&f.Cmdline, r.Display("proc/cmdline"), c.file("proc/cmdline"))
-	fact(&c, &wg, &f.IOMMU, func(context.Context) IOMMU { return c.iommu(h) }, func(err error) IOMMU {
-		return IOMMU{Units: Listing{Source: r.Display("sys/class/iommu"), Err: err}}
+	fact(&c, &wg, &f.IOMMU, func(context.Context) node.IOMMU { return c.iommu(h) }, func(err error) node.IOMMU {
+		return node.IOMMU{Units: node.Listing{Source: r.Display("sys/class/iommu"), Err: err}}
 	})
-	fact(&c, &wg, &f.Memlock, c.memlock, func(err error) Memlock { return Memlock{Err: err} })
-	fact(&c, &wg, &f.NetInterfaces, c.listing("sys/class/net"), func(err error) Listing {
-		return Listing{Source: r.Display("sys/class/net"), Err: err}
+	fact(&c, &wg, &f.Memlock, c.memlock, func(err error) node.Memlock { return node.Memlock{Err: err} })
+	fact(&c, &wg, &f.NetInterfaces, c.listing("sys/class/net"), func(err error) node.Listing {
+		return node.Listing{Source: r.Display("sys/class/net"), Err: err}
 	})
 	// The job environment: live, this process's; on a snapshot, what it
 	// captured (a small file of the snapshot itself).
 	f.Environ = c.environ()
 	if len(h.GPUs) > 0 {
-		fact(&c, &wg, &f.KernelLog, c.kernelLog, func(err error) KernelLog { return KernelLog{Source: "dmesg", Err: err} })
+		fact(&c, &wg, &f.KernelLog, c.kernelLog, func(err error) node.KernelLog { return node.KernelLog{Source: "dmesg", Err: err} })
 		text(&f.FabricManager, fabricSource, c.fabricManager)
 	}
 	if len(h.NICs) > 0 {
-		fact(&c, &wg, &f.RDMACore, c.rdmaCore, func(error) RDMACore { return RDMACore{} })
+		fact(&c, &wg, &f.RDMACore, c.rdmaCore, func(error) node.RDMACore { return node.RDMACore{} })
 		text(&f.MLX5Core, r.Display(mlx5File), c.file(mlx5File))
 	}
 	if v := f.Environ.Vars["NCCL_TOPO_FILE"]; v != "" && f.Live {
-		fact(&c, &wg, &f.TopoFile, func(context.Context) TopoFile { return c.topoFile(v) }, func(err error) TopoFile {
-			return TopoFile{Checked: true, Err: err}
+		fact(&c, &wg, &f.TopoFile, func(context.Context) node.TopoFile { return c.topoFile(v) }, func(err error) node.TopoFile {
+			return node.TopoFile{Checked: true, Err: err}
 		})
 	}
 	if !f.Live {
-		fact(&c, &wg, &f.Libraries, c.libraries, func(error) *Libraries { return nil })
+		fact(&c, &wg, &f.Libraries, c.libraries, func(error) *node.Libraries { return nil })
 		fact(&c, &wg, &f.CapturedAt, c.capturedAt, func(error) time.Time { return time.Time{} })
 	}
 	wg.Wait()
@@ -78,11 +83,11 @@ func Collect(ctx context.Context, r machine.Root, h *topology.Host, o Options) *
 // can be registered with a NIC (the loaded modules and the NVIDIA kernel
 // driver), for a view that shows GPU Direct RDMA without judging the node
 // (gdrcheck topo). They are a subset of Collect's, so a snapshot holds them.
-func CollectRegistration(ctx context.Context, r machine.Root, o Options) *Facts {
+func CollectRegistration(ctx context.Context, r machine.Root, o Options) *node.Facts {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
-	f := &Facts{Paths: pathsOf(r), Live: r.Live()}
+	f := &node.Facts{Paths: pathsOf(r), Live: r.Live()}
 	c := collector{ctx: ctx, r: r, timeout: o.Timeout}
 	var wg sync.WaitGroup
 	c.registration(&wg, f)
@@ -91,12 +96,12 @@ func CollectRegistration(ctx context.Context, r machine.Root, o Options) *Facts 
 }
 
 // registration starts the reads of the modules and the NVIDIA driver.
-func (c *collector) registration(wg *sync.WaitGroup, f *Facts) {
-	fact(c, wg, &f.Modules, c.modules, func(err error) Modules {
-		return Modules{Source: c.r.Display("proc/modules"), Err: err}
+func (c *collector) registration(wg *sync.WaitGroup, f *node.Facts) {
+	fact(c, wg, &f.Modules, c.modules, func(err error) node.Modules {
+		return node.Modules{Source: c.r.Display("proc/modules"), Err: err}
 	})
-	fact(c, wg, &f.Driver, c.driver, func(err error) Driver {
-		return Driver{Source: c.r.Display(driverFile), Err: err}
+	fact(c, wg, &f.Driver, c.driver, func(err error) node.Driver {
+		return node.Driver{Source: c.r.Display(driverFile), Err: err}
 	})
 }
 
@@ -108,8 +113,8 @@ const (
 
 // pathsOf takes the display form from the door itself: Display of any
 // path is a prefix followed by the cleaned path.
-func pathsOf(r machine.Root) Paths {
-	return Paths{Prefix: strings.TrimSuffix(r.Display("x"), "x")}
+func pathsOf(r machine.Root) node.Paths {
+	return node.Paths{Prefix: strings.TrimSuffix(r.Display("x"), "x")}
 }
 
 type collector struct {
@@ -136,25 +141,25 @@ func fact[T any](c *collector, wg *sync.WaitGroup, dst *T, read func(context.Con
 	})
 }
 
-func (c *collector) file(rel string) func(context.Context) Text {
-	return func(context.Context) Text {
+func (c *collector) file(rel string) func(context.Context) node.Text {
+	return func(context.Context) node.Text {
 		s, err := c.r.ReadString(rel)
-		return Text{Source: c.r.Display(rel), Value: s, Err: err}
+		return node.Text{Source: c.r.Display(rel), Value: s, Err: err}
 	}
 }
 
-func (c *collector) listing(rel string) func(context.Context) Listing {
-	return func(context.Context) Listing {
+func (c *collector) listing(rel string) func(context.Context) node.Listing {
+	return func(context.Context) node.Listing {
 		names, err := c.r.Names(rel)
-		return Listing{Source: c.r.Display(rel), Names: names, Err: err}
+		return node.Listing{Source: c.r.Display(rel), Names: names, Err: err}
 	}
 }
 
-func (c *collector) modules(context.Context) Modules {
-	m := Modules{Source: c.r.Display("proc/modules"), BuiltIn: map[string]bool{}}
+func (c *collector) modules(context.Context) node.Modules {
+	m := node.Modules{Source: c.r.Display("proc/modules"), BuiltIn: map[string]bool{}}
 	b, err := c.r.ReadFile("proc/modules")
-	m.Loaded, m.Err = ParseModules(b), err
-	for _, name := range ModulesOfInterest {
+	m.Loaded, m.Err = node.ParseModules(b), err
+	for _, name := range node.ModulesOfInterest {
 		if !m.Loaded[name] && c.r.Exists("sys/module/"+name) {
 			m.BuiltIn[name] = true
 		}
@@ -162,18 +167,18 @@ func (c *collector) modules(context.Context) Modules {
 	return m
 }
 
-func (c *collector) driver(context.Context) Driver {
+func (c *collector) driver(context.Context) node.Driver {
 	s, err := c.r.ReadString(driverFile)
 	if err != nil {
-		return Driver{Source: c.r.Display(driverFile), Err: err}
+		return node.Driver{Source: c.r.Display(driverFile), Err: err}
 	}
-	return ParseDriver(c.r.Display(driverFile), s)
+	return node.ParseDriver(c.r.Display(driverFile), s)
 }
 
 // iommu lists the IOMMU units and reads the group type of every GPU and
 // RDMA NIC that is in a group.
-func (c *collector) iommu(h *topology.Host) IOMMU {
-	out := IOMMU{Units: c.listing("sys/class/iommu")(c.ctx), Groups: map[int]Text{}}
+func (c *collector) iommu(h *topology.Host) node.IOMMU {
+	out := node.IOMMU{Units: c.listing("sys/class/iommu")(c.ctx), Groups: map[int]node.Text{}}
 	var devs []*topology.Device
 	for _, g := range h.GPUs {
 		devs = append(devs, g.Dev)
@@ -194,61 +199,61 @@ func (c *collector) iommu(h *topology.Host) IOMMU {
 
 // memlock reads /proc/self/limits, or runs `ulimit -a` where that has no
 // locked-memory line.
-func (c *collector) memlock(ctx context.Context) Memlock {
+func (c *collector) memlock(ctx context.Context) node.Memlock {
 	if s, err := c.r.ReadString("proc/self/limits"); err == nil {
-		if m, ok := ParseLimits(c.r.Display("proc/self/limits"), s); ok {
+		if m, ok := node.ParseLimits(c.r.Display("proc/self/limits"), s); ok {
 			return m
 		}
 	}
 	b, err := c.r.Run(ctx, machine.CmdUlimit)
 	if err != nil {
-		return Memlock{Err: err}
+		return node.Memlock{Err: err}
 	}
-	return ParseUlimit("ulimit -a", string(b))
+	return node.ParseUlimit("ulimit -a", string(b))
 }
 
-func (c *collector) kernelLog(ctx context.Context) KernelLog {
+func (c *collector) kernelLog(ctx context.Context) node.KernelLog {
 	b, err := c.r.Run(ctx, machine.CmdDmesg)
-	return KernelLog{Source: "dmesg", Xids: ParseXids(b), Err: err}
+	return node.KernelLog{Source: "dmesg", Xids: node.ParseXids(b), Err: err}
 }
 
-func (c *collector) fabricManager(ctx context.Context) Text {
+func (c *collector) fabricManager(ctx context.Context) node.Text {
 	b, err := c.r.Run(ctx, machine.CmdFabricManager)
-	return Text{Source: fabricSource, Value: strings.TrimSpace(string(b)), Err: err}
+	return node.Text{Source: fabricSource, Value: strings.TrimSpace(string(b)), Err: err}
 }
 
-func (c *collector) rdmaCore(context.Context) RDMACore {
+func (c *collector) rdmaCore(context.Context) node.RDMACore {
 	for _, dir := range []string{"usr/lib/x86_64-linux-gnu", "usr/lib/aarch64-linux-gnu", "usr/lib64", "usr/lib"} {
 		names, err := c.r.Names(dir)
 		if err != nil {
 			continue
 		}
 		for _, n := range names {
-			if v := VerbsRelease(n); v != "" {
-				return RDMACore{Version: v, Source: c.r.Display(dir + "/" + n)}
+			if v := node.VerbsRelease(n); v != "" {
+				return node.RDMACore{Version: v, Source: c.r.Display(dir + "/" + n)}
 			}
 		}
 	}
-	return RDMACore{}
+	return node.RDMACore{}
 }
 
-func (c *collector) environ() Environ {
+func (c *collector) environ() node.Environ {
 	if c.r.Live() {
-		return Environ{Vars: FilterEnviron(os.Environ()), Known: true}
+		return node.Environ{Vars: node.FilterEnviron(os.Environ()), Known: true}
 	}
 	b, err := c.r.ReadFile(snapshot.EnvironFile)
 	if err != nil {
-		return Environ{}
+		return node.Environ{}
 	}
-	return Environ{Vars: ParseEnviron(b), Known: true}
+	return node.Environ{Vars: node.ParseEnviron(b), Known: true}
 }
 
-func (c *collector) libraries(context.Context) *Libraries {
+func (c *collector) libraries(context.Context) *node.Libraries {
 	b, err := c.r.ReadFile(snapshot.LibrariesFile)
 	if err != nil {
 		return nil
 	}
-	l, err := ParseLibraries(b)
+	l, err := node.ParseLibraries(b)
 	if err != nil {
 		return nil
 	}
@@ -266,8 +271,8 @@ func (c *collector) capturedAt(context.Context) time.Time {
 
 // topoFile reads the file NCCL_TOPO_FILE names; a relative path is taken
 // from the current directory, as NCCL in this process would.
-func (c *collector) topoFile(v string) TopoFile {
-	t := TopoFile{Checked: true}
+func (c *collector) topoFile(v string) node.TopoFile {
+	t := node.TopoFile{Checked: true}
 	p, err := filepath.Abs(v)
 	if err == nil {
 		var b []byte

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
+	"github.com/gdrcheck/gdrcheck/internal/facts/node"
 )
 
 // TestEnvironKeepsNoSecrets is review row 132 (S4): the old filter kept
@@ -26,7 +27,7 @@ func TestEnvironKeepsNoSecrets(t *testing.T) {
 		"MASTER_PORT=29500", "SLURM_PROCID=3", "SLURM_NODELIST=gpu[001-002]", "SLURM_JOB_NAME=alice-secret-run",
 		"OMPI_COMM_WORLD_RANK=3", "PMI_RANK=3", "JOB_COMPLETION_INDEX=1", "HOME=/home/alice", "PATH=/usr/bin",
 	}
-	got := sysinfo.FilterEnviron(environ)
+	got := node.FilterEnviron(environ)
 	want := map[string]string{
 		"NVIDIA_VISIBLE_DEVICES": "all", "FI_EFA_TOKEN": "<set, 7 chars>", "UCX_PASSWORD": "<set, 7 chars>",
 		"OMPI_MCA_pml_secret": "<set, 6 chars>", "LD_LIBRARY_PATH": "/usr/local/cuda/lib64",
@@ -47,7 +48,7 @@ func TestEnvironKeepsNoSecrets(t *testing.T) {
 		}
 	}
 	// On replay the masked values stay as they are.
-	again := sysinfo.ParseEnviron(sysinfo.FormatEnviron(got))
+	again := node.ParseEnviron(node.FormatEnviron(got))
 	if !maps.Equal(again, got) {
 		t.Errorf("read back: %v\nwritten: %v", again, got)
 	}
@@ -61,11 +62,11 @@ func TestKernelLogKeepsOnlyXids(t *testing.T) {
 		"2026-12-01T11:30:00,000000+00:00 NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n" +
 		"2026-12-01T11:30:01,000000+00:00 mlx5_core 0000:1a:00.0: link up\n" +
 		"[  12.3] NVRM: Xid (PCI:0000:3A:00): 13, pid=1, name=x"
-	kept := sysinfo.KernelLogLines([]byte(log))
+	kept := node.KernelLogLines([]byte(log))
 	if strings.Contains(string(kept), "Command line") || strings.Contains(string(kept), "mlx5_core") || strings.Count(string(kept), "\n") != 1 {
 		t.Errorf("kept %q", kept)
 	}
-	if a, b := sysinfo.ParseXids([]byte(log)), sysinfo.ParseXids(kept); len(a) != 2 || !slices.EqualFunc(a, b, func(x, y sysinfo.Xid) bool { return x == y }) {
+	if a, b := node.ParseXids([]byte(log)), node.ParseXids(kept); len(a) != 2 || !slices.EqualFunc(a, b, func(x, y node.Xid) bool { return x == y }) {
 		t.Errorf("Xids of the log %v, of what is kept %v", a, b)
 	}
 	if got := string(sysinfo.ForSharing("commands/dmesg.txt", []byte(log))); got != string(kept) {

@@ -13,16 +13,17 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/collect/discover"
 	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
+	"github.com/gdrcheck/gdrcheck/internal/facts/node"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
-// node has one facts of every kind: a GPU in IOMMU group 7, an RDMA NIC,
+// nodeSpec has one facts of every kind: a GPU in IOMMU group 7, an RDMA NIC,
 // efa built in (only under /sys/module), no locked-memory line in
 // /proc/self/limits (so `ulimit -a` is read), an Xid in the kernel log.
-const node = `
+const nodeSpec = `
 hostname node
 kernel 6.8.0-45-generic
 module nvidia nvidia_peermem mlx5_ib
@@ -47,9 +48,9 @@ hostbridge pci0000:15 numa=0
 rdma mlx5_0 0000:19:00.0 rate=400
 `
 
-func collectNode(t *testing.T) (machine.Root, *topology.Host, *sysinfo.Facts) {
+func collectNode(t *testing.T) (machine.Root, *topology.Host, *node.Facts) {
 	t.Helper()
-	spec, err := fakehost.Parse("node", strings.NewReader(node))
+	spec, err := fakehost.Parse("node", strings.NewReader(nodeSpec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,26 +75,26 @@ func TestCollect(t *testing.T) {
 	check("display of a trailing slash", f.Paths.Display("a/b/"), at("a/b/"))
 	check("modules", []bool{f.Modules.Has("nvidia_peermem"), f.Modules.Has("efa"), f.Modules.Has("mlx5_core"), f.Modules.BuiltIn["efa"]}, []bool{true, true, false, true})
 	check("modules source", f.Modules.Source, at("proc/modules"))
-	check("cmdline", f.Cmdline, sysinfo.Text{Source: at("proc/cmdline"), Value: "BOOT_IMAGE=/vmlinuz ro intel_iommu=on iommu=pt"})
+	check("cmdline", f.Cmdline, node.Text{Source: at("proc/cmdline"), Value: "BOOT_IMAGE=/vmlinuz ro intel_iommu=on iommu=pt"})
 	check("driver", []any{f.Driver.Version, f.Driver.Open, f.Driver.Source, f.Driver.Err}, []any{"570.133.20", true, at("proc/driver/nvidia/version"), error(nil)})
 	check("iommu units", f.IOMMU.Units.Names, []string{"dmar0"})
-	check("iommu group", f.IOMMU.Groups, map[int]sysinfo.Text{7: {Source: at("sys/kernel/iommu_groups/7/type"), Value: "identity"}})
-	check("memlock", f.Memlock, sysinfo.Memlock{KB: 8192, Source: "ulimit -a", Line: "max locked memory           (kbytes, -l) 8192"})
+	check("iommu group", f.IOMMU.Groups, map[int]node.Text{7: {Source: at("sys/kernel/iommu_groups/7/type"), Value: "identity"}})
+	check("memlock", f.Memlock, node.Memlock{KB: 8192, Source: "ulimit -a", Line: "max locked memory           (kbytes, -l) 8192"})
 	if len(f.KernelLog.Xids) != 1 || f.KernelLog.Xids[0].Code != 79 || f.KernelLog.Err != nil {
 		t.Errorf("kernel log: %+v", f.KernelLog)
 	}
-	check("fabric manager", f.FabricManager, sysinfo.Text{Source: "systemctl is-active nvidia-fabricmanager", Value: "inactive"})
+	check("fabric manager", f.FabricManager, node.Text{Source: "systemctl is-active nvidia-fabricmanager", Value: "inactive"})
 	if !strings.Contains(strings.Join(f.NetInterfaces.Names, " "), "bond0") {
 		t.Errorf("net interfaces: %v", f.NetInterfaces.Names)
 	}
-	check("rdma-core", f.RDMACore, sysinfo.RDMACore{Version: "50.0", Source: at("usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.50.0")})
+	check("rdma-core", f.RDMACore, node.RDMACore{Version: "50.0", Source: at("usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.50.0")})
 	check("mlx5_core", f.MLX5Core.Value, "24.10-1.1.4")
-	check("environ", f.Environ, sysinfo.Environ{Vars: map[string]string{"NCCL_IB_HCA": "mlx5_0"}, Known: true})
-	check("libraries", f.Libraries, &sysinfo.Libraries{
-		CUDARuntime: sysinfo.Library{Error: "libcudart.so not found"},
-		NCCL:        sysinfo.Library{Loaded: true, Version: "2.28.3", Path: "/usr/lib/libnccl.so.2"},
+	check("environ", f.Environ, node.Environ{Vars: map[string]string{"NCCL_IB_HCA": "mlx5_0"}, Known: true})
+	check("libraries", f.Libraries, &node.Libraries{
+		CUDARuntime: node.Library{Error: "libcudart.so not found"},
+		NCCL:        node.Library{Loaded: true, Version: "2.28.3", Path: "/usr/lib/libnccl.so.2"},
 	})
-	check("topo file (not live)", f.TopoFile, sysinfo.TopoFile{})
+	check("topo file (not live)", f.TopoFile, node.TopoFile{})
 }
 
 // TestSnapshotHoldsWhatCollectionRead: collection through a recording root,
@@ -127,7 +128,7 @@ func TestSnapshotHoldsWhatCollectionRead(t *testing.T) {
 }
 
 // values are the facts without where they were read.
-func values(f *sysinfo.Facts) []any {
+func values(f *node.Facts) []any {
 	var groups []string
 	for n, g := range f.IOMMU.Groups {
 		groups = append(groups, fmt.Sprint(n, g.Value, g.Err))
@@ -143,13 +144,13 @@ func values(f *sysinfo.Facts) []any {
 
 func TestParseXids(t *testing.T) {
 	b := []byte("2026-12-01T11:30:00,123456+00:00 NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n[  12.3] NVRM: Xid (PCI:0000:3A:00): 13, pid=1, name=x\nnoise\n")
-	x := sysinfo.ParseXids(b)
+	x := node.ParseXids(b)
 	if len(x) != 2 || x[0].Code != 79 || x[0].Bus != "0000:18:00" || x[0].When.IsZero() || x[1].Bus != "0000:3a:00" || !x[1].When.IsZero() {
 		t.Errorf("parsed %+v", x)
 	}
 	// A line longer than any scanner buffer must not hide what follows.
 	long := []byte(strings.Repeat("x", 2<<20) + "\n2026-12-01T11:30:00,123456+00:00 NVRM: Xid (PCI:0000:18:00): 48, pid=1, name=x\n")
-	if x := sysinfo.ParseXids(long); len(x) != 1 || x[0].Code != 48 {
+	if x := node.ParseXids(long); len(x) != 1 || x[0].Code != 48 {
 		t.Errorf("Xid after an overlong line: parsed %+v", x)
 	}
 }
@@ -174,15 +175,15 @@ func TestTopoFileReadThroughRoot(t *testing.T) {
 }
 
 func TestLibrariesFileRoundTrip(t *testing.T) {
-	in := &sysinfo.Libraries{
-		CUDARuntime: sysinfo.Library{Loaded: true, Version: "12.8", Path: "/usr/lib/libcudart.so.12"},
-		NCCL:        sysinfo.Library{Path: "/usr/lib/libnccl.so.2", Error: "ncclGetVersion failed"},
+	in := &node.Libraries{
+		CUDARuntime: node.Library{Loaded: true, Version: "12.8", Path: "/usr/lib/libcudart.so.12"},
+		NCCL:        node.Library{Path: "/usr/lib/libnccl.so.2", Error: "ncclGetVersion failed"},
 	}
 	b, err := in.Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := sysinfo.ParseLibraries(b)
+	out, err := node.ParseLibraries(b)
 	if err != nil || !reflect.DeepEqual(out, in) {
 		t.Errorf("round trip: %+v %v\n%s", out, err, b)
 	}

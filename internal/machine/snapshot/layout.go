@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 
-	"github.com/gdrcheck/gdrcheck/internal/collect/nvml"
+	"github.com/gdrcheck/gdrcheck/internal/facts/gpu"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 )
 
@@ -36,8 +36,8 @@ const (
 	// CommandsDir holds captured command outputs and the tool's own
 	// records.
 	CommandsDir = machine.CommandsDir
-	// FactsFile holds the driver's facts (nvml.Facts) as JSON.
-	FactsFile = CommandsDir + "/" + nvml.FactsFile
+	// FactsFile holds the driver's facts (gpu.Facts) as JSON.
+	FactsFile = CommandsDir + "/" + gpu.FactsFile
 	// EnvironFile holds the job-relevant environment.
 	EnvironFile = CommandsDir + "/environ.txt"
 	// LibrariesFile holds the user-space libraries found, as JSON.

@@ -25,7 +25,7 @@ import (
 
 	"github.com/google/renameio/v2"
 
-	"github.com/gdrcheck/gdrcheck/internal/collect/nvml"
+	"github.com/gdrcheck/gdrcheck/internal/facts/gpu"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 )
 
@@ -86,7 +86,7 @@ type Options struct {
 	// recorder saw.
 	Commands []machine.Command
 	// Facts are the driver facts to store as commands/nvml.json (nil: not stored).
-	Facts    *nvml.Facts
+	Facts    *gpu.Facts
 	FactsErr error
 	// Extra are more files to store under commands/ (name -> content; a
 	// path such as EnvironFile is stored under its base name).

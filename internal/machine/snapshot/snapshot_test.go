@@ -17,7 +17,7 @@ import (
 	"testing/fstest"
 
 	"github.com/gdrcheck/gdrcheck/internal/collect/discover"
-	"github.com/gdrcheck/gdrcheck/internal/collect/nvml"
+	"github.com/gdrcheck/gdrcheck/internal/facts/gpu"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
@@ -245,7 +245,7 @@ func TestWriteFollowsTheLayout(t *testing.T) {
 	out := t.TempDir()
 	cmd := machine.Command{Key: "echo.txt", Name: "echo", Args: []string{"captured"}}
 	m, err := snapshot.Write(context.Background(), root, rec, out, snapshot.Options{
-		Tool: "test", Commands: []machine.Command{cmd}, Facts: &nvml.Facts{Source: "test"},
+		Tool: "test", Commands: []machine.Command{cmd}, Facts: &gpu.Facts{Source: "test"},
 		Extra: map[string][]byte{snapshot.EnvironFile: []byte("A=1\n"), "libraries.json": []byte("[]")},
 	})
 	if err != nil || m.Format != snapshot.Format || m.Hostname != "node-1" {

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/ncclog"
-	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
-	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
+	"github.com/gdrcheck/gdrcheck/internal/facts/node"
+	"github.com/gdrcheck/gdrcheck/internal/facts/pci"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 	"github.com/gdrcheck/gdrcheck/internal/topology/level"
@@ -22,7 +22,7 @@ func notCollected() []string {
 
 // NewInventory is the inventory of host h with its node facts f (nil:
 // none collected).
-func NewInventory(h *topology.Host, f *sysinfo.Facts) Inventory {
+func NewInventory(h *topology.Host, f *node.Facts) Inventory {
 	inv := Inventory{Host: h.Hostname, Kernel: h.Kernel, Root: h.Root, GPUFactsError: h.GPUFactsError,
 		GPUs: []GPU{}, NICs: []NIC{}, NVSwitches: []string{}, NotCollected: notCollected()}
 	if x := h.GPUFacts; x != nil {
@@ -75,7 +75,7 @@ func NewInventory(h *topology.Host, f *sysinfo.Facts) Inventory {
 	return inv
 }
 
-func library(l sysinfo.Library) Library {
+func library(l node.Library) Library {
 	return Library{Probed: true, Loaded: l.Loaded, Version: l.Version, Path: l.Path, Error: l.Error}
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/gdrcheck/gdrcheck/internal/checks"
+	"github.com/gdrcheck/gdrcheck/internal/profile"
 	"github.com/gdrcheck/gdrcheck/internal/report/noise"
 )
 
@@ -18,7 +19,7 @@ import (
 type Options struct {
 	// Expect is the site profile (--expect); its versions, counts, rate
 	// and MTU are the reference where it sets them, the majority otherwise.
-	Expect *checks.Expect
+	Expect *profile.Profile
 	// Z is the robust z beyond which a lower measurement is an outlier.
 	Z float64
 	// MADFloor is the least MAD as a fraction of the median, so that a
@@ -468,7 +469,7 @@ type field struct {
 func versionPin(pin string) func(string) bool {
 	return func(v string) bool {
 		for part := range strings.SplitSeq(v, ",") {
-			if !checks.VersionMatches(part, pin) {
+			if !profile.VersionMatches(part, pin) {
 				return false
 			}
 		}
@@ -478,7 +479,7 @@ func versionPin(pin string) func(string) bool {
 
 // fields are the versions, then the settings the class's nodes report.
 func (a *Aggregator) fields(members []int) []field {
-	var pin checks.ExpectVersions
+	var pin profile.Versions
 	e := a.opts.Expect
 	if e != nil && e.Versions != nil {
 		pin = *e.Versions
@@ -516,7 +517,7 @@ func (a *Aggregator) fields(members []int) []field {
 
 // settingPin is the profile's reference for a setting, where it sets
 // one: memlock_kb (a least), gdr.mode (peermem or dmabuf).
-func settingPin(e *checks.Expect, name string) (string, func(string) bool) {
+func settingPin(e *profile.Profile, name string) (string, func(string) bool) {
 	if e == nil {
 		return "", nil
 	}

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/gdrcheck/gdrcheck/internal/checks"
+	"github.com/gdrcheck/gdrcheck/internal/profile"
 	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/goldenfile"
@@ -213,13 +214,13 @@ func TestHealthyFleetAccusesNoOne(t *testing.T) {
 func TestProfileIsTheReference(t *testing.T) {
 	in := synthetic(t, nil)
 	o := DefaultOptions()
-	o.Expect = &checks.Expect{
-		Versions: &checks.ExpectVersions{Driver: "570.*"},
-		GPUs:     &checks.ExpectGPUs{Model: "H200", Count: 8},
+	o.Expect = &profile.Profile{
+		Versions: &profile.Versions{Driver: "570.*"},
+		GPUs:     &profile.GPUs{Model: "H200", Count: 8},
 		// The rails run at 400 Gb/s; the two 200 Gb/s Ethernet ports are
 		// not rails, and the rails are InfiniBand, where the MTU is not
 		// the profile's (a RoCE netdev's).
-		NICs: &checks.ExpectNICs{RateGbps: 400, MTU: 9000},
+		NICs: &profile.NICs{RateGbps: 400, MTU: 9000},
 	}
 	f := run(in, o)
 	var drained []string
@@ -380,17 +381,17 @@ func TestScanner(t *testing.T) {
 // The profile's memlock_kb and gdr.mode are the settings' reference.
 func TestSettingPin(t *testing.T) {
 	cases := []struct {
-		expect  checks.Expect
+		expect  profile.Profile
 		setting string
 		ref     string
 		ok, bad []string
 	}{
-		{checks.Expect{MemlockKB: "unlimited"}, SettingMemlock, "unlimited", []string{"unlimited"}, []string{"65536 KiB"}},
-		{checks.Expect{MemlockKB: "65536"}, SettingMemlock, "at least 65536 KiB", []string{"unlimited", "65536 KiB", "131072 KiB"}, []string{"8192 KiB", "junk"}},
-		{checks.Expect{GDR: &checks.ExpectGDR{Mode: "peermem"}}, SettingPeermem, "loaded", []string{"loaded"}, []string{"not loaded"}},
-		{checks.Expect{GDR: &checks.ExpectGDR{Mode: "dmabuf"}}, SettingDMABuf, "yes", []string{"yes"}, []string{"no"}},
-		{checks.Expect{GDR: &checks.ExpectGDR{Mode: "any"}}, SettingDMABuf, "", nil, nil},
-		{checks.Expect{MemlockKB: "unlimited"}, "NCCL_IB_HCA", "", nil, nil},
+		{profile.Profile{MemlockKB: "unlimited"}, SettingMemlock, "unlimited", []string{"unlimited"}, []string{"65536 KiB"}},
+		{profile.Profile{MemlockKB: "65536"}, SettingMemlock, "at least 65536 KiB", []string{"unlimited", "65536 KiB", "131072 KiB"}, []string{"8192 KiB", "junk"}},
+		{profile.Profile{GDR: &profile.GDR{Mode: "peermem"}}, SettingPeermem, "loaded", []string{"loaded"}, []string{"not loaded"}},
+		{profile.Profile{GDR: &profile.GDR{Mode: "dmabuf"}}, SettingDMABuf, "yes", []string{"yes"}, []string{"no"}},
+		{profile.Profile{GDR: &profile.GDR{Mode: "any"}}, SettingDMABuf, "", nil, nil},
+		{profile.Profile{MemlockKB: "unlimited"}, "NCCL_IB_HCA", "", nil, nil},
 	}
 	for _, tc := range cases {
 		ref, match := settingPin(&tc.expect, tc.setting)

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gdrcheck/gdrcheck/internal/report/printable"
+	"github.com/gdrcheck/gdrcheck/internal/printable"
 )
 
 // Node is what `scontrol show node NAME` says about one node, as far as

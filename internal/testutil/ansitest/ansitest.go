@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gdrcheck/gdrcheck/internal/report/printable"
+	"github.com/gdrcheck/gdrcheck/internal/printable"
 )
 
 // Payload is what a hostile snapshot or log carries in one value: an OSC 0

@@ -15,8 +15,8 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/gdrcheck/gdrcheck/internal/collect/nvml"
-	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
+	"github.com/gdrcheck/gdrcheck/internal/facts/gpu"
+	"github.com/gdrcheck/gdrcheck/internal/facts/pci"
 )
 
 // FS builds the described host as an in-memory tree, every parent
@@ -73,7 +73,7 @@ func (s *Spec) FS() (fstest.MapFS, error) {
 		if err != nil {
 			return nil, err
 		}
-		w.file("commands/"+nvml.FactsFile, string(b))
+		w.file("commands/"+gpu.FactsFile, string(b))
 	}
 	keys := make([]string, 0, len(s.Files))
 	for k := range s.Files {
@@ -379,7 +379,7 @@ func hash(s string) uint32 {
 
 func (s *Spec) facts() ([]byte, error) {
 	n := s.NVML
-	f := &nvml.Facts{Source: "fakehost", CollectedAt: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), DriverVersion: n.Driver, CUDADriverVersion: n.CUDA}
+	f := &gpu.Facts{Source: "fakehost", CollectedAt: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), DriverVersion: n.Driver, CUDADriverVersion: n.CUDA}
 	for i, g := range n.GPUs {
 		gf, err := gpuFacts(i, g)
 		if err != nil {
@@ -394,11 +394,11 @@ func (s *Spec) facts() ([]byte, error) {
 			}
 			st := n.P2PDefault
 			if st == "" {
-				st = nvml.P2PUnknown
+				st = gpu.P2PUnknown
 			}
-			p := nvml.P2P{A: a, B: b, Read: st, Write: st, NVLink: nvml.P2PNotSupported, Atomics: st}
+			p := gpu.P2P{A: a, B: b, Read: st, Write: st, NVLink: gpu.P2PNotSupported, Atomics: st}
 			if tieNVLink(f.GPUs[a], f.GPUs[b]) {
-				p.NVLink = nvml.P2POK
+				p.NVLink = gpu.P2POK
 			}
 			if o, ok := n.P2P[[2]string{f.GPUs[a].BusID, f.GPUs[b].BusID}]; ok {
 				kv := keyvals(strings.Fields(o))
@@ -418,8 +418,8 @@ func (s *Spec) facts() ([]byte, error) {
 	return json.MarshalIndent(f, "", "  ")
 }
 
-func tieNVLink(a, b nvml.GPU) bool {
-	sw := func(g nvml.GPU) bool {
+func tieNVLink(a, b gpu.GPU) bool {
+	sw := func(g gpu.GPU) bool {
 		for _, l := range g.NVLinks {
 			if l.Active && l.RemoteType == "nvswitch" {
 				return true
@@ -442,13 +442,13 @@ func bptr(b bool) *bool     { return &b }
 func iptr(i int) *int       { return &i }
 func uptr(u uint64) *uint64 { return &u }
 
-func gpuFacts(i int, g *NVMLGPU) (nvml.GPU, error) {
+func gpuFacts(i int, g *NVMLGPU) (gpu.GPU, error) {
 	a := g.Attrs
 	addr, err := pci.ParseAddress(g.Addr)
 	if err != nil {
-		return nvml.GPU{}, err
+		return gpu.GPU{}, err
 	}
-	gf := nvml.GPU{Index: i, BusID: addr.String(), Name: "NVIDIA H100 80GB HBM3", UUID: fmt.Sprintf("GPU-%08x-0000-0000-0000-%012d", hash(g.Addr), i),
+	gf := gpu.GPU{Index: i, BusID: addr.String(), Name: "NVIDIA H100 80GB HBM3", UUID: fmt.Sprintf("GPU-%08x-0000-0000-0000-%012d", hash(g.Addr), i),
 		Architecture: "Hopper", NVLinkQueried: true, ClockEvents: []string{}}
 	onoff := func(k string, def bool) (*bool, error) {
 		v, ok := a[k]
@@ -552,7 +552,7 @@ func gpuFacts(i int, g *NVMLGPU) (nvml.GPU, error) {
 		chk(err)
 		down, _ := strconv.Atoi(a["nvlink_down"])
 		for k := 0; k < n; k++ {
-			gf.NVLinks = append(gf.NVLinks, nvml.NVLink{Link: link, Active: k < n-down, Version: 4, RemoteBusID: "ffffffff:ff:ff.0", RemoteType: "nvswitch"})
+			gf.NVLinks = append(gf.NVLinks, gpu.NVLink{Link: link, Active: k < n-down, Version: 4, RemoteBusID: "ffffffff:ff:ff.0", RemoteType: "nvswitch"})
 			link++
 		}
 	}
@@ -565,7 +565,7 @@ func gpuFacts(i int, g *NVMLGPU) (nvml.GPU, error) {
 			paddr, err := pci.ParseAddress(pa)
 			chk(err)
 			for k := 0; k < n; k++ {
-				gf.NVLinks = append(gf.NVLinks, nvml.NVLink{Link: link, Active: true, Version: 3, RemoteBusID: paddr.String(), RemoteType: "gpu"})
+				gf.NVLinks = append(gf.NVLinks, gpu.NVLink{Link: link, Active: true, Version: 3, RemoteBusID: paddr.String(), RemoteType: "gpu"})
 				link++
 			}
 		}
@@ -575,7 +575,7 @@ func gpuFacts(i int, g *NVMLGPU) (nvml.GPU, error) {
 		gf.NVLinks = nil
 	}
 	if v, ok := a["fabric"]; ok {
-		gf.Fabric = nvml.Fabric{Supported: true, State: v, Status: a["fabric_status"]}
+		gf.Fabric = gpu.Fabric{Supported: true, State: v, Status: a["fabric_status"]}
 	}
 	if len(errs) > 0 {
 		return gf, errs[0]

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
+	"github.com/gdrcheck/gdrcheck/internal/facts/node"
 )
 
 // TestCommittedSnapshotsAreShareSafe is review row 134 (S4): the committed
@@ -40,12 +40,12 @@ func TestCommittedSnapshotsAreShareSafe(t *testing.T) {
 				}
 			case rel == "commands/environ.txt":
 				for line := range strings.Lines(string(b)) {
-					if k, _, _ := strings.Cut(line, "="); !sysinfo.KeepEnviron(k) {
+					if k, _, _ := strings.Cut(line, "="); !node.KeepEnviron(k) {
 						t.Errorf("%s: environment holds %s", name, k)
 					}
 				}
 			case rel == "proc/cmdline":
-				if s := strings.TrimSpace(string(b)); s != sysinfo.FilterCmdline(s) {
+				if s := strings.TrimSpace(string(b)); s != node.FilterCmdline(s) {
 					t.Errorf("%s: kernel command line %q", name, s)
 				}
 			case path.Base(rel) == "config" && len(b) > 0x100:

@@ -1,4 +1,4 @@
-package sysinfo
+package node
 
 import (
 	"fmt"
@@ -131,7 +131,7 @@ var reXid = regexp.MustCompile(`NVRM: Xid \(PCI:([0-9a-fA-F:.]+)\): (\d+),`)
 func ParseXids(b []byte) []Xid {
 	var out []Xid
 	for line := range strings.Lines(string(b)) {
-		if !strings.Contains(line, xidMarker) {
+		if !strings.Contains(line, XidMarker) {
 			continue
 		}
 		m := reXid.FindStringSubmatch(line)

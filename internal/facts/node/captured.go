@@ -1,4 +1,4 @@
-package sysinfo
+package node
 
 import (
 	"encoding/json"

@@ -1,29 +1,34 @@
-package nvml
+//go:build cgo
+
+package live
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
+	"github.com/gdrcheck/gdrcheck/internal/facts/gpu"
+	"github.com/gdrcheck/gdrcheck/internal/facts/pci"
 	"github.com/gdrcheck/gdrcheck/internal/watchdog"
 )
 
-// ErrNoLibrary means libnvidia-ml.so.1 could not be loaded: no driver.
-var ErrNoLibrary = errors.New("NVML library libnvidia-ml.so.1 not found (no NVIDIA driver on this host, or not on the loader path)")
+// library is the NVML a source asks: go-nvml's binding of the real
+// library, or its mock in tests.
+type library = gonvml.Interface
 
-// ErrHung means an NVML call did not return within its deadline. The
-// driver is then treated as wedged: no further calls are made.
-var ErrHung = errors.New("NVML call did not return within its deadline")
+// WithLibrary replaces the NVML library (go-nvml's mock in tests).
+func WithLibrary(lib gonvml.Interface) Option { return func(o *options) { o.lib = lib } }
 
-// DefaultCallTimeout bounds each NVML call. A healthy call takes
-// microseconds to a few milliseconds; a GPU that fell off the bus can block
-// for minutes.
-const DefaultCallTimeout = 5 * time.Second
+func newLive(o options) *live {
+	lib := o.lib
+	if lib == nil {
+		lib = gonvml.New()
+	}
+	return &live{lib: lib, timeout: o.timeout}
+}
 
 // guard runs NVML calls under a deadline. Once a call hangs, every later
 // call fails at once: the hung call still owns the driver lock.
@@ -47,15 +52,15 @@ type live struct {
 	timeout time.Duration
 }
 
-func (l *live) Collect(ctx context.Context) (*Facts, error) {
+func (l *live) Collect(ctx context.Context) (*gpu.Facts, error) {
 	g := newGuard(l.timeout)
-	f := &Facts{Source: "nvml", CollectedAt: time.Now().UTC()}
+	f := &gpu.Facts{Source: "nvml", CollectedAt: time.Now().UTC()}
 	var ret gonvml.Return
 	if err := g.do(ctx, "nvmlInit", func() { ret = l.lib.Init() }); err != nil {
 		return nil, err
 	}
 	if ret == gonvml.ERROR_LIBRARY_NOT_FOUND {
-		return nil, ErrNoLibrary
+		return nil, fmt.Errorf("%w: not found (no NVIDIA driver on this host, or not on the loader path)", ErrNoLibrary)
 	}
 	if ret != gonvml.SUCCESS {
 		return nil, fmt.Errorf("nvmlInit: %s", l.errString(g, ret))
@@ -72,8 +77,8 @@ func (l *live) Collect(ctx context.Context) (*Facts, error) {
 	if !ok {
 		return f, fmt.Errorf("nvmlDeviceGetCount: %s", strings.Join(f.Errors, "; "))
 	}
-	if n < 0 || n > MaxGPUs {
-		return f, fmt.Errorf("nvmlDeviceGetCount: %d GPUs, want 0 to %d", n, MaxGPUs)
+	if n < 0 || n > gpu.MaxGPUs {
+		return f, fmt.Errorf("nvmlDeviceGetCount: %d GPUs, want 0 to %d", n, gpu.MaxGPUs)
 	}
 	devs := make([]gonvml.Device, 0, n)
 	for i := 0; i < n; i++ {
@@ -89,7 +94,7 @@ func (l *live) Collect(ctx context.Context) (*Facts, error) {
 			if a == b {
 				continue
 			}
-			p := P2P{A: f.GPUs[a].Index, B: f.GPUs[b].Index}
+			p := gpu.P2P{A: f.GPUs[a].Index, B: f.GPUs[b].Index}
 			p.Read = c.p2p(devs[a], devs[b], gonvml.P2P_CAPS_INDEX_READ)
 			p.Write = c.p2p(devs[a], devs[b], gonvml.P2P_CAPS_INDEX_WRITE)
 			p.NVLink = c.p2p(devs[a], devs[b], gonvml.P2P_CAPS_INDEX_NVLINK)
@@ -112,7 +117,7 @@ type collector struct {
 	l   *live
 	g   *guard
 	ctx context.Context
-	f   *Facts
+	f   *gpu.Facts
 }
 
 // call runs one NVML call; a failure other than "not supported" is recorded.
@@ -150,8 +155,8 @@ func getPtr[T any](c *collector, name string, fn func() (T, gonvml.Return)) *T {
 	return nil
 }
 
-func (c *collector) gpu(i int, d gonvml.Device) GPU {
-	g := GPU{Index: i}
+func (c *collector) gpu(i int, d gonvml.Device) gpu.GPU {
+	g := gpu.GPU{Index: i}
 	pfx := fmt.Sprintf("GPU%d ", i)
 	if pi, ok := get(c, pfx+"nvmlDeviceGetPciInfo", d.GetPciInfo); ok {
 		g.BusID = pci.NormalizeBusID(cString(pi.BusId[:]))
@@ -188,7 +193,7 @@ func (c *collector) gpu(i int, d gonvml.Device) GPU {
 	var corr, unc int
 	var pend, fail bool
 	if c.call(pfx+"nvmlDeviceGetRemappedRows", func() gonvml.Return { var r gonvml.Return; corr, unc, pend, fail, r = d.GetRemappedRows(); return r }) {
-		g.Remapped = Remapped{Correctable: new(uint64(corr)), Uncorrectable: new(uint64(unc)), Pending: new(pend), Failure: new(fail)}
+		g.Remapped = gpu.Remapped{Correctable: new(uint64(corr)), Uncorrectable: new(uint64(unc)), Pending: new(pend), Failure: new(fail)}
 	} else {
 		// Page retirement is the pre-Ampere mechanism.
 		retired := func(name string, cause gonvml.PageRetirementCause) *uint64 {
@@ -215,7 +220,7 @@ func (c *collector) gpu(i int, d gonvml.Device) GPU {
 	}
 	c.nvlinks(pfx, d, &g)
 	if fi, ok := get(c, pfx+"nvmlDeviceGetGpuFabricInfo", d.GetGpuFabricInfo); ok {
-		g.Fabric = Fabric{Supported: fi.State != gonvml.GPU_FABRIC_STATE_NOT_SUPPORTED, State: fabricState(fi.State), CliqueID: new(fi.CliqueId)}
+		g.Fabric = gpu.Fabric{Supported: fi.State != gonvml.GPU_FABRIC_STATE_NOT_SUPPORTED, State: fabricState(fi.State), CliqueID: new(fi.CliqueId)}
 		if g.Fabric.Supported {
 			if gonvml.Return(fi.Status) == gonvml.SUCCESS {
 				g.Fabric.Status = "success"
@@ -227,7 +232,7 @@ func (c *collector) gpu(i int, d gonvml.Device) GPU {
 	return g
 }
 
-func (c *collector) nvlinks(pfx string, d gonvml.Device, g *GPU) {
+func (c *collector) nvlinks(pfx string, d gonvml.Device, g *gpu.GPU) {
 	for link := 0; link < gonvml.NVLINK_MAX_LINKS; link++ {
 		var st gonvml.EnableState
 		var r gonvml.Return
@@ -248,7 +253,7 @@ func (c *collector) nvlinks(pfx string, d gonvml.Device, g *GPU) {
 			return
 		}
 		g.NVLinkQueried = true
-		nl := NVLink{Link: link, Active: st == gonvml.FEATURE_ENABLED}
+		nl := gpu.NVLink{Link: link, Active: st == gonvml.FEATURE_ENABLED}
 		if nl.Active {
 			if ver, ok := get(c, fmt.Sprintf("%snvmlDeviceGetNvLinkVersion(%d)", pfx, link), func() (uint32, gonvml.Return) { return d.GetNvLinkVersion(link) }); ok {
 				nl.Version = int(ver)
@@ -267,7 +272,7 @@ func (c *collector) nvlinks(pfx string, d gonvml.Device, g *GPU) {
 func (c *collector) p2p(a, b gonvml.Device, idx gonvml.GpuP2PCapsIndex) string {
 	st, ok := get(c, fmt.Sprintf("nvmlDeviceGetP2PStatus(%d)", idx), func() (gonvml.GpuP2PStatus, gonvml.Return) { return c.l.lib.DeviceGetP2PStatus(a, b, idx) })
 	if !ok {
-		return P2PUnknown
+		return gpu.P2PUnknown
 	}
 	return P2PStatusName(st)
 }
@@ -276,19 +281,19 @@ func (c *collector) p2p(a, b gonvml.Device, idx gonvml.GpuP2PCapsIndex) string {
 func P2PStatusName(s gonvml.GpuP2PStatus) string {
 	switch s {
 	case gonvml.P2P_STATUS_OK:
-		return P2POK
+		return gpu.P2POK
 	case gonvml.P2P_STATUS_CHIPSET_NOT_SUPPORTED:
-		return P2PChipsetNotSupported
+		return gpu.P2PChipsetNotSupported
 	case gonvml.P2P_STATUS_GPU_NOT_SUPPORTED:
-		return P2PGPUNotSupported
+		return gpu.P2PGPUNotSupported
 	case gonvml.P2P_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED:
-		return P2PTopologyNotSupported
+		return gpu.P2PTopologyNotSupported
 	case gonvml.P2P_STATUS_DISABLED_BY_REGKEY:
-		return P2PDisabledByRegkey
+		return gpu.P2PDisabledByRegkey
 	case gonvml.P2P_STATUS_NOT_SUPPORTED:
-		return P2PNotSupported
+		return gpu.P2PNotSupported
 	}
-	return P2PUnknown
+	return gpu.P2PUnknown
 }
 
 // ClockEventNames names the set bits of NVML's clock event reasons mask.

@@ -1,10 +1,11 @@
-// Package nvml gathers the GPU facts that only the NVIDIA driver knows
+// Package gpu holds the GPU facts that only the NVIDIA driver knows
 // (NVLink state and peers, P2P support, ECC, row remapping, clock event
-// reasons, PCIe generation as the GPU reports it) behind one narrow
-// interface. Live, it asks NVML under a deadline; on a snapshot it reads the
-// facts the snapshot captured (commands/nvml.json, else nvidia-smi -q -x).
+// reasons, PCIe generation as the GPU reports it) as types, and their
+// parsers: the JSON a snapshot keeps (commands/nvml.json) and
+// nvidia-smi -q -x. It reads nothing itself: collect/nvml reads the
+// facts live (NVML) or from a snapshot, everything after it judges them.
 // Every value that could not be read stays nil: unknown, never a default.
-package nvml
+package gpu
 
 import (
 	"fmt"

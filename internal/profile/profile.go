@@ -1,4 +1,8 @@
-package checks
+// Package profile is the site profile (--expect): what a node must have,
+// so that a missing GPU or a 200G port is a failure rather than a surprise.
+// Every judge reads it from here: the checks, the model's expectations of
+// benchmarks and analyzed outputs, and the fleet's hardware classes.
+package profile
 
 import (
 	"bytes"
@@ -13,22 +17,22 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
+	"github.com/gdrcheck/gdrcheck/internal/facts/node"
 )
 
-// Expect is a site profile: what this node must have, so that a missing
+// Profile is a site profile: what this node must have, so that a missing
 // GPU or a 200G port is a failure rather than a surprise. YAML or JSON.
-type Expect struct {
-	GPUs     *ExpectGPUs     `yaml:"gpus" json:"gpus,omitempty"`
-	NICs     *ExpectNICs     `yaml:"nics" json:"nics,omitempty"`
-	Versions *ExpectVersions `yaml:"versions" json:"versions,omitempty"`
-	GDR      *ExpectGDR      `yaml:"gdr" json:"gdr,omitempty"`
+type Profile struct {
+	GPUs     *GPUs     `yaml:"gpus" json:"gpus,omitempty"`
+	NICs     *NICs     `yaml:"nics" json:"nics,omitempty"`
+	Versions *Versions `yaml:"versions" json:"versions,omitempty"`
+	GDR      *GDR      `yaml:"gdr" json:"gdr,omitempty"`
 	// MemlockKB is the smallest acceptable RLIMIT_MEMLOCK ("unlimited" or KiB).
 	MemlockKB string `yaml:"memlock_kb" json:"memlock_kb,omitempty"`
 }
 
-// ExpectGPUs describes the GPUs.
-type ExpectGPUs struct {
+// GPUs describes the GPUs.
+type GPUs struct {
 	Count     int    `yaml:"count" json:"count,omitempty"`
 	Model     string `yaml:"model" json:"model,omitempty"` // substring of the name, e.g. "H100"
 	NVLinks   int    `yaml:"nvlinks" json:"nvlinks,omitempty"`
@@ -36,8 +40,8 @@ type ExpectGPUs struct {
 	PCIeWidth int    `yaml:"pcie_width" json:"pcie_width,omitempty"`
 }
 
-// ExpectNICs describes the RDMA NICs that carry GPU traffic (the rails).
-type ExpectNICs struct {
+// NICs describes the RDMA NICs that carry GPU traffic (the rails).
+type NICs struct {
 	Count     int     `yaml:"count" json:"count,omitempty"`
 	RateGbps  float64 `yaml:"rate_gbps" json:"rate_gbps,omitempty"`
 	LinkLayer string  `yaml:"link_layer" json:"link_layer,omitempty"` // InfiniBand or Ethernet
@@ -46,9 +50,9 @@ type ExpectNICs struct {
 	PCIeWidth int     `yaml:"pcie_width" json:"pcie_width,omitempty"`
 }
 
-// ExpectVersions pins software and firmware versions (exact, or a prefix
+// Versions pins software and firmware versions (exact, or a prefix
 // ending in "*").
-type ExpectVersions struct {
+type Versions struct {
 	Driver      string `yaml:"driver" json:"driver,omitempty"`
 	CUDA        string `yaml:"cuda" json:"cuda,omitempty"`
 	NCCL        string `yaml:"nccl" json:"nccl,omitempty"`
@@ -57,21 +61,21 @@ type ExpectVersions struct {
 	RDMACore    string `yaml:"rdma_core" json:"rdma_core,omitempty"`
 }
 
-// ExpectGDR says which GPU Direct RDMA path the site relies on.
-type ExpectGDR struct {
+// GDR says which GPU Direct RDMA path the site relies on.
+type GDR struct {
 	Required bool   `yaml:"required" json:"required,omitempty"`
 	Mode     string `yaml:"mode" json:"mode,omitempty"` // any, peermem, dmabuf
 }
 
-var reYAMLType = regexp.MustCompile(` in type checks\.Expect(\w*)`)
+var reYAMLType = regexp.MustCompile(` in type profile\.(\w+)`)
 
-// MaxExpectBytes bounds a site profile: a profile is a few hundred bytes,
+// MaxBytes bounds a site profile: a profile is a few hundred bytes,
 // and --expect /dev/zero must not read until memory runs out.
-const MaxExpectBytes = 1 << 20
+const MaxBytes = 1 << 20
 
-// LoadExpect reads a site profile of at most MaxExpectBytes. Errors name
+// Load reads a site profile of at most MaxBytes. Errors name
 // the file, the line and the field.
-func LoadExpect(path string) (*Expect, error) {
+func Load(path string) (*Profile, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("--expect: %w", err)
@@ -82,21 +86,21 @@ func LoadExpect(path string) (*Expect, error) {
 	} else if fi.Mode()&(fs.ModeDevice|fs.ModeCharDevice|fs.ModeDir) != 0 {
 		return nil, fmt.Errorf("--expect %s: not a file (%s)", path, fi.Mode().Type())
 	}
-	b, err := io.ReadAll(io.LimitReader(f, MaxExpectBytes+1))
+	b, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("--expect: %w", err)
 	}
-	if len(b) > MaxExpectBytes {
-		return nil, fmt.Errorf("--expect %s: larger than %d bytes: not a site profile", path, MaxExpectBytes)
+	if len(b) > MaxBytes {
+		return nil, fmt.Errorf("--expect %s: larger than %d bytes: not a site profile", path, MaxBytes)
 	}
-	return ParseExpect(path, b)
+	return Parse(path, b)
 }
 
-// ParseExpect parses a site profile from bytes.
-func ParseExpect(name string, b []byte) (*Expect, error) {
+// Parse parses a site profile from bytes.
+func Parse(name string, b []byte) (*Profile, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
-	var e Expect
+	var e Profile
 	if err := dec.Decode(&e); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: empty site profile", name)
@@ -105,7 +109,7 @@ func ParseExpect(name string, b []byte) (*Expect, error) {
 		msg := strings.TrimPrefix(err.Error(), "yaml: ")
 		msg = strings.ReplaceAll(msg, "unmarshal errors:\n  ", "")
 		msg = reYAMLType.ReplaceAllStringFunc(msg, func(m string) string {
-			if sec := strings.ToLower(reYAMLType.FindStringSubmatch(m)[1]); sec != "" {
+			if sec := strings.ToLower(reYAMLType.FindStringSubmatch(m)[1]); sec != "profile" {
 				return " (" + sec + ")"
 			}
 			return ""
@@ -129,7 +133,7 @@ type fieldError struct {
 
 // validate refuses values that cannot mean anything, naming the first bad
 // field.
-func (e *Expect) validate() *fieldError {
+func (e *Profile) validate() *fieldError {
 	var bad *fieldError
 	check := func(ok bool, path, msg string) {
 		if !ok && bad == nil {
@@ -155,7 +159,7 @@ func (e *Expect) validate() *fieldError {
 		check(slices.Contains([]string{"", "any", "peermem", "dmabuf"}, g.Mode), "gdr.mode", fmt.Sprintf("%q, want any, peermem or dmabuf", g.Mode))
 	}
 	if e.MemlockKB != "" && e.MemlockKB != "unlimited" {
-		_, err := sysinfo.ParseKB(e.MemlockKB)
+		_, err := node.ParseKB(e.MemlockKB)
 		check(err == nil, "memlock_kb", fmt.Sprint(err))
 	}
 	return bad
@@ -186,9 +190,7 @@ func lineOf(b []byte, path string) int {
 
 // VersionMatches compares a found version with an expected one: exact, or
 // a prefix when the expectation ends in "*".
-func VersionMatches(found, want string) bool { return versionMatches(found, want) }
-
-func versionMatches(found, want string) bool {
+func VersionMatches(found, want string) bool {
 	if strings.HasSuffix(want, "*") {
 		return strings.HasPrefix(found, strings.TrimSuffix(want, "*"))
 	}

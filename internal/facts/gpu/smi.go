@@ -1,4 +1,4 @@
-package nvml
+package gpu
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gdrcheck/gdrcheck/internal/collect/pci"
+	"github.com/gdrcheck/gdrcheck/internal/facts/pci"
 )
 
 // smiLog mirrors the parts of `nvidia-smi -q -x` gdrcheck reads.

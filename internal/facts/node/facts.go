@@ -1,16 +1,16 @@
-// Package sysinfo collects the node facts that gdrcheck's readiness checks
-// judge beyond the PCIe/NVLink topology: kernel modules, the kernel command
-// line, the NVIDIA driver's version line, IOMMU units and group types, the
-// locked-memory limit, Xid events in the kernel log, fabric manager's state,
-// network interfaces, rdma-core and mlx5_core versions, the job environment
-// and the user-space libraries found.
+// Package node holds the node facts that gdrcheck's readiness checks judge
+// beyond the PCIe/NVLink topology, as types and their parsers: kernel
+// modules, the kernel command line, the NVIDIA driver's version line, IOMMU
+// units and group types, the locked-memory limit, Xid events in the kernel
+// log, fabric manager's state, network interfaces, rdma-core and mlx5_core
+// versions, the job environment (and what of it is kept) and the
+// user-space libraries found.
 //
-// Collection reads only through a machine.Root, so a recording root captures
-// exactly what it read into a snapshot, and a snapshot root replays it. Every
-// fact carries where it was read as a person should see it (a path or a
-// command) and the error when it could not be read, so a check can cite its
-// evidence or say why it does not know.
-package sysinfo
+// It reads nothing: collect/sysinfo reads these facts through a
+// machine.Root. Every fact carries where it was read as a person should see
+// it (a path or a command) and the error when it could not be read, so a
+// check can cite its evidence or say why it does not know.
+package node
 
 import (
 	"path"

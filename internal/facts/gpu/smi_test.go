@@ -1,0 +1,60 @@
+package gpu
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseSMIQueryH200(t *testing.T) {
+	b, err := os.ReadFile("testdata/h200x1-vm-nvidia-smi-q-x.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ParseSMIQuery("h200.xml", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.DriverVersion != "580.159.04" || f.CUDADriverVersion != "13.0" || len(f.GPUs) != 1 {
+		t.Fatalf("facts = %+v", f)
+	}
+	g := f.GPUs[0]
+	type view struct {
+		Bus, Name string
+		Persist   bool
+		ECC       bool
+		Unc       uint64
+		MaxGen    int
+		Width     int
+		Events    []string
+		Pending   bool
+	}
+	want := view{"0000:00:06.0", "NVIDIA H200", true, true, 0, 5, 16, []string{"gpu_idle"}, false}
+	got := view{g.BusID, g.Name, *g.Persistence, *g.ECC.Current, *g.ECC.AggregateUncorrected, *g.PCIe.MaxGen, *g.PCIe.CurWidth, g.ClockEvents, *g.Remapped.Pending}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("(-want +got)\n%s", d)
+	}
+	if g.NVLinkQueried || g.Retired.SingleBit != nil || g.Fabric.Supported {
+		t.Errorf("facts nvidia-smi -q -x does not give were claimed: %+v", g)
+	}
+}
+
+func TestParseSMIQueryErrors(t *testing.T) {
+	for _, in := range []string{"", "not xml at all", "<nvidia_smi_log><gpu id=", "<other/>"} {
+		if _, err := ParseSMIQuery("bad.xml", []byte(in)); err == nil || !strings.HasPrefix(err.Error(), "bad.xml") {
+			t.Errorf("ParseSMIQuery(%q) err = %v, want one naming the file", in, err)
+		}
+	}
+}
+
+func FuzzParseSMIQuery(f *testing.F) {
+	if b, err := os.ReadFile("testdata/h200x1-vm-nvidia-smi-q-x.xml"); err == nil {
+		f.Add(b)
+	}
+	f.Add([]byte("<nvidia_smi_log><driver_version>1</driver_version><gpu id=\"0:1:2.3\"></gpu></nvidia_smi_log>"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = ParseSMIQuery("fuzz.xml", b)
+	})
+}
