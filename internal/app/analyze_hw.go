@@ -66,15 +66,12 @@ func (h Hardware) with(p *profile.Profile) Hardware {
 	if p == nil {
 		return h
 	}
-	if g := p.GPUs; g != nil {
-		h.GPU = cmp.Or(h.GPU, g.Model)
-		h.GPUsPerNode = cmp.Or(h.GPUsPerNode, g.Count)
-	}
-	if n := p.NICs; n != nil {
-		h.NICsPerNode = cmp.Or(h.NICsPerNode, n.Count)
-		h.NICRateGbps = cmp.Or(h.NICRateGbps, n.RateGbps)
-		h.NICLayer = cmp.Or(h.NICLayer, n.LinkLayer)
-	}
+	w := model.WantOf(p)
+	h.GPU = cmp.Or(h.GPU, w.Model)
+	h.GPUsPerNode = cmp.Or(h.GPUsPerNode, w.GPUs)
+	h.NICsPerNode = cmp.Or(h.NICsPerNode, w.NICs)
+	h.NICRateGbps = cmp.Or(h.NICRateGbps, w.NICRateGbps)
+	h.NICLayer = cmp.Or(h.NICLayer, w.NICLayer)
 	h.given = true
 	return h
 }

@@ -13,14 +13,14 @@ import (
 
 // TestBenchBasis: a benchmark on every GPU is held to the profile's GPU
 // count and NIC rate; one on some of the GPUs to that many GPUs only. The
-// profile reaches the judgement through WantOf.
+// profile reaches the judgement through model.WantOf.
 func TestBenchBasis(t *testing.T) {
 	h, err := discover.Discover(context.Background(), discover.WithRoot(fakehost.Root(t, "../../testdata/hosts/hgx-h200-8gpu-10nic.host")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := WantOf(&profile.Profile{GPUs: &profile.GPUs{Count: 16}, NICs: &profile.NICs{RateGbps: 800}})
-	if want != (model.Want{GPUs: 16, NICRateGbps: 800}) || WantOf(nil) != (model.Want{}) {
+	want := model.WantOf(&profile.Profile{GPUs: &profile.GPUs{Count: 16}, NICs: &profile.NICs{RateGbps: 800}})
+	if want != (model.Want{GPUs: 16, NICRateGbps: 800}) || model.WantOf(nil) != (model.Want{}) {
 		t.Fatalf("WantOf: %+v", want)
 	}
 	all := &GPUs{Host: h, Devices: []int{0, 1, 2, 3, 4, 5, 6, 7}}

@@ -23,7 +23,6 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/native/dl"
 	"github.com/gdrcheck/gdrcheck/internal/native/nccl"
 	"github.com/gdrcheck/gdrcheck/internal/printable"
-	"github.com/gdrcheck/gdrcheck/internal/profile"
 	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
@@ -228,22 +227,6 @@ func (g *GPUs) basis(want model.Want) (model.Basis, error) {
 	return model.Healthy(s, g.Host, want), nil
 }
 
-// WantOf is the part of a site profile that sets the benchmarks'
-// expectations; nil: none.
-func WantOf(e *profile.Profile) model.Want {
-	var w model.Want
-	if e == nil {
-		return w
-	}
-	if g := e.GPUs; g != nil {
-		w.GPUs, w.Model, w.NVLinks, w.PCIeGen, w.PCIeWidth = g.Count, g.Model, g.NVLinks, g.PCIeGen, g.PCIeWidth
-	}
-	if n := e.NICs; n != nil {
-		w.NICs, w.NICRateGbps = n.Count, n.RateGbps
-	}
-	return w
-}
-
 // Judging of benchmarks against the model.
 type Judging struct {
 	Off  bool    // --no-judge
@@ -264,7 +247,7 @@ func JudgingWithProfile(j Judging, path string) (Judging, error) {
 	if err != nil {
 		return j, err
 	}
-	j.Want, j.Profile = WantOf(e), path
+	j.Want, j.Profile = model.WantOf(e), path
 	return j, nil
 }
 

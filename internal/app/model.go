@@ -17,7 +17,7 @@ type HostModel struct {
 	HostMemGBps     float64
 	NVLS            *bool // nil: as the host has it
 	// Want is the site profile's part that describes the hardware as it
-	// should be (WantOf); Profile is its path ("": none), named as the
+	// should be (model.WantOf); Profile is its path ("": none), named as the
 	// expectation's basis.
 	Want    model.Want
 	Profile string

@@ -11,6 +11,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/checks"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
+	"github.com/gdrcheck/gdrcheck/internal/model"
 	"github.com/gdrcheck/gdrcheck/internal/native/cuda"
 	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
@@ -137,7 +138,7 @@ func (s *Session) Run(ctx context.Context, o RunOptions) (_ *NodeRun, err error)
 	nr.Summary.Pairing = nr.Summary.Pairing.WithGDRBlocked(checks.GDRBlocked(nr.env))
 	// The benchmarks are judged against the node as it should be: the
 	// site profile where there is one, the catalogue otherwise.
-	nr.judging = Judging{Pass: quickPass, Want: WantOf(p.expect), Profile: o.Checks.Expect}
+	nr.judging = Judging{Pass: quickPass, Want: model.WantOf(p.expect), Profile: o.Checks.Expect}
 	if o.Out != "" {
 		if err := os.MkdirAll(o.Out, 0o755); err != nil {
 			nr.OutErr = toolErr(fmt.Errorf("--out %s: cannot make the directory: %w", o.Out, dossier.WithoutPath(err)))

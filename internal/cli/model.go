@@ -157,7 +157,7 @@ func runModel(cmd *cobra.Command, g *globals, f *modelFlags) error {
 		}
 		defer cleanup()
 		hm := app.HostModel{Host: h, Source: "host " + g.root, Nodes: f.nodes, InterSocketGBps: f.interSocket, HostMemGBps: f.hostMem,
-			Want: app.WantOf(profile), Profile: f.expect}
+			Want: model.WantOf(profile), Profile: f.expect}
 		if changed("nvls") {
 			hm.NVLS = &f.nvls
 		}

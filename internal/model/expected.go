@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/hw"
+	"github.com/gdrcheck/gdrcheck/internal/profile"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
@@ -24,6 +25,24 @@ type Want struct {
 	PCIeWidth   int     // gpus.pcie_width
 	NICs        int     // nics.count
 	NICRateGbps float64 // nics.rate_gbps
+	NICLayer    string  // nics.link_layer: InfiniBand or Ethernet
+}
+
+// WantOf is the part of a site profile that sets expectations (of
+// benchmarks, of analyzed outputs, of the model's own report); nil: none.
+// It is the one place a profile field becomes an expectation.
+func WantOf(p *profile.Profile) Want {
+	var w Want
+	if p == nil {
+		return w
+	}
+	if g := p.GPUs; g != nil {
+		w.GPUs, w.Model, w.NVLinks, w.PCIeGen, w.PCIeWidth = g.Count, g.Model, g.NVLinks, g.PCIeGen, g.PCIeWidth
+	}
+	if n := p.NICs; n != nil {
+		w.NICs, w.NICRateGbps, w.NICLayer = n.Count, n.RateGbps, n.LinkLayer
+	}
+	return w
 }
 
 // Basis is what a measurement is judged against: Should, the node as it

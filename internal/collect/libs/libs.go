@@ -1,7 +1,8 @@
 // Package libs finds the user-space vendor libraries a job loads (the CUDA
 // runtime and NCCL) by loading them into this process and asking their
-// versions. It is the cgo half of collection; internal/collect/sysinfo holds
-// the types and reads them back from snapshots.
+// versions. It is the native half of collection; facts/node holds the
+// types, internal/collect/sysinfo reads them back from snapshots. In a
+// build without cgo every library reads as not loaded, with that reason.
 package libs
 
 import (
