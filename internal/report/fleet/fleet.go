@@ -76,6 +76,7 @@ type Fleet struct {
 type Spread struct {
 	Class  string  `json:"class"`
 	Key    string  `json:"key"`
+	Unit   string  `json:"unit"`
 	Nodes  int     `json:"nodes"`
 	Median float64 `json:"median"`
 	MAD    float64 `json:"mad"`
@@ -197,6 +198,7 @@ type Outlier struct {
 	Host   string  `json:"host"`
 	Class  string  `json:"class"`
 	Key    string  `json:"key"`
+	Unit   string  `json:"unit"`
 	Value  float64 `json:"value"`
 	Median float64 `json:"median"`
 	MAD    float64 `json:"mad"`
@@ -236,6 +238,7 @@ type sampleKey struct{ class, key int32 }
 // every node: the first node that timed the row gives it) and whether the
 // model called it latency-bound.
 type keyNoise struct {
+	unit    string // the measurement's (Measure.Unit), which its key decides
 	test    string
 	latency bool
 	work    float64
@@ -302,7 +305,7 @@ func (a *Aggregator) Add(n Node) {
 			a.keyNames = append(a.keyNames, m.Key)
 		}
 		if !ok {
-			a.keyInfo = append(a.keyInfo, keyNoise{test: a.intern(m.Test), latency: m.Latency})
+			a.keyInfo = append(a.keyInfo, keyNoise{unit: a.intern(m.Unit), test: a.intern(m.Test), latency: m.Latency})
 		}
 		if ki := &a.keyInfo[k]; ki.work <= 0 && m.TimeUS > 0 {
 			ki.work, ki.latency = m.TimeUS*m.Value, m.Latency
@@ -742,7 +745,7 @@ func (a *Aggregator) outliers(f *Fleet, why whyFunc) {
 			if !low || s.value*(1+nf) >= med {
 				continue
 			}
-			o := Outlier{Host: a.nodes[s.node].Host, Class: a.classes[sk.class], Key: a.keyNames[sk.key], Value: s.value, Median: med, MAD: mad, Z: z, OffPct: 100 * (s.value - med) / med, Peers: len(ss), Noise: nf}
+			o := Outlier{Host: a.nodes[s.node].Host, Class: a.classes[sk.class], Key: a.keyNames[sk.key], Unit: a.keyInfo[sk.key].unit, Value: s.value, Median: med, MAD: mad, Z: z, OffPct: 100 * (s.value - med) / med, Peers: len(ss), Noise: nf}
 			f.Outliers = append(f.Outliers, o)
 			flagged++
 			worstOff = min(worstOff, o.OffPct)
@@ -760,7 +763,7 @@ func (a *Aggregator) outliers(f *Fleet, why whyFunc) {
 		return cmp.Or(cmp.Compare(x.worst, y.worst), cmp.Compare(x.Class, y.Class), cmp.Compare(x.Key, y.Key))
 	})
 	for n, o := range worst {
-		why(n, tierOutlier, -o.OffPct, fmt.Sprintf("%d measurement(s) below the class median; worst %s %.4g (%+.1f%% of median %.4g, z %.1f)", nflag[n], o.Key, o.Value, o.OffPct, o.Median, o.Z))
+		why(n, tierOutlier, -o.OffPct, fmt.Sprintf("%d measurement(s) below the class median; worst %s %.4g %s (%+.1f%% of median %.4g, z %.1f)", nflag[n], o.Key, o.Value, o.Unit, o.OffPct, o.Median, o.Z))
 	}
 	slices.SortFunc(f.Outliers, func(x, y Outlier) int {
 		return cmp.Or(cmp.Compare(x.OffPct, y.OffPct), cmp.Compare(x.Host, y.Host), cmp.Compare(x.Key, y.Key))
@@ -786,7 +789,7 @@ func (a *Aggregator) noise(k int32, med float64) float64 {
 
 // spread is the distribution of one class's measurement of one key.
 func (a *Aggregator) spread(sk sampleKey, ss []sample, med, mad, band float64, flagged int, worst float64) Spread {
-	sp := Spread{Class: a.classes[sk.class], Key: a.keyNames[sk.key], Nodes: len(ss), Median: med, MAD: mad, Band: band, Z: a.opts.Z,
+	sp := Spread{Class: a.classes[sk.class], Key: a.keyNames[sk.key], Unit: a.keyInfo[sk.key].unit, Nodes: len(ss), Median: med, MAD: mad, Band: band, Z: a.opts.Z,
 		Min: ss[0].value, Max: ss[0].value, Outliers: flagged, worst: worst}
 	for _, s := range ss {
 		sp.Min, sp.Max = min(sp.Min, s.value), max(sp.Max, s.value)
