@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,10 +35,16 @@ type Options struct {
 	Noise noise.Options
 }
 
-// DefaultOptions: |z| > 3.5 (Iglewicz and Hoaglin's cut-off for the
-// modified z-score), a MAD of at least 1% of the median, 5 nodes.
+// DefaultOptions: noise.DefaultRobust's outlier rule (|z| > 3.5, a MAD
+// of at least 1% of the median, 5 nodes) and noise model.
 func DefaultOptions() Options {
-	return Options{Z: 3.5, MADFloor: 0.01, MinNodes: 5, Noise: noise.DefaultOptions()}
+	r := noise.DefaultRobust()
+	return Options{Z: r.Z, MADFloor: r.MADFloor, MinNodes: r.MinValues, Noise: noise.DefaultOptions()}
+}
+
+// Robust is o's outlier rule (internal/report/noise).
+func (o Options) Robust() noise.Robust {
+	return noise.Robust{Z: o.Z, MADFloor: o.MADFloor, MinValues: o.MinNodes}
 }
 
 // Validate says what is wrong with o.
@@ -733,15 +738,16 @@ func (a *Aggregator) outliers(f *Fleet, why whyFunc) {
 		for _, s := range ss {
 			vals = append(vals, s.value)
 		}
-		med, mad := MedianMAD(vals)
-		scale := max(mad, a.opts.MADFloor*med)
+		rule := a.opts.Robust()
+		med, mad := noise.MedianMAD(vals)
+		scale := rule.Scale(med, mad)
 		if scale <= 0 {
 			continue
 		}
 		nf := a.noise(sk.key, med)
 		flagged, worstOff := 0, 0.0
 		for _, s := range ss {
-			z, low, _ := a.opts.RobustZ(s.value, med, mad) // the scale is > 0: checked above
+			z, low, _ := rule.Score(s.value, med, mad) // the scale is > 0: checked above
 			if !low || s.value*(1+nf) >= med {
 				continue
 			}
@@ -825,15 +831,6 @@ func Bin(v, lo, hi float64, n int) int {
 		return 0
 	}
 	return max(0, min(n-1, int(float64(n)*(v-lo)/(hi-lo))))
-}
-
-func median(v []float64) float64 {
-	sort.Float64s(v)
-	n := len(v)
-	if n%2 == 1 {
-		return v[n/2]
-	}
-	return (v[n/2-1] + v[n/2]) / 2
 }
 
 // DrainAny says whether any node is to be drained.
