@@ -19,7 +19,7 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/launch"
-	"github.com/gdrcheck/gdrcheck/internal/report/fleet"
+	"github.com/gdrcheck/gdrcheck/internal/report/noise"
 )
 
 // Schema is the campaign file's schema.
@@ -92,16 +92,16 @@ type Config struct {
 	Bench BenchConfig `json:"bench"`
 }
 
-// RobustOptions are fleet's outlier rule's settings, as the campaign
-// records them.
+// RobustOptions are the outlier rule's settings (noise.Robust, the rule
+// gdrcheck fleet judges nodes by), as the campaign records them.
 type RobustOptions struct {
 	Z        float64 `json:"z"`
 	MADFloor float64 `json:"mad_floor"`
 	MinSteps int     `json:"min_steps"`
 }
 
-func (r RobustOptions) fleet() fleet.Options {
-	return fleet.Options{Z: r.Z, MADFloor: r.MADFloor, MinNodes: r.MinSteps}
+func (r RobustOptions) rule() noise.Robust {
+	return noise.Robust{Z: r.Z, MADFloor: r.MADFloor, MinValues: r.MinSteps}
 }
 
 // BenchConfig is each step's gdrcheck bench nccl.
@@ -116,11 +116,11 @@ type BenchConfig struct {
 
 // DefaultConfig is the campaign's defaults for nodes.
 func DefaultConfig(nodes []string) Config {
-	fo := fleet.DefaultOptions()
+	fo := noise.DefaultRobust()
 	return Config{
 		Nodes:     nodes,
 		Strategy:  Pairs,
-		Robust:    RobustOptions{Z: fo.Z, MADFloor: fo.MADFloor, MinSteps: fo.MinNodes},
+		Robust:    RobustOptions{Z: fo.Z, MADFloor: fo.MADFloor, MinSteps: fo.MinValues},
 		Confirm:   2,
 		MaxRounds: 20,
 		Bench:     BenchConfig{GPUsPerNode: 8, Size: "1G", Iters: 20},

@@ -12,7 +12,7 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/rendezvous"
-	"github.com/gdrcheck/gdrcheck/internal/report/fleet"
+	"github.com/gdrcheck/gdrcheck/internal/report/noise"
 )
 
 // The files a round's scripts write, under the round's folder:
@@ -257,7 +257,7 @@ func (c *Campaign) judge(r *Round, obs []Observation) error {
 			pool[s.Rail] = append(pool[s.Rail], obs[i].BusBW)
 		}
 	}
-	fo := c.Robust.fleet()
+	fo := c.Robust.rule()
 	for i, s := range r.Steps {
 		o := obs[i]
 		out := &Outcome{Status: o.Status, BusBW: o.BusBW, Measured: o.Measured, Why: o.Why}
@@ -282,7 +282,7 @@ func (c *Campaign) judge(r *Round, obs []Observation) error {
 					rf.med, rf.mad = medianMAD(vals)
 					refs[s.Rail] = rf
 				}
-				z, low, ok := fo.RobustZ(o.BusBW, rf.med, rf.mad)
+				z, low, ok := fo.Score(o.BusBW, rf.med, rf.mad)
 				out.Median, out.MAD, out.Z = rf.med, rf.mad, z
 				switch {
 				case !ok:
@@ -301,7 +301,7 @@ func (c *Campaign) judge(r *Round, obs []Observation) error {
 }
 
 func medianMAD(vals []float64) (float64, float64) {
-	return fleet.MedianMAD(slices.Clone(vals))
+	return noise.MedianMAD(slices.Clone(vals))
 }
 
 func (c *Campaign) levelName(rail int) string {

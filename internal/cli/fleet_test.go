@@ -60,7 +60,7 @@ func TestFleetCommand(t *testing.T) {
 		out  []string
 	}{
 		{"healthy", []string{"fleet", healthy}, 0, []string{"6 nodes in 1 hardware classes, 0 skipped; 0 to drain."}},
-		{"slow node", []string{"fleet", slow}, 1, []string{"node-3  1 measurement(s) below the class median; worst all_reduce/67108864/", "(-30.0% of median"}},
+		{"slow node", []string{"fleet", slow}, 1, []string{"node-3  1 measurement(s) below the class median; worst all_reduce 64M (", "(-30.0% of median"}},
 		{"markdown", []string{"fleet", "--format", "md", slow}, 1, []string{"| 1 | node-3 |"}},
 		{"a dossier and a file", []string{"fleet", filepath.Join(healthy, "node-0"), filepath.Join(healthy, "node-1", "report.json")}, 0, []string{"2 nodes"}},
 		{"truncated report", []string{"fleet", healthy, bad}, 2, []string{"6 nodes", "1 skipped", bad}},

@@ -1,13 +1,12 @@
 // Package report is gdrcheck's output layer: the versioned envelope every
-// JSON document carries, and the renderers (table, Markdown, JUnit, JSON)
-// every command shares.
+// JSON document carries, and the renderers (table, Markdown, JUnit, JSON,
+// Prometheus textfile) every command shares.
 //
 // A command builds an Envelope (what ran, where, when, its results and its
 // own data) and hands it to Write with the format the user asked for. A new
 // output format is one more Format and one more case in Write, over
-// Envelope.Results; every command then has it. A Prometheus textfile
-// renderer belongs here too: it would map each result to a gauge labelled
-// by id, subject and reason.
+// Envelope.Results; every command then has it. Data with metrics of its own
+// (the dossier's) adds them through PrometheusData.
 package report
 
 import (

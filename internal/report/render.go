@@ -25,6 +25,9 @@ const (
 	JSON     Format = "json"
 	Markdown Format = "md"
 	JUnit    Format = "junit"
+	// Prometheus is the node_exporter textfile collector's format
+	// (WritePrometheus): the dossier's metrics.prom.
+	Prometheus Format = "prometheus"
 	// HTML is a command's own page (gdrcheck fleet's fleet.html): Write
 	// refuses it as it does Text.
 	HTML Format = "html"
@@ -58,6 +61,8 @@ func Write(w io.Writer, f Format, e *Envelope) error {
 		return WriteMarkdown(w, e.Results)
 	case JUnit:
 		return WriteJUnit(w, "gdrcheck", e.Results, e.Duration())
+	case Prometheus:
+		return WritePrometheus(w, e)
 	}
 	return fmt.Errorf("report: format %q is a command's own view", f)
 }

@@ -142,3 +142,66 @@ func TestHostileValuesEscaped(t *testing.T) {
 		}
 	}
 }
+
+// promData is data with metrics of its own.
+type promData struct{}
+
+func (promData) PrometheusInfo() []string { return []string{"profile", "quick"} }
+func (promData) PrometheusGauges() []*Gauge {
+	g := NewGauge("gdrcheck_own", "The data's own.")
+	g.Add(2.5, "k", "v")
+	return []*Gauge{g, NewGauge("gdrcheck_empty", "No samples: left out.")}
+}
+
+// The Prometheus textfile of an envelope: the run's gauges, the results'
+// (label values escaped, one sample per id, subject and source, the
+// worst), then the data's own where it has any.
+func TestPrometheus(t *testing.T) {
+	rs := []result.Result{
+		{ID: "x", Subject: "a\"b\\c\nd", Status: result.Pass, Source: "check"},
+		{ID: "x", Subject: "a\"b\\c\nd", Status: result.Fail, Source: "check"},
+		{ID: "y", Subject: "node", Status: result.Unknown},
+	}
+	head := `# HELP gdrcheck_report_timestamp_seconds When the run ended, in seconds since the epoch.
+# TYPE gdrcheck_report_timestamp_seconds gauge
+gdrcheck_report_timestamp_seconds 1.7e+09
+# HELP gdrcheck_run_duration_seconds How long the run took.
+# TYPE gdrcheck_run_duration_seconds gauge
+gdrcheck_run_duration_seconds 1.5
+# HELP gdrcheck_info Always 1: the tool and the node's software versions as labels.
+# TYPE gdrcheck_info gauge
+`
+	results := `# HELP gdrcheck_results Results of the run by status.
+# TYPE gdrcheck_results gauge
+gdrcheck_results{status="pass"} 1
+gdrcheck_results{status="warn"} 0
+gdrcheck_results{status="fail"} 1
+gdrcheck_results{status="skip"} 0
+gdrcheck_results{status="unknown"} 1
+gdrcheck_results{status="error"} 0
+# HELP gdrcheck_check_status Status of each check (and judgement) on each subject: 0 pass, 1 skip, 2 warn, 3 unknown, 4 error, 5 fail.
+# TYPE gdrcheck_check_status gauge
+gdrcheck_check_status{id="x",subject="a\"b\\c\nd",source="check"} 5
+gdrcheck_check_status{id="y",subject="node",source=""} 3
+`
+	ended := time.Unix(1_700_000_000, 0)
+	r := Run{Tool: Tool{Version: "1.0", Commit: "abc"}, StartedAt: ended.Add(-1500 * time.Millisecond), EndedAt: ended}
+	cases := []struct {
+		name string
+		data any
+		want string
+	}{
+		{"results only", map[string]int{"n": 1}, head + `gdrcheck_info{version="1.0",commit="abc"} 1` + "\n" + results},
+		{"data's own", promData{}, head + `gdrcheck_info{version="1.0",commit="abc",profile="quick"} 1` + "\n" + results +
+			"# HELP gdrcheck_own The data's own.\n# TYPE gdrcheck_own gauge\ngdrcheck_own{k=\"v\"} 2.5\n"},
+	}
+	for _, c := range cases {
+		var b bytes.Buffer
+		if err := Write(&b, Prometheus, &Envelope{Run: r, Results: rs, Data: c.data}); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != c.want {
+			t.Errorf("%s:\n%s\nwant\n%s", c.name, b.String(), c.want)
+		}
+	}
+}

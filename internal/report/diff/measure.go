@@ -3,9 +3,7 @@ package diff
 import (
 	"fmt"
 	"math"
-	"strconv"
 
-	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
 )
 
@@ -29,18 +27,17 @@ type sample struct {
 // latency reports whether the model called a row latency-bound.
 func latencyByModel(m dossier.CollectiveMeasurement) bool { return m.Bottleneck == "latency" }
 
-// collectiveSamples keys nccl rows by collective, size and ranks. On one
-// rank bus bandwidth is 0 by definition and NCCL does nothing in place:
-// algorithm bandwidth is compared there, without a spread.
+// collectiveSamples keys nccl rows by their Key (collective, size and
+// ranks). On one rank bus bandwidth is 0 by definition and NCCL does
+// nothing in place: algorithm bandwidth is compared there, without a
+// spread.
 func collectiveSamples(ms []dossier.CollectiveMeasurement) map[string]sample {
 	out := map[string]sample{}
 	for _, m := range ms {
-		k := fmt.Sprintf("%s %s (%d %s)", m.Collective, sizeText(m.Bytes), m.Ranks, plural(m.Ranks, "rank"))
-		v, alg := dossier.ComparedBandwidth(m.Ranks, m.BusBW, m.AlgBW)
-		s := sample{subject: k, unit: "GB/s busbw", v: v, wrong: m.Wrong, timeUS: m.TimeUS, noisy: latencyByModel(m)}
-		if alg {
-			s.unit = "GB/s algbw"
-		} else if m.InPlaceBusBW > 0 && m.BusBW > 0 {
+		k := m.Key()
+		v, unit := m.Compared()
+		s := sample{subject: k, unit: unit, v: v, wrong: m.Wrong, timeUS: m.TimeUS, noisy: latencyByModel(m)}
+		if unit == dossier.UnitBusBW && m.InPlaceBusBW > 0 && m.BusBW > 0 {
 			s.spread = math.Abs(m.InPlaceBusBW-m.BusBW) / m.BusBW
 		}
 		out[k] = s
@@ -48,26 +45,13 @@ func collectiveSamples(ms []dossier.CollectiveMeasurement) map[string]sample {
 	return out
 }
 
-// sizeText prints a message size as nccl-tests' -b/-e read it
-// (collective.FormatSize), "B" after a size in plain bytes.
-func sizeText(b uint64) string {
-	s := collective.FormatSize(b)
-	if s == strconv.FormatUint(b, 10) {
-		return s + "B"
-	}
-	return s
-}
-
+// copySamples keys copies by their Key, which holds the size: a copy of
+// another size is another measurement.
 func copySamples(ms []dossier.CopyMeasurement) map[string]sample {
 	out := map[string]sample{}
 	for _, m := range ms {
-		// The size is part of the key: a copy of another size is another
-		// measurement (a 64 MiB device copy does not reach a 4 GiB one's).
-		k := fmt.Sprintf("copy %s GPU%d %s", m.Test, m.Device, sizeText(m.Bytes))
-		if m.Peer >= 0 {
-			k = fmt.Sprintf("copy %s GPU%d-GPU%d %s", m.Test, m.Device, m.Peer, sizeText(m.Bytes))
-		}
-		s := sample{subject: k, unit: "GB/s", v: m.GBps, test: m.Test}
+		k := m.Key()
+		s := sample{subject: k, unit: dossier.UnitCopy, v: m.GBps, test: m.Test}
 		if !m.Valid {
 			s.failed = "did not validate"
 		}
@@ -148,11 +132,4 @@ func (c *comparer) compareSamples(om, nm map[string]sample, collective bool) {
 			Reason: fmt.Sprintf("%s beyond its noise of ×%s either way (%s)", dir, num(1+floor), class),
 		})
 	}
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return word
-	}
-	return word + "s"
 }

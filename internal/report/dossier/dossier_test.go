@@ -219,20 +219,3 @@ func TestWriteDirAtomic(t *testing.T) {
 		}
 	}
 }
-
-// metrics.prom escapes label values and keeps one sample per id, subject
-// and source, the worst.
-func TestPrometheusLabels(t *testing.T) {
-	r := &Report{Results: []result.Result{
-		{ID: "x", Subject: "a\"b\\c\nd", Status: result.Pass},
-		{ID: "x", Subject: "a\"b\\c\nd", Status: result.Fail},
-	}}
-	var b bytes.Buffer
-	if err := WritePrometheus(&b, r); err != nil {
-		t.Fatal(err)
-	}
-	want := `gdrcheck_check_status{id="x",subject="a\"b\\c\nd",source=""} 5` + "\n"
-	if !strings.Contains(b.String(), want) || strings.Count(b.String(), "gdrcheck_check_status{") != 1 {
-		t.Errorf("metrics.prom:\n%s\nwant %s", b.String(), want)
-	}
-}

@@ -14,7 +14,6 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/printable"
 	"github.com/gdrcheck/gdrcheck/internal/report"
-	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
 // File is one rendered file of the dossier: its name in the dossier's
@@ -43,7 +42,7 @@ func Files() []File {
 	return []File{
 		{ReportMD, WriteMarkdown},
 		{JUnitXML, WriteJUnit},
-		{MetricsProm, WritePrometheus},
+		{MetricsProm, func(w io.Writer, r *Report) error { return report.Write(w, report.Prometheus, r.Envelope()) }},
 	}
 }
 
@@ -242,166 +241,73 @@ func optPct(v *float64) string {
 	return fmt.Sprintf("%.0f%%", 100**v)
 }
 
-// StatusCode is a status as the number metrics.prom carries, worst
-// highest: 0 pass, 1 skip, 2 warn, 3 unknown, 4 error, 5 fail.
-func StatusCode(s result.Status) int {
-	switch s {
-	case result.Pass:
-		return 0
-	case result.Skip:
-		return 1
-	case result.Warn:
-		return 2
-	case result.Unknown:
-		return 3
-	case result.Error:
-		return 4
-	}
-	return 5
+var _ report.PrometheusData = (*Document)(nil) // metrics.prom is report.Prometheus of the envelope
+
+// PrometheusInfo are the node's software versions and the run's profile,
+// gdrcheck_info's labels after the tool's (report.PrometheusData).
+func (d *Document) PrometheusInfo() []string {
+	return []string{"profile", d.Profile, "driver", d.Inventory.Driver, "cuda_runtime", d.Inventory.CUDARuntime.Version, "nccl", d.Inventory.NCCL.Version}
 }
 
-// metric is one metric family of metrics.prom.
-type metric struct {
-	name, help string
-	samples    []sample
-}
-
-type sample struct {
-	labels [][2]string
-	value  float64
-}
-
-func (m *metric) add(v float64, labels ...string) {
-	var ls [][2]string
-	for i := 0; i+1 < len(labels); i += 2 {
-		ls = append(ls, [2]string{labels[i], labels[i+1]})
-	}
-	m.samples = append(m.samples, sample{ls, v})
-}
-
-var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-
-func (m *metric) write(b *strings.Builder) {
-	fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s gauge\n", m.name, m.help, m.name)
-	for _, s := range m.samples {
-		b.WriteString(m.name)
-		if len(s.labels) > 0 {
-			b.WriteByte('{')
-			for i, l := range s.labels {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				fmt.Fprintf(b, `%s="%s"`, l[0], labelEscaper.Replace(l[1]))
-			}
-			b.WriteByte('}')
-		}
-		b.WriteByte(' ')
-		b.WriteString(strconv.FormatFloat(s.value, 'g', -1, 64))
-		b.WriteByte('\n')
-	}
-}
-
-func boolValue(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// WritePrometheus writes metrics.prom in the node_exporter textfile
-// collector's format: one gauge family per metric, with HELP and TYPE,
-// names and labels documented in docs/dossier.md and kept stable. A
-// result judged twice for one id, subject and source (a check with two
-// findings on one subject) is one sample with the worse status.
-func WritePrometheus(w io.Writer, r *Report) error {
-	v := r.Verdict
-	ready := &metric{name: "gdrcheck_node_ready", help: "1 when the node verdict is READY, else 0."}
-	ready.add(boolValue(v.Status == checks.Ready))
-	verdict := &metric{name: "gdrcheck_node_verdict", help: "The node verdict: 1 for the current one of READY, DEGRADED, NOT READY."}
+// PrometheusGauges are metrics.prom's gauges of the document: the verdict,
+// whether the run finished, the GPUs and NICs, the phases, the
+// measurements beside their expectations and the data paths
+// (report.PrometheusData; docs/dossier.md lists them).
+func (d *Document) PrometheusGauges() []*report.Gauge {
+	v := d.Verdict
+	ready := report.NewGauge("gdrcheck_node_ready", "1 when the node verdict is READY, else 0.")
+	ready.Add(report.Bool(v.Status == checks.Ready))
+	verdict := report.NewGauge("gdrcheck_node_verdict", "The node verdict: 1 for the current one of READY, DEGRADED, NOT READY.")
 	for _, s := range []string{checks.Ready, checks.Degraded, checks.NotReady} {
-		verdict.add(boolValue(v.Status == s), "verdict", s)
+		verdict.Add(report.Bool(v.Status == s), "verdict", s)
 	}
-	complete := &metric{name: "gdrcheck_report_complete", help: "1 when every phase of the run finished, 0 when it was cut short."}
-	complete.add(boolValue(r.Complete))
-	ended := &metric{name: "gdrcheck_report_timestamp_seconds", help: "When the run ended, in seconds since the epoch."}
-	ended.add(float64(r.Run.EndedAt.Unix()))
-	duration := &metric{name: "gdrcheck_run_duration_seconds", help: "How long the run took."}
-	duration.add(r.Run.EndedAt.Sub(r.Run.StartedAt).Seconds())
-	info := &metric{name: "gdrcheck_info", help: "Always 1: the tool and the node's software versions as labels."}
-	info.add(1, "version", r.Run.Version, "commit", r.Run.Commit, "profile", r.Profile, "driver", r.Inventory.Driver,
-		"cuda_runtime", r.Inventory.CUDARuntime.Version, "nccl", r.Inventory.NCCL.Version)
-	gpus := &metric{name: "gdrcheck_gpus", help: "GPUs discovered on the node."}
-	gpus.add(float64(len(r.Inventory.GPUs)))
-	nics := &metric{name: "gdrcheck_rdma_nics", help: "RDMA NICs discovered on the node."}
-	nics.add(float64(len(r.Inventory.NICs)))
-	phase := &metric{name: "gdrcheck_phase_done", help: "1 when the phase finished, 0 when it was skipped, failed or interrupted."}
-	for _, p := range r.Phases {
-		phase.add(boolValue(p.Status == PhaseDone), "phase", p.Name, "status", p.Status)
+	complete := report.NewGauge("gdrcheck_report_complete", "1 when every phase of the run finished, 0 when it was cut short.")
+	complete.Add(report.Bool(d.Complete))
+	gpus := report.NewGauge("gdrcheck_gpus", "GPUs discovered on the node.")
+	gpus.Add(float64(len(d.Inventory.GPUs)))
+	nics := report.NewGauge("gdrcheck_rdma_nics", "RDMA NICs discovered on the node.")
+	nics.Add(float64(len(d.Inventory.NICs)))
+	phase := report.NewGauge("gdrcheck_phase_done", "1 when the phase finished, 0 when it was skipped, failed or interrupted.")
+	for _, p := range d.Phases {
+		phase.Add(report.Bool(p.Status == PhaseDone), "phase", p.Name, "status", p.Status)
 	}
-	counts := &metric{name: "gdrcheck_results", help: "Results of the run by status."}
-	cnt := result.Count(r.Results)
-	for _, s := range []result.Status{result.Pass, result.Warn, result.Fail, result.Skip, result.Unknown, result.Error} {
-		counts.add(float64(cnt[s]), "status", string(s))
-	}
-	status := &metric{name: "gdrcheck_check_status", help: "Status of each check (and judgement) on each subject: 0 pass, 1 skip, 2 warn, 3 unknown, 4 error, 5 fail."}
-	type key struct{ id, subject, source string }
-	worst := map[key]int{}
-	var order []key
-	for _, x := range r.Results {
-		k := key{x.ID, x.Subject, x.Source}
-		c, seen := worst[k]
-		if !seen {
-			order = append(order, k)
-		}
-		worst[k] = max(c, StatusCode(x.Status))
-	}
-	for _, k := range order {
-		status.add(float64(worst[k]), "id", k.id, "subject", k.subject, "source", k.source)
-	}
-	busbw := &metric{name: "gdrcheck_busbw_gbps", help: "Measured NCCL bus bandwidth (out of place), GB/s, by collective and size in bytes."}
-	busExp := &metric{name: "gdrcheck_busbw_expected_gbps", help: "The model's expected NCCL bus bandwidth, GB/s, by collective and size in bytes."}
-	busFrac := &metric{name: "gdrcheck_busbw_fraction", help: "Measured over expected NCCL bus bandwidth, by collective and size in bytes."}
-	for _, x := range r.Measurements.Collectives {
+	busbw := report.NewGauge("gdrcheck_busbw_gbps", "Measured NCCL bus bandwidth (out of place), GB/s, by collective and size in bytes.")
+	busExp := report.NewGauge("gdrcheck_busbw_expected_gbps", "The model's expected NCCL bus bandwidth, GB/s, by collective and size in bytes.")
+	busFrac := report.NewGauge("gdrcheck_busbw_fraction", "Measured over expected NCCL bus bandwidth, by collective and size in bytes.")
+	for _, x := range d.Measurements.Collectives {
 		ls := []string{"collective", x.Collective, "size", strconv.FormatUint(x.Bytes, 10)}
-		busbw.add(x.BusBW, ls...)
+		busbw.Add(x.BusBW, ls...)
 		if x.ExpectedBusBW != nil {
-			busExp.add(*x.ExpectedBusBW, ls...)
+			busExp.Add(*x.ExpectedBusBW, ls...)
 		}
 		if x.Fraction != nil {
-			busFrac.add(*x.Fraction, ls...)
+			busFrac.Add(*x.Fraction, ls...)
 		}
 	}
-	copyBW := &metric{name: "gdrcheck_copy_gbps", help: "Measured copy bandwidth, GB/s, by test, device and peer (-1: none)."}
-	copyExp := &metric{name: "gdrcheck_copy_expected_gbps", help: "The model's expected copy bandwidth, GB/s, by test, device and peer."}
-	copyFrac := &metric{name: "gdrcheck_copy_fraction", help: "Measured over expected copy bandwidth, by test, device and peer."}
-	for _, x := range r.Measurements.Copies {
+	copyBW := report.NewGauge("gdrcheck_copy_gbps", "Measured copy bandwidth, GB/s, by test, device and peer (-1: none).")
+	copyExp := report.NewGauge("gdrcheck_copy_expected_gbps", "The model's expected copy bandwidth, GB/s, by test, device and peer.")
+	copyFrac := report.NewGauge("gdrcheck_copy_fraction", "Measured over expected copy bandwidth, by test, device and peer.")
+	for _, x := range d.Measurements.Copies {
 		if x.Error != "" {
 			continue
 		}
 		ls := []string{"test", x.Test, "device", strconv.Itoa(x.Device), "peer", strconv.Itoa(x.Peer)}
-		copyBW.add(x.GBps, ls...)
+		copyBW.Add(x.GBps, ls...)
 		if x.ExpectedGBps != nil {
-			copyExp.add(*x.ExpectedGBps, ls...)
+			copyExp.Add(*x.ExpectedGBps, ls...)
 		}
 		if x.Fraction != nil {
-			copyFrac.add(*x.Fraction, ls...)
+			copyFrac.Add(*x.Fraction, ls...)
 		}
 	}
-	paths := &metric{name: "gdrcheck_data_path_status", help: "Status of each GPU's data path to the fabric (the worst hop): 0 pass, 1 skip, 2 warn, 3 unknown, 4 error, 5 fail."}
-	gdr := &metric{name: "gdrcheck_gdr_enabled", help: "1 when the GPU's NIC is within GPU Direct RDMA reach and GPU memory can be registered."}
-	for _, p := range r.Topology.DataPaths {
+	paths := report.NewGauge("gdrcheck_data_path_status", "Status of each GPU's data path to the fabric (the worst hop): 0 pass, 1 skip, 2 warn, 3 unknown, 4 error, 5 fail.")
+	gdr := report.NewGauge("gdrcheck_gdr_enabled", "1 when the GPU's NIC is within GPU Direct RDMA reach and GPU memory can be registered.")
+	for _, p := range d.Topology.DataPaths {
 		gpu := strconv.Itoa(p.GPU)
-		paths.add(float64(StatusCode(p.Status)), "gpu", gpu, "nic", p.NIC)
-		gdr.add(boolValue(p.GDR == GDREnabled), "gpu", gpu, "nic", p.NIC)
+		paths.Add(float64(report.StatusCode(p.Status)), "gpu", gpu, "nic", p.NIC)
+		gdr.Add(report.Bool(p.GDR == GDREnabled), "gpu", gpu, "nic", p.NIC)
 	}
-	var b strings.Builder
-	for _, m := range []*metric{ready, verdict, complete, ended, duration, info, gpus, nics, phase, counts, status, busbw, busExp, busFrac, copyBW, copyExp, copyFrac, paths, gdr} {
-		if len(m.samples) > 0 {
-			m.write(&b)
-		}
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return []*report.Gauge{ready, verdict, complete, gpus, nics, phase, busbw, busExp, busFrac, copyBW, copyExp, copyFrac, paths, gdr}
 }
 
 // sortArtifacts orders artifacts by path.

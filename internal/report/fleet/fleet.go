@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,10 +36,16 @@ type Options struct {
 	Noise noise.Options
 }
 
-// DefaultOptions: |z| > 3.5 (Iglewicz and Hoaglin's cut-off for the
-// modified z-score), a MAD of at least 1% of the median, 5 nodes.
+// DefaultOptions: noise.DefaultRobust's outlier rule (|z| > 3.5, a MAD
+// of at least 1% of the median, 5 nodes) and noise model.
 func DefaultOptions() Options {
-	return Options{Z: 3.5, MADFloor: 0.01, MinNodes: 5, Noise: noise.DefaultOptions()}
+	r := noise.DefaultRobust()
+	return Options{Z: r.Z, MADFloor: r.MADFloor, MinNodes: r.MinValues, Noise: noise.DefaultOptions()}
+}
+
+// Robust is o's outlier rule (internal/report/noise).
+func (o Options) Robust() noise.Robust {
+	return noise.Robust{Z: o.Z, MADFloor: o.MADFloor, MinValues: o.MinNodes}
 }
 
 // Validate says what is wrong with o.
@@ -77,6 +82,7 @@ type Fleet struct {
 type Spread struct {
 	Class  string  `json:"class"`
 	Key    string  `json:"key"`
+	Unit   string  `json:"unit"`
 	Nodes  int     `json:"nodes"`
 	Median float64 `json:"median"`
 	MAD    float64 `json:"mad"`
@@ -198,6 +204,7 @@ type Outlier struct {
 	Host   string  `json:"host"`
 	Class  string  `json:"class"`
 	Key    string  `json:"key"`
+	Unit   string  `json:"unit"`
 	Value  float64 `json:"value"`
 	Median float64 `json:"median"`
 	MAD    float64 `json:"mad"`
@@ -237,6 +244,7 @@ type sampleKey struct{ class, key int32 }
 // every node: the first node that timed the row gives it) and whether the
 // model called it latency-bound.
 type keyNoise struct {
+	unit    string // the measurement's (Measure.Unit), which its key decides
 	test    string
 	latency bool
 	work    float64
@@ -303,7 +311,7 @@ func (a *Aggregator) Add(n Node) {
 			a.keyNames = append(a.keyNames, m.Key)
 		}
 		if !ok {
-			a.keyInfo = append(a.keyInfo, keyNoise{test: a.intern(m.Test), latency: m.Latency})
+			a.keyInfo = append(a.keyInfo, keyNoise{unit: a.intern(m.Unit), test: a.intern(m.Test), latency: m.Latency})
 		}
 		if ki := &a.keyInfo[k]; ki.work <= 0 && m.TimeUS > 0 {
 			ki.work, ki.latency = m.TimeUS*m.Value, m.Latency
@@ -731,19 +739,20 @@ func (a *Aggregator) outliers(f *Fleet, why whyFunc) {
 		for _, s := range ss {
 			vals = append(vals, s.value)
 		}
-		med, mad := MedianMAD(vals)
-		scale := max(mad, a.opts.MADFloor*med)
+		rule := a.opts.Robust()
+		med, mad := noise.MedianMAD(vals)
+		scale := rule.Scale(med, mad)
 		if scale <= 0 {
 			continue
 		}
 		nf := a.noise(sk.key, med)
 		flagged, worstOff := 0, 0.0
 		for _, s := range ss {
-			z, low, _ := a.opts.RobustZ(s.value, med, mad) // the scale is > 0: checked above
+			z, low, _ := rule.Score(s.value, med, mad) // the scale is > 0: checked above
 			if !low || s.value*(1+nf) >= med {
 				continue
 			}
-			o := Outlier{Host: a.nodes[s.node].Host, Class: a.classes[sk.class], Key: a.keyNames[sk.key], Value: s.value, Median: med, MAD: mad, Z: z, OffPct: 100 * (s.value - med) / med, Peers: len(ss), Noise: nf}
+			o := Outlier{Host: a.nodes[s.node].Host, Class: a.classes[sk.class], Key: a.keyNames[sk.key], Unit: a.keyInfo[sk.key].unit, Value: s.value, Median: med, MAD: mad, Z: z, OffPct: 100 * (s.value - med) / med, Peers: len(ss), Noise: nf}
 			f.Outliers = append(f.Outliers, o)
 			flagged++
 			worstOff = min(worstOff, o.OffPct)
@@ -761,7 +770,7 @@ func (a *Aggregator) outliers(f *Fleet, why whyFunc) {
 		return cmp.Or(cmp.Compare(x.worst, y.worst), cmp.Compare(x.Class, y.Class), cmp.Compare(x.Key, y.Key))
 	})
 	for n, o := range worst {
-		why(n, tierOutlier, -o.OffPct, fmt.Sprintf("%d measurement(s) below the class median; worst %s %.4g (%+.1f%% of median %.4g, z %.1f)", nflag[n], o.Key, o.Value, o.OffPct, o.Median, o.Z))
+		why(n, tierOutlier, -o.OffPct, fmt.Sprintf("%d measurement(s) below the class median; worst %s %.4g %s (%+.1f%% of median %.4g, z %.1f)", nflag[n], o.Key, o.Value, o.Unit, o.OffPct, o.Median, o.Z))
 	}
 	slices.SortFunc(f.Outliers, func(x, y Outlier) int {
 		return cmp.Or(cmp.Compare(x.OffPct, y.OffPct), cmp.Compare(x.Host, y.Host), cmp.Compare(x.Key, y.Key))
@@ -787,7 +796,7 @@ func (a *Aggregator) noise(k int32, med float64) float64 {
 
 // spread is the distribution of one class's measurement of one key.
 func (a *Aggregator) spread(sk sampleKey, ss []sample, med, mad, band float64, flagged int, worst float64) Spread {
-	sp := Spread{Class: a.classes[sk.class], Key: a.keyNames[sk.key], Nodes: len(ss), Median: med, MAD: mad, Band: band, Z: a.opts.Z,
+	sp := Spread{Class: a.classes[sk.class], Key: a.keyNames[sk.key], Unit: a.keyInfo[sk.key].unit, Nodes: len(ss), Median: med, MAD: mad, Band: band, Z: a.opts.Z,
 		Min: ss[0].value, Max: ss[0].value, Outliers: flagged, worst: worst}
 	for _, s := range ss {
 		sp.Min, sp.Max = min(sp.Min, s.value), max(sp.Max, s.value)
@@ -823,15 +832,6 @@ func Bin(v, lo, hi float64, n int) int {
 		return 0
 	}
 	return max(0, min(n-1, int(float64(n)*(v-lo)/(hi-lo))))
-}
-
-func median(v []float64) float64 {
-	sort.Float64s(v)
-	n := len(v)
-	if n%2 == 1 {
-		return v[n/2]
-	}
-	return (v[n/2-1] + v[n/2]) / 2
 }
 
 // DrainAny says whether any node is to be drained.

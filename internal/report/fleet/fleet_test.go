@@ -145,7 +145,7 @@ func TestPlantedFaultsFoundAndRanked(t *testing.T) {
 		{"l-02", "failing checks"},
 		{"h-04", "7 of 8 GPUS"},
 		{"h-11", "port mlx5_5:1 at 200 Gb/s, class majority 400"},
-		{"q-07", "below the class median; worst all_reduce/"},
+		{"q-07", "below the class median; worst all_reduce "},
 		{"q-13", "driver 570.86.15, class majority is 580.159.04"},
 		{"q-14", "driver 570.86.15, class majority is 580.159.04"},
 		{"q-16", "driver 570.86.15, class majority is 580.159.04"},
@@ -162,7 +162,7 @@ func TestPlantedFaultsFoundAndRanked(t *testing.T) {
 	}
 	// Every outlier is q-07's all_reduce, about 20% off: the bandwidth-bound row (the short ones are within their run-to-run noise).
 	for _, o := range f.Outliers {
-		if o.Host != "q-07" || !strings.HasPrefix(o.Key, "all_reduce/") || o.OffPct > -15 || o.OffPct < -25 {
+		if o.Host != "q-07" || !strings.HasPrefix(o.Key, "all_reduce ") || o.OffPct > -15 || o.OffPct < -25 {
 			t.Errorf("outlier %+v: want only q-07's all_reduce, ~-20%%", o)
 		}
 	}
@@ -275,7 +275,8 @@ func TestBadInputsAreNamedAndSkipped(t *testing.T) {
 	}
 }
 
-// The slim decoding reads what dossier.Decode reads.
+// The slim decoding reads what dossier.Decode reads, and keys the
+// measurements by the dossier rows' Key.
 func TestSlimMatchesDossier(t *testing.T) {
 	for _, p := range []string{quickReport, hgxReport, l40sReport} {
 		b := load(t, p)
@@ -293,19 +294,23 @@ func TestSlimMatchesDossier(t *testing.T) {
 			n.GPUs != len(inv.GPUs) || n.NICs != len(inv.NICs) || n.Verdict != r.Verdict.Status || !reflect.DeepEqual(n.Failing, r.Verdict.Failing) {
 			t.Errorf("%s: summary %+v differs from the dossier's inventory", p, n)
 		}
-		want := 0
+		var want []string
 		for _, c := range r.Measurements.Collectives {
-			if c.BusBW > 0 || c.AlgBW > 0 {
-				want++
+			if v, _ := c.Compared(); v > 0 {
+				want = append(want, c.Key())
 			}
 		}
 		for _, c := range r.Measurements.Copies {
 			if c.Valid && c.GBps > 0 {
-				want++
+				want = append(want, c.Key())
 			}
 		}
-		if len(n.Measurements) != want {
-			t.Errorf("%s: %d measurements, want %d", p, len(n.Measurements), want)
+		var got []string
+		for _, m := range n.Measurements {
+			got = append(got, m.Key)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: measurements %q, want %q", p, got, want)
 		}
 	}
 }
@@ -335,12 +340,26 @@ func golden(t *testing.T, name string, f *Fleet) {
 	}
 }
 
-// Every truncation of a real report is an error, never a panic or a node.
+// A truncated real report is an error, never a panic or a node: cut inside
+// each top-level member, just after its name, and at 300 places drawn at
+// random (seeded) over the whole document.
 func TestTruncatedAnywhere(t *testing.T) {
 	b := load(t, hgxReport)
-	for n := 0; n < len(b)-2; n += 7 { // the last bytes are "}\n"
+	var cuts []int
+	for _, m := range []string{"schema", "run", "results", "verdict", "inventory", "topology", "checks", "measurements", "nccl", "artifacts"} {
+		i := bytes.Index(b, []byte("\n  \""+m+"\":"))
+		if i < 0 {
+			t.Fatalf("no top-level member %q", m)
+		}
+		cuts = append(cuts, i+len(m)+5, i+len(m)+6, min(i+len(m)+200, len(b)-2))
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	for range 300 {
+		cuts = append(cuts, rng.IntN(len(b)-2)) // the last bytes are "}\n"
+	}
+	for _, n := range cuts {
 		if _, err := Summarize(b[:n], "x"); err == nil {
-			t.Fatalf("truncated at %d of %d: no error", n, len(b))
+			t.Errorf("truncated at %d of %d: no error", n, len(b))
 		}
 	}
 }
@@ -543,7 +562,7 @@ func TestRealRunsAccuseNoOne(t *testing.T) {
 	}
 	in[3].b = b.Bytes()
 	f = run(in, DefaultOptions())
-	if len(f.Drain) != 1 || f.Drain[0].Host != r.Inventory.Host || len(f.Outliers) != 1 || !strings.HasPrefix(f.Outliers[0].Key, "all_reduce/67108864/") {
+	if len(f.Drain) != 1 || f.Drain[0].Host != r.Inventory.Host || len(f.Outliers) != 1 || f.Outliers[0].Key != "all_reduce 64M (1 rank)" {
 		t.Errorf("planted 20%% slower all_reduce on %s: drain %+v, outliers %+v", r.Inventory.Host, f.Drain, f.Outliers)
 	}
 }
@@ -566,9 +585,9 @@ func TestSummarizeRowFieldErrors(t *testing.T) {
 			t.Errorf("%s: error %v, want %q", tc.rows, err, tc.err)
 		}
 	}
-	doc := fmt.Sprintf(`{"schema":%q,"inventory":{"host":"h"},"measurements":{"collectives":[{"collective":"all_reduce","ranks":8,"bytes":1024,"busbw_gbps":2,"algbw_gbps":1,"time_us":5}],"copies":[{"id":"d2d","gbps":3,"valid":true,"test":"d2d"}]}}`, dossier.Schema)
+	doc := fmt.Sprintf(`{"schema":%q,"inventory":{"host":"h"},"measurements":{"collectives":[{"collective":"all_reduce","ranks":8,"bytes":1024,"busbw_gbps":2,"algbw_gbps":1,"time_us":5}],"copies":[{"id":"d2d","gbps":3,"valid":true,"test":"d2d","peer":-1,"bytes":67108864}]}}`, dossier.Schema)
 	n, err := Summarize([]byte(doc), "x")
-	want := []Measure{{Key: "all_reduce/1024/8 busbw", Value: 2, TimeUS: 5}, {Key: "d2d", Value: 3, Test: "d2d"}}
+	want := []Measure{{Key: "all_reduce 1K (8 ranks)", Unit: dossier.UnitBusBW, Value: 2, TimeUS: 5}, {Key: "copy d2d GPU0 64M", Unit: dossier.UnitCopy, Value: 3, Test: "d2d"}}
 	if err != nil || !reflect.DeepEqual(n.Measurements, want) {
 		t.Errorf("good rows: %+v, %v; want %+v", n.Measurements, err, want)
 	}
@@ -601,5 +620,60 @@ func TestVerdictMissingDrains(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("drain %q, want %q", got, want)
+	}
+}
+
+// A fleet mixing quick dossiers (64 MiB copies) and full ones (4 GiB
+// copies) of one hardware class: a copy of another size is another
+// measurement, so the quick nodes' 64 MiB device copies are not judged
+// against the full nodes' 4 GiB ones (the H200 machine: 3866 GB/s at 64
+// MiB, 4262 GB/s at 4 GiB, docs/device-runs.md), and nobody is accused.
+func TestCopySizeIsPartOfTheKey(t *testing.T) {
+	const full = 4 << 30
+	quick := load(t, quickReport)
+	fullCopies := func(r *dossier.Report) {
+		for i := range r.Measurements.Copies {
+			c := &r.Measurements.Copies[i]
+			if c.Test == "latency" {
+				continue
+			}
+			c.Bytes = full
+			if c.Test == "d2d" {
+				c.GBps *= 4262.4 / 3866.07
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	var in []input
+	for i := range 20 {
+		host, fault := fmt.Sprintf("full-%02d", i), fullCopies
+		if i >= 15 {
+			host, fault = fmt.Sprintf("quick-%02d", i), nil
+		}
+		in = append(in, input{host + "/report.json", clone(t, quick, host, rng, 0.01, fault)})
+	}
+	d2dKey := func(b []byte) string {
+		t.Helper()
+		n, err := Summarize(b, "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range n.Measurements {
+			if m.Test == "d2d" {
+				return m.Key
+			}
+		}
+		t.Fatal("no d2d copy")
+		return ""
+	}
+	if kf, kq := d2dKey(in[0].b), d2dKey(in[19].b); kf == kq {
+		t.Errorf("a 4 GiB and a 64 MiB device copy share the key %q", kf)
+	}
+	f := run(in, DefaultOptions())
+	if len(f.Classes) != 1 {
+		t.Fatalf("classes %+v, want one", f.Classes)
+	}
+	if len(f.Outliers) != 0 || len(f.Drain) != 0 {
+		t.Errorf("copies of two sizes compared as one: outliers %+v, drain %+v", f.Outliers, f.Drain)
 	}
 }

@@ -60,11 +60,14 @@ type Port struct {
 }
 
 // Measure is one measurement, higher better: a collective's bus bandwidth
-// (key "COLLECTIVE/BYTES/RANKS busbw"; "... algbw", the algorithm
-// bandwidth, for a one-rank run, whose bus bandwidth is 0 by definition)
-// or a copy's GB/s (key the copy's ID).
+// (the algorithm bandwidth for a one-rank run, whose bus bandwidth is 0 by
+// definition) or a copy's GB/s. Key is the dossier row's Key, "all_reduce
+// 64M (8 ranks)" or "copy d2d GPU0 64M": the size and the ranks are part
+// of it, so a quick dossier's 64 MiB copy is not compared with a full
+// one's 4 GiB copy. Unit is dossier.UnitBusBW, UnitAlgBW or UnitCopy.
 type Measure struct {
 	Key   string  `json:"key"`
+	Unit  string  `json:"unit"`
 	Value float64 `json:"value"`
 	// What decides the measurement's noise (internal/report/noise): a
 	// collective row's time and whether the model called it
@@ -132,10 +135,12 @@ type collectiveRow struct {
 }
 
 type copyRow struct {
-	ID    string
-	GBps  float64
-	Valid bool
-	Test  string
+	Test   string
+	Device int
+	Peer   int
+	Bytes  uint64
+	GBps   float64
+	Valid  bool
 }
 
 // Summarize reads one report.json's bytes into its Node; source names it
@@ -210,20 +215,15 @@ func Summarize(b []byte, source string) (Node, error) {
 	m := &s.Measurements
 	n.Measurements = make([]Measure, 0, len(m.Collectives)+len(m.Copies))
 	for _, c := range m.Collectives {
-		key := c.Collective + "/" + strconv.FormatUint(c.Bytes, 10) + "/" + strconv.Itoa(c.Ranks)
-		v, alg := dossier.ComparedBandwidth(c.Ranks, c.BusBW, c.AlgBW)
-		lat := c.Bottleneck == "latency"
-		switch {
-		case v <= 0:
-		case alg:
-			n.Measurements = append(n.Measurements, Measure{Key: key + " algbw", Value: v, TimeUS: c.TimeUS, Latency: lat})
-		default:
-			n.Measurements = append(n.Measurements, Measure{Key: key + " busbw", Value: v, TimeUS: c.TimeUS, Latency: lat})
+		row := dossier.CollectiveMeasurement{Collective: c.Collective, Ranks: c.Ranks, Bytes: c.Bytes, BusBW: c.BusBW, AlgBW: c.AlgBW}
+		if v, unit := row.Compared(); v > 0 {
+			n.Measurements = append(n.Measurements, Measure{Key: row.Key(), Unit: unit, Value: v, TimeUS: c.TimeUS, Latency: c.Bottleneck == "latency"})
 		}
 	}
 	for _, c := range m.Copies {
 		if c.Valid && c.GBps > 0 {
-			n.Measurements = append(n.Measurements, Measure{Key: c.ID, Value: c.GBps, Test: c.Test})
+			row := dossier.CopyMeasurement{Test: c.Test, Device: c.Device, Peer: c.Peer, Bytes: c.Bytes}
+			n.Measurements = append(n.Measurements, Measure{Key: row.Key(), Unit: dossier.UnitCopy, Value: c.GBps, Test: c.Test})
 		}
 	}
 	return n, nil
@@ -232,7 +232,7 @@ func Summarize(b []byte, source string) (Node, error) {
 var (
 	measurementNames = []string{"collectives", "copies"}
 	collectiveNames  = []string{"collective", "ranks", "bytes", "busbw_gbps", "algbw_gbps", "time_us", "bottleneck"}
-	copyNames        = []string{"id", "gbps", "valid", "test"}
+	copyNames        = []string{"test", "device", "peer", "bytes", "gbps", "valid"}
 )
 
 // measurements reads the collectives' and copies' rows field by field:
@@ -260,11 +260,11 @@ func (s *slim) measurements(raw []byte) error {
 	}
 	if ms[1] != nil {
 		err := elements(ms[1], func(_ int, raw []byte) error {
-			if err := membersInto(raw, copyNames, f[:4]); err != nil {
+			if err := membersInto(raw, copyNames, f[:6]); err != nil {
 				return err
 			}
-			r := row{f[:4], copyNames, nil}
-			m.Copies = append(m.Copies, copyRow{ID: r.str(0), GBps: r.num(1), Test: r.str(3), Valid: r.boolean(2)})
+			r := row{f[:6], copyNames, nil}
+			m.Copies = append(m.Copies, copyRow{Test: r.str(0), Device: int(r.num(1)), Peer: int(r.num(2)), Bytes: uint64(r.num(3)), GBps: r.num(4), Valid: r.boolean(5)})
 			return r.err
 		})
 		if err != nil {

@@ -104,9 +104,9 @@ func (f *Fleet) write(w io.Writer, esc func(string) string, md bool) error {
 	}
 	if len(f.Outliers) > 0 {
 		head("Outliers")
-		table("host", "class", "measurement", "value", "median", "off", "z", "noise", "peers")
+		table("host", "class", "measurement", "unit", "value", "median", "off", "z", "noise", "peers")
 		for _, o := range f.Outliers {
-			row(esc(o.Host), esc(o.Class), esc(o.Key), fmt.Sprintf("%.4g", o.Value), fmt.Sprintf("%.4g", o.Median), fmt.Sprintf("%+.1f%%", o.OffPct), fmt.Sprintf("%.1f", o.Z), fmt.Sprintf("×%.3g", 1+o.Noise), fmt.Sprint(o.Peers))
+			row(esc(o.Host), esc(o.Class), esc(o.Key), esc(o.Unit), fmt.Sprintf("%.4g", o.Value), fmt.Sprintf("%.4g", o.Median), fmt.Sprintf("%+.1f%%", o.OffPct), fmt.Sprintf("%.1f", o.Z), fmt.Sprintf("×%.3g", 1+o.Noise), fmt.Sprint(o.Peers))
 		}
 	}
 	head("Nodes")

@@ -6,10 +6,10 @@ import (
 	"io"
 	"math"
 	"strconv"
-	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/checks"
 	"github.com/gdrcheck/gdrcheck/internal/report"
+	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
 	"github.com/gdrcheck/gdrcheck/internal/report/fleet"
 )
 
@@ -124,28 +124,18 @@ func RenderFleet(w io.Writer, f *fleet.Fleet, run report.Run) error {
 	return fleetPage.Execute(w, v)
 }
 
-// KeyTitle is a measurement key in words: "all_reduce/67108864/8 busbw"
-// is "all_reduce, 64 MiB, 8 ranks: bus bandwidth"; a copy's ID is itself.
-func KeyTitle(key string) string {
-	k, bw, ok := strings.Cut(key, " ")
-	parts := strings.Split(k, "/")
-	if !ok || len(parts) != 3 {
-		return key
+// keyTitle is a measurement in words: its key (the dossier row's Key)
+// and what its unit measures, "all_reduce 64M (8 ranks): bus bandwidth,
+// GB/s".
+func keyTitle(key, unit string) string {
+	what := map[string]string{dossier.UnitBusBW: "bus bandwidth, GB/s", dossier.UnitAlgBW: "algorithm bandwidth, GB/s", dossier.UnitCopy: "GB/s"}[unit]
+	if what == "" {
+		what = unit
 	}
-	size, err1 := strconv.ParseUint(parts[1], 10, 64)
-	ranks, err2 := strconv.Atoi(parts[2])
-	if err1 != nil || err2 != nil {
-		return key
-	}
-	what := map[string]string{"busbw": "bus bandwidth", "algbw": "algorithm bandwidth"}[bw]
 	if what == "" {
 		return key
 	}
-	rs := "ranks"
-	if ranks == 1 {
-		rs = "rank"
-	}
-	return fmt.Sprintf("%s, %s, %d %s: %s", parts[0], BytesLabel(float64(size)), ranks, rs, what)
+	return key + ": " + what
 }
 
 // spreadPlot draws one class's values of one measurement on a line: the
@@ -153,7 +143,7 @@ func KeyTitle(key string) string {
 // a dot (a histogram of them in a class larger than fleet.MaxPoints), and
 // the outliers in red, the lowest named.
 func spreadPlot(sp fleet.Spread, outs []fleet.Outlier) Plot {
-	title := KeyTitle(sp.Key) + " · " + sp.Class
+	title := keyTitle(sp.Key, sp.Unit) + " · " + sp.Class
 	const w = plotW
 	const x0, x1, top = 24.0, w - 24, 34.0
 	const stripH = 90.0

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/report"
+	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
 	"github.com/gdrcheck/gdrcheck/internal/report/fleet"
 )
 
@@ -67,7 +68,7 @@ func TestFleetGolden(t *testing.T) {
 	checkSelfContained(t, page)
 	checkSVG(t, page)
 	for _, w := range []string{"7 of 8 GPUS", "port mlx5_5:1 at 200 Gb/s", "driver 570.86.15", "setting memlock 65536 KiB",
-		"setting NCCL_IB_HCA ^mlx5_1", "11 TO DRAIN", "all_reduce, 64 MiB, 1 rank: algorithm bandwidth"} {
+		"setting NCCL_IB_HCA ^mlx5_1", "11 TO DRAIN", "all_reduce 64M (1 rank): algorithm bandwidth, GB/s"} {
 		if !strings.Contains(page, escaped(w)) {
 			t.Errorf("the page lacks %q", w)
 		}
@@ -93,7 +94,7 @@ func escaped(s string) string {
 // planted at the low end, host names hostile where asked.
 func bigFleet(n, outliers int, host func(i int) string) *fleet.Fleet {
 	f := &fleet.Fleet{}
-	sp := fleet.Spread{Class: "NVIDIA H200 x8, 400 Gb/s", Key: "all_reduce/1073741824/8 busbw", Nodes: n, Median: 480, MAD: 2, Band: 3.5 * 4.8 / 0.6745, Z: 3.5, Min: 300, Max: 490, Outliers: outliers}
+	sp := fleet.Spread{Class: "NVIDIA H200 x8, 400 Gb/s", Key: "all_reduce 1G (8 ranks)", Unit: dossier.UnitBusBW, Nodes: n, Median: 480, MAD: 2, Band: 3.5 * 4.8 / 0.6745, Z: 3.5, Min: 300, Max: 490, Outliers: outliers}
 	if n <= fleet.MaxPoints {
 		for i := range n {
 			v := 470 + float64(i%20)
@@ -112,7 +113,7 @@ func bigFleet(n, outliers int, host func(i int) string) *fleet.Fleet {
 	for i := range n {
 		v := "READY"
 		if i < outliers {
-			f.Outliers = append(f.Outliers, fleet.Outlier{Host: host(i), Class: sp.Class, Key: sp.Key, Value: 300 + float64(i), Median: 480, MAD: 2, Z: -20, OffPct: -37, Peers: n})
+			f.Outliers = append(f.Outliers, fleet.Outlier{Host: host(i), Class: sp.Class, Key: sp.Key, Unit: sp.Unit, Value: 300 + float64(i), Median: 480, MAD: 2, Z: -20, OffPct: -37, Peers: n})
 			f.Drain = append(f.Drain, fleet.Drain{Rank: i + 1, Host: host(i), Reasons: []string{"slow: " + host(i)}})
 		}
 		f.Nodes = append(f.Nodes, fleet.NodeLine{Host: host(i), Source: host(i) + "/report.json", Verdict: v, Class: sp.Class})
@@ -163,16 +164,15 @@ func TestFleetHostileEscaped(t *testing.T) {
 }
 
 func TestKeyTitle(t *testing.T) {
-	for in, want := range map[string]string{
-		"all_reduce/67108864/8 busbw":   "all_reduce, 64 MiB, 8 ranks: bus bandwidth",
-		"sendrecv/1024/1 algbw":         "sendrecv, 1 KiB, 1 rank: algorithm bandwidth",
-		"copy.d2d.GPU0":                 "copy.d2d.GPU0",
-		"all_reduce/x/8 busbw":          "all_reduce/x/8 busbw",
-		"all_reduce/67108864/8 weird":   "all_reduce/67108864/8 weird",
-		"all_reduce/67108864/8/1 busbw": "all_reduce/67108864/8/1 busbw",
+	for _, c := range []struct{ key, unit, want string }{
+		{"all_reduce 64M (8 ranks)", dossier.UnitBusBW, "all_reduce 64M (8 ranks): bus bandwidth, GB/s"},
+		{"sendrecv 1K (1 rank)", dossier.UnitAlgBW, "sendrecv 1K (1 rank): algorithm bandwidth, GB/s"},
+		{"copy d2d GPU0 64M", dossier.UnitCopy, "copy d2d GPU0 64M: GB/s"},
+		{"k", "", "k"},
+		{"k", "µs", "k: µs"},
 	} {
-		if got := KeyTitle(in); got != want {
-			t.Errorf("KeyTitle(%q) = %q, want %q", in, got, want)
+		if got := keyTitle(c.key, c.unit); got != c.want {
+			t.Errorf("keyTitle(%q, %q) = %q, want %q", c.key, c.unit, got, c.want)
 		}
 	}
 }

@@ -3,6 +3,10 @@
 // it, `gdrcheck fleet` one run of many nodes (a node is an outlier only when
 // it is below its class beyond this noise, as well as beyond the class's own
 // spread). The floors and the evidence for them are in docs/diff.md.
+//
+// It also holds the robust outlier rule (Robust, MedianMAD) that judges one
+// measurement against many of its kind: the fleet's nodes within a class,
+// fleet plan's campaign steps.
 package noise
 
 import (

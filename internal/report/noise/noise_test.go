@@ -62,3 +62,46 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestMedianMAD(t *testing.T) {
+	cases := []struct {
+		vals     []float64
+		med, mad float64
+	}{
+		{nil, 0, 0},
+		{[]float64{7}, 7, 0},
+		{[]float64{3, 1, 2}, 2, 1},
+		{[]float64{1, 2, 3, 4}, 2.5, 1},
+		{[]float64{100, 101, 99, 100, 60}, 100, 1},
+	}
+	for _, c := range cases {
+		if med, mad := MedianMAD(append([]float64(nil), c.vals...)); med != c.med || mad != c.mad {
+			t.Errorf("MedianMAD(%v) = %g, %g; want %g, %g", c.vals, med, mad, c.med, c.mad)
+		}
+	}
+}
+
+func TestRobustScore(t *testing.T) {
+	r := DefaultRobust()
+	cases := []struct {
+		name        string
+		x, med, mad float64
+		z           float64
+		low, ok     bool
+	}{
+		{"at the median", 100, 100, 2, 0, false, true},
+		{"far below", 80, 100, 2, 0.6745 * -20 / 2, true, true},
+		{"just inside", 100 - 3.5*2/0.6745 + 0.01, 100, 2, 0.6745 * (-3.5*2/0.6745 + 0.01) / 2, false, true},
+		{"above is never low", 200, 100, 2, 0.6745 * 100 / 2, false, true},
+		// MAD 0: the floor (1% of the median) is the scale, so 0.1% below
+		// is not an outlier.
+		{"MAD floored", 99.9, 100, 0, 0.6745 * -0.1 / 1, false, true},
+		{"nothing to compare by", 5, 0, 0, 0, false, false},
+	}
+	for _, c := range cases {
+		z, low, ok := r.Score(c.x, c.med, c.mad)
+		if math.Abs(z-c.z) > 1e-9 || low != c.low || ok != c.ok {
+			t.Errorf("%s: Score(%g, %g, %g) = %g, %v, %v; want %g, %v, %v", c.name, c.x, c.med, c.mad, z, low, ok, c.z, c.low, c.ok)
+		}
+	}
+}

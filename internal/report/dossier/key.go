@@ -1,0 +1,61 @@
+package dossier
+
+import (
+	"strconv"
+
+	"github.com/gdrcheck/gdrcheck/internal/collective"
+)
+
+// Key is the collective row's identity across reports: what gdrcheck diff
+// compares between two runs and gdrcheck fleet across the nodes of a
+// class, "COLLECTIVE SIZE (N ranks)", e.g. "all_reduce 64M (8 ranks)".
+// The size and the ranks are part of it (a row of another size or over
+// more ranks is another measurement); ID is only the row's reference
+// within its own report.
+func (m CollectiveMeasurement) Key() string {
+	rs := " ranks)"
+	if m.Ranks == 1 {
+		rs = " rank)"
+	}
+	return m.Collective + " " + sizeText(m.Bytes) + " (" + strconv.Itoa(m.Ranks) + rs
+}
+
+// Compared is the bandwidth the row is compared by across reports and its
+// unit: the bus bandwidth, or on one rank the algorithm bandwidth
+// (ComparedBandwidth).
+func (m CollectiveMeasurement) Compared() (gbps float64, unit string) {
+	v, alg := ComparedBandwidth(m.Ranks, m.BusBW, m.AlgBW)
+	if alg {
+		return v, UnitAlgBW
+	}
+	return v, UnitBusBW
+}
+
+// The units of compared measurements.
+const (
+	UnitBusBW = "GB/s busbw"
+	UnitAlgBW = "GB/s algbw"
+	UnitCopy  = "GB/s"
+)
+
+// Key is the copy's identity across reports: "copy TEST GPUa SIZE" or
+// "copy TEST GPUa-GPUb SIZE", e.g. "copy d2d GPU0 64M". The size is part
+// of it: a 64 MiB device copy (a quick dossier's) does not reach a 4 GiB
+// one's (a full dossier's), and is another measurement.
+func (m CopyMeasurement) Key() string {
+	gpus := "GPU" + strconv.Itoa(m.Device)
+	if m.Peer >= 0 {
+		gpus += "-GPU" + strconv.Itoa(m.Peer)
+	}
+	return "copy " + m.Test + " " + gpus + " " + sizeText(m.Bytes)
+}
+
+// sizeText prints a message size as nccl-tests' -b/-e read it
+// (collective.FormatSize), with "B" after a size in plain bytes.
+func sizeText(b uint64) string {
+	s := collective.FormatSize(b)
+	if s == strconv.FormatUint(b, 10) {
+		return s + "B"
+	}
+	return s
+}
