@@ -86,8 +86,6 @@ func WithCallTimeout(d time.Duration) Option { return func(r *Runtime) { r.timeo
 // call ignore a cancel, before the runtime counts as wedged (DefaultGrace).
 func WithGrace(d time.Duration) Option { return func(r *Runtime) { r.grace = d } }
 
-func versionString(v int) string { return fmt.Sprintf("%d.%d", v/1000, (v%1000)/10) }
-
 // DevPtr is an address in device memory and the bytes from there to the
 // end of its allocation. It cannot be seen from Go.
 type DevPtr struct {
@@ -167,31 +165,6 @@ const (
 	PeerToPeer     = -1 // gdrcheck's own: cudaMemcpyPeerAsync
 )
 
-// kindOf is the cudaMemcpyKind of a copy between these kinds of memory.
-func kindOf(dst, src Mem) int {
-	switch {
-	case dst.device() && src.device():
-		return DeviceToDevice
-	case dst.device():
-		return HostToDevice
-	case src.device():
-		return DeviceToHost
-	}
-	return hostToHost
-}
-
-const hostToHost = 0 // cudaMemcpyHostToHost
-
-// fits checks that bytes lie inside every one of mems.
-func fits(call string, bytes uint64, mems ...Mem) error {
-	for _, m := range mems {
-		if m != nil && bytes > m.size() {
-			return fmt.Errorf("%s: %d bytes do not fit a %d-byte buffer", call, bytes, m.size())
-		}
-	}
-	return nil
-}
-
 // Stream is a CUDA stream handle.
 type Stream struct{ h unsafe.Pointer }
 
@@ -213,31 +186,6 @@ type CopySpec struct {
 	Stream2        Stream
 	Iters          int
 	Timeout        time.Duration
-}
-
-// check catches a copy whose buffers are too small or whose kind does
-// not match its kinds of memory.
-func (s CopySpec) check() error {
-	call := fmt.Sprintf("timed copy (%d bytes, kind %d)", s.Bytes, s.Kind)
-	if s.Dst == nil || s.Src == nil || (s.RevDst == nil) != (s.RevSrc == nil) {
-		return fmt.Errorf("%s: a buffer is missing", call)
-	}
-	want := kindOf(s.Dst, s.Src)
-	if s.Kind == PeerToPeer && want == DeviceToDevice {
-		want = PeerToPeer
-	}
-	if s.Kind != want || (s.RevDst != nil && kindOf(s.RevDst, s.RevSrc) != kindOf(s.Src, s.Dst)) {
-		return fmt.Errorf("%s: the buffers' kinds of memory do not match", call)
-	}
-	return fits(call, s.Bytes, s.Dst, s.Src, s.RevDst, s.RevSrc)
-}
-
-// addr is a Mem's address, NULL for none.
-func addr(m Mem) unsafe.Pointer {
-	if m == nil {
-		return nil
-	}
-	return m.base()
 }
 
 // StreamOf wraps a stream handle another cgo package holds.

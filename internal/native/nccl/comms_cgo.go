@@ -587,3 +587,8 @@ func (c *Comms) Destroy(ctx context.Context) error {
 	c.free()
 	return errors.Join(errs...)
 }
+
+// lastResortWait is how long Abort lets a CUDA thread that counts as
+// wedged, but may still be polling, answer the abort flag itself before
+// another thread aborts.
+const lastResortWait = time.Second

@@ -12,7 +12,6 @@ package nccl
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/native/dl"
@@ -69,11 +68,6 @@ func (e *Error) Explain() (collective.ResultCode, bool) { return collective.Expl
 
 // ErrAborted is returned once a communicator has been aborted.
 var ErrAborted = errors.New("communicator aborted")
-
-// lastResortWait is how long Abort lets a CUDA thread that counts as
-// wedged, but may still be polling, answer the abort flag itself before
-// another thread aborts.
-const lastResortWait = time.Second
 
 // Op is one collective as the timed loop enqueues it.
 type Op struct {
