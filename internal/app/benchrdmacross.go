@@ -77,25 +77,12 @@ func (s *Session) benchRDMACross(ctx context.Context, started time.Time, p *rdma
 		return env, dir, memberOutcome(job.Rank, doc.Job.Ranks[0], runErr, end.Err, werr)
 	}
 	doc.Job.Failures = end.Failures
-	lost := map[int]string{}
-	for _, f := range end.Failures {
-		lost[f.Rank] = f.Reason
-	}
 	for _, rp := range end.Parts {
 		if rp != nil {
 			doc.Job.Ranks = append(doc.Job.Ranks, *rp)
 		}
 	}
-	hosts := end.Hosts
-	for k := 0; k+1 < job.Size; k += 2 {
-		prs := rdma.Combine(end.Parts[k], end.Parts[k+1], k, hosts, lost, rankRel)
-		if len(prs) == 0 {
-			prs = []rdma.PairResult{{Entry: rdma.Entry{GPU: -1, NIC: "-", Level: "-", Mode: rdma.ModeCrossNode, Host: hosts[k],
-				Peer: &rdma.Peer{Rank: k + 1, Host: hosts[k+1], GPU: -1, NIC: "-", Level: "-"}}, Cause: rdma.CausePeerMissing,
-				Detail: fmt.Sprintf("neither rank %d nor rank %d reported a rail: %s", k, k+1, cmp.Or(lost[k+1], lost[k], "no part delivered"))}}
-		}
-		doc.Pairs = append(doc.Pairs, prs...)
-	}
+	doc.Pairs = crossPairs(end)
 	env, err = s.judgeRDMA(started, doc, dir, o.Judging, runErr)
 	if err != nil {
 		return env, dir, err
@@ -104,6 +91,28 @@ func (s *Session) benchRDMACross(ctx context.Context, started time.Time, p *rdma
 		return env, dir, jobFailure(end.Err)
 	}
 	return env, dir, nil
+}
+
+// crossPairs is every node pair's rails, ranks 2k and 2k+1 combined
+// (rdma.Combine), a pair of which neither rank reported a rail one
+// PeerMissing result.
+func crossPairs(end jobEnd[rdma.RankPart]) []rdma.PairResult {
+	lost := map[int]string{}
+	for _, f := range end.Failures {
+		lost[f.Rank] = f.Reason
+	}
+	hosts := end.Hosts
+	var out []rdma.PairResult
+	for k := 0; k+1 < len(end.Parts); k += 2 {
+		prs := rdma.Combine(end.Parts[k], end.Parts[k+1], k, hosts, lost, rankRel)
+		if len(prs) == 0 {
+			prs = []rdma.PairResult{{Entry: rdma.Entry{GPU: -1, NIC: "-", Level: "-", Mode: rdma.ModeCrossNode, Host: hosts[k],
+				Peer: &rdma.Peer{Rank: k + 1, Host: hosts[k+1], GPU: -1, NIC: "-", Level: "-"}}, Cause: rdma.CausePeerMissing,
+				Detail: fmt.Sprintf("neither rank %d nor rank %d reported a rail: %s", k, k+1, cmp.Or(lost[k+1], lost[k], "no part delivered"))}}
+		}
+		out = append(out, prs...)
+	}
+	return out
 }
 
 // memberOutcome is how a cross-node rank other than 0 ends: its run's
