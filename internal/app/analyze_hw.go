@@ -163,6 +163,8 @@ func judgeTest(t *nccltests.Test, h Hardware, logHosts int) result.Result {
 	if err != nil {
 		return result.Result{ID: HardwareID, Status: result.Unknown, Subject: subject, Reason: "NoModel", Message: err.Error()}
 	}
+	// The same judgement as bench nccl's (bench.JudgeRows, its largest
+	// size), on the system described.
 	js := bench.JudgeNCCL(model.Basis{Should: s, Found: s}, []bench.NCCLResult{{Collective: c, Rows: t.Rows}}, model.DefaultMargin().Pass)
 	if len(js) == 0 {
 		return result.Result{ID: HardwareID, Status: result.Unknown, Subject: subject, Reason: "NoBandwidth", Message: "the largest size has no out-of-place measurement"}
@@ -206,6 +208,14 @@ func jobHosts(outs []*analyze.Output) int {
 // model's margin: perftest moves bytes over one port, so its line rate is
 // the expectation. false: not a bandwidth run with a size that measures
 // bandwidth.
+//
+// This is deliberately not bench rdma's judgement (rdma.Judge), which
+// knows the GPU–NIC pair it ran: it holds each run against the model's
+// figure for that pair's path and its memory kind, and a GPU-memory run
+// against the same pair's host-memory control (the GPU Direct test). A
+// pasted perftest output has neither pair nor control, only a rate it is
+// told, so here that rate is the whole expectation, with the model's
+// pass and warn margins as for any line rate.
 func judgePerftest(rep *perftest.Report, h Hardware) (result.Result, bool) {
 	if rep.Type != "bw" || len(rep.Rows) == 0 || rep.PeakAvgBytes < perftest.BWMinBytes {
 		return result.Result{}, false

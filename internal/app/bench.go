@@ -356,9 +356,7 @@ func (s *Session) BenchNCCL(ctx context.Context, g *GPUs, o NCCLOptions) (*repor
 		return nil, dir, toolErr(err)
 	}
 	rep := &bench.NCCLReport{NCCL: ver, NCCLPath: lib.Path, CUDARuntime: g.Runtime, CUDADriver: g.Driver, Evidence: ev, Devices: g.devices(),
-		Config: map[string]any{"minbytes": cfg.MinBytes, "maxbytes": cfg.MaxBytes, "stepfactor": cfg.StepFactor, "stepbytes": cfg.StepBytes,
-			"warmup_iters": cfg.Warmup, "iters": cfg.Iters, "check": cfg.Check, "datatype": cfg.DType.Name, "redop": cfg.Op.Name, "root": cfg.Root,
-			"buffers": cfg.Buffers}}
+		Config: cfg.Settings()}
 	exp, noModel := o.Judge.expected(g)
 	rep.Expected = exp
 	path := filepath.Join(dir, "results.json")

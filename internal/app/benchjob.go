@@ -3,12 +3,10 @@ package app
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/bench"
@@ -46,17 +44,17 @@ func RankDir(dir string, rank int) string {
 	return filepath.Join(dir, fmt.Sprintf("rank-%d", rank))
 }
 
-// BenchNCCLJob runs the collectives as one rank of a job: rank 0 makes
-// the NCCL unique id and serves it at the rendezvous, the others fetch it;
-// every rank joins the communicator on its one GPU (ncclCommInitRank) and
-// runs the same sweep. A rank that dies or fails makes the others abort
-// their communicators. At the end rank 0 gathers every rank's part,
-// prints the job's nccl-tests table (o.Text) and writes results.json with
-// every rank's part and the failures; the other ranks write their own
-// part and print nothing. The returned envelope is rank 0's document, or
-// the rank's own.
+// BenchNCCLJob runs the collectives as one rank of a job (runJob): rank
+// 0 makes the NCCL unique id and serves it at the rendezvous, the others
+// fetch it; every rank joins the communicator on its one GPU
+// (ncclCommInitRank) and runs the same sweep. A rank that dies or fails
+// makes the others abort their communicators. At the end rank 0 gathers
+// every rank's part, prints the job's nccl-tests table (o.Text) and
+// writes results.json with every rank's part and the failures; the other
+// ranks write their own part and print nothing. The returned envelope is
+// rank 0's document, or the rank's own.
 func (s *Session) BenchNCCLJob(ctx context.Context, g *GPUs, o NCCLOptions, jo JobOptions) (*report.Envelope, string, error) {
-	started := s.Now()
+	j := &ncclJob{s: s, g: g, o: o, jo: jo, started: s.Now(), split: cmp.Or(jo.Split, launch.SplitAll), hostID: os.Getenv("NCCL_HOSTID")}
 	job := jo.Job
 	setup := o.Setup
 	if setup == nil {
@@ -65,7 +63,8 @@ func (s *Session) BenchNCCLJob(ctx context.Context, g *GPUs, o NCCLOptions, jo J
 			return nil, "", err
 		}
 	}
-	dir, ev := setup.Dir, setup.Evidence
+	j.dir, j.ev = setup.Dir, setup.Evidence
+	dir := j.dir
 	if len(g.Devices) != 1 {
 		return nil, dir, toolErr(fmt.Errorf("rank %d of %d: one GPU per process, not %d", job.Rank, job.Size, len(g.Devices)))
 	}
@@ -74,162 +73,145 @@ func (s *Session) BenchNCCLJob(ctx context.Context, g *GPUs, o NCCLOptions, jo J
 		return nil, dir, toolErr(fmt.Errorf("cannot run NCCL benchmarks: %w", err))
 	}
 	defer lib.Close()
-	ver, _, _ := lib.Version()
-	cfg := o.Config
-	if cfg.Buffers, err = bench.ResolveBuffers(o.Buffers, lib); err != nil {
+	j.lib = lib
+	j.ver, _, _ = lib.Version()
+	j.cfg = o.Config
+	if j.cfg.Buffers, err = bench.ResolveBuffers(o.Buffers, lib); err != nil {
 		return nil, dir, toolErr(fmt.Errorf("--%w", err))
 	}
-	cfg.Devices = g.Devices
-	if cfg.Root < 0 || cfg.Root >= job.Size {
-		return nil, dir, toolErr(fmt.Errorf("-r %d: want a rank in 0..%d", cfg.Root, job.Size-1))
+	j.cfg.Devices = g.Devices
+	if j.cfg.Root < 0 || j.cfg.Root >= job.Size {
+		return nil, dir, toolErr(fmt.Errorf("-r %d: want a rank in 0..%d", j.cfg.Root, job.Size-1))
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, dir, toolErr(err)
 	}
-	hostID := os.Getenv("NCCL_HOSTID")
-	rc := rendezvous.Config{Addr: job.Rendezvous, Rank: job.Rank, Size: job.Size, Host: s.Host, Node: cmp.Or(hostID, s.Host), Secret: jo.Secret,
-		JoinTimeout: jo.JoinTimeout, Hosts: job.Hosts, Listen: jo.Listen}
 	// The bootstrap: rank 0 makes the id and serves it; the rest fetch it.
-	var coord *rendezvous.Coordinator
-	var member *rendezvous.Member
 	var id []byte
-	var lost <-chan struct{}
-	var nodes []string
 	if job.Rank == 0 {
 		if id, err = lib.UniqueID(ctx, g.RT); err != nil {
 			return nil, dir, toolErr(err)
 		}
-		if coord, err = rendezvous.Serve(ctx, rc, id); err != nil {
-			return nil, dir, jobFailure(err)
-		}
-		defer coord.Close()
-		lost, nodes = coord.Lost(), coord.Nodes()
-	} else {
-		if member, id, err = rendezvous.Join(ctx, rc); err != nil {
-			return nil, dir, jobFailure(err)
-		}
-		defer member.Close()
-		lost, nodes = member.Lost(), member.Nodes()
 	}
+	gather := j.cfg.OpTimeout + 30*time.Second
+	if j.cfg.OpTimeout <= 0 {
+		gather = 5*time.Minute + 30*time.Second
+	}
+	end, err := runJob(ctx, jobSpec[bench.RankResult]{
+		Config: rendezvous.Config{Addr: job.Rendezvous, Rank: job.Rank, Size: job.Size, Host: s.Host, Node: cmp.Or(j.hostID, s.Host), Secret: jo.Secret,
+			JoinTimeout: jo.JoinTimeout, Hosts: job.Hosts, Listen: jo.Listen},
+		ID: id, Gather: gather, Run: j.run,
+		Failed: func(rr bench.RankResult) (string, string) {
+			if rr.Aborted {
+				return "", "" // another rank's failure stopped it: that rank is named
+			}
+			return rr.Host, rr.Error
+		},
+	})
+	switch {
+	case err != nil:
+		return nil, dir, err
+	case job.Rank != 0:
+		// Not rank 0: its own part is on disk and went to rank 0.
+		if j.runErr != nil {
+			return j.env, dir, jobFailure(j.runErr)
+		}
+		if end.Err != nil {
+			return j.env, dir, jobFailure(end.Err)
+		}
+		return j.env, dir, benchOutcome(nil, j.results, nil)
+	}
+	return j.report(ctx, end)
+}
+
+// ncclJob is one rank's bench nccl job: what its run needs and what it
+// measured.
+type ncclJob struct {
+	s       *Session
+	g       *GPUs
+	o       NCCLOptions
+	jo      JobOptions
+	started time.Time
+	split   launch.Split
+	hostID  string // NCCL_HOSTID
+	dir     string
+	ev      *bench.NCCLEvidence
+	lib     *nccl.Library
+	ver     string
+	cfg     bench.NCCLConfig
+	// What the run gives: the communicators measured side by side, this
+	// rank's measurements and error, its document.
+	groups  int
+	results []bench.NCCLResult
+	runErr  error
+	rep     *bench.NCCLReport
+	env     *report.Envelope // a member's own document
+}
+
+// run is the rank's sweep on the job's communicator (or its split's), a
+// lost rank aborting it; a member writes its own results.json. It
+// returns the rank's part for rank 0.
+func (j *ncclJob) run(ctx context.Context, peer rendezvous.Peer, id []byte) (bench.RankResult, error) {
+	job, cfg := j.jo.Job, &j.cfg
+	nodes := peer.Nodes()
 	cfg.Job = &bench.JobRank{UniqueID: id, Rank: job.Rank, World: job.Size}
-	split := cmp.Or(jo.Split, launch.SplitAll)
-	color, groups := split.Color(nodes, job.Rank)
-	if split != launch.SplitAll {
+	color, groups := j.split.Color(nodes, job.Rank)
+	j.groups = groups
+	if j.split != launch.SplitAll {
 		cfg.Job.Split = &bench.SplitColor{Color: color}
 	}
-	if jo.Hierarchical {
+	if j.jo.Hierarchical {
 		intra, _ := launch.SplitIntra.Color(nodes, job.Rank)
 		rail, _ := launch.SplitRail.Color(nodes, job.Rank)
 		cfg.Job.Hier = &bench.HierColors{Intra: intra, Rail: rail}
 	}
-	// A lost peer ends this rank's run: the context's cancellation aborts
-	// the communicator (the bench's guard calls ncclCommAbort).
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	peerLost := errors.New("a peer rank failed")
-	go func() {
-		select {
-		case <-lost:
-			cancel(peerLost)
-		case <-runCtx.Done():
-		}
-	}()
-	results, runErr := bench.RunNCCL(runCtx, g.RT, lib, cfg)
-	aborted := runErr != nil && context.Cause(runCtx) == peerLost
-	if !aborted && runErr != nil {
-		// An NCCL error seen while rank 0's abort is on its way (the
-		// peer's loss reached NCCL first) is an abort too.
-		select {
-		case <-lost:
-			aborted = true
-		case <-time.After(time.Second):
-		}
-	}
-	if aborted {
-		if coord != nil {
-			runErr = fmt.Errorf("%w; aborted: %v", coord.Err(), runErr)
-		} else {
-			runErr = fmt.Errorf("%w; aborted: %v", member.Err(), runErr)
-		}
-	} else if runErr != nil {
-		// This rank failed by itself: the others must not wait for it.
-		if coord != nil {
-			coord.Abort(runErr.Error())
-		} else {
-			member.Fail(runErr.Error())
-		}
-	}
-	ev.Collect()
-	pid := os.Getpid()
-	dev := g.devices()[0]
-	mine := bench.RankResult{Rank: job.Rank, Host: s.Host, PID: pid, Device: dev, Measurements: results, Evidence: ev, NCCLHostID: hostID, Aborted: aborted, Group: color,
-		Logs: bench.ReadRankLogs(ev)}
+	results, aborted, runErr := abortable(ctx, peer, func(ctx context.Context) ([]bench.NCCLResult, error) {
+		return bench.RunNCCL(ctx, j.g.RT, j.lib, *cfg)
+	})
+	j.results, j.runErr = results, runErr
+	j.ev.Collect()
+	dev := j.g.devices()[0]
+	mine := bench.RankResult{Rank: job.Rank, Host: j.s.Host, PID: os.Getpid(), Device: dev, Measurements: results, Evidence: j.ev, NCCLHostID: j.hostID,
+		Aborted: aborted, Group: color, Logs: bench.ReadRankLogs(j.ev)}
 	if runErr != nil {
 		mine.Error = runErr.Error()
 	}
-	rep := &bench.NCCLReport{NCCL: ver, NCCLPath: lib.Path, CUDARuntime: g.Runtime, CUDADriver: g.Driver, Evidence: ev, Devices: []bench.Device{dev},
-		Config: map[string]any{"minbytes": cfg.MinBytes, "maxbytes": cfg.MaxBytes, "stepfactor": cfg.StepFactor, "stepbytes": cfg.StepBytes,
-			"warmup_iters": cfg.Warmup, "iters": cfg.Iters, "check": cfg.Check, "datatype": cfg.DType.Name, "redop": cfg.Op.Name, "root": cfg.Root,
-			"buffers": cfg.Buffers, "rank": job.Rank, "world_size": job.Size, "split": string(split)}}
-	gatherTimeout := cfg.OpTimeout + 30*time.Second
-	if cfg.OpTimeout <= 0 {
-		gatherTimeout = 5*time.Minute + 30*time.Second
-	}
-	if member != nil {
-		// Not rank 0: its own part on disk, then to rank 0; nothing printed.
-		rep.Measurements = results
-		rep.Complete = runErr == nil
+	settings := cfg.Settings()
+	settings["rank"], settings["world_size"], settings["split"] = job.Rank, job.Size, string(j.split)
+	j.rep = &bench.NCCLReport{NCCL: j.ver, NCCLPath: j.lib.Path, CUDARuntime: j.g.Runtime, CUDADriver: j.g.Driver, Evidence: j.ev, Devices: []bench.Device{dev},
+		Config: settings}
+	if job.Rank != 0 {
+		// Not rank 0: its own part on disk before it goes to rank 0.
+		j.rep.Measurements = results
+		j.rep.Complete = runErr == nil
 		if runErr != nil {
-			rep.Error = runErr.Error()
+			j.rep.Error = runErr.Error()
 		}
-		env := s.Envelope("bench-nccl", started, nil, rep)
-		if err := WriteAtomic(filepath.Join(dir, "results.json"), env); err != nil && o.Warn != nil {
-			fmt.Fprintf(o.Warn, "gdrcheck: writing %s: %s\n", printable.Line(dir), printable.Line(err.Error()))
-		}
-		b, _ := json.Marshal(mine)
-		derr := member.Deliver(ctx, b, gatherTimeout)
-		if runErr != nil {
-			return env, dir, jobFailure(runErr)
-		}
-		if derr != nil {
-			return env, dir, jobFailure(derr)
-		}
-		return env, dir, benchOutcome(nil, results, nil)
+		j.env = j.s.Envelope("bench-nccl", j.started, nil, j.rep)
+		j.write(j.env)
 	}
-	// Rank 0: gather, combine, judge, print, write.
-	b, _ := json.Marshal(mine)
-	parts, gerr := coord.Gather(ctx, b, gatherTimeout)
-	jr := &bench.JobReport{Launcher: string(job.Launcher), WorldSize: job.Size, Rendezvous: job.Rendezvous, Split: string(split), Groups: groups}
-	hosts := coord.Hosts()
-	for r, p := range parts {
-		if p == nil {
-			continue // gerr names it
-		}
-		var rr bench.RankResult
-		if err := json.Unmarshal(p, &rr); err != nil || rr.Rank != r {
-			// A part that cannot be read is a rank missing from the job,
-			// not one left out in silence.
-			why := fmt.Sprintf("its result names rank %d", rr.Rank)
-			if err != nil {
-				why = "its result could not be read: " + err.Error()
-			}
-			jr.Failures = append(jr.Failures, rendezvous.Failure{Rank: r, Host: hosts[r], Reason: why})
-			continue
-		}
-		jr.Ranks = append(jr.Ranks, rr)
-		if rr.Error != "" && r != 0 && !rr.Aborted {
-			jr.Failures = append(jr.Failures, rendezvous.Failure{Rank: r, Host: rr.Host, Reason: rr.Error})
+	return mine, nil
+}
+
+// write writes env as the rank's results.json; a failure is a warning.
+func (j *ncclJob) write(env *report.Envelope) {
+	path := filepath.Join(j.dir, "results.json")
+	if err := WriteAtomic(path, env); err != nil && j.o.Warn != nil {
+		fmt.Fprintf(j.o.Warn, "gdrcheck: writing %s: %s\n", printable.Line(path), printable.Line(err.Error()))
+	}
+}
+
+// report is rank 0's end of the job: every rank's part combined, judged,
+// printed and written.
+func (j *ncclJob) report(ctx context.Context, end jobEnd[bench.RankResult]) (*report.Envelope, string, error) {
+	job, rep, o, dir := j.jo.Job, j.rep, j.o, j.dir
+	jr := &bench.JobReport{Launcher: string(job.Launcher), WorldSize: job.Size, Rendezvous: job.Rendezvous, Split: string(j.split), Groups: j.groups,
+		Failures: end.Failures}
+	for _, p := range end.Parts {
+		if p != nil {
+			jr.Ranks = append(jr.Ranks, *p)
 		}
 	}
-	var je *rendezvous.JobError
-	if errors.As(gerr, &je) {
-		for _, f := range je.Failures {
-			if !slices.ContainsFunc(jr.Failures, func(x rendezvous.Failure) bool { return x.Rank == f.Rank }) {
-				jr.Failures = append(jr.Failures, f)
-			}
-		}
-	}
-	slices.SortFunc(jr.Failures, func(a, b rendezvous.Failure) int { return a.Rank - b.Rank })
 	jr.NCCLLogs = bench.JudgeJobLogs(jr.Ranks)
 	// The logs' text is judged; the document keeps where they are, not
 	// their copies (rank 0's are in dir, the others' in their rank-N).
@@ -241,16 +223,16 @@ func (s *Session) BenchNCCLJob(ctx context.Context, g *GPUs, o NCCLOptions, jo J
 	for _, r := range jr.Ranks {
 		rep.Devices = append(rep.Devices, r.Device)
 	}
-	combined := bench.CombineRanks(jr.Ranks, cfg.DType)
+	combined := bench.CombineRanks(jr.Ranks, j.cfg.DType)
 	if len(jr.Ranks) < job.Size {
 		// Without every rank the times are not the job's: keep each rank's
 		// own under job.ranks, and the table as rank 0 measured it.
-		combined = results
+		combined = j.results
 	}
 	rep.Measurements = combined
-	exp, noModel := o.Judge.expectedJob(g, jr)
+	exp, noModel := o.Judge.expectedJob(j.g, jr)
 	rep.Expected = exp
-	judgements := bench.NCCLFailed(failedIn(combined), runErr)
+	judgements := bench.NCCLFailed(failedIn(combined), j.runErr)
 	for _, f := range jr.Failures {
 		judgements = append(judgements, result.Result{ID: bench.JudgeNCCLID, Status: result.Fail, Subject: fmt.Sprintf("rank %d (%s)", f.Rank, f.Host),
 			Reason: "RankFailed", Message: f.Reason})
@@ -258,12 +240,12 @@ func (s *Session) BenchNCCLJob(ctx context.Context, g *GPUs, o NCCLOptions, jo J
 	switch {
 	case noModel != nil:
 		judgements = append(judgements, bench.NoModel(bench.JudgeNCCLID, noModel)...)
-	case exp != nil && len(jr.Failures) == 0 && runErr == nil:
+	case exp != nil && len(jr.Failures) == 0 && j.runErr == nil:
 		judgements = append(judgements, bench.JudgeNCCL(exp.Basis, combined, o.Judge.Pass)...)
 	}
-	jobErr := runErr
-	if jobErr == nil && gerr != nil {
-		jobErr = gerr
+	jobErr := j.runErr
+	if jobErr == nil {
+		jobErr = end.Err
 	}
 	rep.Complete = jobErr == nil
 	if jobErr != nil {
@@ -271,15 +253,12 @@ func (s *Session) BenchNCCLJob(ctx context.Context, g *GPUs, o NCCLOptions, jo J
 		rep.Interrupted = errors.Is(jobErr, context.Canceled) && ctx.Err() != nil
 	}
 	text := bench.NCCLText{W: o.Text}
-	text.JobHeader(rep, cfg)
+	text.JobHeader(rep, j.cfg)
 	text.WriteJobTables(combined, jobErr)
-	env := s.Envelope("bench-nccl", started, judgements, rep)
-	path := filepath.Join(dir, "results.json")
-	if err := WriteAtomic(path, env); err != nil && o.Warn != nil {
-		fmt.Fprintf(o.Warn, "gdrcheck: writing %s: %s\n", printable.Line(path), printable.Line(err.Error()))
-	}
+	env := j.s.Envelope("bench-nccl", j.started, judgements, rep)
+	j.write(env)
 	text.JobTrailer(jr.NCCLLogs)
-	shown := *ev
+	shown := *j.ev
 	if jr.NCCLLogs != nil {
 		shown.Summary = nil // rank 0's own log is in the job's verdicts
 	}
@@ -291,18 +270,6 @@ func (s *Session) BenchNCCLJob(ctx context.Context, g *GPUs, o NCCLOptions, jo J
 		return env, dir, jobFailure(jobErr)
 	}
 	return env, dir, benchOutcome(nil, combined, judgements)
-}
-
-// jobFailure is a job that did not run to its end: a Failure (exit 1),
-// naming the ranks; an interrupt stays one.
-func jobFailure(err error) error {
-	if errors.Is(err, context.Canceled) {
-		var je *rendezvous.JobError
-		if !errors.As(err, &je) {
-			return err
-		}
-	}
-	return &Failure{err}
 }
 
 // expectedJob is the basis of a job's judgement: this node's hardware, as

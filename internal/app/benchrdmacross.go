@@ -3,8 +3,6 @@ package app
 import (
 	"cmp"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,13 +15,14 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
-// benchRDMACross runs this rank's side of a cross-node plan: the ranks
-// meet at the job's rendezvous (bench nccl's: the same address, port and
-// secret; KeepGoing, so that one node pair's failure leaves the others
-// running), ranks 2k and 2k+1 exchange their sides and run rail by rail
-// (bench.RunRDMACross), and rank 0 gathers every rank's part, combines
-// each pair's (rdma.Combine), judges, and writes results.json; the other
-// ranks write their own part under rank-N/ and print nothing.
+// benchRDMACross runs this rank's side of a cross-node plan as one rank
+// of a job (runJob): the ranks meet at the job's rendezvous (bench nccl's:
+// the same address, port and secret; KeepGoing, so that one node pair's
+// failure leaves the others running), ranks 2k and 2k+1 exchange their
+// sides and run rail by rail (bench.RunRDMACross), and rank 0 gathers
+// every rank's part, combines each pair's (rdma.Combine), judges, and
+// writes results.json; the other ranks write their own part under rank-N/
+// and print nothing.
 func (s *Session) benchRDMACross(ctx context.Context, started time.Time, p *rdma.Plan, o RDMAOptions) (*report.Envelope, string, error) {
 	jo := o.Job
 	if jo == nil || jo.Job.Size < 2 {
@@ -37,104 +36,104 @@ func (s *Session) benchRDMACross(ctx context.Context, started time.Time, p *rdma
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, "", toolErr(err)
 	}
-	rc := rendezvous.Config{Addr: job.Rendezvous, Rank: job.Rank, Size: job.Size, Host: s.Host, Node: s.Host, Secret: jo.Secret,
-		JoinTimeout: jo.JoinTimeout, Hosts: job.Hosts, Listen: jo.Listen, KeepGoing: true}
-	var coord *rendezvous.Coordinator
-	var member *rendezvous.Member
-	var ch bench.RDMAChannel
-	addr := o.ServerAddr
-	var err error
-	if job.Rank == 0 {
-		// No NCCL here: the rendezvous's id carries nothing.
-		if coord, err = rendezvous.Serve(ctx, rc, make([]byte, rendezvous.IDSize)); err != nil {
-			return nil, dir, jobFailure(err)
-		}
-		defer coord.Close()
-		ch, addr = coord, cmp.Or(addr, coord.LocalIP())
-	} else {
-		if member, _, err = rendezvous.Join(ctx, rc); err != nil {
-			return nil, dir, jobFailure(err)
-		}
-		defer member.Close()
-		ch, addr = member, cmp.Or(addr, member.LocalIP())
-	}
-	addr = cmp.Or(addr, s.Host)
 	timeout := cmp.Or(o.Timeout, 2*time.Minute)
-	part, runErr := bench.RunRDMACross(ctx, p, ch, bench.RDMACrossOptions{RDMAOptions: bench.RDMAOptions{PerftestDir: o.PerftestDir, Out: dir, Timeout: timeout},
-		Rank: job.Rank, Host: s.Host, Addr: addr, Wait: jo.JoinTimeout})
-	if part == nil {
-		return nil, dir, toolErr(runErr)
-	}
-	if runErr != nil {
-		part.Error = runErr.Error()
-	}
-	doc := &RDMADoc{Plan: p, Out: dir, Job: &RDMAJob{Launcher: string(job.Launcher), WorldSize: job.Size, Rank: job.Rank, Rendezvous: job.Rendezvous}}
-	mine, _ := json.Marshal(part)
 	// Every rank runs about as many runs as rank 0; each is bounded by the
 	// pair timeout on both sides.
 	runs := 0
 	for _, e := range p.Entries {
 		runs += len(e.Runs)
 	}
-	gather := jo.JoinTimeout + time.Duration(runs+1)*(timeout+5*time.Second)
-	if member != nil {
-		doc.Job.Ranks = []rdma.RankPart{*part}
-		env := s.Envelope("bench-rdma", started, []result.Result{}, doc)
-		werr := WriteAtomic(filepath.Join(dir, "results.json"), env)
-		derr := member.Deliver(ctx, mine, gather)
-		switch {
-		case runErr != nil:
-			return env, dir, jobFailure(runErr)
-		case derr != nil:
-			return env, dir, jobFailure(derr)
-		case werr != nil:
-			return env, dir, toolErr(werr)
-		case part.Error != "":
-			return env, dir, failure("rank %d: %s", job.Rank, part.Error)
-		}
-		for _, so := range part.Outcomes {
-			if so.Cause != "" {
-				return env, dir, failure("rank %d: rail %d %s (%s): %s: %s", job.Rank, so.Rail, so.Memory, so.Role, so.Cause, so.Detail)
+	doc := &RDMADoc{Plan: p, Out: dir, Job: &RDMAJob{Launcher: string(job.Launcher), WorldSize: job.Size, Rank: job.Rank, Rendezvous: job.Rendezvous}}
+	var runErr, werr error
+	var env *report.Envelope // a member's own document
+	end, err := runJob(ctx, jobSpec[rdma.RankPart]{
+		Config: rendezvous.Config{Addr: job.Rendezvous, Rank: job.Rank, Size: job.Size, Host: s.Host, Node: s.Host, Secret: jo.Secret,
+			JoinTimeout: jo.JoinTimeout, Hosts: job.Hosts, Listen: jo.Listen, KeepGoing: true},
+		ID:     make([]byte, rendezvous.IDSize), // no NCCL here: the id carries nothing
+		Gather: jo.JoinTimeout + time.Duration(runs+1)*(timeout+5*time.Second),
+		Run: func(ctx context.Context, peer rendezvous.Peer, _ []byte) (rdma.RankPart, error) {
+			addr := cmp.Or(o.ServerAddr, peer.LocalIP(), s.Host)
+			var part *rdma.RankPart
+			part, runErr = bench.RunRDMACross(ctx, p, peer, bench.RDMACrossOptions{RDMAOptions: bench.RDMAOptions{PerftestDir: o.PerftestDir, Out: dir, Timeout: timeout},
+				Rank: job.Rank, Host: s.Host, Addr: addr, Wait: jo.JoinTimeout})
+			if part == nil {
+				return rdma.RankPart{}, toolErr(runErr)
 			}
-		}
-		return env, dir, nil
+			if runErr != nil {
+				part.Error = runErr.Error()
+			}
+			if job.Rank != 0 {
+				doc.Job.Ranks = []rdma.RankPart{*part}
+				env = s.Envelope("bench-rdma", started, []result.Result{}, doc)
+				werr = WriteAtomic(filepath.Join(dir, "results.json"), env)
+			}
+			return *part, nil
+		},
+	})
+	switch {
+	case err != nil:
+		return nil, dir, err
+	case job.Rank != 0:
+		return env, dir, memberOutcome(job.Rank, doc.Job.Ranks[0], runErr, end.Err, werr)
 	}
-	raw, gerr := coord.Gather(ctx, mine, gather)
+	doc.Job.Failures = end.Failures
+	for _, rp := range end.Parts {
+		if rp != nil {
+			doc.Job.Ranks = append(doc.Job.Ranks, *rp)
+		}
+	}
+	doc.Pairs = crossPairs(end)
+	env, err = s.judgeRDMA(started, doc, dir, o.Judging, runErr)
+	if err != nil {
+		return env, dir, err
+	}
+	if end.Err != nil {
+		return env, dir, jobFailure(end.Err)
+	}
+	return env, dir, nil
+}
+
+// crossPairs is every node pair's rails, ranks 2k and 2k+1 combined
+// (rdma.Combine), a pair of which neither rank reported a rail one
+// PeerMissing result.
+func crossPairs(end jobEnd[rdma.RankPart]) []rdma.PairResult {
 	lost := map[int]string{}
-	var je *rendezvous.JobError
-	if errors.As(gerr, &je) {
-		doc.Job.Failures = je.Failures
-		for _, f := range je.Failures {
-			lost[f.Rank] = f.Reason
-		}
+	for _, f := range end.Failures {
+		lost[f.Rank] = f.Reason
 	}
-	parts := make([]*rdma.RankPart, job.Size)
-	for r, b := range raw {
-		var rp rdma.RankPart
-		if b == nil || json.Unmarshal(b, &rp) != nil || rp.Rank != r {
-			continue
-		}
-		parts[r] = &rp
-		doc.Job.Ranks = append(doc.Job.Ranks, rp)
-	}
-	hosts := coord.Hosts()
-	for k := 0; k+1 < job.Size; k += 2 {
-		prs := rdma.Combine(parts[k], parts[k+1], k, hosts, lost, rankRel)
+	hosts := end.Hosts
+	var out []rdma.PairResult
+	for k := 0; k+1 < len(end.Parts); k += 2 {
+		prs := rdma.Combine(end.Parts[k], end.Parts[k+1], k, hosts, lost, rankRel)
 		if len(prs) == 0 {
 			prs = []rdma.PairResult{{Entry: rdma.Entry{GPU: -1, NIC: "-", Level: "-", Mode: rdma.ModeCrossNode, Host: hosts[k],
 				Peer: &rdma.Peer{Rank: k + 1, Host: hosts[k+1], GPU: -1, NIC: "-", Level: "-"}}, Cause: rdma.CausePeerMissing,
 				Detail: fmt.Sprintf("neither rank %d nor rank %d reported a rail: %s", k, k+1, cmp.Or(lost[k+1], lost[k], "no part delivered"))}}
 		}
-		doc.Pairs = append(doc.Pairs, prs...)
+		out = append(out, prs...)
 	}
-	env, err := s.judgeRDMA(started, doc, dir, o.Judging, runErr)
-	if err != nil {
-		return env, dir, err
+	return out
+}
+
+// memberOutcome is how a cross-node rank other than 0 ends: its run's
+// error, the job's, its document's, or a rail of its side that failed.
+func memberOutcome(rank int, part rdma.RankPart, runErr, endErr, werr error) error {
+	switch {
+	case runErr != nil:
+		return jobFailure(runErr)
+	case endErr != nil:
+		return jobFailure(endErr)
+	case werr != nil:
+		return toolErr(werr)
+	case part.Error != "":
+		return failure("rank %d: %s", rank, part.Error)
 	}
-	if gerr != nil {
-		return env, dir, jobFailure(gerr)
+	for _, so := range part.Outcomes {
+		if so.Cause != "" {
+			return failure("rank %d: rail %d %s (%s): %s: %s", rank, so.Rail, so.Memory, so.Role, so.Cause, so.Detail)
+		}
 	}
-	return env, dir, nil
+	return nil
 }
 
 // rankRel is rank r's folder relative to the job's (RankDir's layout).

@@ -2,7 +2,6 @@ package app
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/report/diff"
 	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
 )
@@ -58,23 +58,10 @@ func LoadReport(path string) (*dossier.Report, string, error) {
 	}
 	r, err := dossier.Decode(bytes.NewReader(b))
 	if err != nil {
-		return nil, path, toolErr(fmt.Errorf("%s: %s", path, decodeError(b, err)))
+		if pe, ok := textio.JSONErrorIn(path, b, err); ok {
+			return nil, path, toolErr(pe)
+		}
+		return nil, path, toolErr(fmt.Errorf("%s: %s", path, strings.TrimPrefix(err.Error(), "report.json: ")))
 	}
 	return r, path, nil
-}
-
-// decodeError says where in the document a decoding error is: its line,
-// and the field for a value of the wrong type.
-func decodeError(b []byte, err error) string {
-	msg := strings.TrimPrefix(err.Error(), "report.json: ")
-	line := func(off int64) int { return 1 + bytes.Count(b[:min(int(off), len(b))], []byte("\n")) }
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &te):
-		return fmt.Sprintf("line %d: field %q: %s value, want %s", line(te.Offset), strings.TrimPrefix(te.Field, "Document."), te.Value, te.Type)
-	case errors.As(err, &se):
-		return fmt.Sprintf("line %d: %s", line(se.Offset), msg)
-	}
-	return msg
 }

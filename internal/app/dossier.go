@@ -23,6 +23,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
 	"github.com/gdrcheck/gdrcheck/internal/report/html"
 	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
 // Profile is how much `gdrcheck run` measures.
@@ -466,57 +467,51 @@ func (d *dossierRun) measurements() dossier.Measurements {
 		basis = &d.exp.Basis
 		m.Basis = d.exp.Line()
 	}
-	margin := model.DefaultMargin()
-	margin.Pass = d.nr.judging.Pass
-	for _, r := range d.nccl {
-		var lo, hi uint64
-		for _, row := range r.Rows {
-			if row.OutOfPlace == nil {
-				continue
-			}
-			x := dossier.CollectiveMeasurement{ID: fmt.Sprintf("nccl.%s.%d", r.Collective, row.Bytes), Collective: string(r.Collective), Ranks: r.Ranks, Bytes: row.Bytes,
-				TimeUS: row.OutOfPlace.TimeUS, AlgBW: row.OutOfPlace.AlgBW, BusBW: row.OutOfPlace.BusBW, Status: result.Unknown, Wrong: wrong(row.OutOfPlace), Run: "nccl"}
-			if row.InPlace != nil {
-				x.InPlaceBusBW = row.InPlace.BusBW
-				x.Wrong += wrong(row.InPlace)
-			}
-			if basis != nil {
-				if p, err := model.Expect(basis.Should, r.Collective, float64(row.Bytes)); err == nil && p.BusBW > 0 {
-					st, ratio := p.Judge(x.AlgBW, margin)
-					x.ExpectedBusBW, x.Fraction, x.Status, x.Bottleneck = &p.BusBW, &ratio, st, string(p.Bottleneck)
-				}
-			}
-			if x.Wrong > 0 {
-				x.Status = result.Fail
-			}
-			m.Collectives = append(m.Collectives, x)
-			if lo == 0 || row.Bytes < lo {
-				lo = row.Bytes
-			}
-			hi = max(hi, row.Bytes)
+	// Each row as bench judged it (JudgeRows: the same judgement as the
+	// verdicts', hierarchical variants against their own expectation).
+	for _, j := range bench.JudgeRows(basis, d.nccl, d.nr.judging.Pass) {
+		r, row := d.nccl[j.Result], j.Row
+		if row.OutOfPlace == nil {
+			continue
 		}
-		if basis != nil && hi > 0 {
-			c := dossier.Curve{Collective: string(r.Collective), Ranks: r.Ranks, Points: []dossier.CurvePoint{}}
-			for b := lo; b <= hi; b *= 2 {
-				if p, err := model.Expect(basis.Should, r.Collective, float64(b)); err == nil {
-					c.Points = append(c.Points, dossier.CurvePoint{Bytes: b, BusBW: p.BusBW, AlgBW: p.AlgBW, Algorithm: string(p.Algorithm)})
-				}
-			}
+		x := dossier.CollectiveMeasurement{ID: fmt.Sprintf("nccl.%s.%d", r.Collective, row.Bytes), Collective: string(r.Collective), Ranks: r.Ranks, Bytes: row.Bytes,
+			TimeUS: row.OutOfPlace.TimeUS, AlgBW: row.OutOfPlace.AlgBW, BusBW: row.OutOfPlace.BusBW, Status: result.Unknown, Wrong: wrong(row.OutOfPlace), Run: "nccl"}
+		if row.InPlace != nil {
+			x.InPlaceBusBW = row.InPlace.BusBW
+			x.Wrong += wrong(row.InPlace)
+		}
+		if p := j.Expected; p != nil && p.BusBW > 0 {
+			ratio := j.Ratio
+			x.ExpectedBusBW, x.Fraction, x.Status, x.Bottleneck = &p.BusBW, &ratio, j.Status, string(p.Bottleneck)
+		}
+		if x.Wrong > 0 {
+			x.Status = result.Fail
+		}
+		m.Collectives = append(m.Collectives, x)
+	}
+	for _, r := range d.nccl {
+		if c, ok := curve(basis, r); ok {
 			m.Curves = append(m.Curves, c)
 		}
 	}
-	for _, r := range d.copies {
+	var gpus map[int]*topology.GPU
+	copyBasis := basis
+	if d.nr.gpus != nil {
+		gpus = d.nr.gpus.GPUs
+	} else {
+		copyBasis = nil // without the GPUs, NVLink peers cannot be told from PCIe peers
+	}
+	copies := bench.JudgeCopyRows(copyBasis, gpus, d.copies, d.nr.judging.Pass)
+	for i, r := range d.copies {
 		id := fmt.Sprintf("copy.%s.GPU%d", r.Test, r.Dev)
 		if r.Peer >= 0 {
 			id = fmt.Sprintf("copy.%s.GPU%d-GPU%d", r.Test, r.Dev, r.Peer)
 		}
 		x := dossier.CopyMeasurement{ID: id, Test: r.Test, Device: r.Dev, Peer: r.Peer, Bytes: r.Bytes, GBps: r.GBps, Status: result.Unknown, Valid: r.Valid, Error: r.Error}
-		if basis != nil && d.nr.gpus != nil {
-			if e, _, got, ok := bench.CopyExpected(*basis, d.nr.gpus.GPUs, r); ok && e.GBps > 0 {
-				st, ratio := e.Judge(got, margin)
-				x.GBps, x.ExpectedGBps, x.Fraction, x.Status = got, &e.GBps, &ratio, st
-				x.LimitGBps, x.Limit = e.PeakGBps, e.Limit
-			}
+		if j := copies[i]; j.Expected != nil && j.Expected.GBps > 0 {
+			e, ratio := j.Expected, j.Ratio
+			x.GBps, x.ExpectedGBps, x.Fraction, x.Status = j.Measured, &e.GBps, &ratio, j.Status
+			x.LimitGBps, x.Limit = e.PeakGBps, e.Limit
 		}
 		if r.Error != "" || !r.Valid {
 			x.Status = result.Fail
@@ -527,6 +522,31 @@ func (d *dossierRun) measurements() dossier.Measurements {
 		m.Copies = append(m.Copies, x)
 	}
 	return m
+}
+
+// curve is the model's expectation for r (its variant's) at every power of
+// two across the sizes it measured; false without a basis or a size.
+func curve(basis *model.Basis, r bench.NCCLResult) (dossier.Curve, bool) {
+	var lo, hi uint64
+	for _, row := range r.Rows {
+		if row.OutOfPlace == nil {
+			continue
+		}
+		if lo == 0 || row.Bytes < lo {
+			lo = row.Bytes
+		}
+		hi = max(hi, row.Bytes)
+	}
+	if basis == nil || hi == 0 {
+		return dossier.Curve{}, false
+	}
+	c := dossier.Curve{Collective: string(r.Collective), Ranks: r.Ranks, Points: []dossier.CurvePoint{}}
+	for b := lo; b <= hi; b *= 2 {
+		if p, err := bench.Expectation(basis.Should, r, float64(b)); err == nil {
+			c.Points = append(c.Points, dossier.CurvePoint{Bytes: b, BusBW: p.BusBW, AlgBW: p.AlgBW, Algorithm: string(p.Algorithm)})
+		}
+	}
+	return c, true
 }
 
 func wrong(m *collective.Measure) int64 {

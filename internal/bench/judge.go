@@ -23,59 +23,123 @@ func NoModel(id string, err error) []result.Result {
 	return []result.Result{{ID: id, Status: result.Unknown, Subject: "node", Reason: "NoModel", Message: "no expected performance: " + err.Error()}}
 }
 
-// JudgeNCCL compares the largest size of each collective with the model of
+// Judged is one row of an NCCL result judged against the model: the
+// expectation at its size for the node as it should be, the node as
+// found's where that falls short, and the verdict on the row's
+// out-of-place algbw.
+type Judged struct {
+	// Result is the index of the row's result among those judged.
+	Result int
+	Row    collective.Row
+	// Expected is the model's for the row's size (the hierarchical
+	// variant's own where the row is one); nil when the row has no
+	// out-of-place measurement or the model has no expectation (Why).
+	Expected *model.Prediction
+	// Found is what the node as found would reach, when it deviates from
+	// the node as it should be and reaches less; nil otherwise.
+	Found *model.Prediction
+	// Status and Ratio are the measured algbw against Expected (Unknown
+	// and 0 without it).
+	Status result.Status
+	Ratio  float64
+	// Why the model has no expectation ("" when it has one, or the row
+	// measured nothing).
+	Why string
+}
+
+// JudgeRows judges every row of every result, once, against the model of
 // the node as it should be (b.Should); pass is the fraction of expected
-// that passes. Where the node as found falls short of it, the message adds
-// what the node as found would reach, as the explanation.
-func JudgeNCCL(b model.Basis, results []NCCLResult, pass float64) []result.Result {
+// that passes. Rows come in the results' order. Without a basis (b nil)
+// every row is unknown. JudgeNCCL's verdicts and the dossier's rows are
+// both made from these.
+func JudgeRows(b *model.Basis, results []NCCLResult, pass float64) []Judged {
 	m := model.DefaultMargin()
 	m.Pass = pass
-	var out []result.Result
-	for _, r := range results {
-		if len(r.Rows) == 0 {
-			continue
-		}
-		subject := string(r.Collective)
-		if r.Variant != "" {
-			subject += " (" + r.Variant + ")"
-		}
-		if r.Variant != "" && r.Variant != VariantHierarchical {
-			out = append(out, result.Result{ID: JudgeNCCLID, Status: result.Unknown, Subject: subject, Reason: "NoModel",
-				Message: "the model predicts NCCL's own " + string(r.Collective) + ", not a " + r.Variant + " one"})
-			continue
-		}
-		row := r.Rows[len(r.Rows)-1]
-		if row.OutOfPlace == nil {
-			continue
-		}
-		p, err := expectVariant(b.Should, r, float64(row.Bytes))
-		if err != nil {
-			out = append(out, result.Result{ID: JudgeNCCLID, Status: result.Unknown, Subject: subject, Reason: "NoModel", Message: err.Error()})
-			continue
-		}
-		st, ratio := p.Judge(row.OutOfPlace.AlgBW, m)
-		msg := fmt.Sprintf("%s at %s: algbw %.1f GB/s (busbw %.1f), expected %.1f GB/s (busbw %.1f) for %s by %s, limited by %s: %.0f%% of expected",
-			r.Collective, collective.FormatSize(row.Bytes), row.OutOfPlace.AlgBW, row.OutOfPlace.BusBW, p.AlgBW, p.BusBW, b.Should.Name(), p.Algorithm, p.Bottleneck, 100*ratio)
-		ev := []result.Evidence{{Source: "model", Value: p.Formula}}
-		if len(b.Deviations) > 0 {
-			if f, err := expectVariant(b.Found, r, float64(row.Bytes)); err == nil && f.AlgBW < p.AlgBW {
-				msg += "; " + b.Explain(f.AlgBW) + fmt.Sprintf(" (busbw %.1f)", f.BusBW)
-				ev = append(ev, result.Evidence{Source: "model as found", Value: f.Formula})
+	var out []Judged
+	for i, r := range results {
+		for _, row := range r.Rows {
+			j := Judged{Result: i, Row: row, Status: result.Unknown}
+			switch {
+			case b == nil:
+				j.Why = "no model of the node"
+			case r.Variant != "" && r.Variant != VariantHierarchical:
+				_, err := Expectation(b.Should, r, float64(row.Bytes))
+				j.Why = err.Error()
+			case row.OutOfPlace == nil:
+			default:
+				j.judge(*b, r, m)
 			}
+			out = append(out, j)
 		}
-		out = append(out, result.Result{ID: JudgeNCCLID, Status: st, Subject: subject, Reason: "MeasuredVsExpected", Message: msg, Evidence: ev})
 	}
 	return out
 }
 
-// expectVariant is the model's expectation for a result: NCCL's best
-// algorithm, or for the hierarchical all-reduce the model's own
+func (j *Judged) judge(b model.Basis, r NCCLResult, m model.Margin) {
+	bytes := float64(j.Row.Bytes)
+	p, err := Expectation(b.Should, r, bytes)
+	if err != nil {
+		j.Why = err.Error()
+		return
+	}
+	j.Expected = &p
+	j.Status, j.Ratio = p.Judge(j.Row.OutOfPlace.AlgBW, m)
+	if len(b.Deviations) > 0 {
+		if f, err := Expectation(b.Found, r, bytes); err == nil && f.AlgBW < p.AlgBW {
+			j.Found = &f
+		}
+	}
+}
+
+// JudgeNCCL compares the largest size of each collective with the model of
+// the node as it should be (b.Should), as JudgeRows judged it; pass is the
+// fraction of expected that passes. Where the node as found falls short of
+// it, the message adds what the node as found would reach, as the
+// explanation.
+func JudgeNCCL(b model.Basis, results []NCCLResult, pass float64) []result.Result {
+	rows := JudgeRows(&b, results, pass)
+	var out []result.Result
+	for i, j := range rows {
+		if i+1 < len(rows) && rows[i+1].Result == j.Result {
+			continue // not its result's largest size (its last row)
+		}
+		r := results[j.Result]
+		subject := string(r.Collective)
+		if r.Variant != "" {
+			subject += " (" + r.Variant + ")"
+		}
+		switch {
+		case j.Why != "":
+			out = append(out, result.Result{ID: JudgeNCCLID, Status: result.Unknown, Subject: subject, Reason: "NoModel", Message: j.Why})
+			continue
+		case j.Expected == nil:
+			continue // the largest size measured nothing out of place
+		}
+		row, p := j.Row, j.Expected
+		msg := fmt.Sprintf("%s at %s: algbw %.1f GB/s (busbw %.1f), expected %.1f GB/s (busbw %.1f) for %s by %s, limited by %s: %.0f%% of expected",
+			r.Collective, collective.FormatSize(row.Bytes), row.OutOfPlace.AlgBW, row.OutOfPlace.BusBW, p.AlgBW, p.BusBW, b.Should.Name(), p.Algorithm, p.Bottleneck, 100*j.Ratio)
+		ev := []result.Evidence{{Source: "model", Value: p.Formula}}
+		if f := j.Found; f != nil {
+			msg += "; " + b.Explain(f.AlgBW) + fmt.Sprintf(" (busbw %.1f)", f.BusBW)
+			ev = append(ev, result.Evidence{Source: "model as found", Value: f.Formula})
+		}
+		out = append(out, result.Result{ID: JudgeNCCLID, Status: j.Status, Subject: subject, Reason: "MeasuredVsExpected", Message: msg, Evidence: ev})
+	}
+	return out
+}
+
+// Expectation is the model's expectation for a result at a size: NCCL's
+// best algorithm, or for the hierarchical all-reduce the model's own
 // three-phase prediction (NVLink reduce-scatter, all-reduce per rail
 // across nodes, NVLink all-gather), which needs two nodes or more of two
-// GPUs or more.
-func expectVariant(s model.System, r NCCLResult, bytes float64) (model.Prediction, error) {
-	if r.Variant != VariantHierarchical {
+// GPUs or more. The model predicts no other variant.
+func Expectation(s model.System, r NCCLResult, bytes float64) (model.Prediction, error) {
+	switch r.Variant {
+	case "":
 		return model.Expect(s, r.Collective, bytes)
+	case VariantHierarchical:
+	default:
+		return model.Prediction{}, fmt.Errorf("the model predicts NCCL's own %s, not a %s one", r.Collective, r.Variant)
 	}
 	ps, err := model.Predict(s, r.Collective, bytes)
 	if err != nil {
@@ -105,13 +169,13 @@ func measuredForModel(r CopyResult) float64 {
 	return r.GBps
 }
 
-// CopyExpected is what the model expects of the copy r on the node as it
+// copyExpected is what the model expects of the copy r on the node as it
 // should be (b.Should) and the number measured in the same terms (a
 // device-local copy counts read and write, a bidirectional one each
 // direction); ok false when the model has no expectation for it. gpus
 // maps CUDA ordinals to the discovered GPUs (to tell NVLink peers from
 // PCIe peers).
-func CopyExpected(b model.Basis, gpus map[int]*topology.GPU, r CopyResult) (x model.CopyExpectation, t model.CopyTest, measured float64, ok bool) {
+func copyExpected(b model.Basis, gpus map[int]*topology.GPU, r CopyResult) (x model.CopyExpectation, t model.CopyTest, measured float64, ok bool) {
 	t, ok = copyModel[r.Test]
 	if r.Test == CopyP2P || r.Test == CopyP2PBidir {
 		t, ok = model.CopyP2PNVLink, true
@@ -132,31 +196,76 @@ func CopyExpected(b model.Basis, gpus map[int]*topology.GPU, r CopyResult) (x mo
 	return x, t, measuredForModel(r), true
 }
 
-// JudgeCopies compares copies with the model of the node as it should be
-// (b.Should), adds what the node as found would reach where it falls
-// short, and states each as a fraction of the hardware limit. gpus maps CUDA ordinals to the
-// discovered GPUs (to tell NVLink peers from PCIe peers).
-func JudgeCopies(b model.Basis, gpus map[int]*topology.GPU, res []CopyResult, pass float64) []result.Result {
+// CopyJudged is one copy judged against the model.
+type CopyJudged struct {
+	// Expected is the model's for the copy on the node as it should be;
+	// nil when the model has none (or the copy failed).
+	Expected *model.CopyExpectation
+	// Found is what the node as found would reach, when it deviates from
+	// the node as it should be and reaches less; nil otherwise.
+	Found *model.CopyExpectation
+	// Measured is the copy's bandwidth in the terms the model states it
+	// (a device-local copy counts read and write, a bidirectional one
+	// each direction); 0 without Expected.
+	Measured float64
+	// Status and Ratio are Measured against Expected (Unknown and 0
+	// without it).
+	Status result.Status
+	Ratio  float64
+}
+
+// JudgeCopyRows judges every copy, once, against the model of the node as
+// it should be (b.Should; nil: no basis, every copy unknown); pass is the
+// fraction of expected that passes. One per copy, in order: JudgeCopies'
+// verdicts and the dossier's rows are both made from these. gpus maps
+// CUDA ordinals to the discovered GPUs (to tell NVLink peers from PCIe
+// peers).
+func JudgeCopyRows(b *model.Basis, gpus map[int]*topology.GPU, res []CopyResult, pass float64) []CopyJudged {
 	m := model.DefaultMargin()
 	m.Pass = pass
-	var out []result.Result
-	for _, r := range res {
-		x, t, got, ok := CopyExpected(b, gpus, r)
+	out := make([]CopyJudged, len(res))
+	for i, r := range res {
+		j := &out[i]
+		j.Status = result.Unknown
+		if b == nil {
+			continue
+		}
+		x, t, got, ok := copyExpected(*b, gpus, r)
 		if !ok {
 			continue
 		}
-		st, ratio := x.Judge(got, m)
-		subject := CopySubject(r)
-		msg := fmt.Sprintf("%s: %.1f GB/s, expected %.1f GB/s (%s, limited by %s): %.0f%% of expected", subject, got, x.GBps, x.Description, x.Bottleneck, 100*ratio)
-		ev := []result.Evidence{{Source: "model", Value: x.Formula}}
+		j.Expected, j.Measured = &x, got
+		j.Status, j.Ratio = x.Judge(got, m)
 		if f, err := model.ExpectCopy(b.Found, t); err == nil && len(b.Deviations) > 0 && f.GBps < x.GBps {
-			msg += "; " + b.Explain(f.GBps)
+			j.Found = &f
+		}
+	}
+	return out
+}
+
+// JudgeCopies compares copies with the model of the node as it should be
+// (b.Should), as JudgeCopyRows judged them, adds what the node as found
+// would reach where it falls short, and states each as a fraction of the
+// hardware limit. gpus maps CUDA ordinals to the discovered GPUs (to tell
+// NVLink peers from PCIe peers).
+func JudgeCopies(b model.Basis, gpus map[int]*topology.GPU, res []CopyResult, pass float64) []result.Result {
+	var out []result.Result
+	for i, j := range JudgeCopyRows(&b, gpus, res, pass) {
+		x, got := j.Expected, j.Measured
+		if x == nil {
+			continue
+		}
+		subject := CopySubject(res[i])
+		msg := fmt.Sprintf("%s: %.1f GB/s, expected %.1f GB/s (%s, limited by %s): %.0f%% of expected", subject, got, x.GBps, x.Description, x.Bottleneck, 100*j.Ratio)
+		ev := []result.Evidence{{Source: "model", Value: x.Formula}}
+		if j.Found != nil {
+			msg += "; " + b.Explain(j.Found.GBps)
 		}
 		if x.PeakGBps > 0 {
 			msg += fmt.Sprintf(", %.0f%% of the hardware limit", 100*got/x.PeakGBps)
 			ev = append(ev, result.Evidence{Source: "hardware limit", Value: x.Limit})
 		}
-		out = append(out, result.Result{ID: JudgeCopyID, Status: st, Subject: subject, Reason: "MeasuredVsExpected", Message: msg, Evidence: ev})
+		out = append(out, result.Result{ID: JudgeCopyID, Status: j.Status, Subject: subject, Reason: "MeasuredVsExpected", Message: msg, Evidence: ev})
 	}
 	return out
 }

@@ -39,7 +39,24 @@ func TestJudgeCopies(t *testing.T) {
 		{Test: CopyBidirPinned, Dev: 0, Peer: -1, GBps: 99.2, Valid: true},
 		{Test: CopyH2DPinned, Dev: 0, Peer: -1, GBps: 20, Valid: true},
 	}
-	got := JudgeCopies(model.Healthy(s, h, model.Want{}), map[int]*topology.GPU{0: h.GPUs[0]}, res, 0.85)
+	basis, gpus := model.Healthy(s, h, model.Want{}), map[int]*topology.GPU{0: h.GPUs[0]}
+	got := JudgeCopies(basis, gpus, res, 0.85)
+	// The rows the verdicts come from: one per copy, a failed copy and a
+	// missing basis unknown.
+	rows := JudgeCopyRows(&basis, gpus, append(res, CopyResult{Test: CopyD2D, Dev: 0, Peer: -1, Error: "boom"}), 0.85)
+	if len(rows) != len(res)+1 || rows[len(res)].Expected != nil || rows[len(res)].Status != result.Unknown {
+		t.Errorf("rows %+v", rows)
+	}
+	for i, r := range rows[:min(len(res), len(got))] {
+		if r.Status != got[i].Status || r.Expected == nil {
+			t.Errorf("row %d: %s, its verdict %s", i, r.Status, got[i].Status)
+		}
+	}
+	for _, r := range JudgeCopyRows(nil, gpus, res, 0.85) {
+		if r.Status != result.Unknown || r.Expected != nil {
+			t.Errorf("without a basis: %+v", r)
+		}
+	}
 	want := []struct {
 		status result.Status
 		msg    string
@@ -154,5 +171,87 @@ func TestJudgeHierarchical(t *testing.T) {
 	one.GPUsPerNode = 1
 	if r := judge(one, 10); r.Status != result.Unknown || !strings.Contains(r.Message, "2 GPUs or more") {
 		t.Errorf("one GPU per node: %s: %s", r.Status, r.Message)
+	}
+}
+
+// TestJudgeRows: every row is judged once, against its size's expectation
+// (the hierarchical variant's own for that variant); a row measured
+// nothing out of place is unknown without a reason, a variant the model
+// does not predict and a missing basis are unknown with one. JudgeNCCL's
+// verdict is the largest row's.
+func TestJudgeRows(t *testing.T) {
+	h, err := discover.Discover(context.Background(), discover.WithRoot(fakehost.Root(t, "../../testdata/hosts/hgx-h200-8gpu-10nic.host")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := model.FromHost(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	two.Nodes = 2
+	basis := model.Healthy(two, h, model.Want{})
+	at := func(v string, bytes uint64, frac float64) collective.Row {
+		p, err := Expectation(basis.Should, NCCLResult{Collective: collective.AllReduce, Variant: v}, float64(bytes))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return collective.Row{Bytes: bytes, OutOfPlace: &collective.Measure{AlgBW: frac * p.AlgBW, BusBW: frac * p.BusBW}}
+	}
+	unmeasured := collective.Row{Bytes: 4 << 30}
+	type want struct {
+		status   result.Status
+		algo     model.Algorithm // "": no expectation
+		why      string
+		verdicts int // JudgeNCCL's
+	}
+	cases := []struct {
+		name    string
+		basis   *model.Basis
+		variant string
+		rows    []collective.Row
+		want    []want
+	}{
+		{"NCCL's own, each size", &basis, "", []collective.Row{at("", 1<<30, 1), at("", 2<<30, 0.5)},
+			[]want{{status: result.Pass, algo: "*"}, {status: result.Fail, algo: "*", verdicts: 1}}},
+		{"the largest size measured nothing out of place", &basis, "", []collective.Row{at("", 1<<30, 1), unmeasured},
+			[]want{{status: result.Pass, algo: "*"}, {status: result.Unknown}}},
+		{"hierarchical, against its own", &basis, VariantHierarchical, []collective.Row{at(VariantHierarchical, 1<<30, 1), at(VariantHierarchical, 2<<30, 0.5)},
+			[]want{{status: result.Pass, algo: model.AlgoHierarchical}, {status: result.Fail, algo: model.AlgoHierarchical, verdicts: 1}}},
+		{"a variant the model does not predict", &basis, "pipelined", []collective.Row{at("", 1<<30, 1), unmeasured},
+			[]want{{status: result.Unknown, why: "not a pipelined one"}, {status: result.Unknown, why: "not a pipelined one", verdicts: 1}}},
+		{"no basis", nil, "", []collective.Row{at("", 1<<30, 1)}, []want{{status: result.Unknown, why: "no model"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := []NCCLResult{{Collective: collective.AllReduce, Ranks: 16, Variant: tc.variant, Rows: tc.rows}}
+			got := JudgeRows(tc.basis, res, 0.85)
+			if len(got) != len(tc.want) {
+				t.Fatalf("%d rows judged, want %d", len(got), len(tc.want))
+			}
+			verdicts := 0
+			for i, w := range tc.want {
+				g := got[i]
+				verdicts += w.verdicts
+				if g.Result != 0 || g.Row.Bytes != tc.rows[i].Bytes || g.Status != w.status || !strings.Contains(g.Why, w.why) || (w.why == "") != (g.Why == "") {
+					t.Errorf("row %d: %s %q, want %s %q", i, g.Status, g.Why, w.status, w.why)
+				}
+				switch {
+				case w.algo == "" && g.Expected != nil:
+					t.Errorf("row %d: expected %+v, want none", i, g.Expected)
+				case w.algo != "" && (g.Expected == nil || w.algo != "*" && g.Expected.Algorithm != w.algo):
+					t.Errorf("row %d: expected %+v, want by %s", i, g.Expected, w.algo)
+				}
+			}
+			if tc.basis == nil {
+				return
+			}
+			vs := JudgeNCCL(*tc.basis, res, 0.85)
+			if len(vs) != verdicts {
+				t.Fatalf("JudgeNCCL gave %d verdicts, want %d: %+v", len(vs), verdicts, vs)
+			}
+			if len(vs) == 1 && vs[0].Status != got[len(got)-1].Status {
+				t.Errorf("JudgeNCCL says %s, the largest row %s", vs[0].Status, got[len(got)-1].Status)
+			}
+		})
 	}
 }

@@ -47,6 +47,14 @@ type NCCLConfig struct {
 	CorruptAfterCheck bool
 }
 
+// Settings is results.json's config member: the run's nccl-tests
+// settings (a job's rank adds its place in the job).
+func (c NCCLConfig) Settings() map[string]any {
+	return map[string]any{"minbytes": c.MinBytes, "maxbytes": c.MaxBytes, "stepfactor": c.StepFactor, "stepbytes": c.StepBytes,
+		"warmup_iters": c.Warmup, "iters": c.Iters, "check": c.Check, "datatype": c.DType.Name, "redop": c.Op.Name, "root": c.Root,
+		"buffers": c.Buffers}
+}
+
 // JobRank is this process's place in a multi-process communicator.
 type JobRank struct {
 	UniqueID []byte // rank 0's ncclGetUniqueId

@@ -43,17 +43,38 @@ func (c *LineCounter) Lines() int { return len(c.nl) + 1 }
 
 // JSONError turns a decoding error into a ParseError naming the line.
 func (c *LineCounter) JSONError(name string, dec *json.Decoder, err error) *ParseError {
+	if pe, ok := c.jsonAt(name, err); ok {
+		return pe
+	}
+	return Errorf(name, c.LineAt(dec.InputOffset()), "invalid JSON: %v", err)
+}
+
+// jsonAt is a syntax error, a value of the wrong type or an early end as
+// a ParseError naming the line (and the field, for a wrong type); false
+// for any other error, which has no place in the input.
+func (c *LineCounter) jsonAt(name string, err error) (*ParseError, bool) {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &se):
-		return Errorf(name, c.LineAt(se.Offset), "invalid JSON: %v", se)
+		return Errorf(name, c.LineAt(se.Offset), "invalid JSON: %v", se), true
+	case errors.As(err, &te) && te.Field != "":
+		return Errorf(name, c.LineAt(te.Offset), "unexpected JSON value: field %q: %s value, want %s", te.Field, te.Value, te.Type), true
 	case errors.As(err, &te):
-		return Errorf(name, c.LineAt(te.Offset), "unexpected JSON value: %v", te)
+		return Errorf(name, c.LineAt(te.Offset), "unexpected JSON value: %s value, want %s", te.Value, te.Type), true
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return Errorf(name, c.Lines(), "JSON ends early (truncated file?)")
+		return Errorf(name, c.Lines(), "JSON ends early (truncated file?)"), true
 	}
-	return Errorf(name, c.LineAt(dec.InputOffset()), "invalid JSON: %v", err)
+	return nil, false
+}
+
+// JSONErrorIn is err, from decoding b (a whole file held in memory), as a
+// ParseError naming the line where decoding stopped; false when err has
+// no place in b (a check of the decoded value, say).
+func JSONErrorIn(name string, b []byte, err error) (*ParseError, bool) {
+	c := NewLineCounter(bytes.NewReader(b))
+	_, _ = io.Copy(io.Discard, c) // reading memory: no error
+	return c.jsonAt(name, err)
 }
 
 // UnmarshalJSON is json.Unmarshal of a whole file held in b; an error is a
@@ -63,9 +84,10 @@ func UnmarshalJSON(name string, b []byte, v any) error {
 	if err == nil {
 		return nil
 	}
-	c := NewLineCounter(bytes.NewReader(b))
-	_, _ = io.Copy(io.Discard, c) // reading memory: no error
-	return c.JSONError(name, json.NewDecoder(c), err)
+	if pe, ok := JSONErrorIn(name, b, err); ok {
+		return pe
+	}
+	return Errorf(name, 1, "invalid JSON: %v", err)
 }
 
 // FlexFloat is a JSON number that may also be written as a string

@@ -89,6 +89,39 @@ func TestJSONLines(t *testing.T) {
 	}
 }
 
+// JSONErrorIn names the line and, for a value of the wrong type, the
+// field; an error with no place in the input is not one of its.
+func TestJSONErrorIn(t *testing.T) {
+	type doc struct {
+		A struct {
+			B int `json:"b"`
+		} `json:"a"`
+	}
+	cases := []struct {
+		name, in string
+		line     int
+		msg      string // "": not an error in the input
+	}{
+		{"wrong type", "{\n\"a\": {\n\"b\": \"x\"}}", 3, `unexpected JSON value: field "a.b": string value, want int`},
+		{"wrong type at the top", "[1]", 1, "unexpected JSON value: array value, want textio.doc"},
+		{"syntax", "{\n\"a\":\n}", 3, "invalid JSON: invalid character '}'"},
+		{"truncated", "{\n\"a\": {", 2, "invalid JSON: unexpected end of JSON input"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var v doc
+			err := json.Unmarshal([]byte(tc.in), &v)
+			pe, ok := JSONErrorIn("d.json", []byte(tc.in), err)
+			if !ok || pe.Name != "d.json" || pe.Line != tc.line || !strings.HasPrefix(pe.Msg, tc.msg) {
+				t.Errorf("%v (%v), want line %d: %s", pe, ok, tc.line, tc.msg)
+			}
+		})
+	}
+	if pe, ok := JSONErrorIn("d.json", []byte("{}"), errors.New("schema \"x\", want \"y\"")); ok {
+		t.Errorf("an error with no place in the input: %v", pe)
+	}
+}
+
 func TestFormatFloat(t *testing.T) {
 	for _, c := range []struct {
 		v    float64

@@ -141,6 +141,9 @@ func judgeOne(e *Entry, o Outcome, host *Outcome, j Judging) result.Result {
 		}
 		return r
 	}
+	// Against the pair's own expectation and its host-memory control: a
+	// pasted perftest output (app's judgePerftest in analyze) has neither,
+	// and is judged against the rate it is told instead.
 	want, what := e.Expect.LineGbps, "line rate"
 	if o.Memory == MemHost && e.Expect.HostGbps > 0 {
 		want, what = e.Expect.HostGbps, "the model's host-memory figure"

@@ -401,14 +401,18 @@ func (r *Report) Envelope() *report.Envelope {
 // WriteJSON writes r as report.json.
 func (r *Report) WriteJSON(w io.Writer) error { return report.WriteJSON(w, r.Envelope()) }
 
-// Decode reads report.json, refusing another schema.
+// Decode reads report.json, refusing another schema. A decoding error
+// keeps encoding/json's offset and field, and the field is the document's
+// path ("inventory.gpus", not Go's "Document.inventory.gpus").
 func Decode(rd io.Reader) (*Report, error) {
 	b, err := io.ReadAll(rd)
 	if err != nil {
 		return nil, err
 	}
 	var head struct {
-		Schema string `json:"schema"`
+		Schema  string          `json:"schema"`
+		Run     report.Run      `json:"run"`
+		Results []result.Result `json:"results"`
 	}
 	if err := json.Unmarshal(b, &head); err != nil {
 		return nil, fmt.Errorf("report.json: %w", err)
@@ -416,9 +420,9 @@ func Decode(rd io.Reader) (*Report, error) {
 	if head.Schema != Schema {
 		return nil, fmt.Errorf("report.json: schema %q, want %q", head.Schema, Schema)
 	}
-	var r Report
+	r := Report{Schema: head.Schema, Run: head.Run, Results: head.Results}
 	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&r); err != nil {
+	if err := dec.Decode(&r.Document); err != nil {
 		return nil, fmt.Errorf("report.json: %w", err)
 	}
 	return &r, nil
