@@ -24,9 +24,9 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/analyze/nvbandwidth"
 	"github.com/gdrcheck/gdrcheck/internal/analyze/perftest"
 	"github.com/gdrcheck/gdrcheck/internal/analyze/smitopo"
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/printable"
 	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
 // Report is the data a reader returns beside its verdicts. It prints

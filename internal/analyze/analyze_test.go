@@ -11,10 +11,10 @@ import (
 	"testing"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze"
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/cli"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/readertest"
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
 // body copies a sample without its source header into a temporary file.

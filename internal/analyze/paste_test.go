@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	. "github.com/gdrcheck/gdrcheck/internal/analyze"
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/readertest"
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
 // pasteForms are the ways a paste wraps an output (issue 13 item 6): each

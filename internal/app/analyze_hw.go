@@ -11,13 +11,13 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/analyze/ncclog"
 	"github.com/gdrcheck/gdrcheck/internal/analyze/nccltests"
 	"github.com/gdrcheck/gdrcheck/internal/analyze/perftest"
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/hw"
 	"github.com/gdrcheck/gdrcheck/internal/model"
 	"github.com/gdrcheck/gdrcheck/internal/profile"
 	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
 // HardwareID is the verdict of an nccl-tests measurement judged against

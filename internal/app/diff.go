@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/report/diff"
 	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
 // DiffOptions are gdrcheck diff's: two reports (report.json, or a dossier

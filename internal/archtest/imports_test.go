@@ -47,7 +47,7 @@ var mayTouchTheMachine = []string{
 // rather than pass on nothing.
 var mustBeClean = []string{
 	"internal/facts/gpu", "internal/facts/node", "internal/facts/pci", "internal/profile", "internal/printable",
-	"internal/checks", "internal/model", "internal/result", "internal/analyze/ncclog", "internal/analyze/textio",
+	"internal/checks", "internal/model", "internal/result", "internal/analyze/ncclog", "internal/textio",
 	"internal/topology", "internal/topology/level", "internal/topology/pairing", "internal/bench/rdma",
 	"internal/launch", "internal/rendezvous", "internal/report", "internal/report/dossier", "internal/report/fleet",
 	"internal/report/html", "internal/report/diff", "internal/report/sched", "internal/report/noise", "internal/campaign",

@@ -10,8 +10,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
 // Kind is the analyzer kind name.

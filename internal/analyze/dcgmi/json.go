@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
 // dcgmi diag --json: {"DCGM Diagnostic" (4.x) or "DCGM GPU Diagnostic"

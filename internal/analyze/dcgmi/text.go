@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
 // DCGM wraps warning text into 45-character pieces (DATA_INFO_TAG_LEN in

@@ -6,9 +6,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/analyze/verdict"
 	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
 // Verdict IDs.

@@ -3,7 +3,7 @@ package ncclog
 import (
 	"bytes"
 
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
 // Caps on what is kept in detail live with the tracker that keeps it.

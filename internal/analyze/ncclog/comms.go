@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
 // Caps of the communicator tracker.

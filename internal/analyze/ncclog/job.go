@@ -6,8 +6,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
 // Job reads the NCCL debug logs of one job (one file per rank, per node,

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
 // splitByHost splits a log into one log per host, as a job writes it with

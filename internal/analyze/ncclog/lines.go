@@ -6,7 +6,7 @@ import (
 	"errors"
 	"io"
 
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
 // header is one NCCL message header found in a physical line:

@@ -1,8 +1,8 @@
 package ncclog
 
 import (
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
 // summary is what the verdicts are decided from, computed once the whole

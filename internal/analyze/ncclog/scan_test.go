@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/linegen"
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
 // numbersExpr is the regexp maskNumbers implements.

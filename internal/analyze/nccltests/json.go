@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/collective"
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
 // The -J output of nccl-tests (src/util.cu: version, args, env,

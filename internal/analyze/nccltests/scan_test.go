@@ -8,7 +8,7 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/testutil/linegen"
 
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
 // The regular expressions nThreadLine and deviceLine implement.

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/collective"
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
 // typeAlt are the datatype names nccl-tests prints (current and pre-2.10

@@ -5,11 +5,11 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/analyze/verdict"
 	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/hw"
 	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
 // Verdict IDs.

@@ -17,8 +17,8 @@ import (
 	"bytes"
 	"io"
 
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
 // Kind is the analyzer kind name.

@@ -5,7 +5,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
 // perftest writes --out_json with dprintf, one "key": value per line, in a

@@ -10,7 +10,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 	"github.com/gdrcheck/gdrcheck/internal/topology/level"
 )
 

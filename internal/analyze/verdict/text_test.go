@@ -4,10 +4,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/printable"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/ansitest"
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
 func TestText(t *testing.T) {

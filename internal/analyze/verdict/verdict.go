@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
 // New builds a verdict.

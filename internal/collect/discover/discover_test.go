@@ -11,12 +11,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/smitopo"
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/collect/discover"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/readertest"
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 

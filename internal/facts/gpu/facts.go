@@ -11,7 +11,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
 // FactsFile is the snapshot file (under commands/) holding Facts as JSON.

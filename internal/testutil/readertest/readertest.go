@@ -14,9 +14,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gdrcheck/gdrcheck/internal/analyze/textio"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/goldenfile"
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
 // Sample reads a corpus copy under testdata: it must keep its source
