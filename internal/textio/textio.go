@@ -1,8 +1,9 @@
 // Package textio is the input kit every parser shares (the readers under
-// analyze/, the fact parsers under facts/, the reports that read documents back): a line reader that
-// numbers lines and survives overlong or binary input, a line counter for
-// JSON input, the one error type that names a file and a line (ParseError),
-// lenient number parsing, and the clipping of quoted input lines.
+// analyze/, the fact parsers under facts/, the reports that read documents
+// back): a line reader that numbers lines and survives overlong or binary
+// input, a line counter for JSON input, the one error type that names a
+// file and a line (ParseError), lenient number parsing, and the clipping of
+// quoted input lines.
 package textio
 
 import (

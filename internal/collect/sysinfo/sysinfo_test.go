@@ -142,19 +142,6 @@ func values(f *node.Facts) []any {
 	}
 }
 
-func TestParseXids(t *testing.T) {
-	b := []byte("2026-12-01T11:30:00,123456+00:00 NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n[  12.3] NVRM: Xid (PCI:0000:3A:00): 13, pid=1, name=x\nnoise\n")
-	x := node.ParseXids(b)
-	if len(x) != 2 || x[0].Code != 79 || x[0].Bus != "0000:18:00" || x[0].When.IsZero() || x[1].Bus != "0000:3a:00" || !x[1].When.IsZero() {
-		t.Errorf("parsed %+v", x)
-	}
-	// A line longer than any scanner buffer must not hide what follows.
-	long := []byte(strings.Repeat("x", 2<<20) + "\n2026-12-01T11:30:00,123456+00:00 NVRM: Xid (PCI:0000:18:00): 48, pid=1, name=x\n")
-	if x := node.ParseXids(long); len(x) != 1 || x[0].Code != 48 {
-		t.Errorf("Xid after an overlong line: parsed %+v", x)
-	}
-}
-
 // TestTopoFileReadThroughRoot: live, the file NCCL_TOPO_FILE names is read
 // through the root; a missing one carries the error.
 func TestTopoFileReadThroughRoot(t *testing.T) {
@@ -171,20 +158,5 @@ func TestTopoFileReadThroughRoot(t *testing.T) {
 		if !f.TopoFile.Checked || errors.Is(f.TopoFile.Err, fs.ErrNotExist) != c.missing || !c.missing && f.TopoFile.Size != 10 {
 			t.Errorf("NCCL_TOPO_FILE=%s: %+v", c.file, f.TopoFile)
 		}
-	}
-}
-
-func TestLibrariesFileRoundTrip(t *testing.T) {
-	in := &node.Libraries{
-		CUDARuntime: node.Library{Loaded: true, Version: "12.8", Path: "/usr/lib/libcudart.so.12"},
-		NCCL:        node.Library{Path: "/usr/lib/libnccl.so.2", Error: "ncclGetVersion failed"},
-	}
-	b, err := in.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := node.ParseLibraries(b)
-	if err != nil || !reflect.DeepEqual(out, in) {
-		t.Errorf("round trip: %+v %v\n%s", out, err, b)
 	}
 }
