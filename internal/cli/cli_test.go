@@ -27,7 +27,7 @@ const repo = "../.."
 func run(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := execute(args, &out, &errb, testSession(args))
+	code := execute(args, &out, &errb, testSession(args), liveRoot)
 	return out.String(), errb.String(), code
 }
 
@@ -252,7 +252,7 @@ func TestRunOutWritesReport(t *testing.T) {
 		})
 	}
 	_, errs, code := run(t, "run", "--root", snap, "--format", "json", "--bench")
-	if code != ExitToolErr || !strings.Contains(errs, "--bench runs on the live host only") {
+	if code != ExitToolErr || !strings.Contains(errs, "benchmarks run on the live host only (--root is ") {
 		t.Errorf("--bench on a snapshot: exit %d, %q", code, errs)
 	}
 }

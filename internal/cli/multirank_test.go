@@ -60,7 +60,7 @@ func runJob(t *testing.T, js jobSpec, limit time.Duration) ([]*rankProc, string)
 			"--out", out, "--no-judge", "--op-timeout", "20s"}, js.args...)
 		p.cmd = exec.CommandContext(ctx, os.Args[0], args...)
 		env := []string{reexecVar + "=1", "GDRCHECK_CUDART=" + fakelib.CUDART(t), "GDRCHECK_NCCL=" + fakelib.NCCL(t), "FAKECUDA_DEVICES=1",
-			"FAKENCCL_EXCHANGE_DIR=" + xdir, "GDRCHECK_SECRET=" + jobSecret, fmt.Sprintf("NCCL_HOSTID=fakehost%d", r)}
+			"FAKENCCL_EXCHANGE_DIR=" + xdir, "GDRCHECK_SECRET=" + jobSecret, fmt.Sprintf("NCCL_HOSTID=fakehost%d", r), liveRootVar + "=" + liveRoot}
 		if js.env != nil {
 			env = append(env, js.env(r)...)
 		}
