@@ -32,6 +32,8 @@ var mayTouchTheMachine = []string{
 	"internal/bench",
 	"internal/cli",
 	"cmd/...",
+	// Development tools (tools/htmlcheck drives a browser).
+	"tools/...",
 	// Test support: fakehost materialises fixtures behind a machine.Root,
 	// fakelib builds fake vendor libraries with the C compiler.
 	"internal/testutil/fakehost",
