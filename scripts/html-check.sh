@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks report.html and fleet.html files in a real browser: each is opened in headless
-# Chromium (cmd/htmlcheck, over the DevTools pipe), which fails on any
+# Chromium (tools/htmlcheck, over the DevTools pipe), which fails on any
 # console error, uncaught exception or network request, and a full-page
 # screenshot is saved for a person to look at.
 #
@@ -19,7 +19,7 @@ shots=${SHOTS:-${TMPDIR:-/tmp}/html-check}
 mkdir -p "$shots"
 bin=$(mktemp -d)/htmlcheck
 trap 'rm -rf "$(dirname "$bin")"' EXIT
-go build -o "$bin" ./cmd/htmlcheck
+go build -o "$bin" ./tools/htmlcheck
 
 browser=${CHROMIUM:-}
 if [ -z "$browser" ]; then

@@ -74,8 +74,26 @@ type GPUs struct {
 	Driver  string // CUDA version the driver supports
 }
 
-// OpenGPUs loads the CUDA runtime and picks the devices.
-func OpenGPUs(ctx context.Context, o GPUOptions) (*GPUs, error) {
+// OpenGPUs opens the GPUs of a benchmark command on the live host that n
+// names: it refuses any other root (requireLive), discovers the host
+// unless o.Host is given (for the GPUs' names and the model; where
+// discovery fails the benchmark runs without them), loads the CUDA runtime
+// and picks the devices. Nothing is written.
+func OpenGPUs(ctx context.Context, n NodeOptions, o GPUOptions) (*GPUs, error) {
+	if err := requireLive(n.Root); err != nil {
+		return nil, err
+	}
+	if o.Host == nil {
+		if h, cleanup, err := Discover(ctx, n); err == nil {
+			cleanup()
+			o.Host = h
+		}
+	}
+	return openGPUs(ctx, o)
+}
+
+// openGPUs loads the CUDA runtime and picks the devices.
+func openGPUs(ctx context.Context, o GPUOptions) (*GPUs, error) {
 	rt, err := openRuntime(o.CUDART)
 	if err != nil {
 		return nil, err

@@ -67,7 +67,7 @@ func TestBenchJudgedAgainstProfile(t *testing.T) {
 				t.Setenv(k, "")
 			}
 			t.Setenv("FAKECUDA_DEVICES", "8")
-			g, err := OpenGPUs(t.Context(), GPUOptions{CUDART: fakelib.CUDART(t), Host: benchHost(t, tc.edit)})
+			g, err := openGPUs(t.Context(), GPUOptions{CUDART: fakelib.CUDART(t), Host: benchHost(t, tc.edit)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -128,8 +128,8 @@ func (s *Session) BenchRDMA(ctx context.Context, n NodeOptions, o RDMAOptions) (
 	if o.DryRun {
 		return s.Envelope("bench-rdma", started, []result.Result{}, doc), "", nil
 	}
-	if n.Root != "" && n.Root != "/" {
-		return nil, "", toolErr(fmt.Errorf("bench rdma runs perftest on the live host only (--root is %s); --dry-run plans from any root", n.Root))
+	if err := requireLive(n.Root); err != nil {
+		return nil, "", fmt.Errorf("bench rdma: %w; --dry-run plans from any root", err)
 	}
 	if p.Mode == rdma.ModeCrossNode {
 		return s.benchRDMACross(ctx, started, p, o)

@@ -46,7 +46,7 @@ func wholeRun(ctx context.Context, r machine.Root) error {
 	if err != nil {
 		return err
 	}
-	p.judge(ctx, r, h, nil)
+	p.judge(ctx, r, h, false, nil)
 	if s, err := (HostModel{Host: h, Source: "adversarial"}).System(); err == nil {
 		_, _ = Model(s, model.WhatIf{}, model.ReportOptions{})
 	}

@@ -23,12 +23,19 @@ import (
 type NodeOptions struct {
 	Root    string        // --root: "/" (this host), a host or snapshot directory, or a snapshot .tgz
 	Timeout time.Duration // deadline of discovery and collection (--timeout)
+	// LiveRoot is what the live host (a Root of "/" or "") is read from:
+	// "" is this host's own "/". Tests name a fixture host (a directory or
+	// a snapshot archive), so that what runs on the live host only (the
+	// benchmarks, the probe of the libraries loaded into this process)
+	// runs, and is tested, over the fixture and not over the machine
+	// running the tests. See live.go.
+	LiveRoot string
 }
 
 // openNode opens the root and discovers the host behind it; the root
 // reads under the discovery deadline, and cleanup releases it.
 func openNode(ctx context.Context, n NodeOptions) (machine.Root, func(), *topology.Host, error) {
-	r, cleanup, err := snapshot.OpenContext(ctx, n.Root)
+	r, cleanup, err := snapshot.OpenContext(ctx, n.source())
 	if err != nil {
 		return machine.Root{}, nil, nil, toolErr(err)
 	}
@@ -92,11 +99,11 @@ func knownCheck(id string) bool {
 	})
 }
 
-// judge collects the node facts of h (rt: the process's CUDA runtime when
-// one is open) and runs the checks on them; it returns the report and the
-// facts the checks judged.
-func (p *checkPlan) judge(ctx context.Context, r machine.Root, h *topology.Host, rt *cuda.Runtime) (*checks.Report, *checks.Env) {
-	env := checkEnv(ctx, r, h, rt, p.expect, p.o.XidWindow)
+// judge collects the node facts of h (live: r is the live host's, rt: the
+// process's CUDA runtime when one is open) and runs the checks on them; it
+// returns the report and the facts the checks judged.
+func (p *checkPlan) judge(ctx context.Context, r machine.Root, h *topology.Host, live bool, rt *cuda.Runtime) (*checks.Report, *checks.Env) {
+	env := checkEnv(ctx, r, h, live, rt, p.expect, p.o.XidWindow)
 	return checks.Run(ctx, env, checks.All(), checks.Options{Timeout: p.o.Timeout, Only: p.o.Only, Strict: p.o.Strict}), env
 }
 
@@ -121,16 +128,17 @@ func Check(ctx context.Context, n NodeOptions, o CheckOptions) (*Judged, error) 
 		return nil, err
 	}
 	defer cleanup()
-	rep, env := p.judge(ctx, r, h, nil)
+	rep, env := p.judge(ctx, r, h, isLive(n.Root), nil)
 	return &Judged{Host: h, Checks: rep, Env: env}, nil
 }
 
 // collectFacts is the collection stage after discovery: the node facts
-// read through r, and live, the libraries loaded into this process (rt:
-// the CUDA runtime already open, nil: the probe loads it).
-func collectFacts(ctx context.Context, r machine.Root, h *topology.Host, rt *cuda.Runtime) *node.Facts {
+// read through r, and when r is the live host's, the libraries loaded into
+// this process (rt: the CUDA runtime already open, nil: the probe loads
+// it).
+func collectFacts(ctx context.Context, r machine.Root, h *topology.Host, live bool, rt *cuda.Runtime) *node.Facts {
 	f := sysinfo.Collect(ctx, r, h, sysinfo.Options{})
-	if r.Live() {
+	if live {
 		f.Libraries = libs.Probe(ctx, rt)
 	}
 	return f
@@ -138,8 +146,8 @@ func collectFacts(ctx context.Context, r machine.Root, h *topology.Host, rt *cud
 
 // checkEnv assembles what the checks judge: the host, its facts, and the
 // time anchor (when a snapshot was taken, or now).
-func checkEnv(ctx context.Context, r machine.Root, h *topology.Host, rt *cuda.Runtime, expect *profile.Profile, xidWindow time.Duration) *checks.Env {
-	f := collectFacts(ctx, r, h, rt)
+func checkEnv(ctx context.Context, r machine.Root, h *topology.Host, live bool, rt *cuda.Runtime, expect *profile.Profile, xidWindow time.Duration) *checks.Env {
+	f := collectFacts(ctx, r, h, live, rt)
 	now := f.CapturedAt
 	if now.IsZero() {
 		now = time.Now()

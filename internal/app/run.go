@@ -10,7 +10,6 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/checks"
-	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/model"
 	"github.com/gdrcheck/gdrcheck/internal/native/cuda"
 	"github.com/gdrcheck/gdrcheck/internal/report"
@@ -75,8 +74,8 @@ const quickPass = 0.85
 
 // Run is the first half of `gdrcheck run`: it discovers the node, runs
 // the readiness checks and decides whether the benchmarks apply (Bench:
-// required; AutoBench: on the live host with GPUs, else BenchSkip says
-// why not). When they do it loads the process's one CUDA runtime before
+// required, and refused off the live host (requireLive); AutoBench: on the
+// live host with GPUs, else BenchSkip says why not). When they do it loads the process's one CUDA runtime before
 // the checks, so that the checks' library probe and the benchmarks share
 // it, and picks the devices after them; failing at either is the
 // benchmarks' error (BenchErr), not the checks'. NodeRun.Dossier runs the
@@ -88,6 +87,12 @@ const quickPass = 0.85
 // benchmarks' results would go there too).
 func (s *Session) Run(ctx context.Context, o RunOptions) (_ *NodeRun, err error) {
 	started := s.Now()
+	if o.Bench {
+		// Refused before the checks run and print.
+		if err := requireLive(o.Node.Root); err != nil {
+			return nil, err
+		}
+	}
 	if o.Profile == "" {
 		o.Profile = ProfileQuick
 	}
@@ -101,11 +106,12 @@ func (s *Session) Run(ctx context.Context, o RunOptions) (_ *NodeRun, err error)
 		return nil, err
 	}
 	defer cleanup()
+	live := isLive(o.Node.Root)
 	bench := o.Bench
 	if o.AutoBench && !o.Bench {
-		switch {
-		case !r.Live():
-			nr.BenchSkip = fmt.Sprintf("benchmarks run on the live host only (--root is %s)", o.Node.Root)
+		switch notLive := requireLive(o.Node.Root); {
+		case notLive != nil:
+			nr.BenchSkip = notLive.Error()
 		case len(h.GPUs) == 0:
 			nr.BenchSkip = "no NVIDIA GPU on the PCI bus: there is nothing to benchmark"
 		default:
@@ -124,9 +130,9 @@ func (s *Session) Run(ctx context.Context, o RunOptions) (_ *NodeRun, err error)
 	// checks, whose library probe asks it instead of loading its own.
 	var rt *cuda.Runtime
 	if bench {
-		rt, nr.BenchErr = openBenchRuntime(r, o.Node.Root)
+		rt, nr.BenchErr = openRuntime("")
 	}
-	nr.Checks, nr.env = p.judge(ctx, r, h, rt)
+	nr.Checks, nr.env = p.judge(ctx, r, h, live, rt)
 	nr.host = h
 	if rt != nil {
 		nr.gpus, nr.BenchErr = useGPUs(ctx, rt, GPUOptions{Host: h})
@@ -158,15 +164,6 @@ var (
 	rawNCCL = filepath.Join("raw", "nccl")
 	rawCopy = filepath.Join("raw", "copy")
 )
-
-// openBenchRuntime loads the CUDA runtime of the benchmark pass, which
-// runs on the live host only.
-func openBenchRuntime(r machine.Root, root string) (*cuda.Runtime, error) {
-	if !r.Live() {
-		return nil, toolErr(fmt.Errorf("benchmarks run on the live host only (--root is %s)", root))
-	}
-	return openRuntime("")
-}
 
 // BenchNCCL runs the pass's collectives (BenchErr when it cannot run);
 // their text goes to text as they run, problems that do not stop the run

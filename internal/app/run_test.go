@@ -10,6 +10,7 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakelib"
 )
 
@@ -21,25 +22,31 @@ func testSession() *Session {
 }
 
 // Run judges the node and makes the dossier's folder before any
-// benchmark; on a snapshot the required benchmark pass cannot run, which
-// is its own error, not the checks'.
+// benchmark. On a snapshot the benchmarks do not apply (BenchSkip says
+// why), and a run that requires them (--bench) is refused before anything
+// is read or made: the one live-host rule (requireLive).
 func TestRunOnSnapshot(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "report")
-	nr, err := testSession().Run(t.Context(), RunOptions{Node: NodeOptions{Root: h200Snapshot, Timeout: time.Minute},
+	_, err := testSession().Run(t.Context(), RunOptions{Node: NodeOptions{Root: h200Snapshot, Timeout: time.Minute},
 		Checks: CheckOptions{Timeout: 10 * time.Second}, Out: out, Bench: true, BenchSize: 1 << 20})
+	var te *ToolError
+	if !errors.As(err, &te) || te.Error() != "benchmarks run on the live host only (--root is "+h200Snapshot+")" {
+		t.Errorf("Run --bench on a snapshot: %v", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a refused run made --out (%v)", err)
+	}
+	nr, err := testSession().Run(t.Context(), RunOptions{Node: NodeOptions{Root: h200Snapshot, Timeout: time.Minute},
+		Checks: CheckOptions{Timeout: 10 * time.Second}, Out: out, AutoBench: true, BenchSize: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer nr.Close()
-	var te *ToolError
-	if !errors.As(nr.BenchErr, &te) || !strings.Contains(te.Error(), "live host only") {
-		t.Errorf("BenchErr = %v", nr.BenchErr)
+	if nr.BenchSkip != te.Error() || nr.BenchErr != nil {
+		t.Errorf("BenchSkip %q, BenchErr %v", nr.BenchSkip, nr.BenchErr)
 	}
-	if _, err := nr.BenchNCCL(t.Context(), nil, nil); err != nr.BenchErr {
-		t.Errorf("BenchNCCL: %v", err)
-	}
-	if len(nr.Checks.Results) == 0 || nr.Summary.Root != h200Snapshot || nr.Copy.Bytes != 1<<20 || nr.NCCL.MaxBytes != 1<<20 {
-		t.Errorf("run: %d results, root %q, sizes %d %d", len(nr.Checks.Results), nr.Summary.Root, nr.Copy.Bytes, nr.NCCL.MaxBytes)
+	if len(nr.Checks.Results) == 0 || nr.Summary.Root != h200Snapshot {
+		t.Errorf("run: %d results, root %q", len(nr.Checks.Results), nr.Summary.Root)
 	}
 	// Run makes the folder; the dossier is written into it from the
 	// first phase on (TestDossierWrittenAfterEveryPhase).
@@ -79,8 +86,11 @@ func TestRunBenchWithoutGPU(t *testing.T) {
 	for _, k := range []string{"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "NCCL_TOPO_DUMP_FILE", "NCCL_GRAPH_DUMP_FILE"} {
 		t.Setenv(k, "")
 	}
+	// The live host is a fixture without GPUs (nothing reads this
+	// machine's /sys).
+	live := fakehost.Archive(t, "../checks/testdata/no-gpu.host")
 	t.Chdir(t.TempDir())
-	nr, err := testSession().Run(t.Context(), RunOptions{Node: NodeOptions{Root: "/", Timeout: time.Minute},
+	nr, err := testSession().Run(t.Context(), RunOptions{Node: NodeOptions{Root: "/", Timeout: time.Minute, LiveRoot: live},
 		Checks: CheckOptions{Only: []string{"inventory.versions"}}, Bench: true, BenchSize: 1 << 20})
 	if err != nil {
 		t.Fatal(err)

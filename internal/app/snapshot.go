@@ -31,7 +31,7 @@ func (s *Session) Snapshot(ctx context.Context, o SnapshotOptions) (*snapshot.Ma
 	if o.Node.Timeout <= 0 {
 		return nil, toolErr(fmt.Errorf("--timeout %s: must be positive", o.Node.Timeout))
 	}
-	r, cleanup, err := snapshot.OpenContext(ctx, o.Node.Root)
+	r, cleanup, err := snapshot.OpenContext(ctx, o.Node.source())
 	if err != nil {
 		return nil, toolErr(err)
 	}
@@ -47,7 +47,7 @@ func (s *Session) Snapshot(ctx context.Context, o SnapshotOptions) (*snapshot.Ma
 		return nil, err
 	}
 	defer stop()
-	f := collectFacts(ctx, rr, h, nil)
+	f := collectFacts(ctx, rr, h, isLive(o.Node.Root), nil)
 	for _, c := range forHumansCommands {
 		_, _ = rr.Run(ctx, c)
 	}

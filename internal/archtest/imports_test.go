@@ -34,7 +34,7 @@ var mayTouchTheMachine = []string{
 	"internal/bench",
 	"internal/cli",
 	"cmd/...",
-	// Development tools (a browser check of the HTML pages).
+	// Development tools (tools/htmlcheck drives a browser).
 	"tools/...",
 	// Test support: fakehost materialises fixtures behind a machine.Root,
 	// fakelib builds fake vendor libraries with the C compiler.

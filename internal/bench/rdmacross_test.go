@@ -168,6 +168,10 @@ func TestRunRDMACross(t *testing.T) {
 			want: [][2]string{{"AtRate", "AtRate"}, {"AtRate", "AtRate"}, {"AtRate", "AtRate"}, {"AtRate", "AtRate"}, {"AtRate", "AtRate"}, {"AtRate", "AtRate"}, {"AtRate", "AtRate"}, {rdma.CauseRailMismatch, rdma.CauseRailMismatch}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// Each case is a job of its own (its rendezvous port, its
+			// stand-in's folder; the plans' perftest ports are only
+			// arguments): they wait on their stand-ins side by side.
+			t.Parallel()
 			dir := crossStandIn(t, rdma.WriteBW, tc.files)
 			plans := []*rdma.Plan{crossPlan(tc.rails[0]), crossPlan(tc.rails[1])}
 			for _, p := range plans {

@@ -221,9 +221,21 @@ func (c *Campaign) Record(fsys fs.FS, allowMissing bool) error {
 		return fmt.Errorf("round %d was read already", r.N)
 	}
 	obs := make([]Observation, len(r.Steps))
-	var missing []string
 	for i, s := range r.Steps {
 		obs[i] = Observe(fsys, s.ID)
+	}
+	return c.record(obs, allowMissing)
+}
+
+// record judges the latest round's observations (one per step, in order):
+// Record's, or a simulation's (Simulate).
+func (c *Campaign) record(obs []Observation, allowMissing bool) error {
+	r := c.Latest()
+	if r.Read {
+		return fmt.Errorf("round %d was read already", r.N)
+	}
+	var missing []string
+	for i, s := range r.Steps {
 		if obs[i].Status == Missing {
 			missing = append(missing, s.ID)
 		}

@@ -6,7 +6,10 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"time"
+
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 )
 
 // Fabric is a simulated cluster: N nodes of R rails with planted faults. It
@@ -71,18 +74,25 @@ func (f *Fabric) factor(s *Step) float64 {
 	return x
 }
 
-// Run runs round r's steps and returns the round's folder as written.
-func (f *Fabric) Run(r *Round) MemFS {
-	m := MemFS{}
-	for _, s := range r.Steps {
-		name := ResultsDir + "/" + s.ID
-		down := false
+// measurement is what one step of a round measures on the fabric: it
+// could not run (down), or its bus bandwidth.
+type measurement struct {
+	down  bool
+	nodes int
+	busbw float64
+}
+
+// measure runs round r's steps on the fabric. It draws the noise and the
+// flaky measurements, so a round is measured once: Run and Observations
+// are two views of it.
+func (f *Fabric) measure(r *Round) []measurement {
+	ms := make([]measurement, len(r.Steps))
+	for i, s := range r.Steps {
+		ms[i].nodes = len(s.Nodes)
 		for _, n := range s.Nodes {
-			down = down || f.DownNodes[n]
+			ms[i].down = ms[i].down || f.DownNodes[n]
 		}
-		if down {
-			m[name+".rc"] = []byte("1\n")
-			m[name+".err"] = []byte("rank 8 of 16: cuInit: no CUDA-capable device is detected\n")
+		if ms[i].down {
 			continue
 		}
 		bw := f.NodeBW
@@ -94,17 +104,57 @@ func (f *Fabric) Run(r *Round) MemFS {
 			x = 0.3 + 0.5*f.Rand.Float64()
 			f.Flakes++
 		}
-		bw *= x * (1 + f.Jitter*(2*f.Rand.Float64()-1))
-		m[name+".json"] = benchJSON(len(s.Nodes), bw)
+		ms[i].busbw = bw * x * (1 + f.Jitter*(2*f.Rand.Float64()-1))
+	}
+	return ms
+}
+
+// downErr is the standard error of a step on a node that is down.
+const downErr = "rank 8 of 16: cuInit: no CUDA-capable device is detected"
+
+// Run runs round r's steps and returns the round's folder as written.
+func (f *Fabric) Run(r *Round) MemFS {
+	m := MemFS{}
+	for i, x := range f.measure(r) {
+		name := ResultsDir + "/" + r.Steps[i].ID
+		if x.down {
+			m[name+".rc"] = []byte("1\n")
+			m[name+".err"] = []byte(downErr + "\n")
+			continue
+		}
+		m[name+".json"] = benchJSON(x.nodes, x.busbw)
 		m[name+".rc"] = []byte("0\n")
 	}
 	return m
 }
 
+// Observations runs round r's steps and returns what Observe reads from
+// the folder Run would write, without writing and reading it: the fast
+// path of Simulate (a campaign of 1,024 nodes writes and parses thousands
+// of bench JSON documents). TestSimulatedObservations holds the two equal.
+func (f *Fabric) Observations(r *Round) []Observation {
+	ms := f.measure(r)
+	obs := make([]Observation, len(ms))
+	for i, x := range ms {
+		name := ResultsDir + "/" + r.Steps[i].ID
+		if x.down {
+			obs[i] = Observation{Status: Fail, Why: fmt.Sprintf("exit status 1; %s.json: no result; stderr: %s", name, downErr)}
+			continue
+		}
+		// As benchJSON writes it, and BestBusBW picks it (out of place).
+		bw, _ := strconv.ParseFloat(fmt.Sprintf("%.3f", x.busbw), 64)
+		obs[i] = Observation{Status: Pass, BusBW: bw, Measured: true, Why: fmt.Sprintf("all_reduce %s: busbw %.4g GB/s", collective.FormatSize(simBytes), bw)}
+	}
+	return obs
+}
+
+// simBytes is the size of a simulated step's all_reduce.
+const simBytes = 1 << 30
+
 // benchJSON is bench nccl's envelope as rank 0 prints it, with the members
 // a campaign reads: one all_reduce row of 1 GiB.
 func benchJSON(nodes int, busbw float64) []byte {
-	const size = 1 << 30
+	const size = simBytes
 	ranks := 8 * nodes
 	t := float64(size) / (busbw * 1e3 * float64(ranks) / float64(2*(ranks-1))) // µs
 	algbw := float64(size) / t / 1e3
@@ -117,14 +167,28 @@ func benchJSON(nodes int, busbw float64) []byte {
 	return b.Bytes()
 }
 
-// Simulate runs a campaign of cfg on the fabric to its findings.
+// Simulate runs a campaign of cfg on the fabric to its findings. Each
+// round's results are the observations Record would read from the files
+// Run writes (Fabric.Observations), judged as Record judges them;
+// SimulateFiles writes and reads the files.
 func Simulate(cfg Config, f *Fabric) (*Campaign, *Findings, error) {
+	return simulate(cfg, func(c *Campaign) error { return c.record(f.Observations(c.Latest()), false) })
+}
+
+// SimulateFiles is Simulate through the files: every round's folder is
+// written as the round's scripts would (Fabric.Run) and read back with
+// Record, the code that reads real results.
+func SimulateFiles(cfg Config, f *Fabric) (*Campaign, *Findings, error) {
+	return simulate(cfg, func(c *Campaign) error { return c.Record(f.Run(c.Latest()), false) })
+}
+
+func simulate(cfg Config, record func(*Campaign) error) (*Campaign, *Findings, error) {
 	c, err := New(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
 	for {
-		if err := c.Record(f.Run(c.Latest()), false); err != nil {
+		if err := record(c); err != nil {
 			return c, nil, err
 		}
 		_, fd, err := c.Plan()

@@ -293,7 +293,7 @@ func runAdv(t *testing.T, args ...string) advResult {
 			done <- r
 		}()
 		var out, errb bytes.Buffer
-		r.code = execute(args, &out, &errb, testSession(args))
+		r.code = execute(args, &out, &errb, testSession(args), liveRoot)
 		r.out, r.errs = out.String(), errb.String()
 	}()
 	select {

@@ -13,9 +13,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/launch"
-	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/report"
-	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
 type benchOptions struct {
@@ -87,29 +85,23 @@ func newBench(g *globals) *cobra.Command {
 	return cmd
 }
 
-// openGPUs checks a benchmark's options and opens the CUDA runtime and the
-// devices; the host (for the model and the GPU names) is discovered here
-// unless the caller already did (run --bench). Nothing is written before
-// the runtime loads.
-func openGPUs(ctx context.Context, g *globals, o benchOptions, ngpus int, h *topology.Host) (report.Format, *app.GPUs, error) {
-	if !machine.NewRoot(g.root).Live() {
-		return "", nil, toolError(fmt.Errorf("benchmarks run on the live host only (--root is %s)", g.root))
-	}
+// openGPUs checks a benchmark's output format and opens the GPUs through
+// the use-case (app.OpenGPUs: the live host only, discovered for the model
+// and the GPU names). Nothing is written before the runtime loads.
+func openGPUs(ctx context.Context, g *globals, o benchOptions, gpu app.GPUOptions) (report.Format, *app.GPUs, error) {
 	f, err := report.ParseFormat(o.format, report.Text, report.JSON)
 	if err != nil {
 		return "", nil, toolError(err)
 	}
-	if h == nil {
-		h, _ = g.discover(ctx, machine.NewRoot("/"))
-	}
-	gpus, err := app.OpenGPUs(ctx, app.GPUOptions{CUDART: o.cudart, Devices: o.devices, NGPUs: ngpus, Host: h})
+	gpu.CUDART, gpu.Devices = o.cudart, o.devices
+	gpus, err := app.OpenGPUs(ctx, g.node(), gpu)
 	return f, gpus, err
 }
 
 // withGPUs opens the GPUs of a bench command (see openGPUs), runs the
 // benchmark on them and closes them.
 func withGPUs(ctx context.Context, g *globals, o benchOptions, ngpus int, run func(*app.GPUs, report.Format) error) error {
-	f, gpus, err := openGPUs(ctx, g, o, ngpus, nil)
+	f, gpus, err := openGPUs(ctx, g, o, app.GPUOptions{NGPUs: ngpus})
 	if err != nil {
 		return err
 	}
@@ -255,15 +247,7 @@ func benchNCCLJob(cmd *cobra.Command, g *globals, o benchOptions, cfg bench.NCCL
 	if err != nil {
 		return err
 	}
-	if !machine.NewRoot(g.root).Live() {
-		return toolError(fmt.Errorf("benchmarks run on the live host only (--root is %s)", g.root))
-	}
-	f, err := report.ParseFormat(o.format, report.Text, report.JSON)
-	if err != nil {
-		return toolError(err)
-	}
-	h, _ := g.discover(ctx, machine.NewRoot("/"))
-	gpus, err := app.OpenGPUs(ctx, app.GPUOptions{CUDART: o.cudart, Devices: o.devices, PerRank: o.devices == "", LocalRank: job.LocalRank, Host: h})
+	f, gpus, err := openGPUs(ctx, g, o, app.GPUOptions{PerRank: o.devices == "", LocalRank: job.LocalRank})
 	if err != nil {
 		return err
 	}

@@ -71,7 +71,7 @@ func newBenchRDMA(g *globals) *cobra.Command {
 					o.Job = &jo
 				}
 			}
-			env, dir, err := g.session.BenchRDMA(cmd.Context(), app.NodeOptions{Root: g.root, Timeout: g.timeout}, o)
+			env, dir, err := g.session.BenchRDMA(cmd.Context(), g.node(), o)
 			if env != nil && app.RDMAMember(env) {
 				// A rank other than 0: its part is in its results.json and
 				// rank 0's table; errors go to stderr.

@@ -130,4 +130,6 @@ func writeVerdict(g *globals, f report.Format, v checks.Verdict) {
 func notReady(rep *checks.Report) bool { return rep.Counts.Failed() || rep.Verdict.NotReady() }
 
 // node is the node every command reads: --root, discovered under --timeout.
-func (g *globals) node() app.NodeOptions { return app.NodeOptions{Root: g.root, Timeout: g.timeout} }
+func (g *globals) node() app.NodeOptions {
+	return app.NodeOptions{Root: g.root, Timeout: g.timeout, LiveRoot: g.liveRoot}
+}

@@ -77,7 +77,7 @@ func TestRunBenchRefusedBeforeChecks(t *testing.T) {
 	}{
 		{[]string{"run", "--bench", "--bench-size", "1P"}, "--bench-size"},
 		{[]string{"run", "--bench", "--bench-size", "4"}, "--bench-size 4: at least 8 bytes"},
-		{[]string{"run", "--bench", "--root", hgx}, "--bench runs on the live host only"},
+		{[]string{"run", "--bench", "--root", hgx}, "benchmarks run on the live host only (--root is "},
 	} {
 		out, errs, code := run(t, c.args...)
 		if code != ExitToolErr || !strings.Contains(errs, c.want) || out != "" {

@@ -16,8 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gdrcheck/gdrcheck/internal/app"
-	"github.com/gdrcheck/gdrcheck/internal/machine"
-	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/printable"
 	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/result"
@@ -61,20 +59,24 @@ type globals struct {
 	session *app.Session
 	// build is the session's tool (snapshot manifests name it).
 	build BuildInfo
+	// liveRoot is what --root / reads (app.NodeOptions.LiveRoot): "" in
+	// the tool, a fixture host in tests.
+	liveRoot string
 }
 
 // Main runs the command line and returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer, bi BuildInfo) int {
 	s := &app.Session{Tool: report.ResolveTool(report.Tool(bi)), Host: report.Hostname(), Command: append([]string{"gdrcheck"}, args...)}
-	return execute(args, stdout, stderr, s)
+	return execute(args, stdout, stderr, s, "")
 }
 
 // execute runs the command line in a session (tests give a fixed clock
-// and host).
-func execute(args []string, stdout, stderr io.Writer, s *app.Session) int {
+// and host) with the live host read from liveRoot ("": this host's "/";
+// tests give a fixture host, see app.NodeOptions.LiveRoot).
+func execute(args []string, stdout, stderr io.Writer, s *app.Session, liveRoot string) int {
 	ctx, stop := signalContext()
 	defer stop()
-	cmd := newRoot(&globals{out: stdout, errOut: stderr, session: s, build: BuildInfo(s.Tool)})
+	cmd := newRoot(&globals{out: stdout, errOut: stderr, session: s, build: BuildInfo(s.Tool), liveRoot: liveRoot})
 	cmd.SetArgs(args)
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
@@ -145,29 +147,7 @@ With no subcommand it runs the main job (gdrcheck run).`,
 // discoverRoot resolves --root and runs topology discovery on it; cleanup
 // is to be called once the host is no longer read.
 func (g *globals) discoverRoot(ctx context.Context) (*topology.Host, func(), error) {
-	r, cleanup, err := snapshot.OpenContext(ctx, g.root)
-	if err != nil {
-		if errors.Is(err, context.Canceled) {
-			return nil, nil, err // exit 130
-		}
-		return nil, nil, toolError(err)
-	}
-	h, err := g.discover(ctx, r)
-	if err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	return h, cleanup, nil
-}
-
-// discover runs topology discovery under the global deadline.
-func (g *globals) discover(ctx context.Context, r machine.Root) (*topology.Host, error) {
-	_, stop, h, err := app.DiscoverWithin(ctx, r, g.timeout)
-	if err != nil {
-		return nil, err
-	}
-	stop()
-	return h, nil
+	return app.Discover(ctx, g.node())
 }
 
 // toolError marks errors that mean the tool could not run (exit 2).

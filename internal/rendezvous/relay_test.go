@@ -26,6 +26,7 @@ func recv(t *testing.T, in <-chan Message) Message {
 // is told to the others, who carry on and deliver, and a message to a lost
 // rank is answered with its loss.
 func TestRelayAndKeepGoing(t *testing.T) {
+	t.Parallel() // waits on timeouts: overlapped with the others
 	addr := freeport.Addr(t)
 	ctx := context.Background()
 	const size = 4
@@ -120,6 +121,7 @@ func TestRelayAndKeepGoing(t *testing.T) {
 // KeepGoing: a rank that never arrives is lost at the join deadline; the
 // job goes on with the others, who are told; alone, rank 0 still fails.
 func TestKeepGoingMissingRank(t *testing.T) {
+	t.Parallel() // waits on timeouts: overlapped with the others
 	addr := freeport.Addr(t)
 	ctx := context.Background()
 	const size = 4

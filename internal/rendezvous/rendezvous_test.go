@@ -25,6 +25,7 @@ func cfg(addr string, rank, size int) Config {
 func testID() []byte { return bytes.Repeat([]byte{7, 1}, IDSize/2) }
 
 func TestIDAndGather(t *testing.T) {
+	t.Parallel() // waits on timeouts: overlapped with the others
 	for _, size := range []int{2, 4} {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
 			addr := freeport.Addr(t)
@@ -77,6 +78,7 @@ func TestIDAndGather(t *testing.T) {
 }
 
 func TestWrongSecretRejected(t *testing.T) {
+	t.Parallel() // waits on timeouts: overlapped with the others
 	addr := freeport.Addr(t)
 	ctx := context.Background()
 	done := make(chan error, 1)
@@ -100,6 +102,7 @@ func TestWrongSecretRejected(t *testing.T) {
 }
 
 func TestMissingRankNamed(t *testing.T) {
+	t.Parallel() // waits on timeouts: overlapped with the others
 	addr := freeport.Addr(t)
 	ctx := context.Background()
 	got := make(chan error, 1)
@@ -125,6 +128,7 @@ func TestMissingRankNamed(t *testing.T) {
 }
 
 func TestRankZeroNeverComes(t *testing.T) {
+	t.Parallel() // waits on timeouts: overlapped with the others
 	c := cfg(freeport.Addr(t), 1, 2)
 	c.JoinTimeout = 500 * time.Millisecond
 	_, _, err := Join(context.Background(), c)
@@ -134,6 +138,7 @@ func TestRankZeroNeverComes(t *testing.T) {
 }
 
 func TestDeadMemberAbortsOthers(t *testing.T) {
+	t.Parallel() // waits on timeouts: overlapped with the others
 	addr := freeport.Addr(t)
 	ctx := context.Background()
 	members := make(chan *Member, 2)
@@ -178,6 +183,7 @@ func TestDeadMemberAbortsOthers(t *testing.T) {
 }
 
 func TestHostileConnections(t *testing.T) {
+	t.Parallel() // waits on timeouts: overlapped with the others
 	cases := []struct {
 		name string
 		send func(net.Conn)

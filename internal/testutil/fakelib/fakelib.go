@@ -1,14 +1,20 @@
 // Package fakelib builds fake vendor libraries (a CUDA runtime whose device
 // memory is host memory, an NCCL whose collectives really compute) with
 // gcc, so the real cgo shims and benchmark code run in tests on machines
-// without a GPU. The libraries are built once per test process; a package
-// that uses them calls RunTests from its TestMain so the build directory is
-// removed at the end.
+// without a GPU. The libraries are built once per machine: into a folder of
+// the user's cache named by a hash of their sources, the compiler and its
+// flags, so every test binary (and every later run) that finds the folder
+// loads what is there instead of compiling again. A package that uses them
+// calls RunTests from its TestMain.
 package fakelib
 
 import (
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,52 +28,125 @@ var cudartSrc string
 //go:embed csrc/fakenccl.c
 var ncclSrc string
 
+// lib is one fake library: its path in the build folder, its source and
+// its compiler flags.
+type lib struct {
+	name, src string
+	flags     []string
+}
+
+var libs = []lib{
+	{"libcudart.so.13", cudartSrc, nil},
+	{"libnccl.so.2", ncclSrc, nil},
+	{filepath.Join("nccl-2.18", "libnccl.so.2"), ncclSrc, []string{"-DFAKENCCL_OLD"}},
+}
+
+// cflags are every library's compiler flags before its own.
+var cflags = []string{"-shared", "-fPIC", "-O1", "-Wall"}
+
 // built caches the libraries of this test process.
 var built struct {
 	once sync.Once
 	dir  string
-	libs map[string]string
+	// temp is set when dir is this process's own (no user cache folder):
+	// RunTests removes it.
+	temp bool
 	err  error
 }
 
+// CacheEnv, when set, is the folder the libraries are cached in instead of
+// the user's cache folder (os.UserCacheDir).
+const CacheEnv = "GDRCHECK_FAKELIB_CACHE"
+
 func buildAll() {
-	if _, err := exec.LookPath("gcc"); err != nil {
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
 		built.err = fmt.Errorf("gcc not found: cannot build fake libraries")
 		return
 	}
-	dir, err := os.MkdirTemp("", "gdrcheck-fakelib-")
+	version, err := exec.Command(gcc, "--version").Output()
 	if err != nil {
-		built.err = err
+		built.err = fmt.Errorf("gcc --version: %v", err)
 		return
 	}
-	built.dir = dir
-	built.libs = map[string]string{}
-	for _, l := range []struct {
-		name, src string
-		defs      []string
-	}{
-		{"libcudart.so.13", cudartSrc, nil},
-		{"libnccl.so.2", ncclSrc, nil},
-		{filepath.Join("nccl-2.18", "libnccl.so.2"), ncclSrc, []string{"-DFAKENCCL_OLD"}},
-	} {
-		out := filepath.Join(dir, l.name)
-		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+	root := os.Getenv(CacheEnv)
+	if root == "" {
+		if c, err := os.UserCacheDir(); err == nil {
+			root = filepath.Join(c, "gdrcheck-fakelib")
+		}
+	}
+	if root == "" || os.MkdirAll(root, 0o755) != nil {
+		// No cache folder: build for this process only.
+		dir, err := os.MkdirTemp("", "gdrcheck-fakelib-")
+		if err != nil {
 			built.err = err
 			return
+		}
+		built.dir, built.temp = dir, true
+		built.err = compile(gcc, dir)
+		return
+	}
+	built.dir, built.err = cached(root, key(gcc, version), func(dir string) error { return compile(gcc, dir) })
+}
+
+// key names a build: the compiler (path and version), the flags and every
+// library's name, flags and source.
+func key(gcc string, version []byte) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "gcc %s\n%s\nflags %q\n", gcc, version, cflags)
+	for _, l := range libs {
+		fmt.Fprintf(h, "lib %s %q %d\n%s\n", l.name, l.flags, len(l.src), l.src)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// cached returns root/key, building it with build first when it is not
+// there. The build goes into a fresh folder beside it, renamed into place
+// when whole: test binaries that build at once each rename a complete
+// folder, the first one wins and the others use it, and a folder that is
+// there is complete.
+func cached(root, key string, build func(dir string) error) (string, error) {
+	final := filepath.Join(root, key)
+	if fi, err := os.Stat(final); err == nil && fi.IsDir() {
+		return final, nil
+	}
+	tmp, err := os.MkdirTemp(root, key+".tmp-")
+	if err != nil {
+		return "", err
+	}
+	if err := build(tmp); err != nil {
+		os.RemoveAll(tmp)
+		return "", err
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		os.RemoveAll(tmp)
+		// Another process renamed its build into place first.
+		if fi, serr := os.Stat(final); serr == nil && fi.IsDir() {
+			return final, nil
+		}
+		return "", err
+	}
+	return final, nil
+}
+
+// compile builds every library into dir.
+func compile(gcc, dir string) error {
+	for _, l := range libs {
+		out := filepath.Join(dir, l.name)
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			return err
 		}
 		c := out + ".c"
 		if err := os.WriteFile(c, []byte(l.src), 0o644); err != nil {
-			built.err = err
-			return
+			return err
 		}
-		args := append([]string{"-shared", "-fPIC", "-O1", "-Wall"}, l.defs...)
-		cmd := exec.Command("gcc", append(args, "-o", out, c, "-lpthread", "-lm")...)
+		args := append(append([]string{}, cflags...), l.flags...)
+		cmd := exec.Command(gcc, append(args, "-o", out, c, "-lpthread", "-lm")...)
 		if b, err := cmd.CombinedOutput(); err != nil {
-			built.err = fmt.Errorf("gcc %s: %v\n%s", l.name, err, b)
-			return
+			return fmt.Errorf("gcc %s: %v\n%s", l.name, err, b)
 		}
-		built.libs[l.name] = out
 	}
+	return nil
 }
 
 func get(t testing.TB, name string) string {
@@ -76,7 +155,11 @@ func get(t testing.TB, name string) string {
 	if built.err != nil {
 		t.Fatal(built.err)
 	}
-	return built.libs[name]
+	p := filepath.Join(built.dir, name)
+	if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("fake library %s missing from %s (remove the folder to rebuild it)", name, built.dir)
+	}
+	return p
 }
 
 // CUDART returns the path of the fake libcudart.so.13.
@@ -90,10 +173,11 @@ func NCCL(t testing.TB) string { return get(t, "libnccl.so.2") }
 // ncclMemAlloc).
 func NCCLOld(t testing.TB) string { return get(t, filepath.Join("nccl-2.18", "libnccl.so.2")) }
 
-// RunTests runs a package's tests and removes the built libraries.
+// RunTests runs a package's tests and removes the libraries if they were
+// built for this process alone (the cached ones stay for the next run).
 func RunTests(m *testing.M) int {
 	code := m.Run()
-	if built.dir != "" {
+	if built.temp {
 		os.RemoveAll(built.dir)
 	}
 	return code

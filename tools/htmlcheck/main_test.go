@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gdrcheck/gdrcheck/internal/testutil/long"
 )
 
 func ev(method, params string) message {
@@ -39,12 +41,22 @@ func TestJudge(t *testing.T) {
 	}
 }
 
-// In a real browser (skipped without one): a clean page passes and is
-// photographed; a page with a console error, an exception and an image
-// from the network fails on each.
+// In a real browser: a clean page passes and is photographed; a page with
+// a console error, an exception and an image from the network fails on
+// each. It starts Chromium, so it runs with REQUIRE_BROWSER=1 (and fails
+// without a browser) or as a long test (GDRCHECK_LONG=1, CI: skipped
+// without a browser), never in a plain `go test ./...`, whose result would
+// depend on what is installed.
 func TestInBrowser(t *testing.T) {
+	require := os.Getenv("REQUIRE_BROWSER") == "1"
+	if !require {
+		long.Skip(t)
+	}
 	bin, err := FindBrowser("")
 	if err != nil {
+		if require {
+			t.Fatal(err)
+		}
 		t.Skip(err)
 	}
 	dir := t.TempDir()
