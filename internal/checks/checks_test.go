@@ -354,10 +354,18 @@ var checkCases = []checkCase{
 	{"peermem and dmabuf", "gdr.kernel-module", fixture{}, result.Pass, "PeermemAndDMABuf", "node"},
 	{"dmabuf only", "gdr.kernel-module", fixture{set: map[string]string{"@peermem": ""}}, result.Pass, "DMABufAvailable", "node"},
 	{"peermem with the proprietary module", "gdr.kernel-module", fixture{set: map[string]string{"@driver": "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12 19:39:15 UTC 2024"}}, result.Pass, "PeermemLoaded", "node"},
+	// RDMA NICs that cannot register GPU memory: NOT READY, unless the
+	// profile says GDR is not required (then ready, saying so). No RDMA
+	// NIC at all (below): DEGRADED, NOT READY when the profile requires GDR.
 	{"no GDR path", "gdr.kernel-module", fixture{set: map[string]string{"@peermem": "", "@driver": "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12 19:39:15 UTC 2024"}}, result.Fail, "NoGDRPath", "node"},
+	{"no GDR path, required", "gdr.kernel-module", fixture{set: map[string]string{"@peermem": "", "@driver": "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12 19:39:15 UTC 2024"}, expect: "gdr: {required: true}\n"}, result.Fail, "NoGDRPath", "node"},
+	{"no GDR path, not required", "gdr.kernel-module", fixture{set: map[string]string{"@peermem": "", "@driver": "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12 19:39:15 UTC 2024"}, expect: "gdr: {required: false}\n"}, result.Skip, "NoGDRPath", "node"},
+	{"no GDR path, mode only", "gdr.kernel-module", fixture{set: map[string]string{"@peermem": "", "@driver": "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12 19:39:15 UTC 2024"}, expect: "gdr: {mode: any}\n"}, result.Fail, "NoGDRPath", "node"},
 	{"old kernel, no peermem", "gdr.kernel-module", fixture{set: map[string]string{"@peermem": ""}, extra: "kernel 5.4.0-150-generic\n"}, result.Fail, "NoGDRPath", "node"},
 	{"profile wants peermem", "gdr.kernel-module", fixture{set: map[string]string{"@peermem": ""}, expect: "gdr: {mode: peermem}\n"}, result.Fail, "PeermemExpected", "node"},
-	{"no NIC", "gdr.kernel-module", fixture{set: map[string]string{"@rdma0": "", "@rdma1": ""}}, result.Skip, "NoRDMADevice", "node"},
+	{"no NIC", "gdr.kernel-module", fixture{set: map[string]string{"@rdma0": "", "@rdma1": ""}}, result.Warn, "NoGDRPath", "node"},
+	{"no NIC, required", "gdr.kernel-module", fixture{set: map[string]string{"@rdma0": "", "@rdma1": ""}, expect: "gdr: {required: true}\n"}, result.Fail, "GDRRequired", "node"},
+	{"no NIC, not required", "gdr.kernel-module", fixture{set: map[string]string{"@rdma0": "", "@rdma1": ""}, expect: "gdr: {required: false}\n"}, result.Skip, "NoRDMADevice", "node"},
 	// gdr.nic-affinity
 	{"NIC under the GPU's switch", "gdr.nic-affinity", fixture{}, result.Pass, "NICAtPIX", "GPU0-mlx5_0"},
 	{"NIC on the other socket", "gdr.nic-affinity", fixture{file: hostsDir + "/pcie-l40s-remote-nic.host"}, result.Fail, "NICBeyondGDRLevel", "GPU0-mlx5_0"},
@@ -470,7 +478,7 @@ func TestNoFalsePassOnRealSnapshot(t *testing.T) {
 	env := fixture{snap: "../../testdata/snapshots/h200x1-vm.tgz", noEnv: true}.env(t)
 	rep := checks.Run(context.Background(), env, checks.All(), checks.Options{})
 	want := map[string]result.Status{
-		"gdr.kernel-module": result.Skip, "gdr.nic-affinity": result.Skip, "nic.port": result.Skip,
+		"gdr.kernel-module": result.Warn, "gdr.nic-affinity": result.Skip, "nic.port": result.Skip,
 		"pcie.acs": result.Skip, "pcie.p2p": result.Skip, "nvlink.state": result.Unknown, "nccl.env": result.Unknown,
 	}
 	for _, r := range rep.Results {
@@ -489,7 +497,7 @@ func TestLiveSnapshot(t *testing.T) {
 	env := fixture{snap: "../../testdata/snapshots/h200x1-live-gdrcheck.tgz"}.env(t)
 	rep := checks.Run(context.Background(), env, checks.All(), checks.Options{})
 	want := map[string]string{
-		"nvlink.state": "NVLinkDisabledSingleGPU", "gdr.kernel-module": "NoRDMADevice", "pcie.p2p": "SingleGPU",
+		"nvlink.state": "NVLinkDisabledSingleGPU", "gdr.kernel-module": "NoGDRPath", "pcie.p2p": "SingleGPU",
 		"gpu.health": "Healthy", "pcie.link": "FullSpeed", "iommu.mode": "IOMMUOff",
 	}
 	seen := map[string]bool{}

@@ -135,12 +135,11 @@ func (kernelModule) Run(ctx context.Context, env *Env) []result.Result {
 		}
 	}
 	if len(env.Host.MatrixNICs()) == 0 {
-		if required, _ := gdrRequired(env); required {
-			return []result.Result{withRemedy(res(result.Fail, "node", "GDRRequired",
-				"the site profile requires GPU Direct RDMA, but this host has no RDMA NIC; "+summary, evs...), noNICRemedy)}
+		if len(env.Host.GPUs) == 0 {
+			return []result.Result{res(result.Skip, "node", "NoRDMADevice", "no GPU and no RDMA NIC on this host: no GPU Direct RDMA path to judge", evs...)}
 		}
-		return []result.Result{res(result.Skip, "node", "NoRDMADevice",
-			"no RDMA NIC on this host, so GPU Direct RDMA cannot be used whatever the modules; "+summary, evs...)}
+		return noGDRPath(env, result.Warn, noNICRemedy, "GDRRequired", "NoRDMADevice",
+			"this host has no RDMA NIC, so its GPUs have no GPU Direct RDMA path (inter-node NCCL traffic would go through sockets and host memory); "+summary, evs)
 	}
 	if e := env.Expect; e != nil && e.GDR != nil {
 		switch e.GDR.Mode {
@@ -165,14 +164,30 @@ func (kernelModule) Run(ctx context.Context, env *Env) []result.Result {
 		return []result.Result{res(result.Unknown, "node", "CannotRead", "could not read the kernel modules or the NVIDIA driver version; "+summary, evs...)}
 	}
 	msg := "neither nvidia_peermem is loaded nor dma-buf possible: NCCL cannot register GPU memory with the NIC and will stage every network transfer through host memory; " + summary
-	if required, stated := gdrRequired(env); stated && !required {
-		// The site does not require GPU Direct RDMA: the missing path is
-		// worth knowing, not a reason to hold the node back.
-		return []result.Result{withRemedy(res(result.Warn, "node", "NoGDRPath", msg+" (the site profile does not require GPU Direct RDMA)", evs...),
-			peermemRemedy+"; or "+dmabufRemedy)}
+	// RDMA NICs and no way to register GPU memory with them: the node was
+	// built for GPU Direct RDMA and cannot use it, a fault, not a choice.
+	return noGDRPath(env, result.Fail, peermemRemedy+"; or "+dmabufRemedy, "NoGDRPath", "NoGDRPath", msg, evs)
+}
+
+// noGDRPath judges a GPU node without a GPU Direct RDMA path by what the
+// site profile says of gdr.required: true, the node is not ready (fail);
+// false, it is not meant for GDR and is ready (skip, saying so); unset,
+// unstated: a warn (DEGRADED) for a node with no RDMA NIC at all, which
+// may be meant for work without GDR but is never simply READY, and a fail
+// for a node whose RDMA NICs cannot register GPU memory.
+func noGDRPath(env *Env, unstated result.Status, remedy, failReason, skipReason, msg string, evs []result.Evidence) []result.Result {
+	required, stated := gdrRequired(env)
+	switch {
+	case required:
+		return []result.Result{withRemedy(res(result.Fail, "node", failReason, "the site profile requires GPU Direct RDMA, but "+msg, evs...), remedy)}
+	case stated:
+		return []result.Result{res(result.Skip, "node", skipReason, msg+" (the site profile says gdr.required: false: this node is not meant for GPU Direct RDMA)", evs...)}
 	}
-	return []result.Result{withRemedy(res(result.Fail, "node", "NoGDRPath", msg, evs...),
-		peermemRemedy+"; or "+dmabufRemedy)}
+	if unstated == result.Warn {
+		msg = "not ready for GPU Direct RDMA: " + msg
+	}
+	return []result.Result{withRemedy(res(unstated, "node", "NoGDRPath", msg, evs...),
+		remedy+"; if this node is not meant for GPU Direct RDMA, say so in the site profile (gdr: {required: false})")}
 }
 
 // The registration paths GDRPath names.
@@ -210,8 +225,8 @@ func ncclPath(r registration, env *Env) string {
 // gdrRequired reads the site profile's gdr.required: whether GPU Direct
 // RDMA is required, and whether the profile says at all.
 func gdrRequired(env *Env) (required, stated bool) {
-	if e := env.Expect; e != nil && e.GDR != nil {
-		return e.GDR.Required, true
+	if e := env.Expect; e != nil && e.GDR != nil && e.GDR.Required != nil {
+		return *e.GDR.Required, true
 	}
 	return false, false
 }

@@ -63,7 +63,10 @@ type Versions struct {
 
 // GDR says which GPU Direct RDMA path the site relies on.
 type GDR struct {
-	Required bool   `yaml:"required" json:"required,omitempty"`
+	// Required: true, the node is not ready without a GPU Direct RDMA
+	// path; false, a node without one is ready (a node not meant for
+	// GDR); unset (nil), a node without one is degraded.
+	Required *bool  `yaml:"required" json:"required,omitempty"`
 	Mode     string `yaml:"mode" json:"mode,omitempty"` // any, peermem, dmabuf
 }
 
