@@ -19,6 +19,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/checks"
 	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/model"
+	"github.com/gdrcheck/gdrcheck/internal/profile"
 	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
 	"github.com/gdrcheck/gdrcheck/internal/report/html"
@@ -244,6 +245,14 @@ func (d *dossierRun) finish(ctx context.Context) {
 	d.rep.Measurements = d.measurements()
 	d.rep.Topology = dossier.NewTopology(nr.host, nr.Summary, rs, d.rep.Measurements, d.rep.NCCL)
 	v := checks.Judge(rs, nr.Checks.Verdict.Host, nr.Checks.Verdict.Time, nr.Checks.Verdict.Strict)
+	// The sign-off: how the segments of the data paths were established.
+	// A site profile with gdr.required: false leaves the GDR segments out.
+	var expect *profile.Profile
+	if nr.env != nil {
+		expect = nr.env.Expect
+	}
+	required, stated := expect.GDRRequired()
+	v.SignOff(d.rep.Topology.SignOff(required || !stated))
 	d.rep.Verdict = v
 	d.rep.Complete = true
 	d.rep.Interrupted = ""

@@ -224,12 +224,7 @@ func ncclPath(r registration, env *Env) string {
 
 // gdrRequired reads the site profile's gdr.required: whether GPU Direct
 // RDMA is required, and whether the profile says at all.
-func gdrRequired(env *Env) (required, stated bool) {
-	if e := env.Expect; e != nil && e.GDR != nil && e.GDR.Required != nil {
-		return *e.GDR.Required, true
-	}
-	return false, false
-}
+func gdrRequired(env *Env) (required, stated bool) { return env.Expect.GDRRequired() }
 
 const noNICRemedy = "check that the RDMA NICs are seated and their driver (mlx5_core/mlx5_ib, or efa) is loaded: ls /sys/class/infiniband should list them"
 

@@ -32,6 +32,23 @@ type Verdict struct {
 	// NeedsRoot are the unknown results ("id subject") that a run as root
 	// would read.
 	NeedsRoot []string `json:"needs_root,omitempty"`
+	// Proof is the weakest proof level of the segments the node's sign-off
+	// requires (SignOff); "" when the verdict judged no data paths (check).
+	Proof result.Proof `json:"proof,omitempty"`
+	// NotMeasured names the required segments that were not measured
+	// ("GPU0 fabric InfiniBand (not-exercised)"), in order.
+	NotMeasured []string `json:"not_measured,omitempty"`
+}
+
+// SignOff records how the required segments of the node's data paths were
+// established: proof is the weakest of their levels, notMeasured those not
+// measured. Strict is the sign-off mode: a node whose required segments
+// are not all measured is NOT READY, whatever its checks say.
+func (v *Verdict) SignOff(proof result.Proof, notMeasured []string) {
+	v.Proof, v.NotMeasured = proof, notMeasured
+	if v.Strict && proof != result.ProofMeasured {
+		v.Status = NotReady
+	}
 }
 
 // Judge is the verdict rule: a fail makes the node NOT READY; a warn makes
@@ -99,17 +116,37 @@ func (v Verdict) Line() string {
 	if host == "" {
 		host = "(host unnamed)"
 	}
-	s := fmt.Sprintf("%s  %s  %s", v.Status, host, v.Time.UTC().Format(time.RFC3339))
+	s := fmt.Sprintf("%s  %s  %s", v.Word(), host, v.Time.UTC().Format(time.RFC3339))
 	if len(v.Failing) > 0 {
 		s += "  failing: " + strings.Join(v.Failing, ", ")
 	}
 	if len(v.Degrading) > 0 {
 		s += "  degraded by: " + strings.Join(v.Degrading, ", ")
 	}
+	if v.Strict && len(v.NotMeasured) > 0 {
+		s += "  not measured: " + listShort(v.NotMeasured, 4)
+	}
 	if v.Strict {
 		s += "  (strict)"
 	}
 	return s
+}
+
+// Word is the verdict with its proof level when one was judged: "READY
+// (checked, not measured)", "NOT READY (measured)", or the bare status.
+func (v Verdict) Word() string {
+	if v.Proof == "" {
+		return v.Status
+	}
+	return v.Status + " (" + v.Proof.Phrase() + ")"
+}
+
+// listShort joins the first n of xs and says how many more there are.
+func listShort(xs []string, n int) string {
+	if len(xs) <= n {
+		return strings.Join(xs, ", ")
+	}
+	return fmt.Sprintf("%s (+%d more)", strings.Join(xs[:n], ", "), len(xs)-n)
 }
 
 // RootHint says which results a run without root could not read and how

@@ -191,6 +191,16 @@ func lineOf(b []byte, path string) int {
 	return n.Line
 }
 
+// GDRRequired reads gdr.required: whether the profile requires GPU Direct
+// RDMA, and whether it says at all (nil profile or unset field: not
+// stated).
+func (e *Profile) GDRRequired() (required, stated bool) {
+	if e == nil || e.GDR == nil || e.GDR.Required == nil {
+		return false, false
+	}
+	return *e.GDR.Required, true
+}
+
 // VersionMatches compares a found version with an expected one: exact, or
 // a prefix when the expectation ends in "*".
 func VersionMatches(found, want string) bool {

@@ -103,13 +103,43 @@ func newEvidence(rs []result.Result, m Measurements, runs []NCCLRun) *evidence {
 type refs struct {
 	ids []string
 	sts []result.Status
+	// traffic marks the references that are traffic (a measurement, an
+	// NCCL run), not configuration read.
+	traffic []bool
 }
 
 func (r *refs) results(rs ...result.Result) {
 	for _, x := range rs {
-		r.ids = append(r.ids, ResultRef(x))
-		r.sts = append(r.sts, x.Status)
+		r.add(ResultRef(x), x.Status, false)
 	}
+}
+
+// add cites one reference with the status it carries; traffic when it is
+// a measurement or an NCCL run.
+func (r *refs) add(id string, st result.Status, traffic bool) {
+	r.ids = append(r.ids, id)
+	r.sts = append(r.sts, st)
+	r.traffic = append(r.traffic, traffic)
+}
+
+// proof is how what is cited establishes the hop: failed if anything
+// failed; measured if traffic passed (or warned) through it; checked if a
+// check passed (or warned); not exercised otherwise (nothing cited, or
+// only skips, unknowns and errors: never a proof).
+func (r *refs) proof() result.Proof {
+	p := result.ProofNotExercised
+	for i, st := range r.sts {
+		switch {
+		case st == result.Fail:
+			return result.ProofFailed
+		case st != result.Pass && st != result.Warn:
+		case r.traffic[i]:
+			p = result.ProofMeasured
+		case p != result.ProofMeasured:
+			p = result.ProofChecked
+		}
+	}
+	return p
 }
 
 func (r *refs) subjects(e *evidence, subjects ...string) {
@@ -143,7 +173,7 @@ func (r *refs) hop(kind, name, detail string) Hop {
 	if ids == nil {
 		ids = []string{}
 	}
-	return Hop{Kind: kind, Name: name, Detail: detail, Status: r.status(), Evidence: ids}
+	return Hop{Kind: kind, Name: name, Detail: detail, Status: r.status(), Proof: r.proof(), Evidence: ids}
 }
 
 var gpuPair = regexp.MustCompile(`^GPU\d+-GPU\d+$`)
@@ -197,8 +227,7 @@ func (e *evidence) dataPath(h *topology.Host, g *topology.GPU, p topology.GPUNIC
 	r.subjects(e, own...)
 	for _, c := range e.copies {
 		if c.Device == g.Index && c.Peer < 0 {
-			r.ids = append(r.ids, RefMeasurement+c.ID)
-			r.sts = append(r.sts, c.Status)
+			r.add(RefMeasurement+c.ID, c.Status, true)
 		}
 	}
 	name := g.Name
@@ -212,7 +241,7 @@ func (e *evidence) dataPath(h *topology.Host, g *topology.GPU, p topology.GPUNIC
 		if len(h.NICs) > 0 {
 			dp.GDRWhy = "no RDMA NIC paired with this GPU"
 		}
-		dp.Status = worstHop(dp.Hops)
+		dp.Status, dp.Proof = worstHop(dp.Hops), weakestHop(dp.Hops)
 		return dp
 	}
 	// The PCIe hops between GPU and NIC.
@@ -232,10 +261,9 @@ func (e *evidence) dataPath(h *topology.Host, g *topology.GPU, p topology.GPUNIC
 		}
 		dp.Hops = append(dp.Hops, r.hop(kind, via, detail))
 	}
-	// The NIC: its own results, the GPU–NIC pair's, the node's GDR checks.
+	// The NIC: its own results and the GPU–NIC pair's.
 	r = refs{}
 	r.subjects(e, n.Name, n.Address, label+"-"+n.Name)
-	r.results(e.node...)
 	switch {
 	case p.Level > level.DefaultGDR:
 		dp.GDR, dp.GDRWhy = GDRNoPath, fmt.Sprintf("%s is at %s from %s, beyond PXB: NCCL stages its traffic through host memory", n.Name, p.Level, label)
@@ -249,6 +277,11 @@ func (e *evidence) dataPath(h *topology.Host, g *topology.GPU, p topology.GPUNIC
 		detail = n.HCAType
 	}
 	dp.Hops = append(dp.Hops, r.hop(HopNIC, n.Name, detail))
+	// Registration: GPU memory registered with the NIC, which the node's
+	// GDR checks judge (nvidia-peermem, dma-buf).
+	r = refs{}
+	r.results(e.node...)
+	dp.Hops = append(dp.Hops, r.hop(HopRegistration, label+" memory with "+n.Name, registrationDetail(dp)))
 	// The port.
 	r = refs{}
 	portName := fmt.Sprintf("%s:%d", n.Name, p.Port)
@@ -260,8 +293,7 @@ func (e *evidence) dataPath(h *topology.Host, g *topology.GPU, p topology.GPUNIC
 	for _, run := range e.nccl {
 		for _, tr := range run.Transports {
 			if (tr.Class == "net" || tr.Class == "collnet") && tr.Inter > 0 {
-				r.ids = append(r.ids, RefNCCL+run.Name)
-				r.sts = append(r.sts, result.Pass)
+				r.add(RefNCCL+run.Name, result.Pass, true)
 				break
 			}
 		}
@@ -271,8 +303,29 @@ func (e *evidence) dataPath(h *topology.Host, g *topology.GPU, p topology.GPUNIC
 		fdetail = "NCCL carried inter-node traffic over the network"
 	}
 	dp.Hops = append(dp.Hops, r.hop(HopFabric, p.LinkLayer, fdetail))
-	dp.Status = worstHop(dp.Hops)
+	dp.Status, dp.Proof = worstHop(dp.Hops), weakestHop(dp.Hops)
 	return dp
+}
+
+// registrationDetail says what the GDR state means for the registration
+// hop.
+func registrationDetail(dp DataPath) string {
+	switch dp.GDR {
+	case GDREnabled:
+		return "GPU memory can be registered with the NIC (GPU Direct RDMA)"
+	case GDRPathOnly:
+		return "GPU memory cannot be registered: " + dp.GDRWhy
+	}
+	return "GPU Direct RDMA not used: " + dp.GDRWhy
+}
+
+// weakestHop is the weakest proof level of the hops.
+func weakestHop(hs []Hop) result.Proof {
+	ps := make([]result.Proof, len(hs))
+	for i, h := range hs {
+		ps[i] = h.Proof
+	}
+	return result.Weakest(ps...)
 }
 
 func rateText(gbps float64) string {
@@ -300,11 +353,10 @@ func (e *evidence) gpuLink(h *topology.Host, a, b *topology.GPU) GPULink {
 	r.subjects(e, gpuLabel(a.Index)+"-"+gpuLabel(b.Index), gpuLabel(b.Index)+"-"+gpuLabel(a.Index))
 	for _, c := range e.copies {
 		if (c.Device == a.Index && c.Peer == b.Index) || (c.Device == b.Index && c.Peer == a.Index) {
-			r.ids = append(r.ids, RefMeasurement+c.ID)
-			r.sts = append(r.sts, c.Status)
+			r.add(RefMeasurement+c.ID, c.Status, true)
 		}
 	}
-	l.Status, l.Evidence = r.status(), r.ids
+	l.Status, l.Proof, l.Evidence = r.status(), r.proof(), r.ids
 	if l.Evidence == nil {
 		l.Evidence = []string{}
 	}
@@ -349,4 +401,41 @@ func enabled(b bool) string {
 		return "enabled"
 	}
 	return "disabled"
+}
+
+// SignOff is how the segments a sign-off requires were established: the
+// weakest proof level among them and, in order, those not measured. Every
+// hop of every GPU's data path and every GPU-to-GPU link is required; a
+// GPU with no RDMA NIC lacks its GPU Direct RDMA path, which counts as
+// not exercised. gdr false (the site profile's gdr.required: false) leaves
+// the GDR segments out: GPU memory and the GPU links remain.
+func (t Topology) SignOff(gdr bool) (result.Proof, []string) {
+	var ps []result.Proof
+	var not []string
+	add := func(name string, p result.Proof) {
+		ps = append(ps, p)
+		if p != result.ProofMeasured {
+			not = append(not, fmt.Sprintf("%s (%s)", name, p))
+		}
+	}
+	for _, dp := range t.DataPaths {
+		label := gpuLabel(dp.GPU)
+		for _, h := range dp.Hops {
+			if h.Kind != HopGPUMemory && !gdr {
+				continue
+			}
+			name := label + " " + h.Kind
+			if h.Kind != HopGPUMemory && h.Name != "" {
+				name += " " + h.Name
+			}
+			add(name, h.Proof)
+		}
+		if dp.GDR == GDRNoNIC && gdr {
+			add(label+" GPU Direct RDMA path: "+dp.GDRWhy, result.ProofNotExercised)
+		}
+	}
+	for _, l := range t.GPULinks {
+		add(fmt.Sprintf("GPU%d-GPU%d link", l.A, l.B), l.Proof)
+	}
+	return result.Weakest(ps...), not
 }

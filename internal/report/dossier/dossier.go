@@ -173,7 +173,9 @@ type DataPath struct {
 	GDRWhy string `json:"gdr_why,omitempty"`
 	// Status is the worst of the hops'.
 	Status result.Status `json:"status"`
-	Hops   []Hop         `json:"hops"`
+	// Proof is the weakest of the hops' proof levels.
+	Proof result.Proof `json:"proof"`
+	Hops  []Hop  `json:"hops"`
 }
 
 // Hop kinds, in the order a path runs.
@@ -183,8 +185,11 @@ const (
 	HopRootPort   = "root-port"
 	HopHostBridge = "host-bridge"
 	HopNIC        = "nic"
-	HopPort       = "port"
-	HopFabric     = "fabric"
+	// HopRegistration is GPU memory registered with the NIC (nvidia-peermem
+	// or dma-buf): what makes the path GPU Direct RDMA.
+	HopRegistration = "registration"
+	HopPort         = "port"
+	HopFabric       = "fabric"
 )
 
 // Hop is one stage of a data path. Status is the worst of the results and
@@ -195,6 +200,10 @@ type Hop struct {
 	Name   string        `json:"name"`
 	Detail string        `json:"detail,omitempty"`
 	Status result.Status `json:"status"`
+	// Proof is how the hop was established (result.ProofMeasured, result.ProofChecked,
+	// result.ProofNotExercised, result.ProofFailed), from the kinds and statuses of its
+	// evidence.
+	Proof result.Proof `json:"proof"`
 	// Evidence are references: "result:ID SUBJECT" (a result in the
 	// envelope's results, by result.Result.Ref), "measurement:ID" (a
 	// measurement's ID) or "nccl:RUN" (an NCCL run's analysis).
@@ -209,6 +218,8 @@ type GPULink struct {
 	Level   string        `json:"level"`
 	NVLinks int           `json:"nvlinks"` // -1 unknown
 	Status  result.Status `json:"status"`
+	// Proof as in Hop.
+	Proof result.Proof `json:"proof"`
 	// Evidence as in Hop.
 	Evidence []string `json:"evidence"`
 }

@@ -145,11 +145,25 @@ func TestDataPathHops(t *testing.T) {
 			t.Errorf("hop %s %s is %s with no evidence", h.Kind, h.Name, h.Status)
 		}
 	}
-	if kinds[0] != HopGPUMemory || kinds[len(kinds)-1] != HopFabric || kinds[len(kinds)-2] != HopPort || kinds[len(kinds)-3] != HopNIC {
+	if kinds[0] != HopGPUMemory || kinds[len(kinds)-1] != HopFabric || kinds[len(kinds)-2] != HopPort || kinds[len(kinds)-3] != HopRegistration || kinds[len(kinds)-4] != HopNIC {
 		t.Errorf("hops %v", kinds)
 	}
-	if f := p.Hops[len(p.Hops)-1]; f.Status != result.Unknown || !strings.Contains(f.Detail, "not exercised") {
+	if f := p.Hops[len(p.Hops)-1]; f.Status != result.Unknown || f.Proof != result.ProofNotExercised || !strings.Contains(f.Detail, "not exercised") {
 		t.Errorf("fabric hop %+v", f)
+	}
+	// GPU memory carries a local copy that passed: measured. The
+	// registration and the port were read and judged: checked. The path
+	// as a whole is as proven as its weakest hop.
+	if h := p.Hops[0]; h.Proof != result.ProofMeasured {
+		t.Errorf("GPU memory hop %+v", h)
+	}
+	for _, h := range p.Hops[len(p.Hops)-3 : len(p.Hops)-1] {
+		if h.Proof != result.ProofChecked {
+			t.Errorf("%s hop %+v, want checked", h.Kind, h)
+		}
+	}
+	if p.Proof != result.ProofNotExercised {
+		t.Errorf("path proof %s", p.Proof)
 	}
 	if p.Hops[0].Evidence[len(p.Hops[0].Evidence)-1] != RefMeasurement+"copy.d2d.GPU0" {
 		t.Errorf("GPU memory hop evidence %v", p.Hops[0].Evidence)

@@ -14,6 +14,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/printable"
 	"github.com/gdrcheck/gdrcheck/internal/report"
+	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
 // File is one rendered file of the dossier: its name in the dossier's
@@ -49,7 +50,37 @@ func Files() []File {
 // WriteJUnit writes every result as a JUnit test case (report.WriteJUnit),
 // for CI pipelines.
 func WriteJUnit(w io.Writer, r *Report) error {
-	return report.WriteJUnit(w, "gdrcheck", r.Results, r.Run.EndedAt.Sub(r.Run.StartedAt))
+	return report.WriteJUnit(w, "gdrcheck", append(slices.Clone(r.Results), proofCases(r)...), r.Run.EndedAt.Sub(r.Run.StartedAt))
+}
+
+// proofCases are the sign-off's test cases for JUnit: one per hop of each
+// data path and per GPU link, passing when measured, failing when failed,
+// and skipped when only checked or not exercised (failing under --strict,
+// where the sign-off requires them measured).
+func proofCases(r *Report) []result.Result {
+	var out []result.Result
+	add := func(kind, subject string, p result.Proof) {
+		st := result.Skip
+		switch {
+		case p == "":
+			return
+		case p == result.ProofMeasured:
+			st = result.Pass
+		case p == result.ProofFailed || r.Verdict.Strict:
+			st = result.Fail
+		}
+		out = append(out, result.Result{ID: "proof." + kind, Subject: subject, Status: st, Source: "sign-off", Reason: string(p),
+			Message: subject + ": " + p.Phrase()})
+	}
+	for _, dp := range r.Topology.DataPaths {
+		for _, h := range dp.Hops {
+			add(h.Kind, fmt.Sprintf("GPU%d %s", dp.GPU, h.Name), h.Proof)
+		}
+	}
+	for _, l := range r.Topology.GPULinks {
+		add("gpu-link", fmt.Sprintf("GPU%d-GPU%d", l.A, l.B), l.Proof)
+	}
+	return out
 }
 
 // SumLine is one SHA256SUMS line for a file's content: the digest, two
@@ -124,11 +155,11 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		fmt.Fprintf(&b, "\nNot collected: %s.\n", c(x))
 	}
 	if len(r.Topology.DataPaths) > 0 {
-		b.WriteString("\n## Data paths\n\nEach GPU's path to the fabric, hop by hop, with the status of the evidence at each hop (unknown: nothing looked at it).\n\n| GPU | GDR | path |\n|---|---|---|\n")
+		b.WriteString("\n## Data paths\n\nEach GPU's path to the fabric, hop by hop, with the status of the evidence at each hop (unknown: nothing looked at it) and how the hop was established (measured: traffic crossed it and was judged; checked: its configuration was read and judged; not exercised: nothing judged it).\n\n| GPU | GDR | path |\n|---|---|---|\n")
 		for _, p := range r.Topology.DataPaths {
 			var hops []string
 			for _, h := range p.Hops {
-				hops = append(hops, fmt.Sprintf("%s %s (%s)", h.Kind, h.Name, h.Status))
+				hops = append(hops, fmt.Sprintf("%s %s (%s%s)", h.Kind, h.Name, h.Status, proofSuffix(h.Proof)))
 			}
 			gdr := p.GDR
 			if p.GDRWhy != "" {
@@ -307,10 +338,34 @@ func (d *Document) PrometheusGauges() []*report.Gauge {
 		paths.Add(float64(report.StatusCode(p.Status)), "gpu", gpu, "nic", p.NIC)
 		gdr.Add(report.Bool(p.GDR == GDREnabled), "gpu", gpu, "nic", p.NIC)
 	}
-	return []*report.Gauge{ready, verdict, complete, gpus, nics, phase, busbw, busExp, busFrac, copyBW, copyExp, copyFrac, paths, gdr}
+	// The sign-off: the node's weakest proof level, and each hop's.
+	nodeProof := report.NewGauge("gdrcheck_node_proof", "How the segments the sign-off requires were established, the weakest of them: 1 for the current one of measured, checked, not-exercised, failed.")
+	if v.Proof != "" {
+		for _, p := range []result.Proof{result.ProofMeasured, result.ProofChecked, result.ProofNotExercised, result.ProofFailed} {
+			nodeProof.Add(report.Bool(v.Proof == p), "proof", string(p))
+		}
+	}
+	hopProof := report.NewGauge("gdrcheck_hop_proof", "How each hop of each GPU's data path was established: 3 measured, 2 checked, 1 not exercised, 0 failed.")
+	for _, p := range d.Topology.DataPaths {
+		for _, h := range p.Hops {
+			if h.Proof != "" {
+				hopProof.Add(float64(h.Proof.Rank()), "gpu", strconv.Itoa(p.GPU), "kind", h.Kind, "name", h.Name)
+			}
+		}
+	}
+	return []*report.Gauge{ready, verdict, complete, gpus, nics, phase, busbw, busExp, busFrac, copyBW, copyExp, copyFrac, paths, gdr, nodeProof, hopProof}
 }
 
 // sortArtifacts orders artifacts by path.
 func sortArtifacts(as []Artifact) {
 	slices.SortFunc(as, func(a, b Artifact) int { return strings.Compare(a.Path, b.Path) })
+}
+
+// proofSuffix is ", PROOF" for a hop with a proof level ("" for reports
+// written before proof levels).
+func proofSuffix(p result.Proof) string {
+	if p == "" {
+		return ""
+	}
+	return ", " + p.Phrase()
 }

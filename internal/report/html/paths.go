@@ -16,7 +16,10 @@ type Hop struct {
 	Detail string
 	// Status is the dossier's verdict of the hop: the worst of what its
 	// evidence says; unknown when nothing looked at it.
-	Status   result.Status
+	Status result.Status
+	// Proof is how the hop was established (measured, checked, not
+	// exercised, failed); "" in reports written before proof levels.
+	Proof    result.Proof
 	Evidence []string
 }
 
@@ -39,7 +42,7 @@ type DataPath struct {
 // hopNames are the hop kinds in words.
 var hopNames = map[string]string{
 	dossier.HopGPUMemory: "GPU memory", dossier.HopPCIeSwitch: "PCIe switch", dossier.HopRootPort: "root port",
-	dossier.HopHostBridge: "host bridge", dossier.HopNIC: "NIC", dossier.HopPort: "port", dossier.HopFabric: "fabric",
+	dossier.HopHostBridge: "host bridge", dossier.HopNIC: "NIC", dossier.HopRegistration: "registration", dossier.HopPort: "port", dossier.HopFabric: "fabric",
 }
 
 // dataPaths turns the dossier's data paths and GPU links into the page's,
@@ -53,7 +56,7 @@ func dataPaths(r *dossier.Report, x *refIndex) []DataPath {
 			if kind == "" {
 				kind = h.Kind
 			}
-			dp.Hops = append(dp.Hops, Hop{Kind: kind, Name: h.Name, Detail: h.Detail, Status: h.Status, Evidence: x.resolve(h.Evidence)})
+			dp.Hops = append(dp.Hops, Hop{Kind: kind, Name: h.Name, Detail: h.Detail, Status: h.Status, Proof: h.Proof, Evidence: x.resolve(h.Evidence)})
 		}
 		for _, l := range r.Topology.GPULinks {
 			if l.A != p.GPU && l.B != p.GPU {
@@ -72,7 +75,7 @@ func dataPaths(r *dossier.Report, x *refIndex) []DataPath {
 			default:
 				detail += ", NVLink unknown"
 			}
-			dp.Peers = append(dp.Peers, Hop{Kind: "GPU ↔ GPU", Name: fmt.Sprintf("GPU%d", peer), Detail: detail, Status: l.Status, Evidence: x.resolve(l.Evidence)})
+			dp.Peers = append(dp.Peers, Hop{Kind: "GPU ↔ GPU", Name: fmt.Sprintf("GPU%d", peer), Detail: detail, Status: l.Status, Proof: l.Proof, Evidence: x.resolve(l.Evidence)})
 			dp.PeersStatus = worse(dp.PeersStatus, l.Status)
 		}
 		out = append(out, dp)
