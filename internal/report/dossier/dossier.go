@@ -175,7 +175,7 @@ type DataPath struct {
 	Status result.Status `json:"status"`
 	// Proof is the weakest of the hops' proof levels.
 	Proof result.Proof `json:"proof"`
-	Hops  []Hop  `json:"hops"`
+	Hops  []Hop        `json:"hops"`
 }
 
 // Hop kinds, in the order a path runs.
