@@ -18,6 +18,9 @@ type eventTracker struct {
 	order     []string
 	errCount  int64
 	warnCount int64
+	// timeouts counts a framework watchdog's lines: a collective hung
+	// (or failed) and the framework gave up on it.
+	timeouts int64
 }
 
 type eventKind struct {
@@ -164,10 +167,14 @@ func (e *eventTracker) report(name func(int32) string) (errs, warns []Event) {
 }
 
 // fromInfo records the errors NCCL reports at INFO level: propagated return
-// codes ("transport/net.cc:1302 -> 6") and error texts; a line that only
-// mentions an error or a retry is a warning.
+// codes ("transport/net.cc:1302 -> 6"), error texts and the proxy service
+// thread's "Connection closed by localRank N" (a local rank went away: it
+// crashed or was killed); a line that only mentions an error or a retry is
+// a warning.
 func (e *eventTracker) fromInfo(host int32, m []byte, no int64) {
 	switch {
+	case bytes.Contains(m, sClosedByLocal):
+		e.add('E', host, m, no)
 	case isPropagation(m):
 		e.add('E', host, m, no)
 	case bytes.Contains(m, sRror):
@@ -179,4 +186,38 @@ func (e *eventTracker) fromInfo(host int32, m []byte, no int64) {
 	case bytes.Contains(m, sRetry):
 		e.add('I', host, m, no)
 	}
+}
+
+var sClosedByLocal = []byte("Connection closed by localRank")
+
+// watchdogTexts are what a framework prints when a collective did not
+// complete in time, or when its watchdog found a failed one: PyTorch's
+// ProcessGroupNCCL ("[Rank 0] Watchdog caught collective operation timeout:
+// WorkNCCL(SeqNum=1, OpType=ALLREDUCE, ...) ran for 600000 milliseconds",
+// "Exception (either an error or timeout) detected by watchdog at work: 1,
+// last enqueued NCCL work: 1, last completed NCCL work: -1", "Timeout at
+// NCCL work", "failure detected by watchdog", "watchdog got stuck", "Some
+// NCCL operations have failed or timed out"). None is an NCCL debug line,
+// yet each says the job hung in (or failed under) NCCL.
+var watchdogTexts = [][]byte{
+	[]byte("Watchdog caught collective operation timeout"),
+	[]byte("detected by watchdog"),
+	[]byte("Timeout at NCCL work"),
+	[]byte("watchdog got stuck"),
+	[]byte("NCCL operations have failed or timed out"),
+}
+
+// watchdogLine reports whether b is a framework's collective-timeout or
+// watchdog-failure line. The common case (no "atchdog" nor "timed out" in
+// the line) costs two searches.
+func watchdogLine(b []byte) bool {
+	if !bytes.Contains(b, []byte("atchdog")) && !bytes.Contains(b, []byte("NCCL work")) && !bytes.Contains(b, []byte("timed out")) {
+		return false
+	}
+	for _, t := range watchdogTexts {
+		if bytes.Contains(b, t) {
+			return true
+		}
+	}
+	return false
 }

@@ -10,6 +10,7 @@ var (
 	pfxRing      = []byte("Ring ")
 	pfxCollNet   = []byte("CollNet ")
 	pfxConnected = []byte("Connected ")
+	pfxNoP2P     = []byte("Could not enable P2P between dev ")
 	pfxVersion   = []byte("NCCL version ")
 	pfxNET       = []byte("NET/")
 	pfxNCCLEnv   = []byte("NCCL_")
@@ -130,6 +131,12 @@ func (a *analyzer) cMessage(h *header, host int32, p *procState, m, raw []byte, 
 		a.channelLine(h, host, p, m[len(pfxCollNet):], raw, spliced, no, true)
 	case bytes.HasPrefix(m, pfxConnected):
 		a.graph.connectedLine(m[len(pfxConnected):])
+	case bytes.HasPrefix(m, pfxNoP2P):
+		c := &a.chans
+		c.p2pOff++
+		if len(c.offP2POff) < maxOffenders {
+			c.offP2POff = append(c.offP2POff, offender{line: no, host: host, text: clip(raw), loc: locIntra})
+		}
 	default:
 		return false
 	}

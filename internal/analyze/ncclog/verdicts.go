@@ -31,6 +31,12 @@ func (a *analyzer) verdicts(r *Report, s *summary) []result.Result {
 		msg := fmt.Sprintf("no NCCL debug lines (\"host:pid:tid [dev] NCCL INFO ...\") in %d lines; run with NCCL_DEBUG=INFO", a.stats.lines)
 		var out []result.Result
 		for _, id := range []string{"nccl.gdr", "nccl.p2p", "nccl.net", "nccl.version", "nccl.errors", "nccl.channels", "nccl.topology"} {
+			if id == "nccl.errors" && r.ErrorCount > 0 {
+				// A watchdog's timeout or the application's NCCL
+				// error is a failure without any debug line.
+				out = append(out, a.vErrors(r))
+				continue
+			}
 			out = append(out, titles.New(id, result.Unknown, "job", "NoNCCLDebugLines", msg, nil))
 		}
 		return out
@@ -181,6 +187,13 @@ func (a *analyzer) vErrors(r *Report) result.Result {
 		msg := fmt.Sprintf("%d error %s (%d distinct): %s", r.ErrorCount, plural(r.ErrorCount, "line", "lines"), len(r.Errors), first(r.Errors))
 		if r.WarningCount > 0 {
 			msg += fmt.Sprintf("; and %d warning %s", r.WarningCount, plural(r.WarningCount, "line", "lines"))
+		}
+		if a.events.timeouts > 0 {
+			out := titles.New(id, result.Fail, "job", "CollectiveTimeout",
+				fmt.Sprintf("a collective did not complete: %d watchdog %s (the job hung in NCCL, or a rank failed); %s", a.events.timeouts, plural(a.events.timeouts, "line", "lines"), msg), evs(r.Errors))
+			out.Remedy = "Find the rank that did not join or stalled first (the lowest \"last completed NCCL work\"; -1: the first collective never completed): " +
+				"rerun with NCCL_DEBUG=INFO and look for its WARN lines, a network that cannot connect (firewall, NCCL_SOCKET_IFNAME, IB/RoCE link down) or a GPU fault (Xid) on its host."
+			return out
 		}
 		return titles.New(id, result.Fail, "job", "NCCLErrors", msg, evs(r.Errors))
 	}
