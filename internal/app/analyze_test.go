@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gdrcheck/gdrcheck/internal/analyze/perftest"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -135,14 +136,15 @@ func TestAnalyzePerftestHardware(t *testing.T) {
 		name, file string
 		opts       AnalyzeOptions
 		want       string // status reason, "" for no verdict
+		bw         string // perftest.bw: the guessed port rate steps aside when the rate is given (issue 26 class 5)
 	}{
-		{"140 Gb/s on 400G", cuda140, AnalyzeOptions{Hardware: Hardware{NICRateGbps: 400}}, "fail MeasuredVsLinkRate"},
-		{"140 Gb/s on 400G, by the profile", cuda140, AnalyzeOptions{Expect: "testdata/analyze/hgx-h200-8x400g.yaml"}, "fail MeasuredVsLinkRate"},
-		{"381 Gb/s on 400G", host381, AnalyzeOptions{Hardware: Hardware{NICRateGbps: 400}}, "pass MeasuredVsLinkRate"},
-		{"140 Gb/s on 200G", cuda140, AnalyzeOptions{Hardware: Hardware{NICRateGbps: 200}}, "warn MeasuredVsLinkRate"},
-		{"nothing given", cuda140, AnalyzeOptions{}, "skip NoExpectation"},
-		{"a GPU, no NIC rate", cuda140, AnalyzeOptions{Hardware: Hardware{GPU: "H200"}}, "unknown NoModel"},
-		{"8-byte messages measure a message rate", rate8B, AnalyzeOptions{Hardware: Hardware{NICRateGbps: 100}}, ""},
+		{"140 Gb/s on 400G", cuda140, AnalyzeOptions{Hardware: Hardware{NICRateGbps: 400}}, "fail MeasuredVsLinkRate", "skip JudgedAgainstNICRate"},
+		{"140 Gb/s on 400G, by the profile", cuda140, AnalyzeOptions{Expect: "testdata/analyze/hgx-h200-8x400g.yaml"}, "fail MeasuredVsLinkRate", "skip JudgedAgainstNICRate"},
+		{"381 Gb/s on 400G", host381, AnalyzeOptions{Hardware: Hardware{NICRateGbps: 400}}, "pass MeasuredVsLinkRate", "skip JudgedAgainstNICRate"},
+		{"140 Gb/s on 200G", cuda140, AnalyzeOptions{Hardware: Hardware{NICRateGbps: 200}}, "warn MeasuredVsLinkRate", "skip JudgedAgainstNICRate"},
+		{"nothing given", cuda140, AnalyzeOptions{}, "skip NoExpectation", "warn BelowLinkRate"},
+		{"a GPU, no NIC rate", cuda140, AnalyzeOptions{Hardware: Hardware{GPU: "H200"}}, "unknown NoModel", "warn BelowLinkRate"},
+		{"8-byte messages measure a message rate", rate8B, AnalyzeOptions{Hardware: Hardware{NICRateGbps: 100}}, "", "pass SmallMessages"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -150,8 +152,11 @@ func TestAnalyzePerftestHardware(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []string
+			var got, bw []string
 			for _, r := range a.Results {
+				if r.ID == perftest.IDBW {
+					bw = append(bw, string(r.Status)+" "+r.Reason)
+				}
 				if r.ID == PerftestHardwareID {
 					got = append(got, string(r.Status)+" "+r.Reason)
 					if r.Source != "perftest" || r.Subject == "" {
@@ -161,6 +166,9 @@ func TestAnalyzePerftestHardware(t *testing.T) {
 			}
 			if c.want == "" && len(got) != 0 || c.want != "" && (len(got) != 1 || got[0] != c.want) {
 				t.Errorf("got %v, want %q", got, c.want)
+			}
+			if len(bw) != 1 || bw[0] != c.bw {
+				t.Errorf("perftest.bw %v, want %q", bw, c.bw)
 			}
 		})
 	}
