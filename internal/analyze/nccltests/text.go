@@ -35,12 +35,12 @@ var (
 	// (raw/nccl/nccl-tests.txt) prints before each collective's table:
 	// "# Collective all_reduce".
 	reGdrCollective = textio.MustCompile(`^Collective ([a-z][a-z0-9_]*)$`)
-	reColumns      = textio.MustCompile(`^size\s+count\s+type\b`)
-	reOOB          = textio.MustCompile(`^Out of bounds values\s*:\s*(\d+)\s*(\w*)`)
-	reAvg          = textio.MustCompile(`^Avg bus bandwidth\s*:\s*(\S+)\s*(\w*)`)
-	reReducing     = textio.MustCompile(`^Reducing maxBytes to (\d+)`)
-	reHashError    = textio.MustCompile(`^error:\s*(.+)`)
-	reJSONOut      = textio.MustCompile(`^Writing JSON output to (\S+)`)
+	reColumns       = textio.MustCompile(`^size\s+count\s+type\b`)
+	reOOB           = textio.MustCompile(`^Out of bounds values\s*:\s*(\d+)\s*(\w*)`)
+	reAvg           = textio.MustCompile(`^Avg bus bandwidth\s*:\s*(\S+)\s*(\w*)`)
+	reReducing      = textio.MustCompile(`^Reducing maxBytes to (\d+)`)
+	reHashError     = textio.MustCompile(`^error:\s*(.+)`)
+	reJSONOut       = textio.MustCompile(`^Writing JSON output to (\S+)`)
 
 	reParamInt = map[string]*textio.Pattern{
 		"minBytes": textio.MustCompile(`\bminBytes\s+(\d+)`),
