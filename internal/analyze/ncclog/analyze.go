@@ -66,6 +66,7 @@ type analyzer struct {
 	net    netTracker
 	trees  treeTracker
 	events eventTracker
+	probe  probeThread // the last probe warning's thread (events.go)
 }
 
 // lineStats counts what the lexer saw.

@@ -77,6 +77,23 @@ func strongError(m []byte) bool {
 
 var benignWarn = [][]byte{[]byte("deprecated"), []byte("Ignoring"), []byte("ignoring"), []byte("ignored")}
 
+// probeWarn are the WARN lines of NCCL probing for a library the host does
+// not have (libibverbs on a host without InfiniBand: "misc/ibvwrap.cc:63
+// NCCL WARN Failed to open libibverbs.so[.1]", "ibvwrap.cc:173 NCCL WARN
+// lib wrapper not initialized."): NCCL falls back (to its socket
+// transport) and goes on. A warning, not an error; the return codes the
+// same thread then propagates ("gdr.cc:… -> 3") are the probe's too.
+var probeWarn = [][]byte{[]byte("Failed to open libibverbs"), []byte("lib wrapper not initialized")}
+
+func isProbeWarn(m []byte) bool {
+	for _, p := range probeWarn {
+		if bytes.Contains(m, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // maskNumbers replaces every number of s, hexadecimal (0x...) or decimal,
 // with "#": messages that differ only in their numbers get one key. It
 // is the regexp `0x[0-9a-fA-F]+|[0-9]+` replaced by hand (scan_test.go
@@ -115,7 +132,7 @@ func isHexDigit(c byte) bool {
 func (e *eventTracker) add(level byte, host int32, m []byte, no int64) {
 	isErr := level == 'E'
 	if level == 'W' {
-		isErr = true
+		isErr = !isProbeWarn(m)
 		for _, bw := range benignWarn {
 			if bytes.Contains(m, bw) {
 				isErr = false

@@ -53,7 +53,18 @@ func (a *analyzer) message(h *header, host int32, m, raw []byte, spliced bool, n
 	}
 	if h.level == 'W' {
 		a.events.add(h.level, host, m, no)
+		if isProbeWarn(m) && h.hasPID {
+			a.probe = probeThread{host: host, pid: h.pid, tid: h.tid, ok: true}
+		}
 		return
+	}
+	if a.probe.ok && a.probe == (probeThread{host: host, pid: h.pid, tid: h.tid, ok: true}) {
+		if isPropagation(m) {
+			// The probe's return code, passed up its thread's stack.
+			a.events.add('I', host, m, no)
+			return
+		}
+		a.probe.ok = false // the thread went on: the chain ended
 	}
 	if len(m) == 0 {
 		return
@@ -66,6 +77,14 @@ func (a *analyzer) message(h *header, host int32, m, raw []byte, spliced bool, n
 		return
 	}
 	a.events.fromInfo(host, m, no)
+}
+
+// probeThread is the thread that printed a probe's warning (isProbeWarn):
+// the return codes it propagates next are that probe's.
+type probeThread struct {
+	host     int32
+	pid, tid int64
+	ok       bool
 }
 
 // dispatch sends a message to its tracker by the text it starts with; it

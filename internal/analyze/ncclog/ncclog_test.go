@@ -16,7 +16,8 @@ var reader = readertest.Reader[*Report]{Detect: Detect, Analyze: Analyze, RawJSO
 
 // notLogs are nccl-tests outputs with at most one NCCL line: not detected
 // as logs, yet read as such when forced.
-var notLogs = map[string]bool{"aws-p5-2node-allreduce-srun.txt": true, "aws-p5-eks-allreduce-mpirun-tagged.txt": true, "gcp-a3high-tcpx-allgather-2node.txt": true}
+var notLogs = map[string]bool{"aws-p5-2node-allreduce-srun.txt": true, "aws-p5-eks-allreduce-mpirun-tagged.txt": true, "gcp-a3high-tcpx-allgather-2node.txt": true,
+	"nccltests82-ibverbs-probe-warn-socket-broadcast-excerpt.txt": true}
 
 // TestGolden keeps the whole report (JSON, with the verdicts) and the text
 // summary of every sample; the verdicts are asserted one by one in
@@ -35,6 +36,10 @@ var wantVerdicts = map[string][]readertest.Want{
 		"unknown nccl.gdr NoNCCLDebugLines", "unknown nccl.p2p NoNCCLDebugLines", "unknown nccl.net NoNCCLDebugLines", "unknown nccl.version NoNCCLDebugLines", "fail nccl.errors CollectiveTimeout", "unknown nccl.channels NoNCCLDebugLines", "unknown nccl.topology NoNCCLDebugLines"),
 	"mlcommons770-connection-closed-by-localrank-excerpt.txt": readertest.Wants("job",
 		"unknown nccl.gdr NoChannelLines", "unknown nccl.p2p NoChannelLines", "unknown nccl.net NoNetworkLines", "unknown nccl.version NoVersionLine", "fail nccl.errors NCCLErrors", "unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree"),
+	// Issue 26 class 3: a probe's WARN (no libibverbs) is a warning;
+	// NCCL fell back and the test ran.
+	"nccltests82-ibverbs-probe-warn-socket-broadcast-excerpt.txt": readertest.Wants("job",
+		"unknown nccl.gdr NoChannelLines", "unknown nccl.p2p NoChannelLines", "unknown nccl.net NoNetworkLines", "pass nccl.version SameVersion", "warn nccl.errors NCCLWarnings", "unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree"),
 	// Issue 26 class 1: NCCL <= 2.7 named SHM "direct shared memory";
 	// "Could not enable P2P between dev X and dev Y" names two GPUs of
 	// one host without P2P.
