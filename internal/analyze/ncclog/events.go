@@ -21,6 +21,11 @@ type eventTracker struct {
 	// timeouts counts a framework watchdog's lines: a collective hung
 	// (or failed) and the framework gave up on it.
 	timeouts int64
+	// ibTraffic is the first line that shows NCCL's IB transport moving
+	// data ("NET/IB : Got completion from peer ..."): the job's network
+	// is IB even where no "Using network" line survived; 0: none.
+	ibTraffic     int64
+	ibTrafficText string
 }
 
 type eventKind struct {
@@ -140,6 +145,9 @@ func (e *eventTracker) add(level byte, host int32, m []byte, no int64) {
 			}
 		}
 	}
+	if e.ibTraffic == 0 && bytes.HasPrefix(m, sNetIB) && bytes.Contains(m, sGotCompletion) {
+		e.ibTraffic, e.ibTrafficText = no, clip(m)
+	}
 	lv := byte('w')
 	if isErr {
 		lv = 'e'
@@ -238,3 +246,8 @@ func watchdogLine(b []byte) bool {
 	}
 	return false
 }
+
+var (
+	sNetIB         = []byte("NET/IB")
+	sGotCompletion = []byte("Got completion")
+)

@@ -36,6 +36,16 @@ var wantVerdicts = map[string][]readertest.Want{
 		"unknown nccl.gdr NoNCCLDebugLines", "unknown nccl.p2p NoNCCLDebugLines", "unknown nccl.net NoNCCLDebugLines", "unknown nccl.version NoNCCLDebugLines", "fail nccl.errors CollectiveTimeout", "unknown nccl.channels NoNCCLDebugLines", "unknown nccl.topology NoNCCLDebugLines"),
 	"mlcommons770-connection-closed-by-localrank-excerpt.txt": readertest.Wants("job",
 		"unknown nccl.gdr NoChannelLines", "unknown nccl.p2p NoChannelLines", "unknown nccl.net NoNetworkLines", "unknown nccl.version NoVersionLine", "fail nccl.errors NCCLErrors", "unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree"),
+	// Issue 26 class 4: facts in the log are used. IB completions say
+	// the network is IB; processes that chose different networks are a
+	// mismatch without any version line; a one-rank communicator skips
+	// the path verdicts (this one already did: kept as a regression).
+	"nccl928-ib-completion-errors-only-5node-excerpt.txt": readertest.Wants("job",
+		"unknown nccl.gdr NoChannelLines", "unknown nccl.p2p NoChannelLines", "pass nccl.net RDMANetwork", "unknown nccl.version NoVersionLine", "fail nccl.errors NCCLErrors", "unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree"),
+	"nccltests188-socket-vs-ib-processes-no-version-excerpt.txt": readertest.Wants("job",
+		"unknown nccl.gdr NoChannelLines", "unknown nccl.p2p NoChannelLines", "warn nccl.net SocketSelected", "fail nccl.version NetworkMismatch", "pass nccl.errors NoErrors", "unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree"),
+	"nccl1038-single-rank-nranks1-roce-excerpt.txt": readertest.Wants("job",
+		"skip nccl.gdr NoInterNodeTraffic", "skip nccl.p2p SingleRank", "pass nccl.net RDMANetwork", "pass nccl.version SameVersion", "pass nccl.errors NoErrors", "unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree"),
 	// Issue 26 class 3: a probe's WARN (no libibverbs) is a warning;
 	// NCCL fell back and the test ran.
 	"nccltests82-ibverbs-probe-warn-socket-broadcast-excerpt.txt": readertest.Wants("job",

@@ -98,15 +98,14 @@ func (a *analyzer) vVersion(r *Report) result.Result {
 		}
 		return strings.Join(p, ", ")
 	}
-	if len(r.Versions) == 0 {
-		return titles.New(id, result.Unknown, "job", "NoVersionLine", "no \"NCCL version\" line in the log", nil)
-	}
 	if len(r.Versions) > 1 {
 		out := titles.New(id, result.Fail, "job", "VersionMismatch",
 			"ranks run different NCCL versions: "+names(r.Versions)+" (processes)", verEv(r.Versions, ""))
 		out.Remedy = "Run one NCCL build on every node (same container image or the same libnccl.so.2 first in LD_LIBRARY_PATH)."
 		return out
 	}
+	// Processes that chose different networks are a mismatch whatever
+	// the log says (or does not) about versions.
 	if len(r.Network.Selected) > 1 {
 		var p []string
 		var evs []result.Evidence
@@ -117,6 +116,9 @@ func (a *analyzer) vVersion(r *Report) result.Result {
 		out := titles.New(id, result.Fail, "job", "NetworkMismatch", "ranks use different network plugins: "+strings.Join(p, ", ")+" (processes)", evs)
 		out.Remedy = "Give every node the same net plugin and RDMA devices (a rank without them falls back to another network)."
 		return out
+	}
+	if len(r.Versions) == 0 {
+		return titles.New(id, result.Unknown, "job", "NoVersionLine", "no \"NCCL version\" line in the log", nil)
 	}
 	if len(r.Network.PluginVersions) > 1 {
 		out := titles.New(id, result.Fail, "job", "PluginVersionMismatch",

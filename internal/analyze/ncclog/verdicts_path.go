@@ -271,6 +271,13 @@ func (a *analyzer) vNet(r *Report, s *summary) result.Result {
 	if len(rdma) > 0 {
 		return a.vRDMANet(r, s, rdma)
 	}
+	if a.events.ibTraffic > 0 {
+		// No "Using network" line and no channel line, but NCCL's IB
+		// transport reported completions: it was moving the job's data.
+		return titles.New(id, result.Pass, "job", "RDMANetwork",
+			"NCCL used the IB network: its IB transport reported work completions (errors or not), although no \"Using network\" or channel line is in the log",
+			[]result.Evidence{a.ev(a.events.ibTraffic, a.events.ibTrafficText, "IB transport at work")})
+	}
 	if s.singleNode {
 		return titles.New(id, result.Skip, "job", "NoNetwork", "all ranks are on one host and the log names no network", nil)
 	}
