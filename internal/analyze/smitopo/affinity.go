@@ -69,7 +69,7 @@ func Analyze(name string, r io.Reader) (*Report, []result.Result, error) {
 		return nil, nil, err
 	}
 	rep := &Report{Matrix: m, Pairing: m.Pair()}
-	vs := rep.affinity(name)
+	vs := append(rep.affinity(name), rep.nvlink(name)...)
 	result.SetSource(vs, Kind)
 	return rep, vs, nil
 }
