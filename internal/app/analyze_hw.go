@@ -121,15 +121,17 @@ func judgeHardware(outs []*analyze.Output, h Hardware) {
 // (the rail layout of HGX/DGX nodes) when neither flag nor profile says.
 func judgeTest(t *nccltests.Test, h Hardware, logHosts int) result.Result {
 	subject := cmp.Or(t.Collective, "test")
-	gpu := h.GPU
-	if gpu == "" {
-		for _, d := range t.Devices {
-			if d.Name != "" {
-				gpu = d.Name
-				break
-			}
+	printed := ""
+	for _, d := range t.Devices {
+		if d.Name != "" {
+			printed = d.Name
+			break
 		}
 	}
+	if v, ok := hardwareMismatch(h.GPU, printed, subject); ok {
+		return v
+	}
+	gpu := cmp.Or(h.GPU, printed)
 	nodes := cmp.Or(h.Nodes, len(t.Hosts), logHosts)
 	if nodes == 0 {
 		return result.Result{ID: HardwareID, Status: result.Unknown, Subject: subject, Reason: "NoModel",
@@ -179,6 +181,28 @@ func judgeTest(t *nccltests.Test, h Hardware, logHosts int) result.Result {
 		v.Remedy = "find what slows the path: run gdrcheck check on every node (GDR, NIC and PCIe links, NVLink), read the NCCL_DEBUG=INFO log of the run (gdrcheck analyze) for the transports used, and test each NIC pair with ib_write_bw --use_cuda"
 	}
 	return v
+}
+
+// hardwareMismatch: the output names a GPU (its "# Rank ... NAME" lines)
+// that is not the one the profile or --gpu describes (an H100 run judged
+// against an 8×H200 profile). Its numbers are not judged against the
+// wrong hardware: that is a finding of its own. Only GPUs the catalogue
+// knows are compared; a name it does not know is not a mismatch.
+func hardwareMismatch(want, printed, subject string) (result.Result, bool) {
+	if want == "" || printed == "" {
+		return result.Result{}, false
+	}
+	w, err := hw.LookupGPU(want)
+	if err != nil {
+		return result.Result{}, false
+	}
+	p, ok := hw.GPUByName(printed)
+	if !ok || p.Key == w.Key {
+		return result.Result{}, false
+	}
+	return result.Result{ID: HardwareID, Status: result.Fail, Subject: subject, Reason: "HardwareMismatch",
+		Message: fmt.Sprintf("the output ran on %s (%s), not on the %s the profile or --gpu describes: its numbers were not judged against hardware they did not run on", printed, p.Name, w.Name),
+		Remedy:  "analyze the output of the nodes the profile describes, or give the profile (or --gpu) of the hardware this output ran on"}, true
 }
 
 // jobHosts is the number of hosts with ranks that the NCCL logs among outs

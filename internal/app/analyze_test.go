@@ -39,7 +39,13 @@ func TestAnalyzeHardware(t *testing.T) {
 		{"no expectation: not judged, and said so", h200TwoNode, AnalyzeOptions{}, result.Skip, "NoExpectation", "not judged against what the hardware should reach"},
 		{"27 GB/s on 2×8 H200, 8×400G, by flags", h200TwoNode, AnalyzeOptions{Hardware: Hardware{GPU: "H200", NICRateGbps: 400}}, result.Fail, "MeasuredVsExpected", "2 node(s)"},
 		{"27 GB/s on 2×8 H200, 8×400G, by the profile", h200TwoNode, AnalyzeOptions{Expect: profile}, result.Fail, "MeasuredVsExpected", "8×400 Gb/s"},
-		{"the flags override the profile", h200TwoNode, AnalyzeOptions{Expect: profile, Hardware: Hardware{GPU: "A100"}}, result.Fail, "MeasuredVsExpected", "A100"},
+		// The flag overrides the profile's H200, and the output's H200 is
+		// then not what was described (issue 26 class 9).
+		{"the flags override the profile", h200TwoNode, AnalyzeOptions{Expect: profile, Hardware: Hardware{GPU: "A100"}}, result.Fail, "HardwareMismatch", "A100"},
+		// An H100 run judged against the 8×H200 profile: said, not judged.
+		{"an H100 output against an H200 profile", h100OneNode, AnalyzeOptions{Expect: profile}, result.Fail, "HardwareMismatch", "NVIDIA H100 80GB HBM3"},
+		{"an H100 output against --gpu h200", h100OneNode, AnalyzeOptions{Hardware: Hardware{GPU: "h200"}}, result.Fail, "HardwareMismatch", "H200"},
+		{"--gpu names the output's GPU by its alias", h100OneNode, AnalyzeOptions{Hardware: Hardware{GPU: "h100"}}, result.Pass, "MeasuredVsExpected", "1 node(s)"},
 		{"GPU from the output, no NIC rate for two nodes", h200TwoNode, AnalyzeOptions{Hardware: Hardware{Nodes: 2}}, result.Unknown, "NoModel", "--nic-rate"},
 		{"480 GB/s on one 8×H100 node", h100OneNode, AnalyzeOptions{Hardware: Hardware{GPU: "H100"}}, result.Pass, "MeasuredVsExpected", "1 node(s)"},
 		{"480 GB/s, the GPU from the output", h100OneNode, AnalyzeOptions{Hardware: Hardware{Nodes: 1}}, result.Pass, "MeasuredVsExpected", "H100"},
