@@ -51,7 +51,7 @@ type GPUNIC struct {
 }
 
 var (
-	reHeaderDetect = textio.MustCompile(`(?m)^\s*GPU0\b[^\n]*\b(?:CPU Affinity|NUMA Affinity)`)
+	reHeaderDetect = textio.MustCompile(`(?m)^\s*GPU0(?:\b|GPU1)[^\n]*\b(?:CPU Affinity|NUMA Affinity)`)
 	reRowDetect    = textio.MustCompile(`(?m)^\s*GPU0\s+X\b`)
 	reLegendDetect = textio.MustCompile(`(?m)^\s*X\s+= Self\s*$`)
 )

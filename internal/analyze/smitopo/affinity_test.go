@@ -81,6 +81,10 @@ var samples = []struct {
 	{"llm-action-a800x8-4nic-crlf-gt-prompt.txt", []string{"fail gdr.nic-affinity NICBeyondGDRLevel GPU0-mlx5_0", "pass gdr.nic-affinity NICAtPIX GPU1-mlx5_0",
 		"pass gdr.nic-affinity NICAtPIX GPU3-mlx5_1", "pass gdr.nic-affinity NICAtPIX GPU7-mlx5_2", "fail gdr.nic-affinity NICBeyondGDRLevel GPU6-mlx5_3"},
 		"GPU0=NIC0:NODE GPU1=NIC0:PIX GPU2=NIC1:NODE GPU3=NIC1:PIX GPU4=NIC3:NODE GPU5=NIC2:NODE GPU6=NIC3:NODE GPU7=NIC2:PIX", ""},
+	// Issue 26 class 7: the header's first labels run together
+	// ("GPU0GPU1...GPU7mlx5_0") in a web page's code block: split back.
+	{"dgx1-glued-header-gpu0gpu1-soc-legend-sheffield-lab05.txt", []string{"pass gdr.nic-affinity NICAtPIX GPU0-mlx5_0", "pass gdr.nic-affinity NICAtPIX GPU7-mlx5_3", "pass topo.nvlink NVLinkEven node"},
+		"GPU0=mlx5_0:PIX GPU1=mlx5_0:PIX GPU2=mlx5_1:PIX GPU3=mlx5_1:PIX GPU4=mlx5_2:PIX GPU5=mlx5_2:PIX GPU6=mlx5_3:PIX GPU7=mlx5_3:PIX", ""},
 	{"synthetic-2gpu-phb-nic-and-no-nic-gpu.txt", []string{
 		"pass gdr.nic-affinity NICAtPXB GPU0-mlx5_3", "fail gdr.nic-affinity NICBeyondGDRLevel GPU1-mlx5_2", "pass gdr.nic-affinity NICAtPXB GPU2-mlx5_2"},
 		"GPU0=NIC1:PXB GPU1=NIC0:PHB GPU2=NIC0:PXB", ""},
