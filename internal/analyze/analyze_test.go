@@ -104,7 +104,8 @@ func TestDispatch(t *testing.T) {
 		{"nccltests/testdata/a100pcie-2node-gdr-level-sys-mixed-roce-ib-gather-dropoff.txt", []string{"nccl-tests", "nccl-log"}, []result.Status{result.Warn}},
 		{"nccltests/testdata/dgxc-h100-1node-allreduce-nvls-480.txt", []string{"nccl-tests"}, []result.Status{result.Pass}},
 		{"nccltests/testdata/synthetic-allreduce-wrong-oob-failed.txt", []string{"nccl-tests"}, []result.Status{result.Fail}},
-		{"nccltests/testdata/synthetic-json-allreduce-J.txt", []string{"nccl-tests"}, []result.Status{result.Pass}},
+		// busbw not judged against any hardware: skip (issue 26 class 6).
+		{"nccltests/testdata/synthetic-json-allreduce-J.txt", []string{"nccl-tests"}, []result.Status{result.Skip}},
 		{"perftest/testdata/gke-a3ultra-h200-ib-write-bw-host-failed-status10.txt", []string{"perftest"}, []result.Status{result.Fail}},
 		// Host-memory runs skip the GPU-memory verdict (skip sorts before pass).
 		{"perftest/testdata/k8s-cx6-ib-write-bw-host-all-sizes-98g.txt", []string{"perftest"}, []result.Status{result.Skip}},
@@ -205,14 +206,22 @@ func TestCommand(t *testing.T) {
 	if !strings.HasPrefix(strings.SplitN(topo, "\n", 3)[2], "  FAIL    gdr.nic-affinity") || !strings.Contains(topo, "remedy:") {
 		t.Errorf("text output does not start the topo file with its failure and remedy:\n%s", topo)
 	}
-	// A file read but not recognised is an unknown finding: it fails
-	// only a --strict run; the good file is still judged.
+	// A file read but not recognised is an unknown finding, and nothing
+	// was judged in it: exit 3 (issue 26 class 10; 0 before), with or
+	// without --strict; the good file is still judged. A failure beside
+	// it is still 1.
 	code, out, errOut := run("analyze", good, unknown)
-	if code != 0 || !strings.Contains(errOut, "kind not recognised") || !strings.Contains(out, "UNKNOWN analyze.input [NotRecognised]") || !strings.Contains(out, "(perftest)") {
+	if code != 3 || !strings.Contains(errOut, "kind not recognised") || !strings.Contains(out, "UNKNOWN analyze.input [NotRecognised]") || !strings.Contains(out, "(perftest)") {
 		t.Errorf("unrecognised file: exit %d, stderr %q\n%s", code, errOut, out)
 	}
-	if code, _, _ = run("analyze", "--strict", good, unknown); code != 1 {
-		t.Errorf("unrecognised file, --strict: exit %d, want 1", code)
+	if code, _, _ = run("analyze", "--strict", good, unknown); code != 3 {
+		t.Errorf("unrecognised file, --strict: exit %d, want 3", code)
+	}
+	if code, _, _ = run("analyze", unknown); code != 3 {
+		t.Errorf("only an unrecognised file: exit %d, want 3", code)
+	}
+	if code, _, _ = run("analyze", good, bad, unknown); code != 1 {
+		t.Errorf("unrecognised file beside a failure: exit %d, want 1", code)
 	}
 	// A file that cannot be read: exit 2, the others still judged.
 	code, out, errOut = run("analyze", good, bad, "/nonexistent/x")
@@ -253,7 +262,7 @@ func TestCommand(t *testing.T) {
 		}
 	}
 	code, out, _ = run("analyze", "--kind", "dcgmi", good)
-	if code != 0 || !strings.Contains(out, "no dcgmi diag table found") {
+	if code != 3 || !strings.Contains(out, "no dcgmi diag table found") {
 		t.Errorf("forced wrong kind: exit %d\n%s", code, out)
 	}
 	if code, _, _ = run("analyze", "--kind", "nope", good); code != 2 {

@@ -109,11 +109,12 @@ func garble(r *rand.Rand, samples [][]byte) []byte {
 }
 
 // checkReadable runs analyze on one readable input (with args) and checks
-// the rule: exit 0 or 1, and the input is judged or said not recognised.
+// the rule: exit 0 or 1 when the input is judged, 3 when it is said not
+// recognised (nothing judged is no success), never 2.
 func checkReadable(t *testing.T, path string, args ...string) {
 	t.Helper()
 	code, out, errOut := run(append(append([]string{"analyze", "--format", "json"}, args...), path)...)
-	if code != 0 && code != 1 {
+	if code != 0 && code != 1 && code != 3 {
 		t.Fatalf("exit %d on a readable input (args %v): %s", code, args, errOut)
 	}
 	var doc struct {
@@ -126,16 +127,20 @@ func checkReadable(t *testing.T, path string, args ...string) {
 		t.Fatalf("output is not JSON: %v\n%s", err, out)
 	}
 	judged := len(doc.Data) > 0
+	said := false
 	for _, r := range doc.Results {
 		if r.ID == "analyze.input" {
 			if judged || r.Status != result.Unknown || r.Reason != "NotRecognised" || r.Subject != path {
 				t.Fatalf("input finding %+v beside %d outputs", r, len(doc.Data))
 			}
-			judged = true
+			said = true
 		}
 	}
-	if !judged {
+	if !judged && !said {
 		t.Fatalf("no output and no finding (args %v): %s", args, out)
+	}
+	if said != (code == 3) {
+		t.Fatalf("exit %d, not recognised: %v (args %v)", code, said, args)
 	}
 	if code == 1 != result.Count(doc.Results).Failed() {
 		t.Fatalf("exit %d with results %v", code, result.Count(doc.Results))

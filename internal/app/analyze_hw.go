@@ -87,6 +87,9 @@ func judgeHardware(outs []*analyze.Output, h Hardware) {
 		if rep, ok := o.Report.(*perftest.Report); ok {
 			if v, ok := judgePerftest(rep, h); ok {
 				v.Source = perftest.Kind
+				if v.Reason == "MeasuredVsLinkRate" {
+					ownRateGuess(o.Verdicts, v)
+				}
 				o.Verdicts = append(o.Verdicts, v)
 			}
 			continue
@@ -118,15 +121,17 @@ func judgeHardware(outs []*analyze.Output, h Hardware) {
 // (the rail layout of HGX/DGX nodes) when neither flag nor profile says.
 func judgeTest(t *nccltests.Test, h Hardware, logHosts int) result.Result {
 	subject := cmp.Or(t.Collective, "test")
-	gpu := h.GPU
-	if gpu == "" {
-		for _, d := range t.Devices {
-			if d.Name != "" {
-				gpu = d.Name
-				break
-			}
+	printed := ""
+	for _, d := range t.Devices {
+		if d.Name != "" {
+			printed = d.Name
+			break
 		}
 	}
+	if v, ok := hardwareMismatch(h.GPU, printed, subject); ok {
+		return v
+	}
+	gpu := cmp.Or(h.GPU, printed)
 	nodes := cmp.Or(h.Nodes, len(t.Hosts), logHosts)
 	if nodes == 0 {
 		return result.Result{ID: HardwareID, Status: result.Unknown, Subject: subject, Reason: "NoModel",
@@ -178,6 +183,28 @@ func judgeTest(t *nccltests.Test, h Hardware, logHosts int) result.Result {
 	return v
 }
 
+// hardwareMismatch: the output names a GPU (its "# Rank ... NAME" lines)
+// that is not the one the profile or --gpu describes (an H100 run judged
+// against an 8×H200 profile). Its numbers are not judged against the
+// wrong hardware: that is a finding of its own. Only GPUs the catalogue
+// knows are compared; a name it does not know is not a mismatch.
+func hardwareMismatch(want, printed, subject string) (result.Result, bool) {
+	if want == "" || printed == "" {
+		return result.Result{}, false
+	}
+	w, err := hw.LookupGPU(want)
+	if err != nil {
+		return result.Result{}, false
+	}
+	p, ok := hw.GPUByName(printed)
+	if !ok || p.Key == w.Key {
+		return result.Result{}, false
+	}
+	return result.Result{ID: HardwareID, Status: result.Fail, Subject: subject, Reason: "HardwareMismatch",
+		Message: fmt.Sprintf("the output ran on %s (%s), not on the %s the profile or --gpu describes: its numbers were not judged against hardware they did not run on", printed, p.Name, w.Name),
+		Remedy:  "analyze the output of the nodes the profile describes, or give the profile (or --gpu) of the hardware this output ran on"}, true
+}
+
 // jobHosts is the number of hosts with ranks that the NCCL logs among outs
 // name (the job's, when its logs were merged): the node count of an
 // nccl-tests output of the same job that names none. 0: none named, or
@@ -201,6 +228,26 @@ func jobHosts(outs []*analyze.Output) int {
 		n = hosts
 	}
 	return max(n, 0)
+}
+
+// ownRateGuess steps perftest.bw aside once the NIC's rate is given: that
+// verdict holds the best average against "the nearest standard port rate"
+// it guesses, and one number judged against two rates gave two verdicts
+// that disagreed (140.95 Gb/s: "70% of 200" and "35% of 400"). The
+// number stays in its message; hw, the judgement against the given rate,
+// is the one verdict on it.
+func ownRateGuess(vs []result.Result, hw result.Result) {
+	for i := range vs {
+		v := &vs[i]
+		if v.ID != perftest.IDBW || v.Reason != "BelowLinkRate" && v.Reason != "Measured" {
+			continue
+		}
+		if k := strings.Index(v.Message, "; that is "); k >= 0 {
+			v.Message = v.Message[:k] // the guessed rate's share
+		}
+		v.Status, v.Reason, v.Remedy = result.Skip, "JudgedAgainstNICRate", ""
+		v.Message += fmt.Sprintf("; judged against the NIC's given rate in %s (%s), not against a guessed port rate", hw.ID, hw.Status)
+	}
 }
 
 // judgePerftest judges a perftest bandwidth run's best average against the

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gdrcheck/gdrcheck/internal/analyze/perftest"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -38,7 +39,13 @@ func TestAnalyzeHardware(t *testing.T) {
 		{"no expectation: not judged, and said so", h200TwoNode, AnalyzeOptions{}, result.Skip, "NoExpectation", "not judged against what the hardware should reach"},
 		{"27 GB/s on 2×8 H200, 8×400G, by flags", h200TwoNode, AnalyzeOptions{Hardware: Hardware{GPU: "H200", NICRateGbps: 400}}, result.Fail, "MeasuredVsExpected", "2 node(s)"},
 		{"27 GB/s on 2×8 H200, 8×400G, by the profile", h200TwoNode, AnalyzeOptions{Expect: profile}, result.Fail, "MeasuredVsExpected", "8×400 Gb/s"},
-		{"the flags override the profile", h200TwoNode, AnalyzeOptions{Expect: profile, Hardware: Hardware{GPU: "A100"}}, result.Fail, "MeasuredVsExpected", "A100"},
+		// The flag overrides the profile's H200, and the output's H200 is
+		// then not what was described (issue 26 class 9).
+		{"the flags override the profile", h200TwoNode, AnalyzeOptions{Expect: profile, Hardware: Hardware{GPU: "A100"}}, result.Fail, "HardwareMismatch", "A100"},
+		// An H100 run judged against the 8×H200 profile: said, not judged.
+		{"an H100 output against an H200 profile", h100OneNode, AnalyzeOptions{Expect: profile}, result.Fail, "HardwareMismatch", "NVIDIA H100 80GB HBM3"},
+		{"an H100 output against --gpu h200", h100OneNode, AnalyzeOptions{Hardware: Hardware{GPU: "h200"}}, result.Fail, "HardwareMismatch", "H200"},
+		{"--gpu names the output's GPU by its alias", h100OneNode, AnalyzeOptions{Hardware: Hardware{GPU: "h100"}}, result.Pass, "MeasuredVsExpected", "1 node(s)"},
 		{"GPU from the output, no NIC rate for two nodes", h200TwoNode, AnalyzeOptions{Hardware: Hardware{Nodes: 2}}, result.Unknown, "NoModel", "--nic-rate"},
 		{"480 GB/s on one 8×H100 node", h100OneNode, AnalyzeOptions{Hardware: Hardware{GPU: "H100"}}, result.Pass, "MeasuredVsExpected", "1 node(s)"},
 		{"480 GB/s, the GPU from the output", h100OneNode, AnalyzeOptions{Hardware: Hardware{Nodes: 1}}, result.Pass, "MeasuredVsExpected", "H100"},
@@ -135,14 +142,15 @@ func TestAnalyzePerftestHardware(t *testing.T) {
 		name, file string
 		opts       AnalyzeOptions
 		want       string // status reason, "" for no verdict
+		bw         string // perftest.bw: the guessed port rate steps aside when the rate is given (issue 26 class 5)
 	}{
-		{"140 Gb/s on 400G", cuda140, AnalyzeOptions{Hardware: Hardware{NICRateGbps: 400}}, "fail MeasuredVsLinkRate"},
-		{"140 Gb/s on 400G, by the profile", cuda140, AnalyzeOptions{Expect: "testdata/analyze/hgx-h200-8x400g.yaml"}, "fail MeasuredVsLinkRate"},
-		{"381 Gb/s on 400G", host381, AnalyzeOptions{Hardware: Hardware{NICRateGbps: 400}}, "pass MeasuredVsLinkRate"},
-		{"140 Gb/s on 200G", cuda140, AnalyzeOptions{Hardware: Hardware{NICRateGbps: 200}}, "warn MeasuredVsLinkRate"},
-		{"nothing given", cuda140, AnalyzeOptions{}, "skip NoExpectation"},
-		{"a GPU, no NIC rate", cuda140, AnalyzeOptions{Hardware: Hardware{GPU: "H200"}}, "unknown NoModel"},
-		{"8-byte messages measure a message rate", rate8B, AnalyzeOptions{Hardware: Hardware{NICRateGbps: 100}}, ""},
+		{"140 Gb/s on 400G", cuda140, AnalyzeOptions{Hardware: Hardware{NICRateGbps: 400}}, "fail MeasuredVsLinkRate", "skip JudgedAgainstNICRate"},
+		{"140 Gb/s on 400G, by the profile", cuda140, AnalyzeOptions{Expect: "testdata/analyze/hgx-h200-8x400g.yaml"}, "fail MeasuredVsLinkRate", "skip JudgedAgainstNICRate"},
+		{"381 Gb/s on 400G", host381, AnalyzeOptions{Hardware: Hardware{NICRateGbps: 400}}, "pass MeasuredVsLinkRate", "skip JudgedAgainstNICRate"},
+		{"140 Gb/s on 200G", cuda140, AnalyzeOptions{Hardware: Hardware{NICRateGbps: 200}}, "warn MeasuredVsLinkRate", "skip JudgedAgainstNICRate"},
+		{"nothing given", cuda140, AnalyzeOptions{}, "skip NoExpectation", "warn BelowLinkRate"},
+		{"a GPU, no NIC rate", cuda140, AnalyzeOptions{Hardware: Hardware{GPU: "H200"}}, "unknown NoModel", "warn BelowLinkRate"},
+		{"8-byte messages measure a message rate", rate8B, AnalyzeOptions{Hardware: Hardware{NICRateGbps: 100}}, "", "pass SmallMessages"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -150,8 +158,11 @@ func TestAnalyzePerftestHardware(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []string
+			var got, bw []string
 			for _, r := range a.Results {
+				if r.ID == perftest.IDBW {
+					bw = append(bw, string(r.Status)+" "+r.Reason)
+				}
 				if r.ID == PerftestHardwareID {
 					got = append(got, string(r.Status)+" "+r.Reason)
 					if r.Source != "perftest" || r.Subject == "" {
@@ -161,6 +172,9 @@ func TestAnalyzePerftestHardware(t *testing.T) {
 			}
 			if c.want == "" && len(got) != 0 || c.want != "" && (len(got) != 1 || got[0] != c.want) {
 				t.Errorf("got %v, want %q", got, c.want)
+			}
+			if len(bw) != 1 || bw[0] != c.bw {
+				t.Errorf("perftest.bw %v, want %q", bw, c.bw)
 			}
 		})
 	}

@@ -52,8 +52,9 @@ Ctrl-C stops the analysis (exit 130).
 
 Exit status: 2 when an input could not be read (the others are still judged and
 printed) or the options are wrong; else 1 when a verdict fails or says the
-analysed tool itself broke (with --strict also when one is unknown, e.g. an input
-not recognised); else 0.`,
+analysed tool itself broke; else 3 when an input was read but not recognised
+(nothing was judged in it: never a success); else 1 with --strict when a verdict
+is unknown (a number that could not be judged); else 0.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runAnalyze(cmd.Context(), g, args, o, format, strict)
@@ -119,10 +120,24 @@ func runAnalyze(ctx context.Context, g *globals, files []string, o app.AnalyzeOp
 	switch {
 	case len(a.Unread) > 0:
 		return toolError(fmt.Errorf("%d of %d input(s) could not be read; the others were judged", len(a.Unread), len(files)))
-	case c.Failed(), strict && c[result.Unknown] > 0:
+	case c.Failed():
+		return errFailedQuietly
+	case len(a.Inputs) > 0:
+		// Read, but no reader recognised it: nothing was judged in it,
+		// which a script must not take for success. Its own status, so
+		// that 1 stays "a verdict failed" and 2 "could not read".
+		return &exitError{code: ExitNotJudged, err: fmt.Errorf("%d of %d input(s) not recognised: nothing was judged in %s", len(a.Inputs), len(files), pluralIt(len(a.Inputs)))}
+	case strict && c[result.Unknown] > 0:
 		return errFailedQuietly
 	}
 	return nil
+}
+
+func pluralIt(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
 }
 
 // Garbage collection while streaming a large file: the readers keep

@@ -27,6 +27,7 @@ const (
 	ExitOK          = 0   // nothing failed
 	ExitFailed      = 1   // a check or benchmark failed
 	ExitToolErr     = 2   // the tool itself could not run
+	ExitNotJudged   = 3   // analyze: an input was read but no reader recognised it
 	ExitInterrupted = 130 // Ctrl-C (the shell's 128+SIGINT)
 )
 

@@ -35,6 +35,11 @@ type Report struct {
 	// Orphans are table rows before the first header or section line: a
 	// fragment of a table whose start was not pasted. They are not read.
 	Orphans []int `json:"orphan_rows,omitempty"`
+	// Headless is true when the table was read without its "| Diagnostic |
+	// Result |" header: a paste that starts at a section border, or rows
+	// alone. Which tests came before is not known, even when the table's
+	// bottom border closes it.
+	Headless bool `json:"headless,omitempty"`
 }
 
 // Test is one diagnostic test (plugin).

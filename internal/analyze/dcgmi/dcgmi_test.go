@@ -28,9 +28,9 @@ func test(t *testing.T, r *Report, name string) *Test {
 
 var samples = []readertest.Case[*Report]{
 	// DCGM 2.x fragment without header: 'Fail - All' fails, the cut table
-	// is not a completed run.
+	// is not a completed run, and its start is not there either.
 	{File: "dcgm-issue49-dcgm246-fragment-pcie-fail-all-nvlink-warnings.txt", Verdicts: []string{
-		"fail dcgmi.diag TestFailed PCIe", "unknown dcgmi.run Truncated run"},
+		"fail dcgmi.diag TestFailed PCIe", "unknown dcgmi.run Fragment run"},
 		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			p := test(t, r, "PCIe")
 			if !p.AllGPUs || len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0].Text, "NvLink link 4 is currently down") || p.Category != "Integration" {
@@ -38,7 +38,7 @@ var samples = []readertest.Case[*Report]{
 			}
 		}},
 	{File: "go-dcgm-issue52-dcgm331-mid-table-fragment-gpu0-memory-fail-excerpt.txt", Verdicts: []string{
-		"fail dcgmi.diag TestFailed GPU Memory", "unknown dcgmi.run Truncated run"},
+		"fail dcgmi.diag TestFailed GPU Memory", "unknown dcgmi.run Fragment run"},
 		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			m := test(t, r, "GPU Memory")
 			if len(r.Tests) != 1 || len(m.GPUs) != 2 || m.Result != "Fail" || len(r.Orphans) != 9 || !strings.Contains(vs[1].Message, "lines 1-9") {
@@ -169,6 +169,48 @@ func TestErrorRows(t *testing.T) {
 		}
 		if m := readertest.Missing(vs, []string{c.want}); len(m) > 0 {
 			t.Errorf("%s: want %s, got %v", c.name, c.want, readertest.Verdicts(vs))
+		}
+	}
+}
+
+// TestHeadless is issue 26 class 7: a table pasted from a section border
+// onward is not a complete run even when its bottom border closes it, and
+// rows pasted alone are read (with --kind dcgmi), so that a "Fail - GPU: 0"
+// row still fails. The stored public pastes that start at a border are cut
+// at their end as well (dcgm-issue49, go-dcgm-issue52), so the closed case
+// is the real r2-aws-p4de sample cut at its Integration border, and the
+// rows are go-dcgm-issue52's GPU Memory rows without the table around them.
+func TestHeadless(t *testing.T) {
+	full := readertest.Sample(t, "testdata/dcgmi-diag-r2-aws-p4de-a100-dcgm333.txt")
+	fromBorder := full[strings.Index(string(full), "+-----  Integration"):]
+	issue52 := string(readertest.Sample(t, "testdata/go-dcgm-issue52-dcgm331-mid-table-fragment-gpu0-memory-fail-excerpt.txt"))
+	var rows []string
+	for _, l := range strings.Split(issue52, "\n") {
+		if strings.HasPrefix(l, "| GPU Memory") || strings.Contains(l, "- GPU: ") {
+			rows = append(rows, l)
+		}
+	}
+	if len(rows) != 2 {
+		t.Fatalf("go-dcgm-issue52's GPU Memory rows: %q", rows)
+	}
+	for _, c := range []struct {
+		name string
+		in   string
+		want []string
+	}{
+		{"from a section border, closed", string(fromBorder), []string{"pass dcgmi.diag Pass PCIe", "pass dcgmi.diag Pass GPU Memory", "unknown dcgmi.run Fragment run"}},
+		{"rows alone", strings.Join(rows, "\n") + "\n", []string{"fail dcgmi.diag TestFailed GPU Memory", "unknown dcgmi.run Fragment run"}},
+		{"the whole table", string(full), []string{"pass dcgmi.run Completed run"}},
+	} {
+		r, vs, err := Analyze("x.txt", strings.NewReader(c.in))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if m := readertest.Missing(vs, c.want); len(m) > 0 {
+			t.Errorf("%s: missing %v, got %v", c.name, m, readertest.Verdicts(vs))
+		}
+		if r.Headless == (c.name == "the whole table") {
+			t.Errorf("%s: headless %v", c.name, r.Headless)
 		}
 	}
 }

@@ -28,16 +28,29 @@ const (
 )
 
 type textState struct {
-	msgBytes  int // message text kept so far, against maxMsgTotal
-	rep       *Report
-	section   string
-	cur       *Test
-	msg       *Message // the message being continued
-	msgRaw    strings.Builder
-	msgInfo   bool
-	inTable   bool
-	lastMeta  string
-	tableSeen bool
+	msgBytes   int // message text kept so far, against maxMsgTotal
+	rep        *Report
+	section    string
+	cur        *Test
+	msg        *Message // the message being continued
+	msgRaw     strings.Builder
+	msgInfo    bool
+	inTable    bool
+	lastMeta   string
+	tableSeen  bool
+	headerSeen bool
+}
+
+// testRow reports whether a "| name | result |" row is a test's result
+// ("| GPU Memory | Fail - GPU: 0 |", "| pcie | Pass |").
+func testRow(s string) bool {
+	body := strings.TrimPrefix(strings.TrimSpace(s), "|")
+	name, rest, ok := strings.Cut(body, "|")
+	if !ok || strings.TrimSpace(name) == "" || reMsgName.MatchString(strings.TrimSpace(name)) {
+		return false
+	}
+	val := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "|"))
+	return result3Match(val) != nil
 }
 
 func analyzeText(name string, r io.Reader) (*Report, error) {
@@ -71,12 +84,16 @@ func (st *textState) line(s string, n int) {
 		return
 	case reHeader.MatchString(t):
 		st.inTable, st.tableSeen = true, true
+		st.headerSeen = true
 		st.rep.Complete = false
 		return
 	case len(t) > 1 && t[1] == '-' && sectionLine(t, &m): // "|----- Name -----+---|"
 		st.flushMsg()
 		st.section = textio.Clip(m[1], 64)
 		st.cur = nil
+		if !st.headerSeen {
+			st.rep.Headless = true // the paste starts at a section
+		}
 		st.inTable, st.tableSeen = true, true
 		st.rep.Complete = false
 		return
@@ -90,8 +107,14 @@ func (st *textState) line(s string, n int) {
 		}
 		return
 	}
-	if !st.inTable && !st.tableSeen && strings.HasPrefix(t, "|") && len(st.rep.Orphans) < maxMsgs {
-		st.rep.Orphans = append(st.rep.Orphans, n)
+	if !st.inTable && !st.tableSeen && strings.HasPrefix(t, "|") {
+		if testRow(s) {
+			// Rows alone (no header, border or section): read them, so
+			// that a "Fail - GPU: 0" row is never lost.
+			st.inTable, st.tableSeen, st.rep.Headless = true, true, true
+		} else if len(st.rep.Orphans) < maxMsgs {
+			st.rep.Orphans = append(st.rep.Orphans, n)
+		}
 	}
 	if !st.inTable || !strings.HasPrefix(t, "|") {
 		return

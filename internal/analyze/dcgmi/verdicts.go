@@ -191,6 +191,15 @@ func runVerdict(name string, rep *Report) result.Result {
 		v := verdict.New(IDRun, result.Error, "run", "DiagError", "dcgmi could not run the diagnostic: "+rep.Errors[0].Text, verdict.Quotes(name, rep.Errors)...)
 		v.Remedy = "check that nv-hostengine runs and the GPUs are visible to it (dcgmi discovery -l)"
 		return v
+	case rep.Headless:
+		// Without the header the start of the table is not in the input:
+		// the tests before it are unknown, closed table or not.
+		end := "closed by its bottom border"
+		if !rep.Complete {
+			end = "not closed either: later tests may be missing too"
+		}
+		return verdict.New(IDRun, result.Unknown, "run", "Fragment",
+			fmt.Sprintf("the table's start is not in the input (no '| Diagnostic | Result |' header: it begins at a section border or with bare rows), so the tests before it are not known; its end is %s%s", end, orphans(rep)))
 	case !rep.Complete:
 		last := 0
 		if n := len(rep.Tests); n > 0 {

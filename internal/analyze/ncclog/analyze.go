@@ -66,6 +66,7 @@ type analyzer struct {
 	net    netTracker
 	trees  treeTracker
 	events eventTracker
+	probe  probeThread // the last probe warning's thread (events.go)
 }
 
 // lineStats counts what the lexer saw.
@@ -89,9 +90,15 @@ func newAnalyzer(name string) *analyzer {
 }
 
 // plainLine handles a line without an NCCL header: a bare "NCCL version"
-// line (old releases print it so), an application's NCCL error, or the
-// nccl-tests "#  Rank N Group G Pid P on HOST device D [bus] NAME" header.
+// line (old releases print it so), an application's NCCL error, a
+// framework watchdog's collective timeout, or the nccl-tests "#  Rank N
+// Group G Pid P on HOST device D [bus] NAME" header.
 func (a *analyzer) plainLine(b []byte, no int64) {
+	if watchdogLine(b) {
+		a.events.timeouts++
+		a.events.add('E', -1, bytes.TrimSpace(b), no)
+		return
+	}
 	if i := bytes.Index(b, ncclTok); i >= 0 {
 		r := b[i:]
 		switch {

@@ -30,6 +30,8 @@ type channelTracker struct {
 	offNet         []offender // NET without GDRDMA
 	offLoop        []offender // intra-node over NET
 	offSHM         []offender // SHM
+	p2pOff         int64      // "Could not enable P2P between dev X and dev Y"
+	offP2POff      []offender
 }
 
 func newChannelTracker() channelTracker {
@@ -256,7 +258,9 @@ func classify(s string) *transport {
 	switch string(parts[0]) {
 	case "P2P":
 		t.class = clP2P
-	case "SHM":
+	case "SHM", "direct shared memory":
+		// NCCL up to 2.7 named the SHM transport "direct shared memory"
+		// ("Channel 00 : 0[18000] -> 1[3b000] via direct shared memory").
 		t.class = clSHM
 	case "NVLS":
 		t.class = clNVLS
@@ -287,8 +291,13 @@ func classify(s string) *transport {
 	return t
 }
 
-// locality says whether a connection joins ranks of one host or two.
+// locality says whether a connection joins ranks of one host or two. A
+// shared-memory connection joins ranks of one host by definition, wherever
+// its peer was placed.
 func (a *analyzer) locality(k connKey, alias []int32) int {
+	if k.tr >= 0 && int(k.tr) < len(a.chans.transports) && a.chans.transports[k.tr].class == clSHM {
+		return locIntra
+	}
 	if k.printer < 0 || k.to < 0 {
 		return locUnknown
 	}

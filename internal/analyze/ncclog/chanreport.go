@@ -15,6 +15,7 @@ func (c *channelTracker) report(loc func(connKey) int, name func(int32) string) 
 		Connections:          len(c.conns),
 		ConnectionsUntracked: c.untracked,
 		CollNetLines:         c.collnetLines,
+		P2PNotEnabledLines:   c.p2pOff,
 		Records:              []ChannelRecord{},
 	}
 	tc := make([]TransportCount, len(c.transports))

@@ -18,6 +18,14 @@ type eventTracker struct {
 	order     []string
 	errCount  int64
 	warnCount int64
+	// timeouts counts a framework watchdog's lines: a collective hung
+	// (or failed) and the framework gave up on it.
+	timeouts int64
+	// ibTraffic is the first line that shows NCCL's IB transport moving
+	// data ("NET/IB : Got completion from peer ..."): the job's network
+	// is IB even where no "Using network" line survived; 0: none.
+	ibTraffic     int64
+	ibTrafficText string
 }
 
 type eventKind struct {
@@ -74,6 +82,23 @@ func strongError(m []byte) bool {
 
 var benignWarn = [][]byte{[]byte("deprecated"), []byte("Ignoring"), []byte("ignoring"), []byte("ignored")}
 
+// probeWarn are the WARN lines of NCCL probing for a library the host does
+// not have (libibverbs on a host without InfiniBand: "misc/ibvwrap.cc:63
+// NCCL WARN Failed to open libibverbs.so[.1]", "ibvwrap.cc:173 NCCL WARN
+// lib wrapper not initialized."): NCCL falls back (to its socket
+// transport) and goes on. A warning, not an error; the return codes the
+// same thread then propagates ("gdr.cc:… -> 3") are the probe's too.
+var probeWarn = [][]byte{[]byte("Failed to open libibverbs"), []byte("lib wrapper not initialized")}
+
+func isProbeWarn(m []byte) bool {
+	for _, p := range probeWarn {
+		if bytes.Contains(m, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // maskNumbers replaces every number of s, hexadecimal (0x...) or decimal,
 // with "#": messages that differ only in their numbers get one key. It
 // is the regexp `0x[0-9a-fA-F]+|[0-9]+` replaced by hand (scan_test.go
@@ -112,13 +137,16 @@ func isHexDigit(c byte) bool {
 func (e *eventTracker) add(level byte, host int32, m []byte, no int64) {
 	isErr := level == 'E'
 	if level == 'W' {
-		isErr = true
+		isErr = !isProbeWarn(m)
 		for _, bw := range benignWarn {
 			if bytes.Contains(m, bw) {
 				isErr = false
 				break
 			}
 		}
+	}
+	if e.ibTraffic == 0 && bytes.HasPrefix(m, sNetIB) && bytes.Contains(m, sGotCompletion) {
+		e.ibTraffic, e.ibTrafficText = no, clip(m)
 	}
 	lv := byte('w')
 	if isErr {
@@ -164,10 +192,14 @@ func (e *eventTracker) report(name func(int32) string) (errs, warns []Event) {
 }
 
 // fromInfo records the errors NCCL reports at INFO level: propagated return
-// codes ("transport/net.cc:1302 -> 6") and error texts; a line that only
-// mentions an error or a retry is a warning.
+// codes ("transport/net.cc:1302 -> 6"), error texts and the proxy service
+// thread's "Connection closed by localRank N" (a local rank went away: it
+// crashed or was killed); a line that only mentions an error or a retry is
+// a warning.
 func (e *eventTracker) fromInfo(host int32, m []byte, no int64) {
 	switch {
+	case bytes.Contains(m, sClosedByLocal):
+		e.add('E', host, m, no)
 	case isPropagation(m):
 		e.add('E', host, m, no)
 	case bytes.Contains(m, sRror):
@@ -180,3 +212,42 @@ func (e *eventTracker) fromInfo(host int32, m []byte, no int64) {
 		e.add('I', host, m, no)
 	}
 }
+
+var sClosedByLocal = []byte("Connection closed by localRank")
+
+// watchdogTexts are what a framework prints when a collective did not
+// complete in time, or when its watchdog found a failed one: PyTorch's
+// ProcessGroupNCCL ("[Rank 0] Watchdog caught collective operation timeout:
+// WorkNCCL(SeqNum=1, OpType=ALLREDUCE, ...) ran for 600000 milliseconds",
+// "Exception (either an error or timeout) detected by watchdog at work: 1,
+// last enqueued NCCL work: 1, last completed NCCL work: -1", "Timeout at
+// NCCL work", "failure detected by watchdog", "watchdog got stuck", "Some
+// NCCL operations have failed or timed out"). None is an NCCL debug line,
+// yet each says the job hung in (or failed under) NCCL.
+var watchdogTexts = [][]byte{
+	[]byte("Watchdog caught collective operation timeout"),
+	[]byte("detected by watchdog"),
+	[]byte("Timeout at NCCL work"),
+	[]byte("watchdog got stuck"),
+	[]byte("NCCL operations have failed or timed out"),
+}
+
+// watchdogLine reports whether b is a framework's collective-timeout or
+// watchdog-failure line. The common case (no "atchdog" nor "timed out" in
+// the line) costs two searches.
+func watchdogLine(b []byte) bool {
+	if !bytes.Contains(b, []byte("atchdog")) && !bytes.Contains(b, []byte("NCCL work")) && !bytes.Contains(b, []byte("timed out")) {
+		return false
+	}
+	for _, t := range watchdogTexts {
+		if bytes.Contains(b, t) {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	sNetIB         = []byte("NET/IB")
+	sGotCompletion = []byte("Got completion")
+)

@@ -10,6 +10,7 @@ var (
 	pfxRing      = []byte("Ring ")
 	pfxCollNet   = []byte("CollNet ")
 	pfxConnected = []byte("Connected ")
+	pfxNoP2P     = []byte("Could not enable P2P between dev ")
 	pfxVersion   = []byte("NCCL version ")
 	pfxNET       = []byte("NET/")
 	pfxNCCLEnv   = []byte("NCCL_")
@@ -52,7 +53,18 @@ func (a *analyzer) message(h *header, host int32, m, raw []byte, spliced bool, n
 	}
 	if h.level == 'W' {
 		a.events.add(h.level, host, m, no)
+		if isProbeWarn(m) && h.hasPID {
+			a.probe = probeThread{host: host, pid: h.pid, tid: h.tid, ok: true}
+		}
 		return
+	}
+	if a.probe.ok && a.probe == (probeThread{host: host, pid: h.pid, tid: h.tid, ok: true}) {
+		if isPropagation(m) {
+			// The probe's return code, passed up its thread's stack.
+			a.events.add('I', host, m, no)
+			return
+		}
+		a.probe.ok = false // the thread went on: the chain ended
 	}
 	if len(m) == 0 {
 		return
@@ -65,6 +77,14 @@ func (a *analyzer) message(h *header, host int32, m, raw []byte, spliced bool, n
 		return
 	}
 	a.events.fromInfo(host, m, no)
+}
+
+// probeThread is the thread that printed a probe's warning (isProbeWarn):
+// the return codes it propagates next are that probe's.
+type probeThread struct {
+	host     int32
+	pid, tid int64
+	ok       bool
 }
 
 // dispatch sends a message to its tracker by the text it starts with; it
@@ -130,6 +150,12 @@ func (a *analyzer) cMessage(h *header, host int32, p *procState, m, raw []byte, 
 		a.channelLine(h, host, p, m[len(pfxCollNet):], raw, spliced, no, true)
 	case bytes.HasPrefix(m, pfxConnected):
 		a.graph.connectedLine(m[len(pfxConnected):])
+	case bytes.HasPrefix(m, pfxNoP2P):
+		c := &a.chans
+		c.p2pOff++
+		if len(c.offP2POff) < maxOffenders {
+			c.offP2POff = append(c.offP2POff, offender{line: no, host: host, text: clip(raw), loc: locIntra})
+		}
 	default:
 		return false
 	}

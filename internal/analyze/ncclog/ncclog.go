@@ -235,6 +235,10 @@ type Channels struct {
 	ConnectedNVLS   int64          `json:"connected_nvls,omitempty"`
 	NVLSSupported   bool           `json:"nvls_supported,omitempty"`
 	CollNetLines    int64          `json:"collnet_lines,omitempty"`
+	// P2PNotEnabledLines counts "Could not enable P2P between dev X(=bus)
+	// and dev Y(=bus)": two GPUs of one host between which NCCL found P2P
+	// impossible (it then uses SHM, or the NIC).
+	P2PNotEnabledLines int64 `json:"p2p_not_enabled_lines,omitempty"`
 	// Records are the first connections in detail (see RecordsOmitted).
 	Records        []ChannelRecord `json:"records"`
 	RecordsOmitted int             `json:"records_omitted,omitempty"`
@@ -359,7 +363,7 @@ func Detect(head []byte) bool {
 		head = head[:64<<10]
 	}
 	var hs []header
-	nonBlank, nccl := 0, 0
+	nonBlank, nccl, watchdog := 0, 0, 0
 	for len(head) > 0 {
 		i := bytes.IndexByte(head, '\n')
 		var line []byte
@@ -372,6 +376,9 @@ func Detect(head []byte) bool {
 			continue
 		}
 		nonBlank++
+		if watchdogLine(line) {
+			watchdog++
+		}
 		hs = findHeaders(line, hs[:0])
 		for _, h := range hs {
 			if h.hasDev {
@@ -380,7 +387,10 @@ func Detect(head []byte) bool {
 			}
 		}
 	}
-	return nccl >= 50 || (nccl >= 1 && nccl*5 >= nonBlank)
+	// A framework watchdog's collective timeout is what a hung NCCL job
+	// prints, often without any debug line: it is read as a log whose
+	// nccl.errors fails.
+	return nccl >= 50 || (nccl >= 1 && nccl*5 >= nonBlank) || watchdog > 0
 }
 
 // Analyze reads a whole NCCL log from r, streaming; name is used in

@@ -16,7 +16,8 @@ var reader = readertest.Reader[*Report]{Detect: Detect, Analyze: Analyze, RawJSO
 
 // notLogs are nccl-tests outputs with at most one NCCL line: not detected
 // as logs, yet read as such when forced.
-var notLogs = map[string]bool{"aws-p5-2node-allreduce-srun.txt": true, "aws-p5-eks-allreduce-mpirun-tagged.txt": true, "gcp-a3high-tcpx-allgather-2node.txt": true}
+var notLogs = map[string]bool{"aws-p5-2node-allreduce-srun.txt": true, "aws-p5-eks-allreduce-mpirun-tagged.txt": true, "gcp-a3high-tcpx-allgather-2node.txt": true,
+	"nccltests82-ibverbs-probe-warn-socket-broadcast-excerpt.txt": true}
 
 // TestGolden keeps the whole report (JSON, with the verdicts) and the text
 // summary of every sample; the verdicts are asserted one by one in
@@ -26,6 +27,36 @@ func TestGolden(t *testing.T) { reader.GoldenSamples(t, *update, nil) }
 // wantVerdicts is what a person reading each log concludes. Every verdict
 // a sample gets must be listed here, and nothing else.
 var wantVerdicts = map[string][]readertest.Want{
+	// Issue 26 class 2: hangs and timeouts are errors. A framework
+	// watchdog's collective timeout fails nccl.errors, with or without
+	// NCCL debug lines; so does "Connection closed by localRank".
+	"nccl1609-h800-shm-nvls-watchdog-allgather-timeout-excerpt.txt": readertest.Wants("job",
+		"skip nccl.gdr NoInterNodeTraffic", "warn nccl.p2p SHMFallback", "unknown nccl.net NoNetworkLines", "unknown nccl.version NoVersionLine", "fail nccl.errors CollectiveTimeout", "pass nccl.channels ChannelCount", "unknown nccl.topology NoSystemTree"),
+	"llamafactory6269-watchdog-reduce-scatter-timeout-rank-tags-excerpt.txt": readertest.Wants("job",
+		"unknown nccl.gdr NoNCCLDebugLines", "unknown nccl.p2p NoNCCLDebugLines", "unknown nccl.net NoNCCLDebugLines", "unknown nccl.version NoNCCLDebugLines", "fail nccl.errors CollectiveTimeout", "unknown nccl.channels NoNCCLDebugLines", "unknown nccl.topology NoNCCLDebugLines"),
+	"mlcommons770-connection-closed-by-localrank-excerpt.txt": readertest.Wants("job",
+		"unknown nccl.gdr NoChannelLines", "unknown nccl.p2p NoChannelLines", "unknown nccl.net NoNetworkLines", "unknown nccl.version NoVersionLine", "fail nccl.errors NCCLErrors", "unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree"),
+	// Issue 26 class 4: facts in the log are used. IB completions say
+	// the network is IB; processes that chose different networks are a
+	// mismatch without any version line; a one-rank communicator skips
+	// the path verdicts (this one already did: kept as a regression).
+	"nccl928-ib-completion-errors-only-5node-excerpt.txt": readertest.Wants("job",
+		"unknown nccl.gdr NoChannelLines", "unknown nccl.p2p NoChannelLines", "pass nccl.net RDMANetwork", "unknown nccl.version NoVersionLine", "fail nccl.errors NCCLErrors", "unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree"),
+	"nccltests188-socket-vs-ib-processes-no-version-excerpt.txt": readertest.Wants("job",
+		"unknown nccl.gdr NoChannelLines", "unknown nccl.p2p NoChannelLines", "warn nccl.net SocketSelected", "fail nccl.version NetworkMismatch", "pass nccl.errors NoErrors", "unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree"),
+	"nccl1038-single-rank-nranks1-roce-excerpt.txt": readertest.Wants("job",
+		"skip nccl.gdr NoInterNodeTraffic", "skip nccl.p2p SingleRank", "pass nccl.net RDMANetwork", "pass nccl.version SameVersion", "pass nccl.errors NoErrors", "unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree"),
+	// Issue 26 class 3: a probe's WARN (no libibverbs) is a warning;
+	// NCCL fell back and the test ran.
+	"nccltests82-ibverbs-probe-warn-socket-broadcast-excerpt.txt": readertest.Wants("job",
+		"unknown nccl.gdr NoChannelLines", "unknown nccl.p2p NoChannelLines", "unknown nccl.net NoNetworkLines", "pass nccl.version SameVersion", "warn nccl.errors NCCLWarnings", "unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree"),
+	// Issue 26 class 1: NCCL <= 2.7 named SHM "direct shared memory";
+	// "Could not enable P2P between dev X and dev Y" names two GPUs of
+	// one host without P2P.
+	"nccl622-direct-shared-memory-old-wording-rows-glued-excerpt.txt": readertest.Wants("job",
+		"skip nccl.gdr NoInterNodeTraffic", "warn nccl.p2p SHMFallback", "unknown nccl.net NoNetworkLines", "unknown nccl.version NoVersionLine", "pass nccl.errors NoErrors", "unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree"),
+	"nccl833-could-not-enable-p2p-lab-4gpu-excerpt.txt": readertest.Wants("job",
+		"unknown nccl.gdr NoChannelLines", "warn nccl.p2p P2PNotEnabled", "unknown nccl.net NoNetworkLines", "unknown nccl.version NoVersionLine", "pass nccl.errors NoErrors", "unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree"),
 	"awsk8stester464-harness-indent-mpirun-tags-socket-excerpt.txt": readertest.Wants("job",
 		"fail nccl.gdr NoGDRDMA", "skip nccl.p2p NoIntraNodePeers", "fail nccl.net SocketFallback", "unknown nccl.version NoVersionLine", "pass nccl.errors NoErrors", "pass nccl.channels ChannelCount", "unknown nccl.topology NoSystemTree"),
 	"opennmt1606-gcp-pod-ring-via-net-socket-old-trees-excerpt.txt": readertest.Wants("job",

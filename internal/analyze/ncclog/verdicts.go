@@ -31,6 +31,12 @@ func (a *analyzer) verdicts(r *Report, s *summary) []result.Result {
 		msg := fmt.Sprintf("no NCCL debug lines (\"host:pid:tid [dev] NCCL INFO ...\") in %d lines; run with NCCL_DEBUG=INFO", a.stats.lines)
 		var out []result.Result
 		for _, id := range []string{"nccl.gdr", "nccl.p2p", "nccl.net", "nccl.version", "nccl.errors", "nccl.channels", "nccl.topology"} {
+			if id == "nccl.errors" && r.ErrorCount > 0 {
+				// A watchdog's timeout or the application's NCCL
+				// error is a failure without any debug line.
+				out = append(out, a.vErrors(r))
+				continue
+			}
 			out = append(out, titles.New(id, result.Unknown, "job", "NoNCCLDebugLines", msg, nil))
 		}
 		return out
@@ -92,15 +98,14 @@ func (a *analyzer) vVersion(r *Report) result.Result {
 		}
 		return strings.Join(p, ", ")
 	}
-	if len(r.Versions) == 0 {
-		return titles.New(id, result.Unknown, "job", "NoVersionLine", "no \"NCCL version\" line in the log", nil)
-	}
 	if len(r.Versions) > 1 {
 		out := titles.New(id, result.Fail, "job", "VersionMismatch",
 			"ranks run different NCCL versions: "+names(r.Versions)+" (processes)", verEv(r.Versions, ""))
 		out.Remedy = "Run one NCCL build on every node (same container image or the same libnccl.so.2 first in LD_LIBRARY_PATH)."
 		return out
 	}
+	// Processes that chose different networks are a mismatch whatever
+	// the log says (or does not) about versions.
 	if len(r.Network.Selected) > 1 {
 		var p []string
 		var evs []result.Evidence
@@ -111,6 +116,9 @@ func (a *analyzer) vVersion(r *Report) result.Result {
 		out := titles.New(id, result.Fail, "job", "NetworkMismatch", "ranks use different network plugins: "+strings.Join(p, ", ")+" (processes)", evs)
 		out.Remedy = "Give every node the same net plugin and RDMA devices (a rank without them falls back to another network)."
 		return out
+	}
+	if len(r.Versions) == 0 {
+		return titles.New(id, result.Unknown, "job", "NoVersionLine", "no \"NCCL version\" line in the log", nil)
 	}
 	if len(r.Network.PluginVersions) > 1 {
 		out := titles.New(id, result.Fail, "job", "PluginVersionMismatch",
@@ -181,6 +189,13 @@ func (a *analyzer) vErrors(r *Report) result.Result {
 		msg := fmt.Sprintf("%d error %s (%d distinct): %s", r.ErrorCount, plural(r.ErrorCount, "line", "lines"), len(r.Errors), first(r.Errors))
 		if r.WarningCount > 0 {
 			msg += fmt.Sprintf("; and %d warning %s", r.WarningCount, plural(r.WarningCount, "line", "lines"))
+		}
+		if a.events.timeouts > 0 {
+			out := titles.New(id, result.Fail, "job", "CollectiveTimeout",
+				fmt.Sprintf("a collective did not complete: %d watchdog %s (the job hung in NCCL, or a rank failed); %s", a.events.timeouts, plural(a.events.timeouts, "line", "lines"), msg), evs(r.Errors))
+			out.Remedy = "Find the rank that did not join or stalled first (the lowest \"last completed NCCL work\"; -1: the first collective never completed): " +
+				"rerun with NCCL_DEBUG=INFO and look for its WARN lines, a network that cannot connect (firewall, NCCL_SOCKET_IFNAME, IB/RoCE link down) or a GPU fault (Xid) on its host."
+			return out
 		}
 		return titles.New(id, result.Fail, "job", "NCCLErrors", msg, evs(r.Errors))
 	}

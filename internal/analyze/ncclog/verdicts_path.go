@@ -146,8 +146,24 @@ func (a *analyzer) vGDR(r *Report, s *summary) result.Result {
 	return titles.New(id, result.Pass, "job", "GDRDMA", msg, evs)
 }
 
+const p2pRemedy = "Check why P2P is off: nvidia-smi topo -p2p r, NCCL_P2P_DISABLE/NCCL_P2P_LEVEL, PCIe ACS and IOMMU, GPUs without P2P support across the root complex."
+
 func (a *analyzer) vP2P(r *Report, s *summary) result.Result {
 	const id = "nccl.p2p"
+	noP2P := a.chans.p2pOff
+	if noP2P > 0 && s.loopIntra == 0 && s.shmIntra == 0 {
+		// NCCL names two GPUs of one host between which P2P is impossible:
+		// their channels are SHM or go through the NIC, whatever else
+		// the log shows (or does not).
+		msg := fmt.Sprintf("NCCL could not enable P2P between GPUs of one host (%d %s \"Could not enable P2P between dev X and dev Y\"): their channels go through host memory (SHM) or the NIC",
+			noP2P, plural(noP2P, "line", "lines"))
+		if s.intraLines > 0 {
+			msg += fmt.Sprintf("; the %d intra-node channel %s the log shows use P2P", s.intraLines, plural(s.intraLines, "line", "lines"))
+		}
+		out := titles.New(id, result.Warn, "job", "P2PNotEnabled", msg, a.offEvidence(a.chans.offP2POff, "P2P impossible between these two GPUs"))
+		out.Remedy = p2pRemedy
+		return out
+	}
 	if s.intraLines == 0 {
 		if a.chans.transportLines == 0 {
 			if s.maxNRanks == 1 {
@@ -175,8 +191,11 @@ func (a *analyzer) vP2P(r *Report, s *summary) result.Result {
 		msg := fmt.Sprintf("%d of %d intra-node channel %s use SHM (%s): data goes through host memory, P2P between these GPUs is not available",
 			s.shmIntra, s.intraLines, plural(s.intraLines, "line", "lines"),
 			transportList(r, func(t TransportCount) bool { return t.Class == "shm" }))
+		if noP2P > 0 {
+			msg += fmt.Sprintf("; NCCL could not enable P2P (%d %s)", noP2P, plural(noP2P, "line", "lines"))
+		}
 		out := titles.New(id, result.Warn, "job", "SHMFallback", msg, a.offEvidence(s.offSHM, "SHM instead of P2P"))
-		out.Remedy = "Check why P2P is off: nvidia-smi topo -p2p r, NCCL_P2P_DISABLE/NCCL_P2P_LEVEL, PCIe ACS and IOMMU, GPUs without P2P support across the root complex."
+		out.Remedy = p2pRemedy
 		return out
 	}
 	var kinds []string
@@ -251,6 +270,13 @@ func (a *analyzer) vNet(r *Report, s *summary) result.Result {
 	}
 	if len(rdma) > 0 {
 		return a.vRDMANet(r, s, rdma)
+	}
+	if a.events.ibTraffic > 0 {
+		// No "Using network" line and no channel line, but NCCL's IB
+		// transport reported completions: it was moving the job's data.
+		return titles.New(id, result.Pass, "job", "RDMANetwork",
+			"NCCL used the IB network: its IB transport reported work completions (errors or not), although no \"Using network\" or channel line is in the log",
+			[]result.Evidence{a.ev(a.events.ibTraffic, a.events.ibTrafficText, "IB transport at work")})
 	}
 	if s.singleNode {
 		return titles.New(id, result.Skip, "job", "NoNetwork", "all ranks are on one host and the log names no network", nil)

@@ -52,9 +52,34 @@ func avg(avg float64, from string, rows int, peak float64, more ...func(t *testi
 }
 
 var samples = []readertest.Case[*Report]{
+	// Issue 26 class 6: gdrcheck's own dossier file read back. Seven
+	// collectives named by "# Collective X", the rank line inherited by
+	// each, the summaries printed together after the last table given in
+	// order; one rank: in place is a no-op, not an unstable measurement.
+	{File: "gdrcheck-dossier-h200x1-raw-nccl-tests-seven-collectives.txt", Verdicts: []string{
+		"pass nccltests.run Completed run",
+		"unknown nccltests.busbw NoBandwidth all_reduce", "unknown nccltests.busbw NoBandwidth all_gather", "unknown nccltests.busbw NoBandwidth reduce_scatter",
+		"skip nccltests.busbw NotJudged broadcast", "skip nccltests.busbw NotJudged reduce", "unknown nccltests.busbw NoBandwidth alltoall", "skip nccltests.busbw NotJudged sendrecv",
+		"pass nccltests.wrong NoWrongResults all_reduce", "pass nccltests.wrong NoWrongResults all_gather", "pass nccltests.wrong NoWrongResults reduce_scatter",
+		"pass nccltests.wrong NoWrongResults broadcast", "pass nccltests.wrong NoWrongResults reduce", "pass nccltests.wrong NoWrongResults alltoall", "pass nccltests.wrong NoWrongResults sendrecv"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
+			want := []string{"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv"}
+			avg := []float64{0, 0, 0, 9233.560920971933, 8543.981893170228, 0, 1946.1600333997906}
+			if len(r.Tests) != len(want) {
+				t.Fatalf("%d tests, want %d", len(r.Tests), len(want))
+			}
+			for i, x := range r.Tests {
+				if x.Collective != want[i] || x.AvgFrom != "printed" || x.AvgBusBW != avg[i] || len(x.Devices) != 1 || len(x.Rows) != 8 {
+					t.Errorf("test %d: %s avg %v (%s) devices %d rows %d; want %s avg %v", i, x.Collective, x.AvgBusBW, x.AvgFrom, len(x.Devices), len(x.Rows), want[i], avg[i])
+				}
+			}
+			if bc := r.Tests[3]; bc.PeakBusBW != 1889.4 || bc.PeakPlace != "out-of-place" {
+				t.Errorf("broadcast peak %v (%s), want the out-of-place 1889.4", bc.PeakBusBW, bc.PeakPlace)
+			}
+		}},
 	// Pastes (issue 13 item 6).
 	{File: "gcp-a3mega-2node-allreduce-markdown-quoted-command.txt", Verdicts: []string{
-		"pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.wrong NoWrongResults all_reduce", "pass nccltests.run Completed run"},
+		"skip nccltests.busbw NotJudged all_reduce", "pass nccltests.wrong NoWrongResults all_reduce", "pass nccltests.run Completed run"},
 		// The quoted command names the binary; the quote is not a prefix
 		// of the output.
 		Check: avg(70.742, "printed", 31, 338.82, func(t *testing.T, r *Report, x *Test) {
@@ -73,7 +98,7 @@ var samples = []readertest.Case[*Report]{
 			}
 		})},
 	{File: "nccl392-header-lines-without-hash-error-column-excerpt.txt", Verdicts: []string{
-		"pass nccltests.wrong NoWrongResults all_reduce", "pass nccltests.busbw BusbwMeasured all_reduce", "unknown nccltests.run NoSummary run"},
+		"pass nccltests.wrong NoWrongResults all_reduce", "skip nccltests.busbw NotJudged all_reduce", "unknown nccltests.run NoSummary run"},
 		// The header lines lost their "#" and are not taken for the
 		// header; the rows are still read by their shape (no root column).
 		Check: avg(0.02, "computed", 9, 0.09, func(t *testing.T, r *Report, x *Test) {
@@ -96,7 +121,7 @@ var samples = []readertest.Case[*Report]{
 			}
 		}},
 	{File: "nccl340-headerless-rows-old-layout-then-next-command-excerpt.txt", Verdicts: []string{
-		"pass nccltests.wrong NoWrongResults unknown", "pass nccltests.busbw BusbwMeasured unknown", "pass nccltests.run Completed run"},
+		"pass nccltests.wrong NoWrongResults unknown", "skip nccltests.busbw NotJudged unknown", "pass nccltests.run Completed run"},
 		// The ./broadcast_perf line after the summary starts the next
 		// run: it does not name this table.
 		Check: avg(6.6972, "printed", 12, 21.86, func(t *testing.T, r *Report, x *Test) {
@@ -105,14 +130,14 @@ var samples = []readertest.Case[*Report]{
 			}
 		})},
 	{File: "nccltests128-fragment-no-nthread-zero-byte-rows-excerpt.txt", Verdicts: []string{
-		"pass nccltests.wrong NoWrongResults unknown", "pass nccltests.busbw BusbwMeasured unknown", "unknown nccltests.run NoSummary run"},
+		"pass nccltests.wrong NoWrongResults unknown", "skip nccltests.busbw NotJudged unknown", "unknown nccltests.run NoSummary run"},
 		Check: avg(0.0014, "computed", 7, 0.01, func(t *testing.T, r *Report, x *Test) {
 			if x.Collective != "unknown" || len(x.Columns) != 13 || r.Paste.Fences != 1 {
 				t.Errorf("collective %q columns %v paste %+v", x.Collective, x.Columns, r.Paste)
 			}
 		})},
 	{File: "mooncake3484-headerless-allreduce-rows-excerpt.txt", Verdicts: []string{
-		"pass nccltests.wrong NoWrongResults all_reduce", "pass nccltests.busbw BusbwMeasured all_reduce", "unknown nccltests.run NoSummary run"},
+		"pass nccltests.wrong NoWrongResults all_reduce", "skip nccltests.busbw NotJudged all_reduce", "unknown nccltests.run NoSummary run"},
 		Check: avg(100.9523, "computed", 11, 300.52, func(t *testing.T, r *Report, x *Test) {
 			if x.CollectiveFrom != "inferred" || r.Paste != nil {
 				t.Errorf("collective from %q, paste %+v (right-aligned rows are not an indentation)", x.CollectiveFrom, r.Paste)
@@ -147,7 +172,7 @@ var samples = []readertest.Case[*Report]{
 			}
 		}},
 	{File: "aws-p5-2node-efa-ofi-gdrdma-full.txt", Verdicts: []string{
-		"pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.wrong NoWrongResults all_reduce", "pass nccltests.run Completed run"},
+		"skip nccltests.busbw NotJudged all_reduce", "pass nccltests.wrong NoWrongResults all_reduce", "pass nccltests.run Completed run"},
 		Check: avg(124.584, "printed", 32, 488.14, func(t *testing.T, r *Report, x *Test) {
 			if x.PeakSize != 17179869184 || x.Stream != "1,0" || len(x.Devices) != 16 || len(x.Hosts) != 2 || x.NCCLVersion != "2.22.3+cuda12.2" || x.Collective != "all_reduce" {
 				t.Errorf("peak size %d stream %q devices %d hosts %v nccl %q collective %q", x.PeakSize, x.Stream, len(x.Devices), x.Hosts, x.NCCLVersion, x.Collective)
@@ -159,14 +184,14 @@ var samples = []readertest.Case[*Report]{
 				t.Errorf("first row split by mpirun tags read as %+v", x.Rows[0])
 			}
 		})},
-	{File: "aws-p5-eks-allreduce-mpirun-tagged.txt", Verdicts: []string{"pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.run Completed run"},
+	{File: "aws-p5-eks-allreduce-mpirun-tagged.txt", Verdicts: []string{"skip nccltests.busbw NotJudged all_reduce", "pass nccltests.run Completed run"},
 		Check: avg(52.9753, "printed", 7, 437.89, func(t *testing.T, r *Report, _ *Test) {
 			if !r.Elided {
 				t.Error("the '...' line was not noticed")
 			}
 		})},
 	{File: "a100pcie-2gpu-allreduce-interleaved-nccl-info.txt", Verdicts: []string{
-		"unknown nccltests.run NoSummary run", "pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.wrong NoWrongResults all_reduce"},
+		"unknown nccltests.run NoSummary run", "skip nccltests.busbw NotJudged all_reduce", "pass nccltests.wrong NoWrongResults all_reduce"},
 		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			x := one(t, r)
 			if len(x.Rows) != 2 || x.Collective != "all_reduce" || x.CollectiveFrom != "nccl-log" {
@@ -186,61 +211,61 @@ var samples = []readertest.Case[*Report]{
 				t.Errorf("NCCL lines %d", r.NCCLLogLines)
 			}
 		}},
-	{File: "a100x8-allgather-superbench.txt", Verdicts: []string{"unknown nccltests.wrong ValidationDisabled all_gather", "pass nccltests.busbw BusbwMeasured all_gather"},
+	{File: "a100x8-allgather-superbench.txt", Verdicts: []string{"unknown nccltests.wrong ValidationDisabled all_gather", "pass nccltests.busbw AtExpected all_gather"},
 		Check: avg(58.2651, "printed", 34, 230.07, func(t *testing.T, r *Report, x *Test) {
 			if x.CollectiveFrom != "file-name" || x.Params.Validation == nil || *x.Params.Validation != 0 {
 				t.Errorf("collective from %s validation %v", x.CollectiveFrom, x.Params.Validation)
 			}
 		})},
-	{File: "a100x8-allreduce-superbench.txt", Verdicts: []string{"unknown nccltests.wrong ValidationDisabled all_reduce", "pass nccltests.busbw BusbwMeasured all_reduce"},
+	{File: "a100x8-allreduce-superbench.txt", Verdicts: []string{"unknown nccltests.wrong ValidationDisabled all_reduce", "pass nccltests.busbw AtExpected all_reduce"},
 		Check: avg(68.4048, "printed", 34, 235.26, func(t *testing.T, r *Report, x *Test) {
 			if x.CollectiveFrom != "inferred" || x.Rows[0].Root != nil || x.Rows[0].RedOp != "sum" {
 				t.Errorf("collective from %s, row %+v", x.CollectiveFrom, x.Rows[0])
 			}
 		})},
-	{File: "a100x8-alltoall-superbench.txt", Verdicts: []string{"pass nccltests.busbw BusbwMeasured alltoall"},
+	{File: "a100x8-alltoall-superbench.txt", Verdicts: []string{"pass nccltests.busbw AtExpected alltoall"},
 		Check: avg(58.6481, "printed", 34, 226.16, func(t *testing.T, r *Report, x *Test) {
 			if x.Rows[5].RedOp != "" || !near(x.Rows[5].OutOfPlace.TimeUS, 89.00) {
 				t.Errorf("blank redop row read as %+v", x.Rows[5])
 			}
 		})},
-	{File: "a100x8-broadcast-superbench.txt", Verdicts: []string{"pass nccltests.busbw BusbwMeasured broadcast"},
+	{File: "a100x8-broadcast-superbench.txt", Verdicts: []string{"pass nccltests.busbw AtExpected broadcast"},
 		Check: avg(64.8653, "printed", 34, 234.70, func(t *testing.T, r *Report, x *Test) {
 			if x.Rows[0].Root == nil || *x.Rows[0].Root != 0 || x.Rows[0].RedOp != "" {
 				t.Errorf("root column read as %+v", x.Rows[0])
 			}
 		})},
-	{File: "aws-p4de-2node-allreduce-srun.txt", Verdicts: []string{"unknown nccltests.run NoSummary run", "pass nccltests.busbw BusbwMeasured all_reduce"},
+	{File: "aws-p4de-2node-allreduce-srun.txt", Verdicts: []string{"unknown nccltests.run NoSummary run", "skip nccltests.busbw NotJudged all_reduce"},
 		Check: avg(18.5359, "computed", 29, 78.33, func(t *testing.T, r *Report, x *Test) {
 			if x.Stream != "0" {
 				t.Errorf("srun label stream %q", x.Stream)
 			}
 		})},
-	{File: "aws-p5-2node-allreduce-srun.txt", Verdicts: []string{"unknown nccltests.run NoSummary run", "pass nccltests.busbw BusbwMeasured all_reduce"},
+	{File: "aws-p5-2node-allreduce-srun.txt", Verdicts: []string{"unknown nccltests.run NoSummary run", "skip nccltests.busbw NotJudged all_reduce"},
 		Check: avg(124.5356, "computed", 32, 487.26)},
-	{File: "azure-nc96v4-a100pcie-4gpu-allreduce-topo-graph-files.txt", Verdicts: []string{"pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.wrong NoWrongResults all_reduce"},
+	{File: "azure-nc96v4-a100pcie-4gpu-allreduce-topo-graph-files.txt", Verdicts: []string{"skip nccltests.busbw NotJudged all_reduce", "pass nccltests.wrong NoWrongResults all_reduce"},
 		Check: avg(13.7946, "printed", 31, 30.88)},
-	{File: "azure-ndmv4-aks-2node-allreduce-ib-189.txt", Verdicts: []string{"pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.run Completed run"},
+	{File: "azure-ndmv4-aks-2node-allreduce-ib-189.txt", Verdicts: []string{"skip nccltests.busbw NotJudged all_reduce", "pass nccltests.run Completed run"},
 		Check: avg(57.347, "printed", 31, 189.28)},
-	{File: "dell-xe9680-h100-2node-allreduce-mpi-warnings.txt", Verdicts: []string{"pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.wrong NoWrongResults all_reduce"},
+	{File: "dell-xe9680-h100-2node-allreduce-mpi-warnings.txt", Verdicts: []string{"skip nccltests.busbw NotJudged all_reduce", "pass nccltests.wrong NoWrongResults all_reduce"},
 		Check: avg(139.56, "printed", 32, 469.21, func(t *testing.T, r *Report, x *Test) {
 			if x.Binary != "all_reduce_perf_mpi" || x.NCCLVersion != "2.26.2+cuda12.8" || len(x.Devices) != 16 || len(x.Hosts) != 2 {
 				t.Errorf("binary %q nccl %q devices %d hosts %v", x.Binary, x.NCCLVersion, len(x.Devices), x.Hosts)
 			}
 		})},
-	{File: "dgxc-h100-1node-allreduce-nvls-480.txt", Verdicts: []string{"pass nccltests.busbw BusbwMeasured all_reduce"},
+	{File: "dgxc-h100-1node-allreduce-nvls-480.txt", Verdicts: []string{"pass nccltests.busbw AtExpected all_reduce"},
 		Check: avg(159.151, "printed", 32, 480.16, func(t *testing.T, r *Report, x *Test) {
 			if x.Params.Extra["direction"] != "H2D" || x.Params.Iters != 20 || x.Params.WarmupIters != 5 || x.Params.AggIters != 1 {
 				t.Errorf("params %+v", x.Params)
 			}
 		})},
-	{File: "gcp-a3high-tcpx-allgather-2node.txt", Verdicts: []string{"unknown nccltests.wrong ValidationDisabled all_gather", "pass nccltests.busbw BusbwMeasured all_gather"},
+	{File: "gcp-a3high-tcpx-allgather-2node.txt", Verdicts: []string{"unknown nccltests.wrong ValidationDisabled all_gather", "skip nccltests.busbw NotJudged all_gather"},
 		Check: avg(30.9622, "printed", 10, 71.35)},
-	{File: "gcp-a3ultra-rdma-allgather-2node.txt", Verdicts: []string{"pass nccltests.busbw BusbwMeasured all_gather", "pass nccltests.wrong NoWrongResults all_gather"},
+	{File: "gcp-a3ultra-rdma-allgather-2node.txt", Verdicts: []string{"skip nccltests.busbw NotJudged all_gather", "pass nccltests.wrong NoWrongResults all_gather"},
 		Check: avg(120.248, "printed", 24, 335.67)},
 	{File: "h100-10node-80gpu-5collectives.txt", Verdicts: []string{
-		"pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.busbw BusbwMeasured all_gather", "pass nccltests.busbw BusbwMeasured reduce_scatter",
-		"pass nccltests.busbw BusbwMeasured alltoall", "pass nccltests.busbw BusbwMeasured sendrecv", "pass nccltests.run Completed run"},
+		"skip nccltests.busbw NotJudged all_reduce", "skip nccltests.busbw NotJudged all_gather", "skip nccltests.busbw NotJudged reduce_scatter",
+		"skip nccltests.busbw NotJudged alltoall", "skip nccltests.busbw NotJudged sendrecv", "pass nccltests.run Completed run"},
 		Check: func(t *testing.T, r *Report, vs []result.Result) {
 			want := map[string]float64{"all_reduce": 265.631, "all_gather": 218.677, "reduce_scatter": 216.683, "alltoall": 47.1472, "sendrecv": 15.1671}
 			if len(r.Tests) != 5 {
@@ -289,7 +314,7 @@ var samples = []readertest.Case[*Report]{
 				t.Errorf("wrong verdict %+v", vs[0])
 			}
 		}},
-	{File: "synthetic-json-allreduce-J.txt", Verdicts: []string{"pass nccltests.wrong NoWrongResults all_reduce", "pass nccltests.busbw BusbwMeasured all_reduce", "pass nccltests.run Completed run"},
+	{File: "synthetic-json-allreduce-J.txt", Verdicts: []string{"pass nccltests.wrong NoWrongResults all_reduce", "skip nccltests.busbw NotJudged all_reduce", "pass nccltests.run Completed run"},
 		Check: avg(29.02, "printed", 3, 40.52, func(t *testing.T, r *Report, x *Test) {
 			if r.Format != "json" || x.NCCLVersion != "2.26.2" || x.Rows[0].InPlace.Wrong != nil || *x.Rows[0].Root != -1 || len(x.Hosts) != 2 || x.Params.Step != "2(factor)" {
 				t.Errorf("format %s nccl %s row %+v hosts %v step %q", r.Format, x.NCCLVersion, x.Rows[0], x.Hosts, x.Params.Step)

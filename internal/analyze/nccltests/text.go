@@ -31,12 +31,16 @@ var (
 	reTestsVersion = textio.MustCompile(`^nccl-tests version (\S+)`)
 	reStarting     = textio.MustCompile(`^Collective test starting:\s*(\S+)`)
 	reConcluded    = textio.MustCompile(`^Collective test concluded:\s*(\S+)`)
-	reColumns      = textio.MustCompile(`^size\s+count\s+type\b`)
-	reOOB          = textio.MustCompile(`^Out of bounds values\s*:\s*(\d+)\s*(\w*)`)
-	reAvg          = textio.MustCompile(`^Avg bus bandwidth\s*:\s*(\S+)\s*(\w*)`)
-	reReducing     = textio.MustCompile(`^Reducing maxBytes to (\d+)`)
-	reHashError    = textio.MustCompile(`^error:\s*(.+)`)
-	reJSONOut      = textio.MustCompile(`^Writing JSON output to (\S+)`)
+	// reGdrCollective is the marker gdrcheck's own dossier file
+	// (raw/nccl/nccl-tests.txt) prints before each collective's table:
+	// "# Collective all_reduce".
+	reGdrCollective = textio.MustCompile(`^Collective ([a-z][a-z0-9_]*)$`)
+	reColumns       = textio.MustCompile(`^size\s+count\s+type\b`)
+	reOOB           = textio.MustCompile(`^Out of bounds values\s*:\s*(\d+)\s*(\w*)`)
+	reAvg           = textio.MustCompile(`^Avg bus bandwidth\s*:\s*(\S+)\s*(\w*)`)
+	reReducing      = textio.MustCompile(`^Reducing maxBytes to (\d+)`)
+	reHashError     = textio.MustCompile(`^error:\s*(.+)`)
+	reJSONOut       = textio.MustCompile(`^Writing JSON output to (\S+)`)
 
 	reParamInt = map[string]*textio.Pattern{
 		"minBytes": textio.MustCompile(`\bminBytes\s+(\d+)`),
@@ -78,6 +82,16 @@ type stream struct {
 	used                    bool
 	// discard is the stream's record of its tests past maxTests.
 	discard *Test
+	// carry is the test whose rank lines and parameters the next test
+	// inherits: gdrcheck's dossier file prints them once, before its
+	// first "# Collective X".
+	carry *Test
+	// sumTest is the test the summary lines go to; deferred the tests
+	// waiting for one when the summaries come together after the last
+	// table (gdrcheck's dossier file), in order, from defIdx on.
+	sumTest  *Test
+	deferred []*Test
+	defIdx   int
 }
 
 type textParser struct {
@@ -423,6 +437,10 @@ func (p *textParser) newTest(st *stream, n int) *Test {
 	if st.nextBinary != "" {
 		t.Binary, t.CollectiveFrom = st.nextBinary, "header"
 	}
+	if c := st.carry; c != nil {
+		t.Devices, t.Params = c.Devices, c.Params
+		st.carry = nil
+	}
 	st.nextVersion, st.nextBinary = "", ""
 	st.cur = t
 	st.used = true
@@ -562,6 +580,18 @@ func (p *textParser) comment(st *stream, c string, n int) {
 		st.nextBinary = textio.Clip(m[1], 128)
 	case reConcluded.MatchString(c):
 		st.cur = nil
+	case reGdrCollective.Submatch(c, &m):
+		name := textio.Clip(m[1], 128)
+		if t := st.cur; t != nil && len(t.Rows) == 0 && len(t.Columns) == 0 && t.Binary == "" {
+			// The rank lines before the first marker: the same test.
+			t.Binary, t.CollectiveFrom = name, "header"
+			break
+		}
+		if st.cur != nil {
+			st.carry = st.cur
+		}
+		st.cur = nil
+		st.nextBinary = name
 	case nThreadLine(c, &m):
 		t := st.cur
 		if t == nil || len(t.Rows) > 0 || len(t.Columns) > 0 || t.Params.NGpus > 0 {
@@ -599,7 +629,7 @@ func (p *textParser) comment(st *stream, c string, n int) {
 			t.Columns[i] = textio.Clip(col, 32)
 		}
 	case reOOB.Submatch(c, &m):
-		t := p.current(st, n, false)
+		t := p.summaryTest(st, n)
 		v, _ := strconv.ParseInt(m[1], 10, 64)
 		ok := v == 0
 		if m[2] != "" {
@@ -607,7 +637,10 @@ func (p *textParser) comment(st *stream, c string, n int) {
 		}
 		t.OutOfBounds, t.OutOfBoundsOK, t.summary = &v, &ok, true
 	case reAvg.Submatch(c, &m):
-		t := p.current(st, n, false)
+		t := st.sumTest
+		if t == nil || t.AvgFrom == "printed" {
+			t = p.summaryTest(st, n)
+		}
 		if v, ok := textio.ParseFloat(m[1]); ok {
 			t.AvgBusBW, t.AvgFrom = v, "printed"
 		}
@@ -622,6 +655,46 @@ func (p *textParser) comment(st *stream, c string, n int) {
 	case reHashError.MatchString(c):
 		p.quoteFailure(n, "# "+c)
 	}
+}
+
+// summaryTest is the test an "Out of bounds values" line (or an "Avg bus
+// bandwidth" line without one before it) belongs to: the current test,
+// unless that one already has its summary. Then the summaries come
+// together after the last table, one per test in order (gdrcheck's
+// dossier file): the tests of the stream without a summary wait for them,
+// and the first, given to the last test, moves to the first of them.
+func (p *textParser) summaryTest(st *stream, n int) *Test {
+	t := p.current(st, n, false)
+	if st.deferred != nil {
+		if st.defIdx < len(st.deferred) {
+			t = st.deferred[st.defIdx]
+			st.defIdx++
+		}
+		st.sumTest = t
+		return t
+	}
+	if t.OutOfBounds == nil && t.AvgFrom != "printed" || t.dropped {
+		st.sumTest = t
+		return t
+	}
+	var wait []*Test
+	for _, x := range p.tests {
+		if x.Stream == st.key && x != t && !x.summary {
+			wait = append(wait, x)
+		}
+	}
+	if len(wait) == 0 {
+		st.sumTest = t
+		return t
+	}
+	first := wait[0]
+	first.OutOfBounds, first.OutOfBoundsOK, first.AvgBusBW, first.AvgFrom, first.AvgCheck, first.summary =
+		t.OutOfBounds, t.OutOfBoundsOK, t.AvgBusBW, t.AvgFrom, t.AvgCheck, true
+	t.OutOfBounds, t.OutOfBoundsOK, t.AvgBusBW, t.AvgFrom, t.AvgCheck, t.summary = nil, nil, 0, "", "", false
+	st.deferred = append(wait[1:], t)
+	st.defIdx = 1
+	st.sumTest = st.deferred[0]
+	return st.sumTest
 }
 
 // keeps reports whether the test has room for one more row.
@@ -971,10 +1044,20 @@ func derive(t *Test) {
 		}
 	}
 	for _, r := range t.Rows {
-		if bw, place := r.BestBusBW(); bw > t.PeakBusBW || t.PeakPlace == "" && place != "" {
+		if bw, place := bestBusBW(t, r); bw > t.PeakBusBW || t.PeakPlace == "" && place != "" {
 			t.PeakBusBW, t.PeakSize, t.PeakPlace = bw, r.Bytes, place
 		}
 	}
+}
+
+// bestBusBW is the row's better busbw, out-of-place or in-place; for a
+// one-rank test only the out-of-place one: in place, one rank has nothing
+// to move and its "bandwidth" is the size over a no-op's time.
+func bestBusBW(t *Test, r collective.Row) (float64, string) {
+	if len(t.Devices) == 1 && r.OutOfPlace != nil {
+		return r.OutOfPlace.BusBW, "out-of-place"
+	}
+	return r.BestBusBW()
 }
 
 func round(v float64, digits int) float64 {

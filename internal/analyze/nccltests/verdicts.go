@@ -163,8 +163,9 @@ func busbwVerdict(name string, t *Test, subject string) result.Result {
 		return verdict.New(IDBusBW, result.Unknown, subject, "NoBandwidth", summary+": every busbw cell is 0: "+why)
 	}
 	var fs []finding
-	if f, ok := expectation(name, t); ok {
-		fs = append(fs, f)
+	ex, judged := expectation(name, t)
+	if judged && ex.reason != "" {
+		fs = append(fs, ex)
 	}
 	if f, ok := collapse(name, t); ok {
 		fs = append(fs, f)
@@ -173,7 +174,14 @@ func busbwVerdict(name string, t *Test, subject string) result.Result {
 		fs = append(fs, f)
 	}
 	if len(fs) == 0 {
-		return verdict.New(IDBusBW, result.Pass, subject, "BusbwMeasured", summary+"; no large-size collapse and no out-of-place/in-place disagreement")
+		if judged {
+			return verdict.New(IDBusBW, result.Pass, subject, "AtExpected", summary+"; "+ex.msg+"; no large-size collapse and no out-of-place/in-place disagreement", ex.ev...)
+		}
+		// Numbers were present and none of the checks found fault; none
+		// held them against what the hardware should reach either:
+		// that is no pass (nccltests.hardware judges them when told).
+		return verdict.New(IDBusBW, result.Skip, subject, "NotJudged", summary+"; no large-size collapse and no out-of-place/in-place disagreement, "+
+			"but the numbers were not held against what the hardware should reach (a single node of NVLink GPUs the catalogue knows, or --expect / --gpu: nccltests.hardware)")
 	}
 	var msgs []string
 	var ev []result.Evidence
@@ -210,8 +218,11 @@ func summaryLine(t *Test) string {
 	return b.String()
 }
 
-// expectation compares a single-node NVLink run with what the GPU's links give.
-func expectation(name string, t *Test) (finding, bool) {
+// expectation compares a single-node NVLink run with what the GPU's links
+// give. judged: the run could be compared; then f.reason is
+// "BelowExpected" when it fell short, "" when it reached the floor (f.msg
+// says so).
+func expectation(name string, t *Test) (f finding, judged bool) {
 	if len(t.Hosts) != 1 || len(t.Devices) < 2 || !expectBusBW(t.Collective) {
 		return finding{}, false
 	}
@@ -234,7 +245,9 @@ func expectation(name string, t *Test) (finding, bool) {
 	}
 	floor := ExpectedShare * gbps
 	if t.PeakBusBW >= floor {
-		return finding{}, false
+		return finding{"", fmt.Sprintf("peak busbw %s GB/s reaches %s GB/s, half of what %d %s GPUs on one node should reach (%s)",
+			fmtF(t.PeakBusBW), fmtF(floor), len(t.Devices), model, label),
+			[]result.Evidence{verdict.Ev(name, t.Line, fmt.Sprintf("%d x %s on %s", len(t.Devices), model, t.Hosts[0]), "")}}, true
 	}
 	return finding{"BelowExpected", fmt.Sprintf("peak busbw %s GB/s is below %s GB/s, half of what %d %s GPUs on one node should reach (%s)",
 		fmtF(t.PeakBusBW), fmtF(floor), len(t.Devices), model, label),
@@ -254,13 +267,13 @@ func collapse(name string, t *Test) (finding, bool) {
 	rows := sortedRows(t.Rows)
 	peakIdx, peak := 0, 0.0
 	for i, r := range rows {
-		if bw, _ := r.BestBusBW(); bw > peak {
+		if bw, _ := bestBusBW(t, r); bw > peak {
 			peakIdx, peak = i, bw
 		}
 	}
 	start := len(rows)
 	for i := len(rows) - 1; i > peakIdx; i-- {
-		if bw, _ := rows[i].BestBusBW(); bw >= CollapseRatio*peak {
+		if bw, _ := bestBusBW(t, rows[i]); bw >= CollapseRatio*peak {
 			break
 		}
 		start = i
@@ -270,7 +283,7 @@ func collapse(name string, t *Test) (finding, bool) {
 	}
 	var tail []float64
 	for _, r := range rows[start:] {
-		bw, _ := r.BestBusBW()
+		bw, _ := bestBusBW(t, r)
 		tail = append(tail, bw)
 	}
 	med := median(tail)
@@ -282,8 +295,13 @@ func collapse(name string, t *Test) (finding, bool) {
 		}}, true
 }
 
-// unstable finds rows whose out-of-place and in-place busbw disagree.
+// unstable finds rows whose out-of-place and in-place busbw disagree. A
+// one-rank test is not judged: its in-place operation has nothing to move
+// (the output is the input), so its time is a no-op's, not a measurement.
 func unstable(name string, t *Test) (finding, bool) {
+	if len(t.Devices) == 1 {
+		return finding{}, false
+	}
 	var ev []result.Evidence
 	var sizes []string
 	for _, r := range t.Rows {

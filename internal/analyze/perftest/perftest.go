@@ -128,7 +128,10 @@ var (
 	reDetectTitle  = textio.MustCompile(`(?m)^\s*(?:RDMA_Write|RDMA_Read|Send|Atomic|Raw Ethernet|RDMA Write|RDMA Read)[\w ]*\s(?:BW|Latency|Lat)\s+Test\s*$`)
 	reDetectResult = textio.MustCompile(`(?m)^\s*#bytes\s+(?:#sl\s+)?#iterations\s+(?:BW peak|t_min|t_avg)`)
 	reDetectTool   = textio.MustCompile(`\bib_(?:write|read|send|atomic)_(?:bw|lat)\b`)
-	reDetectMsg    = textio.MustCompile(`#bytes|Couldn't connect to|Unable to init the socket connection|Waiting for client to connect|Completion with error|Failed status \d+|No IB devices found|Couldn't get device`)
+	// reDetectMsg: with a perftest tool's name, a line only perftest
+	// prints, including those of a run that dies before its test banner
+	// (its GPU buffer set-up, a memory registration failure, rdma_cm).
+	reDetectMsg = textio.MustCompile(`#bytes|Couldn't connect to|Unable to init the socket connection|Waiting for client to connect|Completion with error|Failed status \d+|No IB devices found|Couldn't get device|Couldn't (?:allocate|register) MR|Failed to create MR|Couldn't create IB resources|Failed to initialize RDMA contexts|Failed to handle RDMA CM event|allocated GPU buffer (?:address|of)`)
 )
 
 // Detect reports whether head looks like perftest output.

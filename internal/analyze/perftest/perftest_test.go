@@ -19,6 +19,24 @@ func near(a, b float64) bool { return math.Abs(a-b) < 1e-3 }
 func TestGolden(t *testing.T) { reader.GoldenSamples(t, *update, nil) }
 
 var samples = []readertest.Case[*Report]{
+	// Issue 26 class 5: GPU-memory runs whose registration failed before
+	// the test banner. The CUDA set-up alone is no proof of GPU Direct
+	// RDMA: gpu-memory fails; a client that dies with rdma_cm errors and
+	// a segfault, its command on the first line, is still perftest.
+	{File: "perftest-issue31-server-cuda-k80-couldnt-allocate-mr-prompt.txt", Verdicts: []string{
+		"fail perftest.run RegistrationFailed run", "unknown perftest.bw NoResults run", "fail perftest.gpu-memory RegistrationFailed run"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
+			if r.Memory.Kind != "cuda" || r.Memory.GPU != "Tesla K80" || !r.Server {
+				t.Errorf("memory %+v server %v", r.Memory, r.Server)
+			}
+		}},
+	{File: "perftest-issue126-client-cuda-a30-mr-failed-rdmacm-segfault.txt", Verdicts: []string{
+		"fail perftest.run RegistrationFailed run", "fail perftest.gpu-memory RegistrationFailed run"},
+		Check: func(t *testing.T, r *Report, vs []result.Result) {
+			if r.Memory.Kind != "cuda" || r.Tool != "ib_write_bw" {
+				t.Errorf("memory %+v tool %q", r.Memory, r.Tool)
+			}
+		}},
 	// Two table fragments without banner or borders, the average in
 	// Markdown bold: both rows read.
 	{File: "perftest-issue65-send-bw-two-fragments-markdown-bold.txt", Verdicts: []string{"pass perftest.run Completed run", "pass perftest.bw SmallMessages run"},

@@ -32,6 +32,10 @@ var (
 	// Failures of the tool: it could not set the test up.
 	reFailTool = textio.MustCompile(`(?i)couldn't|unable to|failed to|\berror\b|no ib devices found|not found|invalid|unrecognized option|unknown option|segmentation fault|core dumped`)
 	reStatus   = textio.MustCompile(`Failed status (\d+)`)
+	// reRegFail: the buffer could not be registered with the NIC (a
+	// memory region: ibv_reg_mr, ibv_reg_dmabuf_mr). For GPU memory this
+	// is GPU Direct RDMA not working (no nvidia-peermem, no dma-buf).
+	reRegFail = textio.MustCompile(`Couldn't (?:allocate|register) MR|ibv_reg_(?:dmabuf_)?mr failed|[Ff]ailed to create (?:MR|mr)|does not support DMA-BUF|DMA-BUF is not supported`)
 )
 
 // Limits keeping memory bounded.

@@ -167,7 +167,15 @@ func runVerdict(name string, rep *Report) result.Result {
 				msg += fmt.Sprintf(", the last %d B at %s Gb/s", last.Bytes, fmtF(last.AvgGbps))
 			}
 		}
-		v := verdict.New(IDRun, result.Fail, subj, "TransferFailed", msg, verdict.Quotes(name, path)...)
+		reason := "TransferFailed"
+		if reRegFail.MatchString(path[0].Text) {
+			// The test never started: its buffers could not be
+			// registered with the NIC.
+			reason = "RegistrationFailed"
+			msg = "the buffers could not be registered with the NIC: " + path[0].Text
+			remedy = "for GPU memory load nvidia-peermem or use --use_cuda_dmabuf; for host memory check the locked-memory limit (ulimit -l) and the device's permissions"
+		}
+		v := verdict.New(IDRun, result.Fail, subj, reason, msg, verdict.Quotes(name, path)...)
 		v.Remedy = remedy
 		return v
 	case len(tool) > 0:
@@ -288,7 +296,25 @@ func memoryVerdict(name string, rep *Report) result.Result {
 	if m.GPUBusID != "" {
 		gpu += " at " + m.GPUBusID
 	}
+	var regFail []textio.Quote
+	for _, e := range rep.Errors {
+		if reRegFail.MatchString(e.Text) {
+			regFail = append(regFail, e)
+		}
+	}
 	switch {
+	case m.Kind != "host" && m.Kind != "" && len(regFail) > 0:
+		// The banner says which memory and how it would be registered;
+		// the error says the registration failed: nothing was moved.
+		how := "ibv_reg_mr (nvidia-peermem)"
+		if m.Registration == "dma-buf" || m.DMABufRequested {
+			how = "dma-buf"
+		}
+		v := verdict.New(IDGPUMemory, result.Fail, subj, "RegistrationFailed",
+			fmt.Sprintf("%s could not be registered with the NIC through %s (%q): GPU Direct RDMA does not work on this host", gpu, how, regFail[0].Text),
+			append(verdict.Quotes(name, regFail), ev...)...)
+		v.Remedy = "load nvidia-peermem (modprobe nvidia-peermem; with the GPU Operator: its peermem option), or use a kernel, driver and perftest with dma-buf (--use_cuda_dmabuf); then rerun"
+		return v
 	case m.Kind == "host":
 		return verdict.New(IDGPUMemory, result.Skip, subj, "HostMemory", "the buffers were in host memory: this run measures the NIC and the fabric, not GPU Direct RDMA")
 	case m.Kind == "rocm":

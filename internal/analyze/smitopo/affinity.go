@@ -51,7 +51,7 @@ type GPUNIC struct {
 }
 
 var (
-	reHeaderDetect = textio.MustCompile(`(?m)^\s*GPU0\b[^\n]*\b(?:CPU Affinity|NUMA Affinity)`)
+	reHeaderDetect = textio.MustCompile(`(?m)^\s*GPU0(?:\b|GPU1)[^\n]*\b(?:CPU Affinity|NUMA Affinity)`)
 	reRowDetect    = textio.MustCompile(`(?m)^\s*GPU0\s+X\b`)
 	reLegendDetect = textio.MustCompile(`(?m)^\s*X\s+= Self\s*$`)
 )
@@ -69,7 +69,7 @@ func Analyze(name string, r io.Reader) (*Report, []result.Result, error) {
 		return nil, nil, err
 	}
 	rep := &Report{Matrix: m, Pairing: m.Pair()}
-	vs := rep.affinity(name)
+	vs := append(rep.affinity(name), rep.nvlink(name)...)
 	result.SetSource(vs, Kind)
 	return rep, vs, nil
 }

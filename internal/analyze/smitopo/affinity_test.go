@@ -33,11 +33,11 @@ var samples = []struct {
 		"GPU0=NIC2:NODE", "NIC0 NIC1 NIC3"},
 	{"asus-esc8000a-e12-4x-rtx6000ada-pcie.txt", []string{"fail gdr.nic-affinity NICBeyondGDRLevel GPU0-mlx5_0", "fail gdr.nic-affinity NICBeyondGDRLevel GPU3-mlx5_3"},
 		"GPU0=NIC0:NODE GPU1=NIC1:NODE GPU2=NIC2:NODE GPU3=NIC3:NODE", ""},
-	{"azure-nc96v4-a100pcie-nvbridge-pairs-vm.txt", []string{"skip gdr.nic-affinity NoRDMADevice node"},
+	{"azure-nc96v4-a100pcie-nvbridge-pairs-vm.txt", []string{"skip gdr.nic-affinity NoRDMADevice node", "pass topo.nvlink NVLinkEven node"},
 		"GPU0=:- GPU1=:- GPU2=:- GPU3=:-", ""},
 	{"dell-h100-topo-mp-12nic-3nics-on-gpu0-switch.txt", []string{"pass gdr.nic-affinity NICAtPIX GPU0-mlx5_0", "pass gdr.nic-affinity NICAtPIX GPU4-mlx5_6"},
 		"GPU0=NIC0:PIX GPU1=NIC3:PIX GPU2=NIC4:PIX GPU3=NIC5:PIX GPU4=NIC6:PIX GPU5=NIC9:PIX GPU6=NIC10:PIX GPU7=NIC11:PIX", "NIC1 NIC2 NIC7 NIC8"},
-	{"gke-a4-b200-8nic-pix-pairs.txt", []string{"pass gdr.nic-affinity NICAtPIX GPU1-mlx5_1"},
+	{"gke-a4-b200-8nic-pix-pairs.txt", []string{"pass gdr.nic-affinity NICAtPIX GPU1-mlx5_1", "pass topo.nvlink NVLinkEven node"},
 		"GPU0=NIC0:PIX GPU1=NIC1:PIX GPU2=NIC2:PIX GPU3=NIC3:PIX GPU4=NIC4:PIX GPU5=NIC5:PIX GPU6=NIC6:PIX GPU7=NIC7:PIX", ""},
 	{"h200x8-10nic-gpu3-triple-pix-tabs.txt", []string{"pass gdr.nic-affinity NICAtPIX GPU3-mlx5_0"},
 		"GPU0=NIC3:PIX GPU1=NIC5:PIX GPU2=NIC4:PIX GPU3=NIC0:PIX GPU4=NIC7:PIX GPU5=NIC9:PIX GPU6=NIC8:PIX GPU7=NIC6:PIX", "NIC1 NIC2"},
@@ -45,11 +45,13 @@ var samples = []struct {
 		"GPU0=NIC4:PIX GPU1=NIC6:PIX GPU2=NIC7:PIX GPU3=NIC8:PIX", "NIC0 NIC1 NIC2 NIC3 NIC5 NIC9 NIC10 NIC11 NIC12 NIC13 NIC14 NIC15 NIC16"},
 	{"hgx-h100-roce400g-12nic-tabs.txt", []string{"pass gdr.nic-affinity NICAtPIX GPU7-mlx5_11"},
 		"GPU0=NIC0:PIX GPU1=NIC1:PIX GPU2=NIC2:PIX GPU3=NIC5:PIX GPU4=NIC6:PIX GPU5=NIC7:PIX GPU6=NIC8:PIX GPU7=NIC11:PIX", "NIC3 NIC4 NIC9 NIC10"},
-	{"princeton-traverse-4xv100-power9-nv3-pairs-numa8.txt", []string{"fail gdr.nic-affinity NICBeyondGDRLevel GPU2-mlx5_2"},
+	{"princeton-traverse-4xv100-power9-nv3-pairs-numa8.txt", []string{"fail gdr.nic-affinity NICBeyondGDRLevel GPU2-mlx5_2", "pass topo.nvlink NVLinkEven node"},
 		"GPU0=mlx5_0:NODE GPU1=mlx5_1:NODE GPU2=mlx5_2:NODE GPU3=mlx5_3:NODE", ""},
 	{"puget-wrx90-2x-rtx6000ada-pcie.txt", []string{"fail gdr.nic-affinity NICBeyondGDRLevel GPU0-mlx5_0", "fail gdr.nic-affinity NICBeyondGDRLevel GPU1-mlx5_1"},
 		"GPU0=NIC0:NODE GPU1=NIC1:NODE", ""},
-	{"vastai-4xa100-sxm4-nvlink-pairs-nv12-nv10-degraded.txt", []string{"fail gdr.nic-affinity NICBeyondGDRLevel GPU0-mlx5_0"},
+	// NV10 between GPU2 and GPU3 where GPU0-GPU1 have NV12: two links of
+	// that bridge are down (issue 26 class 8).
+	{"vastai-4xa100-sxm4-nvlink-pairs-nv12-nv10-degraded.txt", []string{"fail gdr.nic-affinity NICBeyondGDRLevel GPU0-mlx5_0", "warn topo.nvlink NVLinkDegraded node"},
 		"GPU0=NIC0:NODE GPU1=NIC1:NODE GPU2=NIC0:NODE GPU3=NIC1:NODE", ""},
 	// Old (2016) legend: SOC cells are today's SYS; no NIC, so nothing to pair.
 	{"nccl-issue19-k80x6-soc-legend-2016-prompt-fence.txt", []string{"skip gdr.nic-affinity NoRDMADevice node"},
@@ -79,6 +81,10 @@ var samples = []struct {
 	{"llm-action-a800x8-4nic-crlf-gt-prompt.txt", []string{"fail gdr.nic-affinity NICBeyondGDRLevel GPU0-mlx5_0", "pass gdr.nic-affinity NICAtPIX GPU1-mlx5_0",
 		"pass gdr.nic-affinity NICAtPIX GPU3-mlx5_1", "pass gdr.nic-affinity NICAtPIX GPU7-mlx5_2", "fail gdr.nic-affinity NICBeyondGDRLevel GPU6-mlx5_3"},
 		"GPU0=NIC0:NODE GPU1=NIC0:PIX GPU2=NIC1:NODE GPU3=NIC1:PIX GPU4=NIC3:NODE GPU5=NIC2:NODE GPU6=NIC3:NODE GPU7=NIC2:PIX", ""},
+	// Issue 26 class 7: the header's first labels run together
+	// ("GPU0GPU1...GPU7mlx5_0") in a web page's code block: split back.
+	{"dgx1-glued-header-gpu0gpu1-soc-legend-sheffield-lab05.txt", []string{"pass gdr.nic-affinity NICAtPIX GPU0-mlx5_0", "pass gdr.nic-affinity NICAtPIX GPU7-mlx5_3", "pass topo.nvlink NVLinkEven node"},
+		"GPU0=mlx5_0:PIX GPU1=mlx5_0:PIX GPU2=mlx5_1:PIX GPU3=mlx5_1:PIX GPU4=mlx5_2:PIX GPU5=mlx5_2:PIX GPU6=mlx5_3:PIX GPU7=mlx5_3:PIX", ""},
 	{"synthetic-2gpu-phb-nic-and-no-nic-gpu.txt", []string{
 		"pass gdr.nic-affinity NICAtPXB GPU0-mlx5_3", "fail gdr.nic-affinity NICBeyondGDRLevel GPU1-mlx5_2", "pass gdr.nic-affinity NICAtPXB GPU2-mlx5_2"},
 		"GPU0=NIC1:PXB GPU1=NIC0:PHB GPU2=NIC0:PXB", ""},
@@ -175,5 +181,24 @@ func TestOldAndCut(t *testing.T) {
 	r, vs := reader.Sample(t, "nccl-issue933-h800x8-9nic-bash-fence-excerpt.txt")
 	if len(r.Matrix.Skipped) != 1 || !strings.Contains(r.Matrix.Skipped[0], "line 11: row GPU7") || !strings.Contains(vs[0].Message, "GPU7") {
 		t.Errorf("skipped %v, first verdict %+v", r.Matrix.Skipped, vs[0])
+	}
+}
+
+// TestNVLinkOnlyWhereShown: a matrix without NV# cells gets no NVLink
+// verdict (PCIe-only hosts are not "NVLink degraded"); one with them gets
+// exactly one.
+func TestNVLinkOnlyWhereShown(t *testing.T) {
+	for file, want := range map[string]int{"puget-wrx90-2x-rtx6000ada-pcie.txt": 0, "asus-esc8000a-e12-4x-rtx6000ada-pcie.txt": 0,
+		"vastai-4xa100-sxm4-nvlink-pairs-nv12-nv10-degraded.txt": 1, "hgx-h100-roce400g-12nic-tabs.txt": 1} {
+		_, vs := reader.Sample(t, file)
+		n := 0
+		for _, v := range vs {
+			if v.ID == IDNVLink {
+				n++
+			}
+		}
+		if n != want {
+			t.Errorf("%s: %d %s verdicts, want %d", file, n, IDNVLink, want)
+		}
 	}
 }

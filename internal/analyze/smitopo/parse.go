@@ -68,7 +68,7 @@ func Parse(name string, r io.Reader) (*Matrix, error) {
 		trim := strings.TrimSpace(line)
 		switch state {
 		case 0:
-			f := strings.Fields(trim)
+			f := unglue(strings.Fields(trim))
 			// The header starts with GPU0 and, unlike the GPU0 row, is
 			// not followed by a cell ("X").
 			if len(f) == 0 || f[0] != "GPU0" || (len(f) > 1 && f[1] == "X") {
@@ -147,6 +147,29 @@ func Parse(name string, r io.Reader) (*Matrix, error) {
 		}
 	}
 	return m, nil
+}
+
+// reGlued is one device label of a header whose separators were lost.
+var reGlued = textio.MustCompile(`GPU\d+|NIC\d+|mlx\d+_\d+`)
+
+// unglue splits header tokens that are several device labels run
+// together ("GPU0GPU1GPU2...mlx5_0": a web page's code block printed the
+// tabs between them as nothing). A token is split only when it is made of
+// labels from end to end; every label starts with letters, so where one
+// ends is never ambiguous.
+func unglue(f []string) []string {
+	for i, t := range f {
+		if len(t) < 8 || !strings.HasPrefix(t, "GPU") {
+			continue
+		}
+		parts := reGlued.FindAllString(t, -1)
+		if len(parts) < 2 || strings.Join(parts, "") != t {
+			continue
+		}
+		out := append(append(append([]string{}, f[:i]...), parts...), f[i+1:]...)
+		return unglue(out)
+	}
+	return f
 }
 
 func (m *Matrix) header(f []string) error {
