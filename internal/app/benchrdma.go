@@ -13,6 +13,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/checks"
 	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
 	"github.com/gdrcheck/gdrcheck/internal/model"
+	"github.com/gdrcheck/gdrcheck/internal/profile"
 	"github.com/gdrcheck/gdrcheck/internal/rendezvous"
 	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/result"
@@ -34,6 +35,9 @@ type RDMAOptions struct {
 	// ServerAddr is where the partner's clients reach this rank's servers
 	// ("": this host's address on the network that reaches rank 0).
 	ServerAddr string
+	// Profile is the site profile (--expect; nil: none): with
+	// gdr.required: false, a node with nothing to test is not a failure.
+	Profile *profile.Profile
 }
 
 // RDMADoc is bench rdma's document: the plan, and what each pair measured.
@@ -109,7 +113,9 @@ func RDMAModel(h *topology.Host, e *rdma.Entry) (rdma.Expectation, bool) {
 // BenchRDMA plans and, unless o.DryRun, runs and judges the tests; it
 // returns the envelope (gdrcheck.bench-rdma/v1) and the folder of the raw
 // outputs and results.json ("" on a dry run). A node with nothing to test
-// (no RDMA NIC, no GPU) gives one skip result and no error.
+// (no RDMA NIC, no GPU) gives one result: a fail (exit 1: no GPU Direct
+// RDMA path was measured), a skip when the site profile says the node is
+// not meant for GDR (gdr.required: false).
 func (s *Session) BenchRDMA(ctx context.Context, n NodeOptions, o RDMAOptions) (*report.Envelope, string, error) {
 	started := s.Now()
 	p, err := PlanRDMA(ctx, n, o.Plan)
@@ -122,8 +128,19 @@ func (s *Session) BenchRDMA(ctx context.Context, n NodeOptions, o RDMAOptions) (
 		if len(p.Notes) > 0 {
 			why = p.Notes[0]
 		}
-		rs := []result.Result{{ID: rdma.ID, Status: result.Skip, Subject: "node", Reason: "NothingToTest", Message: why}}
-		return s.Envelope("bench-rdma", started, rs, doc), "", nil
+		r := result.Result{ID: rdma.ID, Status: result.Fail, Subject: "node", Reason: "NothingToTest",
+			Message: why + ": no GPU Direct RDMA path was measured",
+			Remedy:  "run bench rdma on a node with RDMA NICs and GPU memory registration (gdr.kernel-module); if this node is not meant for GPU Direct RDMA, say so in the site profile (gdr: {required: false}) and pass it with --expect"}
+		switch required, stated := o.Profile.GDRRequired(); {
+		case stated && !required:
+			r.Status, r.Message, r.Remedy = result.Skip, why+" (the site profile says gdr.required: false)", ""
+		case o.DryRun:
+			// A plan measures nothing either way: it says so, and fails
+			// nothing.
+			r.Status, r.Message = result.Skip, why
+		}
+		rs := []result.Result{r}
+		return s.Envelope("bench-rdma", started, rs, doc), "", judged(rs)
 	}
 	if o.DryRun {
 		return s.Envelope("bench-rdma", started, []result.Result{}, doc), "", nil

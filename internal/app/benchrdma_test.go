@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/bench/rdma"
+	"github.com/gdrcheck/gdrcheck/internal/profile"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/goldenfile"
@@ -72,17 +73,29 @@ func TestPlanRDMAGolden(t *testing.T) {
 	}
 }
 
-// The H200 machine has no RDMA NIC: one skip result, no error, on a dry
-// run and a real one alike.
+// The H200 machine has no RDMA NIC: nothing to test. A real run fails (no
+// GPU Direct RDMA path was measured: exit 1) unless the site profile says
+// the node is not meant for GDR; a dry run only plans, and skips.
 func TestBenchRDMANoNIC(t *testing.T) {
 	s := &Session{Clock: func() time.Time { return time.Unix(0, 0) }}
-	for _, dry := range []bool{true, false} {
-		env, dir, err := s.BenchRDMA(context.Background(), NodeOptions{Root: "../../testdata/snapshots/h200x1-vm.tgz", Timeout: time.Minute}, RDMAOptions{DryRun: dry})
-		if err != nil || dir != "" {
-			t.Fatalf("dry %v: %v %q", dry, err, dir)
+	notRequired := &profile.Profile{GDR: &profile.GDR{Required: new(false)}}
+	for _, c := range []struct {
+		dry     bool
+		profile *profile.Profile
+		want    result.Status
+	}{
+		{true, nil, result.Skip},
+		{false, nil, result.Fail},
+		{false, notRequired, result.Skip},
+		{false, &profile.Profile{GDR: &profile.GDR{Mode: "any"}}, result.Fail},
+	} {
+		env, dir, err := s.BenchRDMA(context.Background(), NodeOptions{Root: "../../testdata/snapshots/h200x1-vm.tgz", Timeout: time.Minute}, RDMAOptions{DryRun: c.dry, Profile: c.profile})
+		var f *Failure
+		if dir != "" || (c.want == result.Fail) != errors.As(err, &f) || c.want != result.Fail && err != nil {
+			t.Fatalf("%+v: %v %q", c, err, dir)
 		}
-		if len(env.Results) != 1 || env.Results[0].Status != result.Skip || !strings.Contains(RDMANothing(env), "no RDMA NIC") {
-			t.Errorf("dry %v: %+v %q", dry, env.Results, RDMANothing(env))
+		if len(env.Results) != 1 || env.Results[0].Status != c.want || !strings.Contains(RDMANothing(env), "no RDMA NIC") {
+			t.Errorf("%+v: %+v %q", c, env.Results, RDMANothing(env))
 		}
 	}
 }

@@ -15,7 +15,7 @@ import (
 
 func newBenchRDMA(g *globals) *cobra.Command {
 	var o app.RDMAOptions
-	var format, pairs, size, rails string
+	var format, pairs, size, rails, expect string
 	var jf jobFlags
 	cmd := &cobra.Command{
 		Use:   "rdma",
@@ -71,6 +71,9 @@ func newBenchRDMA(g *globals) *cobra.Command {
 					o.Job = &jo
 				}
 			}
+			if o.Profile, err = app.LoadProfile(expect); err != nil {
+				return toolError(err)
+			}
 			env, dir, err := g.session.BenchRDMA(cmd.Context(), g.node(), o)
 			if env != nil && app.RDMAMember(env) {
 				// A rank other than 0: its part is in its results.json and
@@ -106,6 +109,7 @@ func newBenchRDMA(g *globals) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&format, "format", "text", "output format: text or json")
+	fl.StringVar(&expect, "expect", "", "site profile (YAML or JSON, as check --expect): with gdr.required: false, a node with nothing to test is not a failure")
 	fl.BoolVar(&o.DryRun, "dry-run", false, "print the plan (pairs, commands, ports, expectations) and run nothing; works on any --root")
 	fl.StringVar(&o.PerftestDir, "perftest-dir", "", "folder holding ib_write_bw and the other perftest binaries (default: search PATH)")
 	fl.StringVar(&o.Out, "out", "", "folder for the raw perftest outputs and results.json (default gdrcheck-results/bench-rdma-<time>)")

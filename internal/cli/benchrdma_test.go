@@ -2,6 +2,8 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -82,12 +84,21 @@ func TestBenchRDMARefusals(t *testing.T) {
 			t.Errorf("%v: exit %d, %s", tc.args, code, errs)
 		}
 	}
-	// The H200 machine's snapshot has no RDMA NIC: one line, exit 0, in
-	// either mode.
+	// The H200 machine's snapshot has no RDMA NIC: one line, exit 1 (no GPU
+	// Direct RDMA path was measured) in either mode; exit 0 with a profile
+	// saying the node is not meant for GDR.
+	notRequired := filepath.Join(t.TempDir(), "site.yaml")
+	if err := os.WriteFile(notRequired, []byte("gdr: {required: false}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, mode := range []string{"loopback", "cross-node"} {
 		out, errs, code := run(t, "bench", "rdma", "--mode", mode, "--root", repo+"/testdata/snapshots/h200x1-vm.tgz")
-		if code != ExitOK || strings.Count(out, "\n") != 1 || !strings.Contains(out, "no RDMA NIC") {
+		if code != ExitFailed || strings.Count(out, "\n") != 1 || !strings.Contains(out, "no RDMA NIC") || !strings.Contains(errs, "no GPU Direct RDMA path was measured") {
 			t.Errorf("no NIC, %s: exit %d %q %s", mode, code, out, errs)
+		}
+		out, errs, code = run(t, "bench", "rdma", "--mode", mode, "--root", repo+"/testdata/snapshots/h200x1-vm.tgz", "--expect", notRequired)
+		if code != ExitOK || strings.Count(out, "\n") != 1 || !strings.Contains(out, "no RDMA NIC") {
+			t.Errorf("no NIC, not required, %s: exit %d %q %s", mode, code, out, errs)
 		}
 	}
 }
