@@ -14,6 +14,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/native/nccl"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakelib"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/long"
 )
 
 // fakes loads the fake CUDA runtime and NCCL (built with gcc), which run
@@ -78,14 +79,15 @@ var allColls = []string{"all_reduce", "all_gather", "reduce_scatter", "broadcast
 // the buffers come from and with an NCCL older than ncclMemAlloc and
 // ncclAlltoAll (the shim's send/recv alltoall).
 func TestCollectivesVerify(t *testing.T) {
-	cases := []struct {
+	type verifyCase struct {
 		ranks   int
 		dtype   string
 		op      string
 		devs    []int
 		old     bool          // NCCL 2.18
 		buffers bench.Buffers // "": auto
-	}{
+	}
+	cases := []verifyCase{
 		{1, "float", "sum", []int{0}, false, ""},
 		{2, "float", "sum", []int{0, 1}, false, ""},
 		{4, "half", "sum", []int{0, 1, 2, 3}, false, ""},
@@ -97,6 +99,11 @@ func TestCollectivesVerify(t *testing.T) {
 		{1, "float", "sum", []int{0}, true, ""},
 		{4, "float", "sum", []int{0, 1, 2, 3}, true, ""},
 		{3, "int32", "max", []int{0, 1, 2}, true, bench.BuffersCUDA},
+	}
+	if !long.Enabled() {
+		// One case per buffer mode and NCCL generation by default; every
+		// type and operation in the long form.
+		cases = []verifyCase{cases[1], cases[4], cases[7], cases[9]}
 	}
 	for _, tc := range cases {
 		name := fmt.Sprintf("%s-%s-%d", tc.dtype, tc.op, tc.ranks)
