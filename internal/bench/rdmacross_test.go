@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -315,5 +316,60 @@ func TestRunRDMACrossFourRanks(t *testing.T) {
 	}
 	if !lostSeen {
 		t.Errorf("rank 2 did not name rank 3: %+v", ranks[2].part.Outcomes)
+	}
+}
+
+// hostileChannel is a partner rank that says what the test wants: every
+// message of script is in the inbox from rank 0, what this rank sends is
+// dropped.
+type hostileChannel struct{ in chan rendezvous.Message }
+
+func (h hostileChannel) Send(int, []byte) error           { return nil }
+func (h hostileChannel) Inbox() <-chan rendezvous.Message { return h.in }
+
+// A partner's server address and port are untrusted: an address that is
+// not an IP address or a host name (an option, for perftest, which takes
+// it as its last argument: --out_json_file= names a file) is refused
+// before any client runs, and so is a port outside 1..65535 (the review's
+// S2).
+func TestRunRDMACrossHostilePartner(t *testing.T) {
+	for _, tc := range []struct {
+		name, addr string
+		port       int
+		want       string
+	}{
+		{"option as address", "--out_json_file=/tmp/PWNED", 18515, "not an IP address or a host name"},
+		{"address with a space", "10.0.0.1 -x", 18515, "not an IP address or a host name"},
+		{"port out of range", "127.0.0.1", 70000, "not a TCP port"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := crossStandIn(t, rdma.WriteBW, nil)
+			p := crossPlan(1)
+			in := make(chan rendezvous.Message, 16)
+			side := rdma.Side{Rank: 0, Host: "evil0", Addr: tc.addr, Test: p.Test, Rails: p.Entries}
+			post := func(m crossMsg) {
+				b, _ := json.Marshal(m)
+				in <- rendezvous.Message{From: 0, Data: b}
+			}
+			post(crossMsg{Kind: msgSide, Side: &side})
+			for _, r := range p.Entries[0].Runs {
+				post(crossMsg{Kind: msgReady, Rail: 0, Memory: r.Memory, Port: tc.port})
+			}
+			opt := RDMACrossOptions{RDMAOptions: RDMAOptions{PerftestDir: dir, Out: t.TempDir(), Timeout: 3 * time.Second}, Rank: 1, Host: "node1", Addr: "127.0.0.1"}
+			part, err := RunRDMACross(context.Background(), p, hostileChannel{in}, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := part.Error
+			for _, o := range part.Outcomes {
+				got += " | " + o.Cause + ": " + o.Detail
+			}
+			if !strings.Contains(got, tc.want) {
+				t.Errorf("part: %s", got)
+			}
+			if b, _ := os.ReadFile(filepath.Join(dir, "args.log")); len(b) > 0 {
+				t.Errorf("perftest ran:\n%s", b)
+			}
+		})
 	}
 }
