@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
@@ -37,6 +38,9 @@ type Fabric struct {
 	// Flakes counts the flaky measurements made.
 	Flakes int
 	Rand   *rand.Rand
+	// GPUsPerNode is the ranks each node runs (0: 8); Simulate sets the
+	// campaign's.
+	GPUsPerNode int
 }
 
 // NewFabric is a healthy fabric of H200-class nodes with ±3% noise: 8×400G
@@ -95,17 +99,18 @@ func (f *Fabric) Run(r *Round) MemFS {
 			f.Flakes++
 		}
 		bw *= x * (1 + f.Jitter*(2*f.Rand.Float64()-1))
-		m[name+".json"] = benchJSON(len(s.Nodes), bw)
+		m[name+".json"] = benchJSON(s.Nodes, cmp.Or(f.GPUsPerNode, 8), bw)
 		m[name+".rc"] = []byte("0\n")
 	}
 	return m
 }
 
 // benchJSON is bench nccl's envelope as rank 0 prints it, with the members
-// a campaign reads: one all_reduce row of 1 GiB.
-func benchJSON(nodes int, busbw float64) []byte {
+// a campaign reads: one all_reduce row of 1 GiB measured by gpus ranks on
+// each of nodes.
+func benchJSON(nodes []string, gpus int, busbw float64) []byte {
 	const size = 1 << 30
-	ranks := 8 * nodes
+	ranks := gpus * len(nodes)
 	t := float64(size) / (busbw * 1e3 * float64(ranks) / float64(2*(ranks-1))) // µs
 	algbw := float64(size) / t / 1e3
 	var b bytes.Buffer
@@ -113,7 +118,14 @@ func benchJSON(nodes int, busbw float64) []byte {
 	fmt.Fprintf(&b, `"complete":true,"nccl_version":"2.28.3","measurements":[{"collective":"all_reduce","ranks":%d,"rows":[`, ranks)
 	fmt.Fprintf(&b, `{"size_bytes":%d,"count":%d,"type":"float","redop":"sum","root":-1,"out_of_place":{"time_us":%.2f,"algbw_gbs":%.3f,"busbw_gbs":%.3f,"wrong":0},"in_place":{"time_us":%.2f,"algbw_gbs":%.3f,"busbw_gbs":%.3f,"wrong":0}}`,
 		size, size/4, t, algbw, busbw, t*1.001, algbw/1.001, busbw/1.001)
-	fmt.Fprintf(&b, `],"avg_busbw_gbs":%.3f,"wrong":0}],"job":{"launcher":"slurm","world_size":%d,"ranks":[]}}`+"\n", busbw, ranks)
+	fmt.Fprintf(&b, `],"avg_busbw_gbs":%.3f,"wrong":0}],"job":{"launcher":"slurm","world_size":%d,"ranks":[`, busbw, ranks)
+	for r := range ranks {
+		if r > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"rank":%d,"host":%q}`, r, nodes[r/gpus])
+	}
+	b.WriteString("]}}\n")
 	return b.Bytes()
 }
 
@@ -123,6 +135,7 @@ func Simulate(cfg Config, f *Fabric) (*Campaign, *Findings, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	f.GPUsPerNode = c.Bench.GPUsPerNode
 	for {
 		if err := c.Record(f.Run(c.Latest()), false); err != nil {
 			return c, nil, err
