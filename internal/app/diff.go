@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -24,15 +25,15 @@ type DiffOptions struct {
 // Diff reads both reports and compares them. An input that cannot be read
 // or is not a gdrcheck.report/v1 document is a ToolError naming the file
 // (and the line and field where the JSON says).
-func Diff(o DiffOptions) (*diff.Diff, error) {
+func Diff(ctx context.Context, o DiffOptions) (*diff.Diff, error) {
 	if err := o.Noise.Validate(); err != nil {
 		return nil, toolErr(err)
 	}
-	old, oldPath, err := LoadReport(o.Old)
+	old, oldPath, err := LoadReport(ctx, o.Old)
 	if err != nil {
 		return nil, err
 	}
-	new, newPath, err := LoadReport(o.New)
+	new, newPath, err := LoadReport(ctx, o.New)
 	if err != nil {
 		return nil, err
 	}
@@ -40,8 +41,9 @@ func Diff(o DiffOptions) (*diff.Diff, error) {
 }
 
 // LoadReport reads report.json at path, or in the dossier folder path, and
-// returns it with the file's path.
-func LoadReport(path string) (*dossier.Report, string, error) {
+// returns it with the file's path: a regular file of at most
+// MaxReportBytes, read while ctx lasts (an interrupt is ctx's cause).
+func LoadReport(ctx context.Context, path string) (*dossier.Report, string, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, path, toolErr(err)
@@ -49,10 +51,13 @@ func LoadReport(path string) (*dossier.Report, string, error) {
 	if st.IsDir() {
 		path = filepath.Join(path, "report.json")
 	}
-	b, err := os.ReadFile(path)
+	b, err := readInput(ctx, path, MaxReportBytes, nil)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) && st.IsDir() {
 			return nil, path, toolErr(fmt.Errorf("%s: not a dossier (no report.json; gdrcheck run --out DIR writes one)", filepath.Dir(path)))
+		}
+		if ctx.Err() != nil {
+			return nil, path, context.Cause(ctx)
 		}
 		return nil, path, toolErr(err)
 	}

@@ -339,6 +339,10 @@ func (a *Aggregator) intern(s string) string {
 	return s
 }
 
+// keepBuf bounds the read buffer a worker keeps between reports (a
+// dossier's report.json is ~100 KB).
+const keepBuf = 4 << 20
+
 // Read summarizes n inputs on workers goroutines and rolls them up in
 // input order (so which of two duplicates is kept does not depend on
 // timing). load returns input i's bytes (it may reuse buf) and its name.
@@ -365,8 +369,13 @@ func Read(n, workers int, load func(i int, buf []byte) ([]byte, string, error), 
 				if err == nil {
 					nd, err = Summarize(b, src)
 				}
-				if b != nil {
+				// A report's buffer is kept for the next, unless it grew
+				// past keepBuf: one large report must not pin its size
+				// in every worker.
+				if b != nil && cap(b) <= keepBuf {
 					buf = b
+				} else {
+					buf = nil
 				}
 				res <- out{i, nd, src, err}
 			}

@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gdrcheck/gdrcheck/internal/checks"
@@ -675,5 +676,28 @@ func TestCopySizeIsPartOfTheKey(t *testing.T) {
 	}
 	if len(f.Outliers) != 0 || len(f.Drain) != 0 {
 		t.Errorf("copies of two sizes compared as one: outliers %+v, drain %+v", f.Outliers, f.Drain)
+	}
+}
+
+// A worker does not keep a large report's buffer for the next: memory
+// must not grow with the workers (the review's D12: 16 workers each
+// holding up to 64 MiB).
+func TestReadReleasesLargeBuffers(t *testing.T) {
+	var mu sync.Mutex
+	var kept []int
+	load := func(i int, buf []byte) ([]byte, string, error) {
+		mu.Lock()
+		kept = append(kept, cap(buf))
+		mu.Unlock()
+		if i%2 == 0 {
+			return make([]byte, 1, 32<<20), fmt.Sprint(i), nil // a large report read
+		}
+		return append(buf[:0], '{'), fmt.Sprint(i), nil
+	}
+	Read(40, 1, load, DefaultOptions())
+	for i, c := range kept {
+		if c > keepBuf {
+			t.Fatalf("input %d was given a buffer of %d MiB kept from the one before", i, c>>20)
+		}
 	}
 }
