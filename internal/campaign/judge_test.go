@@ -295,3 +295,18 @@ func (u unionFS) Open(name string) (fs.File, error) {
 	}
 	return nil, fs.ErrNotExist
 }
+
+// The next steps printed after a round are lines to paste into a shell:
+// a campaign folder with shell syntax in its name is quoted (the review's
+// D16: `--next o12;touch PWN` ran touch when pasted).
+func TestRoundTextQuoted(t *testing.T) {
+	var b strings.Builder
+	if err := (RoundSummary{Round: 1, Dir: "round-01"}).WriteText(&b, "o12;touch PWN", false); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Run 'o12;touch PWN/round-01/steps.sh' inside", "then: gdrcheck fleet plan --next 'o12;touch PWN'"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("lacks %q:\n%s", want, b.String())
+		}
+	}
+}
