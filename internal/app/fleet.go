@@ -56,6 +56,14 @@ func Fleet(ctx context.Context, o FleetOptions) (*fleet.Fleet, error) {
 	}
 	load := func(i int, buf []byte) ([]byte, string, error) {
 		b, err := readInput(ctx, paths[i], MaxReportBytes, buf)
+		if err == nil {
+			// A report its dossier's SHA256SUMS does not vouch for (edited,
+			// or of another run) is skipped, named; one with no manifest is
+			// read (a copy of report.json alone, an interrupted run's).
+			if merr := checkManifest(ctx, paths[i], b); merr != nil && !errors.Is(merr, errNoManifest) {
+				return b, paths[i], merr
+			}
+		}
 		return b, paths[i], err
 	}
 	fl := fleet.Read(len(paths), min(runtime.GOMAXPROCS(0), fleetWorkers), load, o.Fleet)

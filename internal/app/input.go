@@ -2,12 +2,15 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
 )
 
 // The files the commands that read results take as input (report.json
@@ -127,3 +130,29 @@ type inputFile struct {
 }
 
 func (f inputFile) Read(p []byte) (int, error) { return f.r.Read(p) }
+
+// errNoManifest is a report.json with no SHA256SUMS beside it: not known
+// to be a whole dossier (an interrupted run writes none; a lone copy has
+// none).
+var errNoManifest = errors.New("no " + dossier.Sums + " beside it: not known to be a whole dossier")
+
+// checkManifest checks report b, read from path, against the SHA256SUMS of
+// its dossier: nil when it matches, errNoManifest when there is none (or
+// path is not a dossier's report.json), else why it does not match.
+func checkManifest(ctx context.Context, path string, b []byte) error {
+	if filepath.Base(path) != dossier.ReportJSON {
+		return errNoManifest
+	}
+	sums, err := readInput(ctx, filepath.Join(filepath.Dir(path), dossier.Sums), maxManifestBytes, nil)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return errNoManifest
+	case err != nil:
+		return err
+	}
+	return dossier.CheckSum(sums, dossier.ReportJSON, b)
+}
+
+// maxManifestBytes bounds SHA256SUMS: a line per file, tens of thousands
+// of files.
+const maxManifestBytes = 16 << 20

@@ -88,3 +88,45 @@ func TestInputsSpecialFilesRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestManifestVerified: diff and fleet read a dossier's report.json only
+// as its SHA256SUMS vouches for it: an edited one is refused (diff, exit
+// 2) or skipped, named (fleet); one with no manifest is read, and diff
+// says it is not known whole (the review's D13).
+func TestManifestVerified(t *testing.T) {
+	copyDossier := func(edit bool, keepSums bool) string {
+		dir := filepath.Join(t.TempDir(), "gpu01")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"report.json", "SHA256SUMS"} {
+			b, err := os.ReadFile(filepath.Join(h200Dossier, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f == "report.json" && edit {
+				b = []byte(strings.Replace(string(b), `"status": "READY"`, `"status": "NOT READY"`, 1))
+			}
+			if f == "SHA256SUMS" && !keepSums {
+				continue
+			}
+			if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	edited, alone, whole := copyDossier(true, true), copyDossier(false, false), copyDossier(false, true)
+	if _, errs, code := run(t, "diff", h200Dossier, edited); code != ExitToolErr || !strings.Contains(errs, "report.json does not match SHA256SUMS") {
+		t.Errorf("diff of an edited dossier: exit %d: %s", code, errs)
+	}
+	if _, errs, code := run(t, "diff", h200Dossier, alone); code != ExitOK || !strings.Contains(errs, "no SHA256SUMS beside it: not known to be a whole dossier") {
+		t.Errorf("diff of a dossier without a manifest: exit %d: %s", code, errs)
+	}
+	if _, errs, code := run(t, "diff", h200Dossier, whole); code != ExitOK || errs != "" {
+		t.Errorf("diff of a whole dossier: exit %d: %s", code, errs)
+	}
+	if out, errs, code := run(t, "fleet", edited); code != ExitToolErr || !strings.Contains(out+errs, "does not match SHA256SUMS") {
+		t.Errorf("fleet of an edited dossier: exit %d:\n%s%s", code, out, errs)
+	}
+}

@@ -291,6 +291,14 @@ func (a *Aggregator) Add(n Node) {
 		return
 	}
 	if i, ok := a.hosts[n.Host]; ok {
+		if kept := a.nodes[i].Verdict; kept != n.Verdict {
+			// Two reports of one node that disagree: which is current is
+			// not known, and dropping one in silence could hide a node
+			// NOT READY. Counted with the inputs not read (exit 2).
+			a.skipped = append(a.skipped, Skipped{Source: n.Source, Error: fmt.Sprintf("conflicting duplicate: host %s is already in %s as %s, this report says %s: remove the stale report",
+				n.Host, a.nodes[i].Source, cmp.Or(kept, "no verdict"), cmp.Or(n.Verdict, "no verdict"))})
+			return
+		}
 		a.skipped = append(a.skipped, Skipped{Source: n.Source, Error: fmt.Sprintf("duplicate: host %s is already in %s", n.Host, a.nodes[i].Source), Duplicate: true})
 		return
 	}

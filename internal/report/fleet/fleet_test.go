@@ -701,3 +701,18 @@ func TestReadReleasesLargeBuffers(t *testing.T) {
 		}
 	}
 }
+
+// Two reports of one host that disagree are not resolved in silence: the
+// second counts as unread, naming both (the review's D4: an older READY
+// dossier hid a newer NOT READY one, exit 0).
+func TestConflictingDuplicate(t *testing.T) {
+	a := NewAggregator(DefaultOptions())
+	a.Add(Node{Host: "gpu01", Source: "2026-12-01/gpu01/report.json", Verdict: "READY"})
+	a.Add(Node{Host: "gpu01", Source: "2026-12-03/gpu01/report.json", Verdict: "READY"})
+	a.Add(Node{Host: "gpu01", Source: "2026-12-05/gpu01/report.json", Verdict: "NOT READY"})
+	f := a.Report()
+	u := f.Unreadable()
+	if len(f.Skipped) != 2 || len(u) != 1 || !strings.Contains(u[0].Error, "conflicting duplicate: host gpu01 is already in 2026-12-01/gpu01/report.json as READY, this report says NOT READY") {
+		t.Errorf("skipped %+v", f.Skipped)
+	}
+}
