@@ -2,6 +2,7 @@ package dossier
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -40,4 +41,20 @@ func TestLock(t *testing.T) {
 		t.Fatalf("after release: %v", err)
 	}
 	b.Close()
+}
+
+// report.md's heading escapes the host name like a cell (the review's
+// S5: raw HTML and a javascript: link in the first line).
+func TestMarkdownHeadingEscaped(t *testing.T) {
+	r := &Report{}
+	r.Inventory.Host = "x<img src=x onerror=alert(1)>[click](javascript:alert(2))\x1b]0;t\x07"
+	var b strings.Builder
+	if err := WriteMarkdown(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	head, _, _ := strings.Cut(b.String(), "\n")
+	// Markup not escaped: a < or ]( without a backslash before it.
+	if regexp.MustCompile(`(^|[^\\])(<|\]\()`).MatchString(head) || strings.ContainsAny(head, "\x1b\x07") {
+		t.Errorf("heading not escaped: %q", head)
+	}
 }
