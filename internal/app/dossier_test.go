@@ -455,3 +455,30 @@ func TestDossierLocked(t *testing.T) {
 		t.Errorf("after the first ended: %v", third.OutErr)
 	}
 }
+
+// A dossier that cannot be written whole leaves a report.json that says
+// writing failed, not that a phase was next (the review's D16: a full
+// disk's report.json said "bench.copy was next").
+func TestDossierWriteFailedSaid(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "dossier")
+	if err := os.MkdirAll(filepath.Join(out, "report.html", "x"), 0o755); err != nil { // cannot be replaced by a file
+		t.Fatal(err)
+	}
+	nr, err := dossierSession().Run(t.Context(), RunOptions{Node: NodeOptions{Root: h200Snapshot, Timeout: time.Minute},
+		Checks: CheckOptions{Timeout: 10 * time.Second}, Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nr.Close()
+	if _, err := nr.Dossier(t.Context(), DossierOptions{}); err == nil {
+		t.Fatal("no error writing over a folder")
+	}
+	b, err := os.ReadFile(filepath.Join(out, dossier.ReportJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := dossier.Decode(bytes.NewReader(b))
+	if err != nil || r.Complete || !strings.HasPrefix(r.Interrupted, "writing the dossier failed (") || strings.Contains(r.Interrupted, "was next") {
+		t.Errorf("report.json: complete %v, %q, %v", r.Complete, r.Interrupted, err)
+	}
+}
