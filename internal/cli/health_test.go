@@ -331,7 +331,7 @@ func TestFleetDrainCommands(t *testing.T) {
 	healthy := fleetDir(t, 6, nil)
 	out, errs, code := run(t, "fleet", fl, "--drain-commands")
 	if code != ExitToolErr || out != "scontrol update NodeName=node-2 State=DRAIN Reason='gdrcheck: failing checks: gdr.kernel-module'\n" ||
-		!strings.Contains(errs, `not draining node-4;reboot: host name node-4;reboot: ';' is not`) {
+		!strings.Contains(errs, `not draining node-4;reboot: node name node-4;reboot: ';' is not`) {
 		t.Errorf("exit %d\n%s%s", code, out, errs)
 	}
 	if out, _, code = run(t, "fleet", healthy, "--drain-commands"); code != ExitOK || out != "" {
