@@ -129,6 +129,11 @@ func (ta *turnedAway) add(why, from string, rank int, detail string) {
 	}
 }
 
+// TurnedAway sums the connections rank 0 did not admit while the ranks
+// joined ("" none): wrong secrets, silent or foreign connections, a rank
+// claimed twice. The job may have formed anyway; the operator should know.
+func (c *Coordinator) TurnedAway() string { return c.away.String() }
+
 // String sums the connections turned away ("" none).
 func (ta *turnedAway) String() string {
 	ta.mu.Lock()
@@ -205,8 +210,8 @@ func (c *Coordinator) join(ctx context.Context, id []byte) error {
 	arrived := make(chan arrival)
 	stop := make(chan struct{})
 	defer close(stop)
-	var away turnedAway
-	go c.accept(arrived, stop, &away)
+	away := &c.away
+	go c.accept(arrived, stop, away)
 	joined := make([]bool, c.cfg.Size)
 	process := make([][]byte, c.cfg.Size)
 	joined[0] = true
@@ -234,7 +239,7 @@ wait:
 			}
 			joined[r], process[r], c.members[r], c.hosts[r], c.nodes[r] = true, a.a.Process, a.cn, a.a.Host, cmp.Or(a.a.Node, a.a.Host)
 		case <-timer.C:
-			e := missingError(c.cfg, joined, c.cfg.JoinTimeout, &away)
+			e := missingError(c.cfg, joined, c.cfg.JoinTimeout, away)
 			if !c.cfg.KeepGoing || n == 1 {
 				c.abortAll(e.Msg)
 				return e

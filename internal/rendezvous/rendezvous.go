@@ -376,6 +376,7 @@ type Coordinator struct {
 	inbox   *mailbox      // messages to rank 0 and losses (relay.go)
 	closed  chan struct{} // closed by Close
 	close1  sync.Once
+	away    turnedAway // the connections not admitted while the ranks joined
 }
 
 // Serve listens at the address, waits until every rank has arrived and
