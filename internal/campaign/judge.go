@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,6 +34,11 @@ const ResultsDir = "results"
 // maxResult bounds a result file read whole: a two-node all_reduce's
 // envelope is a few tens of KB.
 const maxResult = 16 << 20
+
+// maxBusBW bounds a plausible bus bandwidth (GB/s): ten times NVLink 5's
+// 900 GB/s per GPU, the fastest link a step's GPUs can have; more is a
+// corrupt or forged result, never a pass.
+const maxBusBW = 10_000
 
 // Observation is what one step's files say, before judging.
 type Observation struct {
@@ -145,6 +151,10 @@ func Observe(fsys fs.FS, s *Step, gpusPerNode int) Observation {
 	bw, place := best.BestBusBW()
 	if place == "" {
 		return why(fmt.Sprintf("%s.json: all_reduce %s: no bus bandwidth measured", name, collective.FormatSize(best.Bytes)))
+	}
+	if math.IsNaN(bw) || bw > maxBusBW {
+		// A corrupt or forged result: 1e308 GB/s would pass any threshold.
+		return why(fmt.Sprintf("%s.json: all_reduce %s: busbw %.4g GB/s is not a measurement (more than %g GB/s)", name, collective.FormatSize(best.Bytes), bw, float64(maxBusBW)))
 	}
 	if want := len(s.Nodes) * gpusPerNode; ranks != want {
 		return why(fmt.Sprintf("%s.json: all_reduce of %d ranks, but the step runs %d (%d nodes × %d GPUs): not this step's result", name, ranks, want, len(s.Nodes), gpusPerNode))

@@ -40,6 +40,8 @@ func TestObserve(t *testing.T) {
 		{name: "two ranks", files: map[string]string{"json": string(benchJSON([]string{"gpu01", "gpu02"}, 1, 100)), "rc": "0"}, status: Fail, why: "all_reduce of 2 ranks, but the step runs 16 (2 nodes × 8 GPUs)"},
 		{name: "one node twice", files: map[string]string{"json": strings.ReplaceAll(ok, `"host":"gpu02"`, `"host":"GPU01.cluster"`), "rc": "0"}, status: Fail, why: "16 ranks ran on gpu01, want 8"},
 		{name: "hosts unknown", files: map[string]string{"json": ok[:strings.Index(ok, `"ranks":[{`)] + `"ranks":[]}}`, "rc": "0"}, status: Fail, why: "the job names 0 of its 16 ranks"},
+		// The review's P20: 1e308 GB/s judged a pass.
+		{name: "implausible busbw", files: map[string]string{"json": strings.ReplaceAll(ok, `"busbw_gbs":361.500`, `"busbw_gbs":1e308`), "rc": "0"}, status: Fail, why: "is not a measurement"},
 		{name: "fqdn hosts", files: map[string]string{"json": strings.ReplaceAll(strings.ReplaceAll(ok, `"host":"gpu02"`, `"host":"gpu02.cluster.example"`), `"host":"gpu01"`, `"host":"GPU01"`), "rc": "0"}, status: Pass, bw: 361.5, why: "busbw 361.5"},
 		{name: "exit without result", files: map[string]string{"rc": "1\n", "err": "x\nrank 3 of 16: NCCL error: unhandled system error\n"}, status: Fail, why: "exit status 1; results/s0001.json: no result; stderr: rank 3 of 16: NCCL error"},
 		{name: "exit with result", files: map[string]string{"json": ok, "rc": "1"}, status: Fail, why: "measured 361.5 GB/s, but the step failed"},
