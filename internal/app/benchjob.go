@@ -100,7 +100,7 @@ func (s *Session) BenchNCCLJob(ctx context.Context, g *GPUs, o NCCLOptions, jo J
 	end, err := runJob(ctx, jobSpec[bench.RankResult]{
 		Config: rendezvous.Config{Addr: job.Rendezvous, Rank: job.Rank, Size: job.Size, Host: s.Host, Node: cmp.Or(j.hostID, s.Host), Secret: jo.Secret,
 			JoinTimeout: jo.JoinTimeout, Hosts: job.Hosts, Listen: jo.Listen},
-		ID: id, Gather: gather, Run: j.run,
+		ID: id, Gather: gather, Run: j.run, Warn: o.Warn,
 		Failed: func(rr bench.RankResult) (string, string) {
 			if rr.Aborted {
 				return "", "" // another rank's failure stopped it: that rank is named

@@ -214,12 +214,28 @@ func (nr *NodeRun) Dossier(ctx context.Context, o DossierOptions) (*dossier.Repo
 		werr = d.write()
 	}
 	if werr != nil {
+		d.noteWriteFailed(werr)
 		return &d.rep, toolErr(fmt.Errorf("--out %s: %w", nr.out, werr))
 	}
 	if ctx.Err() != nil {
 		return &d.rep, ctx.Err()
 	}
 	return &d.rep, nil
+}
+
+// noteWriteFailed tries, once writing the dossier failed (a full disk, a
+// file that cannot be replaced), to leave a report.json that says so: the
+// one on disk otherwise says a phase was next, as if the run had been
+// stopped (the review's D16, W5). It may fail too; the run's error says
+// why.
+func (d *dossierRun) noteWriteFailed(werr error) {
+	if d.nr.out == "" {
+		return
+	}
+	rep := d.rep
+	rep.Complete = false
+	rep.Interrupted = "writing the dossier failed (" + dossier.WithoutPath(werr).Error() + "); this report.json holds what the run had when it stopped, the other files may be older or missing"
+	_, _ = dossier.WriteRendered(d.nr.out, dossier.ReportJSON, rep.WriteJSON)
 }
 
 func (d *dossierRun) tell(p dossier.Phase, done bool) {

@@ -163,7 +163,8 @@ func checkSums(t *testing.T, dir string) {
 	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {
 			rel, _ := filepath.Rel(dir, p)
-			if rel != dossier.Sums && !listed[filepath.ToSlash(rel)] {
+			// The lock is the writer's, not one of the dossier's files.
+			if rel != dossier.Sums && rel != dossier.LockFile && !listed[filepath.ToSlash(rel)] {
 				t.Errorf("%s is not in SHA256SUMS", rel)
 			}
 		}
@@ -415,5 +416,69 @@ func TestNCCLLogsPhase(t *testing.T) {
 		if r.Source != "nccl-log" {
 			t.Errorf("verdict %s from %q", r.ID, r.Source)
 		}
+	}
+}
+
+// Two runs writing one --out at once: the second is refused and writes
+// nothing, so the dossier stays one run's, whole (the review's D10: mixed
+// files under a SHA256SUMS that matched neither). Once the first ends,
+// another run may write it.
+func TestDossierLocked(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "dossier")
+	start := func() *NodeRun {
+		nr, err := dossierSession().Run(t.Context(), RunOptions{Node: NodeOptions{Root: h200Snapshot, Timeout: time.Minute},
+			Checks: CheckOptions{Timeout: 10 * time.Second}, Out: out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return nr
+	}
+	first := start()
+	second := start()
+	if second.OutErr == nil || !strings.Contains(second.OutErr.Error(), "another gdrcheck run is writing this dossier") {
+		t.Fatalf("second writer: %v", second.OutErr)
+	}
+	if _, err := second.Dossier(t.Context(), DossierOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	second.Close()
+	if _, err := os.Stat(filepath.Join(out, dossier.ReportJSON)); err == nil {
+		t.Error("the refused run wrote report.json")
+	}
+	if _, err := first.Dossier(t.Context(), DossierOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	third := start()
+	defer third.Close()
+	if third.OutErr != nil {
+		t.Errorf("after the first ended: %v", third.OutErr)
+	}
+}
+
+// A dossier that cannot be written whole leaves a report.json that says
+// writing failed, not that a phase was next (the review's D16: a full
+// disk's report.json said "bench.copy was next").
+func TestDossierWriteFailedSaid(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "dossier")
+	if err := os.MkdirAll(filepath.Join(out, "report.html", "x"), 0o755); err != nil { // cannot be replaced by a file
+		t.Fatal(err)
+	}
+	nr, err := dossierSession().Run(t.Context(), RunOptions{Node: NodeOptions{Root: h200Snapshot, Timeout: time.Minute},
+		Checks: CheckOptions{Timeout: 10 * time.Second}, Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nr.Close()
+	if _, err := nr.Dossier(t.Context(), DossierOptions{}); err == nil {
+		t.Fatal("no error writing over a folder")
+	}
+	b, err := os.ReadFile(filepath.Join(out, dossier.ReportJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := dossier.Decode(bytes.NewReader(b))
+	if err != nil || r.Complete || !strings.HasPrefix(r.Interrupted, "writing the dossier failed (") || strings.Contains(r.Interrupted, "was next") {
+		t.Errorf("report.json: complete %v, %q, %v", r.Complete, r.Interrupted, err)
 	}
 }

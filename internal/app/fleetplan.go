@@ -1,9 +1,11 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -48,15 +50,18 @@ type FleetPlanResult struct {
 // is a few MB after its first round).
 const maxCampaignBytes = 256 << 20
 
+// maxHostfileBytes bounds --hostfile: 65536 hosts of 253 bytes fit.
+const maxHostfileBytes = 16 << 20
+
 // FleetPlan starts a campaign in o.Dir (campaign.json and round-01/) or,
 // with o.Next, reads the latest round's results and writes the next round
 // or the findings (findings.json). Bad input is a ToolError.
-func FleetPlan(o FleetPlanOptions) (*FleetPlanResult, error) {
+func FleetPlan(ctx context.Context, o FleetPlanOptions) (*FleetPlanResult, error) {
 	if o.Dir == "" {
 		return nil, toolErr(fmt.Errorf("no campaign folder"))
 	}
 	if o.Next {
-		return fleetPlanNext(o)
+		return fleetPlanNext(ctx, o)
 	}
 	var nodes []string
 	var err error
@@ -67,8 +72,10 @@ func FleetPlan(o FleetPlanOptions) (*FleetPlanResult, error) {
 		nodes, err = campaign.ParseNodeList(o.Nodes)
 	case o.Hostfile != "":
 		var b []byte
-		if b, err = os.ReadFile(o.Hostfile); err == nil {
+		if b, err = readInput(ctx, o.Hostfile, maxHostfileBytes, nil); err == nil {
 			nodes, err = campaign.ParseHostfile(o.Hostfile, b)
+		} else if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
 		}
 	default:
 		return nil, toolErr(fmt.Errorf("give the nodes: --nodes 'gpu[001-128]' or --hostfile FILE"))
@@ -99,7 +106,7 @@ func FleetPlan(o FleetPlanOptions) (*FleetPlanResult, error) {
 	return &FleetPlanResult{Dir: o.Dir, Round: &s}, nil
 }
 
-func fleetPlanNext(o FleetPlanOptions) (*FleetPlanResult, error) {
+func fleetPlanNext(ctx context.Context, o FleetPlanOptions) (*FleetPlanResult, error) {
 	c, err := LoadCampaign(o.Dir)
 	if err != nil {
 		return nil, err
@@ -108,8 +115,11 @@ func fleetPlanNext(o FleetPlanOptions) (*FleetPlanResult, error) {
 		return &FleetPlanResult{Dir: o.Dir, Findings: c.Findings}, nil
 	}
 	r := c.Latest()
-	if err := c.Record(os.DirFS(filepath.Join(o.Dir, campaign.RoundDir(r.N))), o.AllowMissing); err != nil {
+	if err := c.Record(inputFS{ctx, filepath.Join(o.Dir, campaign.RoundDir(r.N))}, o.AllowMissing); err != nil {
 		return nil, toolErr(fmt.Errorf("%s: %w", o.Dir, err))
+	}
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
 	}
 	next, findings, err := c.Plan()
 	if err != nil {
@@ -140,7 +150,7 @@ func fleetPlanNext(o FleetPlanOptions) (*FleetPlanResult, error) {
 // LoadCampaign reads dir's campaign.json, checked.
 func LoadCampaign(dir string) (*campaign.Campaign, error) {
 	path := filepath.Join(dir, CampaignFile)
-	f, err := os.Open(path)
+	f, err := openInput(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, toolErr(fmt.Errorf("%s: no campaign here (start one with --out %s)", path, dir))
 	}
@@ -152,7 +162,7 @@ func LoadCampaign(dir string) (*campaign.Campaign, error) {
 		return nil, toolErr(fmt.Errorf("%s: %d bytes, larger than a campaign file can be", path, st.Size()))
 	}
 	var c campaign.Campaign
-	if err := json.NewDecoder(f).Decode(&c); err != nil {
+	if err := json.NewDecoder(io.LimitReader(f, maxCampaignBytes+1)).Decode(&c); err != nil {
 		return nil, toolErr(fmt.Errorf("%s: %w", path, err))
 	}
 	if err := c.Check(); err != nil {

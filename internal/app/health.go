@@ -115,11 +115,6 @@ func ValidateHealth(o HealthOptions) error {
 	if err := o.Drain.Validate(); err != nil {
 		return err
 	}
-	if o.Drain.Mode != DrainNone {
-		if err := sched.ValidHost(o.NodeName); err != nil {
-			return toolErr(fmt.Errorf("--node: %w", err))
-		}
-	}
 	if o.Resume && o.Drain.Mode == DrainNone {
 		return toolErr(errors.New("--resume needs --drain print or apply"))
 	}
@@ -151,9 +146,11 @@ func RunHealth(ctx context.Context, o HealthOptions) (*Health, error) {
 		h.NotReady = j.Checks.Verdict.NotReady()
 	}
 	if h.NotReady && o.Drain.Mode != DrainNone {
-		// ValidateHealth checked the name.
-		h.Drain, _ = sched.DrainArgv(o.Drain.Scontrol, o.NodeName, h.Line)
-		if o.Drain.Mode == DrainApply {
+		// The checks ran whatever the node's name: a name scontrol cannot
+		// be given leaves the node undrained, but still failing (exit 1).
+		if h.Drain, err = sched.DrainArgv(o.Drain.Scontrol, o.NodeName, h.Line); err != nil {
+			h.DrainErr = fmt.Errorf("--node: %w: the node cannot be drained", err)
+		} else if o.Drain.Mode == DrainApply {
 			h.DrainErr = RunDrain(ctx, h.Drain, o.Drain.Timeout)
 		}
 	}
@@ -188,8 +185,11 @@ func runScontrol(ctx context.Context, argv []string, timeout time.Duration) ([]b
 // certainty leaves the node as it is.
 func resumeNode(ctx context.Context, node string, d DrainOptions) *Resume {
 	r := &Resume{}
-	// ValidateHealth checked the name.
-	show, _ := sched.ShowNodeArgv(d.Scontrol, node)
+	show, err := sched.ShowNodeArgv(d.Scontrol, node)
+	if err != nil {
+		r.Err = fmt.Errorf("--node: %w", err)
+		return r
+	}
 	out, err := runScontrol(ctx, show, d.Timeout)
 	if err != nil {
 		r.Err = fmt.Errorf("reading the node's state: %w", err)

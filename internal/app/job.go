@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
+	"github.com/gdrcheck/gdrcheck/internal/printable"
 	"github.com/gdrcheck/gdrcheck/internal/rendezvous"
 )
 
@@ -31,6 +33,10 @@ type jobSpec[P any] struct {
 	// Failed, if set, is where and why a rank other than 0 failed by
 	// itself as its delivered part says ("" it did not).
 	Failed func(P) (host, reason string)
+	// Warn, if set, is told on rank 0 of the connections the rendezvous
+	// turned away while the ranks joined (a wrong secret, a rank claimed
+	// twice, strangers), though the job formed.
+	Warn io.Writer
 }
 
 // jobEnd is how the job ended, as this rank saw it.
@@ -60,6 +66,11 @@ func runJob[P any](ctx context.Context, j jobSpec[P]) (jobEnd[P], error) {
 		return jobEnd[P]{}, jobFailure(err)
 	}
 	defer peer.Close()
+	if c, ok := peer.(*rendezvous.Coordinator); ok && j.Warn != nil {
+		if away := c.TurnedAway(); away != "" {
+			fmt.Fprintf(j.Warn, "gdrcheck: rendezvous: %s\n", printable.Line(away))
+		}
+	}
 	part, err := j.Run(ctx, peer, id)
 	if err != nil {
 		return jobEnd[P]{}, err

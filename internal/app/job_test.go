@@ -107,3 +107,35 @@ func TestRunJob(t *testing.T) {
 		})
 	}
 }
+
+// Rank 0 says which connections the rendezvous turned away though the job
+// formed: a stranger with the wrong secret is not kept quiet (the
+// review's R17: nothing was said).
+func TestRunJobSaysTurnedAway(t *testing.T) {
+	addr := freeport.Addr(t)
+	cfg := func(r int, secret string) rendezvous.Config {
+		return rendezvous.Config{Addr: addr, Rank: r, Size: 2, Host: fmt.Sprintf("host%d", r), Secret: []byte(secret), JoinTimeout: 5 * time.Second}
+	}
+	var warn strings.Builder
+	var wg sync.WaitGroup
+	var rank0Err error
+	wg.Go(func() {
+		_, rank0Err = runJob(context.Background(), jobSpec[testPart]{Config: cfg(0, "0123456789abcdef-job-secret"), ID: make([]byte, rendezvous.IDSize),
+			Gather: 5 * time.Second, Warn: &warn, Run: func(context.Context, rendezvous.Peer, []byte) (testPart, error) { return testPart{Rank: 0}, nil }})
+	})
+	// A stranger first: refused, it retries until its own deadline.
+	stranger := cfg(1, "not-the-job-secret-0123456789")
+	stranger.JoinTimeout = 500 * time.Millisecond
+	if _, _, err := rendezvous.Join(context.Background(), stranger); err == nil {
+		t.Fatal("a wrong secret joined")
+	}
+	_, err := runJob(context.Background(), jobSpec[testPart]{Config: cfg(1, "0123456789abcdef-job-secret"), ID: make([]byte, rendezvous.IDSize),
+		Gather: 5 * time.Second, Run: func(context.Context, rendezvous.Peer, []byte) (testPart, error) { return testPart{Rank: 1}, nil }})
+	wg.Wait()
+	if err != nil || rank0Err != nil {
+		t.Fatalf("the job: %v, %v", err, rank0Err)
+	}
+	if !strings.HasPrefix(warn.String(), "gdrcheck: rendezvous: rank 0 turned away") || !strings.Contains(warn.String(), "had the wrong secret (from 127.0.0.1)") {
+		t.Errorf("rank 0 said %q", warn.String())
+	}
+}

@@ -66,6 +66,7 @@ type NodeRun struct {
 	started   time.Time
 	host      *topology.Host
 	env       *checks.Env
+	lock      io.Closer // the dossier's lock (dossier.Lock), held until Close
 }
 
 // quickPass is the fraction of the expected bandwidth that passes in the
@@ -146,8 +147,17 @@ func (s *Session) Run(ctx context.Context, o RunOptions) (_ *NodeRun, err error)
 	// site profile where there is one, the catalogue otherwise.
 	nr.judging = Judging{Pass: quickPass, Want: model.WantOf(p.expect), Profile: o.Checks.Expect}
 	if o.Out != "" {
-		if err := os.MkdirAll(o.Out, 0o755); err != nil {
-			nr.OutErr = toolErr(fmt.Errorf("--out %s: cannot make the directory: %w", o.Out, dossier.WithoutPath(err)))
+		err := os.MkdirAll(o.Out, 0o755)
+		if err != nil {
+			err = fmt.Errorf("--out %s: cannot make the directory: %w", o.Out, dossier.WithoutPath(err))
+		} else if nr.lock, err = dossier.Lock(o.Out); err != nil {
+			// Another run writes this dossier: two writers would mix
+			// their files under one SHA256SUMS. This one writes nothing.
+			err = fmt.Errorf("--out %s: %w", o.Out, err)
+			nr.out = ""
+		}
+		if err != nil {
+			nr.OutErr = toolErr(err)
 			if nr.BenchErr == nil {
 				nr.BenchErr = nr.OutErr
 			}
@@ -189,6 +199,10 @@ func (nr *NodeRun) BenchCopy(ctx context.Context, warn io.Writer) (*report.Envel
 func (nr *NodeRun) Close() {
 	if nr.gpus != nil {
 		nr.gpus.Close()
+	}
+	if nr.lock != nil {
+		nr.lock.Close() // the dossier's lock: another run may write it now
+		nr.lock = nil
 	}
 }
 

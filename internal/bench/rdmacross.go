@@ -174,6 +174,11 @@ func RunRDMACross(ctx context.Context, p *rdma.Plan, ch RDMAChannel, opt RDMACro
 		return part, ctx.Err()
 	}
 	part.Partner = &x.peer
+	if err := rdma.CheckAddr(x.peer.Addr); err != nil {
+		// Untrusted: no perftest runs with what the partner sent.
+		part.Error = fmt.Sprintf("rank %d's side: %v", x.partner, err)
+		return part, nil
+	}
 	server := rdma.IsServer(opt.Rank)
 	if server {
 		part.Rails = rdma.PairRails(me, x.peer)
@@ -308,6 +313,10 @@ func (x *crossRun) connect(ctx context.Context, rp rdma.RailPair, mem, test stri
 	}
 	if m.Kind == msgFailed {
 		so.Cause, so.Detail = m.Cause, "as the server on "+x.peer.Host+" reported: "+m.Detail
+		return so
+	}
+	if err := rdma.CheckPort(m.Port); err != nil {
+		so.Cause, so.Detail = rdma.CauseServerNotReady, "client: "+err.Error()
 		return so
 	}
 	so.Port = m.Port

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -88,7 +89,7 @@ type rankRun struct {
 // crossJob runs ranks 0..size-1 as goroutines on 127.0.0.1 with the given
 // plans; kill, when set, is called with rank r's member once it joined
 // (to make it die).
-func crossJob(t *testing.T, plans []*rdma.Plan, dir string, timeout time.Duration, kill func(r int, m *rendezvous.Member)) ([]*rankRun, []string) {
+func crossJob(t *testing.T, plans []*rdma.Plan, dir string, timeout time.Duration, kill func(r int, m closer)) ([]*rankRun, []string) {
 	t.Helper()
 	addr := freeport.Addr(t)
 	size := len(plans)
@@ -102,6 +103,9 @@ func crossJob(t *testing.T, plans []*rdma.Plan, dir string, timeout time.Duratio
 	for r := range size {
 		out[r] = &rankRun{}
 		wg.Go(func() {
+			// A rank that dies takes its runs with it, as a process does.
+			ctx, die := context.WithCancel(ctx)
+			defer die()
 			rr := out[r]
 			start := time.Now()
 			defer func() { rr.took = time.Since(start) }()
@@ -123,7 +127,7 @@ func crossJob(t *testing.T, plans []*rdma.Plan, dir string, timeout time.Duratio
 				}
 				defer m.Close()
 				if kill != nil {
-					kill(r, m)
+					kill(r, dying{m, die})
 				}
 				ch, ip = m, m.LocalIP()
 			}
@@ -246,7 +250,19 @@ func TestRunRDMACross(t *testing.T) {
 // closeOnClient makes a rank "die": in the background it closes m once the
 // stand-in's args.log shows a client started on nic, looking every 20 ms,
 // tries times at most.
-func closeOnClient(dir, nic string, tries int, m *rendezvous.Member) {
+// closer is a rank that can die: its connection closes and its runs end.
+type closer interface{ Close() }
+
+// dying is a member rank that dies: its connection to rank 0 closes and
+// the runs of its own process end with it.
+type dying struct {
+	m   *rendezvous.Member
+	die context.CancelFunc
+}
+
+func (d dying) Close() { d.m.Close(); d.die() }
+
+func closeOnClient(dir, nic string, tries int, m closer) {
 	go func() {
 		for range tries {
 			b, _ := os.ReadFile(filepath.Join(dir, "args.log"))
@@ -265,7 +281,7 @@ func TestRunRDMACrossPeerDies(t *testing.T) {
 	host400 := sample(t, "gke-a3ultra-h200-ib-write-bw-host-failed-status10.txt")
 	dir := crossStandIn(t, rdma.WriteBW, map[string]string{"gpu.txt": host400, "host.txt": host400, "client-gpu-mlx5_1.sh": "sleep 30"})
 	plans := []*rdma.Plan{crossPlan(2), crossPlan(2)}
-	ranks, hosts := crossJob(t, plans, dir, 60*time.Second, func(r int, m *rendezvous.Member) {
+	ranks, hosts := crossJob(t, plans, dir, 60*time.Second, func(r int, m closer) {
 		// Rank 1 "dies" once rail 1's client hangs: its connection drops.
 		closeOnClient(dir, "mlx5_1", 200, m)
 	})
@@ -292,7 +308,7 @@ func TestRunRDMACrossFourRanks(t *testing.T) {
 	host400 := sample(t, "gke-a3ultra-h200-ib-write-bw-host-failed-status10.txt")
 	dir := crossStandIn(t, rdma.WriteBW, map[string]string{"gpu.txt": host400, "host.txt": host400, "client-gpu-mlx6_1.sh": "sleep 30"})
 	plans := []*rdma.Plan{crossPlan(2), crossPlan(2), crossPlanNICs(2, "mlx6_"), crossPlanNICs(2, "mlx6_")}
-	ranks, hosts := crossJob(t, plans, dir, 60*time.Second, func(r int, m *rendezvous.Member) {
+	ranks, hosts := crossJob(t, plans, dir, 60*time.Second, func(r int, m closer) {
 		if r == 3 {
 			closeOnClient(dir, "mlx6_1", 300, m)
 		}
@@ -319,5 +335,60 @@ func TestRunRDMACrossFourRanks(t *testing.T) {
 	}
 	if !lostSeen {
 		t.Errorf("rank 2 did not name rank 3: %+v", ranks[2].part.Outcomes)
+	}
+}
+
+// hostileChannel is a partner rank that says what the test wants: every
+// message of script is in the inbox from rank 0, what this rank sends is
+// dropped.
+type hostileChannel struct{ in chan rendezvous.Message }
+
+func (h hostileChannel) Send(int, []byte) error           { return nil }
+func (h hostileChannel) Inbox() <-chan rendezvous.Message { return h.in }
+
+// A partner's server address and port are untrusted: an address that is
+// not an IP address or a host name (an option, for perftest, which takes
+// it as its last argument: --out_json_file= names a file) is refused
+// before any client runs, and so is a port outside 1..65535 (the review's
+// S2).
+func TestRunRDMACrossHostilePartner(t *testing.T) {
+	for _, tc := range []struct {
+		name, addr string
+		port       int
+		want       string
+	}{
+		{"option as address", "--out_json_file=/tmp/PWNED", 18515, "not an IP address or a host name"},
+		{"address with a space", "10.0.0.1 -x", 18515, "not an IP address or a host name"},
+		{"port out of range", "127.0.0.1", 70000, "not a TCP port"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := crossStandIn(t, rdma.WriteBW, nil)
+			p := crossPlan(1)
+			in := make(chan rendezvous.Message, 16)
+			side := rdma.Side{Rank: 0, Host: "evil0", Addr: tc.addr, Test: p.Test, Rails: p.Entries}
+			post := func(m crossMsg) {
+				b, _ := json.Marshal(m)
+				in <- rendezvous.Message{From: 0, Data: b}
+			}
+			post(crossMsg{Kind: msgSide, Side: &side})
+			for _, r := range p.Entries[0].Runs {
+				post(crossMsg{Kind: msgReady, Rail: 0, Memory: r.Memory, Port: tc.port})
+			}
+			opt := RDMACrossOptions{RDMAOptions: RDMAOptions{PerftestDir: dir, Out: t.TempDir(), Timeout: 3 * time.Second}, Rank: 1, Host: "node1", Addr: "127.0.0.1"}
+			part, err := RunRDMACross(context.Background(), p, hostileChannel{in}, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := part.Error
+			for _, o := range part.Outcomes {
+				got += " | " + o.Cause + ": " + o.Detail
+			}
+			if !strings.Contains(got, tc.want) {
+				t.Errorf("part: %s", got)
+			}
+			if b, _ := os.ReadFile(filepath.Join(dir, "args.log")); len(b) > 0 {
+				t.Errorf("perftest ran:\n%s", b)
+			}
+		})
 	}
 }

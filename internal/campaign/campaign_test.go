@@ -171,13 +171,22 @@ func TestScriptsRun(t *testing.T) {
 			// The fake launcher: the node list (srun) or hostfile's first
 			// host (mpirun) decides; gpu03 cannot run, a rail's step
 			// measures 46 GB/s, a node-level step 360.
+			// Its result names the ranks, 8 a node, on the nodes it ran on.
 			fake := `#!/usr/bin/env bash
-args="$*"
-while [ $# -gt 0 ]; do if [ "$1" = --hostfile ]; then args="$args $(cat "$2")"; fi; shift; done
+args="$*"; nodes=
+while [ $# -gt 0 ]; do
+  case "$1" in
+  --hostfile) args="$args $(cat "$2")"; nodes=$(cut -d' ' -f1 "$2" | paste -sd' ');;
+  --nodelist=*) nodes=$(echo "${1#--nodelist=}" | tr ',' ' ');;
+  esac
+  shift
+done
 case "$args" in *gpu03*) echo "gpu03: no GPU" >&2; exit 1;; esac
 bw=360; [ -n "${NCCL_IB_HCA:-}" ] && bw=46
 [ "${NCCL_IB_HCA:-}" = "" ] || [ "${NCCL_IB_HCA}" = "=mlx5_0" ] || exit 3
-printf '{"schema":"gdrcheck.bench-nccl/v1","complete":true,"measurements":[{"collective":"all_reduce","rows":[{"size_bytes":1073741824,"out_of_place":{"busbw_gbs":%s},"in_place":{"busbw_gbs":%s}}]}]}\n' $bw $bw
+ranks=; r=0
+for n in $nodes; do for g in 0 1 2 3 4 5 6 7; do ranks="$ranks${ranks:+,}{\"rank\":$r,\"host\":\"$n\"}"; r=$((r+1)); done; done
+printf '{"schema":"gdrcheck.bench-nccl/v1","complete":true,"measurements":[{"collective":"all_reduce","ranks":%d,"rows":[{"size_bytes":1073741824,"out_of_place":{"busbw_gbs":%s},"in_place":{"busbw_gbs":%s}}]}],"job":{"world_size":%d,"ranks":[%s]}}\n' $r $bw $bw $r "$ranks"
 `
 			if err := os.WriteFile(filepath.Join(bin, launcher), []byte(fake), 0o755); err != nil {
 				t.Fatal(err)

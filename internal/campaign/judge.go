@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/collective"
+	"github.com/gdrcheck/gdrcheck/internal/printable"
 	"github.com/gdrcheck/gdrcheck/internal/rendezvous"
 	"github.com/gdrcheck/gdrcheck/internal/report/noise"
 )
@@ -31,6 +34,11 @@ const ResultsDir = "results"
 // maxResult bounds a result file read whole: a two-node all_reduce's
 // envelope is a few tens of KB.
 const maxResult = 16 << 20
+
+// maxBusBW bounds a plausible bus bandwidth (GB/s): ten times NVLink 5's
+// 900 GB/s per GPU, the fastest link a step's GPUs can have; more is a
+// corrupt or forged result, never a pass.
+const maxBusBW = 10_000
 
 // Observation is what one step's files say, before judging.
 type Observation struct {
@@ -54,15 +62,24 @@ type benchDoc struct {
 		Error      string           `json:"error"`
 	} `json:"measurements"`
 	Job *struct {
+		WorldSize int `json:"world_size"`
+		Ranks     []struct {
+			Rank int    `json:"rank"`
+			Host string `json:"host"`
+		} `json:"ranks"`
 		Failures []rendezvous.Failure `json:"failures"`
 	} `json:"job"`
 }
 
 const benchSchema = "gdrcheck.bench-nccl/v1"
 
-// Observe reads step id's files from fsys (the round's folder).
-func Observe(fsys fs.FS, id string) Observation {
-	name := ResultsDir + "/" + id
+// Observe reads step s's files from fsys (the round's folder). A result
+// counts only if it is a job of the step's ranks (its nodes ×
+// gpusPerNode) run on the step's nodes: a result from other machines (an
+// srun that placed every task on one node, a copied or stale file) must
+// not clear nodes it never tested.
+func Observe(fsys fs.FS, s *Step, gpusPerNode int) Observation {
+	name := ResultsDir + "/" + s.ID
 	// The exit status is written when the step has ended: without it the
 	// step did not run, or has not finished (its result may be half
 	// written), and is not judged.
@@ -109,7 +126,9 @@ func Observe(fsys fs.FS, id string) Observation {
 	if d.Error != "" {
 		return why(fmt.Sprintf("%s.json: %s", name, d.Error))
 	}
+
 	var best *collective.Row
+	ranks := 0 // the best row's
 	for i, m := range d.Measurements {
 		if m.Collective != string(collective.AllReduce) || m.Variant != "" {
 			continue
@@ -122,7 +141,7 @@ func Observe(fsys fs.FS, id string) Observation {
 		}
 		for j := range m.Rows {
 			if best == nil || m.Rows[j].Bytes > best.Bytes {
-				best = &d.Measurements[i].Rows[j]
+				best, ranks = &d.Measurements[i].Rows[j], m.Ranks
 			}
 		}
 	}
@@ -133,6 +152,16 @@ func Observe(fsys fs.FS, id string) Observation {
 	if place == "" {
 		return why(fmt.Sprintf("%s.json: all_reduce %s: no bus bandwidth measured", name, collective.FormatSize(best.Bytes)))
 	}
+	if math.IsNaN(bw) || bw > maxBusBW {
+		// A corrupt or forged result: 1e308 GB/s would pass any threshold.
+		return why(fmt.Sprintf("%s.json: all_reduce %s: busbw %.4g GB/s is not a measurement (more than %g GB/s)", name, collective.FormatSize(best.Bytes), bw, float64(maxBusBW)))
+	}
+	if want := len(s.Nodes) * gpusPerNode; ranks != want {
+		return why(fmt.Sprintf("%s.json: all_reduce of %d ranks, but the step runs %d (%d nodes × %d GPUs): not this step's result", name, ranks, want, len(s.Nodes), gpusPerNode))
+	}
+	if s := notOfStep(&d, s, gpusPerNode); s != "" {
+		return why(fmt.Sprintf("%s.json: %s", name, s))
+	}
 	if rc != 0 {
 		return why(fmt.Sprintf("measured %.4g GB/s, but the step failed", bw))
 	}
@@ -142,33 +171,64 @@ func Observe(fsys fs.FS, id string) Observation {
 	return Observation{Status: Pass, BusBW: bw, Measured: true, Why: fmt.Sprintf("all_reduce %s: busbw %.4g GB/s", collective.FormatSize(best.Bytes), bw)}
 }
 
+// notOfStep says why d is not a result of step s ("" it is): its job's
+// world size, and the hosts its ranks ran on, against the step's.
+func notOfStep(d *benchDoc, s *Step, gpusPerNode int) string {
+	want := len(s.Nodes) * gpusPerNode
+	switch {
+	case d.Job == nil:
+		return fmt.Sprintf("no job in the result: the step runs %d ranks on %s", want, strings.Join(s.Nodes, ","))
+	case d.Job.WorldSize != want:
+		return fmt.Sprintf("a job of %d ranks, but the step runs %d (%d nodes × %d GPUs): not this step's result", d.Job.WorldSize, want, len(s.Nodes), gpusPerNode)
+	case len(d.Job.Ranks) != want:
+		return fmt.Sprintf("the job names %d of its %d ranks: which nodes ran it is unknown", len(d.Job.Ranks), want)
+	}
+	nodes := map[string]int{}
+	for _, n := range s.Nodes {
+		nodes[shortHost(n)] = 0
+	}
+	for _, r := range d.Job.Ranks {
+		h := shortHost(r.Host)
+		if _, ok := nodes[h]; !ok {
+			return fmt.Sprintf("rank %d ran on %s, which is not one of the step's nodes (%s): not this step's result", r.Rank, printable.Line(r.Host), strings.Join(s.Nodes, ","))
+		}
+		nodes[h]++
+	}
+	for _, n := range s.Nodes {
+		if c := nodes[shortHost(n)]; c != gpusPerNode {
+			return fmt.Sprintf("%d ranks ran on %s, want %d: the step's nodes were not all tested", c, n, gpusPerNode)
+		}
+	}
+	return ""
+}
+
+// shortHost is a host name compared: its first label, lower case (a rank
+// may report gpu01.cluster, the campaign name it gpu01).
+func shortHost(h string) string {
+	h, _, _ = strings.Cut(h, ".")
+	return strings.ToLower(h)
+}
+
 func readSmall(fsys fs.FS, name string) ([]byte, error) {
 	f, err := fsys.Open(name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var b bytes.Buffer
-	n, err := b.ReadFrom(limitReader{f, maxResult + 1})
+	// Only a regular file: a FIFO would block, a device never end.
+	if st, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s)", st.Mode().Type())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxResult+1))
 	if err != nil {
 		return nil, err
 	}
-	if n > maxResult {
+	if len(b) > maxResult {
 		return nil, fmt.Errorf("larger than %d MiB", maxResult>>20)
 	}
-	return b.Bytes(), nil
-}
-
-type limitReader struct {
-	r interface{ Read([]byte) (int, error) }
-	n int64
-}
-
-func (l limitReader) Read(p []byte) (int, error) {
-	if int64(len(p)) > l.n {
-		p = p[:l.n]
-	}
-	return l.r.Read(p)
+	return b, nil
 }
 
 func firstLine(b []byte) string {
@@ -222,7 +282,7 @@ func (c *Campaign) Record(fsys fs.FS, allowMissing bool) error {
 	}
 	obs := make([]Observation, len(r.Steps))
 	for i, s := range r.Steps {
-		obs[i] = Observe(fsys, s.ID)
+		obs[i] = Observe(fsys, s, c.Bench.GPUsPerNode)
 	}
 	return c.record(obs, allowMissing)
 }

@@ -3,10 +3,13 @@ package campaign
 import (
 	"encoding/json"
 	"errors"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 )
 
 func TestObserve(t *testing.T) {
@@ -14,7 +17,9 @@ func TestObserve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ok := string(benchJSON(2, 361.5))
+	step := &Step{ID: "s0001", Nodes: []string{"gpu01", "gpu02"}, Rail: -1}
+	ok := string(benchJSON(step.Nodes, 8, 361.5))
+	other := string(benchJSON([]string{"laptop"}, 16, 361.5))
 	cases := []struct {
 		name   string
 		files  map[string]string
@@ -25,9 +30,19 @@ func TestObserve(t *testing.T) {
 		{name: "nothing", files: nil, status: Missing, why: "did not run"},
 		{name: "not finished", files: map[string]string{"json": ok[:40]}, status: Missing, why: "has not finished"},
 		{name: "measured", files: map[string]string{"json": ok, "rc": "0\n"}, status: Pass, bw: 361.5, why: "all_reduce 1G: busbw 361.5"},
-		// The H200 machine's real results.json (one rank: busbw 0 by
-		// definition): read, largest all_reduce row.
-		{name: "real document", files: map[string]string{"json": string(real), "rc": "0"}, status: Pass, bw: 0, why: "all_reduce 64M"},
+		// The H200 machine's real results.json: read, and refused: one
+		// rank on one machine is not the step's 16 on gpu01 and gpu02.
+		{name: "real document", files: map[string]string{"json": string(real), "rc": "0"}, status: Fail, why: "all_reduce of 1 ranks, but the step runs 16"},
+		// A result from other machines clears nothing (the review's D3):
+		// 16 ranks all on one laptop, 2 ranks, a rank on another node,
+		// the ranks' hosts unknown.
+		{name: "other machines", files: map[string]string{"json": other, "rc": "0"}, status: Fail, why: "rank 0 ran on laptop, which is not one of the step's nodes (gpu01,gpu02)"},
+		{name: "two ranks", files: map[string]string{"json": string(benchJSON([]string{"gpu01", "gpu02"}, 1, 100)), "rc": "0"}, status: Fail, why: "all_reduce of 2 ranks, but the step runs 16 (2 nodes × 8 GPUs)"},
+		{name: "one node twice", files: map[string]string{"json": strings.ReplaceAll(ok, `"host":"gpu02"`, `"host":"GPU01.cluster"`), "rc": "0"}, status: Fail, why: "16 ranks ran on gpu01, want 8"},
+		{name: "hosts unknown", files: map[string]string{"json": ok[:strings.Index(ok, `"ranks":[{`)] + `"ranks":[]}}`, "rc": "0"}, status: Fail, why: "the job names 0 of its 16 ranks"},
+		// The review's P20: 1e308 GB/s judged a pass.
+		{name: "implausible busbw", files: map[string]string{"json": strings.ReplaceAll(ok, `"busbw_gbs":361.500`, `"busbw_gbs":1e308`), "rc": "0"}, status: Fail, why: "is not a measurement"},
+		{name: "fqdn hosts", files: map[string]string{"json": strings.ReplaceAll(strings.ReplaceAll(ok, `"host":"gpu02"`, `"host":"gpu02.cluster.example"`), `"host":"gpu01"`, `"host":"GPU01"`), "rc": "0"}, status: Pass, bw: 361.5, why: "busbw 361.5"},
 		{name: "exit without result", files: map[string]string{"rc": "1\n", "err": "x\nrank 3 of 16: NCCL error: unhandled system error\n"}, status: Fail, why: "exit status 1; results/s0001.json: no result; stderr: rank 3 of 16: NCCL error"},
 		{name: "exit with result", files: map[string]string{"json": ok, "rc": "1"}, status: Fail, why: "measured 361.5 GB/s, but the step failed"},
 		{name: "empty", files: map[string]string{"json": "", "rc": "0"}, status: Fail, why: "results/s0001.json: empty"},
@@ -51,7 +66,7 @@ func TestObserve(t *testing.T) {
 			for ext, data := range c.files {
 				m["results/s0001."+ext] = []byte(data)
 			}
-			o := Observe(m, "s0001")
+			o := Observe(m, step, 8)
 			if o.Status != c.status || o.BusBW != c.bw || !strings.Contains(o.Why, c.why) {
 				t.Errorf("got %s %g %q, want %s %g and a reason containing %q", o.Status, o.BusBW, o.Why, c.status, c.bw, c.why)
 			}
@@ -229,5 +244,71 @@ func TestRailNeverMeasured(t *testing.T) {
 	}
 	if got := strings.Join(never, ","); got != "gpu0001 mlx5_5,gpu0009 mlx5_5" || len(fd.Unresolved) != 2 {
 		t.Errorf("unresolved %+v, want gpu0001 and gpu0009 on mlx5_5 never measured", fd.Unresolved)
+	}
+}
+
+// endless is a file system of one regular file that never ends (a sparse
+// file of any size, /dev/zero behind a link), counting what is read of it.
+type endless struct{ read *int64 }
+
+func (e endless) Open(name string) (fs.File, error) {
+	if name != "results/s0001.json" {
+		return nil, fs.ErrNotExist
+	}
+	return endlessFile(e), nil
+}
+
+type endlessFile endless
+
+func (f endlessFile) Stat() (fs.FileInfo, error) { return fstest.MapFS{"f": {}}.Stat("f") }
+func (f endlessFile) Close() error               { return nil }
+func (f endlessFile) Read(p []byte) (int, error) {
+	if *f.read > 1<<30 {
+		return 0, io.EOF // the old reader's end: 1 GiB read
+	}
+	clear(p)
+	*f.read += int64(len(p))
+	return len(p), nil
+}
+
+// The 16 MiB cap of a step's result bounds what is read (the review's
+// D2: a 600 MB file took 2.1 GB before it was refused, /dev/zero all the
+// machine's memory).
+func TestObserveBoundedRead(t *testing.T) {
+	var read int64
+	fsys := unionFS{endless{&read}, MemFS{"results/s0001.rc": []byte("0\n")}}
+	o := Observe(fsys, &Step{ID: "s0001", Nodes: []string{"a", "b"}}, 8)
+	if o.Status != Fail || !strings.Contains(o.Why, "larger than 16 MiB") {
+		t.Errorf("%+v", o)
+	}
+	if read > maxResult+1<<20 {
+		t.Errorf("read %d MiB of it", read>>20)
+	}
+}
+
+// unionFS opens a name in the first file system that has it.
+type unionFS []fs.FS
+
+func (u unionFS) Open(name string) (fs.File, error) {
+	for _, f := range u {
+		if x, err := f.Open(name); err == nil {
+			return x, nil
+		}
+	}
+	return nil, fs.ErrNotExist
+}
+
+// The next steps printed after a round are lines to paste into a shell:
+// a campaign folder with shell syntax in its name is quoted (the review's
+// D16: `--next o12;touch PWN` ran touch when pasted).
+func TestRoundTextQuoted(t *testing.T) {
+	var b strings.Builder
+	if err := (RoundSummary{Round: 1, Dir: "round-01"}).WriteText(&b, "o12;touch PWN", false); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Run 'o12;touch PWN/round-01/steps.sh' inside", "then: gdrcheck fleet plan --next 'o12;touch PWN'"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("lacks %q:\n%s", want, b.String())
+		}
 	}
 }

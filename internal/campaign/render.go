@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/printable"
+	"github.com/gdrcheck/gdrcheck/internal/report/sched"
 )
 
 // WriteText writes the findings for a terminal.
@@ -146,7 +147,10 @@ func (s RoundSummary) WriteText(w io.Writer, dir string, md bool) error {
 			fmt.Fprintf(&b, " and %d more", len(s.Suspects)-10)
 		}
 	}
-	fmt.Fprintf(&b, ".\nRun %s/%s/steps.sh inside a Slurm allocation of these nodes (or mpirun.sh), then: gdrcheck fleet plan --next %s\n", esc(dir), s.Dir, esc(dir))
+	// Shell-quoted: the lines are pasted into a shell as they are.
+	steps := sched.ShellLine([]string{dir + "/" + s.Dir + "/steps.sh"})
+	next := sched.ShellLine([]string{"gdrcheck", "fleet", "plan", "--next", dir})
+	fmt.Fprintf(&b, ".\nRun %s inside a Slurm allocation of these nodes (or mpirun.sh), then: %s\n", esc(steps), esc(next))
 	_, err := io.WriteString(w, b.String())
 	return err
 }

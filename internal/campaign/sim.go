@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
@@ -40,6 +41,9 @@ type Fabric struct {
 	// Flakes counts the flaky measurements made.
 	Flakes int
 	Rand   *rand.Rand
+	// GPUsPerNode is the ranks each node runs (0: 8); Simulate sets the
+	// campaign's.
+	GPUsPerNode int
 }
 
 // NewFabric is a healthy fabric of H200-class nodes with ±3% noise: 8×400G
@@ -78,7 +82,7 @@ func (f *Fabric) factor(s *Step) float64 {
 // could not run (down), or its bus bandwidth.
 type measurement struct {
 	down  bool
-	nodes int
+	nodes []string
 	busbw float64
 }
 
@@ -88,7 +92,7 @@ type measurement struct {
 func (f *Fabric) measure(r *Round) []measurement {
 	ms := make([]measurement, len(r.Steps))
 	for i, s := range r.Steps {
-		ms[i].nodes = len(s.Nodes)
+		ms[i].nodes = s.Nodes
 		for _, n := range s.Nodes {
 			ms[i].down = ms[i].down || f.DownNodes[n]
 		}
@@ -122,7 +126,7 @@ func (f *Fabric) Run(r *Round) MemFS {
 			m[name+".err"] = []byte(downErr + "\n")
 			continue
 		}
-		m[name+".json"] = benchJSON(x.nodes, x.busbw)
+		m[name+".json"] = benchJSON(x.nodes, cmp.Or(f.GPUsPerNode, 8), x.busbw)
 		m[name+".rc"] = []byte("0\n")
 	}
 	return m
@@ -153,9 +157,9 @@ const simBytes = 1 << 30
 
 // benchJSON is bench nccl's envelope as rank 0 prints it, with the members
 // a campaign reads: one all_reduce row of 1 GiB.
-func benchJSON(nodes int, busbw float64) []byte {
+func benchJSON(nodes []string, gpus int, busbw float64) []byte {
 	const size = simBytes
-	ranks := 8 * nodes
+	ranks := gpus * len(nodes)
 	t := float64(size) / (busbw * 1e3 * float64(ranks) / float64(2*(ranks-1))) // µs
 	algbw := float64(size) / t / 1e3
 	var b bytes.Buffer
@@ -163,7 +167,14 @@ func benchJSON(nodes int, busbw float64) []byte {
 	fmt.Fprintf(&b, `"complete":true,"nccl_version":"2.28.3","measurements":[{"collective":"all_reduce","ranks":%d,"rows":[`, ranks)
 	fmt.Fprintf(&b, `{"size_bytes":%d,"count":%d,"type":"float","redop":"sum","root":-1,"out_of_place":{"time_us":%.2f,"algbw_gbs":%.3f,"busbw_gbs":%.3f,"wrong":0},"in_place":{"time_us":%.2f,"algbw_gbs":%.3f,"busbw_gbs":%.3f,"wrong":0}}`,
 		size, size/4, t, algbw, busbw, t*1.001, algbw/1.001, busbw/1.001)
-	fmt.Fprintf(&b, `],"avg_busbw_gbs":%.3f,"wrong":0}],"job":{"launcher":"slurm","world_size":%d,"ranks":[]}}`+"\n", busbw, ranks)
+	fmt.Fprintf(&b, `],"avg_busbw_gbs":%.3f,"wrong":0}],"job":{"launcher":"slurm","world_size":%d,"ranks":[`, busbw, ranks)
+	for r := range ranks {
+		if r > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"rank":%d,"host":%q}`, r, nodes[r/gpus])
+	}
+	b.WriteString("]}}\n")
 	return b.Bytes()
 }
 
@@ -172,21 +183,22 @@ func benchJSON(nodes int, busbw float64) []byte {
 // Run writes (Fabric.Observations), judged as Record judges them;
 // SimulateFiles writes and reads the files.
 func Simulate(cfg Config, f *Fabric) (*Campaign, *Findings, error) {
-	return simulate(cfg, func(c *Campaign) error { return c.record(f.Observations(c.Latest()), false) })
+	return simulate(cfg, f, func(c *Campaign) error { return c.record(f.Observations(c.Latest()), false) })
 }
 
 // SimulateFiles is Simulate through the files: every round's folder is
 // written as the round's scripts would (Fabric.Run) and read back with
 // Record, the code that reads real results.
 func SimulateFiles(cfg Config, f *Fabric) (*Campaign, *Findings, error) {
-	return simulate(cfg, func(c *Campaign) error { return c.Record(f.Run(c.Latest()), false) })
+	return simulate(cfg, f, func(c *Campaign) error { return c.Record(f.Run(c.Latest()), false) })
 }
 
-func simulate(cfg Config, record func(*Campaign) error) (*Campaign, *Findings, error) {
+func simulate(cfg Config, f *Fabric, record func(*Campaign) error) (*Campaign, *Findings, error) {
 	c, err := New(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
+	f.GPUsPerNode = c.Bench.GPUsPerNode
 	for {
 		if err := record(c); err != nil {
 			return c, nil, err

@@ -92,6 +92,11 @@ type advWorld struct {
 //	-- dir PATH --         an empty directory
 //	-- remove PATH --      remove what is there
 //	-- unreadable PATH --  mode 000 (root still reads it)
+//	-- copy PATH --        copy the file the content names (relative to
+//	                       the repository)
+//	-- edit PATH --        replace in the file: each line of the content
+//	                       is OLD, a tab, NEW (literal; JSON's \u escapes
+//	                       put control characters in a report)
 //
 // A PATH holding a backslash is read as the inside of a Go string: \x1b
 // puts an escape byte in a file name.
@@ -146,7 +151,7 @@ func (w advWorld) apply(name, data string) error {
 			return err
 		}
 		rest = p
-	case "quoted", "link", "fifo", "dir", "remove", "unreadable":
+	case "quoted", "link", "fifo", "dir", "remove", "unreadable", "copy", "edit":
 	default:
 		op, rest = "file", name
 	}
@@ -158,7 +163,7 @@ func (w advWorld) apply(name, data string) error {
 		rest = u
 	}
 	p := filepath.Join(w.root, rest)
-	if op != "unreadable" && op != "entries" && op != "append" {
+	if op != "unreadable" && op != "entries" && op != "append" && op != "edit" {
 		if err := os.RemoveAll(p); err != nil {
 			return err
 		}
@@ -208,6 +213,28 @@ func (w advWorld) apply(name, data string) error {
 		return os.MkdirAll(p, 0o755)
 	case "unreadable":
 		return os.Chmod(p, 0)
+	case "copy":
+		b, err := os.ReadFile(filepath.Join(repo, strings.TrimSpace(data)))
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(p, b, 0o644)
+	case "edit":
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for line := range strings.Lines(data) {
+			from, to, ok := strings.Cut(strings.TrimSuffix(line, "\n"), "\t")
+			if !ok {
+				return fmt.Errorf("edit line %q: want OLD, a tab, NEW", line)
+			}
+			if !bytes.Contains(b, []byte(from)) {
+				return fmt.Errorf("edit: %q is not in %s", from, rest)
+			}
+			b = bytes.ReplaceAll(b, []byte(from), []byte(to))
+		}
+		return os.WriteFile(p, b, 0o644)
 	}
 	return nil
 }
@@ -465,6 +492,56 @@ func TestAdversarialLogs(t *testing.T) {
 		runtime.ReadMemStats(&after)
 		if d := after.TotalAlloc - before.TotalAlloc; d > advCaseAllocCeiling {
 			t.Errorf("analyze allocated %d MiB, over the ceiling of %d MiB", d>>20, advCaseAllocCeiling>>20)
+		}
+	})
+}
+
+// TestAdversarialReports runs diff and fleet, in every format, on every
+// case of testdata/adversarial/reports: a folder of hostile dossiers
+// (report.json edited, special files, conflicting copies of a node).
+// fleet reads the whole folder; diff compares the H200 dossier with each
+// dossier of the case, both ways.
+func TestAdversarialReports(t *testing.T) {
+	eachAdv(t, "reports/", func(t *testing.T, _ string, secs []advSection) {
+		w := advWorld{root: t.TempDir()}
+		for _, s := range secs {
+			if err := w.apply(s.name, s.data); err != nil {
+				t.Fatalf("section %q: %v", s.name, err)
+			}
+		}
+		out := t.TempDir()
+		cmds := [][]string{{"fleet", w.root}, {"fleet", "--format", "json", w.root}, {"fleet", "--format", "md", w.root}, {"fleet", w.root, "--out", out}}
+		dirs, _ := filepath.Glob(filepath.Join(w.root, "*"))
+		for _, d := range dirs {
+			for _, f := range []string{"text", "json", "md"} {
+				cmds = append(cmds, []string{"diff", "--format", f, h200Dossier, d}, []string{"diff", "--format", f, d, h200Dossier})
+			}
+		}
+		for _, args := range cmds {
+			checkAdv(t, "", runAdv(t, args...), args)
+		}
+	})
+}
+
+// TestAdversarialCampaigns runs fleet plan --next on a campaign of four
+// nodes whose round 1 wrote the hostile step results of each case of
+// testdata/adversarial/campaigns (sections are relative to the round's
+// folder: results/s0001.json, ...).
+func TestAdversarialCampaigns(t *testing.T) {
+	eachAdv(t, "campaigns/", func(t *testing.T, _ string, secs []advSection) {
+		for _, format := range []string{"text", "json", "md"} {
+			camp := filepath.Join(t.TempDir(), "camp")
+			if r := runAdv(t, "fleet", "plan", "--nodes", "gpu[01-04]", "--min-busbw", "100", "--out", camp); r.code != ExitOK {
+				t.Fatalf("fleet plan: %s", r.errs)
+			}
+			w := advWorld{root: filepath.Join(camp, "round-01")}
+			for _, s := range secs {
+				if err := w.apply(s.name, s.data); err != nil {
+					t.Fatalf("section %q: %v", s.name, err)
+				}
+			}
+			args := []string{"fleet", "plan", "--next", camp, "--allow-missing", "--format", format}
+			checkAdv(t, "", runAdv(t, args...), args)
 		}
 	})
 }

@@ -38,7 +38,7 @@ an input cannot be read (the message names the file, line and field), else 0.`,
 				return toolError(err)
 			}
 			started := g.session.Now()
-			d, err := app.Diff(app.DiffOptions{Old: args[0], New: args[1], Noise: noise})
+			d, err := app.Diff(cmd.Context(), app.DiffOptions{Old: args[0], New: args[1], Noise: noise, Warn: g.errOut})
 			if err != nil {
 				return err
 			}

@@ -48,7 +48,7 @@ else 0.`,
 				return toolError(err)
 			}
 			started := g.session.Now()
-			fl, err := app.Fleet(app.FleetOptions{Inputs: args, Expect: expect, Fleet: opts})
+			fl, err := app.Fleet(cmd.Context(), app.FleetOptions{Inputs: args, Expect: expect, Fleet: opts})
 			if err != nil {
 				return err
 			}

@@ -71,7 +71,7 @@ docs/fleet-plan.md says more.`,
 			}
 			o.Config = cfg
 			o.Stamp = func(fd *campaign.Findings) any { return g.envelope("fleet-plan", started, nil, fd) }
-			res, err := app.FleetPlan(o)
+			res, err := app.FleetPlan(cmd.Context(), o)
 			if err != nil {
 				return err
 			}

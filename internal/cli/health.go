@@ -100,6 +100,9 @@ file) atomically, with labels under gdrcheck.feature.node.kubernetes.io/ and an 
 			if errors.Is(h.Err, context.Canceled) {
 				return h.Err
 			}
+			if h.Drain == nil && h.DrainErr != nil {
+				fmt.Fprintln(g.errOut, "gdrcheck: drain refused:", printable.Line(h.DrainErr.Error()))
+			}
 			if h.Drain != nil {
 				line := sched.ShellLine(h.Drain)
 				switch {

@@ -71,8 +71,12 @@ func TestHealthCommand(t *testing.T) {
 		{"cannot run, prolog, strict", []string{"--root", missing, "--mode", "slurm-prolog", "--strict"}, 2, "gdrcheck ERROR: "},
 		{"bad mode", []string{"--root", good, "--mode", "pbs"}, 2, `gdrcheck ERROR: --mode pbs: want plain`},
 		{"bad drain", []string{"--root", good, "--drain", "maybe"}, 2, "gdrcheck ERROR: --drain maybe: want none"},
-		{"hostile node name", []string{"--root", good, "--drain", "print", "--node", "n1;reboot"}, 2, "gdrcheck ERROR: --node: host name n1;reboot: ; is not"},
-		{"hostile node name, prolog", []string{"--root", good, "--mode", "slurm-prolog", "--drain", "apply", "--node", "n1;reboot"}, 0, "gdrcheck ERROR: --node: "},
+		// A node name scontrol cannot be given does not stop the checks:
+		// the node is judged, and a failing one fails (the review's D5:
+		// exit 2 before any check, and a prolog let the node through).
+		{"hostile node name", []string{"--root", good, "--drain", "print", "--node", "n1;reboot"}, 0, "gdrcheck DEGRADED: "},
+		{"hostile node name, failing", []string{"--root", l40s, "--drain", "print", "--node", "n1;reboot"}, 1, "gdrcheck FAIL: gdr.kernel-module: "},
+		{"hostile node name, prolog", []string{"--root", l40s, "--mode", "slurm-prolog", "--drain", "apply", "--node", "n1;reboot"}, 1, "gdrcheck FAIL: gdr.kernel-module: "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errs, code := run(t, append([]string{"health"}, tc.args...)...)
@@ -97,6 +101,17 @@ func TestHealthDrain(t *testing.T) {
 	out, errs, code := run(t, "health", "--root", l40s, "--drain", "print", "--node", "gpu-07")
 	if code != ExitFailed || !strings.HasPrefix(errs, "scontrol update NodeName=gpu-07 State=DRAIN Reason='gdrcheck FAIL: gdr.kernel-module: ") || strings.Count(out, "\n") != 1 {
 		t.Errorf("print: exit %d\n%s%s", code, out, errs)
+	}
+	// A legal Slurm node name that is not a host name is drained too (the
+	// review's D5); one scontrol cannot take as one argument is refused,
+	// and the node still fails.
+	out, errs, code = run(t, "health", "--root", l40s, "--drain", "print", "--node", "gpu_07")
+	if code != ExitFailed || !strings.HasPrefix(errs, "scontrol update NodeName=gpu_07 State=DRAIN Reason=") {
+		t.Errorf("underscore: exit %d\n%s%s", code, out, errs)
+	}
+	out, errs, code = run(t, "health", "--root", l40s, "--drain", "print", "--node", "gpu-07 -x")
+	if code != ExitFailed || strings.Contains(errs, "scontrol") || !strings.Contains(errs, "gdrcheck: drain refused: --node: node name gpu-07 -x: ' ' is not a letter") {
+		t.Errorf("refused name: exit %d\n%s%s", code, out, errs)
 	}
 
 	// apply: the stand-in scontrol gets the arguments, no shell between.
@@ -316,7 +331,7 @@ func TestFleetDrainCommands(t *testing.T) {
 	healthy := fleetDir(t, 6, nil)
 	out, errs, code := run(t, "fleet", fl, "--drain-commands")
 	if code != ExitToolErr || out != "scontrol update NodeName=node-2 State=DRAIN Reason='gdrcheck: failing checks: gdr.kernel-module'\n" ||
-		!strings.Contains(errs, `not draining node-4;reboot: host name node-4;reboot: ';' is not`) {
+		!strings.Contains(errs, `not draining node-4;reboot: node name node-4;reboot: ';' is not`) {
 		t.Errorf("exit %d\n%s%s", code, out, errs)
 	}
 	if out, _, code = run(t, "fleet", healthy, "--drain-commands"); code != ExitOK || out != "" {

@@ -78,7 +78,9 @@ func TestHostileInputPrintsEscaped(t *testing.T) {
 		{args: []string{"snapshot", "--root", root, "-o", filepath.Join(t.TempDir(), "again.tgz")}, shows: ansitest.Visible},
 		{args: []string{"check", "--root", root}, shows: dev},
 		{args: []string{"health", "--root", root, "--drain", "print", "--node", "n1", "--nfd", t.TempDir()}},
-		{args: []string{"health", "--root", root, "--drain", "print", "--node", ansitest.Payload}, usage: true},
+		// A node name scontrol cannot take: the node is still judged (its
+		// verdict's exit status), the name never reaches scontrol.
+		{args: []string{"health", "--root", root, "--drain", "print", "--node", ansitest.Payload}},
 	}
 	for _, c := range []string{"topo", "model", "check", "run"} { // JSON: escaped by encoding/json and report.WriteJSON
 		cmds = append(cmds, cmd{args: []string{c, "--root", root, "--format", "json"}})

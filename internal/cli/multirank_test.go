@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -357,4 +358,46 @@ func TestJobHierarchical(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestJobManyRanks: a job of many real gdrcheck processes (256 by default,
+// GDRCHECK_JOB_RANKS others) on loopback with the fake libraries, the
+// members started first and rank 0 last (it asks NCCL for the id first,
+// as a real rank 0 does): every rank joins and the job completes (the
+// review's D1: 49 of 127 refused). A long test (GDRCHECK_LONG=1):
+// docs/performance.md records its times.
+func TestJobManyRanks(t *testing.T) {
+	long.Skip(t)
+	n := 256
+	if s := os.Getenv("GDRCHECK_JOB_RANKS"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil || n < 2 {
+			t.Fatalf("GDRCHECK_JOB_RANKS=%q", s)
+		}
+	}
+	var ranks []int
+	for r := 1; r < n; r++ {
+		ranks = append(ranks, r)
+	}
+	ranks = append(ranks, 0)
+	procs, out := runJob(t, jobSpec{size: n, ranks: ranks,
+		args: []string{"-b", "8", "-e", "8", "-w", "0", "-n", "1", "-c", "1", "--op-timeout", "300s", "--join-timeout", "300s"},
+		env:  func(int) []string { return []string{"FAKENCCL_PEER_TIMEOUT_MS=300000", "GOMAXPROCS=1"} }}, 9*time.Minute)
+	failed := 0
+	for _, p := range procs {
+		if p.code != ExitOK {
+			if failed++; failed <= 3 {
+				t.Errorf("%s", p)
+			}
+		}
+	}
+	if failed > 0 {
+		t.Fatalf("%d of %d ranks failed", failed, n)
+	}
+	rep := readJobReport(t, filepath.Join(out, "results.json"))
+	if rep.Job == nil || len(rep.Job.Ranks) != n || !rep.Complete {
+		t.Fatalf("job report: %+v", rep.Job)
+	}
+	rank0 := procs[len(procs)-1]
+	t.Logf("%d ranks: rank 0 ran %s from its start to its exit (the rendezvous, NCCL's init and an 8-byte all_reduce with the fake libraries)", n, rank0.took.Round(time.Millisecond))
 }

@@ -281,21 +281,19 @@ func firstOf(env map[string]string, names ...string) string {
 
 // ExpandHostList expands a Slurm host list, "node[01-04,07],gpu-a,gpu[1-2]-ib":
 // comma-separated names, each with bracketed ranges (zero padding kept)
-// and lists, in order. Ranges are bounded (at most 65536 names).
+// and lists, in order. Ranges are bounded (at most maxHosts names), and so
+// is the work: nested ranges stop as soon as they would pass the bound.
 func ExpandHostList(s string) ([]string, error) {
 	var out []string
 	for _, part := range splitTop(s) {
 		if part == "" {
 			continue
 		}
-		names, err := expandOne(part)
+		names, err := expandOne(part, maxHosts-len(out))
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, names...)
-		if len(out) > 65536 {
-			return nil, fmt.Errorf("more than 65536 hosts")
-		}
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no host")
@@ -323,12 +321,23 @@ func splitTop(s string) []string {
 	return append(parts, strings.TrimSpace(s[start:]))
 }
 
-// expandOne expands one name with zero or more bracket groups.
-func expandOne(p string) ([]string, error) {
+// maxHosts bounds a host list.
+const maxHosts = 65536
+
+var errTooMany = fmt.Errorf("more than %d hosts", maxHosts)
+
+// expandOne expands one name with zero or more bracket groups, into at
+// most budget names (more is errTooMany, found before they are made).
+func expandOne(p string, budget int) ([]string, error) {
 	open := strings.IndexByte(p, '[')
 	if open < 0 {
-		if strings.ContainsAny(p, "] ") {
+		switch {
+		case strings.ContainsAny(p, " \t"):
+			return nil, fmt.Errorf("%q: white space in a host name", p)
+		case strings.Contains(p, "]"):
 			return nil, fmt.Errorf("%q: unbalanced ']'", p)
+		case budget < 1:
+			return nil, errTooMany
 		}
 		return []string{p}, nil
 	}
@@ -338,7 +347,7 @@ func expandOne(p string) ([]string, error) {
 	}
 	end += open
 	prefix, body, rest := p[:open], p[open+1:end], p[end+1:]
-	tails, err := expandOne(rest) // "" expands to [""]
+	tails, err := expandOne(rest, budget) // "" expands to [""]
 	if err != nil {
 		return nil, err
 	}
@@ -364,6 +373,9 @@ func expandOne(p string) ([]string, error) {
 			num := strconv.Itoa(n)
 			if len(num) < width {
 				num = strings.Repeat("0", width-len(num)) + num
+			}
+			if len(out)+len(tails) > budget {
+				return nil, errTooMany
 			}
 			for _, t := range tails {
 				out = append(out, prefix+num+t)

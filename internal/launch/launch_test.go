@@ -2,8 +2,10 @@ package launch
 
 import (
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 func ip(n int) *int { return &n }
@@ -109,9 +111,33 @@ func TestExpandHostList(t *testing.T) {
 		{in: "x[a]", wantErr: "range"},
 		{in: "", wantErr: "no host"},
 		{in: "x[0-99999999]", wantErr: "too long"},
+		// The review's D16: a space is named, not an unbalanced bracket.
+		{in: "gpu2;touch PWN", wantErr: "white space in a host name"},
+		{in: "a[0-65535]", want: nil},
+		{in: "a[0-65535],b", wantErr: "more than 65536 hosts"},
+		// Nested ranges: refused before the product is built (the
+		// review's D6: 738 MB and 8 s for the first, out of memory for
+		// the second).
+		{in: "a[0-3000][0-3000]", wantErr: "more than 65536 hosts"},
+		{in: "a[0-65536][0-65536]", wantErr: "more than 65536 hosts"},
+		{in: "a[0-9][0-9][0-9][0-9][0-9][0-9]", wantErr: "more than 65536 hosts"},
 	}
 	for _, c := range cases {
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		start := time.Now()
 		got, err := ExpandHostList(c.in)
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		if a := after.TotalAlloc - before.TotalAlloc; a > 64<<20 || time.Since(start) > 2*time.Second {
+			t.Errorf("%q: %d MiB allocated, %s", c.in, a>>20, time.Since(start))
+		}
+		if c.want == nil && c.wantErr == "" {
+			if err != nil || len(got) != 65536 {
+				t.Errorf("%q: %d hosts, %v", c.in, len(got), err)
+			}
+			continue
+		}
 		if c.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 				t.Errorf("%q: err = %v, want %q", c.in, err, c.wantErr)

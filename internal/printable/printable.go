@@ -132,6 +132,11 @@ func asciiEscape(c byte) string {
 // unsafeRune reports a non-ASCII rune that acts on a terminal or on the
 // order or breaking of lines: C1 controls, U+2028/U+2029 and the
 // bidirectional formatting characters.
+// UnsafeRune says whether a terminal could act on r though it is not an
+// ASCII control: a C1 control, or a bidirectional mark, override or
+// isolate (which reorder what follows on the line).
+func UnsafeRune(r rune) bool { return unsafeRune(r) }
+
 func unsafeRune(r rune) bool {
 	switch {
 	case r >= 0x80 && r <= 0x9f:

@@ -4,13 +4,19 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 )
 
-// inboxSize bounds the messages a rank has received and not yet read; a
-// message past it is dropped (a protocol of a few messages per step never
-// comes near it).
-const inboxSize = 4096
+// A rank's inbox holds at most inboxCount messages and inboxBytes of
+// their data not yet read (a protocol of a few small messages per step
+// never comes near either). Past them rank 0 fails a member that sends to
+// it, and a member drops what rank 0 relays (the sender is another
+// member, which rank 0 cannot stop from spending its own budget).
+const (
+	inboxCount = 4096
+	inboxBytes = 8 << 20
+)
 
 // Message is what a rank receives from another during the run: Data sent
 // by rank From (Send), or, with Lost set, the news that rank From was lost
@@ -25,19 +31,73 @@ type Message struct {
 
 // Inbox is rank 0's messages from the members and the members' losses
 // (with KeepGoing).
-func (c *Coordinator) Inbox() <-chan Message { return c.inbox }
+func (c *Coordinator) Inbox() <-chan Message { return c.inbox.out }
 
 // Inbox is the messages relayed to this member and the losses rank 0 told.
-func (m *Member) Inbox() <-chan Message { return m.inbox }
+func (m *Member) Inbox() <-chan Message { return m.inbox.out }
 
-func post(inbox chan Message, msg Message) {
+// mailbox is a rank's inbox: a queue bounded in messages and in bytes,
+// handed out one message at a time through out.
+type mailbox struct {
+	out    chan Message
+	notify chan struct{}
+	mu     sync.Mutex
+	q      []Message
+	bytes  int // data queued, and the message on its way out
+}
+
+func newMailbox(stop <-chan struct{}) *mailbox {
+	b := &mailbox{out: make(chan Message), notify: make(chan struct{}, 1)}
+	go b.pump(stop)
+	return b
+}
+
+// post queues msg; false when the inbox is full (a loss always fits: there
+// is one per rank at most).
+func (b *mailbox) post(msg Message) bool {
+	b.mu.Lock()
+	if msg.Lost == "" && (len(b.q) >= inboxCount || b.bytes+len(msg.Data) > inboxBytes) {
+		b.mu.Unlock()
+		return false
+	}
+	b.q = append(b.q, msg)
+	b.bytes += len(msg.Data)
+	b.mu.Unlock()
 	select {
-	case inbox <- msg:
+	case b.notify <- struct{}{}:
 	default:
+	}
+	return true
+}
+
+func (b *mailbox) pump(stop <-chan struct{}) {
+	for {
+		b.mu.Lock()
+		if len(b.q) == 0 {
+			b.mu.Unlock()
+			select {
+			case <-b.notify:
+				continue
+			case <-stop:
+				return
+			}
+		}
+		msg := b.q[0]
+		b.q[0] = Message{}
+		b.q = b.q[1:]
+		b.mu.Unlock()
+		select {
+		case b.out <- msg:
+		case <-stop:
+			return
+		}
+		b.mu.Lock()
+		b.bytes -= len(msg.Data)
+		b.mu.Unlock()
 	}
 }
 
-func (m *Member) post(msg Message) { post(m.inbox, msg) }
+func (m *Member) post(msg Message) { m.inbox.post(msg) }
 
 func framed(rank int, p []byte) []byte {
 	b := make([]byte, 4+len(p))
@@ -79,8 +139,18 @@ func (c *Coordinator) relay(r int, p []byte) bool {
 	}
 	to := int(binary.BigEndian.Uint32(p))
 	switch {
+	case !c.cfg.KeepGoing:
+		c.mu.Lock()
+		c.fail(Failure{Rank: r, Host: c.hosts[r], Reason: "sent a message to another rank, but this job relays none"})
+		c.mu.Unlock()
+		return false
 	case to == 0:
-		post(c.inbox, Message{From: r, Data: p[4:]})
+		if !c.inbox.post(Message{From: r, Data: p[4:]}) {
+			c.mu.Lock()
+			c.fail(Failure{Rank: r, Host: c.hosts[r], Reason: fmt.Sprintf("sent rank 0 more messages than it reads (past %d messages or %d MiB)", inboxCount, inboxBytes>>20)})
+			c.mu.Unlock()
+			return false
+		}
 		return true
 	case to >= c.cfg.Size || to == r:
 		c.mu.Lock()
@@ -104,7 +174,7 @@ func (c *Coordinator) relay(r int, p []byte) bool {
 // tellLost tells every other member, and rank 0's own inbox, that f.Rank
 // was lost (KeepGoing).
 func (c *Coordinator) tellLost(f Failure) {
-	post(c.inbox, Message{From: f.Rank, Lost: f.String()})
+	c.inbox.post(Message{From: f.Rank, Lost: f.String()})
 	for r := 1; r < c.cfg.Size; r++ {
 		if m := c.members[r]; m != nil && r != f.Rank {
 			_ = m.write(tPeerLost, framed(f.Rank, []byte(f.String())), 2*time.Second)

@@ -6,10 +6,28 @@
 // tells every other rank to abort. At the end rank 0 gathers every rank's
 // result document.
 //
-// Everything is bounded: a frame is at most Config.MaxMessage bytes, rank
-// 0 holds at most Size-1 members and a few connections still proving
-// themselves, every read and write has a deadline, and rank 0 listens only
-// on the address it is given (a host is required: never all interfaces).
+// Every frame after the handshake is authenticated: each connection
+// derives a key per direction from the handshake (the secret, rank 0's
+// challenge and the member's nonce), and each frame carries an HMAC over
+// its sequence number, type and payload, so a frame forged, replayed or
+// rewritten on the way is refused (the channel is not encrypted).
+//
+// It scales and cannot be starved by connections that do not hold the
+// secret: rank 0 admits at most maxPending connections still proving
+// themselves and stops accepting while they are all taken (the kernel's
+// backlog queues the rest); a connection must start its answer within
+// firstByteTimeout and finish it within answerTimeout; a member retries
+// its connection and handshake until the join deadline, and only a
+// refusal rank 0 authenticated is final. Rank 0 counts the connections it
+// turned away and names them when ranks never arrive.
+//
+// Everything is bounded: a frame is at most Config.MaxMessage bytes (an
+// answer to the challenge far less), rank 0 holds at most Size-1 members
+// and maxPending connections still proving themselves, relayed messages
+// wait in a rank's inbox up to inboxBytes, every read and write has a
+// deadline, and rank 0 listens only on the address it is given (a host is
+// required, and neither it nor what its name resolves to may be all
+// interfaces).
 package rendezvous
 
 import (
@@ -20,7 +38,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -38,8 +55,26 @@ const IDSize = 128
 // DefaultMaxMessage bounds one frame: a rank's whole result document.
 const DefaultMaxMessage = 4 << 20
 
-// handshakeTimeout bounds a connection's proof of the secret.
+// handshakeTimeout bounds a write, and a member's wait for rank 0's
+// welcome once it answered.
 const handshakeTimeout = 10 * time.Second
+
+// A connection rank 0 accepted must start its answer to the challenge
+// within firstByteTimeout and finish it within answerTimeout: a member
+// answers at once, and one that was slow retries; a silent or dribbling
+// connection holds a slot no longer.
+const (
+	firstByteTimeout = 2 * time.Second
+	answerTimeout    = 5 * time.Second
+)
+
+// handshakeMax bounds a frame before the handshake is done (the challenge,
+// the answer, the welcome): a connection that does not hold the secret
+// costs rank 0 no more than this.
+const handshakeMax = 4 << 10
+
+// tagSize is the size of a frame's authentication tag (HMAC-SHA256).
+const tagSize = sha256.Size
 
 // Config is one rank's part in the rendezvous.
 type Config struct {
@@ -100,18 +135,29 @@ const (
 	tFail
 	tMsg      // a message between two ranks, relayed by rank 0 (relay.go)
 	tPeerLost // rank 0 tells the members that a rank was lost (KeepGoing)
+	tRefuse   // rank 0 refuses a member that proved the secret (authenticated: final)
 )
 
 // ErrRejected is a connection refused by rank 0 (a wrong secret, a rank
 // already taken, a world size that differs).
 var ErrRejected = errors.New("rejected by rank 0")
 
-// conn is one framed, deadline-bound connection.
+// ErrForged is a frame whose authentication tag is wrong: forged,
+// replayed or rewritten on the way. The connection is then closed.
+var ErrForged = errors.New("a frame failed its authentication (forged, replayed or rewritten on the way)")
+
+// conn is one framed, deadline-bound connection. Once keyed (after the
+// handshake), every frame carries a tag over its sequence number in its
+// direction, its type and its payload.
 type conn struct {
 	c   net.Conn
 	r   *bufio.Reader
 	max int
 	wmu sync.Mutex
+	// The session: the keys of each direction and the frames counted in
+	// each; sendSeq under wmu, recvSeq by the one reader.
+	sendKey, recvKey []byte
+	sendSeq, recvSeq uint64
 }
 
 func newConn(c net.Conn, max int) *conn {
@@ -120,11 +166,34 @@ func newConn(c net.Conn, max int) *conn {
 		_ = tc.SetKeepAlivePeriod(5 * time.Second)
 		_ = tc.SetNoDelay(true)
 	}
-	return &conn{c: c, r: bufio.NewReader(c), max: max}
+	return &conn{c: c, r: bufio.NewReaderSize(c, 1024), max: max}
 }
 
-// write sends one frame: 4 bytes of length (type and payload), the type,
-// the payload.
+// session keys the connection: frames from rank 0 with one key, frames
+// from the member with another, both derived from the handshake.
+func (c *conn) session(secret, challenge, memberNonce []byte, rank0 bool) {
+	down := mac(secret, "gdrcheck-rendezvous/1 session rank0", challenge, memberNonce)
+	up := mac(secret, "gdrcheck-rendezvous/1 session member", challenge, memberNonce)
+	if rank0 {
+		c.sendKey, c.recvKey = down, up
+	} else {
+		c.sendKey, c.recvKey = up, down
+	}
+}
+
+// frameTag authenticates frame number seq of type t.
+func frameTag(key []byte, seq uint64, t byte, p []byte) []byte {
+	h := hmac.New(sha256.New, key)
+	var b [9]byte
+	binary.BigEndian.PutUint64(b[:8], seq)
+	b[8] = t
+	h.Write(b[:])
+	h.Write(p)
+	return h.Sum(nil)
+}
+
+// write sends one frame: 4 bytes of length, the type, the payload, and
+// once keyed the tag.
 func (c *conn) write(t byte, p []byte, timeout time.Duration) error {
 	if len(p)+1 > c.max {
 		return fmt.Errorf("message of %d bytes exceeds the %d-byte limit", len(p)+1, c.max)
@@ -132,31 +201,83 @@ func (c *conn) write(t byte, p []byte, timeout time.Duration) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	_ = c.c.SetWriteDeadline(time.Now().Add(timeout))
-	b := make([]byte, 5+len(p))
-	binary.BigEndian.PutUint32(b, uint32(len(p)+1))
-	b[4] = t
-	copy(b[5:], p)
+	n := 1 + len(p)
+	if c.sendKey != nil {
+		n += tagSize
+	}
+	b := make([]byte, 4, 4+n)
+	binary.BigEndian.PutUint32(b, uint32(n))
+	b = append(b, t)
+	b = append(b, p...)
+	if c.sendKey != nil {
+		b = append(b, frameTag(c.sendKey, c.sendSeq, t, p)...)
+		c.sendSeq++
+	}
 	_, err := c.c.Write(b)
 	return err
 }
 
-// read receives one frame before the deadline (zero: none).
+// read receives one frame before the deadline (zero: none); once keyed, a
+// frame whose tag is wrong is ErrForged.
 func (c *conn) read(deadline time.Time) (byte, []byte, error) {
 	_ = c.c.SetReadDeadline(deadline)
 	var h [4]byte
 	if _, err := io.ReadFull(c.r, h[:]); err != nil {
 		return 0, nil, err
 	}
-	n := binary.BigEndian.Uint32(h[:])
-	if n == 0 || n > uint32(c.max) {
-		return 0, nil, fmt.Errorf("frame of %d bytes: want 1..%d", n, c.max)
+	return c.body(binary.BigEndian.Uint32(h[:]))
+}
+
+// body reads the rest of a frame of n bytes whose length was read.
+func (c *conn) body(n uint32) (byte, []byte, error) {
+	lo, hi := uint32(1), uint32(c.max)
+	if c.recvKey != nil {
+		lo, hi = lo+tagSize, hi+tagSize
+	}
+	if c.recvKey != nil && n < lo {
+		return 0, nil, ErrForged // too short to carry a tag
+	}
+	if n < lo || n > hi {
+		return 0, nil, fmt.Errorf("frame of %d bytes: want %d..%d", n, lo, hi)
 	}
 	b := make([]byte, n)
 	if _, err := io.ReadFull(c.r, b); err != nil {
 		return 0, nil, err
 	}
-	return b[0], b[1:], nil
+	if c.recvKey == nil {
+		return b[0], b[1:], nil
+	}
+	p, tag := b[1:n-tagSize], b[n-tagSize:]
+	if !hmac.Equal(tag, frameTag(c.recvKey, c.recvSeq, b[0], p)) {
+		return 0, nil, ErrForged
+	}
+	c.recvSeq++
+	return b[0], p, nil
 }
+
+// readAnswer reads the first frame a new connection sends: its first byte
+// within firstByteTimeout, all of it within answerTimeout.
+func (c *conn) readAnswer() (byte, []byte, error) {
+	start := time.Now()
+	_ = c.c.SetReadDeadline(start.Add(firstByteTimeout))
+	if _, err := c.r.Peek(1); err != nil {
+		return 0, nil, errSilent{err}
+	}
+	_ = c.c.SetReadDeadline(start.Add(answerTimeout))
+	var h [4]byte
+	if _, err := io.ReadFull(c.r, h[:]); err != nil {
+		return 0, nil, errSilent{err}
+	}
+	t, p, err := c.body(binary.BigEndian.Uint32(h[:]))
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		err = errSilent{err}
+	}
+	return t, p, err
+}
+
+// errSilent is a connection that gave no answer in time.
+type errSilent struct{ error }
 
 func (c *conn) close() { _ = c.c.Close() }
 
@@ -178,19 +299,21 @@ func nonce() []byte {
 	return b
 }
 
-// auth is a member's answer to the challenge.
+// auth is a member's answer to the challenge. Process is random per
+// process: a member that reconnects (its connection dropped before the id
+// came) is told from another process claiming the same rank.
 type auth struct {
-	Rank   int    `json:"rank"`
-	Size   int    `json:"size"`
-	Host   string `json:"host"`
-	Node   string `json:"node,omitempty"`
-	Nonce  []byte `json:"nonce"`
-	MAC    []byte `json:"mac"`
-	Reason string `json:"reason,omitempty"`
+	Rank    int    `json:"rank"`
+	Size    int    `json:"size"`
+	Host    string `json:"host"`
+	Node    string `json:"node,omitempty"`
+	Process []byte `json:"process"`
+	Nonce   []byte `json:"nonce"`
+	MAC     []byte `json:"mac"`
 }
 
 func (a auth) tag(secret, challenge []byte) []byte {
-	return mac(secret, "gdrcheck-rendezvous/1 member", challenge, a.Nonce, []byte(strconv.Itoa(a.Rank)), []byte(strconv.Itoa(a.Size)), []byte(a.Host), []byte(a.Node))
+	return mac(secret, "gdrcheck-rendezvous/2 member", challenge, a.Nonce, []byte(strconv.Itoa(a.Rank)), []byte(strconv.Itoa(a.Size)), []byte(a.Host), []byte(a.Node), a.Process)
 }
 
 // idMsg carries the unique id and the hosts of every rank.
@@ -233,27 +356,6 @@ func (e *JobError) Error() string {
 	return strings.Join(s, "; ")
 }
 
-// missingError names the ranks that never arrived and their hosts.
-func missingError(cfg Config, joined []bool, waited time.Duration) *JobError {
-	e := &JobError{}
-	for r := 1; r < cfg.Size; r++ {
-		if joined[r] {
-			continue
-		}
-		f := Failure{Rank: r, Reason: fmt.Sprintf("never arrived at the rendezvous %s within %s", cfg.Addr, waited)}
-		if r < len(cfg.Hosts) {
-			f.Host = cfg.Hosts[r]
-		}
-		e.Failures = append(e.Failures, f)
-	}
-	var ranks []string
-	for _, f := range e.Failures {
-		ranks = append(ranks, f.String())
-	}
-	e.Msg = fmt.Sprintf("%d of %d ranks never arrived at the rendezvous %s within %s: %s", len(e.Failures), cfg.Size, cfg.Addr, waited, strings.Join(ranks, "; "))
-	return e
-}
-
 // ---------------------------------------------------------------- rank 0
 
 // Coordinator is rank 0's side: the members' connections, watched for the
@@ -271,7 +373,10 @@ type Coordinator struct {
 	once    sync.Once
 	changed chan struct{} // pulsed on every result or failure
 	done    bool
-	inbox   chan Message // messages to rank 0 and losses (relay.go)
+	inbox   *mailbox      // messages to rank 0 and losses (relay.go)
+	closed  chan struct{} // closed by Close
+	close1  sync.Once
+	away    turnedAway // the connections not admitted while the ranks joined
 }
 
 // Serve listens at the address, waits until every rank has arrived and
@@ -288,17 +393,14 @@ func Serve(ctx context.Context, cfg Config, id []byte) (*Coordinator, error) {
 	if len(id) != IDSize {
 		return nil, fmt.Errorf("rendezvous: unique id of %d bytes, want %d", len(id), IDSize)
 	}
-	addr := cmp.Or(cfg.Listen, cfg.Addr)
-	if h, _, err := net.SplitHostPort(addr); err != nil || h == "" || net.ParseIP(h) != nil && net.ParseIP(h).IsUnspecified() {
-		return nil, fmt.Errorf("rendezvous: listen address %q: want a host and a port, not all interfaces", addr)
-	}
-	ln, err := listen(ctx, addr, cfg.JoinTimeout)
+	ln, err := listen(ctx, cmp.Or(cfg.Listen, cfg.Addr), cfg.JoinTimeout)
 	if err != nil {
-		return nil, fmt.Errorf("rendezvous: rank 0 cannot listen at %s: %w", addr, err)
+		return nil, err
 	}
 	c := &Coordinator{cfg: cfg, ln: ln, members: make([]*conn, cfg.Size), hosts: make([]string, cfg.Size), nodes: make([]string, cfg.Size),
 		results: make([][]byte, cfg.Size), failed: map[int]Failure{}, lost: make(chan struct{}), changed: make(chan struct{}, 1),
-		inbox: make(chan Message, inboxSize)}
+		closed: make(chan struct{})}
+	c.inbox = newMailbox(c.closed)
 	c.hosts[0], c.nodes[0] = cfg.Host, cmp.Or(cfg.Node, cfg.Host)
 	if err := c.join(ctx, id); err != nil {
 		c.Close()
@@ -310,166 +412,6 @@ func Serve(ctx context.Context, cfg Config, id []byte) (*Coordinator, error) {
 		}
 	}
 	return c, nil
-}
-
-// listen listens at addr, retrying while its name does not resolve yet
-// (a Kubernetes pod's own name appears in DNS shortly after it starts),
-// at most wait.
-func listen(ctx context.Context, addr string, wait time.Duration) (net.Listener, error) {
-	var lc net.ListenConfig
-	until := time.Now().Add(wait)
-	for {
-		ln, err := lc.Listen(ctx, "tcp", addr)
-		var dns *net.DNSError
-		if err == nil || !errors.As(err, &dns) || time.Now().After(until) {
-			return ln, err
-		}
-		select {
-		case <-time.After(500 * time.Millisecond):
-		case <-ctx.Done():
-			return nil, err
-		}
-	}
-}
-
-// maxPending bounds the connections still proving themselves.
-const maxPending = 16
-
-// join accepts members until all arrived or the deadline.
-func (c *Coordinator) join(ctx context.Context, id []byte) error {
-	start := time.Now()
-	deadline := start.Add(c.cfg.JoinTimeout)
-	type arrival struct {
-		rank       int
-		cn         *conn
-		host, node string
-	}
-	arrived := make(chan arrival)
-	stop := make(chan struct{})
-	defer close(stop)
-	pending := make(chan struct{}, maxPending)
-	go func() {
-		for {
-			nc, err := c.ln.Accept()
-			if err != nil {
-				return
-			}
-			select {
-			case pending <- struct{}{}:
-			default: // too many connections proving themselves: refuse
-				nc.Close()
-				continue
-			}
-			go func() {
-				defer func() { <-pending }()
-				cn := newConn(nc, c.cfg.MaxMessage)
-				a, err := c.handshake(cn)
-				if err != nil {
-					cn.close()
-					return
-				}
-				select {
-				case arrived <- arrival{a.Rank, cn, a.Host, cmp.Or(a.Node, a.Host)}:
-				case <-stop:
-					_ = cn.write(tAbort, []byte("rank 0 is no longer accepting members"), time.Second)
-					cn.close()
-				}
-			}()
-		}
-	}()
-	joined := make([]bool, c.cfg.Size)
-	joined[0] = true
-	n := 1
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
-	var missing []Failure
-wait:
-	for n < c.cfg.Size {
-		select {
-		case a := <-arrived:
-			if joined[a.rank] {
-				_ = a.cn.write(tAbort, fmt.Appendf(nil, "rank %d has already joined (from %s)", a.rank, c.hosts[a.rank]), time.Second)
-				a.cn.close()
-				continue
-			}
-			joined[a.rank], c.members[a.rank], c.hosts[a.rank], c.nodes[a.rank] = true, a.cn, a.host, a.node
-			n++
-		case <-timer.C:
-			e := missingError(c.cfg, joined, c.cfg.JoinTimeout)
-			if !c.cfg.KeepGoing || n == 1 {
-				c.abortAll(e.Msg)
-				return e
-			}
-			// KeepGoing: the job goes on with the ranks that came; the
-			// missing ones are lost, and told so once the id is out.
-			missing = e.Failures
-			break wait
-		case <-ctx.Done():
-			c.abortAll("rank 0 was interrupted")
-			return fmt.Errorf("rendezvous: %w", context.Cause(ctx))
-		}
-	}
-	_ = c.ln.Close() // every rank is here (or, KeepGoing, the deadline passed): nobody else may connect
-	for _, f := range missing {
-		c.hosts[f.Rank], c.nodes[f.Rank] = f.Host, f.Host
-	}
-	msg, _ := json.Marshal(idMsg{ID: id, Hosts: c.hosts, Nodes: c.nodes})
-	for r := 1; r < c.cfg.Size; r++ {
-		if c.members[r] == nil {
-			continue
-		}
-		if err := c.members[r].write(tID, msg, handshakeTimeout); err != nil {
-			e := &JobError{Failures: []Failure{{Rank: r, Host: c.hosts[r], Reason: "lost before it received the unique id: " + err.Error()}}}
-			c.abortAll(e.Error())
-			return e
-		}
-	}
-	for _, f := range missing {
-		c.mu.Lock()
-		c.failed[f.Rank] = f
-		c.once.Do(func() { close(c.lost) })
-		c.mu.Unlock()
-		c.tellLost(f)
-	}
-	return nil
-}
-
-// handshake challenges a new connection and checks its answer.
-func (c *Coordinator) handshake(cn *conn) (auth, error) {
-	deadline := time.Now().Add(handshakeTimeout)
-	ch := nonce()
-	if err := cn.write(tChallenge, ch, handshakeTimeout); err != nil {
-		return auth{}, err
-	}
-	t, p, err := cn.read(deadline)
-	if err != nil {
-		return auth{}, err
-	}
-	var a auth
-	if t != tAuth || json.Unmarshal(p, &a) != nil || len(a.Nonce) != 32 {
-		_ = cn.write(tAbort, []byte("not a gdrcheck rendezvous answer"), time.Second)
-		return auth{}, fmt.Errorf("bad answer")
-	}
-	if !hmac.Equal(a.MAC, a.tag(c.cfg.Secret, ch)) {
-		_ = cn.write(tAbort, []byte("wrong secret"), time.Second)
-		return auth{}, fmt.Errorf("wrong secret")
-	}
-	switch {
-	case a.Size != c.cfg.Size:
-		_ = cn.write(tAbort, fmt.Appendf(nil, "world size %d differs from rank 0's %d", a.Size, c.cfg.Size), time.Second)
-		return auth{}, fmt.Errorf("size")
-	case a.Rank < 1 || a.Rank >= c.cfg.Size:
-		_ = cn.write(tAbort, fmt.Appendf(nil, "rank %d is not one of 1..%d", a.Rank, c.cfg.Size-1), time.Second)
-		return auth{}, fmt.Errorf("rank")
-	}
-	if len(a.Host) > 255 || len(a.Node) > 255 {
-		_ = cn.write(tAbort, []byte("host or node name longer than 255 bytes"), time.Second)
-		return auth{}, fmt.Errorf("name")
-	}
-	if err := cn.write(tWelcome, mac(c.cfg.Secret, "gdrcheck-rendezvous/1 rank0", a.Nonce, ch), handshakeTimeout); err != nil {
-		return auth{}, err
-	}
-	return a, nil
 }
 
 // abortAll tells every connected member to abort, with the reason.
@@ -502,6 +444,11 @@ func (c *Coordinator) watch(r int) {
 			return
 		}
 		switch {
+		case errors.Is(err, ErrForged):
+			c.fail(Failure{Rank: r, Host: c.hosts[r], Reason: "its connection was closed: " + err.Error()})
+			c.mu.Unlock()
+			m.close()
+			return
 		case err != nil:
 			if c.results[r] == nil {
 				c.fail(Failure{Rank: r, Host: c.hosts[r], Reason: "connection lost (process died or network failed): " + err.Error()})
@@ -633,6 +580,7 @@ func (c *Coordinator) Gather(ctx context.Context, mine []byte, timeout time.Dura
 
 // Close closes the listener and every connection.
 func (c *Coordinator) Close() {
+	c.close1.Do(func() { close(c.closed) })
 	_ = c.ln.Close()
 	c.mu.Lock()
 	c.done = true
@@ -648,58 +596,18 @@ func (c *Coordinator) Close() {
 
 // Member is the side of a rank other than 0.
 type Member struct {
-	cfg   Config
-	cn    *conn
-	hosts []string
-	nodes []string
-	lost  chan struct{}
-	once  sync.Once
-	mu    sync.Mutex
-	err   error         // why the job ended for this rank, once lost
-	done  chan struct{} // closed when rank 0 says done
-	inbox chan Message  // messages from other ranks and losses (relay.go)
-}
-
-// Join connects to rank 0 (retrying until the join deadline: rank 0 may
-// start later), proves the secret, checks rank 0's proof and waits for
-// the unique id.
-func Join(ctx context.Context, cfg Config) (*Member, []byte, error) {
-	if err := cfg.check(); err != nil {
-		return nil, nil, err
-	}
-	if cfg.Rank == 0 {
-		return nil, nil, fmt.Errorf("rendezvous: rank 0 serves, it does not join")
-	}
-	deadline := time.Now().Add(cfg.JoinTimeout)
-	var cn *conn
-	var lastErr error
-	for cn == nil {
-		if time.Now().After(deadline) {
-			return nil, nil, fmt.Errorf("rendezvous: rank 0 at %s (%s) unreachable within %s: %v", cfg.Addr, hostOf(cfg, 0), cfg.JoinTimeout, lastErr)
-		}
-		d := net.Dialer{Timeout: min(5*time.Second, time.Until(deadline)+time.Millisecond)}
-		nc, err := d.DialContext(ctx, "tcp", cfg.Addr)
-		if err != nil {
-			lastErr = err
-			if ctx.Err() != nil {
-				return nil, nil, fmt.Errorf("rendezvous: %w", context.Cause(ctx))
-			}
-			select {
-			case <-time.After(200 * time.Millisecond):
-			case <-ctx.Done():
-			}
-			continue
-		}
-		cn = newConn(nc, cfg.MaxMessage)
-	}
-	m := &Member{cfg: cfg, cn: cn, lost: make(chan struct{}), done: make(chan struct{}), inbox: make(chan Message, inboxSize)}
-	id, err := m.handshake(ctx, deadline)
-	if err != nil {
-		cn.close()
-		return nil, nil, err
-	}
-	go m.watch()
-	return m, id, nil
+	cfg    Config
+	cn     *conn
+	hosts  []string
+	nodes  []string
+	lost   chan struct{}
+	once   sync.Once
+	mu     sync.Mutex
+	err    error         // why the job ended for this rank, once lost
+	done   chan struct{} // closed when rank 0 says done
+	inbox  *mailbox      // messages from other ranks and losses (relay.go)
+	closed chan struct{} // closed by Close
+	close1 sync.Once
 }
 
 func hostOf(cfg Config, r int) string {
@@ -707,50 +615,6 @@ func hostOf(cfg Config, r int) string {
 		return cfg.Hosts[r]
 	}
 	return "rank " + strconv.Itoa(r)
-}
-
-func (m *Member) handshake(ctx context.Context, deadline time.Time) ([]byte, error) {
-	stop := context.AfterFunc(ctx, func() { m.cn.close() })
-	defer stop()
-	hd := time.Now().Add(handshakeTimeout)
-	t, ch, err := m.cn.read(hd)
-	if err != nil || t != tChallenge || len(ch) != 32 {
-		return nil, fmt.Errorf("rendezvous: %s did not greet as gdrcheck's rank 0: %v", m.cfg.Addr, errOr(err, "unexpected message"))
-	}
-	a := auth{Rank: m.cfg.Rank, Size: m.cfg.Size, Host: m.cfg.Host, Node: m.cfg.Node, Nonce: nonce()}
-	a.MAC = a.tag(m.cfg.Secret, ch)
-	b, _ := json.Marshal(a)
-	if err := m.cn.write(tAuth, b, handshakeTimeout); err != nil {
-		return nil, fmt.Errorf("rendezvous: %s: %w", m.cfg.Addr, err)
-	}
-	t, p, err := m.cn.read(hd)
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("rendezvous: %s: %w", m.cfg.Addr, err)
-	case t == tAbort:
-		return nil, fmt.Errorf("rendezvous: %w: %s", ErrRejected, p)
-	case t != tWelcome || !hmac.Equal(p, mac(m.cfg.Secret, "gdrcheck-rendezvous/1 rank0", a.Nonce, ch)):
-		return nil, fmt.Errorf("rendezvous: %s does not hold the job's secret (its answer did not prove it)", m.cfg.Addr)
-	}
-	// Authenticated: wait for the id (rank 0 sends it once all arrived).
-	t, p, err = m.cn.read(deadline.Add(handshakeTimeout))
-	switch {
-	case err != nil:
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("rendezvous: %w", context.Cause(ctx))
-		}
-		return nil, fmt.Errorf("rendezvous: no unique id from rank 0 at %s: %w", m.cfg.Addr, err)
-	case t == tAbort:
-		return nil, &JobError{Msg: string(p)}
-	case t != tID:
-		return nil, fmt.Errorf("rendezvous: unexpected message type %d from rank 0", t)
-	}
-	var im idMsg
-	if err := json.Unmarshal(p, &im); err != nil || len(im.ID) != IDSize || len(im.Hosts) != m.cfg.Size || len(im.Nodes) != m.cfg.Size {
-		return nil, fmt.Errorf("rendezvous: malformed unique id message from rank 0")
-	}
-	m.hosts, m.nodes = im.Hosts, im.Nodes
-	return im.ID, nil
 }
 
 func errOr(err error, s string) any {
@@ -769,7 +633,7 @@ func (m *Member) watch() {
 		case err == nil && t == tDone:
 			close(m.done)
 			return
-		case err == nil && t == tAbort:
+		case err == nil && (t == tAbort || t == tRefuse):
 			// The connection stays: this rank still delivers what it measured.
 			m.lose(&JobError{Msg: string(p)})
 			m.post(Message{From: 0, Lost: string(p)})
@@ -849,4 +713,7 @@ func (m *Member) Deliver(ctx context.Context, result []byte, timeout time.Durati
 }
 
 // Close ends the connection.
-func (m *Member) Close() { m.cn.close() }
+func (m *Member) Close() {
+	m.close1.Do(func() { close(m.closed) })
+	m.cn.close()
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gdrcheck/gdrcheck/internal/printable"
 	"github.com/gdrcheck/gdrcheck/internal/result"
@@ -79,26 +80,28 @@ func WriteJSON(w io.Writer, v any) error {
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	_, err := w.Write(escapeC1(b.Bytes()))
+	_, err := w.Write(escapeUnsafe(b.Bytes()))
 	return err
 }
 
-// escapeC1 rewrites the C1 controls in encoded JSON as \u00XX. The
-// encoder's output is UTF-8, so a byte 0xc2 always starts a rune, and
-// 0xc2 0x80–0x9f are exactly U+0080–U+009F; they occur only inside
+// escapeUnsafe rewrites, in encoded JSON, the runes a terminal would act
+// on that the encoder leaves raw — the C1 controls and the bidirectional
+// overrides and isolates (printable.UnsafeRune) — as \uXXXX. The
+// encoder's output is valid UTF-8 and such runes occur only inside
 // strings, where an escape means the same.
-func escapeC1(js []byte) []byte {
-	if !bytes.Contains(js, []byte{0xc2}) {
+func escapeUnsafe(js []byte) []byte {
+	if !bytes.ContainsFunc(js, printable.UnsafeRune) {
 		return js
 	}
 	out := make([]byte, 0, len(js)+16)
-	for i := 0; i < len(js); i++ {
-		if js[i] == 0xc2 && i+1 < len(js) && js[i+1] >= 0x80 && js[i+1] <= 0x9f {
-			out = fmt.Appendf(out, `\u%04x`, js[i+1])
-			i++
-			continue
+	for len(js) > 0 {
+		r, n := utf8.DecodeRune(js)
+		if printable.UnsafeRune(r) {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		} else {
+			out = append(out, js[:n]...)
 		}
-		out = append(out, js[i])
+		js = js[n:]
 	}
 	return out
 }

@@ -100,6 +100,8 @@ func TestHostileValuesEscaped(t *testing.T) {
 			Remedy: "fix " + ansitest.Payload, Evidence: []result.Evidence{{Source: "f" + ansitest.Payload, Value: ansitest.Payload}}},
 		{ID: "a.c", Status: result.Warn, Subject: ansitest.Payload, Reason: "Meh", Message: ansitest.Payload},
 		{ID: "a.d", Status: result.Skip, Subject: "\u009b2J", Reason: "Meh", Message: ansitest.Payload},
+		// A bidirectional override reorders the rest of the line.
+		{ID: "a.e", Status: result.Skip, Subject: "gpu-\u202edaer-ton", Reason: "Meh"},
 	}
 	e := &Envelope{Run: run, Results: rs}
 	for _, f := range []Format{Table, Markdown, JUnit, JSON} {
@@ -113,7 +115,7 @@ func TestHostileValuesEscaped(t *testing.T) {
 			var doc struct {
 				Results []result.Result `json:"results"`
 			}
-			if err := json.Unmarshal(b.Bytes(), &doc); err != nil || len(doc.Results) != 3 || doc.Results[2].Subject != "\u009b2J" || doc.Results[1].Message != strings.ToValidUTF8(ansitest.Payload, "\ufffd") {
+			if err := json.Unmarshal(b.Bytes(), &doc); err != nil || len(doc.Results) != 4 || doc.Results[3].Subject != "gpu-\u202edaer-ton" || doc.Results[2].Subject != "\u009b2J" || doc.Results[1].Message != strings.ToValidUTF8(ansitest.Payload, "\ufffd") {
 				t.Errorf("json does not decode to the same values: %v %+v", err, doc.Results)
 			}
 			continue
@@ -129,7 +131,7 @@ func TestHostileValuesEscaped(t *testing.T) {
 		}
 		if f == JUnit {
 			var s junitSuites
-			if err := xml.Unmarshal(b.Bytes(), &s); err != nil || s.Tests != 3 {
+			if err := xml.Unmarshal(b.Bytes(), &s); err != nil || s.Tests != 4 {
 				t.Errorf("junit: %v %+v", err, s)
 			}
 		}

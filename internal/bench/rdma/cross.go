@@ -3,8 +3,12 @@ package rdma
 import (
 	"cmp"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
+
+	"github.com/gdrcheck/gdrcheck/internal/printable"
+	"github.com/gdrcheck/gdrcheck/internal/report/sched"
 )
 
 // Cross-node causes, beside the runner's (judge.go).
@@ -36,6 +40,31 @@ type Side struct {
 	Test  string  `json:"test"`
 	Size  int64   `json:"size,omitempty"`
 	Rails []Entry `json:"rails"`
+}
+
+// CheckAddr refuses a server address a partner sent that is not an IP
+// address or a host name: the client's perftest takes it as its last
+// argument, where anything else (an option such as --out_json_file=FILE)
+// would change what perftest does.
+func CheckAddr(addr string) error {
+	if _, err := netip.ParseAddr(addr); err == nil && !strings.HasPrefix(addr, "-") {
+		return nil
+	}
+	if err := sched.ValidHost(addr); err != nil {
+		if len(addr) > 80 {
+			addr = addr[:80] + "..."
+		}
+		return fmt.Errorf("server address \"%s\" is not an IP address or a host name", printable.Line(addr))
+	}
+	return nil
+}
+
+// CheckPort refuses a server's TCP port outside 1..65535.
+func CheckPort(port int) error {
+	if port < 1 || port > 65535 {
+		return fmt.Errorf("the server's port %d is not a TCP port", port)
+	}
+	return nil
 }
 
 // PartnerOf is rank's partner in its node pair: 2k with 2k+1.
@@ -241,12 +270,38 @@ func Merge(s, c *SideOutcome, serverHost, clientHost string) Outcome {
 	return o
 }
 
+// knownCauses are every cause a side may report.
+var knownCauses = []string{CauseMissingBinary, CauseRegistration, CausePortConflict, CauseServerDied, CauseClientFailed, CauseTimeout,
+	CauseNoMeasurement, CauseServerNotReady, CausePeerMissing, CauseRailMismatch}
+
+// untrusted is a copy of a rank's part (it came from another process)
+// whose causes are all ours: another is a ClientFailed that quotes it.
+func untrusted(p *RankPart) *RankPart {
+	if p == nil {
+		return nil
+	}
+	q := *p
+	q.Outcomes = slices.Clone(p.Outcomes)
+	for i := range q.Outcomes {
+		o := &q.Outcomes[i]
+		if o.Cause != "" && !slices.Contains(knownCauses, o.Cause) {
+			c := o.Cause
+			if len(c) > 64 {
+				c = c[:64]
+			}
+			o.Cause, o.Detail = CauseClientFailed, fmt.Sprintf("rank %d reported an unknown cause %q: %s", p.Rank, c, o.Detail)
+		}
+	}
+	return &q
+}
+
 // Combine makes one node pair's results from its two ranks' parts (nil: a
 // rank that delivered nothing; lost names why): one PairResult per rail,
 // the server's entry with the client's side as its Peer, the line rate
 // the slower of the two ports. dir maps a rank to its output folder
 // relative to the job's ("" for rank 0).
 func Combine(server, client *RankPart, serverRank int, hosts []string, lost map[int]string, dir func(rank int) string) []PairResult {
+	server, client = untrusted(server), untrusted(client)
 	host := func(r int) string {
 		if r < len(hosts) && hosts[r] != "" {
 			return hosts[r]

@@ -207,3 +207,41 @@ func TestCombineAndJudge(t *testing.T) {
 		}
 	}
 }
+
+// A member's part is untrusted: its causes, details and memory names reach
+// rank 0's table escaped, and a cause that is none of ours is not taken
+// as one (the review's S4: raw ESC in the VERDICT column).
+func TestHostileMemberPart(t *testing.T) {
+	a, b := side(0, "gpu01", 1, "InfiniBand"), side(1, "gpu02", 1, "InfiniBand")
+	rails := PairRails(a, b)
+	srv := &RankPart{Rank: 0, Host: "gpu01", Side: a, Rails: rails}
+	cli := &RankPart{Rank: 1, Host: "gpu02", Side: b, Rails: rails}
+	const evil = "\x1b]0;PWNED\x07\x1b[2J\rFAKE PASS"
+	for _, m := range []string{MemPeerMem, MemHost} {
+		srv.Outcomes = append(srv.Outcomes, SideOutcome{Rail: 0, Memory: m, Role: RoleServer})
+		cli.Outcomes = append(cli.Outcomes, SideOutcome{Rail: 0, Memory: m, Role: RoleClient, Cause: evil, Detail: evil})
+	}
+	prs := Combine(srv, cli, 0, []string{"gpu01", "gpu02"}, nil, func(int) string { return "" })
+	for _, o := range prs[0].Outcomes {
+		if o.Cause != CauseClientFailed || !strings.Contains(o.Detail, "unknown cause") {
+			t.Errorf("outcome %+v", o)
+		}
+	}
+	prs[0].Outcomes = append(prs[0].Outcomes, Outcome{Memory: evil, Cause: CauseClientFailed, Detail: evil})
+	rs := Judge(prs, DefaultJudging)
+	for i := range rs {
+		rs[i].Reason += evil
+	}
+	for _, loop := range []bool{false, true} {
+		if loop {
+			prs[0].Entry.Peer, prs[0].Entry.Level, prs[0].Entry.Mode = nil, evil, evil
+		}
+		var sb strings.Builder
+		if err := WriteTable(&sb, prs, rs); err != nil {
+			t.Fatal(err)
+		}
+		if strings.ContainsAny(sb.String(), "\x1b\x07\r") {
+			t.Errorf("raw control characters in the table (loopback %v):\n%q", loop, sb.String())
+		}
+	}
+}

@@ -353,7 +353,7 @@ func WriteTable(w io.Writer, prs []PairResult, rs []result.Result) error {
 	fmt.Fprintln(tw, "GPU\tBUS ID\tNIC\tPATH\tMODE\tMEMORY\tGB/s\tGb/s\tOF LINE\tOF HOST\tVERDICT")
 	for _, pr := range prs {
 		e := pr.Entry
-		head := fmt.Sprintf("%d\t%s\t%s\t%s\t%s", e.GPU, printable.Line(e.GPUBusID), printable.Line(e.NIC), e.Level, e.Mode)
+		head := fmt.Sprintf("%d\t%s\t%s\t%s\t%s", e.GPU, printable.Line(e.GPUBusID), printable.Line(e.NIC), printable.Line(string(e.Level)), printable.Line(e.Mode))
 		if e.Skip != "" {
 			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\tskip: %s\n", head, printable.Line(e.Skip))
 			continue
@@ -380,7 +380,8 @@ func writeOutcomes(tw io.Writer, head string, pr PairResult, verdict map[string]
 		if r.Status != result.Pass {
 			v += " " + r.Reason
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", head, o.Memory, gb, gbit, line, ofHost, v)
+		// Text from a member's part: escaped, like every cell.
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", head, printable.Line(o.Memory), gb, gbit, line, ofHost, printable.Line(v))
 	}
 }
 
@@ -415,10 +416,10 @@ func writeCross(tw io.Writer, prs []PairResult, verdict map[string]result.Result
 	for _, pr := range prs {
 		e := pr.Entry
 		peer := "-"
-		path := e.Level
+		path := string(e.Level)
 		if e.Peer != nil {
 			peer = e.Peer.Host + ":" + e.Peer.NIC
-			path += "/" + e.Peer.Level
+			path += "/" + string(e.Peer.Level)
 		}
 		head := fmt.Sprintf("%s:%d\t%s\t%s\t%s\t%d\t%s", printable.Line(e.Host), e.GPU, printable.Line(e.GPUBusID), printable.Line(e.NIC), printable.Line(peer), e.Rail, printable.Line(path))
 		if e.Skip != "" || pr.Cause != "" {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -281,6 +282,16 @@ func TestCompare(t *testing.T) {
 				x.Evidence = append(x.Evidence, result.Evidence{Source: "environment", Value: "NCCL_IB_HCA=mlx5_0"})
 			},
 			want: []want{{SectionVersions, "NIC ", Changed}, {SectionSettings, "environment NCCL_IB_HCA", Changed}}, changes: 2, moved: 0, compared: 0,
+		},
+		{
+			// The review's D14: NEW cut short, OLD's failures simply
+			// absent from it, was "nothing got worse", exit 0.
+			name: "NEW incomplete, old failures absent", old: h200, new: h200, worse: true,
+			plant: func(t *testing.T, r *dossier.Report) {
+				r.Complete, r.Interrupted = false, "interrupted by SIGINT"
+				r.Results = slices.DeleteFunc(r.Results, func(x result.Result) bool { return x.Status != result.Pass })
+			},
+			want: []want{{SectionSettings, "run", Worse}}, changes: -1, moved: -1, compared: -1,
 		},
 		{
 			name: "two nodes", old: hgx, new: l40s, worse: true,

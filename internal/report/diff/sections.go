@@ -70,7 +70,13 @@ func (c *comparer) settings(o, n *dossier.Report) {
 		}
 		return "incomplete"
 	}
-	c.field(SectionSettings, "run", "", complete(o), complete(n), Changed, "a run cut short measured less: what it lacks is listed as not compared")
+	if o.Complete && !n.Complete {
+		// NEW did not finish: what it lacks was not looked at, so an old
+		// failure absent from it is no fix.
+		c.field(SectionSettings, "run", "", complete(o), complete(n), Worse, "NEW is incomplete: what it did not run is not compared, and an old failure missing from it is not a fix")
+	} else {
+		c.field(SectionSettings, "run", "", complete(o), complete(n), Changed, "a run cut short measured less: what it lacks is listed as not compared")
+	}
 	oe, ne := environment(o.Results), environment(n.Results)
 	for _, k := range sortedKeys(oe, ne) {
 		c.field(SectionSettings, "environment "+k, "", oe[k], ne[k], Changed, "the environment the checks read changed")

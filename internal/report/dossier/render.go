@@ -96,9 +96,11 @@ func SumLine(path string, content []byte) string {
 // node is escaped for its cell or line.
 func WriteMarkdown(w io.Writer, r *Report) error {
 	var b strings.Builder
-	c, l := printable.Cell, printable.Line
+	c := printable.Cell
 	v := r.Verdict
-	fmt.Fprintf(&b, "# gdrcheck: %s — %s\n\n", l(cmp.Or(r.Inventory.Host, v.Host, "(unknown host)")), v.Status)
+	// The heading is Markdown like the cells: a host name from the
+	// machine (a snapshot's hostname file says anything) escaped as one.
+	fmt.Fprintf(&b, "# gdrcheck: %s — %s\n\n", c(cmp.Or(r.Inventory.Host, v.Host, "(unknown host)")), c(v.Status))
 	fmt.Fprintf(&b, "**%s**\n\n", c(v.Line()))
 	if !r.Complete {
 		why := r.Interrupted

@@ -12,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/google/renameio/v2"
 )
@@ -67,6 +68,30 @@ func Artifacts(dir string) ([]Artifact, error) {
 	})
 	sortArtifacts(out)
 	return out, err
+}
+
+// LockFile is the dossier's lock, taken by the run that writes it (hidden:
+// it is not one of the dossier's files, and SHA256SUMS does not list it).
+const LockFile = ".gdrcheck.lock"
+
+// Lock takes the lock of the dossier in dir (an advisory flock on
+// dir/LockFile) for as long as the returned Closer stays open. A dossier
+// another process is writing is refused at once: two runs writing one
+// folder would leave files of both under a SHA256SUMS that matches
+// neither.
+func Lock(dir string) (io.Closer, error) {
+	f, err := os.OpenFile(filepath.Join(dir, LockFile), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("cannot take the dossier's lock %s: %w", LockFile, WithoutPath(err))
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, errors.New("another gdrcheck run is writing this dossier (it holds " + LockFile + "): wait for it to end, or give another folder")
+		}
+		return nil, fmt.Errorf("cannot take the dossier's lock %s: %w", LockFile, err)
+	}
+	return f, nil
 }
 
 // WriteDir writes the dossier into dir: report.json, then each of files,

@@ -291,6 +291,14 @@ func (a *Aggregator) Add(n Node) {
 		return
 	}
 	if i, ok := a.hosts[n.Host]; ok {
+		if kept := a.nodes[i].Verdict; kept != n.Verdict {
+			// Two reports of one node that disagree: which is current is
+			// not known, and dropping one in silence could hide a node
+			// NOT READY. Counted with the inputs not read (exit 2).
+			a.skipped = append(a.skipped, Skipped{Source: n.Source, Error: fmt.Sprintf("conflicting duplicate: host %s is already in %s as %s, this report says %s: remove the stale report",
+				n.Host, a.nodes[i].Source, cmp.Or(kept, "no verdict"), cmp.Or(n.Verdict, "no verdict"))})
+			return
+		}
 		a.skipped = append(a.skipped, Skipped{Source: n.Source, Error: fmt.Sprintf("duplicate: host %s is already in %s", n.Host, a.nodes[i].Source), Duplicate: true})
 		return
 	}
@@ -339,6 +347,10 @@ func (a *Aggregator) intern(s string) string {
 	return s
 }
 
+// keepBuf bounds the read buffer a worker keeps between reports (a
+// dossier's report.json is ~100 KB).
+const keepBuf = 4 << 20
+
 // Read summarizes n inputs on workers goroutines and rolls them up in
 // input order (so which of two duplicates is kept does not depend on
 // timing). load returns input i's bytes (it may reuse buf) and its name.
@@ -365,8 +377,13 @@ func Read(n, workers int, load func(i int, buf []byte) ([]byte, string, error), 
 				if err == nil {
 					nd, err = Summarize(b, src)
 				}
-				if b != nil {
+				// A report's buffer is kept for the next, unless it grew
+				// past keepBuf: one large report must not pin its size
+				// in every worker.
+				if b != nil && cap(b) <= keepBuf {
 					buf = b
+				} else {
+					buf = nil
 				}
 				res <- out{i, nd, src, err}
 			}

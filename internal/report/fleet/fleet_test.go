@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gdrcheck/gdrcheck/internal/checks"
@@ -675,5 +676,43 @@ func TestCopySizeIsPartOfTheKey(t *testing.T) {
 	}
 	if len(f.Outliers) != 0 || len(f.Drain) != 0 {
 		t.Errorf("copies of two sizes compared as one: outliers %+v, drain %+v", f.Outliers, f.Drain)
+	}
+}
+
+// A worker does not keep a large report's buffer for the next: memory
+// must not grow with the workers (the review's D12: 16 workers each
+// holding up to 64 MiB).
+func TestReadReleasesLargeBuffers(t *testing.T) {
+	var mu sync.Mutex
+	var kept []int
+	load := func(i int, buf []byte) ([]byte, string, error) {
+		mu.Lock()
+		kept = append(kept, cap(buf))
+		mu.Unlock()
+		if i%2 == 0 {
+			return make([]byte, 1, 32<<20), fmt.Sprint(i), nil // a large report read
+		}
+		return append(buf[:0], '{'), fmt.Sprint(i), nil
+	}
+	Read(40, 1, load, DefaultOptions())
+	for i, c := range kept {
+		if c > keepBuf {
+			t.Fatalf("input %d was given a buffer of %d MiB kept from the one before", i, c>>20)
+		}
+	}
+}
+
+// Two reports of one host that disagree are not resolved in silence: the
+// second counts as unread, naming both (the review's D4: an older READY
+// dossier hid a newer NOT READY one, exit 0).
+func TestConflictingDuplicate(t *testing.T) {
+	a := NewAggregator(DefaultOptions())
+	a.Add(Node{Host: "gpu01", Source: "2026-12-01/gpu01/report.json", Verdict: "READY"})
+	a.Add(Node{Host: "gpu01", Source: "2026-12-03/gpu01/report.json", Verdict: "READY"})
+	a.Add(Node{Host: "gpu01", Source: "2026-12-05/gpu01/report.json", Verdict: "NOT READY"})
+	f := a.Report()
+	u := f.Unreadable()
+	if len(f.Skipped) != 2 || len(u) != 1 || !strings.Contains(u[0].Error, "conflicting duplicate: host gpu01 is already in 2026-12-01/gpu01/report.json as READY, this report says NOT READY") {
+		t.Errorf("skipped %+v", f.Skipped)
 	}
 }

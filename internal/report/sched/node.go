@@ -27,10 +27,10 @@ type Node struct {
 }
 
 // ShowNodeArgv is the command that reads a node's state: scontrol show
-// node NAME (program "" is Scontrol). A node that is not a valid host name
-// is refused.
+// node NAME (program "" is Scontrol). A node that is not a valid node name
+// (ValidNodeName) is refused.
 func ShowNodeArgv(program, node string) ([]string, error) {
-	if err := ValidHost(node); err != nil {
+	if err := ValidNodeName(node); err != nil {
 		return nil, err
 	}
 	if program == "" {
@@ -42,7 +42,7 @@ func ShowNodeArgv(program, node string) ([]string, error) {
 // ResumeArgv is the command that returns a drained node to service:
 // scontrol update NodeName=N State=RESUME.
 func ResumeArgv(program, node string) ([]string, error) {
-	if err := ValidHost(node); err != nil {
+	if err := ValidNodeName(node); err != nil {
 		return nil, err
 	}
 	if program == "" {
@@ -56,29 +56,37 @@ func ResumeArgv(program, node string) ([]string, error) {
 // fields are space-separated Key=Value, State= is one word, Reason= runs
 // to the end of its line and ends with " [user@time]" when Slurm knows
 // who set it; records are separated by blank lines). It refuses what it
-// cannot read with certainty: no record of that node, no State= or more
-// than one in the record, an empty state word.
+// cannot read with certainty: no record of that node or more than one, no
+// State= or more than one in the record, an empty state word.
 func ParseShowNode(out, node string) (Node, error) {
 	var rec []string
-	in := false
+	in, done, records := false, false, 0
 	for _, line := range strings.Split(strings.ReplaceAll(out, "\r\n", "\n"), "\n") {
 		trimmed := strings.TrimLeft(line, " \t")
 		if strings.HasPrefix(trimmed, "NodeName=") && trimmed == line { // a record's first line is not indented
 			name, _, _ := strings.Cut(strings.TrimPrefix(trimmed, "NodeName="), " ")
 			if in { // the next record
-				break
+				done = true
 			}
 			in = name == node
+			if in {
+				records++
+			}
 		}
-		if in {
+		if in && !done {
 			if strings.TrimSpace(line) == "" {
-				break
+				done = true
+				continue
 			}
 			rec = append(rec, line)
 		}
 	}
-	if len(rec) == 0 {
+	switch {
+	case records == 0:
 		return Node{}, fmt.Errorf("no NodeName=%s in scontrol's output", printable.Line(node))
+	case records > 1:
+		// Which one is the node's state is not certain.
+		return Node{}, fmt.Errorf("node %s: %d records in scontrol's output", printable.Line(node), records)
 	}
 	n := Node{Name: node}
 	states, reasons := 0, 0

@@ -95,6 +95,10 @@ func TestParseShowNodeAndResumable(t *testing.T) {
 		{name: "another node only", out: strings.ReplaceAll(showNode(t, "slurm-23.11-idle-drain.txt"), "NodeName=gpu-07", "NodeName=gpu-08"), parse: "no NodeName=gpu-07"},
 		{name: "no State=", out: "NodeName=gpu-07 Arch=x86_64\n   Partitions=gpu\n", parse: "no State="},
 		{name: "two State=", out: strings.Replace(withLines(t, "IDLE+DRAIN", ours), "   Partitions=", "   Comment=State=IDLE\n   Extra=x State=IDLE\n   Partitions=", 1), parse: "2 State= fields"},
+		// Two records of the node itself, ours first: which is its state
+		// is not certain (the review's D15 resumed from the first).
+		{name: "two records of the node", out: withLines(t, "IDLE+DRAIN", ours+" [root@2026-12-03T11:50:02]") + "\n" +
+			withLines(t, "DOWN+DRAIN", "disk errors [bob@2026-12-03T01:02:03]"), parse: "node gpu-07: 2 records"},
 		{name: "empty state word", out: withLines(t, "IDLE++DRAIN", ours), parse: "an empty word"},
 		{name: "empty state", out: withLines(t, "", ours), parse: "an empty word"},
 	} {

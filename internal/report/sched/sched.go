@@ -185,15 +185,38 @@ func ValidHost(name string) error {
 	return nil
 }
 
+// ValidNodeName says why name is not a Slurm node name gdrcheck gives
+// scontrol (NodeName=N, one argument, no shell): letters, digits, '-',
+// '_' and '.', 1 to 255 bytes, not starting with '-' or '.'. Slurm allows
+// node names that are not host names (gpu_07); a host list (gpu[01-02]),
+// white space, '=', a newline and shell syntax are refused.
+func ValidNodeName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("empty node name")
+	case len(name) > 255:
+		return fmt.Errorf("node name of %d bytes (at most 255)", len(name))
+	case name[0] == '-' || name[0] == '.':
+		return fmt.Errorf("node name %s starts with %q", printable.Line(name), name[0])
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return fmt.Errorf("node name %s: %q is not a letter, digit, '-', '_' or '.'", printable.Line(name), c)
+		}
+	}
+	return nil
+}
+
 // Scontrol is the program DrainArgv names when none is given.
 const Scontrol = "scontrol"
 
 // DrainArgv is the command that drains node with reason (Reason is applied
 // to it): scontrol update NodeName=N State=DRAIN Reason=R, as arguments,
 // no shell between (program "" is Scontrol). A node that is not a valid
-// host name is refused.
+// node name (ValidNodeName) is refused.
 func DrainArgv(program, node, reason string) ([]string, error) {
-	if err := ValidHost(node); err != nil {
+	if err := ValidNodeName(node); err != nil {
 		return nil, err
 	}
 	if program == "" {

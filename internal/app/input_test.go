@@ -1,0 +1,80 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gdrcheck/gdrcheck/internal/campaign"
+	"github.com/gdrcheck/gdrcheck/internal/report/diff"
+	"github.com/gdrcheck/gdrcheck/internal/report/fleet"
+)
+
+const h200Dossier = "../../docs/examples/h200x1-quick"
+
+// The first SIGINT or SIGTERM (the command's context ending) stops diff,
+// fleet and fleet plan while they read: they end with the interrupt, not
+// after the whole read (the review's D9: a single SIGTERM did nothing).
+func TestReadersHonourInterrupt(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	camp := filepath.Join(t.TempDir(), "camp")
+	if _, err := FleetPlan(context.Background(), FleetPlanOptions{Dir: camp, Nodes: "gpu[01-04]", Config: fleetPlanConfig()}); err != nil {
+		t.Fatal(err)
+	}
+	hosts := filepath.Join(t.TempDir(), "hosts")
+	if err := os.WriteFile(hosts, []byte("gpu01\ngpu02\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range map[string]func() error{
+		"diff": func() error {
+			_, err := Diff(ctx, DiffOptions{Old: h200Dossier, New: h200Dossier, Noise: diff.DefaultOptions()})
+			return err
+		},
+		"fleet": func() error {
+			_, err := Fleet(ctx, FleetOptions{Inputs: []string{h200Dossier}, Fleet: fleet.DefaultOptions()})
+			return err
+		},
+		"hostfile": func() error {
+			_, err := FleetPlan(ctx, FleetPlanOptions{Dir: filepath.Join(t.TempDir(), "c"), Hostfile: hosts, Config: fleetPlanConfig()})
+			return err
+		},
+		"next": func() error {
+			if err := os.MkdirAll(filepath.Join(camp, "round-01", "results"), 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(camp, "round-01", "results", "s0001.rc"), []byte("0\n"), 0o644); err != nil {
+				return err
+			}
+			_, err := FleetPlan(ctx, FleetPlanOptions{Dir: camp, Next: true, AllowMissing: true})
+			return err
+		},
+	} {
+		if err := f(); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: %v, want the interrupt", name, err)
+		}
+	}
+}
+
+// A file past its bound is refused having read no more than the bound.
+func TestReadInputBounded(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "big")
+	if err := os.WriteFile(p, make([]byte, 3<<20+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readInput(context.Background(), p, 3<<20, nil); err == nil || !strings.Contains(err.Error(), "more than 3 MiB") {
+		t.Errorf("over the bound: %v", err)
+	}
+	if b, err := readInput(context.Background(), p, 4<<20, make([]byte, 10)); err != nil || len(b) != 3<<20+1 {
+		t.Errorf("under it: %d bytes, %v", len(b), err)
+	}
+}
+
+func fleetPlanConfig() campaign.Config {
+	c := campaign.DefaultConfig(nil)
+	c.MinBusBW = 100
+	return c
+}
