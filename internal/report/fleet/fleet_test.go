@@ -22,6 +22,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/goldenfile"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/long"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -194,10 +195,16 @@ func TestHealthyFleetAccusesNoOne(t *testing.T) {
 			rng := rand.New(rand.NewPCG(3, 4))
 			src := load(t, quickReport)
 			hgx := load(t, hgxReport)
+			// 60 + 20 nodes by default, 200 + 30 in the long form: the
+			// robust rule needs a class of some size, not this many.
+			quick, full := 60, 20
+			if long.Enabled() {
+				quick, full = 200, 30
+			}
 			var in []input
-			for i := range 200 {
+			for i := range quick {
 				in = append(in, input{fmt.Sprint("q", i), clone(t, src, fmt.Sprintf("q-%03d", i), rng, jitter, nil)})
-				if i < 30 {
+				if i < full {
 					in = append(in, input{fmt.Sprint("h", i), clone(t, hgx, fmt.Sprintf("h-%03d", i), rng, jitter, nil)})
 				}
 			}
@@ -205,8 +212,8 @@ func TestHealthyFleetAccusesNoOne(t *testing.T) {
 			if len(f.Drain) != 0 || len(f.Outliers) != 0 || len(f.Ports) != 0 || len(f.Missing) != 0 {
 				t.Errorf("healthy fleet accused: %d drained (first %+v), %d outliers", len(f.Drain), f.Drain[:min(1, len(f.Drain))], len(f.Outliers))
 			}
-			if len(f.Nodes) != 230 || len(f.Classes) != 2 {
-				t.Errorf("%d nodes in %d classes, want 230 in 2", len(f.Nodes), len(f.Classes))
+			if len(f.Nodes) != quick+full || len(f.Classes) != 2 {
+				t.Errorf("%d nodes in %d classes, want %d in 2", len(f.Nodes), len(f.Classes), quick+full)
 			}
 		})
 	}
