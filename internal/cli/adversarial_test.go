@@ -20,6 +20,7 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/testutil/ansitest"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/long"
 )
 
 // The adversarial suite (issue 12; docs/adversarial.md): every command
@@ -512,8 +513,14 @@ func TestAdversarialReports(t *testing.T) {
 		out := t.TempDir()
 		cmds := [][]string{{"fleet", w.root}, {"fleet", "--format", "json", w.root}, {"fleet", "--format", "md", w.root}, {"fleet", w.root, "--out", out}}
 		dirs, _ := filepath.Glob(filepath.Join(w.root, "*"))
+		// diff in its text form by default; every format in the long form
+		// (fleet above renders every format of the whole folder).
+		formats := []string{"text"}
+		if long.Enabled() {
+			formats = []string{"text", "json", "md"}
+		}
 		for _, d := range dirs {
-			for _, f := range []string{"text", "json", "md"} {
+			for _, f := range formats {
 				cmds = append(cmds, []string{"diff", "--format", f, h200Dossier, d}, []string{"diff", "--format", f, d, h200Dossier})
 			}
 		}
