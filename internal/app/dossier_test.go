@@ -323,22 +323,7 @@ func TestProfiles(t *testing.T) {
 // the model: expected busbw, the fraction, its status; the curves span the
 // sizes measured. Before it, the same measurements are unknown.
 func TestMeasurementsAgainstTheModel(t *testing.T) {
-	root := fakehost.Archive(t, "../../testdata/hosts/hgx-h200-8gpu-10nic.host")
-	nr, err := dossierSession().Run(t.Context(), RunOptions{Node: NodeOptions{Root: root, Timeout: time.Minute},
-		Checks: CheckOptions{Timeout: 10 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gpus := &GPUs{Host: nr.host, GPUs: map[int]*topology.GPU{}}
-	for i, g := range nr.host.GPUs {
-		gpus.Devices = append(gpus.Devices, i)
-		gpus.GPUs[i] = g
-	}
-	nr.gpus = gpus
-	exp, err := nr.judging.expected(gpus)
-	if err != nil || exp == nil {
-		t.Fatalf("no basis: %v", err)
-	}
+	nr, exp := hgxRun(t)
 	w0 := int64(0)
 	row := func(bytes uint64, busbw float64) collective.Row {
 		return collective.Row{Bytes: bytes, OutOfPlace: &collective.Measure{TimeUS: 1, AlgBW: busbw / (2 * 7.0 / 8), BusBW: busbw, Wrong: &w0}}
@@ -481,4 +466,28 @@ func TestDossierWriteFailedSaid(t *testing.T) {
 	if err != nil || r.Complete || !strings.HasPrefix(r.Interrupted, "writing the dossier failed (") || strings.Contains(r.Interrupted, "was next") {
 		t.Errorf("report.json: complete %v, %q, %v", r.Complete, r.Interrupted, err)
 	}
+}
+
+// hgxRun is a run of the checks on the 8-GPU HGX fixture with its GPUs
+// handed to the benchmarks, and the model's expectations of them: what the
+// dossier's measurement tests judge against.
+func hgxRun(t *testing.T) (*NodeRun, *bench.Expected) {
+	t.Helper()
+	root := fakehost.Archive(t, "../../testdata/hosts/hgx-h200-8gpu-10nic.host")
+	nr, err := dossierSession().Run(t.Context(), RunOptions{Node: NodeOptions{Root: root, Timeout: time.Minute},
+		Checks: CheckOptions{Timeout: 10 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpus := &GPUs{Host: nr.host, GPUs: map[int]*topology.GPU{}}
+	for i, g := range nr.host.GPUs {
+		gpus.Devices = append(gpus.Devices, i)
+		gpus.GPUs[i] = g
+	}
+	nr.gpus = gpus
+	exp, err := nr.judging.expected(gpus)
+	if err != nil || exp == nil {
+		t.Fatalf("no basis: %v", err)
+	}
+	return nr, exp
 }

@@ -2,37 +2,19 @@ package app
 
 import (
 	"testing"
-	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/model"
 	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
 	"github.com/gdrcheck/gdrcheck/internal/result"
-	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
-	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
 // A hierarchical all-reduce's rows are judged against the model's
 // hierarchical prediction, as bench nccl's verdict judges it, not
 // against NCCL's own all-reduce.
 func TestMeasurementsOfTheHierarchicalVariant(t *testing.T) {
-	root := fakehost.Archive(t, "../../testdata/hosts/hgx-h200-8gpu-10nic.host")
-	nr, err := dossierSession().Run(t.Context(), RunOptions{Node: NodeOptions{Root: root, Timeout: time.Minute},
-		Checks: CheckOptions{Timeout: 10 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gpus := &GPUs{Host: nr.host, GPUs: map[int]*topology.GPU{}}
-	for i, g := range nr.host.GPUs {
-		gpus.Devices = append(gpus.Devices, i)
-		gpus.GPUs[i] = g
-	}
-	nr.gpus = gpus
-	exp, err := nr.judging.expected(gpus)
-	if err != nil || exp == nil {
-		t.Fatalf("no basis: %v", err)
-	}
+	nr, exp := hgxRun(t)
 	// Two such nodes: the hierarchical all-reduce needs two or more.
 	exp.Should.Nodes, exp.Found.Nodes = 2, 2
 	const size = 1 << 30
