@@ -361,6 +361,9 @@ var checkCases = []checkCase{
 	{"no GDR path, required", "gdr.kernel-module", fixture{set: map[string]string{"@peermem": "", "@driver": "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12 19:39:15 UTC 2024"}, expect: "gdr: {required: true}\n"}, result.Fail, "NoGDRPath", "node"},
 	{"no GDR path, not required", "gdr.kernel-module", fixture{set: map[string]string{"@peermem": "", "@driver": "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12 19:39:15 UTC 2024"}, expect: "gdr: {required: false}\n"}, result.Skip, "NoGDRPath", "node"},
 	{"no GDR path, mode only", "gdr.kernel-module", fixture{set: map[string]string{"@peermem": "", "@driver": "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12 19:39:15 UTC 2024"}, expect: "gdr: {mode: any}\n"}, result.Fail, "NoGDRPath", "node"},
+	// No path found, but the driver could not be read: whether dma-buf is
+	// possible is not known, so neither is the path (never a fail, never a pass).
+	{"driver unreadable, no peermem", "gdr.kernel-module", fixture{set: map[string]string{"@peermem": "", "@driver": ""}}, result.Unknown, "CannotRead", "node"},
 	{"old kernel, no peermem", "gdr.kernel-module", fixture{set: map[string]string{"@peermem": ""}, extra: "kernel 5.4.0-150-generic\n"}, result.Fail, "NoGDRPath", "node"},
 	{"profile wants peermem", "gdr.kernel-module", fixture{set: map[string]string{"@peermem": ""}, expect: "gdr: {mode: peermem}\n"}, result.Fail, "PeermemExpected", "node"},
 	{"no NIC", "gdr.kernel-module", fixture{set: map[string]string{"@rdma0": "", "@rdma1": ""}}, result.Warn, "NoGDRPath", "node"},

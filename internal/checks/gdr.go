@@ -118,7 +118,6 @@ func registrationOf(env *Env) registration {
 }
 
 func (kernelModule) Run(ctx context.Context, env *Env) []result.Result {
-	drv := env.Facts.Driver
 	reg := registrationOf(env)
 	peermem, dmabuf, dmaWhy, evs := reg.peermem, reg.dmabuf, reg.dmaWhy, reg.evs
 	dmaEnv := env.Facts.Environ.Vars["NCCL_DMABUF_ENABLE"]
@@ -160,8 +159,10 @@ func (kernelModule) Run(ctx context.Context, env *Env) []result.Result {
 		return []result.Result{res(result.Pass, "node", "DMABufAvailable", summary+"; "+uses, evs...)}
 	case peermem != "":
 		return []result.Result{res(result.Pass, "node", "PeermemLoaded", summary+"; "+uses, evs...)}
-	case drv.Err != nil && env.Facts.Modules.Err != nil:
-		return []result.Result{res(result.Unknown, "node", "CannotRead", "could not read the kernel modules or the NVIDIA driver version; "+summary, evs...)}
+	case !reg.known:
+		// No path found, but one of the facts that decide it (the modules,
+		// the driver, the kernel) could not be read: not known, not absent.
+		return []result.Result{res(result.Unknown, "node", "CannotRead", "could not tell whether GPU memory can be registered with the NIC: "+summary, evs...)}
 	}
 	msg := "neither nvidia_peermem is loaded nor dma-buf possible: NCCL cannot register GPU memory with the NIC and will stage every network transfer through host memory; " + summary
 	// RDMA NICs and no way to register GPU memory with them: the node was

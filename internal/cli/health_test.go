@@ -63,7 +63,7 @@ func TestHealthCommand(t *testing.T) {
 		// did not capture (the kernel log: unknown).
 		{"degraded", []string{"--root", good}, 0, "gdrcheck DEGRADED: nic.port mlx5_1:1: mlx5_1 port 1 is DOWN"},
 		{"degraded, strict", []string{"--root", good, "--strict"}, 1, "gdrcheck FAIL: gpu.health GPU0-xid: GPU0: cannot read the kernel log"},
-		{"remote NIC", []string{"--root", l40s}, 1, "gdrcheck FAIL: gdr.kernel-module: "},
+		{"remote NIC", []string{"--root", l40s}, 1, "gdrcheck FAIL: gdr.nic-affinity GPU0-mlx5_0: "},
 		{"no peermem, no dma-buf", []string{"--root", gdrless}, 1, "gdrcheck FAIL: gdr.kernel-module: neither nvidia_peermem is loaded nor dma-buf possible"},
 		{"no peermem, prolog", []string{"--root", gdrless, "--mode", "slurm-prolog"}, 1, "gdrcheck FAIL: gdr.kernel-module: "},
 		{"cannot run", []string{"--root", missing}, 2, "gdrcheck ERROR: "},
@@ -75,8 +75,8 @@ func TestHealthCommand(t *testing.T) {
 		// the node is judged, and a failing one fails (the review's D5:
 		// exit 2 before any check, and a prolog let the node through).
 		{"hostile node name", []string{"--root", good, "--drain", "print", "--node", "n1;reboot"}, 0, "gdrcheck DEGRADED: "},
-		{"hostile node name, failing", []string{"--root", l40s, "--drain", "print", "--node", "n1;reboot"}, 1, "gdrcheck FAIL: gdr.kernel-module: "},
-		{"hostile node name, prolog", []string{"--root", l40s, "--mode", "slurm-prolog", "--drain", "apply", "--node", "n1;reboot"}, 1, "gdrcheck FAIL: gdr.kernel-module: "},
+		{"hostile node name, failing", []string{"--root", l40s, "--drain", "print", "--node", "n1;reboot"}, 1, "gdrcheck FAIL: gdr.nic-affinity GPU0-mlx5_0: "},
+		{"hostile node name, prolog", []string{"--root", l40s, "--mode", "slurm-prolog", "--drain", "apply", "--node", "n1;reboot"}, 1, "gdrcheck FAIL: gdr.nic-affinity GPU0-mlx5_0: "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errs, code := run(t, append([]string{"health"}, tc.args...)...)
@@ -99,7 +99,7 @@ func TestHealthDrain(t *testing.T) {
 
 	// print: the command on stderr, one line on stdout.
 	out, errs, code := run(t, "health", "--root", l40s, "--drain", "print", "--node", "gpu-07")
-	if code != ExitFailed || !strings.HasPrefix(errs, "scontrol update NodeName=gpu-07 State=DRAIN Reason='gdrcheck FAIL: gdr.kernel-module: ") || strings.Count(out, "\n") != 1 {
+	if code != ExitFailed || !strings.HasPrefix(errs, "scontrol update NodeName=gpu-07 State=DRAIN Reason='gdrcheck FAIL: gdr.nic-affinity GPU0-mlx5_0: ") || strings.Count(out, "\n") != 1 {
 		t.Errorf("print: exit %d\n%s%s", code, out, errs)
 	}
 	// A legal Slurm node name that is not a host name is drained too (the

@@ -66,6 +66,11 @@ func ParseDriver(source, text string) Driver {
 	d := Driver{Source: source, Line: clip(first), Open: strings.Contains(first, "Open Kernel Module")}
 	if m := reDriverVersion.FindStringSubmatch(first); m != nil {
 		d.Version = m[1]
+	} else {
+		// Not the driver's version line (empty, cut, another format): the
+		// module's kind and version are not known, never "proprietary".
+		d.Open = false
+		d.Err = fmt.Errorf("%s: no NVIDIA kernel module version in %q", source, d.Line)
 	}
 	return d
 }

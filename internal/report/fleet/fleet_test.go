@@ -142,7 +142,7 @@ func TestPlantedFaultsFoundAndRanked(t *testing.T) {
 		got = append(got, d.Host+": "+d.Reasons[0])
 	}
 	want := []struct{ host, reason string }{
-		{"l-00", "failing checks: gdr.kernel-module, gdr.nic-affinity"},
+		{"l-00", "failing checks: gdr.nic-affinity"},
 		{"l-01", "failing checks"},
 		{"l-02", "failing checks"},
 		{"h-04", "7 of 8 GPUS"},
