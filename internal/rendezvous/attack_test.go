@@ -108,25 +108,7 @@ func TestOnPathAttackerRefused(t *testing.T) {
 			}
 			return pass(down, b)
 		})
-		got := make(chan *Member, 1)
-		go func() {
-			c := cfg(proxy, 1, 2)
-			m, _, err := Join(ctx, c)
-			if err != nil {
-				t.Error(err)
-			}
-			got <- m
-		}()
-		c, err := Serve(ctx, cfg(addr, 0, 2), testID())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		m := <-got
-		if m == nil {
-			return
-		}
-		defer m.Close()
+		_, m := pairUp(t, addr, proxy, false)
 		select {
 		case <-m.Lost():
 		case <-time.After(3 * time.Second):
@@ -172,28 +154,7 @@ func TestOnPathAttackerRefused(t *testing.T) {
 			}
 			return pass(down, b)
 		})
-		got := make(chan *Member, 1)
-		go func() {
-			c := cfg(proxy, 1, 2)
-			c.KeepGoing = true
-			m, _, err := Join(ctx, c)
-			if err != nil {
-				t.Error(err)
-			}
-			got <- m
-		}()
-		c0 := cfg(addr, 0, 2)
-		c0.KeepGoing = true
-		c, err := Serve(ctx, c0, testID())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		m := <-got
-		if m == nil {
-			return
-		}
-		defer m.Close()
+		c, m := pairUp(t, addr, proxy, true)
 		if err := c.Send(1, []byte("go")); err != nil {
 			t.Fatal(err)
 		}
@@ -292,29 +253,7 @@ func TestRelayBudget(t *testing.T) {
 	for _, keepGoing := range []bool{true, false} {
 		t.Run(fmt.Sprint("keepGoing=", keepGoing), func(t *testing.T) {
 			addr := freeport.Addr(t)
-			ctx := context.Background()
-			got := make(chan *Member, 1)
-			go func() {
-				c := cfg(addr, 1, 2)
-				c.KeepGoing = keepGoing
-				m, _, err := Join(ctx, c)
-				if err != nil {
-					t.Error(err)
-				}
-				got <- m
-			}()
-			c0 := cfg(addr, 0, 2)
-			c0.KeepGoing = keepGoing
-			c, err := Serve(ctx, c0, testID())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			m := <-got
-			if m == nil {
-				return
-			}
-			defer m.Close()
+			c, m := pairUp(t, addr, addr, keepGoing)
 			big := make([]byte, 1<<20)
 			for range 2 * inboxBytes >> 20 {
 				if m.Send(0, big) != nil {
@@ -369,4 +308,34 @@ func TestListenNameOfAllInterfaces(t *testing.T) {
 	if a := ln.Addr().String(); a != "127.0.0.1:"+port {
 		t.Errorf("listening at %s", a)
 	}
+}
+
+// pairUp forms a job of two: rank 0 serving at addr, rank 1 joining
+// through join (addr itself, or an on-path proxy in front of it). Both are
+// closed when the test ends; a failed join fails the test.
+func pairUp(t *testing.T, addr, join string, keepGoing bool) (*Coordinator, *Member) {
+	t.Helper()
+	got := make(chan *Member, 1)
+	go func() {
+		c := cfg(join, 1, 2)
+		c.KeepGoing = keepGoing
+		m, _, err := Join(context.Background(), c)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- m
+	}()
+	c0 := cfg(addr, 0, 2)
+	c0.KeepGoing = keepGoing
+	c, err := Serve(context.Background(), c0, testID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	m := <-got
+	if m == nil {
+		t.FailNow()
+	}
+	t.Cleanup(m.Close)
+	return c, m
 }
