@@ -116,6 +116,7 @@ const (
 	PhaseCopy      = "bench.copy"
 	PhaseNCCL      = "bench.nccl"
 	PhaseNCCLLogs  = "nccl-logs"
+	PhaseJobs      = "jobs"
 	PhaseModel     = "model"
 	PhaseVerdict   = "verdict"
 )
@@ -189,6 +190,14 @@ func (nr *NodeRun) Dossier(ctx context.Context, o DossierOptions) (*dossier.Repo
 		{PhaseNCCLLogs, d.ncclLogs},
 		{PhaseModel, d.model},
 	}
+	if len(nr.included) > 0 {
+		// Only a run that includes jobs has the phase: the fabric hop of
+		// any other says how to measure it.
+		steps = slices.Insert(steps, 3, struct {
+			name string
+			run  func(context.Context) (status, reason string)
+		}{PhaseJobs, d.jobs})
+	}
 	var werr error
 	for _, st := range steps {
 		if werr = d.save(st.name); werr != nil {
@@ -259,16 +268,11 @@ func (d *dossierRun) finish(ctx context.Context) {
 	rs = append(rs, d.judged...)
 	d.rep.Results = rs
 	d.rep.Measurements = d.measurements()
-	d.rep.Topology = dossier.NewTopology(nr.host, nr.Summary, rs, d.rep.Measurements, d.rep.NCCL)
+	d.rep.Topology = dossier.NewTopology(nr.host, nr.Summary, rs, d.rep.Measurements, d.rep.NCCL, d.rep.Jobs)
 	v := checks.Judge(rs, nr.Checks.Verdict.Host, nr.Checks.Verdict.Time, nr.Checks.Verdict.Strict)
 	// The sign-off: how the segments of the data paths were established.
 	// A site profile with gdr.required: false leaves the GDR segments out.
-	var expect *profile.Profile
-	if nr.env != nil {
-		expect = nr.env.Expect
-	}
-	required, stated := expect.GDRRequired()
-	v.SignOff(d.rep.Topology.SignOff(required || !stated))
+	v.SignOff(d.rep.Topology.SignOff(nr.gdrRequired()))
 	d.rep.Verdict = v
 	d.rep.Complete = true
 	d.rep.Interrupted = ""
@@ -460,6 +464,92 @@ func (d *dossierRun) ncclLogs(ctx context.Context) (string, string) {
 	return dossier.PhaseDone, ""
 }
 
+// gdrRequired says whether the node is judged as one meant for GPU Direct
+// RDMA: unless the site profile says gdr.required: false.
+func (nr *NodeRun) gdrRequired() bool {
+	var expect *profile.Profile
+	if nr.env != nil {
+		expect = nr.env.Expect
+	}
+	required, stated := expect.GDRRequired()
+	return required || !stated
+}
+
+// jobName is the name of the i-th included job in the dossier.
+func jobName(i int) string { return fmt.Sprintf("job%d", i+1) }
+
+// jobs brings the included jobs into the dossier (run --include): each
+// job's place on this node, its verdicts, its NCCL log analysis and its
+// rows.
+func (d *dossierRun) jobs(ctx context.Context) (string, string) {
+	nr := d.nr
+	for i, j := range nr.included {
+		name := jobName(i)
+		job, rs, err := dossier.NewJob(j.input(name), nr.host.Hostname, nr.host, nr.gdrRequired())
+		if err != nil {
+			return dossier.PhaseFailed, fmt.Sprintf("%s: %v", j.path, err)
+		}
+		d.judged = append(d.judged, rs...)
+		d.rep.Jobs = append(d.rep.Jobs, job)
+		if l := j.rep.Job.NCCLLogs; l != nil {
+			vs := slices.Clone(l.Verdicts)
+			for k := range vs {
+				vs[k].Source, vs[k].Subject = "job", strings.TrimSpace(name+" "+vs[k].Subject)
+			}
+			d.judged = append(d.judged, vs...)
+			var logs []string
+			if l.Report != nil {
+				for _, f := range l.Report.Files {
+					logs = append(logs, f.Name)
+				}
+			}
+			d.rep.NCCL = append(d.rep.NCCL, dossier.NewNCCLRun(name, logs, l.Report, vs))
+		}
+	}
+	return dossier.PhaseDone, ""
+}
+
+// jobRows are the included jobs' rows, each judged as its job judged it:
+// against the job's own expectation (its nodes, its ranks).
+func (d *dossierRun) jobRows() []dossier.CollectiveMeasurement {
+	var out []dossier.CollectiveMeasurement
+	for i, j := range d.nr.included {
+		if !slices.ContainsFunc(d.rep.Jobs, func(x dossier.Job) bool { return x.Name == jobName(i) }) {
+			continue // not brought in (yet)
+		}
+		var basis *model.Basis
+		if j.rep.Expected != nil {
+			basis = &j.rep.Expected.Basis
+		}
+		ms := j.rep.Measurements
+		for _, x := range bench.JudgeRows(basis, ms, d.nr.judging.Pass) {
+			r, row := ms[x.Result], x.Row
+			if row.OutOfPlace == nil {
+				continue
+			}
+			coll := string(r.Collective)
+			if r.Variant != "" {
+				coll += "." + r.Variant
+			}
+			m := dossier.CollectiveMeasurement{ID: fmt.Sprintf("%s.nccl.%s.%d", jobName(i), coll, row.Bytes), Collective: string(r.Collective), Variant: r.Variant,
+				Ranks: r.Ranks, Nodes: j.nodes(), Bytes: row.Bytes, TimeUS: row.OutOfPlace.TimeUS, AlgBW: row.OutOfPlace.AlgBW, BusBW: row.OutOfPlace.BusBW,
+				Status: result.Unknown, Wrong: wrong(row.OutOfPlace) + wrong(row.InPlace), Run: jobName(i)}
+			if row.InPlace != nil {
+				m.InPlaceBusBW = row.InPlace.BusBW
+			}
+			if p := x.Expected; p != nil && p.BusBW > 0 {
+				ratio := x.Ratio
+				m.ExpectedBusBW, m.Fraction, m.Status, m.Bottleneck = &p.BusBW, &ratio, x.Status, string(p.Bottleneck)
+			}
+			if m.Wrong > 0 {
+				m.Status = result.Fail
+			}
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // rel is p relative to the dossier, with forward slashes.
 func (d *dossierRun) rel(p string) string {
 	if r, err := filepath.Rel(d.nr.out, p); err == nil && d.nr.out != "" {
@@ -514,6 +604,7 @@ func (d *dossierRun) measurements() dossier.Measurements {
 		}
 		m.Collectives = append(m.Collectives, x)
 	}
+	m.Collectives = append(m.Collectives, d.jobRows()...)
 	for _, r := range d.nccl {
 		if c, ok := curve(basis, r); ok {
 			m.Curves = append(m.Curves, c)

@@ -35,6 +35,11 @@ type RunOptions struct {
 	BenchSize uint64
 	// Profile is how much the pass measures ("" quick).
 	Profile Profile
+	// Include are jobs of several nodes to bring into the dossier: rank
+	// 0's results.json of a multi-rank bench nccl (the file or its
+	// folder). Read before anything runs; one that cannot be read, or
+	// none of whose ranks ran on this node, is the run's error.
+	Include []string
 }
 
 // NodeRun is a node discovered and judged by Run; Dossier runs the rest.
@@ -67,6 +72,7 @@ type NodeRun struct {
 	host      *topology.Host
 	env       *checks.Env
 	lock      io.Closer // the dossier's lock (dossier.Lock), held until Close
+	included  []*includedJob
 }
 
 // quickPass is the fraction of the expected bandwidth that passes in the
@@ -101,6 +107,13 @@ func (s *Session) Run(ctx context.Context, o RunOptions) (_ *NodeRun, err error)
 	p, err := planChecks(o.Checks)
 	if err != nil {
 		return nil, err
+	}
+	for _, path := range o.Include {
+		j, err := readIncluded(ctx, path)
+		if err != nil {
+			return nil, toolErr(err)
+		}
+		nr.included = append(nr.included, j)
 	}
 	r, cleanup, h, err := openNode(ctx, o.Node)
 	if err != nil {
@@ -137,6 +150,12 @@ func (s *Session) Run(ctx context.Context, o RunOptions) (_ *NodeRun, err error)
 	nr.host = h
 	if rt != nil {
 		nr.gpus, nr.BenchErr = useGPUs(ctx, rt, GPUOptions{Host: h})
+	}
+	for i, j := range nr.included {
+		// A job none of whose ranks ran here is another node's.
+		if _, _, err := dossier.NewJob(j.input(jobName(i)), h.Hostname, h, true); err != nil {
+			return nil, toolErr(fmt.Errorf("--include %s: %w", o.Include[i], err))
+		}
 	}
 	nr.Summary = h.Summarize()
 	nr.Summary.Root = o.Node.Root

@@ -31,6 +31,7 @@ type runOptions struct {
 	out       string
 	quiet     bool
 	verbose   bool
+	include   []string
 }
 
 // defaultRun are the options of a bare `gdrcheck`.
@@ -59,6 +60,12 @@ junit.xml, metrics.prom, the raw NCCL logs and tool outputs under raw/, and SHA2
 It is rewritten after every phase, so Ctrl-C or a failure leaves a valid report marked
 incomplete. See docs/dossier.md.
 
+--include DIR (repeatable) brings a job of several nodes into this node's dossier: rank 0's
+--out folder (or its results.json) of a multi-rank bench nccl. The job's rows (judged for that
+many nodes), its NCCL log analysis and its verdicts join the dossier, and the GPUs whose ranks
+ran here get their fabric hop measured, naming the peer nodes and the transport NCCL used (GPU
+Direct RDMA or staged through host memory). A job none of whose ranks ran here is an error.
+
 The text output opens with the checks' verdict on one line and ends with the node verdict over
 checks and benchmarks; --format json, md or junit print the dossier's report.json, report.md or
 junit.xml instead. Phases go to stderr (a progress bar for the NCCL pass on a terminal).
@@ -80,6 +87,7 @@ when a result is unknown), 2 when the tool itself could not run, 130 when interr
 	cmd.Flags().StringVar(&o.out, "out", "", "directory for the dossier: report.json, report.html, report.md, junit.xml, metrics.prom, raw/, SHA256SUMS")
 	cmd.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "print the node verdict only")
 	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "log what happens to stderr (log/slog)")
+	cmd.Flags().StringArrayVar(&o.include, "include", nil, "a multi-rank bench nccl job's --out folder (or results.json) to fold into the dossier (repeatable)")
 	o.checks.flags(cmd)
 	return cmd
 }
@@ -107,7 +115,7 @@ func runMain(ctx context.Context, g *globals, o runOptions) error {
 	if o.bench && o.noBench {
 		return toolError(fmt.Errorf("--bench and --no-bench contradict each other"))
 	}
-	ro := app.RunOptions{Node: g.node(), Checks: o.checks.options(), Out: o.out, Bench: o.bench, AutoBench: !o.noBench, Profile: prof}
+	ro := app.RunOptions{Node: g.node(), Checks: o.checks.options(), Out: o.out, Bench: o.bench, AutoBench: !o.noBench, Profile: prof, Include: o.include}
 	if o.benchSize != "" {
 		if ro.BenchSize, err = collective.ParseSize(o.benchSize); err != nil {
 			return toolError(fmt.Errorf("--bench-size: %v", err))

@@ -86,11 +86,16 @@ type evidence struct {
 	node      []result.Result // subject "node" results of the GDR checks
 	copies    []CopyMeasurement
 	nccl      []NCCLRun
+	// jobs are the included jobs; status is every result's status by its
+	// reference (what a job's Results name).
+	jobs   []Job
+	status map[string]result.Status
 }
 
-func newEvidence(rs []result.Result, m Measurements, runs []NCCLRun) *evidence {
-	e := &evidence{bySubject: map[string][]result.Result{}, copies: m.Copies, nccl: runs}
+func newEvidence(rs []result.Result, m Measurements, runs []NCCLRun, jobs []Job) *evidence {
+	e := &evidence{bySubject: map[string][]result.Result{}, copies: m.Copies, nccl: runs, jobs: jobs, status: map[string]result.Status{}}
 	for _, r := range rs {
+		e.status[ResultRef(r)] = r.Status
 		e.bySubject[r.Subject] = append(e.bySubject[r.Subject], r)
 		if r.Subject == "node" && strings.HasPrefix(r.ID, "gdr.") {
 			e.node = append(e.node, r)
@@ -180,10 +185,10 @@ var gpuPair = regexp.MustCompile(`^GPU\d+-GPU\d+$`)
 
 // NewTopology is the topology section: the summary s of host h, and each
 // GPU's data path and links judged from the results rs, the measurements
-// m and the NCCL runs.
-func NewTopology(h *topology.Host, s *topology.Summary, rs []result.Result, m Measurements, runs []NCCLRun) Topology {
+// m, the NCCL runs and the included jobs (whose results are among rs).
+func NewTopology(h *topology.Host, s *topology.Summary, rs []result.Result, m Measurements, runs []NCCLRun, jobs []Job) Topology {
 	t := Topology{Summary: s, DataPaths: []DataPath{}, GPULinks: []GPULink{}}
-	e := newEvidence(rs, m, runs)
+	e := newEvidence(rs, m, runs, jobs)
 	var pairing *topology.Pairing
 	if s != nil {
 		pairing = s.Pairing
@@ -235,11 +240,23 @@ func (e *evidence) dataPath(h *topology.Host, g *topology.GPU, p topology.GPUNIC
 		name = label
 	}
 	dp.Hops = append(dp.Hops, r.hop(HopGPUMemory, label, name+" at "+g.Address))
+	// What the included jobs moved from this GPU across the fabric.
+	jobRefs, jobDetail, used, gdrRefs := e.fabric(g.Index)
+	dp.GDRUsed = used
 	n := h.NICByName(p.NIC)
 	if n == nil {
 		dp.GDR, dp.GDRWhy = GDRNoNIC, "no RDMA NIC on this host"
 		if len(h.NICs) > 0 {
 			dp.GDRWhy = "no RDMA NIC paired with this GPU"
+		}
+		if jobDetail != "" {
+			// Traffic left the node without an RDMA NIC: the fabric was
+			// reached, through host memory and a socket as NCCL logged;
+			// the GDR path it lacks is what gdr.used judged (SignOff).
+			dp.Hops = append(dp.Hops, jobRefs.hop(HopFabric, fabricName(e, g.Index), jobDetail))
+			if used == GDRUsedHostStaged || used == GDRUsedMixed {
+				dp.GDRWhy += "; measured: its traffic to other nodes was staged through host memory (" + strings.Join(gdrRefs, ", ") + ")"
+			}
 		}
 		dp.Status, dp.Proof = worstHop(dp.Hops), weakestHop(dp.Hops)
 		return dp
@@ -281,6 +298,11 @@ func (e *evidence) dataPath(h *topology.Host, g *topology.GPU, p topology.GPUNIC
 	// GDR checks judge (nvidia-peermem, dma-buf).
 	r = refs{}
 	r.results(e.node...)
+	// What the jobs' traffic showed of the registration: GDRDMA in NCCL's
+	// log is GPU memory the NIC read and wrote; host-staged fails it.
+	for _, id := range gdrRefs {
+		r.add(id, e.status[id], true)
+	}
 	dp.Hops = append(dp.Hops, r.hop(HopRegistration, label+" memory with "+n.Name, registrationDetail(dp)))
 	// The port.
 	r = refs{}
@@ -289,8 +311,11 @@ func (e *evidence) dataPath(h *topology.Host, g *topology.GPU, p topology.GPUNIC
 	dp.Hops = append(dp.Hops, r.hop(HopPort, portName, strings.TrimSpace(fmt.Sprintf("%s %s %s", p.PortState, p.LinkLayer, rateText(p.RateGbps)))))
 	// The fabric: what NCCL's network transports say; a single-node run
 	// does not reach it.
-	r = refs{}
+	r = jobRefs
 	for _, run := range e.nccl {
+		if e.isJob(run.Name) {
+			continue // a job's ranks are placed on their GPUs (e.fabric)
+		}
 		for _, tr := range run.Transports {
 			if (tr.Class == "net" || tr.Class == "collnet") && tr.Inter > 0 {
 				r.add(RefNCCL+run.Name, result.Pass, true)
@@ -298,11 +323,18 @@ func (e *evidence) dataPath(h *topology.Host, g *topology.GPU, p topology.GPUNIC
 			}
 		}
 	}
-	fdetail := "not exercised: no inter-node traffic was measured from this node"
-	if len(r.ids) > 0 {
+	fdetail := "not exercised: no inter-node traffic was measured from this node (bring a multi-node job in with run --include)"
+	switch {
+	case jobDetail != "":
+		fdetail = jobDetail
+	case len(r.ids) > 0:
 		fdetail = "NCCL carried inter-node traffic over the network"
 	}
-	dp.Hops = append(dp.Hops, r.hop(HopFabric, p.LinkLayer, fdetail))
+	fname := p.LinkLayer
+	if jobDetail != "" {
+		fname = fabricName(e, g.Index)
+	}
+	dp.Hops = append(dp.Hops, r.hop(HopFabric, fname, fdetail))
 	dp.Status, dp.Proof = worstHop(dp.Hops), weakestHop(dp.Hops)
 	return dp
 }
@@ -431,7 +463,14 @@ func (t Topology) SignOff(gdr bool) (result.Proof, []string) {
 			add(name, h.Proof)
 		}
 		if dp.GDR == GDRNoNIC && gdr {
-			add(label+" GPU Direct RDMA path: "+dp.GDRWhy, result.ProofNotExercised)
+			p := result.ProofNotExercised
+			why := dp.GDRWhy
+			if dp.GDRUsed == GDRUsedHostStaged || dp.GDRUsed == GDRUsedMixed {
+				// Traffic was measured and did not use GPU Direct RDMA
+				// (GDRWhy says so).
+				p = result.ProofFailed
+			}
+			add(label+" GPU Direct RDMA path: "+why, p)
 		}
 	}
 	for _, l := range t.GPULinks {

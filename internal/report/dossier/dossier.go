@@ -52,7 +52,10 @@ type Document struct {
 	Measurements Measurements   `json:"measurements"`
 	// NCCL is what NCCL's own logs of the benchmark runs say: versions,
 	// the transports every connection used, GPU Direct RDMA.
-	NCCL      []NCCLRun  `json:"nccl"`
+	NCCL []NCCLRun `json:"nccl"`
+	// Jobs are the jobs of several nodes brought in with run --include:
+	// which of their ranks ran here and what they reached.
+	Jobs      []Job      `json:"jobs,omitempty"`
 	Phases    []Phase    `json:"phases"`
 	Artifacts []Artifact `json:"artifacts"`
 }
@@ -171,6 +174,11 @@ type DataPath struct {
 	// says why when it is not enabled.
 	GDR    string `json:"gdr"`
 	GDRWhy string `json:"gdr_why,omitempty"`
+	// GDRUsed is how the included jobs' traffic from this GPU moved its
+	// memory across the fabric, as NCCL logged it (GDRUsedDirect,
+	// GDRUsedHostStaged, GDRUsedMixed, GDRUsedUnknown); absent when no
+	// job reached another node from it.
+	GDRUsed string `json:"gdr_used,omitempty"`
 	// Status is the worst of the hops'.
 	Status result.Status `json:"status"`
 	// Proof is the weakest of the hops' proof levels.
@@ -291,6 +299,10 @@ type CollectiveMeasurement struct {
 	Wrong      int64         `json:"wrong"`
 	// Run names the NCCL run (NCCLRun.Name) whose logs hold its transports.
 	Run string `json:"run,omitempty"`
+	// Nodes is the number of nodes of an included job's row (absent: this
+	// node alone); Variant is the collective's variant ("hierarchical").
+	Nodes   int    `json:"nodes,omitempty"`
+	Variant string `json:"variant,omitempty"`
 }
 
 // CopyMeasurement is one copy benchmark.

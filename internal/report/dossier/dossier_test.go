@@ -46,7 +46,7 @@ func fixtureReport(t *testing.T, file string) *Report {
 		Curves: []Curve{{Collective: "all_reduce", Ranks: 8, Points: []CurvePoint{{Bytes: 8, BusBW: 0.1, AlgBW: 0.05, Algorithm: "ring"}}}}}
 	runs := []NCCLRun{NewNCCLRun("all_reduce", []string{"raw/nccl/all_reduce.log"}, nil, nil)}
 	doc := Document{Complete: true, Profile: "quick", Verdict: rep.Verdict, Inventory: NewInventory(h, facts),
-		Topology: NewTopology(h, s, rep.Results, m, runs), Checks: Checks{Counts: rep.Counts, DurationMS: rep.DurationMS, Checks: rep.Checks},
+		Topology: NewTopology(h, s, rep.Results, m, runs, nil), Checks: Checks{Counts: rep.Counts, DurationMS: rep.DurationMS, Checks: rep.Checks},
 		Measurements: m, NCCL: runs,
 		Phases:    []Phase{{Name: "discovery", Status: PhaseDone, StartedAt: at}, {Name: "bench.nccl", Status: PhaseSkipped, Reason: "test", StartedAt: at}},
 		Artifacts: []Artifact{{Name: "all_reduce.log", Path: "raw/nccl/all_reduce.log", Kind: "nccl-log", Bytes: 0, SHA256: strings.Repeat("0", 64)}}}

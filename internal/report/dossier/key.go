@@ -8,16 +8,25 @@ import (
 
 // Key is the collective row's identity across reports: what gdrcheck diff
 // compares between two runs and gdrcheck fleet across the nodes of a
-// class, "COLLECTIVE SIZE (N ranks)", e.g. "all_reduce 64M (8 ranks)".
-// The size and the ranks are part of it (a row of another size or over
-// more ranks is another measurement); ID is only the row's reference
-// within its own report.
+// class, "COLLECTIVE SIZE (N ranks)", e.g. "all_reduce 64M (8 ranks)";
+// a job's row of several nodes says how many ("(16 ranks, 2 nodes)"), a
+// variant follows the name ("all_reduce/hierarchical 64M (16 ranks, 2
+// nodes)"). The size, the ranks and the nodes are part of it (a row of
+// another size, over more ranks or across nodes is another measurement);
+// ID is only the row's reference within its own report.
 func (m CollectiveMeasurement) Key() string {
-	rs := " ranks)"
+	rs := " ranks"
 	if m.Ranks == 1 {
-		rs = " rank)"
+		rs = " rank"
 	}
-	return m.Collective + " " + sizeText(m.Bytes) + " (" + strconv.Itoa(m.Ranks) + rs
+	if m.Nodes > 1 {
+		rs += ", " + strconv.Itoa(m.Nodes) + " nodes"
+	}
+	name := m.Collective
+	if m.Variant != "" {
+		name += "/" + m.Variant
+	}
+	return name + " " + sizeText(m.Bytes) + " (" + strconv.Itoa(m.Ranks) + rs + ")"
 }
 
 // Compared is the bandwidth the row is compared by across reports and its

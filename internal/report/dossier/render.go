@@ -167,6 +167,9 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 			if p.GDRWhy != "" {
 				gdr += ": " + p.GDRWhy
 			}
+			if p.GDRUsed != "" {
+				gdr += " (measured: " + p.GDRUsed + ")"
+			}
 			fmt.Fprintf(&b, "| GPU%d | %s | %s |\n", p.GPU, c(gdr), c(strings.Join(hops, " → ")))
 		}
 	}
@@ -174,6 +177,19 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		b.WriteString("\n## GPU ↔ GPU\n\n| GPUs | link | status | evidence |\n|---|---|---|---|\n")
 		for _, g := range r.Topology.GPULinks {
 			fmt.Fprintf(&b, "| GPU%d ↔ GPU%d | %s | %s | %d |\n", g.A, g.B, c(g.Level), g.Status, len(g.Evidence))
+		}
+	}
+	if len(r.Jobs) > 0 {
+		b.WriteString("\n## Jobs included\n\nJobs of several nodes brought into this dossier (run --include), and what their ranks on this node reached.\n\n| job | file | nodes | rank | GPU | reached | over | GPU memory | status |\n|---|---|---|---|---|---|---|---|---|\n")
+		for _, j := range r.Jobs {
+			for _, x := range j.Ranks {
+				gpu := "not found (" + x.BusID + ")"
+				if x.GPU >= 0 {
+					gpu = "GPU" + strconv.Itoa(x.GPU)
+				}
+				fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s | %s | %s | %s |\n", c(j.Name), c(j.Path), len(j.Nodes), x.Rank, c(gpu),
+					c(strings.Join(x.Peers, ", ")), c(strings.Join(append(slices.Clone(x.Transports), x.NICs...), ", ")), x.GDR, j.Status)
+			}
 		}
 	}
 	m := r.Measurements
@@ -187,7 +203,15 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	if len(m.Collectives) > 0 {
 		b.WriteString("| collective | size | ranks | busbw GB/s | expected | fraction | status |\n|---|---|---|---|---|---|---|\n")
 		for _, x := range m.Collectives {
-			fmt.Fprintf(&b, "| %s | %s | %d | %.2f | %s | %s | %s |\n", c(x.Collective), collective.FormatSize(x.Bytes), x.Ranks, x.BusBW, optGB(x.ExpectedBusBW), optPct(x.Fraction), x.Status)
+			ranks := strconv.Itoa(x.Ranks)
+			if x.Nodes > 1 {
+				ranks += fmt.Sprintf(" (%d nodes, %s)", x.Nodes, x.Run)
+			}
+			name := x.Collective
+			if x.Variant != "" {
+				name += " " + x.Variant
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %.2f | %s | %s | %s |\n", c(name), collective.FormatSize(x.Bytes), c(ranks), x.BusBW, optGB(x.ExpectedBusBW), optPct(x.Fraction), x.Status)
 		}
 		b.WriteString("\n")
 	}

@@ -127,7 +127,7 @@ func fixtureReport(t *testing.T, root machine.Root, p plant) *dossier.Report {
 	}
 	verdict := checks.Judge(results, h.Hostname, at, false)
 	doc := dossier.Document{Complete: p.interrupted == "", Interrupted: p.interrupted, Profile: "quick", Verdict: verdict,
-		Inventory: dossier.NewInventory(h, facts), Topology: dossier.NewTopology(h, s, results, m, runs),
+		Inventory: dossier.NewInventory(h, facts), Topology: dossier.NewTopology(h, s, results, m, runs, nil),
 		Checks: dossier.Checks{Counts: rep.Counts, DurationMS: rep.DurationMS, Checks: rep.Checks}, Measurements: m, NCCL: runs, Phases: phases,
 		Artifacts: []dossier.Artifact{{Name: "report.json", Path: "report.json", Kind: "report", Bytes: 123456, SHA256: "5d41402abc4b2a76b9719d911017c592ae2f1b3bbdbdc5b9c8ef1e7f2d1a9c10"}}}
 	if p.log != "" {

@@ -33,6 +33,8 @@ type DataPath struct {
 	Level   string
 	GDR     string
 	GDRWhy  string
+	// GDRUsed is what the included jobs measured of it ("" none).
+	GDRUsed string
 	Hops    []Hop
 	Peers   []Hop
 	// PeersStatus is the worst of the peer links' statuses.
@@ -50,7 +52,7 @@ var hopNames = map[string]string{
 func dataPaths(r *dossier.Report, x *refIndex) []DataPath {
 	var out []DataPath
 	for _, p := range r.Topology.DataPaths {
-		dp := DataPath{GPU: fmt.Sprintf("GPU%d", p.GPU), Address: p.GPUBusID, Status: p.Status, NIC: p.NIC, Level: p.Level, GDR: p.GDR, GDRWhy: p.GDRWhy}
+		dp := DataPath{GPU: fmt.Sprintf("GPU%d", p.GPU), Address: p.GPUBusID, Status: p.Status, NIC: p.NIC, Level: p.Level, GDR: p.GDR, GDRWhy: p.GDRWhy, GDRUsed: p.GDRUsed}
 		for _, h := range p.Hops {
 			kind := hopNames[h.Kind]
 			if kind == "" {

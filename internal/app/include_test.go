@@ -1,0 +1,160 @@
+package app
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
+	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/schematest"
+)
+
+// The one-GPU machine as captured, and a job of two ranks on its GPU, each
+// its own NCCL_HOSTID, joined over NET/Socket (made with the fake CUDA and
+// NCCL libraries, then its host and bus id set to the snapshot's: see
+// testdata/jobs/README.md).
+const (
+	h200LiveSnapshot = "../../testdata/snapshots/h200x1-live-gdrcheck.tgz"
+	socketJob        = "testdata/jobs/fake-socket-2ranks.json"
+)
+
+// includeRun runs the dossier of the one-GPU snapshot with the jobs
+// included, against the site profile expect ("" none).
+func includeRun(t *testing.T, expect string, include ...string) (*dossier.Report, string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "d")
+	nr, err := dossierSession().Run(t.Context(), RunOptions{Node: NodeOptions{Root: h200LiveSnapshot, Timeout: time.Minute},
+		Checks: CheckOptions{Timeout: 10 * time.Second, Expect: expect}, Out: out, AutoBench: true, Include: include})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nr.Close()
+	rep, err := nr.Dossier(t.Context(), DossierOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, out
+}
+
+// A multi-rank job folded into the dossier of a node without an RDMA NIC:
+// the GPU's fabric hop is measured and names the peer and the transport,
+// the job's rows are there for its two nodes, and the node is not signed
+// off for GPU Direct RDMA: its traffic was measured host-staged.
+func TestRunIncludesJob(t *testing.T) {
+	rep, out := includeRun(t, "", socketJob)
+	if len(rep.Jobs) != 1 || len(rep.Jobs[0].Ranks) != 2 {
+		t.Fatalf("jobs: %+v", rep.Jobs)
+	}
+	dp := rep.Topology.DataPaths[0]
+	if dp.GDR != dossier.GDRNoNIC || dp.GDRUsed != dossier.GDRUsedHostStaged || !strings.Contains(dp.GDRWhy, "measured: its traffic to other nodes was staged through host memory") {
+		t.Errorf("data path: %s %s %q", dp.GDR, dp.GDRUsed, dp.GDRWhy)
+	}
+	f := dp.Hops[len(dp.Hops)-1]
+	if f.Kind != dossier.HopFabric || f.Proof != result.ProofMeasured || f.Name != "NET/Socket to host-65cf06c2 (NCCL_HOSTID fakehost0), host-65cf06c2 (NCCL_HOSTID fakehost1)" ||
+		!strings.Contains(f.Detail, "job1 rank 0 to host-65cf06c2 (NCCL_HOSTID fakehost1) over NET/Socket from lo") {
+		t.Errorf("fabric hop: %+v", f)
+	}
+	v := rep.Verdict
+	if v.Status != "NOT READY" || v.Proof != result.ProofFailed ||
+		!slices.ContainsFunc(v.NotMeasured, func(s string) bool {
+			return strings.HasPrefix(s, "GPU0 GPU Direct RDMA path: no RDMA NIC on this host; measured") && strings.HasSuffix(s, "(failed)")
+		}) || !slices.Contains(v.Failing, dossier.JobGDRID) {
+		t.Errorf("verdict: %+v", v)
+	}
+	var rows int
+	for _, m := range rep.Measurements.Collectives {
+		if m.Run == "job1" {
+			rows++
+			if m.Nodes != 2 || m.Ranks != 2 || !strings.HasPrefix(m.ID, "job1.nccl.") || !strings.HasSuffix(m.Key(), "(2 ranks, 2 nodes)") {
+				t.Errorf("job row %+v (%s)", m, m.Key())
+			}
+		}
+	}
+	if rows == 0 || !slices.ContainsFunc(rep.NCCL, func(r dossier.NCCLRun) bool { return r.Name == "job1" }) {
+		t.Errorf("%d job rows; NCCL runs %+v", rows, rep.NCCL)
+	}
+	if !slices.ContainsFunc(rep.Phases, func(p dossier.Phase) bool { return p.Name == PhaseJobs && p.Status == dossier.PhaseDone }) {
+		t.Errorf("phases %+v", rep.Phases)
+	}
+	b, err := os.ReadFile(filepath.Join(out, dossier.ReportJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schematest.Validate(schematest.Compile(t, "report.schema.json"), b); err != nil {
+		t.Errorf("report.json: %v", err)
+	}
+	page, _ := os.ReadFile(filepath.Join(out, "report.html"))
+	for _, w := range []string{"Jobs included", "measured across the fabric: <strong>host-staged</strong>", "NET/Socket to host-65cf06c2"} {
+		if !strings.Contains(string(page), w) {
+			t.Errorf("report.html lacks %q", w)
+		}
+	}
+	md, _ := os.ReadFile(filepath.Join(out, "report.md"))
+	for _, w := range []string{"## Jobs included", "NET/Socket to host-65cf06c2", "host-staged"} {
+		if !strings.Contains(string(md), w) {
+			t.Errorf("report.md lacks %q", w)
+		}
+	}
+}
+
+// A node not meant for GPU Direct RDMA (gdr.required: false): the
+// host-staged traffic is a skip and the GDR segments are left out.
+func TestRunIncludesJobNoGDR(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "site.yaml")
+	if err := os.WriteFile(p, []byte("gdr:\n  required: false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, _ := includeRun(t, p, socketJob)
+	for _, r := range rep.Results {
+		if r.ID == dossier.JobGDRID && r.Status != result.Skip {
+			t.Errorf("%s", r.Ref())
+		}
+	}
+	if slices.ContainsFunc(rep.Verdict.NotMeasured, func(s string) bool { return strings.Contains(s, "GPU Direct RDMA") }) {
+		t.Errorf("not measured: %q", rep.Verdict.NotMeasured)
+	}
+}
+
+// What --include refuses, before anything runs, naming the file and why.
+func TestIncludeRefused(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	job, err := os.ReadFile(socketJob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := write("elsewhere.json", strings.ReplaceAll(string(job), "host-65cf06c2", "node-b"))
+	for _, c := range []struct {
+		name, path, want string
+	}{
+		{"no such folder", filepath.Join(dir, "nothing"), "no results.json of a bench nccl job there"},
+		{"a dossier", write("report.json", `{"schema":"gdrcheck.report/v1","run":{},"results":[]}`), `schema "gdrcheck.report/v1": want gdrcheck.bench-nccl/v1`},
+		{"one process", write("one.json", `{"schema":"gdrcheck.bench-nccl/v1","run":{},"results":[],"complete":true,"measurements":[]}`), "a bench nccl run of one process"},
+		{"bad JSON", write("bad.json", "{\"schema\":\n  \"gdrcheck.bench-nccl/v1\",\n  \"job\": 7}"), "bad.json"},
+		{"another node's job", elsewhere, "none of its 2 ranks ran on this node (host-65cf06c2): they ran on node-b"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "d")
+			_, err := dossierSession().Run(t.Context(), RunOptions{Node: NodeOptions{Root: h200LiveSnapshot, Timeout: time.Minute},
+				Checks: CheckOptions{Timeout: 10 * time.Second}, Out: out, Include: []string{c.path}})
+			var te *ToolError
+			if !errors.As(err, &te) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err %v, want a tool error with %q", err, c.want)
+			}
+			if _, err := os.Stat(out); !os.IsNotExist(err) {
+				t.Errorf("a refused run made --out (%v)", err)
+			}
+		})
+	}
+}

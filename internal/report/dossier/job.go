@@ -1,0 +1,440 @@
+package dossier
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gdrcheck/gdrcheck/internal/analyze/ncclog"
+	"github.com/gdrcheck/gdrcheck/internal/facts/pci"
+	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/topology"
+)
+
+// Job is a job of several nodes whose results were brought into this
+// node's dossier (`run --include`): a multi-rank `bench nccl`. It says
+// which of its ranks ran here, on which GPU, which nodes each reached and
+// how NCCL carried that traffic (its own log lines), so that the fabric
+// hop of those GPUs' data paths is measured, naming the peer.
+type Job struct {
+	// Name is the job's name in this dossier ("job1", ...): the Run of its
+	// measurements and the prefix of its results' subjects.
+	Name string `json:"name"`
+	// Path is the results.json read, SHA256 its digest.
+	Path    string `json:"path"`
+	SHA256  string `json:"sha256"`
+	Command string `json:"command"`
+	// Host is where rank 0 ran and wrote the file, StartedAt when.
+	Host      string    `json:"host"`
+	StartedAt time.Time `json:"started_at"`
+	Complete  bool      `json:"complete"`
+	Error     string    `json:"error,omitempty"`
+	WorldSize int       `json:"world_size"`
+	Split     string    `json:"split,omitempty"`
+	// Nodes are the job's nodes as NCCL counted them (host names, or
+	// "HOST (NCCL_HOSTID X)" where ranks set one), in rank order.
+	Nodes []string `json:"nodes"`
+	// Ranks are the job's ranks that ran on this node.
+	Ranks []JobRank `json:"ranks"`
+	// Status is the worst of its results (Results: references).
+	Status  result.Status `json:"status"`
+	Results []string      `json:"results"`
+}
+
+// JobRank is one rank of a Job that ran on this node.
+type JobRank struct {
+	Rank int `json:"rank"`
+	// Node is the rank's node as the job counted it.
+	Node string `json:"node"`
+	// GPU is this node's GPU the rank drove (-1: its bus id is not one of
+	// this node's GPUs), BusID the bus id it reported.
+	GPU   int    `json:"gpu"`
+	BusID string `json:"bus_id"`
+	// Peers are the other nodes the rank exchanged data with over the
+	// network, as NCCL logged its connections (every other node of the job
+	// when the log does not say).
+	Peers []string `json:"peers"`
+	// Transports are the network transports of those connections
+	// ("NET/Socket", "NET/IB"), NICs this node's devices NCCL named for
+	// them, Connections how many distinct connections NCCL logged.
+	Transports  []string `json:"transports"`
+	NICs        []string `json:"nics,omitempty"`
+	Connections int      `json:"connections"`
+	// GDR is how those connections moved GPU memory: GDRUsedDirect (every
+	// one GPU Direct RDMA), GDRUsedHostStaged (none: through host memory),
+	// GDRUsedMixed, or GDRUsedUnknown (NCCL's log of the rank's network
+	// connections was not read).
+	GDR   string `json:"gdr"`
+	Error string `json:"error,omitempty"`
+}
+
+// How a rank's inter-node traffic moved GPU memory, as NCCL logged it.
+const (
+	GDRUsedDirect     = "gdrdma"
+	GDRUsedHostStaged = "host-staged"
+	GDRUsedMixed      = "mixed"
+	GDRUsedUnknown    = "unknown"
+)
+
+// JobGDRID is the ID of the result that judges how a rank of an included
+// job moved GPU memory across the fabric.
+const JobGDRID = "gdr.used"
+
+// JobDataID is the ID of the result that says whether an included job's
+// data arrived correct (nccl-tests' -c: every row's outputs checked).
+const JobDataID = "job.data"
+
+// JobInput is what app read of an included job: its results.json, as the
+// dossier needs it.
+type JobInput struct {
+	Name, Path, SHA256, Command, Host string
+	StartedAt                         time.Time
+	Complete                          bool
+	Error                             string
+	WorldSize                         int
+	Split                             string
+	Ranks                             []JobInputRank
+	// Logs is NCCL's log of every rank, read as one job (nil: none).
+	Logs *ncclog.Report
+	// Results are the job's own verdicts (its bandwidth judgements, rank
+	// failures), as rank 0 wrote them.
+	Results []result.Result
+	// Rows are the job's measured rows, Checked whether their outputs
+	// were checked (-c), Wrong the wrong values found.
+	Rows    int
+	Checked bool
+	Wrong   int64
+}
+
+// data is the job's JobDataID result: whether the bytes that moved
+// arrived correct.
+func (in JobInput) data() result.Result {
+	r := result.Result{ID: JobDataID, Source: "job", Subject: in.Name}
+	switch {
+	case in.Wrong > 0:
+		r.Status, r.Reason = result.Fail, "WrongData"
+		r.Message = fmt.Sprintf("%d wrong values in the outputs of the job's %d rows", in.Wrong, in.Rows)
+		r.Remedy = "a collective that returns wrong data is a hardware or driver fault: find the rank (gdrcheck bench nccl prints #wrong per row) and test its GPU and links"
+	case in.Rows == 0:
+		r.Status, r.Reason, r.Message = result.Unknown, "NoRows", "the job measured no row"
+	case !in.Checked:
+		r.Status, r.Reason = result.Unknown, "NotChecked"
+		r.Message = fmt.Sprintf("the job's %d rows ran without checking their outputs (-c 0): traffic moved, its correctness was not validated", in.Rows)
+		r.Remedy = "run the job with -c 1 (the default)"
+	default:
+		r.Status, r.Reason = result.Pass, "DataCorrect"
+		r.Message = fmt.Sprintf("every output of the job's %d rows was checked: no wrong value", in.Rows)
+	}
+	return r
+}
+
+// JobInputRank is one rank of an included job.
+type JobInputRank struct {
+	Rank   int
+	Host   string
+	HostID string // NCCL_HOSTID where the rank set one
+	BusID  string
+	Error  string
+}
+
+// node is the rank's node as NCCL counts nodes (by NCCL_HOSTID where set).
+func (r JobInputRank) node() string {
+	if r.HostID != "" {
+		return fmt.Sprintf("%s (NCCL_HOSTID %s)", r.Host, r.HostID)
+	}
+	return r.Host
+}
+
+// SameHost says whether two host names name one machine: equal, or equal
+// once a domain is cut from the longer (a rank may print its FQDN).
+func SameHost(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	if strings.EqualFold(a, b) {
+		return true
+	}
+	short := func(s string) string { s, _, _ = strings.Cut(s, "."); return s }
+	return (strings.Contains(a, ".") != strings.Contains(b, ".")) && strings.EqualFold(short(a), short(b))
+}
+
+// NewJob places the included job in on host h (named self): its ranks
+// that ran here, their GPUs, peers and how NCCL carried their inter-node
+// traffic. It returns the job and its results: the job's own verdicts
+// (subjects prefixed with the job's name, source "job") and one JobGDRID
+// result per rank of this node that reached another node (gdr: the node
+// is meant for GPU Direct RDMA, so host-staged traffic fails; otherwise it
+// is a skip). An error says why the job is not this node's: none of its
+// ranks ran here.
+func NewJob(in JobInput, self string, h *topology.Host, gdr bool) (Job, []result.Result, error) {
+	j := Job{Name: in.Name, Path: in.Path, SHA256: in.SHA256, Command: in.Command, Host: in.Host, StartedAt: in.StartedAt,
+		Complete: in.Complete, Error: in.Error, WorldSize: in.WorldSize, Split: in.Split, Nodes: []string{}, Ranks: []JobRank{}, Results: []string{}}
+	nodeOf := map[int]string{}
+	var hosts []string
+	for _, r := range in.Ranks {
+		nodeOf[r.Rank] = r.node()
+		if !slices.Contains(j.Nodes, r.node()) {
+			j.Nodes = append(j.Nodes, r.node())
+		}
+		if !slices.Contains(hosts, r.Host) {
+			hosts = append(hosts, r.Host)
+		}
+	}
+	rs := []result.Result{in.data()}
+	for _, r := range in.Results {
+		r.Source = "job"
+		r.Subject = strings.TrimSpace(in.Name + " " + r.Subject)
+		rs = append(rs, r)
+	}
+	gpus := map[string]*topology.GPU{}
+	if h != nil {
+		for _, g := range h.GPUs {
+			gpus[pci.NormalizeBusID(g.Address)] = g
+		}
+	}
+	for _, r := range in.Ranks {
+		if !SameHost(r.Host, self) {
+			continue
+		}
+		jr := JobRank{Rank: r.Rank, Node: r.node(), GPU: -1, BusID: r.BusID, Peers: []string{}, Transports: []string{}, GDR: GDRUsedUnknown, Error: r.Error}
+		if g := gpus[pci.NormalizeBusID(r.BusID)]; g != nil && r.BusID != "" {
+			jr.GPU = g.Index
+		}
+		jr.place(in, nodeOf)
+		j.Ranks = append(j.Ranks, jr)
+		if res, ok := jr.judge(in.Name, gdr); ok {
+			rs = append(rs, res)
+		}
+	}
+	if len(j.Ranks) == 0 {
+		return Job{}, nil, fmt.Errorf("none of its %d ranks ran on this node (%s): they ran on %s", len(in.Ranks), self, strings.Join(hosts, ", "))
+	}
+	var r refs
+	for _, x := range rs {
+		j.Results = append(j.Results, ResultRef(x))
+		r.sts = append(r.sts, x.Status)
+	}
+	j.Status = r.status()
+	return j, rs, nil
+}
+
+// place fills the rank's peers, transports and GDR use from NCCL's log of
+// the job: its network connections to ranks of other nodes. Connection
+// rank numbers are the job's own in an unsplit job; in a split one they
+// are the groups', so only the job's transports are known.
+func (jr *JobRank) place(in JobInput, nodeOf map[int]string) {
+	var direct, staged int
+	seen := map[string]bool{}
+	if l := in.Logs; l != nil && (in.Split == "" || in.Split == "all") {
+		for _, c := range l.Channels.Records {
+			if c.Class != "net" && c.Class != "collnet" {
+				continue
+			}
+			var other int
+			switch {
+			case c.From == jr.Rank:
+				other = c.To
+			case c.To == jr.Rank:
+				other = c.From
+			default:
+				continue
+			}
+			peer, ok := nodeOf[other]
+			if !ok || peer == jr.Node {
+				continue
+			}
+			jr.Connections++
+			if !slices.Contains(jr.Peers, peer) {
+				jr.Peers = append(jr.Peers, peer)
+			}
+			if t := netTransport(c.Transport); !slices.Contains(jr.Transports, t) {
+				jr.Transports = append(jr.Transports, t)
+			}
+			if c.GDRDMA {
+				direct++
+			} else {
+				staged++
+			}
+			if c.From == jr.Rank && c.NetDev >= 0 {
+				if n := nicOf(l, c.Host, c.NetDev); n != "" && !seen[n] {
+					seen[n] = true
+					jr.NICs = append(jr.NICs, n)
+				}
+			}
+		}
+	}
+	switch {
+	case direct > 0 && staged == 0:
+		jr.GDR = GDRUsedDirect
+	case staged > 0 && direct == 0:
+		jr.GDR = GDRUsedHostStaged
+	case direct > 0:
+		jr.GDR = GDRUsedMixed
+	}
+	if len(jr.Peers) == 0 {
+		// The log does not say which: every other node of the job.
+		for _, n := range nodeOf {
+			if n != jr.Node && !slices.Contains(jr.Peers, n) {
+				jr.Peers = append(jr.Peers, n)
+			}
+		}
+	}
+	slices.Sort(jr.Peers)
+	slices.Sort(jr.Transports)
+}
+
+// netTransport is a channel transport's network part: "NET/IB/3/GDRDMA"
+// is "NET/IB".
+func netTransport(t string) string {
+	parts := strings.SplitN(t, "/", 3)
+	if len(parts) >= 2 {
+		return parts[0] + "/" + parts[1]
+	}
+	return t
+}
+
+// nicOf is the device NCCL numbered dev on host: an IB device's name, or
+// the socket interface.
+func nicOf(l *ncclog.Report, host string, dev int) string {
+	for _, h := range l.Hosts {
+		if h.Name != host {
+			continue
+		}
+		for _, d := range h.IBDevices {
+			if d.Index == dev {
+				return fmt.Sprintf("%s:%d", d.Name, d.Port)
+			}
+		}
+		if dev < len(h.SocketIfaces) {
+			// "eth0:10.0.0.1<0>": the interface
+			name, _, _ := strings.Cut(h.SocketIfaces[dev], ":")
+			return name
+		}
+	}
+	return ""
+}
+
+// judge is the rank's JobGDRID result: how its inter-node traffic moved
+// GPU memory. A rank that reached no other node has none.
+func (jr JobRank) judge(job string, gdr bool) (result.Result, bool) {
+	gpu := "a GPU not on this node (" + jr.BusID + ")"
+	if jr.GPU >= 0 {
+		gpu = gpuLabel(jr.GPU)
+	}
+	r := result.Result{ID: JobGDRID, Source: "job", Subject: fmt.Sprintf("%s rank %d (%s)", job, jr.Rank, gpu)}
+	peers := strings.Join(jr.Peers, ", ")
+	over := strings.Join(jr.Transports, ", ")
+	switch jr.GDR {
+	case GDRUsedDirect:
+		r.Status, r.Reason = result.Pass, "GDRDMA"
+		r.Message = fmt.Sprintf("all %d network connections to %s moved GPU memory through the NIC directly (%s, GDRDMA in NCCL's log)", jr.Connections, peers, over)
+	case GDRUsedHostStaged, GDRUsedMixed:
+		n := "none"
+		if jr.GDR == GDRUsedMixed {
+			n = "only some"
+		}
+		r.Reason = "HostStaged"
+		r.Message = fmt.Sprintf("%s of its %d network connections to %s used GPU Direct RDMA (%s): NCCL staged the traffic through host memory", n, jr.Connections, peers, over)
+		r.Remedy = "make GPU memory registrable with the NIC (nvidia-peermem or dma-buf) and pair the GPU with an RDMA NIC under its PCIe switch; NCCL_NET_GDR_LEVEL, NCCL_IB_DISABLE and NCCL_NET decide what NCCL uses"
+		r.Status = result.Fail
+		if !gdr {
+			r.Status = result.Skip
+			r.Message += "; the site profile does not require GPU Direct RDMA (gdr.required: false)"
+			r.Remedy = ""
+		}
+	default:
+		if len(jr.Peers) == 0 {
+			return result.Result{}, false // a job of one node: no fabric
+		}
+		r.Status, r.Reason = result.Unknown, "NotLogged"
+		r.Message = fmt.Sprintf("NCCL's log of the job does not show how rank %d connected to %s", jr.Rank, peers)
+		r.Remedy = "run the job with NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS including INIT (gdrcheck bench nccl sets both unless they are set)"
+	}
+	return r, true
+}
+
+// fabric is what the included jobs measured from GPU g across the fabric:
+// the evidence for its fabric hop, the detail naming peers and transport,
+// and how GPU memory moved (a GDRUsed value, "" when no job reached
+// another node from g).
+func (e *evidence) fabric(g int) (refs, string, string, []string) {
+	var r refs
+	var details, ids []string
+	used := ""
+	for _, j := range e.jobs {
+		cited := false
+		for _, jr := range j.Ranks {
+			if jr.GPU != g || len(jr.Peers) == 0 {
+				continue
+			}
+			// The traffic: the job's own verdicts (data, bandwidth, ranks),
+			// once however many of its ranks drove g.
+			for _, ref := range j.Results {
+				if st, ok := e.status[ref]; ok && !cited && !strings.HasPrefix(ref, RefResult+JobGDRID+" ") {
+					r.add(ref, st, true)
+				}
+			}
+			cited = true
+			over := strings.Join(jr.Transports, ", ")
+			if over == "" {
+				over = "the network"
+			}
+			d := fmt.Sprintf("%s rank %d to %s over %s", j.Name, jr.Rank, strings.Join(jr.Peers, ", "), over)
+			if len(jr.NICs) > 0 {
+				d += " from " + strings.Join(jr.NICs, ", ")
+			}
+			details = append(details, d)
+			for _, ref := range j.Results {
+				if strings.HasPrefix(ref, RefResult+JobGDRID+" "+j.Name+" rank "+fmt.Sprint(jr.Rank)+" ") {
+					ids = append(ids, ref)
+				}
+			}
+			switch {
+			case used == "" || used == jr.GDR:
+				used = jr.GDR
+			case jr.GDR != GDRUsedUnknown && used != GDRUsedUnknown:
+				used = GDRUsedMixed
+			}
+		}
+	}
+	if len(details) == 0 {
+		return r, "", "", nil
+	}
+	return r, "measured by " + strings.Join(details, "; "), used, ids
+}
+
+// isJob says whether the NCCL run named name is an included job's.
+func (e *evidence) isJob(name string) bool {
+	return slices.ContainsFunc(e.jobs, func(j Job) bool { return j.Name == name })
+}
+
+// fabricName names GPU g's fabric hop after what the jobs measured: its
+// transports and the peers, e.g. "NET/Socket to b (NCCL_HOSTID x)".
+func fabricName(e *evidence, g int) string {
+	var trs, peers []string
+	for _, j := range e.jobs {
+		for _, jr := range j.Ranks {
+			if jr.GPU != g {
+				continue
+			}
+			for _, t := range jr.Transports {
+				if !slices.Contains(trs, t) {
+					trs = append(trs, t)
+				}
+			}
+			for _, p := range jr.Peers {
+				if !slices.Contains(peers, p) {
+					peers = append(peers, p)
+				}
+			}
+		}
+	}
+	slices.Sort(trs)
+	slices.Sort(peers)
+	over := strings.Join(trs, "+")
+	if over == "" {
+		over = "network"
+	}
+	return over + " to " + strings.Join(peers, ", ")
+}
