@@ -723,3 +723,34 @@ func TestConflictingDuplicate(t *testing.T) {
 		t.Errorf("skipped %+v", f.Skipped)
 	}
 }
+
+// An included job's rows keep their nodes and variant in the fleet's key:
+// a 2-node job's all_reduce is never compared with one node's of as many
+// ranks, nor the hierarchical all-reduce with the flat one.
+func TestJobRowsKeyedByNodes(t *testing.T) {
+	r, err := dossier.Decode(bytes.NewReader(load(t, quickReport)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := r.Measurements.Collectives[0]
+	job, hier := local, local
+	job.Nodes, job.Ranks, job.BusBW, job.Run = 2, 2, local.AlgBW, "job1"
+	hier.Nodes, hier.Ranks, hier.BusBW, hier.Variant, hier.Run = 2, 2, local.AlgBW, "hierarchical", "job1"
+	r.Measurements.Collectives = []dossier.CollectiveMeasurement{local, job, hier}
+	var b bytes.Buffer
+	if err := r.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	n, err := Summarize(b.Bytes(), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range n.Measurements {
+		got = append(got, m.Key)
+	}
+	want := []string{local.Key(), job.Key(), hier.Key()}
+	if len(got) < 3 || !slices.Equal(got[:3], want) || !strings.Contains(want[1], ", 2 nodes)") || !strings.HasPrefix(want[2], local.Collective+"/hierarchical ") || want[0] == want[1] {
+		t.Errorf("keys %q, want %q", got, want)
+	}
+}

@@ -132,6 +132,9 @@ type collectiveRow struct {
 	AlgBW      float64
 	TimeUS     float64
 	Bottleneck string
+	// Nodes and Variant: an included job's row (dossier.CollectiveMeasurement).
+	Nodes   int
+	Variant string
 }
 
 type copyRow struct {
@@ -215,7 +218,7 @@ func Summarize(b []byte, source string) (Node, error) {
 	m := &s.Measurements
 	n.Measurements = make([]Measure, 0, len(m.Collectives)+len(m.Copies))
 	for _, c := range m.Collectives {
-		row := dossier.CollectiveMeasurement{Collective: c.Collective, Ranks: c.Ranks, Bytes: c.Bytes, BusBW: c.BusBW, AlgBW: c.AlgBW}
+		row := dossier.CollectiveMeasurement{Collective: c.Collective, Ranks: c.Ranks, Bytes: c.Bytes, BusBW: c.BusBW, AlgBW: c.AlgBW, Nodes: c.Nodes, Variant: c.Variant}
 		if v, unit := row.Compared(); v > 0 {
 			n.Measurements = append(n.Measurements, Measure{Key: row.Key(), Unit: unit, Value: v, TimeUS: c.TimeUS, Latency: c.Bottleneck == "latency"})
 		}
@@ -231,7 +234,7 @@ func Summarize(b []byte, source string) (Node, error) {
 
 var (
 	measurementNames = []string{"collectives", "copies"}
-	collectiveNames  = []string{"collective", "ranks", "bytes", "busbw_gbps", "algbw_gbps", "time_us", "bottleneck"}
+	collectiveNames  = []string{"collective", "ranks", "bytes", "busbw_gbps", "algbw_gbps", "time_us", "bottleneck", "nodes", "variant"}
 	copyNames        = []string{"test", "device", "peer", "bytes", "gbps", "valid"}
 )
 
@@ -242,7 +245,7 @@ func (s *slim) measurements(raw []byte) error {
 	if err := membersInto(raw, measurementNames, ms[:]); err != nil {
 		return err
 	}
-	var f [7][]byte
+	var f [9][]byte
 	m := &s.Measurements
 	if ms[0] != nil {
 		err := elements(ms[0], func(_ int, raw []byte) error {
@@ -251,7 +254,7 @@ func (s *slim) measurements(raw []byte) error {
 			}
 			r := row{f[:], collectiveNames, nil}
 			m.Collectives = append(m.Collectives, collectiveRow{Collective: r.str(0), Ranks: int(r.num(1)), Bytes: uint64(r.num(2)),
-				BusBW: r.num(3), AlgBW: r.num(4), TimeUS: r.num(5), Bottleneck: r.str(6)})
+				BusBW: r.num(3), AlgBW: r.num(4), TimeUS: r.num(5), Bottleneck: r.str(6), Nodes: int(r.num(7)), Variant: r.str(8)})
 			return r.err
 		})
 		if err != nil {
