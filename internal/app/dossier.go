@@ -491,6 +491,9 @@ func (d *dossierRun) jobs(ctx context.Context) (string, string) {
 		}
 		d.judged = append(d.judged, rs...)
 		d.rep.Jobs = append(d.rep.Jobs, job)
+		if j.rdma != nil {
+			continue // no NCCL log, no collective rows
+		}
 		if l := j.rep.Job.NCCLLogs; l != nil {
 			vs := slices.Clone(l.Verdicts)
 			for k := range vs {
@@ -514,8 +517,8 @@ func (d *dossierRun) jobs(ctx context.Context) (string, string) {
 func (d *dossierRun) jobRows() []dossier.CollectiveMeasurement {
 	var out []dossier.CollectiveMeasurement
 	for i, j := range d.nr.included {
-		if !slices.ContainsFunc(d.rep.Jobs, func(x dossier.Job) bool { return x.Name == jobName(i) }) {
-			continue // not brought in (yet)
+		if j.rdma != nil || !slices.ContainsFunc(d.rep.Jobs, func(x dossier.Job) bool { return x.Name == jobName(i) }) {
+			continue // a bench rdma's, or not brought in (yet)
 		}
 		var basis *model.Basis
 		if j.rep.Expected != nil {

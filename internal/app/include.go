@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/report"
@@ -23,15 +25,21 @@ import (
 // the dossier, and the ranks that ran on this node make the fabric hop of
 // their GPUs measured (dossier.NewJob).
 
-// includeSchema is the schema an included results.json must have.
-var includeSchema = report.Schema("bench-nccl")
+// The schemas an included results.json may have.
+var (
+	includeNCCL = report.Schema("bench-nccl")
+	includeRDMA = report.Schema("bench-rdma")
+)
 
 // includedJob is one job's results.json as read.
 type includedJob struct {
 	path, sum string
 	run       report.Run
 	results   []result.Result
-	rep       bench.NCCLReport
+	// rep is a bench nccl job's document, rdma a bench rdma's (nil for a
+	// bench nccl).
+	rep  bench.NCCLReport
+	rdma *RDMADoc
 }
 
 // readIncluded reads the job at path (a folder holding results.json, or
@@ -57,10 +65,26 @@ func readIncluded(ctx context.Context, path string) (*includedJob, error) {
 	if err := textio.UnmarshalJSON(file, b, &head); err != nil {
 		return nil, fmt.Errorf("--include: %w", err)
 	}
-	if head.Schema != includeSchema {
-		return nil, fmt.Errorf("--include %s: schema %q: want %s, rank 0's results.json of a multi-rank bench nccl job", file, head.Schema, includeSchema)
-	}
 	j := &includedJob{path: file, run: head.Run, results: head.Results}
+	s := sha256.Sum256(b)
+	j.sum = hex.EncodeToString(s[:])
+	switch head.Schema {
+	case includeNCCL:
+	case includeRDMA:
+		j.rdma = &RDMADoc{}
+		if err := textio.UnmarshalJSON(file, b, j.rdma); err != nil {
+			return nil, fmt.Errorf("--include: %w", err)
+		}
+		if j.rdma.Job != nil && j.rdma.Job.Rank != 0 {
+			return nil, fmt.Errorf("--include %s: rank %d's part of a cross-node bench rdma: include rank 0's results.json, which has every rail", file, j.rdma.Job.Rank)
+		}
+		if len(j.rdma.Pairs) == 0 {
+			return nil, fmt.Errorf("--include %s: a bench rdma that measured no pair (a dry run, or nothing to test)", file)
+		}
+		return j, nil
+	default:
+		return nil, fmt.Errorf("--include %s: schema %q: want %s (rank 0's results.json of a multi-rank bench nccl job) or %s (bench rdma)", file, head.Schema, includeNCCL, includeRDMA)
+	}
 	if err := textio.UnmarshalJSON(file, b, &j.rep); err != nil {
 		return nil, fmt.Errorf("--include: %w", err)
 	}
@@ -70,13 +94,14 @@ func readIncluded(ctx context.Context, path string) (*includedJob, error) {
 	if len(j.rep.Job.Ranks) == 0 {
 		return nil, fmt.Errorf("--include %s: job.ranks is empty: rank 0 gathered no rank (not the job's results.json, or rank 0 failed before the end)", file)
 	}
-	s := sha256.Sum256(b)
-	j.sum = hex.EncodeToString(s[:])
 	return j, nil
 }
 
 // input is the job as the dossier takes it, named name.
 func (j *includedJob) input(name string) dossier.JobInput {
+	if j.rdma != nil {
+		return j.rdmaInput(name)
+	}
 	in := dossier.JobInput{Name: name, Path: j.path, SHA256: j.sum, Command: "bench-nccl", Host: j.run.Host, StartedAt: j.run.StartedAt,
 		Complete: j.rep.Complete, Error: j.rep.Error, WorldSize: j.rep.Job.WorldSize, Split: j.rep.Job.Split, Results: j.results}
 	for _, r := range j.rep.Job.Ranks {
@@ -106,4 +131,36 @@ func (j *includedJob) nodes() int {
 		seen[r.NodeKey()] = true
 	}
 	return len(seen)
+}
+
+// rdmaInput is a bench rdma as the dossier takes it: each pair seen from
+// its ends (a loopback's one, a cross-node rail's two).
+func (j *includedJob) rdmaInput(name string) dossier.JobInput {
+	in := dossier.JobInput{Name: name, Path: j.path, SHA256: j.sum, Command: "bench-rdma", Host: j.run.Host, StartedAt: j.run.StartedAt,
+		Complete: true, Results: j.results}
+	if d := j.rdma; d.Job != nil {
+		in.WorldSize = d.Job.WorldSize
+		for _, f := range d.Job.Failures {
+			in.Complete = false
+			in.Error = strings.TrimSpace(in.Error + "; " + f.String())
+		}
+	}
+	for _, pr := range j.rdma.Pairs {
+		e := pr.Entry
+		var mem []string
+		for _, o := range pr.Outcomes {
+			if o.Cause == "" && !slices.Contains(mem, o.Memory) {
+				mem = append(mem, o.Memory)
+			}
+		}
+		p := dossier.JobInputPair{Host: e.Host, BusID: e.GPUBusID, NIC: e.NIC, Port: e.Port, Subject: e.Subject(), Memory: mem}
+		if q := e.Peer; q != nil {
+			p.Peer = fmt.Sprintf("%s GPU%d-%s", q.Host, q.GPU, q.NIC)
+			in.Pairs = append(in.Pairs, p, dossier.JobInputPair{Host: q.Host, BusID: q.GPUBusID, NIC: q.NIC, Port: q.Port,
+				Peer: fmt.Sprintf("%s GPU%d-%s", e.Host, e.GPU, e.NIC), Subject: p.Subject, Memory: mem})
+			continue
+		}
+		in.Pairs = append(in.Pairs, p)
+	}
+	return in
 }

@@ -2,15 +2,20 @@ package app
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/gdrcheck/gdrcheck/internal/bench/rdma"
 	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
 	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/freeport"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/schematest"
 )
 
@@ -157,4 +162,76 @@ func TestIncludeRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A cross-node bench rdma between two HGX nodes (the stand-in perftest),
+// rank 0's results.json folded into the first node's dossier: each rail's
+// GPU has its registration, port and fabric hops measured, the fabric
+// naming the other node's GPU and NIC.
+func TestRunIncludesRDMACross(t *testing.T) {
+	root := fakehost.Dir(t, "../../testdata/hosts/hgx-h200-8gpu-10nic.host")
+	p, err := PlanRDMA(t.Context(), NodeOptions{Root: root, Timeout: time.Minute}, rdma.Options{Mode: rdma.ModeCrossNode, GIDIndex: -1, Rails: []int{0, 1}, Concurrent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	perf, out, addr := perftestStandIn(t), t.TempDir(), freeport.Addr(t)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for r := range 2 {
+		wg.Go(func() {
+			s := &Session{Host: fmt.Sprintf("hgx-h200-0%d", r+1), Clock: func() time.Time { return time.Unix(0, 0) }}
+			plan := *p
+			_, _, errs[r] = s.benchRDMACross(t.Context(), s.Now(), &plan, RDMAOptions{PerftestDir: perf, Out: out, Timeout: 20 * time.Second,
+				Job: rdmaJob(r, 2, addr, 5*time.Second)})
+		})
+	}
+	wg.Wait()
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("ranks: %v, %v", errs[0], errs[1])
+	}
+	d := filepath.Join(t.TempDir(), "d")
+	nr, err := dossierSession().Run(t.Context(), RunOptions{Node: NodeOptions{Root: root, Timeout: time.Minute},
+		Checks: CheckOptions{Timeout: 10 * time.Second}, Out: d, Include: []string{out}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nr.Close()
+	rep, err := nr.Dossier(t.Context(), DossierOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Jobs) != 1 || rep.Jobs[0].Command != "bench-rdma" || len(rep.Jobs[0].Pairs) != 2 {
+		t.Fatalf("jobs %+v", rep.Jobs)
+	}
+	for _, jp := range rep.Jobs[0].Pairs {
+		if jp.GPU < 0 || !strings.HasPrefix(jp.Peer, "hgx-h200-02 GPU") || len(jp.Results) == 0 {
+			t.Fatalf("pair %+v", jp)
+		}
+		dp := rep.Topology.DataPaths[jp.GPU]
+		for _, kind := range []string{dossier.HopRegistration, dossier.HopNIC, dossier.HopPort, dossier.HopFabric} {
+			h := hopOf(dp, kind)
+			if h.Proof != result.ProofMeasured {
+				t.Errorf("GPU%d %s: %+v", jp.GPU, kind, h)
+			}
+		}
+		if f := hopOf(dp, dossier.HopFabric); !strings.Contains(f.Detail, "job1: bench rdma "+jp.NIC) || !strings.Contains(f.Detail, jp.Peer) {
+			t.Errorf("GPU%d fabric: %q", jp.GPU, f.Detail)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(d, dossier.ReportJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schematest.Validate(schematest.Compile(t, "report.schema.json"), b); err != nil {
+		t.Errorf("report.json: %v", err)
+	}
+}
+
+func hopOf(dp dossier.DataPath, kind string) dossier.Hop {
+	for _, h := range dp.Hops {
+		if h.Kind == kind {
+			return h
+		}
+	}
+	return dossier.Hop{}
 }

@@ -147,6 +147,13 @@ func (r *refs) proof() result.Proof {
 	return p
 }
 
+// merge cites everything o cites.
+func (r *refs) merge(o refs) {
+	for i, id := range o.ids {
+		r.add(id, o.sts[i], o.traffic[i])
+	}
+}
+
 func (r *refs) subjects(e *evidence, subjects ...string) {
 	for _, s := range subjects {
 		if s != "" {
@@ -278,9 +285,12 @@ func (e *evidence) dataPath(h *topology.Host, g *topology.GPU, p topology.GPUNIC
 		}
 		dp.Hops = append(dp.Hops, r.hop(kind, via, detail))
 	}
-	// The NIC: its own results and the GPU–NIC pair's.
+	// The NIC: its own results and the GPU–NIC pair's, and what the
+	// included bench rdma runs moved through it.
+	rdmaGPU, rdmaAll, rdmaCross, rdmaDetail := e.rdma(g.Index, n.Name)
 	r = refs{}
 	r.subjects(e, n.Name, n.Address, label+"-"+n.Name)
+	r.merge(rdmaAll)
 	switch {
 	case p.Level > level.DefaultGDR:
 		dp.GDR, dp.GDRWhy = GDRNoPath, fmt.Sprintf("%s is at %s from %s, beyond PXB: NCCL stages its traffic through host memory", n.Name, p.Level, label)
@@ -303,15 +313,18 @@ func (e *evidence) dataPath(h *topology.Host, g *topology.GPU, p topology.GPUNIC
 	for _, id := range gdrRefs {
 		r.add(id, e.status[id], true)
 	}
+	r.merge(rdmaGPU) // perftest moved GPU memory through the NIC
 	dp.Hops = append(dp.Hops, r.hop(HopRegistration, label+" memory with "+n.Name, registrationDetail(dp)))
 	// The port.
 	r = refs{}
 	portName := fmt.Sprintf("%s:%d", n.Name, p.Port)
 	r.subjects(e, portName)
+	r.merge(rdmaCross)
 	dp.Hops = append(dp.Hops, r.hop(HopPort, portName, strings.TrimSpace(fmt.Sprintf("%s %s %s", p.PortState, p.LinkLayer, rateText(p.RateGbps)))))
 	// The fabric: what NCCL's network transports say; a single-node run
 	// does not reach it.
 	r = jobRefs
+	r.merge(rdmaCross)
 	for _, run := range e.nccl {
 		if e.isJob(run.Name) {
 			continue // a job's ranks are placed on their GPUs (e.fabric)
@@ -325,8 +338,12 @@ func (e *evidence) dataPath(h *topology.Host, g *topology.GPU, p topology.GPUNIC
 	}
 	fdetail := "not exercised: no inter-node traffic was measured from this node (bring a multi-node job in with run --include)"
 	switch {
+	case jobDetail != "" && rdmaDetail != "":
+		fdetail = jobDetail + "; " + strings.TrimPrefix(rdmaDetail, "measured by ")
 	case jobDetail != "":
 		fdetail = jobDetail
+	case rdmaDetail != "":
+		fdetail = rdmaDetail
 	case len(r.ids) > 0:
 		fdetail = "NCCL carried inter-node traffic over the network"
 	}

@@ -1,6 +1,7 @@
 package dossier
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -35,8 +36,11 @@ type Job struct {
 	// Nodes are the job's nodes as NCCL counted them (host names, or
 	// "HOST (NCCL_HOSTID X)" where ranks set one), in rank order.
 	Nodes []string `json:"nodes"`
-	// Ranks are the job's ranks that ran on this node.
+	// Ranks are the job's ranks that ran on this node (bench nccl).
 	Ranks []JobRank `json:"ranks"`
+	// Pairs are the GPU–NIC pairs of this node that a bench rdma measured
+	// (loopback, or one end of a cross-node rail).
+	Pairs []JobPair `json:"pairs,omitempty"`
 	// Status is the worst of its results (Results: references).
 	Status  result.Status `json:"status"`
 	Results []string      `json:"results"`
@@ -69,6 +73,30 @@ type JobRank struct {
 	Error string `json:"error,omitempty"`
 }
 
+// JobPair is one GPU–NIC pair of this node an included bench rdma ran.
+type JobPair struct {
+	// GPU is this node's GPU (-1: its bus id is not one of this node's).
+	GPU   int    `json:"gpu"`
+	BusID string `json:"bus_id"`
+	NIC   string `json:"nic"`
+	Port  int    `json:"port"`
+	// Peer is the other end of a cross-node rail ("HOST GPUn-NIC"), ""
+	// for a loopback on this node.
+	Peer string `json:"peer,omitempty"`
+	// Memory are the memories its runs moved: host (the control), cuda
+	// (GPU memory registered through nvidia-peermem), cuda-dmabuf
+	// (registered through dma-buf).
+	Memory  []string `json:"memory"`
+	Results []string `json:"results"`
+}
+
+// Memories of a bench rdma run (rdma.MemHost, MemPeerMem, MemDMABuf).
+const (
+	MemHost    = "host"
+	MemPeerMem = "cuda"
+	MemDMABuf  = "cuda-dmabuf"
+)
+
 // How a rank's inter-node traffic moved GPU memory, as NCCL logged it.
 const (
 	GDRUsedDirect     = "gdrdma"
@@ -95,6 +123,8 @@ type JobInput struct {
 	WorldSize                         int
 	Split                             string
 	Ranks                             []JobInputRank
+	// Pairs are a bench rdma's pairs (Command "bench-rdma").
+	Pairs []JobInputPair
 	// Logs is NCCL's log of every rank, read as one job (nil: none).
 	Logs *ncclog.Report
 	// Results are the job's own verdicts (its bandwidth judgements, rank
@@ -127,6 +157,20 @@ func (in JobInput) data() result.Result {
 		r.Message = fmt.Sprintf("every output of the job's %d rows was checked: no wrong value", in.Rows)
 	}
 	return r
+}
+
+// JobInputPair is one pair of an included bench rdma, seen from one of
+// its ends: a loopback's, or each end of a cross-node rail.
+type JobInputPair struct {
+	// Host is the end's node ("" in a loopback: the job's host), BusID its
+	// GPU, NIC and Port its NIC; Peer names the other end ("" loopback).
+	Host, BusID, NIC string
+	Port             int
+	Peer             string
+	// Subject is the subject of the pair's results before "/MEMORY"
+	// (rdma.Entry.Subject), Memory the memories its runs moved.
+	Subject string
+	Memory  []string
 }
 
 // JobInputRank is one rank of an included job.
@@ -181,11 +225,18 @@ func NewJob(in JobInput, self string, h *topology.Host, gdr bool) (Job, []result
 			hosts = append(hosts, r.Host)
 		}
 	}
-	rs := []result.Result{in.data()}
+	var rs []result.Result
+	if in.Command != "bench-rdma" {
+		rs = append(rs, in.data())
+	}
+	// The pairs' results by their original subject (before the job's name).
+	bySubject := map[string][]string{}
 	for _, r := range in.Results {
+		orig := r.Subject
 		r.Source = "job"
 		r.Subject = strings.TrimSpace(in.Name + " " + r.Subject)
 		rs = append(rs, r)
+		bySubject[orig] = append(bySubject[orig], ResultRef(r))
 	}
 	gpus := map[string]*topology.GPU{}
 	if h != nil {
@@ -207,8 +258,29 @@ func NewJob(in JobInput, self string, h *topology.Host, gdr bool) (Job, []result
 			rs = append(rs, res)
 		}
 	}
-	if len(j.Ranks) == 0 {
-		return Job{}, nil, fmt.Errorf("none of its %d ranks ran on this node (%s): they ran on %s", len(in.Ranks), self, strings.Join(hosts, ", "))
+	for _, p := range in.Pairs {
+		host := cmp.Or(p.Host, in.Host)
+		if !SameHost(host, self) {
+			if !slices.Contains(hosts, host) {
+				hosts = append(hosts, host)
+			}
+			continue
+		}
+		jp := JobPair{GPU: -1, BusID: p.BusID, NIC: p.NIC, Port: p.Port, Peer: p.Peer, Memory: append([]string{}, p.Memory...), Results: []string{}}
+		if g := gpus[pci.NormalizeBusID(p.BusID)]; g != nil && p.BusID != "" {
+			jp.GPU = g.Index
+		}
+		for _, mem := range []string{MemHost, MemPeerMem, MemDMABuf} {
+			jp.Results = append(jp.Results, bySubject[p.Subject+"/"+mem]...)
+		}
+		j.Pairs = append(j.Pairs, jp)
+	}
+	if len(j.Ranks) == 0 && len(j.Pairs) == 0 {
+		what := fmt.Sprintf("%d ranks", len(in.Ranks))
+		if in.Command == "bench-rdma" {
+			what = fmt.Sprintf("%d pairs", len(in.Pairs))
+		}
+		return Job{}, nil, fmt.Errorf("none of its %s ran on this node (%s): they ran on %s", what, self, strings.Join(hosts, ", "))
 	}
 	var r refs
 	for _, x := range rs {
@@ -437,4 +509,39 @@ func fabricName(e *evidence, g int) string {
 		over = "network"
 	}
 	return over + " to " + strings.Join(peers, ", ")
+}
+
+// rdma is what the included bench rdma runs measured on GPU g's pairs
+// with nic: GPU-memory runs (registration), every run (the NIC), the
+// cross-node runs (port and fabric), and the fabric's detail naming the
+// peers.
+func (e *evidence) rdma(g int, nic string) (gpuMem, all, cross refs, detail string) {
+	var peers []string
+	for _, j := range e.jobs {
+		for _, p := range j.Pairs {
+			if p.GPU != g || p.NIC != nic {
+				continue
+			}
+			for _, ref := range p.Results {
+				st, ok := e.status[ref]
+				if !ok {
+					continue
+				}
+				all.add(ref, st, true)
+				if strings.HasSuffix(ref, "/"+MemPeerMem) || strings.HasSuffix(ref, "/"+MemDMABuf) {
+					gpuMem.add(ref, st, true)
+				}
+				if p.Peer != "" {
+					cross.add(ref, st, true)
+				}
+			}
+			if p.Peer != "" {
+				peers = append(peers, fmt.Sprintf("%s: bench rdma %s:%d to %s (%s)", j.Name, p.NIC, p.Port, p.Peer, strings.Join(p.Memory, ", ")))
+			}
+		}
+	}
+	if len(peers) > 0 {
+		detail = "measured by " + strings.Join(peers, "; ")
+	}
+	return gpuMem, all, cross, detail
 }

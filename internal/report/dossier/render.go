@@ -190,6 +190,14 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 				fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s | %s | %s | %s |\n", c(j.Name), c(j.Path), len(j.Nodes), x.Rank, c(gpu),
 					c(strings.Join(x.Peers, ", ")), c(strings.Join(append(slices.Clone(x.Transports), x.NICs...), ", ")), x.GDR, j.Status)
 			}
+			for _, x := range j.Pairs {
+				gpu := "not found (" + x.BusID + ")"
+				if x.GPU >= 0 {
+					gpu = "GPU" + strconv.Itoa(x.GPU)
+				}
+				fmt.Fprintf(&b, "| %s | %s | – | – | %s | %s | bench rdma %s:%d | %s | %s |\n", c(j.Name), c(j.Path), c(gpu),
+					c(cmp.Or(x.Peer, "loopback")), c(x.NIC), x.Port, c(strings.Join(x.Memory, ", ")), j.Status)
+			}
 		}
 	}
 	m := r.Measurements
