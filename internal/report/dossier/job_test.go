@@ -206,3 +206,44 @@ func hostRoot(t *testing.T, name string) machine.Root {
 	t.Helper()
 	return fakehost.Root(t, "../../../testdata/hosts/"+name)
 }
+
+// A loopback bench rdma measures the registration and the NIC of the
+// pairs it ran, not the port or the fabric; a cross-node one measures
+// those too. Only GPU-memory runs measure the registration.
+func TestRDMAPairsOnHGX(t *testing.T) {
+	for _, c := range []struct {
+		name              string
+		peer              string
+		mem               []string
+		reg, port, fabric result.Proof
+	}{
+		{"loopback, GPU memory and host control", "", []string{MemHost, MemPeerMem}, result.ProofMeasured, result.ProofChecked, result.ProofNotExercised},
+		{"loopback, host control only", "", []string{MemHost}, result.ProofChecked, result.ProofChecked, result.ProofNotExercised},
+		{"cross-node", "hgx-h200-02 GPU0-mlx5_3", []string{MemHost, MemDMABuf}, result.ProofMeasured, result.ProofMeasured, result.ProofMeasured},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := JobInput{Name: "job1", Command: "bench-rdma", Host: "hgx-h200-01", Complete: true,
+				Pairs: []JobInputPair{{BusID: "0000:18:00.0", NIC: "mlx5_3", Port: 1, Peer: c.peer, Subject: "GPU0-mlx5_3", Memory: c.mem}}}
+			for _, m := range c.mem {
+				in.Results = append(in.Results, result.Result{ID: "bench.rdma", Status: result.Pass, Subject: "GPU0-mlx5_3/" + m})
+			}
+			_, j, _, top := hgxTopology(t, in, true)
+			if len(j.Pairs) != 1 || j.Pairs[0].GPU != 0 || len(j.Pairs[0].Results) != len(c.mem) {
+				t.Fatalf("pairs %+v", j.Pairs)
+			}
+			dp := top.DataPaths[0]
+			if h := hop(dp, HopRegistration); h.Proof != c.reg {
+				t.Errorf("registration %+v, want %s", h, c.reg)
+			}
+			if h := hop(dp, HopNIC); h.Proof != result.ProofMeasured {
+				t.Errorf("NIC %+v", h)
+			}
+			if h := hop(dp, HopPort); h.Proof != c.port {
+				t.Errorf("port %+v, want %s", h, c.port)
+			}
+			if h := hop(dp, HopFabric); h.Proof != c.fabric || (c.peer != "" && !strings.Contains(h.Detail, c.peer)) {
+				t.Errorf("fabric %+v, want %s", h, c.fabric)
+			}
+		})
+	}
+}
