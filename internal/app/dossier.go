@@ -3,6 +3,8 @@ package app
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/ncclog"
 	"github.com/gdrcheck/gdrcheck/internal/bench"
+	"github.com/gdrcheck/gdrcheck/internal/bench/rdma"
 	"github.com/gdrcheck/gdrcheck/internal/checks"
 	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/model"
@@ -115,6 +118,7 @@ const (
 	PhaseChecks    = "checks"
 	PhaseCopy      = "bench.copy"
 	PhaseNCCL      = "bench.nccl"
+	PhaseRDMA      = "bench.rdma"
 	PhaseNCCLLogs  = "nccl-logs"
 	PhaseJobs      = "jobs"
 	PhaseModel     = "model"
@@ -190,10 +194,22 @@ func (nr *NodeRun) Dossier(ctx context.Context, o DossierOptions) (*dossier.Repo
 		{PhaseNCCLLogs, d.ncclLogs},
 		{PhaseModel, d.model},
 	}
+	if nr.profile != ProfileQuick {
+		// standard and full loop GPU memory through each rail NIC.
+		steps = slices.Insert(steps, 2, struct {
+			name string
+			run  func(context.Context) (status, reason string)
+		}{PhaseRDMA, d.benchRDMA})
+	}
 	if len(nr.included) > 0 {
 		// Only a run that includes jobs has the phase: the fabric hop of
 		// any other says how to measure it.
-		steps = slices.Insert(steps, 3, struct {
+		steps = slices.Insert(steps, slices.IndexFunc(steps, func(st struct {
+			name string
+			run  func(context.Context) (status, reason string)
+		}) bool {
+			return st.name == PhaseNCCLLogs
+		})+1, struct {
 			name string
 			run  func(context.Context) (status, reason string)
 		}{PhaseJobs, d.jobs})
@@ -473,6 +489,60 @@ func (nr *NodeRun) gdrRequired() bool {
 	}
 	required, stated := expect.GDRRequired()
 	return required || !stated
+}
+
+// RDMAJobName is the name of the run's own bench rdma among the dossier's
+// jobs.
+const RDMAJobName = "bench.rdma"
+
+// benchRDMA loops GPU memory through every GPU–NIC pair of the node
+// (bench rdma's loopback: each registration mode the node offers and the
+// host-memory control), judged against line rate and the model; its pairs
+// join the dossier's jobs as "bench.rdma", so that each pair's
+// registration and NIC hops are measured.
+func (d *dossierRun) benchRDMA(ctx context.Context) (string, string) {
+	if why := d.skipBench(); why != "" {
+		return dossier.PhaseSkipped, why
+	}
+	nr := d.nr
+	if len(nr.host.NICs) == 0 {
+		return dossier.PhaseSkipped, "no RDMA NIC on this host: no GPU–NIC pair to loop back through (gdr.kernel-module judges the node's GPU Direct RDMA path)"
+	}
+	var expect *profile.Profile
+	if nr.env != nil {
+		expect = nr.env.Expect
+	}
+	env, dir, err := nr.s.BenchRDMA(ctx, nr.node, RDMAOptions{Plan: rdma.Options{GIDIndex: -1}, Out: subdir(nr.out, rawRDMA),
+		Timeout: 2 * time.Minute, Judging: rdma.DefaultJudging, Profile: expect})
+	if env == nil {
+		return dossier.PhaseFailed, err.Error()
+	}
+	doc := env.Data.(*RDMADoc)
+	if len(doc.Pairs) == 0 {
+		// Nothing to test: the run's one result says why.
+		d.judged = append(d.judged, sourced(env.Results, "bench")...)
+		return dossier.PhaseDone, ""
+	}
+	j := &includedJob{path: d.rel(filepath.Join(dir, "results.json")), run: env.Run, results: env.Results, rdma: doc}
+	j.run.Host = nr.host.Hostname // its loopback pairs are this node's
+	job, rs, jerr := dossier.NewJob(j.input(RDMAJobName), nr.host.Hostname, nr.host, nr.gdrRequired())
+	if jerr != nil {
+		return dossier.PhaseFailed, jerr.Error()
+	}
+	job.SHA256 = fileSum(dir, "results.json")
+	d.judged = append(d.judged, rs...)
+	d.rep.Jobs = append(d.rep.Jobs, job)
+	return benchStatus(err)
+}
+
+// fileSum is the SHA-256 of dir/name, "" when it cannot be read.
+func fileSum(dir, name string) string {
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return ""
+	}
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
 }
 
 // jobName is the name of the i-th included job in the dossier.

@@ -235,3 +235,60 @@ func hopOf(dp dossier.DataPath, kind string) dossier.Hop {
 	}
 	return dossier.Hop{}
 }
+
+// run --profile standard loops GPU memory through every rail NIC (bench
+// rdma's loopback, the stand-in perftest here): its pairs join the
+// dossier's jobs as bench.rdma and measure their registration and NIC
+// hops, never the fabric.
+func TestRunLoopsBackThroughEachNIC(t *testing.T) {
+	hgx := fakehost.Dir(t, "../../testdata/hosts/hgx-h200-8gpu-10nic.host")
+	t.Setenv("PATH", perftestStandIn(t)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out := filepath.Join(t.TempDir(), "d")
+	nr, err := dossierSession().Run(t.Context(), RunOptions{Node: NodeOptions{LiveRoot: hgx, Timeout: time.Minute},
+		Checks: CheckOptions{Timeout: 10 * time.Second}, Out: out, Profile: ProfileStandard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nr.Close()
+	// The GPU benchmarks have no GPU here: only bench rdma runs.
+	nr.BenchSkip, nr.BenchErr = "", nil
+	d := &dossierRun{nr: nr}
+	status, why := d.benchRDMA(t.Context())
+	if status != dossier.PhaseDone || len(d.rep.Jobs) != 1 || d.rep.Jobs[0].Name != RDMAJobName {
+		t.Fatalf("bench.rdma: %s %s; jobs %+v", status, why, d.rep.Jobs)
+	}
+	pairs := d.rep.Jobs[0].Pairs
+	if len(pairs) == 0 || pairs[0].GPU != 0 || pairs[0].Peer != "" || !slices.Contains(pairs[0].Memory, dossier.MemHost) {
+		t.Fatalf("pairs %+v", pairs)
+	}
+	d.finish(t.Context())
+	dp := d.rep.Topology.DataPaths[0]
+	if h := hopOf(dp, dossier.HopNIC); h.Proof != result.ProofMeasured {
+		t.Errorf("NIC hop %+v", h)
+	}
+	if h := hopOf(dp, dossier.HopFabric); h.Proof != result.ProofNotExercised {
+		t.Errorf("a loopback reached the fabric: %+v", h)
+	}
+	if _, err := os.Stat(filepath.Join(out, "raw", "rdma", "results.json")); err != nil {
+		t.Errorf("raw/rdma: %v", err)
+	}
+}
+
+// The bench.rdma phase is standard's and full's, not quick's.
+func TestRDMAPhaseByProfile(t *testing.T) {
+	for prof, want := range map[Profile]bool{ProfileQuick: false, ProfileStandard: true, ProfileFull: true} {
+		nr, err := dossierSession().Run(t.Context(), RunOptions{Node: NodeOptions{Root: h200LiveSnapshot, Timeout: time.Minute},
+			Checks: CheckOptions{Timeout: 10 * time.Second}, Profile: prof})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := nr.Dossier(t.Context(), DossierOptions{})
+		nr.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := slices.ContainsFunc(rep.Phases, func(p dossier.Phase) bool { return p.Name == PhaseRDMA }); got != want {
+			t.Errorf("%s: bench.rdma phase %v, want %v (%+v)", prof, got, want, rep.Phases)
+		}
+	}
+}

@@ -69,6 +69,7 @@ type NodeRun struct {
 	judging   Judging
 	profile   Profile
 	started   time.Time
+	node      NodeOptions // what was read, for the benchmarks that read it again (bench rdma)
 	host      *topology.Host
 	env       *checks.Env
 	lock      io.Closer // the dossier's lock (dossier.Lock), held until Close
@@ -103,7 +104,7 @@ func (s *Session) Run(ctx context.Context, o RunOptions) (_ *NodeRun, err error)
 	if o.Profile == "" {
 		o.Profile = ProfileQuick
 	}
-	nr := &NodeRun{s: s, out: o.Out, profile: o.Profile, started: started}
+	nr := &NodeRun{s: s, out: o.Out, profile: o.Profile, started: started, node: o.Node}
 	p, err := planChecks(o.Checks)
 	if err != nil {
 		return nil, err
@@ -192,6 +193,7 @@ func (s *Session) Run(ctx context.Context, o RunOptions) (_ *NodeRun, err error)
 var (
 	rawNCCL = filepath.Join("raw", "nccl")
 	rawCopy = filepath.Join("raw", "copy")
+	rawRDMA = filepath.Join("raw", "rdma")
 )
 
 // BenchNCCL runs the pass's collectives (BenchErr when it cannot run);

@@ -24,7 +24,7 @@ type Job struct {
 	Name string `json:"name"`
 	// Path is the results.json read, SHA256 its digest.
 	Path    string `json:"path"`
-	SHA256  string `json:"sha256"`
+	SHA256  string `json:"sha256,omitempty"`
 	Command string `json:"command"`
 	// Host is where rank 0 ran and wrote the file, StartedAt when.
 	Host      string    `json:"host"`
