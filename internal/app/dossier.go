@@ -525,7 +525,7 @@ func (d *dossierRun) benchRDMA(ctx context.Context) (string, string) {
 	}
 	j := &includedJob{path: d.rel(filepath.Join(dir, "results.json")), run: env.Run, results: env.Results, rdma: doc}
 	j.run.Host = nr.host.Hostname // its loopback pairs are this node's
-	job, rs, jerr := dossier.NewJob(j.input(RDMAJobName), nr.host.Hostname, nr.host, nr.gdrRequired())
+	job, rs, jerr := dossier.NewJob(j.input(RDMAJobName), nr.jobContext())
 	if jerr != nil {
 		return dossier.PhaseFailed, jerr.Error()
 	}
@@ -545,6 +545,23 @@ func fileSum(dir, name string) string {
 	return hex.EncodeToString(s[:])
 }
 
+// jobContext is this node as the jobs are placed on it.
+func (nr *NodeRun) jobContext() dossier.JobContext {
+	c := dossier.JobContext{Self: nr.host.Hostname, Host: nr.host, GDR: nr.gdrRequired(), PeerMem: -1}
+	if nr.env != nil {
+		if nr.env.Expect != nil {
+			c.Mode = nr.env.Expect.GDR.Mode
+		}
+		if peermem, _, known, _ := checks.Registration(nr.env); known {
+			c.PeerMem = 0
+			if peermem != "" {
+				c.PeerMem = 1
+			}
+		}
+	}
+	return c
+}
+
 // jobName is the name of the i-th included job in the dossier.
 func jobName(i int) string { return fmt.Sprintf("job%d", i+1) }
 
@@ -555,7 +572,7 @@ func (d *dossierRun) jobs(ctx context.Context) (string, string) {
 	nr := d.nr
 	for i, j := range nr.included {
 		name := jobName(i)
-		job, rs, err := dossier.NewJob(j.input(name), nr.host.Hostname, nr.host, nr.gdrRequired())
+		job, rs, err := dossier.NewJob(j.input(name), nr.jobContext())
 		if err != nil {
 			return dossier.PhaseFailed, fmt.Sprintf("%s: %v", j.path, err)
 		}

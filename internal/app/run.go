@@ -154,7 +154,7 @@ func (s *Session) Run(ctx context.Context, o RunOptions) (_ *NodeRun, err error)
 	}
 	for i, j := range nr.included {
 		// A job none of whose ranks ran here is another node's.
-		if _, _, err := dossier.NewJob(j.input(jobName(i)), h.Hostname, h, true); err != nil {
+		if _, _, err := dossier.NewJob(j.input(jobName(i)), dossier.JobContext{Self: h.Hostname, Host: h, GDR: true}); err != nil {
 			return nil, toolErr(fmt.Errorf("--include %s: %w", o.Include[i], err))
 		}
 	}

@@ -69,8 +69,12 @@ type JobRank struct {
 	// one GPU Direct RDMA), GDRUsedHostStaged (none: through host memory),
 	// GDRUsedMixed, or GDRUsedUnknown (NCCL's log of the rank's network
 	// connections was not read).
-	GDR   string `json:"gdr"`
-	Error string `json:"error,omitempty"`
+	GDR string `json:"gdr"`
+	// Registration is how GPU memory was registered with the NIC for that
+	// traffic (RegDMABuf, RegPeerMem, RegEither where NCCL's log and the
+	// node's modules do not tell), "" when not GPU Direct RDMA.
+	Registration string `json:"registration,omitempty"`
+	Error        string `json:"error,omitempty"`
 }
 
 // JobPair is one GPU–NIC pair of this node an included bench rdma ran.
@@ -203,6 +207,29 @@ func SameHost(a, b string) bool {
 	return (strings.Contains(a, ".") != strings.Contains(b, ".")) && strings.EqualFold(short(a), short(b))
 }
 
+// JobContext is the node an included job is placed on.
+type JobContext struct {
+	// Self is the node's name, Host the node.
+	Self string
+	Host *topology.Host
+	// GDR: the node is meant for GPU Direct RDMA (host-staged traffic
+	// fails); Mode is the site profile's gdr.mode ("", any, peermem,
+	// dmabuf): the registration path the traffic must have used.
+	GDR  bool
+	Mode string
+	// PeerMem says whether nvidia_peermem is loaded on the node (1 yes, 0
+	// no, -1 not known): with NCCL's log it tells the registration mode.
+	PeerMem int
+}
+
+// Registration modes (JobRank.Registration).
+const (
+	RegDMABuf  = "dmabuf"
+	RegPeerMem = "peermem"
+	RegEither  = "dmabuf-or-peermem"
+	JobModeID  = "gdr.mode-used"
+)
+
 // NewJob places the included job in on host h (named self): its ranks
 // that ran here, their GPUs, peers and how NCCL carried their inter-node
 // traffic. It returns the job and its results: the job's own verdicts
@@ -211,7 +238,8 @@ func SameHost(a, b string) bool {
 // is meant for GPU Direct RDMA, so host-staged traffic fails; otherwise it
 // is a skip). An error says why the job is not this node's: none of its
 // ranks ran here.
-func NewJob(in JobInput, self string, h *topology.Host, gdr bool) (Job, []result.Result, error) {
+func NewJob(in JobInput, c JobContext) (Job, []result.Result, error) {
+	self, h := c.Self, c.Host
 	j := Job{Name: in.Name, Path: in.Path, SHA256: in.SHA256, Command: in.Command, Host: in.Host, StartedAt: in.StartedAt,
 		Complete: in.Complete, Error: in.Error, WorldSize: in.WorldSize, Split: in.Split, Nodes: []string{}, Ranks: []JobRank{}, Results: []string{}}
 	nodeOf := map[int]string{}
@@ -253,8 +281,12 @@ func NewJob(in JobInput, self string, h *topology.Host, gdr bool) (Job, []result
 			jr.GPU = g.Index
 		}
 		jr.place(in, nodeOf)
+		jr.Registration = jr.registration(in.Logs, in.WorldSize, c.PeerMem)
 		j.Ranks = append(j.Ranks, jr)
-		if res, ok := jr.judge(in.Name, gdr); ok {
+		if res, ok := jr.judge(in.Name, c.GDR); ok {
+			rs = append(rs, res)
+		}
+		if res, ok := jr.judgeMode(in.Name, c.Mode); ok {
 			rs = append(rs, res)
 		}
 	}
@@ -274,6 +306,9 @@ func NewJob(in JobInput, self string, h *topology.Host, gdr bool) (Job, []result
 			jp.Results = append(jp.Results, bySubject[p.Subject+"/"+mem]...)
 		}
 		j.Pairs = append(j.Pairs, jp)
+		if res, ok := jp.judgeMode(in.Name, c.Mode); ok {
+			rs = append(rs, res)
+		}
 	}
 	if len(j.Ranks) == 0 && len(j.Pairs) == 0 {
 		what := fmt.Sprintf("%d ranks", len(in.Ranks))
@@ -544,4 +579,99 @@ func (e *evidence) rdma(g int, nic string) (gpuMem, all, cross refs, detail stri
 		detail = "measured by " + strings.Join(peers, "; ")
 	}
 	return gpuMem, all, cross, detail
+}
+
+// registration is how the rank's GPU Direct RDMA traffic registered GPU
+// memory. NCCL does not log the path it takes; it prefers dma-buf when
+// CUDA offers it for the GPU ("DMA-BUF is available on GPU device N") and
+// the NIC's plugin can use it, else nvidia-peermem. So: no DMA-BUF line
+// means nvidia-peermem; a DMA-BUF line with nvidia_peermem not loaded
+// means dma-buf; a DMA-BUF line with nvidia_peermem loaded (or not known)
+// could be either.
+func (jr JobRank) registration(l *ncclog.Report, world, peermem int) string {
+	if jr.GDR != GDRUsedDirect || l == nil {
+		return ""
+	}
+	host, dev := "", -1
+	for _, r := range l.Ranks {
+		// The job's own communicator: a split's ranks number other processes.
+		if r.Rank == jr.Rank && r.CUDADev != nil && r.NRanks == world {
+			host, dev = r.Host, *r.CUDADev
+			break
+		}
+	}
+	if dev < 0 {
+		return ""
+	}
+	dmabuf := false
+	for _, h := range l.Hosts {
+		if h.Name == host && slices.Contains(h.DMABufGPUs, dev) {
+			dmabuf = true
+		}
+	}
+	switch {
+	case !dmabuf:
+		return RegPeerMem
+	case peermem == 0:
+		return RegDMABuf
+	}
+	return RegEither
+}
+
+// judgeMode is the rank's JobModeID result against the site profile's
+// gdr.mode; none when the profile names no mode or the rank's traffic
+// was not GPU Direct RDMA (gdr.used judges that).
+func (jr JobRank) judgeMode(job, mode string) (result.Result, bool) {
+	if (mode != RegDMABuf && mode != RegPeerMem) || jr.GDR != GDRUsedDirect {
+		return result.Result{}, false
+	}
+	r := result.Result{ID: JobModeID, Source: "job", Subject: fmt.Sprintf("%s rank %d (GPU%d)", job, jr.Rank, jr.GPU)}
+	switch jr.Registration {
+	case mode:
+		r.Status, r.Reason, r.Message = result.Pass, "AsProfiled", fmt.Sprintf("GPU memory was registered through %s, as the site profile's gdr.mode says", regText(mode))
+	case RegEither, "":
+		r.Status, r.Reason = result.Unknown, "NotLogged"
+		r.Message = fmt.Sprintf("NCCL's log does not tell whether GPU memory was registered through dma-buf or nvidia-peermem (the site profile wants %s)", regText(mode))
+		r.Remedy = "unload nvidia_peermem where the site relies on dma-buf (NCCL then has no other path), or set NCCL_DMABUF_ENABLE=0 where it relies on nvidia-peermem"
+	default:
+		r.Status, r.Reason = result.Fail, "RegistrationMismatch"
+		r.Message = fmt.Sprintf("GPU memory was registered through %s, not %s as the site profile's gdr.mode says: a silent switch between the two is a known cause of large bandwidth losses", regText(jr.Registration), regText(mode))
+		r.Remedy = "load the module the site relies on (nvidia_peermem) or enable dma-buf (open kernel module, kernel 5.12+, NCCL_DMABUF_ENABLE=1), and make the nodes alike"
+	}
+	return r, true
+}
+
+// judgeMode is the pair's JobModeID result: which registration its
+// GPU-memory runs used against the site profile's gdr.mode.
+func (jp JobPair) judgeMode(job, mode string) (result.Result, bool) {
+	want := map[string]string{RegDMABuf: MemDMABuf, RegPeerMem: MemPeerMem}[mode]
+	if want == "" || !(slices.Contains(jp.Memory, MemDMABuf) || slices.Contains(jp.Memory, MemPeerMem)) {
+		return result.Result{}, false
+	}
+	r := result.Result{ID: JobModeID, Source: "job", Subject: fmt.Sprintf("%s GPU%d-%s", job, jp.GPU, jp.NIC)}
+	if slices.Contains(jp.Memory, want) {
+		r.Status, r.Reason, r.Message = result.Pass, "AsProfiled", fmt.Sprintf("perftest moved GPU memory registered through %s, as the site profile's gdr.mode says", regText(mode))
+		return r, true
+	}
+	r.Status, r.Reason = result.Fail, "RegistrationMismatch"
+	r.Message = fmt.Sprintf("perftest could only register GPU memory through %s, not %s as the site profile's gdr.mode says", regText(map[string]string{MemDMABuf: RegDMABuf, MemPeerMem: RegPeerMem}[otherMem(want)]), regText(mode))
+	r.Remedy = "make the registration path the site relies on available on this node (gdr.kernel-module says what is missing)"
+	return r, true
+}
+
+func otherMem(m string) string {
+	if m == MemDMABuf {
+		return MemPeerMem
+	}
+	return MemDMABuf
+}
+
+func regText(m string) string {
+	switch m {
+	case RegDMABuf:
+		return "dma-buf"
+	case RegPeerMem:
+		return "nvidia-peermem"
+	}
+	return m
 }

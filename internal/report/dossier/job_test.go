@@ -56,7 +56,7 @@ func hgxTopology(t *testing.T, in JobInput, gdr bool) (*topology.Host, Job, []re
 	}
 	facts := sysinfo.Collect(context.Background(), root, h, sysinfo.Options{})
 	rep := checks.Run(context.Background(), &checks.Env{Host: h, Facts: facts, Now: at}, checks.All(), checks.Options{})
-	j, rs, err := NewJob(in, h.Hostname, h, gdr)
+	j, rs, err := NewJob(in, JobContext{Self: h.Hostname, Host: h, GDR: gdr, PeerMem: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestJobElsewhere(t *testing.T) {
 	for i := range in.Ranks {
 		in.Ranks[i].Host = "other-" + in.Ranks[i].Host
 	}
-	_, _, err := NewJob(in, "hgx-h200-01", nil, true)
+	_, _, err := NewJob(in, JobContext{Self: "hgx-h200-01", GDR: true})
 	if err == nil || !strings.Contains(err.Error(), "none of its 4 ranks ran on this node (hgx-h200-01): they ran on other-hgx-h200-01, other-hgx-h200-02") {
 		t.Errorf("err %v", err)
 	}
@@ -246,4 +246,62 @@ func TestRDMAPairsOnHGX(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Which registration NCCL's GDRDMA traffic used, from its log and the
+// node's modules, judged against the site profile's gdr.mode.
+func TestJobRegistrationMode(t *testing.T) {
+	zero := 0
+	for _, c := range []struct {
+		name    string
+		dmabuf  bool // NCCL printed "DMA-BUF is available on GPU device 0"
+		peermem int
+		mode    string
+		reg     string
+		st      result.Status // of gdr.mode-used; "" none
+	}{
+		{"dma-buf, peermem not loaded, wanted", true, 0, "dmabuf", RegDMABuf, result.Pass},
+		{"dma-buf where peermem is wanted", true, 0, "peermem", RegDMABuf, result.Fail},
+		{"no DMA-BUF line: peermem, dma-buf wanted", false, 1, "dmabuf", RegPeerMem, result.Fail},
+		{"no DMA-BUF line, modules unknown: peermem", false, -1, "peermem", RegPeerMem, result.Pass},
+		{"either could be", true, 1, "dmabuf", RegEither, result.Unknown},
+		{"no mode in the profile", true, 0, "any", RegDMABuf, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := hgxJob(false)
+			in.Logs.Ranks = []ncclog.Rank{{Rank: 0, NRanks: 4, Host: "hgx-h200-01", CUDADev: &zero}, {Rank: 0, NRanks: 2, Host: "hgx-h200-02", CUDADev: &zero}}
+			if c.dmabuf {
+				in.Logs.Hosts[0].DMABufGPUs = []int{0}
+			}
+			h := hgxHost(t)
+			j, rs, err := NewJob(in, JobContext{Self: h.Hostname, Host: h, GDR: true, Mode: c.mode, PeerMem: c.peermem})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := j.Ranks[0].Registration; got != c.reg {
+				t.Errorf("registration %q, want %q", got, c.reg)
+			}
+			r := find(rs, JobModeID, "job1 rank 0")
+			if r.Status != c.st {
+				t.Errorf("gdr.mode-used %+v, want %q", r, c.st)
+			}
+		})
+	}
+	// perftest's runs say which path they used.
+	h := hgxHost(t)
+	in := JobInput{Name: "job2", Command: "bench-rdma", Host: h.Hostname,
+		Pairs: []JobInputPair{{BusID: "0000:18:00.0", NIC: "mlx5_3", Port: 1, Subject: "GPU0-mlx5_3", Memory: []string{MemHost, MemPeerMem}}}}
+	_, rs, err := NewJob(in, JobContext{Self: h.Hostname, Host: h, GDR: true, Mode: "dmabuf"})
+	if r := find(rs, JobModeID, "job2 GPU0-mlx5_3"); err != nil || r.Status != result.Fail || !strings.Contains(r.Message, "only register GPU memory through nvidia-peermem, not dma-buf") {
+		t.Errorf("perftest pair: %v %+v", err, r)
+	}
+}
+
+func hgxHost(t *testing.T) *topology.Host {
+	t.Helper()
+	h, err := discover.Discover(context.Background(), discover.WithRoot(hostRoot(t, "hgx-h200-8gpu-10nic.host")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

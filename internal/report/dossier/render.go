@@ -188,7 +188,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 					gpu = "GPU" + strconv.Itoa(x.GPU)
 				}
 				fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s | %s | %s | %s |\n", c(j.Name), c(j.Path), len(j.Nodes), x.Rank, c(gpu),
-					c(strings.Join(x.Peers, ", ")), c(strings.Join(append(slices.Clone(x.Transports), x.NICs...), ", ")), x.GDR, j.Status)
+					c(strings.Join(x.Peers, ", ")), c(strings.Join(append(slices.Clone(x.Transports), x.NICs...), ", ")), c(strings.TrimSpace(x.GDR+" "+paren(x.Registration))), j.Status)
 			}
 			for _, x := range j.Pairs {
 				gpu := "not found (" + x.BusID + ")"
@@ -402,4 +402,12 @@ func proofSuffix(p result.Proof) string {
 		return ""
 	}
 	return ", " + p.Phrase()
+}
+
+// paren is "(s)", or "" when s is.
+func paren(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "(" + s + ")"
 }
