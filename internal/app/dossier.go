@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -21,6 +22,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/bench/rdma"
 	"github.com/gdrcheck/gdrcheck/internal/checks"
 	"github.com/gdrcheck/gdrcheck/internal/collective"
+	"github.com/gdrcheck/gdrcheck/internal/facts/pci"
 	"github.com/gdrcheck/gdrcheck/internal/model"
 	"github.com/gdrcheck/gdrcheck/internal/profile"
 	"github.com/gdrcheck/gdrcheck/internal/report"
@@ -160,6 +162,15 @@ type dossierRun struct {
 	judged  []result.Result // the benchmarks' and the NCCL logs' verdicts
 	exp     *bench.Expected
 	current string
+	// rdma are the bench rdma documents in the dossier (the phase's and
+	// the included ones), by their job's name.
+	rdma []namedRDMA
+}
+
+// namedRDMA is a bench rdma document under its name in the dossier.
+type namedRDMA struct {
+	name string
+	j    *includedJob
 }
 
 // Dossier runs the phases after the checks (the benchmarks that apply,
@@ -532,6 +543,7 @@ func (d *dossierRun) benchRDMA(ctx context.Context) (string, string) {
 	job.SHA256 = fileSum(dir, "results.json")
 	d.judged = append(d.judged, rs...)
 	d.rep.Jobs = append(d.rep.Jobs, job)
+	d.rdma = append(d.rdma, namedRDMA{RDMAJobName, j})
 	return benchStatus(err)
 }
 
@@ -579,6 +591,7 @@ func (d *dossierRun) jobs(ctx context.Context) (string, string) {
 		d.judged = append(d.judged, rs...)
 		d.rep.Jobs = append(d.rep.Jobs, job)
 		if j.rdma != nil {
+			d.rdma = append(d.rdma, namedRDMA{name, j})
 			continue // no NCCL log, no collective rows
 		}
 		if l := j.rep.Job.NCCLLogs; l != nil {
@@ -640,6 +653,53 @@ func (d *dossierRun) jobRows() []dossier.CollectiveMeasurement {
 	return out
 }
 
+// rdmaRows are the bench rdma runs of this node's ends of their pairs:
+// each memory of each pair, with the run's judgement.
+func (d *dossierRun) rdmaRows() []dossier.RDMAMeasurement {
+	var out []dossier.RDMAMeasurement
+	gpus := map[string]int{}
+	for _, g := range d.nr.host.GPUs {
+		gpus[pci.NormalizeBusID(g.Address)] = g.Index
+	}
+	self := d.nr.host.Hostname
+	for _, x := range d.rdma {
+		status := map[string]result.Status{}
+		for _, r := range x.j.results {
+			status[r.Subject] = r.Status
+		}
+		for _, pr := range x.j.rdma.Pairs {
+			e := pr.Entry
+			type end struct {
+				host, bus, nic, peer string
+				port                 int
+			}
+			ends := []end{{cmp.Or(e.Host, x.j.run.Host), e.GPUBusID, e.NIC, "", e.Port}}
+			if q := e.Peer; q != nil {
+				ends[0].peer = fmt.Sprintf("%s GPU%d-%s", q.Host, q.GPU, q.NIC)
+				ends = append(ends, end{q.Host, q.GPUBusID, q.NIC, fmt.Sprintf("%s GPU%d-%s", e.Host, e.GPU, e.NIC), q.Port})
+			}
+			for _, en := range ends {
+				g, ok := gpus[pci.NormalizeBusID(en.bus)]
+				if !ok || !dossier.SameHost(en.host, self) {
+					continue
+				}
+				for _, o := range pr.Outcomes {
+					m := dossier.RDMAMeasurement{ID: fmt.Sprintf("%s.GPU%d-%s.%s", x.name, g, en.nic, o.Memory), Job: x.name, Test: e.Runs0Test(), GPU: g, NIC: en.nic,
+						Port: en.port, Memory: o.Memory, Peer: en.peer, Gbps: o.Gbps, LatencyUS: o.LatencyUS, Status: result.Unknown}
+					if st, ok := status[e.Subject()+"/"+o.Memory]; ok {
+						m.Status = st
+					}
+					if o.Cause != "" {
+						m.Error = strings.TrimSpace(o.Cause + " " + o.Detail)
+					}
+					out = append(out, m)
+				}
+			}
+		}
+	}
+	return out
+}
+
 // rel is p relative to the dossier, with forward slashes.
 func (d *dossierRun) rel(p string) string {
 	if r, err := filepath.Rel(d.nr.out, p); err == nil && d.nr.out != "" {
@@ -695,6 +755,7 @@ func (d *dossierRun) measurements() dossier.Measurements {
 		m.Collectives = append(m.Collectives, x)
 	}
 	m.Collectives = append(m.Collectives, d.jobRows()...)
+	m.RDMA = d.rdmaRows()
 	for _, r := range d.nccl {
 		if c, ok := curve(basis, r); ok {
 			m.Curves = append(m.Curves, c)

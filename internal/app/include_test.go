@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/bench/rdma"
+	"github.com/gdrcheck/gdrcheck/internal/report/diff"
 	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
+	"github.com/gdrcheck/gdrcheck/internal/report/fleet"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/freeport"
@@ -218,12 +220,45 @@ func TestRunIncludesRDMACross(t *testing.T) {
 			t.Errorf("GPU%d fabric: %q", jp.GPU, f.Detail)
 		}
 	}
+	// Every run of this node's ends is a measurement the fleet and diff
+	// compare by pair, memory and loopback or cross-node.
+	var keys []string
+	for _, m := range rep.Measurements.RDMA {
+		if m.Job != "job1" || m.Peer == "" || !(m.Gbps > 0) || m.Status != result.Pass {
+			t.Errorf("rdma row %+v", m)
+		}
+		keys = append(keys, m.Key())
+	}
+	if len(keys) != 4 || !strings.HasSuffix(keys[0], " cross-node") {
+		t.Errorf("rdma keys %q", keys)
+	}
 	b, err := os.ReadFile(filepath.Join(d, dossier.ReportJSON))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := schematest.Validate(schematest.Compile(t, "report.schema.json"), b); err != nil {
 		t.Errorf("report.json: %v", err)
+	}
+	n, err := fleet.Summarize(b, "report.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fk []string
+	for _, m := range n.Measurements {
+		if m.Unit == dossier.UnitRDMA {
+			fk = append(fk, m.Key)
+		}
+	}
+	if !slices.Equal(fk, keys) {
+		t.Errorf("fleet's rdma keys %q, want %q", fk, keys)
+	}
+	// A second dossier whose rail 0 reached half the rate: diff says so.
+	slow := *rep
+	slow.Measurements.RDMA = slices.Clone(rep.Measurements.RDMA)
+	slow.Measurements.RDMA[0].Gbps /= 2
+	df := diff.Compare(rep, &slow, "a", "b", diff.DefaultOptions())
+	if !slices.ContainsFunc(df.Changes, func(c diff.Change) bool { return c.Subject == keys[0] && c.Effect == diff.Worse }) {
+		t.Errorf("diff: %+v", df.Changes)
 	}
 }
 

@@ -63,9 +63,21 @@ func copySamples(ms []dossier.CopyMeasurement) map[string]sample {
 	return out
 }
 
+// rdmaSamples are the RDMA runs by key (their bandwidth; a latency run
+// has none to compare).
+func rdmaSamples(ms []dossier.RDMAMeasurement) map[string]sample {
+	out := map[string]sample{}
+	for _, m := range ms {
+		k := m.Key()
+		out[k] = sample{subject: k, unit: dossier.UnitRDMA, v: m.Gbps, test: "rdma", failed: m.Error}
+	}
+	return out
+}
+
 func (c *comparer) measurements(o, n *dossier.Report) {
 	c.compareSamples(collectiveSamples(o.Measurements.Collectives), collectiveSamples(n.Measurements.Collectives), true)
 	c.compareSamples(copySamples(o.Measurements.Copies), copySamples(n.Measurements.Copies), false)
+	c.compareSamples(rdmaSamples(o.Measurements.RDMA), rdmaSamples(n.Measurements.RDMA), false)
 }
 
 // noise is the relative move a pair of samples may make unnoticed, and
@@ -105,7 +117,11 @@ func (c *comparer) compareSamples(om, nm map[string]sample, collective bool) {
 			c.add(Change{Section: SectionMeasurements, Subject: k, Field: "wrong", Old: "0", New: fmt.Sprint(b.wrong), Effect: Worse, Reason: "the collective returned wrong data"})
 		}
 		if b.failed != "" && a.failed == "" {
-			c.add(Change{Section: SectionMeasurements, Subject: k, Field: "valid", Old: "valid", New: b.failed, Effect: Worse, Reason: "the copy failed"})
+			why := "the copy failed"
+			if b.unit == dossier.UnitRDMA {
+				why = "the RDMA run measured nothing"
+			}
+			c.add(Change{Section: SectionMeasurements, Subject: k, Field: "valid", Old: "valid", New: b.failed, Effect: Worse, Reason: why})
 			continue
 		}
 		if a.failed != "" || b.failed != "" || !(a.v > 0) {

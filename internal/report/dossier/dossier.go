@@ -260,6 +260,9 @@ type Measurements struct {
 	Pass        float64                 `json:"pass_fraction"`
 	Collectives []CollectiveMeasurement `json:"collectives"`
 	Copies      []CopyMeasurement       `json:"copies"`
+	// RDMA are the bench rdma runs of this node's GPU–NIC pairs (the
+	// bench.rdma phase's and included ones'); absent when none ran.
+	RDMA []RDMAMeasurement `json:"rdma,omitempty"`
 	// Curves are the model's expected bus bandwidth against size, one per
 	// collective measured, for plotting beside the measurements.
 	Curves []Curve `json:"curves"`
@@ -303,6 +306,28 @@ type CollectiveMeasurement struct {
 	// node alone); Variant is the collective's variant ("hierarchical").
 	Nodes   int    `json:"nodes,omitempty"`
 	Variant string `json:"variant,omitempty"`
+}
+
+// RDMAMeasurement is one perftest run of a GPU–NIC pair: its memory
+// (host, cuda, cuda-dmabuf) moved through the NIC to itself (loopback) or
+// to another node (cross-node).
+type RDMAMeasurement struct {
+	// ID is "JOB.GPUn-NIC.MEMORY", the measurement's reference.
+	ID     string `json:"id"`
+	Job    string `json:"job"`
+	Test   string `json:"test"`
+	GPU    int    `json:"gpu"`
+	NIC    string `json:"nic"`
+	Port   int    `json:"port"`
+	Memory string `json:"memory"`
+	// Peer is the other end of a cross-node rail; "" a loopback.
+	Peer      string  `json:"peer,omitempty"`
+	Gbps      float64 `json:"gbps"`
+	LatencyUS float64 `json:"latency_us,omitempty"`
+	// Status is the run's judgement (bench.rdma's result); Error why it
+	// measured nothing.
+	Status result.Status `json:"status"`
+	Error  string        `json:"error,omitempty"`
 }
 
 // CopyMeasurement is one copy benchmark.

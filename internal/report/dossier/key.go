@@ -59,6 +59,21 @@ func (m CopyMeasurement) Key() string {
 	return "copy " + m.Test + " " + gpus + " " + sizeText(m.Bytes)
 }
 
+// Key is the RDMA run's identity across reports: "rdma TEST GPUn-NIC
+// MEMORY loopback|cross-node", e.g. "rdma ib_write_bw GPU0-mlx5_3 cuda
+// loopback". The peer's name is not part of it: rail r of every node
+// meets another node's rail r, and the fleet compares them.
+func (m RDMAMeasurement) Key() string {
+	where := "loopback"
+	if m.Peer != "" {
+		where = "cross-node"
+	}
+	return "rdma " + m.Test + " GPU" + strconv.Itoa(m.GPU) + "-" + m.NIC + " " + m.Memory + " " + where
+}
+
+// UnitRDMA is the unit RDMA runs are compared by.
+const UnitRDMA = "Gb/s"
+
 // sizeText prints a message size as nccl-tests' -b/-e read it
 // (collective.FormatSize), with "B" after a size in plain bytes.
 func sizeText(b uint64) string {

@@ -233,6 +233,12 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 			fmt.Fprintf(&b, "| %s | %d | %s | %s | %.1f | %s | %s | %s |\n", c(x.Test), x.Device, peer, collective.FormatSize(x.Bytes), x.GBps, optGB(x.ExpectedGBps), optPct(x.Fraction), x.Status)
 		}
 	}
+	if len(m.RDMA) > 0 {
+		b.WriteString("\n| RDMA | pair | memory | to | Gb/s | status |\n|---|---|---|---|---|---|\n")
+		for _, x := range m.RDMA {
+			fmt.Fprintf(&b, "| %s %s | GPU%d-%s:%d | %s | %s | %.1f | %s%s |\n", c(x.Job), c(x.Test), x.GPU, c(x.NIC), x.Port, c(x.Memory), c(cmp.Or(x.Peer, "loopback")), x.Gbps, x.Status, c(paren(x.Error)))
+		}
+	}
 	if len(r.NCCL) > 0 {
 		b.WriteString("\n## NCCL transports\n\n")
 		for _, n := range r.NCCL {

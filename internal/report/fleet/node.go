@@ -121,6 +121,7 @@ type slim struct {
 	Measurements struct {
 		Collectives []collectiveRow
 		Copies      []copyRow
+		RDMA        []dossier.RDMAMeasurement
 	}
 }
 
@@ -216,7 +217,7 @@ func Summarize(b []byte, source string) (Node, error) {
 	slices.Sort(fw)
 	n.NICFirmware = strings.Join(fw, ",")
 	m := &s.Measurements
-	n.Measurements = make([]Measure, 0, len(m.Collectives)+len(m.Copies))
+	n.Measurements = make([]Measure, 0, len(m.Collectives)+len(m.Copies)+len(m.RDMA))
 	for _, c := range m.Collectives {
 		row := dossier.CollectiveMeasurement{Collective: c.Collective, Ranks: c.Ranks, Bytes: c.Bytes, BusBW: c.BusBW, AlgBW: c.AlgBW, Nodes: c.Nodes, Variant: c.Variant}
 		if v, unit := row.Compared(); v > 0 {
@@ -229,11 +230,17 @@ func Summarize(b []byte, source string) (Node, error) {
 			n.Measurements = append(n.Measurements, Measure{Key: row.Key(), Unit: dossier.UnitCopy, Value: c.GBps, Test: c.Test})
 		}
 	}
+	for _, r := range m.RDMA {
+		if r.Error == "" && r.Gbps > 0 {
+			n.Measurements = append(n.Measurements, Measure{Key: r.Key(), Unit: dossier.UnitRDMA, Value: r.Gbps, Test: "rdma"})
+		}
+	}
 	return n, nil
 }
 
 var (
-	measurementNames = []string{"collectives", "copies"}
+	measurementNames = []string{"collectives", "copies", "rdma"}
+	rdmaNames        = []string{"test", "gpu", "nic", "memory", "peer", "gbps", "error"}
 	collectiveNames  = []string{"collective", "ranks", "bytes", "busbw_gbps", "algbw_gbps", "time_us", "bottleneck", "nodes", "variant"}
 	copyNames        = []string{"test", "device", "peer", "bytes", "gbps", "valid"}
 )
@@ -241,7 +248,7 @@ var (
 // measurements reads the collectives' and copies' rows field by field:
 // encoding/json's reflection costs most of a report's reading otherwise.
 func (s *slim) measurements(raw []byte) error {
-	var ms [2][]byte
+	var ms [3][]byte
 	if err := membersInto(raw, measurementNames, ms[:]); err != nil {
 		return err
 	}
@@ -272,6 +279,19 @@ func (s *slim) measurements(raw []byte) error {
 		})
 		if err != nil {
 			return fmt.Errorf("copies%w", err)
+		}
+	}
+	if ms[2] != nil {
+		err := elements(ms[2], func(_ int, raw []byte) error {
+			if err := membersInto(raw, rdmaNames, f[:7]); err != nil {
+				return err
+			}
+			r := row{f[:7], rdmaNames, nil}
+			m.RDMA = append(m.RDMA, dossier.RDMAMeasurement{Test: r.str(0), GPU: int(r.num(1)), NIC: r.str(2), Memory: r.str(3), Peer: r.str(4), Gbps: r.num(5), Error: r.str(6)})
+			return r.err
+		})
+		if err != nil {
+			return fmt.Errorf("rdma%w", err)
 		}
 	}
 	return nil
