@@ -53,8 +53,10 @@ type HealthOptions struct {
 	Node  NodeOptions
 	Check CheckOptions
 	// NodeName is the node's name to the scheduler (--node): the one
-	// drained.
-	NodeName string
+	// drained. NodeGiven says the user named it (--node), rather than it
+	// being this machine's name.
+	NodeName  string
+	NodeGiven bool
 	Drain    DrainOptions
 	// Resume: when the node passes (ready or degraded), read its state
 	// and, when gdrcheck drained it and it is only drained, resume it
@@ -117,6 +119,11 @@ func ValidateHealth(o HealthOptions) error {
 	}
 	if o.Resume && o.Drain.Mode == DrainNone {
 		return toolErr(errors.New("--resume needs --drain print or apply"))
+	}
+	if !isLive(o.Node.Root) && o.Drain.Mode != DrainNone && !o.NodeGiven {
+		// The checks judge a captured node; the scheduler's node by
+		// default is this machine: draining it would act on the wrong one.
+		return toolErr(fmt.Errorf("--root %s judges a captured node, not this machine (%s): draining or resuming would act on this machine; name the node with --node NAME, or give --drain none", o.Node.Root, o.NodeName))
 	}
 	if o.NFD != "" && o.NFDTTL <= 0 {
 		return toolErr(fmt.Errorf("--nfd-ttl %s: must be positive (how long the labels hold)", o.NFDTTL))

@@ -85,11 +85,12 @@ file) atomically, with labels under gdrcheck.feature.node.kubernetes.io/ and an 
 				} else if resume && mode == modeProlog {
 					return nil, toolError(errors.New("--resume: not with --mode slurm-prolog (a prolog runs only on nodes that are not drained)"))
 				}
-				if node == "" {
+				given := node != ""
+				if !given {
 					node = defaultNodeName()
 				}
 				return app.RunHealth(cmd.Context(), app.HealthOptions{
-					Node: g.node(), Check: o.options(), NodeName: node,
+					Node: g.node(), Check: o.options(), NodeName: node, NodeGiven: given,
 					Drain: dr.options(), Resume: resume, NFD: nfd, NFDTTL: ttl, Version: g.build.Version, Now: g.session.Now(),
 				})
 			}()

@@ -114,10 +114,26 @@ func TestHealthDrain(t *testing.T) {
 		t.Errorf("refused name: exit %d\n%s%s", code, out, errs)
 	}
 
-	// apply: the stand-in scontrol gets the arguments, no shell between.
+	// A captured node (--root) is not this machine: without --node a
+	// drain or resume would act on this machine, and is refused before
+	// anything runs (the usability review's health-on-a-snapshot).
 	prog, args := fakeScontrol(t, "exit 0")
 	t.Setenv("SLURMD_NODENAME", "gpu-08")
-	out, errs, code = run(t, "health", "--root", l40s, "--mode", "slurm-prolog", "--drain", "apply", "--scontrol", prog)
+	// (A prolog does not fail on what stopped gdrcheck from checking:
+	// exit 0, and nothing drained.)
+	for _, c := range []struct {
+		args []string
+		code int
+	}{{[]string{"--mode", "slurm-health"}, ExitToolErr}, {[]string{"--drain", "print"}, ExitToolErr}, {[]string{"--mode", "slurm-prolog", "--drain", "apply"}, ExitOK}} {
+		mode := c.args
+		out, errs, code = run(t, append([]string{"health", "--root", l40s, "--scontrol", prog}, mode...)...)
+		if got, _ := os.ReadFile(args); code != c.code || len(got) != 0 || !strings.Contains(out, "judges a captured node, not this machine (gpu-08)") {
+			t.Errorf("%q without --node: exit %d, scontrol got %q\n%s%s", mode, code, got, out, errs)
+		}
+	}
+
+	// apply: the stand-in scontrol gets the arguments, no shell between.
+	out, errs, code = run(t, "health", "--root", l40s, "--mode", "slurm-prolog", "--drain", "apply", "--scontrol", prog, "--node", "gpu-08")
 	got, _ := os.ReadFile(args)
 	want := "update\nNodeName=gpu-08\nState=DRAIN\nReason=" + strings.TrimSuffix(out, "\n") + "\n----\n"
 	if code != ExitFailed || string(got) != want || !strings.Contains(errs, "drained: ") {
@@ -125,13 +141,13 @@ func TestHealthDrain(t *testing.T) {
 	}
 	// slurm-health applies by default; a ready node is not drained.
 	prog, args = fakeScontrol(t, "exit 0")
-	if _, errs, code = run(t, "health", "--root", good, "--mode", "slurm-health", "--scontrol", prog); code != ExitOK {
+	if _, errs, code = run(t, "health", "--root", good, "--mode", "slurm-health", "--scontrol", prog, "--node", "gpu-08"); code != ExitOK {
 		t.Errorf("ready, slurm-health: exit %d %s", code, errs)
 	}
 	if got, _ := os.ReadFile(args); strings.Contains(string(got), "State=DRAIN") {
 		t.Errorf("a ready node was drained: %q", got)
 	}
-	if _, _, code = run(t, "health", "--root", l40s, "--mode", "slurm-health", "--scontrol", prog); code != ExitFailed {
+	if _, _, code = run(t, "health", "--root", l40s, "--mode", "slurm-health", "--scontrol", prog, "--node", "gpu-08"); code != ExitFailed {
 		t.Errorf("failing, slurm-health: exit %d", code)
 	}
 	if got, _ := os.ReadFile(args); !strings.Contains(string(got), "State=DRAIN") {
