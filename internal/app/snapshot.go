@@ -21,6 +21,8 @@ type SnapshotOptions struct {
 	// Redact replaces serials, UUIDs, MACs, GUIDs, host names and IP
 	// addresses with pseudonyms (snapshot/redact).
 	Redact bool
+	// Force replaces an existing archive Out (--force).
+	Force bool
 }
 
 // Snapshot is `gdrcheck snapshot`: it runs discovery and collection, the
@@ -30,6 +32,11 @@ type SnapshotOptions struct {
 func (s *Session) Snapshot(ctx context.Context, o SnapshotOptions) (*snapshot.Manifest, error) {
 	if o.Node.Timeout <= 0 {
 		return nil, toolErr(fmt.Errorf("--timeout %s: must be positive", o.Node.Timeout))
+	}
+	// Where it goes is checked before anything is read: a capture of
+	// minutes must not end in "exists".
+	if err := snapshot.CheckOut(o.Out, o.Force); err != nil {
+		return nil, toolErr(fmt.Errorf("snapshot -o %s: %w", o.Out, err))
 	}
 	r, cleanup, err := snapshot.OpenContext(ctx, o.Node.source())
 	if err != nil {
@@ -54,7 +61,7 @@ func (s *Session) Snapshot(ctx context.Context, o SnapshotOptions) (*snapshot.Ma
 	for _, rel := range forHumansFiles {
 		_, _ = rr.ReadFile(rel)
 	}
-	so := snapshot.Options{Tool: "gdrcheck " + s.Tool.Version, Facts: h.GPUFacts, Extra: map[string][]byte{}}
+	so := snapshot.Options{Tool: "gdrcheck " + s.Tool.Version, Facts: h.GPUFacts, Extra: map[string][]byte{}, Replace: o.Force}
 	if f.Environ.Known {
 		so.Extra[snapshot.EnvironFile] = node.FormatEnviron(f.Environ.Vars)
 	}

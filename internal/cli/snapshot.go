@@ -12,7 +12,7 @@ import (
 
 func newSnapshot(g *globals) *cobra.Command {
 	var out string
-	var redact bool
+	var redact, force bool
 	cmd := &cobra.Command{
 		Use:   "snapshot -o DIR|FILE.tgz",
 		Short: "Capture everything gdrcheck reads on this host, for later runs with --root",
@@ -25,8 +25,10 @@ host files (os-release, cpuinfo, meminfo). BARs, ROMs and files with side effect
 are never read. Any later command can run on the result: gdrcheck topo --root FILE.tgz.
 
 The snapshot appears whole or not at all: it is made beside the target and renamed
-into place. -o DIR must be new or empty (an older snapshot there is not overwritten),
-and an interrupted snapshot (Ctrl-C, SIGTERM) writes nothing and exits 130.
+into place. -o DIR must be new or empty (an older snapshot there is not overwritten);
+-o FILE.tgz must not exist unless --force; another archive name (.zip, .tar.xz, ...) is
+refused. Both are checked before anything is captured. An interrupted snapshot (Ctrl-C,
+SIGTERM) writes nothing and exits 130.
 
 Left out always: of the environment all but NCCL_*, CUDA_*, UCX_*, FI_*, OMPI_MCA_*,
 NVSHMEM_*, TORCH_NCCL_*, NVIDIA_VISIBLE_DEVICES, NVIDIA_DRIVER_CAPABILITIES,
@@ -40,7 +42,7 @@ the same value by the same pseudonym throughout the snapshot. See docs/snapshots
 			if out == "" {
 				return &exitError{code: ExitToolErr, err: fmt.Errorf("snapshot needs -o DIR or -o FILE.tgz")}
 			}
-			m, err := g.session.Snapshot(cmd.Context(), app.SnapshotOptions{Node: g.node(), Out: out, Redact: redact})
+			m, err := g.session.Snapshot(cmd.Context(), app.SnapshotOptions{Node: g.node(), Out: out, Redact: redact, Force: force})
 			if err != nil {
 				return err
 			}
@@ -58,6 +60,7 @@ the same value by the same pseudonym throughout the snapshot. See docs/snapshots
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "where to write: a new or empty directory, or a .tgz/.tar.gz file")
+	cmd.Flags().BoolVar(&force, "force", false, "replace an existing -o FILE.tgz")
 	cmd.Flags().BoolVar(&redact, "redact", false, "replace serials, UUIDs, MACs, GUIDs, host names and IP addresses with pseudonyms")
 	return cmd
 }

@@ -100,6 +100,9 @@ type Options struct {
 	Transform func(rel string, b []byte) []byte
 	LeftOut   []string
 	Redacted  []string
+	// Replace lets an archive out that exists be replaced (snapshot
+	// --force); without it an existing file is refused before the capture.
+	Replace bool
 }
 
 // HostnameFile is where a host's name is read from.
@@ -123,12 +126,10 @@ func (o *Options) transform(rel string, b []byte) []byte {
 func Write(ctx context.Context, src machine.Root, rec *machine.Recorder, out string, o Options) (*Manifest, error) {
 	src = src.WithContext(ctx)
 	out = filepath.Clean(out) // "snap/" is the directory snap, beside which the capture is made
-	archive := isArchive(out)
-	if !archive {
-		if err := emptyOrMissing(out); err != nil {
-			return nil, err
-		}
+	if err := CheckOut(out, o.Replace); err != nil {
+		return nil, err
 	}
+	archive := isArchive(out)
 	parent := filepath.Dir(out)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, err
@@ -193,6 +194,46 @@ func emptyOrMissing(out string) error {
 		return fmt.Errorf("%s is not empty: a snapshot directory is written to a new or empty directory, never over another (remove it first, or choose another path)", out)
 	}
 	return nil
+}
+
+// CheckOut says, before anything is captured, whether out can take a
+// snapshot: a .tgz/.tar.gz/.tar file that does not exist (or replace, to
+// replace it), or a directory that is new or empty. A name that looks
+// like another archive format (snap.zip, snap.tar.zst) is refused rather
+// than made a directory of that name.
+func CheckOut(out string, replace bool) error {
+	out = filepath.Clean(out)
+	if !isArchive(out) {
+		if ext := otherArchive(out); ext != "" {
+			return fmt.Errorf("%s: a %s archive is not a format gdrcheck writes: give a .tgz (or .tar.gz, .tar) file, or a directory", out, ext)
+		}
+		return emptyOrMissing(out)
+	}
+	fi, err := os.Lstat(out)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case fi.IsDir():
+		return fmt.Errorf("%s is a directory, not an archive: choose another name", out)
+	case !replace:
+		return fmt.Errorf("%s exists: gdrcheck does not replace it unless told to (--force), or choose another name", out)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s exists and is not a regular file (%s): not replaced", out, fi.Mode().Type())
+	}
+	return nil
+}
+
+// otherArchive is the archive suffix of p gdrcheck does not write ("" none).
+func otherArchive(p string) string {
+	base := strings.ToLower(filepath.Base(p))
+	for _, ext := range []string{".zip", ".tar.xz", ".tar.zst", ".tar.bz2", ".txz", ".tbz2", ".tbz", ".tzst", ".7z", ".rar", ".xz", ".zst", ".bz2", ".gz"} {
+		if strings.HasSuffix(base, ext) && len(base) > len(ext) {
+			return ext
+		}
+	}
+	return ""
 }
 
 func isArchive(p string) bool {
