@@ -410,9 +410,10 @@ func TestNCCLLogsPhase(t *testing.T) {
 // another run may write it.
 func TestDossierLocked(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "dossier")
+	var force bool
 	start := func() *NodeRun {
 		nr, err := dossierSession().Run(t.Context(), RunOptions{Node: NodeOptions{Root: h200Snapshot, Timeout: time.Minute},
-			Checks: CheckOptions{Timeout: 10 * time.Second}, Out: out})
+			Checks: CheckOptions{Timeout: 10 * time.Second}, Out: out, Force: force})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -434,6 +435,7 @@ func TestDossierLocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	first.Close()
+	force = true // the third replaces the first's dossier
 	third := start()
 	defer third.Close()
 	if third.OutErr != nil {
@@ -450,7 +452,7 @@ func TestDossierWriteFailedSaid(t *testing.T) {
 		t.Fatal(err)
 	}
 	nr, err := dossierSession().Run(t.Context(), RunOptions{Node: NodeOptions{Root: h200Snapshot, Timeout: time.Minute},
-		Checks: CheckOptions{Timeout: 10 * time.Second}, Out: out})
+		Checks: CheckOptions{Timeout: 10 * time.Second}, Out: out, Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,6 +40,10 @@ type RunOptions struct {
 	// folder). Read before anything runs; one that cannot be read, or
 	// none of whose ranks ran on this node, is the run's error.
 	Include []string
+	// Force lets Out be a folder that already holds a dossier or other
+	// files (run --force); without it such a folder is refused before
+	// anything runs.
+	Force bool
 }
 
 // NodeRun is a node discovered and judged by Run; Dossier runs the rest.
@@ -108,6 +112,13 @@ func (s *Session) Run(ctx context.Context, o RunOptions) (_ *NodeRun, err error)
 	p, err := planChecks(o.Checks)
 	if err != nil {
 		return nil, err
+	}
+	if o.Out != "" {
+		// Before the work: an hour of benchmarks must not end in "cannot
+		// write", nor overwrite the last run's evidence unasked.
+		if err := dossier.CheckOut(o.Out, o.Force); err != nil {
+			return nil, toolErr(fmt.Errorf("--out %s: %w", o.Out, err))
+		}
 	}
 	for _, path := range o.Include {
 		j, err := readIncluded(ctx, path)

@@ -80,7 +80,9 @@ func TestNamedPipesInARootDoNotHang(t *testing.T) {
 
 // TestRunOutUnwritable (review D20, row 86; D22): when --out cannot be
 // written, the whole report still reaches stdout, the run exits 2, and
-// the message names the user's path, not a hidden temporary file.
+// the message names the user's path, not a hidden temporary file. An
+// --out that cannot be a dossier at all (under a file) is refused before
+// anything runs, and so is one that holds a dossier, unless --force.
 func TestRunOutUnwritable(t *testing.T) {
 	t.Parallel()
 	snap := repo + "/testdata/snapshots/h200x1-vm.tgz"
@@ -91,9 +93,17 @@ func TestRunOutUnwritable(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(taken, "report.json", "x"), nil, 0o644)
-	for out, want := range map[string]string{filepath.Join(file, "report"): file + "/report: cannot make the directory", taken: "cannot write " + filepath.Join(taken, "report.json")} {
-		for _, format := range []string{"text", "json"} {
+	for _, format := range []string{"text", "json"} {
+		for out, want := range map[string]string{filepath.Join(file, "report"): file + "/report: " + file + " is not a folder", taken: taken + ": holds a dossier already (report.json): --force replaces it"} {
 			stdout, errs, code := run(t, "run", "--root", snap, "--format", format, "--out", out)
+			if code != ExitToolErr || !strings.Contains(errs, want) || stdout != "" {
+				t.Errorf("--out %s: exit %d, %q, stdout %.300q; want exit 2 and %q before anything ran", out, code, errs, stdout, want)
+			}
+		}
+	}
+	for out, want := range map[string]string{taken: "cannot write " + filepath.Join(taken, "report.json")} {
+		for _, format := range []string{"text", "json"} {
+			stdout, errs, code := run(t, "run", "--root", snap, "--format", format, "--out", out, "--force")
 			if code != ExitToolErr || !strings.Contains(errs, want) || strings.Contains(errs, ".report.json") {
 				t.Errorf("--out %s: exit %d, %q; want exit 2 and %q", out, code, errs, want)
 			}

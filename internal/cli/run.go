@@ -32,6 +32,7 @@ type runOptions struct {
 	quiet     bool
 	verbose   bool
 	include   []string
+	force     bool
 }
 
 // defaultRun are the options of a bare `gdrcheck`.
@@ -60,7 +61,9 @@ pageable copies too, and the loopback).
 --out DIR writes the dossier: report.json (schema gdrcheck.report/v1, docs/schema), report.md,
 junit.xml, metrics.prom, the raw NCCL logs and tool outputs under raw/, and SHA256SUMS last.
 It is rewritten after every phase, so Ctrl-C or a failure leaves a valid report marked
-incomplete. See docs/dossier.md.
+incomplete. --out is checked before anything runs: a new folder (under one this process can
+write) or an empty one; a folder that holds a dossier or other files only with --force. See
+docs/dossier.md.
 
 --include DIR (repeatable) brings a job of several nodes into this node's dossier: rank 0's
 --out folder (or its results.json) of a multi-rank bench nccl. The job's rows (judged for that
@@ -89,6 +92,7 @@ when a result is unknown), 2 when the tool itself could not run, 130 when interr
 	cmd.Flags().StringVar(&o.out, "out", "", "directory for the dossier: report.json, report.html, report.md, junit.xml, metrics.prom, raw/, SHA256SUMS")
 	cmd.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "print the node verdict only")
 	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "log what happens to stderr (log/slog)")
+	cmd.Flags().BoolVar(&o.force, "force", false, "write the dossier into an --out folder that already holds one (or other files)")
 	cmd.Flags().StringArrayVar(&o.include, "include", nil, "a multi-rank bench nccl job's --out folder (or results.json) to fold into the dossier (repeatable)")
 	o.checks.flags(cmd)
 	return cmd
@@ -117,7 +121,7 @@ func runMain(ctx context.Context, g *globals, o runOptions) error {
 	if o.bench && o.noBench {
 		return toolError(fmt.Errorf("--bench and --no-bench contradict each other"))
 	}
-	ro := app.RunOptions{Node: g.node(), Checks: o.checks.options(), Out: o.out, Bench: o.bench, AutoBench: !o.noBench, Profile: prof, Include: o.include}
+	ro := app.RunOptions{Node: g.node(), Checks: o.checks.options(), Out: o.out, Bench: o.bench, AutoBench: !o.noBench, Profile: prof, Include: o.include, Force: o.force}
 	if o.benchSize != "" {
 		if ro.BenchSize, err = collective.ParseSize(o.benchSize); err != nil {
 			return toolError(fmt.Errorf("--bench-size: %v", err))

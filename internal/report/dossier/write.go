@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -164,4 +165,78 @@ func WithoutPath(err error) error {
 		return le.Err
 	}
 	return err
+}
+
+// CheckOut says, before a run does any work, whether dir can take its
+// dossier: a folder that does not exist yet (made later) under a parent
+// this process can write, or an empty folder. A folder that holds a
+// dossier (report.json) or anything else is replaced only when replace
+// (run --force): a rerun must not silently overwrite the evidence of the
+// last one, nor mix its files into someone else's folder. Errors do not
+// repeat dir (the caller names it).
+func CheckOut(dir string, replace bool) error {
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		// The nearest existing ancestor must be a folder we can write.
+		p := filepath.Dir(filepath.Clean(dir))
+		for {
+			st, err := os.Stat(p)
+			if err == nil {
+				if !st.IsDir() {
+					return fmt.Errorf("%s is not a folder", p)
+				}
+				if syscall.Access(p, 2 /* W_OK */) != nil {
+					return fmt.Errorf("cannot make the folder: %s is not writable", p)
+				}
+				return nil
+			}
+			if !(errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)) || filepath.Dir(p) == p {
+				return WithoutPath(err)
+			}
+			p = filepath.Dir(p)
+		}
+	}
+	if err != nil {
+		return WithoutPath(err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("exists and is not a folder (%s): a dossier is a folder", fileType(fi.Mode()))
+	}
+	if syscall.Access(dir, 2 /* W_OK */) != nil {
+		return errors.New("the folder is not writable")
+	}
+	names, err := readNames(dir)
+	if err != nil {
+		return WithoutPath(err)
+	}
+	// The lock a run leaves is ours, not content.
+	names = slices.DeleteFunc(names, func(n string) bool { return n == LockFile })
+	if len(names) == 0 || replace {
+		return nil
+	}
+	if slices.Contains(names, ReportJSON) {
+		return errors.New("holds a dossier already (report.json): --force replaces it, or give another folder")
+	}
+	return fmt.Errorf("holds %d files that are not a gdrcheck dossier (%s): --force writes the dossier among them, or give a new or empty folder", len(names), strings.Join(names[:min(3, len(names))], ", "))
+}
+
+func readNames(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	slices.Sort(names)
+	return names, err
+}
+
+func fileType(m fs.FileMode) string {
+	if m&fs.ModeSymlink != 0 {
+		return "a symbolic link"
+	}
+	if m.IsRegular() {
+		return "a file"
+	}
+	return m.Type().String()
 }

@@ -2,6 +2,8 @@ package dossier
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -56,5 +58,46 @@ func TestMarkdownHeadingEscaped(t *testing.T) {
 	// Markup not escaped: a < or ]( without a backslash before it.
 	if regexp.MustCompile(`(^|[^\\])(<|\]\()`).MatchString(head) || strings.ContainsAny(head, "\x1b\x07") {
 		t.Errorf("heading not escaped: %q", head)
+	}
+}
+
+// Where a dossier may go, judged before a run's work.
+func TestCheckOut(t *testing.T) {
+	dir := t.TempDir()
+	mk := func(name string, files ...string) string {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if err := os.WriteFile(filepath.Join(p, f), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return p
+	}
+	file := filepath.Join(mk("f", "afile"), "afile")
+	for _, c := range []struct {
+		dir     string
+		replace bool
+		want    string // "" ok
+	}{
+		{filepath.Join(dir, "new", "deeper"), false, ""},
+		{mk("empty"), false, ""},
+		{mk("locked", LockFile), false, ""},
+		{mk("dossier", ReportJSON, LockFile, Sums), false, "holds a dossier already (report.json): --force replaces it"},
+		{filepath.Join(dir, "dossier"), true, ""},
+		{mk("other", "notes.txt"), false, "holds 1 files that are not a gdrcheck dossier (notes.txt)"},
+		{filepath.Join(dir, "other"), true, ""},
+		{file, false, "exists and is not a folder (a file)"},
+		{filepath.Join(file, "report"), false, file + " is not a folder"},
+	} {
+		err := CheckOut(c.dir, c.replace)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s (replace %v): %v", c.dir, c.replace, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s (replace %v): %v, want %q", c.dir, c.replace, err, c.want)
+		}
 	}
 }
