@@ -57,7 +57,7 @@ type HealthOptions struct {
 	// being this machine's name.
 	NodeName  string
 	NodeGiven bool
-	Drain    DrainOptions
+	Drain     DrainOptions
 	// Resume: when the node passes (ready or degraded), read its state
 	// and, when gdrcheck drained it and it is only drained, resume it
 	// (Drain.Mode apply) or print the command (print). Needs a Drain.Mode
