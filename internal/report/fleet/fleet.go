@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/checks"
 	"github.com/gdrcheck/gdrcheck/internal/profile"
@@ -70,6 +71,9 @@ type Fleet struct {
 	Missing     []Missing     `json:"missing"`
 	Ports       []PortIssue   `json:"ports"`
 	Outliers    []Outlier     `json:"outliers"`
+	// Unmeasured are nodes that lack measurements most of their class's
+	// nodes have: never judged fine by silence.
+	Unmeasured []Unmeasured `json:"unmeasured"`
 	// Spreads are the distributions of the measurements that have
 	// outliers, per class: what fleet.html plots.
 	Spreads []Spread `json:"spreads"`
@@ -188,6 +192,20 @@ type Missing struct {
 	Basis string `json:"basis"`
 }
 
+// Unmeasured is a node without measurements that at least MinNodes
+// nodes of its class, and most of them, have: a node whose benchmarks
+// did not run (or ran less) is not compared, so it cannot be an outlier;
+// it is named instead. Not a reason to drain by itself.
+type Unmeasured struct {
+	Host  string `json:"host"`
+	Class string `json:"class"`
+	// Keys is how many such measurements it lacks, Example one of them,
+	// Peers how many nodes of its class have that one.
+	Keys    int    `json:"keys"`
+	Example string `json:"example"`
+	Peers   int    `json:"peers"`
+}
+
 // PortIssue is a port at a lower rate, or another MTU, than its class's
 // ports of the same link layer (or the profile).
 type PortIssue struct {
@@ -284,13 +302,43 @@ func (a *Aggregator) Skip(source string, err error) {
 	a.skipped = append(a.skipped, Skipped{Source: source, Error: err.Error()})
 }
 
-// Add rolls n up; a second report of a host already added is skipped.
+// placeholderHost says whether name names no node in particular: every
+// machine (or container) left with the default answers to it.
+func placeholderHost(name string) bool {
+	switch strings.ToLower(name) {
+	case "localhost", "localhost.localdomain", "localhost6", "(none)", "ubuntu", "debian":
+		return true
+	}
+	return false
+}
+
+// Add rolls n up. Of two reports of one host the one read later
+// (verdict.time) is kept and the other skipped as a duplicate; when
+// their times do not tell, the first is kept, and two that disagree on
+// the verdict are an error.
 func (a *Aggregator) Add(n Node) {
 	if n.Host == "" {
 		a.skipped = append(a.skipped, Skipped{Source: n.Source, Error: "no host name"})
 		return
 	}
+	if placeholderHost(n.Host) {
+		a.skipped = append(a.skipped, Skipped{Source: n.Source, Error: fmt.Sprintf("host name %q names no node in particular (a default many machines share): the fleet cannot tell its reports apart; give each node its own host name, or snapshot it and run on the snapshot renamed", n.Host)})
+		return
+	}
 	if i, ok := a.hosts[n.Host]; ok {
+		old := &a.nodes[i]
+		switch {
+		case n.ReadAt.IsZero() || old.ReadAt.IsZero() || n.ReadAt.Equal(old.ReadAt):
+		case n.ReadAt.After(old.ReadAt):
+			a.skipped = append(a.skipped, Skipped{Source: old.Source, Error: fmt.Sprintf("older report of host %s (read %s) than %s (read %s): the newer is kept",
+				n.Host, old.ReadAt.Format(time.RFC3339), n.Source, n.ReadAt.Format(time.RFC3339)), Duplicate: true})
+			a.replace(i, n)
+			return
+		default:
+			a.skipped = append(a.skipped, Skipped{Source: n.Source, Error: fmt.Sprintf("older report of host %s (read %s) than %s (read %s): the newer is kept",
+				n.Host, n.ReadAt.Format(time.RFC3339), old.Source, old.ReadAt.Format(time.RFC3339)), Duplicate: true})
+			return
+		}
 		if kept := a.nodes[i].Verdict; kept != n.Verdict {
 			// Two reports of one node that disagree: which is current is
 			// not known, and dropping one in silence could hide a node
@@ -302,8 +350,23 @@ func (a *Aggregator) Add(n Node) {
 		a.skipped = append(a.skipped, Skipped{Source: n.Source, Error: fmt.Sprintf("duplicate: host %s is already in %s", n.Host, a.nodes[i].Source), Duplicate: true})
 		return
 	}
-	idx := int32(len(a.nodes))
 	a.hosts[n.Host] = len(a.nodes)
+	a.nodes = append(a.nodes, Node{})
+	a.class = append(a.class, 0)
+	a.put(len(a.nodes)-1, n)
+}
+
+// replace puts n in node i's place: i's samples are taken out first.
+func (a *Aggregator) replace(i int, n Node) {
+	for k, ss := range a.samples {
+		a.samples[k] = slices.DeleteFunc(ss, func(s sample) bool { return s.node == int32(i) })
+	}
+	a.put(i, n)
+}
+
+// put rolls n up as node i (its place in a.nodes and a.class is made).
+func (a *Aggregator) put(i int, n Node) {
+	idx := int32(i)
 	cn := n.Class()
 	c, ok := a.classIdx[cn]
 	if !ok {
@@ -334,8 +397,8 @@ func (a *Aggregator) Add(n Node) {
 	for i := range n.Settings {
 		n.Settings[i] = Setting{a.intern(n.Settings[i].Name), a.intern(n.Settings[i].Value)}
 	}
-	a.nodes = append(a.nodes, n)
-	a.class = append(a.class, c)
+	a.nodes[i] = n
+	a.class[i] = c
 }
 
 // intern is the one copy of s the aggregator keeps.
@@ -420,7 +483,7 @@ func Read(n, workers int, load func(i int, buf []byte) ([]byte, string, error), 
 
 // Report judges the nodes added so far.
 func (a *Aggregator) Report() *Fleet {
-	f := &Fleet{Skipped: a.skipped, Nodes: []NodeLine{}, Classes: []Class{}, Consistency: []Consistency{}, Missing: []Missing{}, Ports: []PortIssue{}, Outliers: []Outlier{}, Spreads: []Spread{}, Drain: []Drain{}}
+	f := &Fleet{Skipped: a.skipped, Nodes: []NodeLine{}, Classes: []Class{}, Consistency: []Consistency{}, Missing: []Missing{}, Ports: []PortIssue{}, Outliers: []Outlier{}, Unmeasured: []Unmeasured{}, Spreads: []Spread{}, Drain: []Drain{}}
 	if f.Skipped == nil {
 		f.Skipped = []Skipped{}
 	}
@@ -441,7 +504,9 @@ func (a *Aggregator) Report() *Fleet {
 		}
 	}
 	for c, name := range a.classes {
-		f.Classes = append(f.Classes, Class{name, counts[c]})
+		if counts[c] > 0 { // a class whose only node was replaced by a newer report of another class
+			f.Classes = append(f.Classes, Class{name, counts[c]})
+		}
 	}
 	slices.SortFunc(f.Classes, func(x, y Class) int { return cmp.Or(cmp.Compare(y.Nodes, x.Nodes), cmp.Compare(x.Class, y.Class)) })
 
@@ -449,6 +514,7 @@ func (a *Aggregator) Report() *Fleet {
 	a.hardware(f, why)
 	a.ports(f, why)
 	a.outliers(f, why)
+	a.unmeasured(f, counts)
 
 	// The drain list: a node's reasons worst first, nodes by their worst.
 	for n, rs := range reasons {
@@ -460,7 +526,7 @@ func (a *Aggregator) Report() *Fleet {
 		f.Drain = append(f.Drain, d)
 	}
 	slices.SortFunc(f.Drain, func(x, y Drain) int {
-		return cmp.Or(cmp.Compare(x.tier, y.tier), cmp.Compare(y.sev, x.sev), cmp.Compare(len(y.Reasons), len(x.Reasons)), cmp.Compare(x.Host, y.Host))
+		return cmp.Or(cmp.Compare(x.tier, y.tier), cmp.Compare(y.sev, x.sev), cmp.Compare(len(y.Reasons), len(x.Reasons)), Natural(x.Host, y.Host))
 	})
 	rank := map[string]int{}
 	for i := range f.Drain {
@@ -470,7 +536,7 @@ func (a *Aggregator) Report() *Fleet {
 	for i, n := range a.nodes {
 		f.Nodes = append(f.Nodes, NodeLine{Host: n.Host, Source: n.Source, Verdict: n.Verdict, Failing: n.Failing, Class: a.classes[a.class[i]], Drain: rank[n.Host]})
 	}
-	slices.SortFunc(f.Nodes, func(x, y NodeLine) int { return cmp.Compare(x.Host, y.Host) })
+	slices.SortFunc(f.Nodes, func(x, y NodeLine) int { return Natural(x.Host, y.Host) })
 	return f
 }
 
@@ -853,3 +919,77 @@ func Bin(v, lo, hi float64, n int) int {
 
 // DrainAny says whether any node is to be drained.
 func (f *Fleet) DrainAny() bool { return len(f.Drain) > 0 }
+
+// Natural orders host names as people count them: the digits of a name
+// by their number, so node2 comes before node10 (and gpu-a02 before
+// gpu-a10, zero padding or not); equal numbers by their text.
+func Natural(a, b string) int {
+	return cmp.Or(natural(a, b), strings.Compare(a, b))
+}
+
+func natural(a, b string) int {
+	for a != "" && b != "" {
+		da, db := digits(a), digits(b)
+		if da > 0 && db > 0 {
+			na, nb := strings.TrimLeft(a[:da], "0"), strings.TrimLeft(b[:db], "0")
+			if c := cmp.Or(cmp.Compare(len(na), len(nb)), cmp.Compare(na, nb)); c != 0 {
+				return c
+			}
+			a, b = a[da:], b[db:]
+			continue
+		}
+		if a[0] != b[0] {
+			return cmp.Compare(a[0], b[0])
+		}
+		a, b = a[1:], b[1:]
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+// digits is the length of s's leading run of ASCII digits.
+func digits(s string) int {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// unmeasured names the nodes that lack a measurement at least MinNodes
+// nodes of their class, and more than half of them, have.
+func (a *Aggregator) unmeasured(f *Fleet, counts []int) {
+	type miss struct {
+		keys, peers int
+		example     string
+	}
+	lacks := map[int32]*miss{}
+	has := map[int32]bool{}
+	for sk, ss := range a.samples {
+		n := counts[sk.class]
+		if len(ss) < a.opts.MinNodes || 2*len(ss) <= n || len(ss) == n {
+			continue
+		}
+		clear(has)
+		for _, s := range ss {
+			has[s.node] = true
+		}
+		for i := range a.nodes {
+			if a.class[i] != sk.class || has[int32(i)] {
+				continue
+			}
+			m := lacks[int32(i)]
+			if m == nil {
+				m = &miss{}
+				lacks[int32(i)] = m
+			}
+			m.keys++
+			if k := a.keyNames[sk.key]; m.example == "" || Natural(k, m.example) < 0 {
+				m.example, m.peers = k, len(ss)
+			}
+		}
+	}
+	for i, m := range lacks {
+		f.Unmeasured = append(f.Unmeasured, Unmeasured{Host: a.nodes[i].Host, Class: a.classes[a.class[i]], Keys: m.keys, Example: m.example, Peers: m.peers})
+	}
+	slices.SortFunc(f.Unmeasured, func(x, y Unmeasured) int { return Natural(x.Host, y.Host) })
+}

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
 )
@@ -21,10 +22,13 @@ import (
 // Node is what the roll-up keeps of one report: a few hundred bytes,
 // whatever the report's size.
 type Node struct {
-	Source  string   `json:"source"`
-	Host    string   `json:"host"`
-	Verdict string   `json:"verdict"`
-	Failing []string `json:"failing,omitempty"`
+	Source string `json:"source"`
+	Host   string `json:"host"`
+	// ReadAt is when the node was read (the report's verdict.time): of
+	// two reports of one host, the newer is kept.
+	ReadAt  time.Time `json:"read_at,omitzero"`
+	Verdict string    `json:"verdict"`
+	Failing []string  `json:"failing,omitempty"`
 	// Versions, "" where the report does not say.
 	Driver      string `json:"driver,omitempty"`
 	CUDA        string `json:"cuda,omitempty"`
@@ -88,9 +92,10 @@ func (n *Node) Class() string {
 type slim struct {
 	Schema  string `json:"schema"`
 	Verdict struct {
-		Status  string   `json:"status"`
-		Host    string   `json:"host"`
-		Failing []string `json:"failing"`
+		Status  string    `json:"status"`
+		Host    string    `json:"host"`
+		Time    time.Time `json:"time"`
+		Failing []string  `json:"failing"`
 	} `json:"verdict"`
 	Inventory struct {
 		Host        string `json:"host"`
@@ -191,7 +196,7 @@ func Summarize(b []byte, source string) (Node, error) {
 	}
 	inv := &s.Inventory
 	n := Node{Settings: sets, NCCLEnv: ncclEnv, RDMACore: inv.RDMACore,
-		Source: source, Host: inv.Host, Verdict: s.Verdict.Status, Failing: s.Verdict.Failing,
+		Source: source, Host: inv.Host, ReadAt: s.Verdict.Time, Verdict: s.Verdict.Status, Failing: s.Verdict.Failing,
 		Driver: inv.Driver, CUDA: inv.CUDARuntime.Version, NCCL: inv.NCCL.Version, Kernel: inv.Kernel,
 		GPUs: len(inv.GPUs), NICs: len(inv.NICs), GPUModel: "no GPU",
 	}

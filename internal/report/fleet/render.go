@@ -102,6 +102,13 @@ func (f *Fleet) write(w io.Writer, esc func(string) string, md bool) error {
 			row(esc(p.Host), esc(p.Port), p.Issue, fmt.Sprint(p.Have), fmt.Sprint(p.Want), p.Basis)
 		}
 	}
+	if len(f.Unmeasured) > 0 {
+		head("Not measured")
+		table("host", "class", "lacks", "e.g.", "peers that have it")
+		for _, u := range f.Unmeasured {
+			row(esc(u.Host), esc(u.Class), fmt.Sprintf("%d measurement(s)", u.Keys), esc(u.Example), fmt.Sprint(u.Peers))
+		}
+	}
 	if len(f.Outliers) > 0 {
 		head("Outliers")
 		table("host", "class", "measurement", "unit", "value", "median", "off", "z", "noise", "peers")
