@@ -79,6 +79,17 @@ type Diff struct {
 	OnlyNew []string `json:"measurements_only_new"`
 	// Noise is the rule measurements were compared under.
 	Noise Options `json:"noise"`
+	// Hardware is set when the two reports are of different kinds of
+	// node (their GPU models differ): their GPUs, NICs, paths and
+	// measurements are then not compared, only versions, settings and
+	// checks.
+	Hardware *Hardware `json:"different_hardware,omitempty"`
+}
+
+// Hardware names the two reports' hardware classes.
+type Hardware struct {
+	Old string `json:"old"`
+	New string `json:"new"`
 }
 
 // Worse reports whether anything got worse.
@@ -119,9 +130,18 @@ func Compare(old, new *dossier.Report, oldSource, newSource string, opts Options
 	c := &comparer{d: d, opts: opts}
 	c.versions(old, new)
 	c.settings(old, new)
-	c.topology(old, new)
+	om, nm := old.Inventory.GPUModel(), new.Inventory.GPUModel()
+	if om != "" && nm != "" && om != nm {
+		// Two kinds of node: every GPU and NIC would read as lost and
+		// found, every measurement as only in one.
+		d.Hardware = &Hardware{Old: old.Inventory.Class(), New: new.Inventory.Class()}
+	} else {
+		c.topology(old, new)
+	}
 	c.checks(old, new)
-	c.measurements(old, new)
+	if d.Hardware == nil {
+		c.measurements(old, new)
+	}
 	sort.SliceStable(d.Changes, func(i, j int) bool {
 		a, b := d.Changes[i], d.Changes[j]
 		if ra, rb := effectRank(a.Effect), effectRank(b.Effect); ra != rb {

@@ -100,6 +100,9 @@ func TestCompare(t *testing.T) {
 		changes  int    // -1: any number
 		moved    int    // measurements moved beyond noise (-1: any)
 		compared int    // -1: any
+		// hardware: the reports are of two kinds of node (said first; no
+		// GPU, NIC or measurement compared).
+		hardware bool
 	}{
 		{name: "h200 itself", old: h200, new: h200, changes: 0, moved: 0, compared: 61},
 		{name: "hgx itself", old: hgx, new: hgx, changes: 0, moved: 0, compared: 0},
@@ -294,8 +297,8 @@ func TestCompare(t *testing.T) {
 			want: []want{{SectionSettings, "run", Worse}}, changes: -1, moved: -1, compared: -1,
 		},
 		{
-			name: "two nodes", old: hgx, new: l40s, worse: true,
-			want: []want{{SectionTopology, "GPU ", Worse}, {SectionChecks, "verdict", Worse}}, changes: -1, moved: 0, compared: 0,
+			name: "two kinds of node", old: hgx, new: l40s, worse: true, hardware: true,
+			want: []want{{SectionChecks, "verdict", Worse}}, changes: -1, moved: 0, compared: 0,
 		},
 	}
 	for _, tc := range cases {
@@ -323,6 +326,19 @@ func TestCompare(t *testing.T) {
 			}
 			if tc.compared >= 0 && d.Compared != tc.compared {
 				t.Errorf("%d compared, want %d", d.Compared, tc.compared)
+			}
+			if (d.Hardware != nil) != tc.hardware {
+				t.Errorf("different hardware %+v, want %v", d.Hardware, tc.hardware)
+			}
+			if tc.hardware {
+				if !strings.Contains(text.String(), "\n\nDIFFERENT HARDWARE: OLD is NVIDIA H200 x8, 400 Gb/s, NEW is NVIDIA L40S x4, 400 Gb/s.\n") {
+					t.Errorf("not said first:\n%s", text.String())
+				}
+				for _, c := range d.Changes {
+					if c.Section == SectionTopology || c.Section == SectionMeasurements {
+						t.Errorf("compared across kinds of node: %+v", c)
+					}
+				}
 			}
 			for _, w := range tc.want {
 				found := false

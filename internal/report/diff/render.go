@@ -35,6 +35,9 @@ func (c Change) what() string {
 func (d *Diff) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "OLD %s\nNEW %s\n\n", printable.Line(d.Old.line()), printable.Line(d.New.line()))
+	if h := d.Hardware; h != nil {
+		fmt.Fprintf(&b, "DIFFERENT HARDWARE: OLD is %s, NEW is %s.\nThese are two kinds of node: their GPUs, NICs, data paths and measurements are not compared; versions, settings and checks are.\n\n", printable.Line(h.Old), printable.Line(h.New))
+	}
 	for _, effect := range []string{Worse, Better, Changed} {
 		first := true
 		for _, sec := range sectionOrder {
@@ -96,6 +99,9 @@ func writeOnly(b *strings.Builder, title string, ks []string, esc func(string) s
 func (d *Diff) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "**OLD** %s  \n**NEW** %s\n\n", printable.Cell(d.Old.line()), printable.Cell(d.New.line()))
+	if h := d.Hardware; h != nil {
+		fmt.Fprintf(&b, "**Different hardware**: OLD is %s, NEW is %s. These are two kinds of node: their GPUs, NICs, data paths and measurements are not compared; versions, settings and checks are.\n\n", printable.Cell(h.Old), printable.Cell(h.New))
+	}
 	if len(d.Changes) > 0 {
 		b.WriteString("| effect | section | what | old | new | delta | why |\n|---|---|---|---|---|---|---|\n")
 		for _, c := range d.Changes {

@@ -83,3 +83,40 @@ func sizeText(b uint64) string {
 	}
 	return s
 }
+
+// HardwareClass is a node's hardware class, what gdrcheck fleet groups
+// nodes by: GPU model, GPU count and the NIC rate (its fastest port), e.g.
+// "NVIDIA H200 x8, 400 Gb/s"; "no RDMA NIC" for a node without one, "NIC
+// rate unknown" when no port said.
+func HardwareClass(gpuModel string, gpus, nics int, rateGbps float64) string {
+	net := strconv.FormatFloat(rateGbps, 'f', -1, 64) + " Gb/s"
+	switch {
+	case nics == 0:
+		net = "no RDMA NIC"
+	case rateGbps <= 0:
+		net = "NIC rate unknown"
+	}
+	return gpuModel + " x" + strconv.Itoa(gpus) + ", " + net
+}
+
+// GPUModel is the report's GPU model (its first GPU's), "" without GPUs.
+func (inv Inventory) GPUModel() string {
+	if len(inv.GPUs) == 0 {
+		return ""
+	}
+	return inv.GPUs[0].Name
+}
+
+// Class is the report's HardwareClass.
+func (inv Inventory) Class() string {
+	model, rate := inv.GPUModel(), 0.0
+	if model == "" {
+		model = "no GPU"
+	}
+	for _, n := range inv.NICs {
+		for _, p := range n.Ports {
+			rate = max(rate, p.RateGbps)
+		}
+	}
+	return HardwareClass(model, len(inv.GPUs), len(inv.NICs), rate)
+}

@@ -83,7 +83,7 @@ type Measure struct {
 
 // Class is the node's hardware class: GPU model, GPU count, NIC rate.
 func (n *Node) Class() string {
-	return fmt.Sprintf("%s x%d, %s Gb/s", n.GPUModel, n.GPUs, strconv.FormatFloat(n.RateGbps, 'f', -1, 64))
+	return dossier.HardwareClass(n.GPUModel, n.GPUs, n.NICs, n.RateGbps)
 }
 
 // slim is the part of report.json the roll-up reads; members skips the
