@@ -11,13 +11,14 @@
 #   4. A job of N ranks (N=2 by default) of `bench nccl` on the one GPU,
 #      each rank its own NCCL_HOSTID (NCCL joins them over NET/Socket on
 #      loopback), judged, and its results folded into a `run` dossier with
-#      --include: the fabric hop measured, GDR failed (host-staged), the
+#      --include (the node's own benchmarks off: --no-bench): the fabric
+#      hop measured, GDR failed (host-staged), the
 #      peer named.
 set -u
 OUT=${OUT:-out}
 B=${GDRCHECK:-$PWD/bin/gdrcheck}
 N=${N:-2}
-E=${E:-256M}
+E=${E:-64M}
 D="$OUT/proof"
 rm -rf "$D"
 mkdir -p "$D"
@@ -35,7 +36,7 @@ printf 'gdr:\n  required: false\n' >"$D/no-gdr.yaml"
 step check "$B" check
 step run-strict "$B" run --strict --profile quick --out "$D/run-strict"
 step check-nogdr "$B" check --expect "$D/no-gdr.yaml"
-step run-nogdr "$B" run --profile quick --expect "$D/no-gdr.yaml" --out "$D/run-nogdr"
+step run-nogdr "$B" run --no-bench --expect "$D/no-gdr.yaml" --out "$D/run-nogdr"
 step rdma "$B" bench rdma
 step rdma-nogdr "$B" bench rdma --expect "$D/no-gdr.yaml"
 
@@ -43,16 +44,16 @@ step rdma-nogdr "$B" bench rdma --expect "$D/no-gdr.yaml"
 export GDRCHECK_SECRET=${GDRCHECK_SECRET:-$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')}
 export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} NCCL_IB_DISABLE=${NCCL_IB_DISABLE:-1} NCCL_NVLS_ENABLE=0
 port=$((29600 + RANDOM % 1000))
-echo "\$ $N ranks: NCCL_HOSTID=fakehostR $B bench nccl -b 8 -e $E -f 4 -w 5 -n 20 --devices 0 --rank R --world-size $N --rendezvous 127.0.0.1:$port --out $D/job"
+echo "\$ $N ranks: NCCL_HOSTID=fakehostR $B bench nccl -b 8 -e $E -f 4 -w 5 -n 10 --devices 0 --rank R --world-size $N --rendezvous 127.0.0.1:$port --out $D/job"
 for r in $(seq 0 $((N - 1))); do
-  ( NCCL_HOSTID=fakehost$r "$B" bench nccl -b 8 -e "$E" -f 4 -w 5 -n 20 --devices 0 --join-timeout 60s --op-timeout 120s \
+  ( NCCL_HOSTID=fakehost$r "$B" bench nccl -b 8 -e "$E" -f 4 -w 5 -n 10 --devices 0 --join-timeout 60s --op-timeout 120s \
       --rank "$r" --world-size "$N" --rendezvous "127.0.0.1:$port" --out "$D/job" >"$D/job.out.$r" 2>"$D/job.err.$r"; echo $? >"$D/job.rc.$r" ) &
 done
 wait
 for r in $(seq 0 $((N - 1))); do echo "  rank $r exit $(cat "$D/job.rc.$r")"; done
 grep -E '^#|^ +[0-9]' "$D/job.out.0" | tail -8 | sed 's/^/  /'
 if "$B" run --help 2>&1 | grep -q -- --include; then
-  step run-include "$B" run --profile quick --include "$D/job" --out "$D/run-include"
-  step run-include-strict "$B" run --strict --profile quick --include "$D/job" --out "$D/run-include-strict"
+  step run-include "$B" run --no-bench --include "$D/job" --out "$D/run-include"
+  step run-include-strict "$B" run --no-bench --strict --include "$D/job" --out "$D/run-include-strict"
   grep -E 'fabric|NET/Socket|peer' "$D/run-include/report.md" | head -12 | sed 's/^/  /'
 fi
