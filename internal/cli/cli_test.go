@@ -364,3 +364,24 @@ func TestVersionFlagAndRootRank(t *testing.T) {
 		t.Errorf("bench nccl -r x: exit %d, %q; want a flag error naming --root-rank", code, errOut)
 	}
 }
+
+// version's text never prints a library's multi-line reason as literal
+// "\n", and says how a build without a commit was made.
+func TestVersionText(t *testing.T) {
+	var b strings.Builder
+	vi := app.VersionInfo{Version: "devel", Commit: "unknown", GoVersion: "go1.26", Platform: "linux/amd64",
+		CUDA: app.LibraryState{Error: "CUDA runtime not found; searched:\n  libcudart.so.13: No such file\n  /usr/lib64/libcudart.so.13: no such file"},
+		NCCL: app.LibraryState{Loaded: true, Version: "2.28.3", Path: "/usr/lib/libnccl.so.2"}, NVML: app.LibraryState{Error: "no driver"}}
+	if err := writeVersionText(&b, vi); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"built without version control information", "CUDA runtime: not available: CUDA runtime not found; searched:\n", "\n                libcudart.so.13: No such file\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, `\n`) {
+		t.Errorf("a literal \\n:\n%s", out)
+	}
+}
