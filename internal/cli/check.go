@@ -44,6 +44,7 @@ func (o *checkOptions) validate() error {
 
 func newCheck(g *globals) *cobra.Command {
 	var o checkOptions
+	var all, quiet bool
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Check every GPU Direct RDMA and NVLink prerequisite; exit 1 when something fails",
@@ -62,6 +63,10 @@ not look, e.g. without root, or broke) is DEGRADED by default, since it shows no
 and a partial run (no root, an old snapshot) should still say what it saw; --strict, for
 sign-off, makes it NOT READY, since a node must not be signed off on what nobody saw.
 
+The text view lists what is not a pass, worst first, the same finding on several subjects on
+one line ("GPU0-xid (+7)"), then counts the passes by check; --all (or --format table) lists
+every result; on a terminal lines are cut to its width.
+
 Exit code 0 when nothing fails, 1 when something fails or a check broke (with --strict
 also when a result is unknown), 2 when the tool itself could not run.`,
 		Args: cobra.NoArgs,
@@ -70,7 +75,7 @@ also when a result is unknown), 2 when the tool itself could not run.`,
 			if err != nil {
 				return toolError(err)
 			}
-			if f == report.Text { // the name every other command uses for its own view
+			if f == report.Text && all { // every row: the table
 				f = report.Table
 			}
 			if err := o.validate(); err != nil {
@@ -82,8 +87,21 @@ also when a result is unknown), 2 when the tool itself could not run.`,
 				return err
 			}
 			rep := j.Checks
-			writeVerdict(g, f, rep.Verdict)
-			if err := report.Write(g.out, f, g.envelope("check", started, rep.Results, rep)); err != nil {
+			if quiet && (f == report.Text || f == report.Table) {
+				fmt.Fprintln(g.out, printable.Line(rep.Verdict.Line()))
+			} else {
+				writeVerdict(g, f, rep.Verdict)
+			}
+			env := g.envelope("check", started, rep.Results, rep)
+			switch {
+			case quiet && (f == report.Text || f == report.Table):
+				// The verdict line alone.
+			case f == report.Text:
+				err = report.WriteCondensed(g.out, rep.Results, env.Duration(), report.CondensedOptions{Width: termWidth(g.out)})
+			default:
+				err = report.Write(g.out, f, env)
+			}
+			if err != nil {
 				return err
 			}
 			if notReady(rep) {
@@ -93,7 +111,9 @@ also when a result is unknown), 2 when the tool itself could not run.`,
 		},
 	}
 	o.flags(cmd)
-	cmd.Flags().StringVar(&o.format, "format", "text", "output format: text (the table; also called table), json, md or junit")
+	cmd.Flags().StringVar(&o.format, "format", "text", "output format: text (what is not a pass, the same finding on several GPUs or NICs on one line, the passes counted), table (every result), json, md or junit")
+	cmd.Flags().BoolVar(&all, "all", false, "text: list every result, passes too (the table)")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "text: print the node verdict only")
 	return cmd
 }
 

@@ -157,8 +157,18 @@ func TestCheckCommand(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("healthy HGX: exit %d\n%s%s", code, out, errs)
 	}
-	if !strings.Contains(out, "PASS     gdr.nic-affinity") || !strings.Contains(out, "pass") {
-		t.Errorf("table:\n%s", out)
+	// The text view counts the passes; --all (and --format table) lists them.
+	if !strings.Contains(out, " passed (") || !strings.Contains(out, "gdr.nic-affinity 8") || strings.Contains(out, "PASS     gdr.nic-affinity") {
+		t.Errorf("text:\n%s", out)
+	}
+	for _, all := range [][]string{{"--all"}, {"--format", "table"}} {
+		if out, _, _ := run(t, append([]string{"check", "--root", good}, all...)...); !strings.Contains(out, "PASS     gdr.nic-affinity") {
+			t.Errorf("%q:\n%s", all, out)
+		}
+	}
+	first, _, _ := strings.Cut(out, "\n")
+	if q, _, code := run(t, "check", "--root", good, "-q"); code != ExitOK || q != first+"\n" {
+		t.Errorf("-q: exit %d\n%s", code, q)
 	}
 	bad := fakehost.Archive(t, repo+"/testdata/hosts/pcie-l40s-remote-nic.host")
 	testVerdict(t, good, bad)
@@ -383,5 +393,15 @@ func TestVersionText(t *testing.T) {
 	}
 	if strings.Contains(out, `\n`) {
 		t.Errorf("a literal \\n:\n%s", out)
+	}
+}
+
+// A host without GPUs or RDMA NICs gets a sentence, not an empty matrix
+// and its legend.
+func TestTopoNoGPU(t *testing.T) {
+	root := fakehost.Archive(t, repo+"/internal/checks/testdata/no-gpu.host")
+	out, _, code := run(t, "topo", "--root", root)
+	if code != ExitOK || !strings.HasPrefix(out, "No NVIDIA GPU and no RDMA NIC on the PCI bus of ") || strings.Contains(out, "Legend") {
+		t.Errorf("exit %d:\n%s", code, out)
 	}
 }

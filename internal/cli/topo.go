@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -41,6 +43,11 @@ func newTopo(g *globals) *cobra.Command {
 }
 
 func writeTopoText(w io.Writer, s *topology.Summary, underline bool) error {
+	if len(s.GPUs) == 0 && len(s.NICs) == 0 {
+		// An empty matrix and its legend say nothing: say what there is.
+		_, err := fmt.Fprintf(w, "No NVIDIA GPU and no RDMA NIC on the PCI bus of %s: there is no topology to draw (gdrcheck check says why, e.g. the driver or the devices' power).\n", printable.Line(cmp.Or(s.Hostname, "this host")))
+		return err
+	}
 	if err := s.Matrix.WriteText(w, topology.RenderOptions{Underline: underline}); err != nil {
 		return err
 	}
@@ -74,4 +81,21 @@ func useColor(mode string, w io.Writer) bool {
 	}
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// termWidth is w's terminal width when w is a terminal (COLUMNS where
+// set, else the terminal's own), 0 otherwise: output to a file or a pipe
+// is never cut.
+func termWidth(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return 0
+	}
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n >= 40 {
+		return n
+	}
+	if n, _, err := term.GetSize(int(f.Fd())); err == nil && n >= 40 {
+		return n
+	}
+	return 0
 }
