@@ -91,9 +91,11 @@ func TestRunOnRealSnapshot(t *testing.T) {
 			t.Errorf("run output lacks %q:\n%s", want, out)
 		}
 	}
-	// with no subcommand, gdrcheck runs the main job (the timing line
-	// differs, and so can the verdict's time: this capture has none, so it
-	// is the clock's, which may tick a second between the two runs)
+	// with no subcommand, gdrcheck runs the main job without benchmarks,
+	// read-only (the timing line differs, and so can the verdict's time:
+	// this capture has none, so it is the clock's, which may tick a second
+	// between the two runs)
+	out, _, _ = run(t, "run", "--no-bench", "--root", repo+"/testdata/snapshots/h200x1-vm.tgz")
 	out2, _, _ := run(t, "--root", repo+"/testdata/snapshots/h200x1-vm.tgz")
 	stamp := regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`)
 	if a, b := stamp.ReplaceAllString(dropTimings(out2), "TIME"), stamp.ReplaceAllString(dropTimings(out), "TIME"); a != b {
@@ -167,8 +169,9 @@ func TestCheckCommand(t *testing.T) {
 		}
 	}
 	first, _, _ := strings.Cut(out, "\n")
-	if q, _, code := run(t, "check", "--root", good, "-q"); code != ExitOK || q != first+"\n" {
-		t.Errorf("-q: exit %d\n%s", code, q)
+	stamp := regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`) // the read time may tick between runs
+	if q, _, code := run(t, "check", "--root", good, "-q"); code != ExitOK || stamp.ReplaceAllString(q, "T") != stamp.ReplaceAllString(first+"\n", "T") {
+		t.Errorf("-q: exit %d\n%q\nwant %q", code, q, first+"\n")
 	}
 	bad := fakehost.Archive(t, repo+"/testdata/hosts/pcie-l40s-remote-nic.host")
 	testVerdict(t, good, bad)
@@ -360,10 +363,18 @@ func testVerdict(t *testing.T, good, bad string) {
 // the global --root (review: "bench nccl --root snap.tgz" failed parsing
 // the snapshot's name as a rank).
 func TestVersionFlagAndRootRank(t *testing.T) {
-	for _, args := range [][]string{{"--version"}, {"-v"}} {
-		out, _, code := run(t, args...)
-		if code != ExitOK || out != "gdrcheck test (commit test)\n" {
-			t.Errorf("%v: exit %d, %q", args, code, out)
+	out, _, code := run(t, "--version")
+	if code != ExitOK || out != "gdrcheck test (commit test)\n" {
+		t.Errorf("--version: exit %d, %q", code, out)
+	}
+	// -v is --verbose under run, so not --version at the root.
+	if _, errs, code := run(t, "-v"); code != ExitToolErr || !strings.Contains(errs, "unknown shorthand flag: 'v'") {
+		t.Errorf("-v: exit %d, %q", code, errs)
+	}
+	// nccl-tests' --warmup_iters and the hyphenated --warmup-iters are one flag.
+	for _, f := range []string{"--warmup_iters", "--warmup-iters"} {
+		if _, errs, _ := run(t, "bench", "nccl", f, "2", "--rank", "1"); strings.Contains(errs, "unknown flag") || !strings.Contains(errs, "--world-size") {
+			t.Errorf("%s: %s", f, errs)
 		}
 	}
 	_, errOut, _ := run(t, "bench", "nccl", "--root", t.TempDir(), "-e", "8")

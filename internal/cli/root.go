@@ -10,10 +10,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gdrcheck/gdrcheck/internal/app"
 	"github.com/gdrcheck/gdrcheck/internal/printable"
@@ -122,7 +124,9 @@ func newRoot(g *globals) *cobra.Command {
 		Long: `gdrcheck checks that a GPU node's data paths are real: GPU memory -> PCIe switch -> NIC
 -> fabric (GPU Direct RDMA) and GPU <-> GPU over NVLink, and that NCCL uses them.
 
-With no subcommand it runs the main job (gdrcheck run).`,
+With no subcommand it reads the node and judges it without starting anything on its GPUs:
+discovery, the topology and every readiness check, as gdrcheck run --no-bench (nothing is
+written). gdrcheck run is the main job, benchmarks included; gdrcheck COMMAND --help says more.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -132,11 +136,21 @@ With no subcommand it runs the main job (gdrcheck run).`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runMain(cmd.Context(), g, defaultRun())
+			// Read-only: a bare gdrcheck on a production node must not
+			// start benchmarks on its GPUs.
+			o := defaultRun()
+			o.noBench = true
+			return runMain(cmd.Context(), g, o)
 		},
 	}
-	// gdrcheck --version (and -v), as operators try first; the version
-	// command adds the libraries it can load.
+	// gdrcheck --version, as operators try first; the version command adds
+	// the libraries it can load. No -v: under run -v is --verbose.
+	root.Flags().Bool("version", false, "print gdrcheck's version (gdrcheck version also lists the libraries it can load)")
+	// nccl-tests' flags have underscores (--warmup_iters); every other
+	// flag has hyphens: either spelling works for each.
+	root.SetGlobalNormalizationFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		return pflag.NormalizedName(strings.ReplaceAll(name, "_", "-"))
+	})
 	root.Version = fmt.Sprintf("%s (commit %s)", g.build.Version, g.build.Commit)
 	root.SetVersionTemplate("gdrcheck {{.Version}}\n")
 	root.PersistentFlags().StringVar(&g.root, "root", "/", "host root to read: / (this host), a snapshot directory, or a snapshot .tgz")
