@@ -416,3 +416,14 @@ func TestTopoNoGPU(t *testing.T) {
 		t.Errorf("exit %d:\n%s", code, out)
 	}
 }
+
+// The global --root and --timeout given to a command that reads no node
+// are an error naming the command, never silently ignored.
+func TestGlobalFlagsWhereTheyApply(t *testing.T) {
+	for _, args := range [][]string{{"fleet", "--root", "/nonexistent", "x.json"}, {"diff", "--timeout", "1s", "a", "b"}, {"version", "--root", "/"}} {
+		_, errs, code := run(t, args...)
+		if code != ExitToolErr || !strings.Contains(errs, "--root and --timeout do not apply") {
+			t.Errorf("%q: exit %d, %s", args, code, errs)
+		}
+	}
+}

@@ -130,6 +130,13 @@ written). gdrcheck run is the main job, benchmarks included; gdrcheck COMMAND --
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			if what := readsNoNode(cmd); what != "" {
+				for _, f := range []string{"root", "timeout"} {
+					if cmd.Flags().Changed(f) {
+						return toolError(fmt.Errorf("--%s: %s %s, not a node's files: --root and --timeout do not apply", f, cmd.CommandPath(), what))
+					}
+				}
+			}
 			if g.timeout <= 0 {
 				return toolError(fmt.Errorf("--timeout %s: must be positive (the deadline of discovery and collection)", g.timeout))
 			}
@@ -190,4 +197,21 @@ func writeTextOrJSON[T any](g *globals, command, format string, collect func() (
 // envelope wraps a command's results and data for output.
 func (g *globals) envelope(command string, started time.Time, results []result.Result, data any) *report.Envelope {
 	return g.session.Envelope(command, started, results, data)
+}
+
+// readsNoNode says what cmd reads when it reads no node's files (so that
+// the global --root and --timeout, given to it, are an error, not
+// silently ignored); "" for the commands that read a node.
+func readsNoNode(cmd *cobra.Command) string {
+	for c := cmd; c != nil; c = c.Parent() {
+		switch c.Name() {
+		case "version":
+			return "reports this build and the libraries it can load"
+		case "analyze":
+			return "reads the outputs it is given"
+		case "diff", "fleet":
+			return "reads reports"
+		}
+	}
+	return ""
 }
