@@ -122,7 +122,7 @@ func TestToolErrors(t *testing.T) {
 		{[]string{"topo", "--root", "/nonexistent/snapshot"}, "no such file"},
 		{[]string{"topo", "--root", t.TempDir()}, "no PCI devices found"},
 		{[]string{"topo", "--root", repo + "/testdata/snapshots/h200x1-vm.tgz", "--format", "yaml"}, `--format "yaml"`},
-		{[]string{"snapshot"}, "needs -o"},
+		{[]string{"snapshot"}, "needs --out"},
 		{[]string{"run", "--root", repo + "/testdata/snapshots/h200x1-vm.tgz", "--only", "pcie.nothing"}, "no such check"},
 		{[]string{"frobnicate"}, "unknown command"},
 	}

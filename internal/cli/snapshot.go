@@ -14,7 +14,7 @@ func newSnapshot(g *globals) *cobra.Command {
 	var out string
 	var redact, force bool
 	cmd := &cobra.Command{
-		Use:   "snapshot -o DIR|FILE.tgz",
+		Use:   "snapshot --out DIR|FILE.tgz",
 		Short: "Capture everything gdrcheck reads on this host, for later runs with --root",
 		Long: `snapshot runs discovery and collection over a recording root, then copies exactly
 the sysfs and procfs files they read, the outputs of the commands they ran (dmesg,
@@ -40,7 +40,7 @@ the same value by the same pseudonym throughout the snapshot. See docs/snapshots
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
-				return &exitError{code: ExitToolErr, err: fmt.Errorf("snapshot needs -o DIR or -o FILE.tgz")}
+				return &exitError{code: ExitToolErr, err: fmt.Errorf("snapshot needs --out DIR or --out FILE.tgz (-o)")}
 			}
 			m, err := g.session.Snapshot(cmd.Context(), app.SnapshotOptions{Node: g.node(), Out: out, Redact: redact, Force: force})
 			if err != nil {
@@ -59,7 +59,10 @@ the same value by the same pseudonym throughout the snapshot. See docs/snapshots
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&out, "output", "o", "", "where to write: a new or empty directory, or a .tgz/.tar.gz file")
+	cmd.Flags().StringVarP(&out, "out", "o", "", "where to write: a new or empty directory, or a .tgz/.tar.gz file")
+	// --output was its name before every writer said --out.
+	cmd.Flags().StringVar(&out, "output", "", "the same as --out")
+	_ = cmd.Flags().MarkHidden("output")
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing -o FILE.tgz")
 	cmd.Flags().BoolVar(&redact, "redact", false, "replace serials, UUIDs, MACs, GUIDs, host names and IP addresses with pseudonyms")
 	return cmd

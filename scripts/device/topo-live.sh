@@ -25,7 +25,7 @@ fi
 cat "$OUT/gdrcheck-topo.txt"
 
 start=$(date +%s%N)
-$B snapshot -o "$OUT/snapshot.tgz" | tee "$OUT/snapshot.txt"
+$B snapshot --out "$OUT/snapshot.tgz" | tee "$OUT/snapshot.txt"
 end=$(date +%s%N)
 echo "snapshot took $(( (end - start) / 1000000 )) ms, $(stat -c %s "$OUT/snapshot.tgz") bytes"
 $B topo --color never --root "$OUT/snapshot.tgz" > "$OUT/replay-topo.txt"
