@@ -23,6 +23,9 @@ func newAnalyze(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "analyze FILE...",
 		Short: "Read NCCL logs, nccl-tests, perftest, nvbandwidth, dcgmi diag and nvidia-smi topo -m outputs and say what they mean",
+		Example: `  gdrcheck analyze nccl-debug.*.log                 # which transport every channel used, GDR, errors
+  gdrcheck analyze all_reduce_perf.txt --expect site.yaml   # nccl-tests output against the hardware
+  gdrcheck analyze ib_write_bw.txt --format md      # perftest output, as a table for a ticket`,
 		Long: `analyze reads outputs operators already have and gives verdicts on them:
 whether GPU Direct RDMA was used, whether bandwidth is what the hardware should
 give, whether a diagnostic failed on the hardware or broke by itself.

@@ -76,6 +76,9 @@ func newBench(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Native benchmarks through CUDA and NCCL: collectives (nccl-tests semantics) and copies",
+		Example: `  gdrcheck bench nccl -b 8 -e 1G -f 2 --op all          # every collective on every GPU of this node
+  gdrcheck bench copy --size 1G                          # device, host and GPU-to-GPU copies
+  gdrcheck bench rdma --dry-run                          # the perftest runs per GPU–NIC pair, not run`,
 		// An unknown subcommand is an argument: refused (exit 2), not
 		// answered with the help.
 		Args: cobra.NoArgs,
@@ -127,6 +130,9 @@ func newBenchNCCL(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "nccl",
 		Short: "NCCL collectives with nccl-tests' meaning of every number",
+		Example: `  gdrcheck bench nccl -b 8 -e 8G -f 2 --op all_reduce,all_gather --out run1
+  srun -N2 --ntasks-per-node=8 gdrcheck bench nccl -e 8G --hierarchical --out /shared/job1
+  gdrcheck bench nccl -e 1G --expect site.yaml --pass-ratio 0.9   # judged against the site's hardware`,
 		Long: `bench nccl runs NCCL collectives natively, one process driving the GPUs
 (ncclCommInitAll), with nccl-tests' semantics: sizes -b..-e by -f (or -i), warm-up -w at
 every power of two, -n timed iterations per size timed by the host clock, out-of-place

@@ -23,6 +23,9 @@ func newBenchCopy(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "copy",
 		Short: "Copy bandwidths: device, host pinned and pageable, GPU to GPU (one way, both ways), latency",
+		Example: `  gdrcheck bench copy                                  # every copy on every GPU, 1 GiB each
+  gdrcheck bench copy --devices 0,1 --size 4G          # two GPUs, 4 GiB copies
+  gdrcheck bench copy --tests p2p,p2p_bidir --out p2p  # GPU to GPU only`,
 		Long: `bench copy measures, per GPU, device-to-device copy bandwidth (also counted as bytes
 read plus written), host-to-device and device-to-host with pinned and with pageable host
 memory allocated on the GPU's NUMA node, both directions at once, and for every GPU pair the

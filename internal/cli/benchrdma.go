@@ -20,7 +20,10 @@ func newBenchRDMA(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rdma",
 		Short: "GPU-memory RDMA per GPU–NIC pair with perftest (ib_write_bw --use_cuda), against host memory and the line rate",
-		Args:  cobra.NoArgs,
+		Example: `  gdrcheck bench rdma                              # loopback through every GPU–NIC pair
+  gdrcheck bench rdma --dry-run --root node.tgz    # what would run, planned from a snapshot
+  srun -N2 --ntasks-per-node=1 gdrcheck bench rdma --mode cross-node --out /shared/rdma1`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := report.ParseFormat(format, report.Text, report.JSON)
 			if err != nil {

@@ -48,6 +48,9 @@ func newCheck(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Check every GPU Direct RDMA and NVLink prerequisite; exit 1 when something fails",
+		Example: `  gdrcheck check                         # this host: what is not a pass, then the passes counted
+  gdrcheck check --root node07.tgz --all # a snapshot, every result
+  gdrcheck check --expect site.yaml --strict --format junit > checks.xml`,
 		Long: `check judges the data path's prerequisites on this host (or a snapshot): the GDR
 registration path (nvidia_peermem or dma-buf), GPU–NIC PCIe affinity, ACS, link training,
 MaxReadReq, IOMMU, memlock, P2P, RDMA ports, NVLink, GPU health, NCCL variables and versions.

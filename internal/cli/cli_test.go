@@ -21,6 +21,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakelib"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 	"github.com/gdrcheck/gdrcheck/internal/topology/level"
+	"github.com/spf13/cobra"
 )
 
 const repo = "../.."
@@ -426,4 +427,55 @@ func TestGlobalFlagsWhereTheyApply(t *testing.T) {
 			t.Errorf("%q: exit %d, %s", args, code, errs)
 		}
 	}
+}
+
+// An argument or flag error says the usage line.
+func TestUsageOnArgumentErrors(t *testing.T) {
+	for args, want := range map[string]string{"diff a": "usage: gdrcheck diff OLD NEW [flags]", "check --nope": "usage: gdrcheck check [flags]"} {
+		_, errs, code := run(t, strings.Fields(args)...)
+		if code != ExitToolErr || !strings.Contains(errs, want) {
+			t.Errorf("%s: exit %d, %s", args, code, errs)
+		}
+	}
+}
+
+// Every command's help has examples, and every example's flags are the
+// command's own (an example that no longer parses is caught here).
+func TestEveryCommandHasExamples(t *testing.T) {
+	var out, errb bytes.Buffer
+	root := newRoot(&globals{out: &out, errOut: &errb, session: testSession(nil)})
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c != root && !c.Hidden && c.Name() != "help" && c.Name() != "completion" {
+			if strings.TrimSpace(c.Example) == "" {
+				t.Errorf("%s: no Examples", c.CommandPath())
+			}
+			for _, line := range strings.Split(c.Example, "\n") {
+				line, _, _ = strings.Cut(line, "#")
+				f := strings.Fields(line)
+				for len(f) > 0 && f[0] != "gdrcheck" { // srun -N2 ... gdrcheck ...
+					f = f[1:]
+				}
+				if len(f) == 0 {
+					continue
+				}
+				sub, rest, err := root.Find(f[1:])
+				under := false // the command or one of its subcommands
+				for x := sub; x != nil; x = x.Parent() {
+					under = under || x == c
+				}
+				if err != nil || !under {
+					t.Errorf("%s: example %q runs %v (%v)", c.CommandPath(), line, sub.CommandPath(), err)
+					continue
+				}
+				if err := sub.ParseFlags(rest); err != nil {
+					t.Errorf("%s: example %q: %v", c.CommandPath(), line, err)
+				}
+			}
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(root)
 }

@@ -14,6 +14,8 @@ func newDiff(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "diff OLD NEW",
 		Short: "What changed between two runs or two nodes (report.json or dossier folders), and whether it got worse",
+		Example: `  gdrcheck diff dossiers/node07-monday dossiers/node07-friday   # what got worse since Monday
+  gdrcheck diff node07/report.json node08/report.json          # two nodes of one kind`,
 		Long: `diff compares two commissioning dossiers written by gdrcheck run --out DIR (each given as its
 report.json or its folder): versions (kernel, driver, CUDA, NCCL, NIC firmware), settings (profile,
 site profile, the environment the checks read), topology (GPUs and NICs added or lost by bus id,

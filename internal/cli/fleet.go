@@ -19,6 +19,9 @@ func newFleet(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "fleet REPORT...|DIR...",
 		Short: "Roll many node reports up into one cluster report and rank the nodes to drain",
+		Example: `  gdrcheck fleet dossiers/*/report.json                  # classes, versions, outliers, who to drain
+  gdrcheck fleet --expect site.yaml --out fleet dossiers/*/report.json
+  gdrcheck fleet --drain-commands dossiers/*/report.json # the scontrol lines, not run`,
 		Long: `fleet reads node reports written by gdrcheck run --out DIR (each a report.json, a dossier
 folder, or a folder holding dossiers: every report.json below it), one at a time, keeping only a
 small summary of each, and writes one cluster report: a line per node with its verdict; the

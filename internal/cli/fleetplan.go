@@ -18,6 +18,8 @@ func newFleetPlan(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plan --nodes LIST|--hostfile FILE --out DIR | --next DIR",
 		Short: "Plan a multi-node test campaign round by round and name the bad node, NIC or link",
+		Example: `  gdrcheck fleet plan --hostfile nodes.txt --out camp     # round 1: the steps to run
+  gdrcheck fleet plan --next camp                        # judge round 1's results, plan round 2`,
 		Long: `fleet plan lays out a campaign of gdrcheck bench nccl runs over N nodes (a Slurm node list or
 an MPI hostfile) and reads its results round by round. Round 1 tests every node in disjoint
 pairs (node i with node i+N/2), each pair as a node (NCCL all_reduce over every GPU and NIC)

@@ -32,6 +32,9 @@ func newHealth(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "health",
 		Short: "The readiness checks as one line and an exit code, for Slurm's HealthCheckProgram and prolog, and NFD labels",
+		Example: `  gdrcheck health                                          # one line, exit 1 when a check fails
+  gdrcheck health --mode slurm-health                      # Slurm's HealthCheckProgram: drain on failure, resume ours
+  gdrcheck health --nfd /etc/kubernetes/node-feature-discovery/features.d/`,
 		Long: `health runs the node's readiness checks (those of gdrcheck check; no benchmarks) and prints
 exactly one line on standard output, fit for a Slurm drain reason and a log, at most 256 bytes:
 

@@ -30,6 +30,9 @@ func newModel(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "model",
 		Short: "Expected performance of collectives and copies, from the hardware (this host, --root, or --gpu ...)",
+		Example: `  gdrcheck model                                   # this host's expected bus bandwidths and copies
+  gdrcheck model --root node.tgz --nodes 16        # sixteen such nodes
+  gdrcheck model --gpu h100 --nics-per-node 8 --nic-rate 400 --nodes 4   # hardware described by flags`,
 		Long: `Predicts what NCCL collectives (as nccl-tests reports them), device and host copies, NVLink
 peer copies and perftest ib_write_bw should reach on the hardware, names the bottleneck of each
 and the formula used, and says how a measurement will be judged.

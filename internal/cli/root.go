@@ -163,7 +163,28 @@ written). gdrcheck run is the main job, benchmarks included; gdrcheck COMMAND --
 	root.PersistentFlags().StringVar(&g.root, "root", "/", "host root to read: / (this host), a snapshot directory, or a snapshot .tgz")
 	root.PersistentFlags().DurationVar(&g.timeout, "timeout", 2*time.Minute, "overall deadline of discovery and collection; a read that blocks past it fails")
 	root.AddCommand(newVersion(g), newTopo(g), newSnapshot(g), newRun(g), newCheck(g), newBench(g), newAnalyze(g), newModel(g), newDiff(g), newFleet(g), newHealth(g))
+	withUsage(root)
 	return root
+}
+
+// withUsage makes an argument or flag error of cmd and its subcommands
+// say the usage line ("accepts 2 arg(s), received 1" alone does not say
+// which two).
+func withUsage(cmd *cobra.Command) {
+	if args := cmd.Args; args != nil {
+		cmd.Args = func(c *cobra.Command, a []string) error {
+			if err := args(c, a); err != nil {
+				return fmt.Errorf("%w\nusage: %s (%s --help says more)", err, c.UseLine(), c.CommandPath())
+			}
+			return nil
+		}
+	}
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%w\nusage: %s (%s --help says more)", err, c.UseLine(), c.CommandPath())
+	})
+	for _, c := range cmd.Commands() {
+		withUsage(c)
+	}
 }
 
 // discoverRoot resolves --root and runs topology discovery on it; cleanup

@@ -45,6 +45,10 @@ func newRun(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "The main job: discover, check, benchmark, analyse NCCL's logs, judge; write the dossier",
+		Example: `  gdrcheck run --out dossier                         # quick: about a minute on an 8-GPU node
+  gdrcheck run --profile standard --expect site.yaml --strict --out /shared/dossier/$(hostname)
+  gdrcheck run --include /shared/job1 --out dossier  # fold a multi-node bench nccl job in
+  gdrcheck run --root testdata/demo/hgx-h200-8gpu-10nic.tgz --out /tmp/demo   # a snapshot: checks only`,
 		Long: `run commissions the node: it discovers it (PCI tree, GPUs, NICs, NVLink, the GPU→NIC
 pairing), runs every readiness check, then the benchmarks that apply here (device, host and
 GPU-to-GPU copies; every NCCL collective, with NCCL's own debug log captured), reads NCCL's logs

@@ -16,6 +16,8 @@ func newSnapshot(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "snapshot --out DIR|FILE.tgz",
 		Short: "Capture everything gdrcheck reads on this host, for later runs with --root",
+		Example: `  gdrcheck snapshot --out node07.tgz             # for gdrcheck --root node07.tgz later, anywhere
+  gdrcheck snapshot --redact --out vendor.tgz    # safe to send: serials, GUIDs, names, addresses replaced`,
 		Long: `snapshot runs discovery and collection over a recording root, then copies exactly
 the sysfs and procfs files they read, the outputs of the commands they ran (dmesg,
 systemctl is-active nvidia-fabricmanager, ...), the job environment, the libraries

@@ -23,7 +23,10 @@ func newTopo(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "topo",
 		Short: "Print the GPU/NIC topology matrix (as nvidia-smi topo -m) and the GPU→NIC pairing",
-		Args:  cobra.NoArgs,
+		Example: `  gdrcheck topo                     # as nvidia-smi topo -m, and the GPU→NIC pairing
+  gdrcheck topo --pcie              # PCIe paths only, as nvidia-smi topo -mp
+  gdrcheck topo --root node.tgz --format json`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !slices.Contains(colorModes, color) {
 				return toolError(fmt.Errorf("--color %q: want %s", color, strings.Join(colorModes, ", ")))

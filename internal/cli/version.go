@@ -16,7 +16,9 @@ func newVersion(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print gdrcheck's version and the NVML, CUDA and NCCL libraries it can load",
-		Args:  cobra.NoArgs,
+		Example: `  gdrcheck version
+  gdrcheck version --format json`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			collect := func() (app.VersionInfo, error) { return g.session.Versions(cmd.Context()), nil }
 			return writeTextOrJSON(g, "version", format, collect, writeVersionText)
