@@ -77,7 +77,7 @@ func readInput(ctx context.Context, path string, max int64, buf []byte) ([]byte,
 func readAllBounded(ctx context.Context, r io.Reader, name string, max int64, buf []byte) ([]byte, error) {
 	b := buf[:0]
 	lr := io.LimitReader(ctxReader{ctx, r}, max+1)
-	for {
+	for int64(len(b)) <= max { // one byte past the bound says enough
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)] // grow
 		}

@@ -73,6 +73,21 @@ func TestReadInputBounded(t *testing.T) {
 	}
 }
 
+// BenchmarkReadInputPastBound: a file over the bound (a hostile report of
+// 64 MiB, MaxReportBytes) is refused after one buffer of the bound, not
+// after regrowing it to read a byte more.
+func BenchmarkReadInputPastBound(b *testing.B) {
+	p := filepath.Join(b.TempDir(), "big")
+	if err := os.WriteFile(p, make([]byte, MaxReportBytes+1<<20), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := readInput(context.Background(), p, MaxReportBytes, nil); err == nil {
+			b.Fatal("read past the bound")
+		}
+	}
+}
+
 func fleetPlanConfig() campaign.Config {
 	c := campaign.DefaultConfig(nil)
 	c.MinBusBW = 100
