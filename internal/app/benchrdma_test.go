@@ -22,6 +22,9 @@ import (
 // one entry per GPU–NIC pair with its bus id, CUDA index, NIC, port, path
 // level, mode, commands and expectation.
 func TestPlanRDMAGolden(t *testing.T) {
+	// Planning only reads a host: each fixture is written once and its
+	// cases share it.
+	dirs := map[string]string{}
 	for _, tc := range []struct {
 		fixture string
 		o       rdma.Options
@@ -39,8 +42,11 @@ func TestPlanRDMAGolden(t *testing.T) {
 		{"hgx-h200-8gpu-10nic", rdma.Options{GIDIndex: -1, Mode: rdma.ModeCrossNode}, "-cross"},
 		{"hgx-h100-8gpu-12nic-roce", rdma.Options{GIDIndex: 3, Mode: rdma.ModeCrossNode, Concurrent: true, Rails: []int{0, 2, 4, 6}, Size: 1 << 20}, "-cross-concurrent"},
 	} {
+		if dirs[tc.fixture] == "" {
+			dirs[tc.fixture] = fakehost.Dir(t, "../../testdata/hosts/"+tc.fixture+".host")
+		}
+		dir := dirs[tc.fixture]
 		t.Run(tc.fixture+tc.name, func(t *testing.T) {
-			dir := fakehost.Dir(t, "../../testdata/hosts/"+tc.fixture+".host")
 			p, err := PlanRDMA(context.Background(), NodeOptions{Root: dir, Timeout: time.Minute}, tc.o)
 			if err != nil {
 				t.Fatal(err)

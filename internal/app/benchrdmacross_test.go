@@ -34,11 +34,15 @@ func perftestStandIn(t *testing.T) string {
 	if err := os.WriteFile(filepath.Join(dir, "table.txt"), []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The server stays until its client was served (the marker M, by NIC
+	// and port), at most 0.3 s.
 	script := fmt.Sprintf(`#!/bin/sh
-for a in "$@"; do last="$a"; done
+D=%q; nic=; port=; prev=
+for a in "$@"; do [ "$prev" = -d ] && nic="$a"; [ "$prev" = -p ] && port="$a"; prev="$a"; last="$a"; done
+M="$D/served-$nic-$port"
 case "$last" in
-127.0.0.1) cat %q/table.txt ;;
-*) echo '* Waiting for client to connect... *'; sleep 0.3 ;;
+127.0.0.1) cat "$D/table.txt"; touch "$M" ;;
+*) rm -f "$M"; echo '* Waiting for client to connect... *'; i=0; while [ ! -e "$M" ] && [ $i -lt 30 ]; do sleep 0.01; i=$((i+1)); done ;;
 esac
 `, dir)
 	if err := os.WriteFile(filepath.Join(dir, rdma.WriteBW), []byte(script), 0o755); err != nil {
@@ -164,7 +168,7 @@ func TestBenchRDMACrossMissingRank(t *testing.T) {
 			s := &Session{Host: fmt.Sprintf("node%d", r)}
 			plan := *p
 			envs[r], _, errs[r] = s.benchRDMACross(context.Background(), s.Now(), &plan, RDMAOptions{PerftestDir: perf, Out: out, Timeout: 20 * time.Second,
-				Job: rdmaJob(r, 4, addr, 2*time.Second)})
+				Job: rdmaJob(r, 4, addr, time.Second)})
 		})
 	}
 	wg.Wait()

@@ -60,11 +60,15 @@ func readInput(ctx context.Context, path string, max int64, buf []byte) ([]byte,
 		return nil, err
 	}
 	defer f.Close()
-	// A regular file says its size: one buffer of that size (within the
-	// bound) and no regrowing, which for a report of tens of MiB cost
-	// more than reading it. The read still stops at the bound if the
-	// file grows meanwhile.
+	// A regular file says its size: past the bound it is refused unread
+	// (a hostile 64 MiB report cost a 64 MiB buffer and its reading);
+	// within it, one buffer of that size and no regrowing, which for a
+	// report of tens of MiB cost more than reading it. The read still
+	// stops at the bound if the file grows meanwhile.
 	if st, err := f.Stat(); err == nil {
+		if st.Mode().IsRegular() && st.Size() > max {
+			return nil, tooLarge(path, max) // said without reading it
+		}
 		if want := min(st.Size(), max) + 1; int64(cap(buf)) < want {
 			buf = make([]byte, 0, want)
 		}
@@ -77,7 +81,7 @@ func readInput(ctx context.Context, path string, max int64, buf []byte) ([]byte,
 func readAllBounded(ctx context.Context, r io.Reader, name string, max int64, buf []byte) ([]byte, error) {
 	b := buf[:0]
 	lr := io.LimitReader(ctxReader{ctx, r}, max+1)
-	for {
+	for int64(len(b)) <= max { // one byte past the bound says enough
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)] // grow
 		}
@@ -91,9 +95,14 @@ func readAllBounded(ctx context.Context, r io.Reader, name string, max int64, bu
 		}
 	}
 	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%s: more than %d MiB: not a file this command reads", name, max>>20)
+		return nil, tooLarge(name, max)
 	}
 	return b, nil
+}
+
+// tooLarge is the refusal of an input past the bound.
+func tooLarge(name string, max int64) error {
+	return fmt.Errorf("%s: more than %d MiB: not a file this command reads", name, max>>20)
 }
 
 // ctxReader stops reading when ctx ends.

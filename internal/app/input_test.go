@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -70,6 +71,33 @@ func TestReadInputBounded(t *testing.T) {
 	}
 	if b, err := readInput(context.Background(), p, 4<<20, make([]byte, 10)); err != nil || len(b) != 3<<20+1 {
 		t.Errorf("under it: %d bytes, %v", len(b), err)
+	}
+	// A stream gives no size: the read itself stops one byte past the
+	// bound, whatever the buffer given.
+	for _, buf := range [][]byte{nil, make([]byte, 0, 3<<20+1), make([]byte, 0, 8<<20)} {
+		if _, err := readAllBounded(context.Background(), bytes.NewReader(make([]byte, 3<<20+1)), "stream", 3<<20, buf); err == nil || !strings.Contains(err.Error(), "stream: more than 3 MiB") {
+			t.Errorf("a stream over the bound, buffer of %d: %v", cap(buf), err)
+		}
+		if b, err := readAllBounded(context.Background(), bytes.NewReader(make([]byte, 3<<20)), "stream", 3<<20, buf); err != nil || len(b) != 3<<20 {
+			t.Errorf("a stream at the bound, buffer of %d: %d bytes, %v", cap(buf), len(b), err)
+		}
+	}
+}
+
+// BenchmarkReadInputPastBound: a file over the bound (a hostile report of
+// 64 MiB, MaxReportBytes) is refused from its size, unread. 86c1913 read
+// 64 MiB and regrew the buffer for the byte past it (151 MB, 97-360 ms an
+// input); 986473e read it into one buffer (67 MB, 17-144 ms); now 1 KB,
+// 24-40 µs.
+func BenchmarkReadInputPastBound(b *testing.B) {
+	p := filepath.Join(b.TempDir(), "big")
+	if err := os.WriteFile(p, make([]byte, MaxReportBytes+1<<20), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := readInput(context.Background(), p, MaxReportBytes, nil); err == nil {
+			b.Fatal("read past the bound")
+		}
 	}
 }
 

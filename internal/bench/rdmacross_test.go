@@ -25,7 +25,7 @@ import (
 func crossStandIn(t *testing.T, tool string, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
-	base := map[string]string{"server.sh": okServer, "client.sh": "cat $D/$mem.txt"}
+	base := map[string]string{"server.sh": okServer, "client.sh": "cat $D/$mem.txt; " + served}
 	for n, s := range files {
 		base[n] = s
 	}
@@ -36,8 +36,9 @@ func crossStandIn(t *testing.T, tool string, files map[string]string) string {
 	}
 	script := fmt.Sprintf(`#!/bin/sh
 D=%q
-mem=host; nic=; prev=; last=
-for a in "$@"; do case "$a" in --use_cuda*) mem=gpu;; esac; [ "$prev" = -d ] && nic="$a"; prev="$a"; last="$a"; done
+mem=host; nic=; port=; prev=; last=
+for a in "$@"; do case "$a" in --use_cuda*) mem=gpu;; esac; [ "$prev" = -d ] && nic="$a"; [ "$prev" = -p ] && port="$a"; prev="$a"; last="$a"; done
+M="$D/served-$nic-$port"
 role=server; [ "$last" = 127.0.0.1 ] && role=client
 echo "$role $*" >> $D/args.log
 if [ -f $D/$role-$mem-$nic.sh ]; then . $D/$role-$mem-$nic.sh
@@ -165,7 +166,7 @@ func TestRunRDMACross(t *testing.T) {
 		{name: "both rails pass", files: files(nil), rails: [2]int{2, 2}, want: [][2]string{{"AtRate", "AtRate"}, {"AtRate", "AtRate"}}},
 		{name: "one rail's server cannot register GPU memory", files: files(map[string]string{"server-gpu-mlx5_1.sh": regFail, "client-gpu-mlx5_1.sh": "sleep 0.2; echo ' Couldn'\"'\"'t connect to 127.0.0.1:18517'; exit 1"}),
 			rails: [2]int{2, 2}, want: [][2]string{{"AtRate", "AtRate"}, {rdma.CauseRegistration, "AtRate"}}},
-		{name: "server dies mid-run", files: files(map[string]string{"server-gpu-mlx5_0.sh": okServer + "; echo ' Failed to complete run'; exit 1", "client-gpu-mlx5_0.sh": "sleep 0.6; exit 1"}),
+		{name: "server dies mid-run", files: files(map[string]string{"server-gpu-mlx5_0.sh": banner + "; sleep 0.3; echo ' Failed to complete run'; exit 1", "client-gpu-mlx5_0.sh": "sleep 0.6; exit 1"}),
 			rails: [2]int{2, 2}, want: [][2]string{{rdma.CauseServerDied, "AtRate"}, {"AtRate", "AtRate"}}},
 		{name: "concurrent", files: files(nil), rails: [2]int{3, 3}, concurrent: true, want: [][2]string{{"AtRate", "AtRate"}, {"AtRate", "AtRate"}, {"AtRate", "AtRate"}}},
 		{name: "rails mismatch 8 vs 7", files: files(nil), rails: [2]int{8, 7}, concurrent: true,

@@ -44,14 +44,15 @@ func standIn(t *testing.T, tool string, b behaviour) string {
 	}
 	script := fmt.Sprintf(`#!/bin/sh
 D=%q
-mem=host
-for a in "$@"; do case "$a" in --use_cuda*) mem=gpu;; esac; last="$a"; done
+mem=host; nic=; port=; prev=
+for a in "$@"; do case "$a" in --use_cuda*) mem=gpu;; esac; [ "$prev" = -d ] && nic="$a"; [ "$prev" = -p ] && port="$a"; prev="$a"; last="$a"; done
+M="$D/served-$nic-$port"
 if [ "$last" = 127.0.0.1 ]; then
   if [ $mem = gpu ]; then %s; else %s; fi
 else
   if [ $mem = gpu ]; then %s; else %s; fi
 fi
-`, dir, or(b.gpuClient, "cat $D/gpu.txt"), or(b.hostClient, "cat $D/host.txt"), or(b.gpuServer, okServer), or(b.hostServer, okServer))
+`, dir, or(b.gpuClient, "cat $D/gpu.txt; "+served), or(b.hostClient, "cat $D/host.txt; "+served), or(b.gpuServer, okServer), or(b.hostServer, okServer))
 	if err := os.WriteFile(filepath.Join(dir, tool), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,17 @@ fi
 }
 
 // okServer is perftest's server: the banner, then it serves one client.
-const okServer = `echo '************************************'; echo '* Waiting for client to connect... *'; echo '************************************'; sleep 0.3`
+// It stays until the client says it was served ($M, the run's marker: the
+// stand-in's folder, the NIC and the port) or for 0.3 s, as long as a
+// client that does not say so takes to fail.
+const okServer = `rm -f "$M"; ` + banner + `; i=0; while [ ! -e "$M" ] && [ $i -lt 30 ]; do sleep 0.01; i=$((i+1)); done`
+
+// banner is what a perftest server prints once it listens.
+const banner = `echo '************************************'; echo '* Waiting for client to connect... *'; echo '************************************'`
+
+// served is what a client that was served does last: it tells the server
+// to end (okServer).
+const served = `touch "$M"`
 
 type behaviour struct {
 	gpuOut, hostOut                              string
@@ -112,16 +123,16 @@ func TestRunRDMAStandIns(t *testing.T) {
 		{name: "at line rate", b: behaviour{gpuOut: host400, hostOut: host400}, wantGPU: "AtRate", wantHost: "AtRate", status: result.Pass},
 		{name: "GPU staged", b: behaviour{gpuOut: gpu140, hostOut: host400}, wantGPU: "GDRStaged", wantHost: "AtRate", status: result.Fail},
 		{name: "no peermem", b: behaviour{hostOut: host400, gpuServer: mrFail, gpuClient: "sleep 30"}, wantGPU: rdma.CauseRegistration, wantHost: "AtRate", status: result.Fail},
-		{name: "MR fails on the client", b: behaviour{hostOut: host400, gpuClient: mrFail}, wantGPU: rdma.CauseRegistration, wantHost: "AtRate", status: result.Fail},
+		{name: "MR fails on the client", b: behaviour{hostOut: host400, gpuClient: served + "; " + mrFail}, wantGPU: rdma.CauseRegistration, wantHost: "AtRate", status: result.Fail},
 		{name: "missing binary", noTool: true, wantGPU: rdma.CauseMissingBinary, wantHost: rdma.CauseMissingBinary, status: result.Error},
 		{name: "server dies", b: behaviour{hostOut: host400, gpuServer: "echo ' Failed to init device'; exit 1"}, wantGPU: rdma.CauseServerDied, wantHost: "AtRate", status: result.Fail},
-		{name: "server gone before the client connects", b: behaviour{hostOut: host400, gpuServer: okServer + "; exit 0",
+		{name: "server gone before the client connects", b: behaviour{hostOut: host400, gpuServer: banner + "; sleep 0.3; exit 0",
 			gpuClient: "sleep 0.5; echo ' Couldn'\"'\"'t connect to 127.0.0.1:18515' >&2; echo ' Unable to open file descriptor for socket connection Unable to init the socket connection'; exit 1"},
 			wantGPU: rdma.CauseServerDied, wantHost: "AtRate", status: result.Fail},
 		{name: "port conflict", b: behaviour{hostOut: host400, gpuServer: "echo ' Couldn'\"'\"'t listen to port 18515'; echo ' Couldn'\"'\"'t bind: Address already in use'; exit 1"},
 			wantGPU: rdma.CausePortConflict, wantHost: "AtRate", status: result.Error},
 		{name: "server hangs silent", b: behaviour{hostOut: host400, gpuServer: "sleep 60"}, timeout: time.Second, wantGPU: rdma.CauseServerNotReady, wantHost: "AtRate", status: result.Fail},
-		{name: "client hangs", b: behaviour{hostOut: host400, gpuServer: okServer + "; sleep 60", gpuClient: "sleep 60"}, timeout: time.Second, wantGPU: rdma.CauseTimeout, wantHost: "AtRate", status: result.Fail},
+		{name: "client hangs", b: behaviour{hostOut: host400, gpuServer: banner + "; sleep 60", gpuClient: "sleep 60"}, timeout: time.Second, wantGPU: rdma.CauseTimeout, wantHost: "AtRate", status: result.Fail},
 		{name: "no result row", b: behaviour{hostOut: host400, gpuOut: "hello\n"}, wantGPU: rdma.CauseNoMeasurement, wantHost: "AtRate", status: result.Fail},
 	} {
 		// Every stand-in is written before any subtest runs: a script

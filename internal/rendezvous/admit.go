@@ -340,7 +340,7 @@ func (c *Coordinator) handshake(cn *conn, away *turnedAway) (auth, error) {
 		away.add(awaySilent, from, 0, "")
 		return auth{}, err
 	}
-	t, p, err := cn.readAnswer()
+	t, p, err := cn.readAnswer(c.cfg.firstByte)
 	if err != nil {
 		var silent errSilent
 		if errors.As(err, &silent) {

@@ -99,8 +99,10 @@ func pass(down bool, b []byte) ([][]byte, [][]byte) {
 // without the secret cannot inject an abort, rewrite the id message,
 // replay a relayed message or forge a member's result (the review's S3).
 func TestOnPathAttackerRefused(t *testing.T) {
+	t.Parallel() // waits on timeouts: overlapped with the others
 	ctx := context.Background()
 	t.Run("injected abort", func(t *testing.T) {
+		t.Parallel()
 		addr := freeport.Addr(t)
 		proxy := onPath(t, addr, func(down bool, b []byte) ([][]byte, [][]byte) {
 			if down && b[0] == tID {
@@ -119,6 +121,7 @@ func TestOnPathAttackerRefused(t *testing.T) {
 		}
 	})
 	t.Run("tampered id message", func(t *testing.T) {
+		t.Parallel()
 		addr := freeport.Addr(t)
 		proxy := onPath(t, addr, func(down bool, b []byte) ([][]byte, [][]byte) {
 			if down && b[0] == tID {
@@ -147,6 +150,7 @@ func TestOnPathAttackerRefused(t *testing.T) {
 		}
 	})
 	t.Run("replayed message", func(t *testing.T) {
+		t.Parallel()
 		addr := freeport.Addr(t)
 		proxy := onPath(t, addr, func(down bool, b []byte) ([][]byte, [][]byte) {
 			if down && b[0] == tMsg {
@@ -166,6 +170,7 @@ func TestOnPathAttackerRefused(t *testing.T) {
 		}
 	})
 	t.Run("forged result", func(t *testing.T) {
+		t.Parallel()
 		addr := freeport.Addr(t)
 		proxy := onPath(t, addr, func(down bool, b []byte) ([][]byte, [][]byte) {
 			if down && b[0] == tID {
@@ -197,12 +202,15 @@ func TestOnPathAttackerRefused(t *testing.T) {
 // rank they claimed, when ranks never arrive (the review's S1: "never
 // arrived" blamed ranks that had been turned away in silence).
 func TestTurnedAwayNamed(t *testing.T) {
+	t.Parallel() // waits on timeouts: overlapped with the others
 	addr := freeport.Addr(t)
 	ctx := context.Background()
 	done := make(chan error, 1)
 	go func() {
 		c := cfg(addr, 0, 3)
-		c.JoinTimeout = firstByteTimeout + 500*time.Millisecond
+		// The silent connection is judged after firstByte (2 s in a job).
+		c.firstByte = 700 * time.Millisecond
+		c.JoinTimeout = c.firstByte + 500*time.Millisecond
 		_, err := Serve(ctx, c, testID())
 		done <- err
 	}()
@@ -250,6 +258,7 @@ func TestTurnedAwayNamed(t *testing.T) {
 // and in a job that relays nothing (bench nccl) one message is enough
 // (the review's D7: 250 messages of 4 MiB stayed in rank 0's memory).
 func TestRelayBudget(t *testing.T) {
+	t.Parallel()
 	for _, keepGoing := range []bool{true, false} {
 		t.Run(fmt.Sprint("keepGoing=", keepGoing), func(t *testing.T) {
 			addr := freeport.Addr(t)

@@ -90,6 +90,9 @@ func TestWrongSecretRejected(t *testing.T) {
 	}()
 	bad := cfg(addr, 1, 2)
 	bad.Secret = []byte("another-secret-of-sixteen-bytes")
+	// Rank 0's refusal is not authenticated: the member retries it until
+	// its own deadline.
+	bad.JoinTimeout = time.Second
 	_, _, err := Join(ctx, bad)
 	if !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "wrong secret") {
 		t.Fatalf("wrong secret: %v", err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gdrcheck/gdrcheck/internal/testutil/linegen"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/long"
 	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
@@ -34,7 +35,13 @@ func TestScanMatchesReference(t *testing.T) {
 	}
 	parts := []string{"", " ", "\t", "0", "x", "0x", "1f", "ff", "g", "12", "a", "é", "\u2003", "\v", "rank", "0x1F"}
 	g := linegen.New(13)
-	for range 200000 {
+	// A quarter of the generated lines by default, all of them with
+	// GDRCHECK_LONG=1: more draws of the same generator.
+	n := 200000
+	if !long.Enabled() {
+		n /= 4
+	}
+	for range n {
 		checkScan(t, g.Glue(parts, 10, 0))
 	}
 }

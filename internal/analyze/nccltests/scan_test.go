@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gdrcheck/gdrcheck/internal/testutil/linegen"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/long"
 
 	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
@@ -50,14 +51,20 @@ func TestScanMatchesRegexp(t *testing.T) {
 	parts := []string{"", " ", "  ", "\t", "nThread", "nGpus", "Rank", "Group", "Pid", "on", "device", "0", "12", "x",
 		"host-1", "[", "]", "[0x53]", "NVIDIA H100", "é", "\n"}
 	g := linegen.New(7)
-	for range 300000 {
+	// A quarter of the generated lines by default, all of them with
+	// GDRCHECK_LONG=1: more draws of the same generators.
+	n := 400000
+	if !long.Enabled() {
+		n /= 4
+	}
+	for range n * 3 / 4 {
 		checkScan(t, g.Glue(parts, 14, 2.0/3))
 	}
 	// Device lines with one thing changed: a token dropped, doubled or
 	// replaced, blanks varied.
 	tmpl := []string{"Rank", "3", "Group", "0", "Pid", "25", "on", "host-1", "device", "2", "[0x53]", "NVIDIA", "H100"}
 	seps := []string{" ", "  ", "\t", "", "\n"}
-	for range 100000 {
+	for range n / 4 {
 		checkScan(t, g.Mutant(tmpl, parts, seps, 1))
 	}
 }

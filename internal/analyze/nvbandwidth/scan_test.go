@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gdrcheck/gdrcheck/internal/testutil/linegen"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/long"
 )
 
 // The regular expressions descLine and deviceLine implement.
@@ -58,7 +59,13 @@ func TestScanMatchesRegexp(t *testing.T) {
 	parts := []string{"", " ", "  ", "\t", "memcpy", "memory", "memory x", "CE", "SM", "CPU", "GPU", "(row)", "(column)", "->", "<-",
 		"<->", "bandwidth", "(", ")", "(GB/s)", "()", "x", "Device", "Device 0:", ": ", "3", "(0000:3b:00)", "(0:1:2.f)", ".", "a:b", "é", "Driver Version:", "535.1"}
 	g := linegen.New(9)
-	for range 300000 {
+	// A quarter of the generated lines by default, all of them with
+	// GDRCHECK_LONG=1: more draws of the same generators.
+	n := 500000
+	if !long.Enabled() {
+		n /= 4
+	}
+	for range n * 3 / 5 {
 		checkScan(t, g.Glue(parts, 10, 1.0/3))
 	}
 	// Titles and device lines with one or two things changed: a token
@@ -69,7 +76,7 @@ func TestScanMatchesRegexp(t *testing.T) {
 		{"Device", "0:", "NVIDIA", "H200", "(00000000:19:00.0)"},
 	}
 	seps := []string{" ", "", "  ", "\t"}
-	for i := range 200000 {
+	for i := range n * 2 / 5 {
 		checkScan(t, g.Mutant(tmpls[i%len(tmpls)], parts, seps, 2))
 	}
 }

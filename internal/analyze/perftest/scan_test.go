@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gdrcheck/gdrcheck/internal/testutil/linegen"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/long"
 )
 
 // The regular expressions keyValues and isDashes implement.
@@ -53,7 +54,13 @@ func TestScanMatchesRegexp(t *testing.T) {
 	}
 	parts := []string{"", " ", "  ", "\t", ":", "::", "a", "Ab", "x_1", "9", "*", ".", "/", "-", "--------", "[B]", "0x1f", "é", "ON", "\r", "error", "cuda", "dma-", "buf", "not found", "scnt=", "device", " name", "ERROR", "Cuda", "Not Found", "DMA-BUF"}
 	g := linegen.New(5)
-	for range 200000 {
+	// A quarter of the generated lines by default, all of them with
+	// GDRCHECK_LONG=1: more draws of the same generator.
+	n := 200000
+	if !long.Enabled() {
+		n /= 4
+	}
+	for range n {
 		checkScan(t, g.Glue(parts, 10, 0))
 	}
 }

@@ -2,6 +2,7 @@ package discover
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -170,4 +171,46 @@ func TestPCINamesIgnoreTheAnalystsFile(t *testing.T) {
 	if got := gpuName(t, machine.NewRoot(dir)); got != "Snapshot's own H200" {
 		t.Errorf("a snapshot directory with its own pci.ids: GPU named %q", got)
 	}
+}
+
+// TestParsedPCIIDsByText: the parsed databases are kept by their text, so
+// a root with a database of its own never gets another's names, however
+// many texts come and go.
+func TestParsedPCIIDsByText(t *testing.T) {
+	names := func(i int) string { return fmt.Sprintf("10de  NVIDIA\n\t2335  H200 of database %d\n", i) }
+	for round := range 3 {
+		for i := range maxPCIIDsParsed + 2 {
+			got, err := parsedPCIIDs(names(i)).GetDeviceName(0x10de, 0x2335)
+			if want := fmt.Sprintf("H200 of database %d", i); err != nil || got != want {
+				t.Fatalf("round %d, database %d: named %q (%v), want %q", round, i, got, err, want)
+			}
+		}
+	}
+	if a, b := parsedPCIIDs(names(0)), parsedPCIIDs(names(0)); fmt.Sprintf("%p", a) != fmt.Sprintf("%p", b) {
+		t.Error("the same text was parsed twice")
+	}
+	if got, want := embeddedName(t), ""; got == want {
+		t.Error("the embedded database names no H200")
+	}
+	if got, err := parsedPCIIDs(embeddedPCIIDs()).GetDeviceName(0x10de, 0x2335); err != nil || got != embeddedName(t) {
+		t.Errorf("the embedded database through the cache: %q (%v), want %q", got, err, embeddedName(t))
+	}
+}
+
+// BenchmarkLoadPCINames: what naming devices cost a discovery. parse is
+// one parse of go-nvlib's embedded pci.ids (every command paid it, and
+// every test of a command); load is loadPCINames on a root without a
+// database of its own, the embedded copy parsed once per process.
+func BenchmarkLoadPCINames(b *testing.B) {
+	b.Run("parse", func(b *testing.B) {
+		for b.Loop() {
+			parsePCIIDs(string(nvlibPCIIDs))
+		}
+	})
+	root := machine.NewRootFS(fstest.MapFS{}, "bare")
+	b.Run("load", func(b *testing.B) {
+		for b.Loop() {
+			loadPCINames(root)
+		}
+	})
 }

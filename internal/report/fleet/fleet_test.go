@@ -45,12 +45,33 @@ func load(t testing.TB, path string) []byte {
 
 // clone is one node of a synthetic fleet: the real report renamed, its
 // measurements jittered by up to ±jitter, then fault applied.
+//
+// A node without a fault is written from the source decoded once (most
+// of a fleet's making was decoding the same report again): its names and
+// numbers are set, it is encoded, and the numbers put back. A fault may
+// change anything, so a faulty node is decoded afresh.
 func clone(t testing.TB, src []byte, host string, rng *rand.Rand, jitter float64, fault func(*dossier.Report)) []byte {
 	t.Helper()
-	r, err := dossier.Decode(bytes.NewReader(src))
-	if err != nil {
-		t.Fatal(err)
+	var r *dossier.Report
+	if fault == nil {
+		templates.Lock()
+		defer templates.Unlock()
+		r = templates.byText[string(src)]
 	}
+	if r == nil {
+		var err error
+		if r, err = dossier.Decode(bytes.NewReader(src)); err != nil {
+			t.Fatal(err)
+		}
+		if fault == nil {
+			if templates.byText == nil {
+				templates.byText = map[string]*dossier.Report{}
+			}
+			templates.byText[string(src)] = r
+		}
+	}
+	colls, copies := slices.Clone(r.Measurements.Collectives), slices.Clone(r.Measurements.Copies)
+	defer func() { copy(r.Measurements.Collectives, colls); copy(r.Measurements.Copies, copies) }()
 	r.Inventory.Host, r.Verdict.Host, r.Run.Host = host, host, host
 	j := func() float64 { return 1 + jitter*(2*rng.Float64()-1) }
 	for i := range r.Measurements.Collectives {
@@ -70,6 +91,13 @@ func clone(t testing.TB, src []byte, host string, rng *rand.Rand, jitter float64
 		t.Fatal(err)
 	}
 	return b.Bytes()
+}
+
+// templates are the sources clone decoded, by their text; clone holds
+// the lock while it lends one out.
+var templates struct {
+	sync.Mutex
+	byText map[string]*dossier.Report
 }
 
 type input struct {
