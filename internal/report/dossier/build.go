@@ -9,6 +9,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/analyze/ncclog"
 	"github.com/gdrcheck/gdrcheck/internal/facts/node"
 	"github.com/gdrcheck/gdrcheck/internal/facts/pci"
+	"github.com/gdrcheck/gdrcheck/internal/hw"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 	"github.com/gdrcheck/gdrcheck/internal/topology/level"
@@ -46,6 +47,9 @@ func NewInventory(h *topology.Host, f *node.Facts) Inventory {
 		}
 		if g.Facts != nil {
 			x.Serial, x.Architecture, x.MemoryMiB = g.Facts.Serial, g.Facts.Architecture, g.Facts.MemoryMiB
+		}
+		if spec, ok := hw.GPUByName(g.Name); ok && spec.FormFactor == "SXM" {
+			x.NVLinksExpected = spec.NVLinks
 		}
 		if g.NVLinkKnown {
 			x.NVLinksTotal, x.NVLinksActive = len(g.NVLinks), 0
@@ -226,9 +230,16 @@ func gpuLabel(i int) string { return fmt.Sprintf("GPU%d", i) }
 func (e *evidence) dataPath(h *topology.Host, g *topology.GPU, p topology.GPUNIC, pairing *topology.Pairing, devs map[string]*topology.Device) DataPath {
 	label := gpuLabel(g.Index)
 	dp := DataPath{GPU: g.Index, GPUBusID: g.Address, NIC: p.NIC, Port: p.Port, Level: p.Level.String(), Hops: []Hop{}}
-	// GPU memory: the GPU's own checks and its local copies.
+	// GPU memory: the GPU's own checks and its local copies; its NVLink
+	// results are its links' (gpuLink), not its memory's.
 	var r refs
-	r.subjects(e, label, g.Address)
+	for _, s := range []string{label, g.Address} {
+		for _, x := range e.bySubject[s] {
+			if !isNVLink(x) {
+				r.results(x)
+			}
+		}
+	}
 	var own []string
 	for s := range e.bySubject {
 		if strings.HasPrefix(s, label+"-") && !gpuPair.MatchString(s) && (p.NIC == "" || s != label+"-"+p.NIC) {
@@ -400,6 +411,17 @@ func (e *evidence) gpuLink(h *topology.Host, a, b *topology.GPU) GPULink {
 	}
 	var r refs
 	r.subjects(e, gpuLabel(a.Index)+"-"+gpuLabel(b.Index), gpuLabel(b.Index)+"-"+gpuLabel(a.Index))
+	if l.NVLinks > 0 {
+		// An NVLink pair: each end's NVLink state is this link's evidence
+		// (a degraded bundle is drawn on the link, not on GPU memory).
+		for _, g := range []*topology.GPU{a, b} {
+			for _, x := range e.bySubject[gpuLabel(g.Index)] {
+				if isNVLink(x) {
+					r.results(x)
+				}
+			}
+		}
+	}
 	for _, c := range e.copies {
 		if (c.Device == a.Index && c.Peer == b.Index) || (c.Device == b.Index && c.Peer == a.Index) {
 			r.add(RefMeasurement+c.ID, c.Status, true)
@@ -495,3 +517,7 @@ func (t Topology) SignOff(gdr bool) (result.Proof, []string) {
 	}
 	return result.Weakest(ps...), not
 }
+
+// isNVLink says whether r judges a GPU's NVLinks (nvlink.*): evidence for
+// its GPU-to-GPU links, not for its memory.
+func isNVLink(r result.Result) bool { return strings.HasPrefix(r.ID, "nvlink.") }

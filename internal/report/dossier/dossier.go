@@ -113,6 +113,10 @@ type GPU struct {
 	PCIe          topology.Link `json:"pcie"`
 	NVLinksActive int           `json:"nvlinks_active"` // -1 unknown
 	NVLinksTotal  int           `json:"nvlinks_total"`  // -1 unknown
+	// NVLinksExpected is how many NVLinks the catalogue says this GPU has
+	// (SXM parts; 0 not known): the driver's total counts only the links
+	// it reports, so a GPU with a bundle down can read "10 / 10".
+	NVLinksExpected int `json:"nvlinks_expected,omitempty"`
 }
 
 // NIC is one RDMA NIC: identity, firmware and ports.

@@ -305,3 +305,29 @@ func hgxHost(t *testing.T) *topology.Host {
 	}
 	return h
 }
+
+// A degraded NVLink bundle is drawn on the GPU links it belongs to, not
+// on the GPU's memory hop; the inventory says how many NVLinks the GPU
+// should have, since the driver's total counts only those it reports.
+func TestNVLinkEvidenceOnTheLink(t *testing.T) {
+	r := fixtureReport(t, "../../../testdata/hosts/a100sxm-4gpu-nvlink-degraded.host")
+	for _, dp := range r.Topology.DataPaths {
+		for _, ev := range dp.Hops[0].Evidence {
+			if strings.HasPrefix(ev, RefResult+"nvlink.") {
+				t.Errorf("GPU%d memory hop cites %s", dp.GPU, ev)
+			}
+		}
+	}
+	var link GPULink
+	for _, l := range r.Topology.GPULinks {
+		if l.A == 2 && l.B == 3 {
+			link = l
+		}
+	}
+	if link.Status != result.Fail || !slices.Contains(link.Evidence, RefResult+"nvlink.state GPU2") {
+		t.Errorf("GPU2-GPU3: %+v", link)
+	}
+	if g := r.Inventory.GPUs[2]; g.NVLinksActive != 10 || g.NVLinksExpected != 12 {
+		t.Errorf("GPU2 NVLinks %d active, %d expected", g.NVLinksActive, g.NVLinksExpected)
+	}
+}

@@ -145,8 +145,12 @@ func hostName(r *dossier.Report) string {
 
 // statusWord is a status as the page prints it; "not judged" for none.
 func statusWord(st result.Status) string {
-	if st == "" {
+	switch st {
+	case "":
 		return "not judged"
+	case result.Unknown:
+		// Not "degraded": nobody could look (no root, not captured).
+		return "could not look"
 	}
 	return string(st)
 }
