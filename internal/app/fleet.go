@@ -120,11 +120,38 @@ const (
 // FleetFiles are the cluster report's files: fleet.json (the envelope
 // env, whose data is fl), fleet.md and fleet.html, each rendered in full
 // before it is written.
-func FleetFiles(env *report.Envelope, fl *fleet.Fleet) []FleetFile {
+// fleet.html, written into dir, links each node to the report.html
+// beside its report.json.
+func FleetFiles(dir string, env *report.Envelope, fl *fleet.Fleet) []FleetFile {
 	return []FleetFile{
 		{FleetJSON, func(w io.Writer) error { return report.WriteJSON(w, env) }},
 		{FleetMD, fl.WriteMarkdown},
-		{html.FleetHTML, func(w io.Writer) error { return html.RenderFleet(w, fl, env.Run) }},
+		{html.FleetHTML, func(w io.Writer) error { return html.RenderFleet(w, fl, env.Run, ReportLinks(dir)) }},
+	}
+}
+
+// ReportLinks links a node's report (its report.json's path, as read) to
+// the report.html beside it, relative to dir, where the page is: "" when
+// there is no report.html there.
+func ReportLinks(dir string) func(source string) string {
+	base, err := filepath.Abs(dir)
+	return func(source string) string {
+		h := filepath.Join(filepath.Dir(source), html.ReportHTML)
+		if err != nil || filepath.Base(source) != dossier.ReportJSON {
+			return ""
+		}
+		if st, err := os.Stat(h); err != nil || !st.Mode().IsRegular() {
+			return ""
+		}
+		abs, err := filepath.Abs(h)
+		if err != nil {
+			return ""
+		}
+		rel, err := filepath.Rel(base, abs)
+		if err != nil {
+			return ""
+		}
+		return filepath.ToSlash(rel)
 	}
 }
 
@@ -141,7 +168,7 @@ func WriteFleet(dir string, env *report.Envelope, fl *fleet.Fleet) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("--out %s: %w", dir, dossier.WithoutPath(err))
 	}
-	for _, f := range FleetFiles(env, fl) {
+	for _, f := range FleetFiles(dir, env, fl) {
 		if _, err := dossier.WriteRendered(dir, f.Name, f.Render); err != nil {
 			return err
 		}

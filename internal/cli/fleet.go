@@ -70,7 +70,7 @@ else 0.`,
 			case report.Markdown:
 				err = fl.WriteMarkdown(g.out)
 			case report.HTML:
-				err = html.RenderFleet(g.out, fl, env.Run)
+				err = html.RenderFleet(g.out, fl, env.Run, app.ReportLinks(".")) // the page on stdout: links from here
 			default:
 				err = fl.WriteText(g.out)
 			}

@@ -3,6 +3,7 @@ package html
 import (
 	_ "embed"
 	"fmt"
+	"html/template"
 	"io"
 	"math"
 	"strconv"
@@ -58,7 +59,10 @@ type consRow struct {
 // RenderFleet writes fleet.html: the cluster report f as one
 // self-contained page (no script, nothing loaded), run saying who made it
 // and when. Every string from the reports is escaped for its context.
-func RenderFleet(w io.Writer, f *fleet.Fleet, run report.Run) error {
+//
+// link gives a node's report.html as a link from the page (its report's
+// source path in, "" when there is none to link); nil links nothing.
+func RenderFleet(w io.Writer, f *fleet.Fleet, run report.Run, link func(source string) string) error {
 	if f == nil {
 		return fmt.Errorf("fleet.html: no fleet")
 	}
@@ -121,7 +125,15 @@ func RenderFleet(w io.Writer, f *fleet.Fleet, run report.Run) error {
 		}
 		v.Plots = append(v.Plots, spreadPlot(sp, byKey[[2]string{sp.Class, sp.Key}]))
 	}
-	return fleetPage.Execute(w, v)
+	page := fleetPage
+	if link != nil {
+		c, err := fleetPage.Clone()
+		if err != nil {
+			return err
+		}
+		page = c.Funcs(template.FuncMap{"reportHTML": link})
+	}
+	return page.Execute(w, v)
 }
 
 // keyTitle is a measurement in words: its key (the dossier row's Key)

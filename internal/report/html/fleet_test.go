@@ -41,7 +41,7 @@ func loadFleet(t *testing.T, path string) *fleet.Fleet {
 func renderFleet(t *testing.T, f *fleet.Fleet) string {
 	t.Helper()
 	var b bytes.Buffer
-	if err := RenderFleet(&b, f, fleetRun); err != nil {
+	if err := RenderFleet(&b, f, fleetRun, nil); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
@@ -178,7 +178,7 @@ func TestKeyTitle(t *testing.T) {
 }
 
 func TestRenderFleetNil(t *testing.T) {
-	if err := RenderFleet(&bytes.Buffer{}, nil, fleetRun); err == nil {
+	if err := RenderFleet(&bytes.Buffer{}, nil, fleetRun, nil); err == nil {
 		t.Error("RenderFleet(nil) did not fail")
 	}
 	page := renderFleet(t, &fleet.Fleet{})

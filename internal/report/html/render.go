@@ -44,6 +44,9 @@ var sharedText string
 
 // funcs are the templates' helpers.
 var funcs = template.FuncMap{
+	// reportHTML is a fleet node's report.html link ("" none): RenderFleet
+	// gives the caller's.
+	"reportHTML": func(string) string { return "" },
 	"p":      printable.Line,
 	"st":     statusClass,
 	"stword": statusWord,
