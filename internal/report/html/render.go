@@ -47,14 +47,14 @@ var funcs = template.FuncMap{
 	// reportHTML is a fleet node's report.html link ("" none): RenderFleet
 	// gives the caller's.
 	"reportHTML": func(string) string { return "" },
-	"p":      printable.Line,
-	"st":     statusClass,
-	"stword": statusWord,
-	"time":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"num":    Number,
-	"lower":  strings.ToLower,
-	"bytes":  func(b int64) string { return BytesLabel(float64(b)) },
-	"pct":    func(f float64) float64 { return 100 * f },
+	"p":          printable.Line,
+	"st":         statusClass,
+	"stword":     statusWord,
+	"time":       func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"num":        Number,
+	"lower":      strings.ToLower,
+	"bytes":      func(b int64) string { return BytesLabel(float64(b)) },
+	"pct":        func(f float64) float64 { return 100 * f },
 	"pcie": func(l topology.Link) string {
 		if l.CurWidth == 0 && l.CurSpeed == 0 {
 			return "unknown"
