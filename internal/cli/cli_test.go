@@ -479,3 +479,14 @@ func TestEveryCommandHasExamples(t *testing.T) {
 	}
 	walk(root)
 }
+
+// model's formulas are behind --formulas: the page ends with its tables
+// and the judging rule, not hundreds of columns of algebra.
+func TestModelFormulasOnAsk(t *testing.T) {
+	root := fakehost.Archive(t, repo+"/testdata/hosts/hgx-h200-8gpu-10nic.host")
+	out, _, code := run(t, "model", "--root", root)
+	full, _, _ := run(t, "model", "--root", root, "--formulas")
+	if code != ExitOK || strings.Contains(out, "[1] ") || !strings.Contains(out, "--formulas prints them") || !strings.Contains(full, "\n  [1] ") {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 // modelFlags are gdrcheck model's flags.
 type modelFlags struct {
+	formulas                                                                          bool
 	gpu, nicLayer, nvlinkTopo, gpuPath, collectives, sizes, format, downtrain, expect string
 	nodes, gpusPerNode, nicsPerNode, nvlinks, pcieGen, pcieWidth, nvlinksDown         int
 	nicRate, interSocket, hostMem, pass, warn                                         float64
@@ -78,6 +79,7 @@ Sizes read like nccl-tests' -b/-e: 8, 1K, 64M, 8G (binary units).`,
 	fl.Float64Var(&f.pass, "margin", model.DefaultMargin().Pass, "pass a bandwidth-bound result at this fraction of expected")
 	fl.Float64Var(&f.warn, "warn-margin", model.DefaultMargin().Warn, "warn (rather than fail) from this fraction of expected")
 	fl.StringVar(&f.format, "format", "text", "output format: text or json")
+	fl.BoolVar(&f.formulas, "formulas", false, "text: print every formula the tables refer to ([n])")
 	fl.StringVar(&f.expect, "expect", "", "site profile (YAML or JSON, as check --expect): the hardware a host should have (GPU count, NVLinks, PCIe gen/width, NICs, NIC rate)")
 	return cmd
 }
@@ -197,5 +199,5 @@ func runModel(cmd *cobra.Command, g *globals, f *modelFlags) error {
 	if format == report.JSON {
 		return report.WriteJSON(g.out, g.envelope("model", started, nil, rep))
 	}
-	return rep.WriteText(g.out)
+	return rep.WriteTextWith(g.out, model.TextOptions{Formulas: f.formulas})
 }

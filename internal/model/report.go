@@ -119,7 +119,17 @@ func FormatTime(us float64) string {
 // host (the GPU's, the link layer, the source, notes) or from the command
 // line (what-ifs) are printed escaped (printable.Line), and the page as a
 // whole keeps only tabs and line breaks (printable.Text).
-func (r *Report) WriteText(w io.Writer) error {
+func (r *Report) WriteText(w io.Writer) error { return r.WriteTextWith(w, TextOptions{Formulas: true}) }
+
+// TextOptions shape WriteTextWith's page.
+type TextOptions struct {
+	// Formulas prints every formula the tables refer to ([n]); without it
+	// one line says how many there are and how to see them.
+	Formulas bool
+}
+
+// WriteTextWith is WriteText with o.
+func (r *Report) WriteTextWith(w io.Writer, o TextOptions) error {
 	var b strings.Builder
 	l := printable.Line
 	s := r.System
@@ -269,9 +279,13 @@ func (r *Report) WriteText(w io.Writer) error {
 			return err
 		}
 	}
-	b.WriteString("\nFormulas (S: size in bytes, n: ranks, g: GPUs per node, N: nodes; α from NCCL's tuning constants):\n")
-	for i, f := range order {
-		fmt.Fprintf(&b, "  [%d] %s\n", i+1, f)
+	if o.Formulas {
+		b.WriteString("\nFormulas (S: size in bytes, n: ranks, g: GPUs per node, N: nodes; α from NCCL's tuning constants):\n")
+		for i, f := range order {
+			fmt.Fprintf(&b, "  [%d] %s\n", i+1, f)
+		}
+	} else if len(order) > 0 {
+		fmt.Fprintf(&b, "\nFormulas: the tables' [1]–[%d]; --formulas prints them (and --format json holds them).\n", len(order))
 	}
 	m := r.Margin
 	fmt.Fprintf(&b, "\nJudging: bandwidth-regime results pass at ≥ %.0f%% of expected, warn at ≥ %.0f%%, fail below;", m.Pass*100, m.Warn*100)
