@@ -490,3 +490,11 @@ func TestModelFormulasOnAsk(t *testing.T) {
 		t.Errorf("exit %d\n%s", code, out)
 	}
 }
+
+// run prints any file of its dossier, report.html too.
+func TestRunFormatHTML(t *testing.T) {
+	out, _, code := run(t, "run", "--root", repo+"/testdata/snapshots/h200x1-vm.tgz", "--format", "html")
+	if code != ExitOK || !strings.HasPrefix(out, "<!DOCTYPE html>") || !strings.Contains(out, "gdrcheck dossier</title>") {
+		t.Errorf("exit %d: %.300s", code, out)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/printable"
 	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
+	"github.com/gdrcheck/gdrcheck/internal/report/html"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -76,8 +77,8 @@ ran here get their fabric hop measured, naming the peer nodes and the transport 
 Direct RDMA or staged through host memory). A job none of whose ranks ran here is an error.
 
 The text output opens with the checks' verdict on one line and ends with the node verdict over
-checks and benchmarks; --format json, md or junit print the dossier's report.json, report.md or
-junit.xml instead. Phases go to stderr (a progress bar for the NCCL pass on a terminal).
+checks and benchmarks; --format json, md, junit or html print the dossier's report.json, report.md,
+junit.xml or report.html instead. Phases go to stderr (a progress bar for the NCCL pass on a terminal).
 Exit code 0 when nothing fails, 1 when a check or benchmark fails or broke (with --strict also
 when a result is unknown), 2 when the tool itself could not run, 130 when interrupted.`,
 		Args: cobra.NoArgs,
@@ -88,7 +89,7 @@ when a result is unknown), 2 when the tool itself could not run, 130 when interr
 			return runMain(cmd.Context(), g, o)
 		},
 	}
-	cmd.Flags().StringVar(&o.format, "format", "text", "output format: text, json (report.json), md (report.md) or junit (junit.xml)")
+	cmd.Flags().StringVar(&o.format, "format", "text", "output format: text, json (report.json), md (report.md), junit (junit.xml) or html (report.html)")
 	cmd.Flags().StringVar(&o.profile, "profile", string(app.ProfileQuick), "how much to measure: quick, standard or full")
 	cmd.Flags().BoolVar(&o.bench, "bench", false, "require the benchmarks: exit 2 when they cannot run (they run by default wherever they apply)")
 	cmd.Flags().BoolVar(&o.noBench, "no-bench", false, "skip the benchmarks: discovery and checks only")
@@ -108,7 +109,7 @@ const minBenchSize = 8
 
 // runFormats are run's output formats: text is the inventory, the
 // topology, the checks' table and the benchmarks as they run.
-var runFormats = []report.Format{report.Text, report.JSON, report.Markdown, report.JUnit}
+var runFormats = []report.Format{report.Text, report.JSON, report.Markdown, report.JUnit, report.HTML}
 
 func runMain(ctx context.Context, g *globals, o runOptions) error {
 	f, err := report.ParseFormat(o.format, runFormats...)
@@ -185,6 +186,8 @@ func runMain(ctx context.Context, g *globals, o runOptions) error {
 		err = dossier.WriteMarkdown(g.out, rep)
 	case f == report.JUnit:
 		err = dossier.WriteJUnit(g.out, rep)
+	case f == report.HTML:
+		err = html.Render(g.out, rep)
 	}
 	if err != nil {
 		return err
