@@ -77,6 +77,19 @@ var samples = []readertest.Case[*Report]{
 				t.Errorf("broadcast peak %v (%s), want the out-of-place 1889.4", bc.PeakBusBW, bc.PeakPlace)
 			}
 		}},
+	// Issue 26 class 6: header lines that lost their "#" (a Markdown
+	// heading) are read as the header; one row is enough to recognise
+	// the table; its error 1e+00 is a wrong result in both halves.
+	{File: "nccltests37-hashless-header-one-row-wrong-then-topo-m.txt", Verdicts: []string{
+		"fail nccltests.wrong WrongResults all_gather", "skip nccltests.busbw NotJudged all_gather", "pass nccltests.run Completed run"},
+		Check: avg(128.942, "printed", 1, 129.05, func(t *testing.T, r *Report, x *Test) {
+			if x.Collective != "all_gather" || len(x.Columns) != 11 || x.OutOfBounds == nil || *x.OutOfBounds != 2 || x.OutOfBoundsOK == nil || *x.OutOfBoundsOK {
+				t.Errorf("collective %q columns %v out of bounds %v ok %v", x.Collective, x.Columns, x.OutOfBounds, x.OutOfBoundsOK)
+			}
+			if !Detect(readertest.Body(t, "nccltests37-hashless-header-one-row-wrong-then-topo-m.txt")) {
+				t.Error("not detected")
+			}
+		})},
 	// Pastes (issue 13 item 6).
 	{File: "gcp-a3mega-2node-allreduce-markdown-quoted-command.txt", Verdicts: []string{
 		"skip nccltests.busbw NotJudged all_reduce", "pass nccltests.wrong NoWrongResults all_reduce", "pass nccltests.run Completed run"},
@@ -99,8 +112,9 @@ var samples = []readertest.Case[*Report]{
 		})},
 	{File: "nccl392-header-lines-without-hash-error-column-excerpt.txt", Verdicts: []string{
 		"pass nccltests.wrong NoWrongResults all_reduce", "skip nccltests.busbw NotJudged all_reduce", "unknown nccltests.run NoSummary run"},
-		// The header lines lost their "#" and are not taken for the
-		// header; the rows are still read by their shape (no root column).
+		// The header lines lost their "#": the column line is still read
+		// as the header (issue 26 class 6), and the rows by their shape
+		// (no root column).
 		Check: avg(0.02, "computed", 9, 0.09, func(t *testing.T, r *Report, x *Test) {
 			last := x.Rows[len(x.Rows)-1]
 			if x.CollectiveFrom != "inferred" || last.Bytes != 2048 || last.OutOfPlace == nil || !near(last.OutOfPlace.TimeUS, 44.04) || last.InPlace == nil || !near(last.InPlace.BusBW, 0.09) {

@@ -474,6 +474,13 @@ func (p *textParser) fragment(st *stream, frag string, terminated bool, n int) {
 		p.comment(st, strings.TrimSpace(strings.TrimLeft(t, "#")), n)
 		return
 	}
+	if bareHeader(t) {
+		// A header or summary line whose "#" was lost in the paste
+		// (a Markdown heading): read as the comment it was.
+		p.finishPending(st)
+		p.comment(st, t, n)
+		return
+	}
 	switch {
 	case t == "..." || t == "…":
 		p.rep.Elided = true
@@ -513,6 +520,29 @@ func (p *textParser) fragment(st *stream, frag string, terminated bool, n int) {
 	if terminated {
 		p.finishPending(st)
 	}
+}
+
+// bareHeader reports whether t (trimmed, not starting with '#') is one of
+// nccl-tests' own comment lines without its "#": the parameters, a device,
+// the column names, a summary or a test marker. Only these shapes are
+// taken: any other '#'-less text stays what it was.
+func bareHeader(t string) bool {
+	var m []string
+	switch t[0] {
+	case 'n':
+		return nThreadLine(t, &m) || reTestsVersion.MatchString(t)
+	case 'R':
+		return deviceLine(t, &m)
+	case 's':
+		return reColumns.MatchString(t)
+	case 'O':
+		return reOOB.MatchString(t)
+	case 'A':
+		return reAvg.MatchString(t)
+	case 'C':
+		return reStarting.MatchString(t) || reConcluded.MatchString(t)
+	}
+	return false
 }
 
 func (p *textParser) partial(st *stream) {
