@@ -28,6 +28,7 @@ var pasteForms = []struct {
 	{"torchrun", true, func(b []byte) []byte { return prefixLines(b, "[rank0]:") }},
 	{"kubectl-timestamps", true, func(b []byte) []byte { return prefixLines(b, "2026-12-03T17:53:06.123456789Z ") }},
 	{"mpirun-tags", true, func(b []byte) []byte { return prefixLines(b, "[1,0]<stdout>:") }},
+	{"mpiexec-prepend-rank", true, func(b []byte) []byte { return prefixLines(b, "[0] ") }},
 	{"srun-label", true, func(b []byte) []byte { return prefixLines(b, " 3: ") }},
 	{"harness-indent", true, func(b []byte) []byte { return prefixLines(b, "        ") }},
 	{"compose", true, func(b []byte) []byte { return prefixLines(b, "worker-1  | ") }},
@@ -61,7 +62,7 @@ func pasteKeys(o *Output) []string {
 
 // TestPasteForms reads every reader's samples plain and in every paste
 // form (CRLF, a code fence, a quoted fence, a shell prompt, torchrun tags,
-// mpirun tags, srun labels, a harness's indentation, compose names,
+// mpirun tags, mpiexec -prepend-rank tags, srun labels, a harness's indentation, compose names,
 // kubectl timestamps, a pod prefix around a bracketed timestamp): the
 // verdicts must be the same.
 func TestPasteForms(t *testing.T) {
@@ -92,10 +93,12 @@ func TestPasteForms(t *testing.T) {
 			// paste (nccl-tests reads one level of rank tags itself).
 			tagged := false
 			if n := textio.DetectPaste(body, 0).Note(); n != nil {
-				tagged = slices.ContainsFunc(n.Prefixes, func(p string) bool { return strings.HasPrefix(p, "mpirun") || strings.HasPrefix(p, "srun") })
+				tagged = slices.ContainsFunc(n.Prefixes, func(p string) bool {
+					return strings.HasPrefix(p, "mpirun") || strings.HasPrefix(p, "mpiexec") || strings.HasPrefix(p, "srun")
+				})
 			}
 			for _, form := range pasteForms {
-				if form.text && isJSON || tagged && (form.name == "mpirun-tags" || form.name == "srun-label") {
+				if form.text && isJSON || tagged && (form.name == "mpirun-tags" || form.name == "mpiexec-prepend-rank" || form.name == "srun-label") {
 					continue
 				}
 				t.Run(rd.Kind()+"/"+name+"/"+form.name, func(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 //   - per-line prefixes added by launchers and log systems, found from the
 //     first lines (a prefix shape is one that starts most of them, see
 //     DetectPaste): torchrun "[rank3]:" / "[default0]:", mpirun
-//     "[1,0]<stdout>:", srun "12: ", kubectl "[pod/name/ctr] ", compose
+//     "[1,0]<stdout>:", mpiexec -prepend-rank "[3] ", srun "12: ", kubectl "[pod/name/ctr] ", compose
 //     "name  | ", ISO and syslog timestamps, Markdown "> " quotes, a "| "
 //     box without a right border, an indentation every line shares;
 //   - lines that are not the output: Markdown code fences, HTML
@@ -44,8 +44,9 @@ type Paste struct {
 type PasteOpt uint8
 
 const (
-	// KeepLaunchTags keeps mpirun "[1,0]<stdout>:" tags and srun "12: "
-	// labels: nccl-tests reassembles each rank's stream from them.
+	// KeepLaunchTags keeps mpirun "[1,0]<stdout>:" and mpiexec
+	// -prepend-rank "[3] " tags and srun "12: " labels: nccl-tests
+	// reassembles each rank's stream from them.
 	KeepLaunchTags PasteOpt = 1 << iota
 )
 
@@ -112,6 +113,7 @@ const (
 	shIndent
 	shTorchrun
 	shMPI
+	shHydra
 	shSrun
 	shKube
 	shCompose
@@ -124,6 +126,7 @@ var shapeNames = [...]string{
 	shIndent:   "indentation",
 	shTorchrun: "torchrun '[rankN]:'",
 	shMPI:      "mpirun '[job,rank]<stdout>:'",
+	shHydra:    "mpiexec -prepend-rank '[N] '",
 	shSrun:     "srun label 'N: '",
 	shKube:     "kubectl '[pod/NAME/CONTAINER]'",
 	shCompose:  "compose 'NAME | '",
@@ -312,6 +315,9 @@ func (p *Paste) match(l []byte) (shape, int) {
 		if n := mpiTagLen(l); n > 0 && p.keep&KeepLaunchTags == 0 {
 			return shMPI, n
 		}
+		if n := hydraTagLen(l); n > 0 && p.keep&KeepLaunchTags == 0 {
+			return shHydra, n
+		}
 		if n := kubeLen(l); n > 0 {
 			return shKube, n
 		}
@@ -411,6 +417,19 @@ func mpiTagLen(l []byte) int {
 		return 0
 	}
 	return spaceAfter(l, i+1+9)
+}
+
+// hydraTagLen: MPICH/Intel MPI mpiexec -prepend-rank (and -l) "[3] ". NCCL's
+// "[3] NCCL" never starts a line, but is refused all the same.
+func hydraTagLen(l []byte) int {
+	i := 1
+	for i < len(l) && i < 8 && isDigitB(l[i]) {
+		i++
+	}
+	if i == 1 || i+1 >= len(l) || l[i] != ']' || l[i+1] != ' ' || bytes.HasPrefix(l[i+2:], []byte("NCCL ")) {
+		return 0
+	}
+	return i + 2
 }
 
 // srunLen: "0: ", " 3: ", "12: " (srun --label pads to the widest rank).

@@ -125,11 +125,11 @@ type Device struct {
 }
 
 var (
-	reDetectText = textio.MustCompile(`(?m)^(?:\[\d+,\d+\]<std(?:out|err)>:|\d+: )?#\s*(?:nThread \d+ nGpus \d+|nccl-tests version|Collective test starting|\s*size\s+count\s+type|\s*Avg bus bandwidth\s*:|\s*Out of bounds values\s*:)`)
+	reDetectText = textio.MustCompile(`(?m)^(?:\[\d+,\d+\]<std(?:out|err)>:|\[\d+\] |\d+: )?#\s*(?:nThread \d+ nGpus \d+|nccl-tests version|Collective test starting|\s*size\s+count\s+type|\s*Avg bus bandwidth\s*:|\s*Out of bounds values\s*:)`)
 	// reDetectBare: the same lines whose "#" was lost in the paste (a
 	// Markdown heading), only the shapes no other tool prints.
 	reDetectBare = textio.MustCompile(`(?m)^[ \t]*(?:nThread \d+ nGpus \d+ minBytes \d+|nccl-tests version \S+|Collective test starting:|size\s+count\s+type\s+(?:redop\s+)?(?:root\s+)?time\s+algbw|Out of bounds values\s*:\s*\d+|Avg bus bandwidth\s*:\s*[\d.]+)`)
-	reDetectRow  = textio.MustCompile(`(?m)^(?:\[\d+,\d+\]<std(?:out|err)>:|\d+: )?\s+\d+\s+\d+\s+(?:` + typeAlt + `)\s+`)
+	reDetectRow  = textio.MustCompile(`(?m)^(?:\[\d+,\d+\]<std(?:out|err)>:|\[\d+\] |\d+: )?\s+\d+\s+\d+\s+(?:` + typeAlt + `)\s+`)
 )
 
 // Detect reports whether head looks like nccl-tests output (text or -J JSON).
@@ -169,7 +169,7 @@ func Detect(head []byte) bool {
 // groups (a launcher's tag before it allowed).
 func wholeRow(line string) bool {
 	toks := strings.Fields(line)
-	if len(toks) > 0 && (strings.HasSuffix(toks[0], ">:") || strings.HasSuffix(toks[0], ":")) {
+	if len(toks) > 0 && (strings.HasSuffix(toks[0], ":") || strings.HasPrefix(toks[0], "[") && strings.HasSuffix(toks[0], "]")) {
 		toks = toks[1:]
 	}
 	if !rowStart(toks) {
