@@ -32,6 +32,14 @@ var pasteForms = []struct {
 	{"srun-label", true, func(b []byte) []byte { return prefixLines(b, " 3: ") }},
 	{"harness-indent", true, func(b []byte) []byte { return prefixLines(b, "        ") }},
 	{"compose", true, func(b []byte) []byte { return prefixLines(b, "worker-1  | ") }},
+	// Logger prefixes no shape lists (issue 26 class 7): learned from
+	// the input. A test harness's (the shape issue 26 quotes), Ray's
+	// worker prefix, a journal line.
+	{"harness-logger", true, func(b []byte) []byte {
+		return prefixLines(b, "2019-07-16 03:43:24,132 process          L0458 DEBUG| [stdout] ")
+	}},
+	{"ray-worker", true, func(b []byte) []byte { return prefixLines(b, "(RayWorkerWrapper pid=539, ip=10.225.128.18) ") }},
+	{"journal", true, func(b []byte) []byte { return prefixLines(b, "Jul 16 03:43:24 host kubelet[123]: ") }},
 	{"pod-and-timestamp", true, func(b []byte) []byte {
 		return prefixLines(prefixLines(b, "[2026-12-03 17:53:06] "), "[pod/bench-0/main] ")
 	}},
