@@ -386,8 +386,7 @@ func analyzeFileJob(ctx context.Context, path, kind string, all bool, extra Read
 	}
 	outs, errs := readAll(path, src, rds)
 	if watch >= 0 && outs[watch] != nil && wrongResults(outs[watch].Verdicts) {
-		outs[n] = outs[watch]
-		n++
+		n++ // the watch reader comes right after the detected kinds
 	}
 	outs, errs = outs[:n], errs[:n]
 	if err := ctx.Err(); err != nil {
