@@ -118,6 +118,10 @@ func TestDispatch(t *testing.T) {
 		{"smitopo/testdata/h200x8-10nic-gpu3-triple-pix-tabs.txt", []string{"nvidia-smi-topo"}, []result.Status{result.Pass}},
 		{"smitopo/testdata/puget-wrx90-2x-rtx6000ada-pcie.txt", []string{"nvidia-smi-topo"}, []result.Status{result.Fail}},
 		{"nccltopo/testdata/azure-ndv2-v100-topo.txt", []string{"nccl-topo"}, nil},
+		// A one-row table whose header lines lost their "#", before a
+		// topo -m in the same paste: its wrong result is read, not lost
+		// behind the matrix (issue 26 class 6).
+		{"nccltests/testdata/nccltests37-hashless-header-one-row-wrong-then-topo-m.txt", []string{"nvidia-smi-topo", "nccl-tests"}, []result.Status{result.Skip, result.Fail}},
 	} {
 		t.Run(filepath.Base(c.sample), func(t *testing.T) {
 			outs, err := analyze.FileAll(t.Context(), body(t, c.sample))
@@ -273,5 +277,49 @@ func TestCommand(t *testing.T) {
 	}
 	if code, _, _ = run("analyze"); code != 2 {
 		t.Errorf("no file: exit %d", code)
+	}
+}
+
+// A data-corruption result is never lost because the file was taken for
+// another kind (issue 26 class 6): a real NCCL log longer than the head
+// (the same log twice), then the one-row table of nccl-tests issue 37
+// whose header lines lost their "#". The head shows only the log; the
+// table's wrong result still fails.
+func TestWrongResultsNeverLost(t *testing.T) {
+	logBody := readertest.Sample(t, "ncclog/testdata/h200x1-vm-single-rank-socket-fallback-all-subsys.txt")
+	table := readertest.Sample(t, "nccltests/testdata/nccltests37-hashless-header-one-row-wrong-then-topo-m.txt")
+	table = table[:bytes.Index(table, []byte("#nvidia-smi"))]
+	in := slices.Concat(logBody, logBody, table)
+	if len(in) <= textio.HeadSize {
+		t.Fatalf("input of %d bytes: the table must lie past the head (%d)", len(in), textio.HeadSize)
+	}
+	p := filepath.Join(t.TempDir(), "log-then-table.txt")
+	if err := os.WriteFile(p, in, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := analyze.Detect(in); !slices.Equal(got, []string{"nccl-log"}) {
+		t.Fatalf("detected %v: the head must show the log only", got)
+	}
+	outs, err := analyze.FileAll(t.Context(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, o := range outs {
+		kinds = append(kinds, o.Kind)
+	}
+	if !slices.Equal(kinds, []string{"nccl-log", "nccl-tests"}) {
+		t.Fatalf("kinds %v, want nccl-log and nccl-tests", kinds)
+	}
+	if w := result.Worst(outs[1].Verdicts); w != result.Fail {
+		t.Errorf("nccl-tests worst verdict %s, want fail", w)
+	}
+	// Without a wrong result the log alone is the answer.
+	clean := bytes.Replace(bytes.Replace(in, []byte("1e+00"), []byte("0e+00"), 2), []byte("2 FAILED"), []byte("0 OK"), 1)
+	if err := os.WriteFile(p, clean, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if outs, err = analyze.FileAll(t.Context(), p); err != nil || len(outs) != 1 || outs[0].Kind != "nccl-log" {
+		t.Errorf("clean table: %d outputs (%v), want the log's only", len(outs), err)
 	}
 }

@@ -28,9 +28,18 @@ var pasteForms = []struct {
 	{"torchrun", true, func(b []byte) []byte { return prefixLines(b, "[rank0]:") }},
 	{"kubectl-timestamps", true, func(b []byte) []byte { return prefixLines(b, "2026-12-03T17:53:06.123456789Z ") }},
 	{"mpirun-tags", true, func(b []byte) []byte { return prefixLines(b, "[1,0]<stdout>:") }},
+	{"mpiexec-prepend-rank", true, func(b []byte) []byte { return prefixLines(b, "[0] ") }},
 	{"srun-label", true, func(b []byte) []byte { return prefixLines(b, " 3: ") }},
 	{"harness-indent", true, func(b []byte) []byte { return prefixLines(b, "        ") }},
 	{"compose", true, func(b []byte) []byte { return prefixLines(b, "worker-1  | ") }},
+	// Logger prefixes no shape lists (issue 26 class 7): learned from
+	// the input. A test harness's (the shape issue 26 quotes), Ray's
+	// worker prefix, a journal line.
+	{"harness-logger", true, func(b []byte) []byte {
+		return prefixLines(b, "2019-07-16 03:43:24,132 process          L0458 DEBUG| [stdout] ")
+	}},
+	{"ray-worker", true, func(b []byte) []byte { return prefixLines(b, "(RayWorkerWrapper pid=539, ip=10.225.128.18) ") }},
+	{"journal", true, func(b []byte) []byte { return prefixLines(b, "Jul 16 03:43:24 host kubelet[123]: ") }},
 	{"pod-and-timestamp", true, func(b []byte) []byte {
 		return prefixLines(prefixLines(b, "[2026-12-03 17:53:06] "), "[pod/bench-0/main] ")
 	}},
@@ -61,7 +70,7 @@ func pasteKeys(o *Output) []string {
 
 // TestPasteForms reads every reader's samples plain and in every paste
 // form (CRLF, a code fence, a quoted fence, a shell prompt, torchrun tags,
-// mpirun tags, srun labels, a harness's indentation, compose names,
+// mpirun tags, mpiexec -prepend-rank tags, srun labels, a harness's indentation, compose names,
 // kubectl timestamps, a pod prefix around a bracketed timestamp): the
 // verdicts must be the same.
 func TestPasteForms(t *testing.T) {
@@ -92,10 +101,12 @@ func TestPasteForms(t *testing.T) {
 			// paste (nccl-tests reads one level of rank tags itself).
 			tagged := false
 			if n := textio.DetectPaste(body, 0).Note(); n != nil {
-				tagged = slices.ContainsFunc(n.Prefixes, func(p string) bool { return strings.HasPrefix(p, "mpirun") || strings.HasPrefix(p, "srun") })
+				tagged = slices.ContainsFunc(n.Prefixes, func(p string) bool {
+					return strings.HasPrefix(p, "mpirun") || strings.HasPrefix(p, "mpiexec") || strings.HasPrefix(p, "srun")
+				})
 			}
 			for _, form := range pasteForms {
-				if form.text && isJSON || tagged && (form.name == "mpirun-tags" || form.name == "srun-label") {
+				if form.text && isJSON || tagged && (form.name == "mpirun-tags" || form.name == "mpiexec-prepend-rank" || form.name == "srun-label") {
 					continue
 				}
 				t.Run(rd.Kind()+"/"+name+"/"+form.name, func(t *testing.T) {

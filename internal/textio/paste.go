@@ -16,9 +16,11 @@ import (
 //   - per-line prefixes added by launchers and log systems, found from the
 //     first lines (a prefix shape is one that starts most of them, see
 //     DetectPaste): torchrun "[rank3]:" / "[default0]:", mpirun
-//     "[1,0]<stdout>:", srun "12: ", kubectl "[pod/name/ctr] ", compose
+//     "[1,0]<stdout>:", mpiexec -prepend-rank "[3] ", srun "12: ", kubectl "[pod/name/ctr] ", compose
 //     "name  | ", ISO and syslog timestamps, Markdown "> " quotes, a "| "
-//     box without a right border, an indentation every line shares;
+//     box without a right border, an indentation every line shares, and
+//     a logger's prefix of any other shape, learned from the lines
+//     (learnPrefix);
 //   - lines that are not the output: Markdown code fences, HTML
 //     <details>/<summary> tags of GitHub issues (skipped, counted);
 //   - a shell prompt before a command ("$ ", "user@host:~$ ", "[u@h d]$ ",
@@ -44,8 +46,9 @@ type Paste struct {
 type PasteOpt uint8
 
 const (
-	// KeepLaunchTags keeps mpirun "[1,0]<stdout>:" tags and srun "12: "
-	// labels: nccl-tests reassembles each rank's stream from them.
+	// KeepLaunchTags keeps mpirun "[1,0]<stdout>:" and mpiexec
+	// -prepend-rank "[3] " tags and srun "12: " labels: nccl-tests
+	// reassembles each rank's stream from them.
 	KeepLaunchTags PasteOpt = 1 << iota
 )
 
@@ -112,10 +115,14 @@ const (
 	shIndent
 	shTorchrun
 	shMPI
+	shHydra
 	shSrun
 	shKube
 	shCompose
 	shTime
+	// shLearned is a prefix learned from the input (learnPrefix), not one
+	// of the shapes above; it comes after them, never counted among them.
+	shLearned
 )
 
 var shapeNames = [...]string{
@@ -124,6 +131,7 @@ var shapeNames = [...]string{
 	shIndent:   "indentation",
 	shTorchrun: "torchrun '[rankN]:'",
 	shMPI:      "mpirun '[job,rank]<stdout>:'",
+	shHydra:    "mpiexec -prepend-rank '[N] '",
 	shSrun:     "srun label 'N: '",
 	shKube:     "kubectl '[pod/NAME/CONTAINER]'",
 	shCompose:  "compose 'NAME | '",
@@ -131,8 +139,9 @@ var shapeNames = [...]string{
 }
 
 type layer struct {
-	sh     shape
-	indent []byte // shIndent: the exact indentation
+	sh      shape
+	indent  []byte // shIndent: the exact indentation
+	learned string // shLearned: the prefix's shape (shapeOf)
 }
 
 // maxLayers bounds the shapes stacked on one line ("> " then "[rank0]:" then
@@ -179,11 +188,16 @@ func DetectPaste(head []byte, opt PasteOpt) *Paste {
 			ly = layer{sh: best}
 		} else if ind := commonIndent(lines); len(ind) > 0 {
 			ly = layer{sh: shIndent, indent: ind}
+		} else if key, example := learnPrefix(lines); key != "" {
+			ly = layer{sh: shLearned, learned: key}
+			p.note.Prefixes = append(p.note.Prefixes, fmt.Sprintf("learned %q", Clip(example, 80)))
 		} else {
 			break
 		}
 		p.layers = append(p.layers, ly)
-		p.note.Prefixes = append(p.note.Prefixes, shapeNames[ly.sh])
+		if ly.sh != shLearned {
+			p.note.Prefixes = append(p.note.Prefixes, shapeNames[ly.sh])
+		}
 		next := lines[:0]
 		for _, l := range lines {
 			if n := ly.strip(p, l); n > 0 {
@@ -312,6 +326,9 @@ func (p *Paste) match(l []byte) (shape, int) {
 		if n := mpiTagLen(l); n > 0 && p.keep&KeepLaunchTags == 0 {
 			return shMPI, n
 		}
+		if n := hydraTagLen(l); n > 0 && p.keep&KeepLaunchTags == 0 {
+			return shHydra, n
+		}
 		if n := kubeLen(l); n > 0 {
 			return shKube, n
 		}
@@ -347,6 +364,9 @@ func (ly *layer) strip(p *Paste, l []byte) int {
 			return len(ly.indent)
 		}
 		return 0
+	}
+	if ly.sh == shLearned {
+		return learnedLen(l, ly.learned)
 	}
 	if sh, n := p.match(l); sh == ly.sh {
 		return n
@@ -411,6 +431,19 @@ func mpiTagLen(l []byte) int {
 		return 0
 	}
 	return spaceAfter(l, i+1+9)
+}
+
+// hydraTagLen: MPICH/Intel MPI mpiexec -prepend-rank (and -l) "[3] ". NCCL's
+// "[3] NCCL" never starts a line, but is refused all the same.
+func hydraTagLen(l []byte) int {
+	i := 1
+	for i < len(l) && i < 8 && isDigitB(l[i]) {
+		i++
+	}
+	if i == 1 || i+1 >= len(l) || l[i] != ']' || l[i+1] != ' ' || bytes.HasPrefix(l[i+2:], []byte("NCCL ")) {
+		return 0
+	}
+	return i + 2
 }
 
 // srunLen: "0: ", " 3: ", "12: " (srun --label pads to the widest rank).
@@ -657,7 +690,9 @@ func commonIndent(lines [][]byte) []byte {
 	}
 	numeric := true
 	for _, l := range lines {
-		if c := l[len(ind)]; c != ' ' && c != '\t' && (c < '0' || c > '9') {
+		// A timestamp is not a number column: an indented log is
+		// de-indented.
+		if c := l[len(ind)]; c != ' ' && c != '\t' && (c < '0' || c > '9') || timeLen(l[len(ind):]) > 0 {
 			numeric = false
 			break
 		}
@@ -866,4 +901,192 @@ func CleanHead(head []byte) []byte {
 		return orig
 	}
 	return out
+}
+
+// A logger's prefix of any shape (a test harness's "2019-07-16 03:43:24,132
+// process L0458 DEBUG| [stdout] ", Ray's "(RayWorkerWrapper pid=539) ") is
+// learned from the input rather than listed: the text before a separator
+// ("] ", ") ", ": ", "| ", " - ") whose shape (digits as one class, blank
+// runs as one blank, the rest as it is) starts at least 60% of the head's
+// lines, and three of them. The longest such prefix is taken that ends
+// before the payload the readers recognise: it must hold a letter and no
+// NCCL origin ("host:pid:tid", "NCCL"), no "#" (nccl-tests' comments), no
+// '<' (XML, mpirun's "<stdout>"), and the payload must not start with
+// "NCCL ".
+
+// maxLearned bounds a learned prefix's length.
+const maxLearned = 200
+
+// learnPrefix is the shape of the prefix most lines share and the first
+// line's text of it; "" when there is none.
+func learnPrefix(lines [][]byte) (key, example string) {
+	count := map[string]int{}
+	first := map[string]string{}
+	for _, l := range lines {
+		seen := map[string]bool{}
+		for _, n := range prefixEnds(l) {
+			k := shapeOf(l[:n])
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			count[k]++
+			if _, ok := first[k]; !ok {
+				first[k] = string(l[:n])
+			}
+		}
+	}
+	for k, c := range count {
+		if c < 3 || c*10 < len(lines)*6 {
+			continue
+		}
+		if len(k) > len(key) || len(k) == len(key) && k < key {
+			key = k
+		}
+	}
+	return key, first[key]
+}
+
+// prefixEnds are the lengths of l's candidate prefixes: each ends after a
+// separator and the one blank after it (the payload keeps its own
+// alignment; a line cut after the separator ends there), within
+// maxLearned bytes, and passes the payload guard. Each candidate adds a
+// letter or digit to the one before it: a bare "| " after a prefix is a
+// table's border, not more of the prefix; nor is a rank tag ("[3] ",
+// "3: ") one.
+func prefixEnds(l []byte) []int {
+	var out []int
+	lim := min(len(l), maxLearned)
+	last := 0
+	for i := 1; i < lim; i++ {
+		c := l[i]
+		end := i+1 == len(l)
+		if !(c == ']' || c == ')' || c == ':' || c == '|' || c == '-' && l[i-1] == ' ') || !end && l[i+1] != ' ' {
+			continue
+		}
+		n := len(l)
+		if !end {
+			n = i + 2
+		}
+		seg := l[last:n]
+		if !alnum(seg) || !payloadFree(l[:n], l[n:]) || hydraTagLen(seg) == len(seg) || srunLen(seg) == len(seg) {
+			// A longer prefix would hold the payload too, or a
+			// launcher's rank tag: the next layer's, kept for
+			// nccl-tests.
+			break
+		}
+		out = append(out, n)
+		last = n
+	}
+	return out
+}
+
+func alnum(b []byte) bool {
+	for _, c := range b {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || isDigitB(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// payloadFree reports whether prefix holds none of the payload the
+// readers recognise, and rest does not start an NCCL message.
+func payloadFree(prefix, rest []byte) bool {
+	if bytes.HasPrefix(rest, []byte("NCCL ")) || bytes.Contains(prefix, []byte("NCCL")) ||
+		bytes.IndexByte(prefix, '#') >= 0 || bytes.IndexByte(prefix, '<') >= 0 || ncclOrigin(prefix) {
+		return false
+	}
+	for _, c := range prefix {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
+// ncclOrigin reports whether b holds NCCL's "host:pid:tid" (a word ending
+// in ":digits:digits").
+func ncclOrigin(b []byte) bool {
+	for i := 0; i < len(b); i++ {
+		if b[i] != ':' || i+1 >= len(b) || !isDigitB(b[i+1]) {
+			continue
+		}
+		j := i + 1
+		for j < len(b) && isDigitB(b[j]) {
+			j++
+		}
+		if j+1 < len(b) && b[j] == ':' && isDigitB(b[j+1]) {
+			return true
+		}
+	}
+	return false
+}
+
+// shapeOf is b with each run of digits as "9" and each run of blanks as
+// one space: timestamps, pids and counters match, the words do not.
+func shapeOf(b []byte) string {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case isDigitB(c):
+			for i+1 < len(b) && isDigitB(b[i+1]) {
+				i++
+			}
+			out = append(out, '9')
+		case c == ' ' || c == '\t':
+			for i+1 < len(b) && (b[i+1] == ' ' || b[i+1] == '\t') {
+				i++
+			}
+			out = append(out, ' ')
+		default:
+			out = append(out, c)
+		}
+	}
+	return string(out)
+}
+
+// learnedLen is the length of the learned prefix (of shape key) at the
+// start of l, 0 when l does not start with it. It runs on every line of a
+// learned input: the shape is compared as it is walked, without copies.
+func learnedLen(l []byte, key string) int {
+	for _, n := range prefixEnds(l) {
+		switch k := shapeCmp(l[:n], key); {
+		case k == 0:
+			return n
+		case k > 0:
+			return 0 // longer already: later candidates are longer still
+		}
+	}
+	return 0
+}
+
+// shapeCmp compares shapeOf(b) with key: 0 when equal, 1 when b's shape
+// is longer than key or differs from it, -1 when it is a proper prefix of
+// key (a longer candidate may still match).
+func shapeCmp(b []byte, key string) int {
+	k := 0
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case isDigitB(c):
+			for i+1 < len(b) && isDigitB(b[i+1]) {
+				i++
+			}
+			c = '9'
+		case c == ' ' || c == '\t':
+			for i+1 < len(b) && (b[i+1] == ' ' || b[i+1] == '\t') {
+				i++
+			}
+			c = ' '
+		}
+		if k >= len(key) || key[k] != c {
+			return 1
+		}
+		k++
+	}
+	if k < len(key) {
+		return -1
+	}
+	return 0
 }

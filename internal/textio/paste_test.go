@@ -38,6 +38,12 @@ func TestPaste(t *testing.T) {
 			"[default0]: x\n[default7]: y\n", 0, []string{"x", "y"}, "torchrun"},
 		{"mpirun tags stripped",
 			"[1,0]<stdout>:a\n[1,1]<stderr>: b\n", 0, []string{"a", "b"}, "mpirun"},
+		{"mpiexec -prepend-rank tags stripped",
+			"[0] # nThread 1\n[12] host:1:2 [3] NCCL INFO x\n", 0, []string{"# nThread 1", "host:1:2 [3] NCCL INFO x"}, "prepend-rank"},
+		{"mpiexec -prepend-rank tags kept for nccl-tests",
+			"[0] a\n[1] b\n", KeepLaunchTags, []string{"[0] a", "[1] b"}, ""},
+		{"an NCCL device is not a rank tag",
+			"[0] NCCL INFO a\n[1] NCCL INFO b\n", 0, []string{"[0] NCCL INFO a", "[1] NCCL INFO b"}, ""},
 		{"mpirun tags kept for nccl-tests",
 			"[1,0]<stdout>:a\n[1,1]<stderr>: b\n", KeepLaunchTags, []string{"[1,0]<stdout>:a", "[1,1]<stderr>: b"}, ""},
 		{"srun labels",
@@ -80,6 +86,28 @@ func TestPaste(t *testing.T) {
 			`shell prompt removed before "nvidia-smi topo -m" (line 1) and 4 more`},
 		{"CRLF",
 			"> a\r\n> b\r\n", 0, []string{"a", "b"}, "quote"},
+		// Issue 26 class 7: a logger's prefix no shape lists, learned.
+		{"test harness logger after a timestamp, learned",
+			"2019-07-16 03:43:24,132 process          L0458 DEBUG| [stdout] # nThread 1\n" +
+				"2019-07-16 03:43:24,133 process          L0458 DEBUG| [stdout]            8   2\n" +
+				"2019-07-16 03:43:24,134 process          L0458 DEBUG| [stdout] | Deployment | Pass |\n" +
+				"2019-07-16 03:43:24,135 process          L0458 DEBUG| [stdout] \n", 0,
+			[]string{"# nThread 1", "           8   2", "| Deployment | Pass |", ""}, `timestamp + learned "process          L0458 DEBUG| [stdout] " removed from 4 lines`},
+		{"Ray worker prefix over an NCCL log: NCCL's host:pid:tid stays",
+			"(RayWorker pid=75833) bms-1:75833:76055 [3] NCCL INFO Channel 01/0 : 3[af000] -> 0[18000] via P2P/IPC\n" +
+				"(RayWorker pid=75833) bms-1:75833:76055 [3] NCCL INFO Channel 02/0 : 3[af000] -> 0[18000] via P2P/IPC\n" +
+				"(RayWorker pid=75830) bms-1:75830:76056 [0] NCCL INFO Channel 05/0 : 0[18000] -> 1[3b000] via P2P/IPC\n", 0,
+			[]string{"bms-1:75833:76055 [3] NCCL INFO Channel 01/0 : 3[af000] -> 0[18000] via P2P/IPC",
+				"bms-1:75833:76055 [3] NCCL INFO Channel 02/0 : 3[af000] -> 0[18000] via P2P/IPC",
+				"bms-1:75830:76056 [0] NCCL INFO Channel 05/0 : 0[18000] -> 1[3b000] via P2P/IPC"}, `learned "(RayWorker pid=75833) "`},
+		{"a logger prefix stops before a rank tag kept for nccl-tests",
+			"(w pid=1) [0] # nThread 1\n(w pid=1) [0]      8   2\n(w pid=1) [0] # Avg\n", KeepLaunchTags,
+			[]string{"[0] # nThread 1", "[0]      8   2", "[0] # Avg"}, `learned "(w pid=1) "`},
+		{"nothing is learned from an NCCL log, key: value lines or two lines",
+			"h:1:2 [0] NCCL INFO a : b\nh:1:2 [0] NCCL INFO c : d\nh:1:2 [0] NCCL INFO e : f\n Device : mlx5_0\n", 0,
+			[]string{"h:1:2 [0] NCCL INFO a : b", "h:1:2 [0] NCCL INFO c : d", "h:1:2 [0] NCCL INFO e : f", " Device : mlx5_0"}, ""},
+		{"a learned prefix needs three lines",
+			"(w pid=1) a\n(w pid=1) b\n", 0, []string{"(w pid=1) a", "(w pid=1) b"}, ""},
 		{"a prefix on a minority of lines is kept",
 			"[rank0]: a\nb\nc\nd\n", 0, []string{"[rank0]: a", "b", "c", "d"}, ""},
 	} {
@@ -157,6 +185,27 @@ func BenchmarkPasteClean(b *testing.B) {
 	}
 }
 
+// BenchmarkPasteLearned: the lines of a Ray-prefixed NCCL log (vllm
+// issue 2442), whose prefix is learned, cleaned one by one.
+func BenchmarkPasteLearned(b *testing.B) {
+	line := "(RayWorker pid=75833) bms-airtrunk-c-g1v2-app-10-214-144-75:75833:76055 [3] NCCL INFO Channel 01/0 : 3[af000] -> 0[18000] via P2P/IPC\n"
+	in := bytes.Repeat([]byte(line), (4<<20)/len(line))
+	p := DetectPaste(in[:HeadSize], 0)
+	if len(p.layers) != 1 || p.layers[0].sh != shLearned {
+		b.Fatalf("layers %+v", p.layers)
+	}
+	b.SetBytes(int64(len(in)))
+	for b.Loop() {
+		rest, n := in, 0
+		for len(rest) > 0 {
+			i := bytes.IndexByte(rest, '\n')
+			n++
+			p.Clean(rest[:i], n)
+			rest = rest[i+1:]
+		}
+	}
+}
+
 func BenchmarkLineReader(b *testing.B) {
 	in := pasteBenchInput()
 	b.SetBytes(int64(len(in)))
@@ -173,6 +222,7 @@ func BenchmarkLineReader(b *testing.B) {
 func FuzzPaste(f *testing.F) {
 	for _, s := range []string{
 		"[rank0]:a\n[rank1]:b\n", "> ```\n> x\n> ```\n", "2024-07-19T10:00:01Z | a |\n", "$ cmd\n# nThread 1\n",
+		"(w pid=1) a\n(w pid=2) b\n(w pid=3) c\n", "2019-07-16 03:43:24,132 p L1 DEBUG| [stdout] x\n2019-07-16 03:43:24,133 p L1 DEBUG| [stdout] y\n2019-07-16 03:43:24,134 p L1 DEBUG| [stdout] \n",
 		"[pod/a/b] [2024-07-19 10:00:01] x\n", "Jul 19 10:00:01 h k: x\n", "(v) u@h:~$ x\n", "    a\n    b\n", "[u@h d]# ./x\n",
 	} {
 		f.Add([]byte(s))

@@ -61,6 +61,10 @@ var wantVerdicts = map[string][]readertest.Want{
 		"fail nccl.gdr NoGDRDMA", "skip nccl.p2p NoIntraNodePeers", "fail nccl.net SocketFallback", "unknown nccl.version NoVersionLine", "pass nccl.errors NoErrors", "pass nccl.channels ChannelCount", "unknown nccl.topology NoSystemTree"),
 	"opennmt1606-gcp-pod-ring-via-net-socket-old-trees-excerpt.txt": readertest.Wants("job",
 		"fail nccl.gdr NoGDRDMA", "skip nccl.p2p NoIntraNodePeers", "fail nccl.net SocketFallback", "unknown nccl.version NoVersionLine", "pass nccl.errors NoErrors", "unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree"),
+	// A logger prefix no shape lists (issue 26 class 7): Ray's worker
+	// prefix, learned from the input; NCCL's host:pid:tid stays.
+	"vllm2442-ray-worker-prefix-v100-tp4-p2p-ipc-excerpt.txt": readertest.Wants("job",
+		"skip nccl.gdr NoInterNodeTraffic", "pass nccl.p2p P2P", "unknown nccl.net NoNetworkLines", "unknown nccl.version NoVersionLine", "pass nccl.errors NoErrors", "unknown nccl.channels NoChannelCount", "unknown nccl.topology NoSystemTree"),
 	// Pastes (issue 13 item 6): launcher prefixes, prompts, fences and
 	// the pre-2.5 "Ring NN : a[b] -> c[d] via P2P/IPC" wording.
 	"nccl300-mpirun-tagged-nccl256-lo-socket-excerpt.txt": readertest.Wants("job",
@@ -449,4 +453,16 @@ func env(r *Report, name string) string {
 		}
 	}
 	return ""
+}
+
+// Issue 26 class 7: the Ray worker prefix is learned from the lines and
+// removed, the paste note says so, and the host stays NCCL's.
+func TestLearnedPrefix(t *testing.T) {
+	r, _ := reader.Sample(t, "vllm2442-ray-worker-prefix-v100-tp4-p2p-ipc-excerpt.txt")
+	if n := r.Paste.String(); !strings.Contains(n, `learned "(RayWorker pid=75833) " removed from 8 lines`) {
+		t.Errorf("paste note %q", n)
+	}
+	if len(r.Hosts) != 1 || r.Hosts[0].Name != "bms-airtrunk-c-g1v2-app-10-214-144-75" {
+		t.Errorf("hosts %+v", r.Hosts)
+	}
 }

@@ -9,6 +9,7 @@ package nccltests
 import (
 	"bytes"
 	"io"
+	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/result"
@@ -124,8 +125,11 @@ type Device struct {
 }
 
 var (
-	reDetectText = textio.MustCompile(`(?m)^(?:\[\d+,\d+\]<std(?:out|err)>:|\d+: )?#\s*(?:nThread \d+ nGpus \d+|nccl-tests version|Collective test starting|\s*size\s+count\s+type|\s*Avg bus bandwidth\s*:|\s*Out of bounds values\s*:)`)
-	reDetectRow  = textio.MustCompile(`(?m)^(?:\[\d+,\d+\]<std(?:out|err)>:|\d+: )?\s+\d+\s+\d+\s+(?:` + typeAlt + `)\s+`)
+	reDetectText = textio.MustCompile(`(?m)^(?:\[\d+,\d+\]<std(?:out|err)>:|\[\d+\] |\d+: )?#\s*(?:nThread \d+ nGpus \d+|nccl-tests version|Collective test starting|\s*size\s+count\s+type|\s*Avg bus bandwidth\s*:|\s*Out of bounds values\s*:)`)
+	// reDetectBare: the same lines whose "#" was lost in the paste (a
+	// Markdown heading), only the shapes no other tool prints.
+	reDetectBare = textio.MustCompile(`(?m)^[ \t]*(?:nThread \d+ nGpus \d+ minBytes \d+|nccl-tests version \S+|Collective test starting:|size\s+count\s+type\s+(?:redop\s+)?(?:root\s+)?time\s+algbw|Out of bounds values\s*:\s*\d+|Avg bus bandwidth\s*:\s*[\d.]+)`)
+	reDetectRow  = textio.MustCompile(`(?m)^(?:\[\d+,\d+\]<std(?:out|err)>:|\[\d+\] |\d+: )?\s+\d+\s+\d+\s+(?:` + typeAlt + `)\s+`)
 )
 
 // Detect reports whether head looks like nccl-tests output (text or -J JSON).
@@ -134,10 +138,45 @@ func Detect(head []byte) bool {
 		return bytes.Contains(head, []byte(`"nccl_version"`)) &&
 			(bytes.Contains(head, []byte(`"results"`)) || bytes.Contains(head, []byte(`"config"`)) || bytes.Contains(head, []byte(`"average_bus_bandwidth"`)))
 	}
-	if reDetectText.Match(head) {
+	if reDetectText.Match(head) || reDetectBare.Match(head) {
 		return true
 	}
-	return len(reDetectRow.FindAllIndex(head, 3)) >= 3
+	rows := reDetectRow.FindAllIndex(head, 3)
+	if len(rows) >= 3 {
+		return true
+	}
+	// One or two rows are enough when one reads whole, with its two
+	// result groups: no other tool prints "size count type ... time algbw
+	// busbw #wrong" twice over.
+	for _, r := range rows {
+		// The match may start at blank lines before the row: the row
+		// is the line the match ends in.
+		start := bytes.LastIndexByte(head[:r[1]], '\n') + 1
+		end := bytes.IndexByte(head[r[1]:], '\n')
+		if end < 0 {
+			end = len(head)
+		} else {
+			end += r[1]
+		}
+		if wholeRow(string(head[start:end])) {
+			return true
+		}
+	}
+	return false
+}
+
+// wholeRow reports whether line is one result row with both result
+// groups (a launcher's tag before it allowed).
+func wholeRow(line string) bool {
+	toks := strings.Fields(line)
+	if len(toks) > 0 && (strings.HasSuffix(toks[0], ":") || strings.HasPrefix(toks[0], "[") && strings.HasSuffix(toks[0], "]")) {
+		toks = toks[1:]
+	}
+	if !rowStart(toks) {
+		return false
+	}
+	r, err := parseRowInto(toks, nil, new(rowBuf))
+	return err == nil && r.OutOfPlace != nil && r.InPlace != nil
 }
 
 // Analyze reads a whole nccl-tests output.

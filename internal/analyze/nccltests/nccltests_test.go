@@ -2,6 +2,7 @@ package nccltests
 
 import (
 	"flag"
+	"fmt"
 	"math"
 	"os"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/readertest"
 )
@@ -77,6 +79,19 @@ var samples = []readertest.Case[*Report]{
 				t.Errorf("broadcast peak %v (%s), want the out-of-place 1889.4", bc.PeakBusBW, bc.PeakPlace)
 			}
 		}},
+	// Issue 26 class 6: header lines that lost their "#" (a Markdown
+	// heading) are read as the header; one row is enough to recognise
+	// the table; its error 1e+00 is a wrong result in both halves.
+	{File: "nccltests37-hashless-header-one-row-wrong-then-topo-m.txt", Verdicts: []string{
+		"fail nccltests.wrong WrongResults all_gather", "skip nccltests.busbw NotJudged all_gather", "pass nccltests.run Completed run"},
+		Check: avg(128.942, "printed", 1, 129.05, func(t *testing.T, r *Report, x *Test) {
+			if x.Collective != "all_gather" || len(x.Columns) != 11 || x.OutOfBounds == nil || *x.OutOfBounds != 2 || x.OutOfBoundsOK == nil || *x.OutOfBoundsOK {
+				t.Errorf("collective %q columns %v out of bounds %v ok %v", x.Collective, x.Columns, x.OutOfBounds, x.OutOfBoundsOK)
+			}
+			if !Detect(readertest.Body(t, "nccltests37-hashless-header-one-row-wrong-then-topo-m.txt")) {
+				t.Error("not detected")
+			}
+		})},
 	// Pastes (issue 13 item 6).
 	{File: "gcp-a3mega-2node-allreduce-markdown-quoted-command.txt", Verdicts: []string{
 		"skip nccltests.busbw NotJudged all_reduce", "pass nccltests.wrong NoWrongResults all_reduce", "pass nccltests.run Completed run"},
@@ -99,8 +114,9 @@ var samples = []readertest.Case[*Report]{
 		})},
 	{File: "nccl392-header-lines-without-hash-error-column-excerpt.txt", Verdicts: []string{
 		"pass nccltests.wrong NoWrongResults all_reduce", "skip nccltests.busbw NotJudged all_reduce", "unknown nccltests.run NoSummary run"},
-		// The header lines lost their "#" and are not taken for the
-		// header; the rows are still read by their shape (no root column).
+		// The header lines lost their "#": the column line is still read
+		// as the header (issue 26 class 6), and the rows by their shape
+		// (no root column).
 		Check: avg(0.02, "computed", 9, 0.09, func(t *testing.T, r *Report, x *Test) {
 			last := x.Rows[len(x.Rows)-1]
 			if x.CollectiveFrom != "inferred" || last.Bytes != 2048 || last.OutOfPlace == nil || !near(last.OutOfPlace.TimeUS, 44.04) || last.InPlace == nil || !near(last.InPlace.BusBW, 0.09) {
@@ -348,7 +364,79 @@ var samples = []readertest.Case[*Report]{
 		Check: avg(39.7878, "printed", 32, 120.04)},
 }
 
-func TestSamples(t *testing.T) { reader.Samples(t, samples) }
+func TestSamples(t *testing.T) { reader.Samples(t, samples, launcherWrites...) }
+
+// launcherWrites are samples made from a plain one by a launcher that
+// tags every write (issue 26 class 6): mpiexec -prepend-rank's "[0] "
+// and mpirun --tag-output's "[1,0]<stdout>:" inside rows, one of them
+// inside a number. Their verdicts and rows must be the plain sample's.
+var launcherWrites = []string{
+	"nccltests256-vm-run-mpiexec-prepend-rank-every-write-TRANSFORMED.txt",
+	"nccltests309-openmpi-tag-output-every-write-cut-number-TRANSFORMED.txt",
+}
+
+func TestLauncherWrites(t *testing.T) {
+	plain := map[string]string{
+		launcherWrites[0]: "h200-kvm-vm-2node-allreduce-27-no-topo-file.txt",
+		launcherWrites[1]: "dell-xe9680-h100-2node-allreduce-mpi-warnings.txt",
+	}
+	for _, f := range launcherWrites {
+		t.Run(f, func(t *testing.T) {
+			{
+				if !Detect(readertest.Body(t, f)) {
+					t.Fatal("not detected")
+				}
+				// Analyze is what --kind nccl-tests runs.
+				got, gvs := reader.Sample(t, f)
+				want, wvs := reader.Sample(t, plain[f])
+				if g, w := keys(gvs), keys(wvs); !slices.Equal(g, w) {
+					t.Errorf("verdicts\n%v\nwant the plain sample's\n%v", g, w)
+				}
+				if len(got.Tests) != 1 || len(want.Tests) != 1 {
+					t.Fatalf("%d tests, want 1", len(got.Tests))
+				}
+				g, w := got.Tests[0], want.Tests[0]
+				if len(g.Rows) != len(w.Rows) || len(got.PartialRows) != 0 || len(g.Devices) != len(w.Devices) || g.AvgBusBW != w.AvgBusBW {
+					t.Fatalf("%d rows, %d partial, %d devices, avg %v; want %d rows, %d devices, avg %v",
+						len(g.Rows), len(got.PartialRows), len(g.Devices), g.AvgBusBW, len(w.Rows), len(w.Devices), w.AvgBusBW)
+				}
+				for i := range g.Rows {
+					gr, wr := g.Rows[i], w.Rows[i]
+					if gm, wm := measures(gr), measures(wr); gr.Bytes != wr.Bytes || gm != wm {
+						t.Errorf("row %d: %s, want %s", i, gm, wm)
+					}
+				}
+			}
+		})
+	}
+}
+
+// measures prints a row's two halves, #wrong by value.
+func measures(r collective.Row) string {
+	var b strings.Builder
+	for _, m := range []*collective.Measure{r.OutOfPlace, r.InPlace} {
+		if m == nil {
+			b.WriteString("nil ")
+			continue
+		}
+		fmt.Fprintf(&b, "%v/%v/%v", m.TimeUS, m.AlgBW, m.BusBW)
+		if m.Wrong != nil {
+			fmt.Fprintf(&b, "/%d", *m.Wrong)
+		}
+		b.WriteString(" ")
+	}
+	return b.String()
+}
+
+// keys are what verdicts say, without their evidence (line numbers).
+func keys(vs []result.Result) []string {
+	var ks []string
+	for _, v := range vs {
+		ks = append(ks, string(v.Status)+" "+v.ID+" "+v.Reason+" "+v.Subject)
+	}
+	slices.Sort(ks)
+	return ks
+}
 
 func TestRowParsing(t *testing.T) {
 	cols := strings.Fields("size count type redop root time algbw busbw #wrong time algbw busbw #wrong")

@@ -92,7 +92,18 @@ type stream struct {
 	sumTest  *Test
 	deferred []*Test
 	defIdx   int
+	// open is the stream's text of a line not ended yet: a launcher that
+	// tags every write (mpirun --tag-output, mpiexec -prepend-rank) puts
+	// the next rank's tag where this write stopped, maybe inside a
+	// number; the line goes on at the stream's next tag. openLn is
+	// where it started.
+	open   string
+	openLn int
 }
+
+// maxOpen bounds a stream's unended line: past it the text is read as it
+// is, a fragment.
+const maxOpen = 64 << 10
 
 type textParser struct {
 	// rowsLeft is how many more rows the kept tests may hold.
@@ -106,6 +117,10 @@ type textParser struct {
 	// buf holds the row being read, fields the tokens of the line.
 	buf    rowBuf
 	fields []string
+	// hydra is set once a line starts with an MPICH/Intel MPI
+	// "-prepend-rank" tag "[N] ": from then on such tags are looked for
+	// inside lines too (that launcher tags every write).
+	hydra bool
 }
 
 // fileHints name collectives in file names, most specific first.
@@ -166,6 +181,10 @@ func analyzeText(name string, r io.Reader) (*Report, error) {
 	sort.Strings(keys)
 	for _, k := range keys {
 		st := p.streams[k]
+		if st.open != "" { // a write whose line never ended
+			p.segment(st, st.open, false, st.openLn)
+			st.open = ""
+		}
 		p.finishPending(st)
 		if st.used {
 			p.rep.Streams++
@@ -213,7 +232,15 @@ type segment struct {
 func (p *textParser) line(raw string, n int) {
 	s := textio.StripANSI(raw)
 	var segs []segment
-	locs := findTags(s)
+	if !p.hydra && hydraTagLen(s) > 0 {
+		p.hydra = true
+	}
+	var locs [][]int
+	if p.hydra {
+		locs = findHydraTags(s)
+	} else {
+		locs = findTags(s)
+	}
 	if len(locs) == 0 {
 		segs = []segment{{"", s}}
 	} else {
@@ -234,8 +261,68 @@ func (p *textParser) line(raw string, n int) {
 				sg.key, sg.text = m[1], sg.text[len(m[0]):]
 			}
 		}
-		p.segment(p.stream(sg.key), sg.text, i == len(segs)-1, n)
+		st := p.stream(sg.key)
+		last, ln := i == len(segs)-1, n
+		if st.open != "" {
+			sg.text, ln = st.open+sg.text, st.openLn
+			st.open = ""
+		}
+		if !last && len(sg.text) < maxOpen {
+			// This write of the stream stopped before its line
+			// ended: the line goes on at the stream's next tag.
+			st.open, st.openLn = sg.text, ln
+			continue
+		}
+		p.segment(st, sg.text, last, ln)
 	}
+}
+
+// hydraTagLen is the length of an MPICH/Intel MPI "-prepend-rank" tag
+// "[N] " at the start of s (0: none). NCCL's "[N] NCCL" (a device after
+// host:pid:tid) is never one.
+func hydraTagLen(s string) int {
+	if len(s) < 4 || s[0] != '[' {
+		return 0
+	}
+	i := 1
+	for i < len(s) && i < 8 && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	if i == 1 || i+1 >= len(s) || s[i] != ']' || s[i+1] != ' ' || strings.HasPrefix(s[i+2:], "NCCL ") {
+		return 0
+	}
+	return i + 2
+}
+
+// findHydraTags locates the "-prepend-rank" tags "[N] " of a line, as
+// findTags does mpirun's. That launcher tags every write, so a tag may
+// stand inside a row; but once an NCCL_DEBUG line has started, the rest
+// of the physical line is that log line (its "0[0] -> 1[1]" and
+// "Trees [0] 1/-1/-1" are not tags).
+func findHydraTags(s string) [][]int {
+	var out [][]int
+	from := 0 // where the current segment's text starts
+	for off := 0; off < len(s); {
+		k := strings.IndexByte(s[off:], '[')
+		if k < 0 {
+			break
+		}
+		k += off
+		n := hydraTagLen(s[k:])
+		if n == 0 {
+			off = k + 1
+			continue
+		}
+		if _, _, ok := findLog(s[from:k]); ok {
+			break
+		}
+		out = append(out, []int{k, k + n, k + 1, k + n - 2})
+		from, off = k+n, k+n
+		if len(out) > 1024 {
+			break
+		}
+	}
+	return out
 }
 
 // segment handles one stream's piece of a line: table text, possibly with
@@ -474,6 +561,13 @@ func (p *textParser) fragment(st *stream, frag string, terminated bool, n int) {
 		p.comment(st, strings.TrimSpace(strings.TrimLeft(t, "#")), n)
 		return
 	}
+	if bareHeader(t) {
+		// A header or summary line whose "#" was lost in the paste
+		// (a Markdown heading): read as the comment it was.
+		p.finishPending(st)
+		p.comment(st, t, n)
+		return
+	}
 	switch {
 	case t == "..." || t == "…":
 		p.rep.Elided = true
@@ -513,6 +607,29 @@ func (p *textParser) fragment(st *stream, frag string, terminated bool, n int) {
 	if terminated {
 		p.finishPending(st)
 	}
+}
+
+// bareHeader reports whether t (trimmed, not starting with '#') is one of
+// nccl-tests' own comment lines without its "#": the parameters, a device,
+// the column names, a summary or a test marker. Only these shapes are
+// taken: any other '#'-less text stays what it was.
+func bareHeader(t string) bool {
+	var m []string
+	switch t[0] {
+	case 'n':
+		return nThreadLine(t, &m) || reTestsVersion.MatchString(t)
+	case 'R':
+		return deviceLine(t, &m)
+	case 's':
+		return reColumns.MatchString(t)
+	case 'O':
+		return reOOB.MatchString(t)
+	case 'A':
+		return reAvg.MatchString(t)
+	case 'C':
+		return reStarting.MatchString(t) || reConcluded.MatchString(t)
+	}
+	return false
 }
 
 func (p *textParser) partial(st *stream) {

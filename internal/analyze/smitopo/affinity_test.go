@@ -47,6 +47,10 @@ var samples = []struct {
 		"GPU0=NIC0:PIX GPU1=NIC1:PIX GPU2=NIC2:PIX GPU3=NIC5:PIX GPU4=NIC6:PIX GPU5=NIC7:PIX GPU6=NIC8:PIX GPU7=NIC11:PIX", "NIC3 NIC4 NIC9 NIC10"},
 	{"princeton-traverse-4xv100-power9-nv3-pairs-numa8.txt", []string{"fail gdr.nic-affinity NICBeyondGDRLevel GPU2-mlx5_2", "pass topo.nvlink NVLinkEven node"},
 		"GPU0=mlx5_0:NODE GPU1=mlx5_1:NODE GPU2=mlx5_2:NODE GPU3=mlx5_3:NODE", ""},
+	// The same matrix under a test harness's logger prefix (issue 26
+	// class 7): learned from the lines, removed, the same verdicts.
+	{"vastai-4xa100-nv10-degraded-harness-logger-prefix-TRANSFORMED.txt", []string{"fail gdr.nic-affinity NICBeyondGDRLevel GPU0-mlx5_0", "warn topo.nvlink NVLinkDegraded node"},
+		"GPU0=NIC0:NODE GPU1=NIC1:NODE GPU2=NIC0:NODE GPU3=NIC1:NODE", ""},
 	{"puget-wrx90-2x-rtx6000ada-pcie.txt", []string{"fail gdr.nic-affinity NICBeyondGDRLevel GPU0-mlx5_0", "fail gdr.nic-affinity NICBeyondGDRLevel GPU1-mlx5_1"},
 		"GPU0=NIC0:NODE GPU1=NIC1:NODE", ""},
 	// NV10 between GPU2 and GPU3 where GPU0-GPU1 have NV12: two links of

@@ -313,7 +313,9 @@ func Body(t testing.TB, file string) []byte {
 func (rd Reader[R]) Sample(t testing.TB, file string) (R, []result.Result) {
 	t.Helper()
 	body := Body(t, file)
-	if got := rd.Detect(body[:min(len(body), textio.HeadSize)]); got == rd.Undetected[file] {
+	// Detect is given the head as analyze gives it: cleaned of paste
+	// prefixes (textio.CleanHead).
+	if got := rd.Detect(textio.CleanHead(body[:min(len(body), textio.HeadSize)])); got == rd.Undetected[file] {
 		t.Errorf("%s: Detect is %v", file, got)
 	}
 	rep, vs, err := rd.Analyze(file, bytes.NewReader(body))
