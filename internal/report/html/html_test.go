@@ -313,3 +313,16 @@ func TestEmptyReport(t *testing.T) {
 		t.Error("Render(nil) did not fail")
 	}
 }
+
+// A library's multi-line reason (where it looked) shows as its sentence and
+// a folded list, never as a literal "\n".
+func TestLibraryReasonLines(t *testing.T) {
+	r := fixtures(t)["hgx-h200-healthy"]
+	r.Inventory.CUDARuntime = dossier.Library{Probed: true, Error: "CUDA runtime not found; searched:\n  libcudart.so.13: No such file\n  /usr/lib64/libcudart.so.13: no such file"}
+	page := render(t, r)
+	if strings.Contains(page, `\n`) || !strings.Contains(page, "not loaded: CUDA runtime not found; searched:<details><summary>where it looked</summary>") ||
+		!strings.Contains(page, `<li class="mono">/usr/lib64/libcudart.so.13: no such file</li>`) {
+		i := strings.Index(page, "CUDA runtime not found")
+		t.Errorf("%.400s", page[max(i, 0):])
+	}
+}

@@ -48,13 +48,27 @@ var funcs = template.FuncMap{
 	// gives the caller's.
 	"reportHTML": func(string) string { return "" },
 	"p":          printable.Line,
-	"st":         statusClass,
-	"stword":     statusWord,
-	"time":       func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"num":        Number,
-	"lower":      strings.ToLower,
-	"bytes":      func(b int64) string { return BytesLabel(float64(b)) },
-	"pct":        func(f float64) float64 { return 100 * f },
+	// firstLine and restLines split a multi-line reason (a library's
+	// "searched:" list) into its sentence and its lines, each shown as
+	// text, never as a literal "\n".
+	"firstLine": func(s string) string { f, _, _ := strings.Cut(strings.TrimSpace(s), "\n"); return f },
+	"restLines": func(s string) []string {
+		_, rest, _ := strings.Cut(strings.TrimSpace(s), "\n")
+		var out []string
+		for _, l := range strings.Split(rest, "\n") {
+			if l = strings.TrimSpace(l); l != "" {
+				out = append(out, l)
+			}
+		}
+		return out
+	},
+	"st":     statusClass,
+	"stword": statusWord,
+	"time":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"num":    Number,
+	"lower":  strings.ToLower,
+	"bytes":  func(b int64) string { return BytesLabel(float64(b)) },
+	"pct":    func(f float64) float64 { return 100 * f },
 	"pcie": func(l topology.Link) string {
 		if l.CurWidth == 0 && l.CurSpeed == 0 {
 			return "unknown"
