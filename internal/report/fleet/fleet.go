@@ -127,7 +127,10 @@ type NodeLine struct {
 	Source  string   `json:"source"`
 	Verdict string   `json:"verdict"`
 	Failing []string `json:"failing,omitempty"`
-	Class   string   `json:"class"`
+	// Degrading says why a DEGRADED node is (the checks that warned or
+	// could not look).
+	Degrading []string `json:"degrading,omitempty"`
+	Class     string   `json:"class"`
 	// Drain is the node's rank in Fleet.Drain, 0 when it is not to be
 	// drained.
 	Drain int `json:"drain,omitempty"`
@@ -534,7 +537,7 @@ func (a *Aggregator) Report() *Fleet {
 		rank[f.Drain[i].Host] = i + 1
 	}
 	for i, n := range a.nodes {
-		f.Nodes = append(f.Nodes, NodeLine{Host: n.Host, Source: n.Source, Verdict: n.Verdict, Failing: n.Failing, Class: a.classes[a.class[i]], Drain: rank[n.Host]})
+		f.Nodes = append(f.Nodes, NodeLine{Host: n.Host, Source: n.Source, Verdict: n.Verdict, Failing: n.Failing, Degrading: n.Degrading, Class: a.classes[a.class[i]], Drain: rank[n.Host]})
 	}
 	slices.SortFunc(f.Nodes, func(x, y NodeLine) int { return Natural(x.Host, y.Host) })
 	return f

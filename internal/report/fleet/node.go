@@ -29,6 +29,8 @@ type Node struct {
 	ReadAt  time.Time `json:"read_at,omitzero"`
 	Verdict string    `json:"verdict"`
 	Failing []string  `json:"failing,omitempty"`
+	// Degrading are the checks that made a node DEGRADED (none failing).
+	Degrading []string `json:"degrading,omitempty"`
 	// Versions, "" where the report does not say.
 	Driver      string `json:"driver,omitempty"`
 	CUDA        string `json:"cuda,omitempty"`
@@ -92,10 +94,11 @@ func (n *Node) Class() string {
 type slim struct {
 	Schema  string `json:"schema"`
 	Verdict struct {
-		Status  string    `json:"status"`
-		Host    string    `json:"host"`
-		Time    time.Time `json:"time"`
-		Failing []string  `json:"failing"`
+		Status    string    `json:"status"`
+		Host      string    `json:"host"`
+		Time      time.Time `json:"time"`
+		Failing   []string  `json:"failing"`
+		Degrading []string  `json:"degrading"`
 	} `json:"verdict"`
 	Inventory struct {
 		Host        string `json:"host"`
@@ -196,7 +199,7 @@ func Summarize(b []byte, source string) (Node, error) {
 	}
 	inv := &s.Inventory
 	n := Node{Settings: sets, NCCLEnv: ncclEnv, RDMACore: inv.RDMACore,
-		Source: source, Host: inv.Host, ReadAt: s.Verdict.Time, Verdict: s.Verdict.Status, Failing: s.Verdict.Failing,
+		Source: source, Host: inv.Host, ReadAt: s.Verdict.Time, Verdict: s.Verdict.Status, Failing: s.Verdict.Failing, Degrading: s.Verdict.Degrading,
 		Driver: inv.Driver, CUDA: inv.CUDARuntime.Version, NCCL: inv.NCCL.Version, Kernel: inv.Kernel,
 		GPUs: len(inv.GPUs), NICs: len(inv.NICs), GPUModel: "no GPU",
 	}
