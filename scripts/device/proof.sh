@@ -34,7 +34,7 @@ step() { # step NAME CMD...: runs CMD, keeps its output, prints its status
 }
 printf 'gdr:\n  required: false\n' >"$D/no-gdr.yaml"
 step check "$B" check
-step run-strict "$B" run --strict --profile quick --out "$D/run-strict"
+step run-strict "$B" run --strict --profile quick --bench-size 16M --out "$D/run-strict"
 step check-nogdr "$B" check --expect "$D/no-gdr.yaml"
 step run-nogdr "$B" run --no-bench --expect "$D/no-gdr.yaml" --out "$D/run-nogdr"
 step rdma "$B" bench rdma
