@@ -774,7 +774,7 @@ func (d *dossierRun) measurements() dossier.Measurements {
 		if r.Peer >= 0 {
 			id = fmt.Sprintf("copy.%s.GPU%d-GPU%d", r.Test, r.Dev, r.Peer)
 		}
-		x := dossier.CopyMeasurement{ID: id, Test: r.Test, Device: r.Dev, Peer: r.Peer, Bytes: r.Bytes, GBps: r.GBps, Status: result.Unknown, Valid: r.Valid, Error: r.Error}
+		x := dossier.CopyMeasurement{ID: id, Test: r.Test, Device: r.Dev, Peer: r.Peer, Bytes: r.Bytes, GBps: r.GBps, TimeUS: r.US, Status: result.Unknown, Valid: r.Valid, Error: r.Error}
 		if j := copies[i]; j.Expected != nil && j.Expected.GBps > 0 {
 			e, ratio := j.Expected, j.Ratio
 			x.GBps, x.ExpectedGBps, x.Fraction, x.Status = j.Measured, &e.GBps, &ratio, j.Status

@@ -343,6 +343,9 @@ type CopyMeasurement struct {
 	Peer   int     `json:"peer"` // -1 unless GPU to GPU
 	Bytes  uint64  `json:"bytes"`
 	GBps   float64 `json:"gbps"`
+	// TimeUS is one copy's time: the latency test's number (its GBps is
+	// not the point); 0 when not recorded.
+	TimeUS float64 `json:"time_us,omitempty"`
 	// ExpectedGBps is the model's, in the terms of GBps (a bidirectional
 	// copy counts both directions); Fraction measured over expected.
 	ExpectedGBps *float64 `json:"expected_gbps,omitempty"`

@@ -326,3 +326,20 @@ func TestLibraryReasonLines(t *testing.T) {
 		t.Errorf("%.400s", page[max(i, 0):])
 	}
 }
+
+// RDMA runs are drawn as a table (never "not measured" when there are
+// some), and a latency copy is a time, not a bar on a bandwidth axis.
+func TestRDMAAndLatencyShown(t *testing.T) {
+	r := fixtures(t)["hgx-h200-healthy"]
+	r.Measurements.RDMA = []dossier.RDMAMeasurement{{ID: "bench.rdma.GPU0-mlx5_3.cuda", Job: "bench.rdma", Test: "ib_write_bw", GPU: 0, NIC: "mlx5_3", Port: 1, Memory: "cuda", Gbps: 391.5, Status: result.Pass}}
+	r.Measurements.Copies = append(r.Measurements.Copies, dossier.CopyMeasurement{ID: "copy.latency.GPU0", Test: "latency", Device: 0, Peer: -1, TimeUS: 8.25, Valid: true, Status: result.Unknown})
+	page := render(t, r)
+	for _, want := range []string{`<td class="mono">GPU0-mlx5_3:1</td><td>cuda</td><td>loopback</td><td class="num">391.5</td>`, "Copy latency (the smallest copy's time, not a bandwidth): GPU0 8.25 µs."} {
+		if !strings.Contains(page, want) {
+			t.Errorf("lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "Copy latency: bandwidth per GPU") || strings.Contains(page, "this release's dossier has no RDMA") {
+		t.Error("latency drawn as a bandwidth, or RDMA said not measured")
+	}
+}

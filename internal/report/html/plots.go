@@ -253,8 +253,8 @@ func copyPlots(r *dossier.Report) []Plot {
 	var tests []string
 	byTest := map[string][]bar{}
 	for _, c := range r.Measurements.Copies {
-		if c.Peer >= 0 {
-			continue
+		if c.Peer >= 0 || c.Test == CopyLatencyTest {
+			continue // GPU pairs are the heat maps'; a latency is not a bandwidth
 		}
 		b := bar{label: fmt.Sprintf("GPU%d", c.Device), value: c.GBps, limit: c.LimitGBps, class: statusClass(c.Status), title: copyLine(c)}
 		if c.ExpectedGBps != nil {
@@ -273,6 +273,32 @@ func copyPlots(r *dossier.Report) []Plot {
 		title := "Copy " + t + ": bandwidth per GPU (GB/s)"
 		out = append(out, Plot{Title: title, Caption: "bar colour: the measurement's verdict; marks: the model's expectation and the hardware limit",
 			SVG: barChart(title, "bandwidth (GB/s)", byTest[t])})
+	}
+	return out
+}
+
+// CopyLatencyTest is the copy test whose number is a time.
+const CopyLatencyTest = "latency"
+
+// copyLatencies are the latency copies as "GPU0 8.20 µs" (or why not).
+func copyLatencies(r *dossier.Report) []string {
+	var out []string
+	for _, c := range r.Measurements.Copies {
+		if c.Test != CopyLatencyTest {
+			continue
+		}
+		gpus := fmt.Sprintf("GPU%d", c.Device)
+		if c.Peer >= 0 {
+			gpus += fmt.Sprintf("→GPU%d", c.Peer)
+		}
+		switch {
+		case c.Error != "":
+			out = append(out, gpus+" failed: "+c.Error)
+		case c.TimeUS > 0:
+			out = append(out, fmt.Sprintf("%s %.2f µs", gpus, c.TimeUS))
+		default:
+			out = append(out, gpus+" (time not recorded)")
+		}
 	}
 	return out
 }

@@ -110,7 +110,10 @@ type view struct {
 	BusBW     []Plot
 	Copy      []Plot
 	Heat      []Plot
-	IntraNCCL []string
+	// CopyLatency are the latency copies ("GPU0 8.20 µs"): a time, not
+	// drawn on a bandwidth axis.
+	CopyLatency []string
+	IntraNCCL   []string
 }
 
 type count struct {
@@ -125,7 +128,7 @@ func Render(w io.Writer, r *dossier.Report) error {
 	}
 	j := newJudged(r.Results)
 	v := view{R: r, Host: hostName(r), Topology: drawTopology(r, j), Paths: dataPaths(r, newRefIndex(r, j)),
-		BusBW: busBWPlots(r), Copy: copyPlots(r), Heat: heatMaps(r), IntraNCCL: intraNCCL(r)}
+		BusBW: busBWPlots(r), Copy: copyPlots(r), Heat: heatMaps(r), CopyLatency: copyLatencies(r), IntraNCCL: intraNCCL(r)}
 	v.Banner = verdictClass(r.Verdict.Status)
 	rs := append([]result.Result(nil), r.Results...)
 	result.Sort(rs)
