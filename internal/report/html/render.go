@@ -114,6 +114,9 @@ type view struct {
 	// drawn on a bandwidth axis.
 	CopyLatency []string
 	IntraNCCL   []string
+	// PCIeNotes say, per GPU index, why a link below its maximum is not a
+	// fault (pcie.link's idle downclock), as the check said.
+	PCIeNotes map[int]string
 }
 
 type count struct {
@@ -128,7 +131,7 @@ func Render(w io.Writer, r *dossier.Report) error {
 	}
 	j := newJudged(r.Results)
 	v := view{R: r, Host: hostName(r), Topology: drawTopology(r, j), Paths: dataPaths(r, newRefIndex(r, j)),
-		BusBW: busBWPlots(r), Copy: copyPlots(r), Heat: heatMaps(r), CopyLatency: copyLatencies(r), IntraNCCL: intraNCCL(r)}
+		BusBW: busBWPlots(r), Copy: copyPlots(r), Heat: heatMaps(r), CopyLatency: copyLatencies(r), IntraNCCL: intraNCCL(r), PCIeNotes: pcieNotes(r)}
 	v.Banner = verdictClass(r.Verdict.Status)
 	rs := append([]result.Result(nil), r.Results...)
 	result.Sort(rs)
@@ -173,4 +176,26 @@ func statusWord(st result.Status) string {
 		return "could not look"
 	}
 	return string(st)
+}
+
+// pcieNotes are pcie.link's words for a GPU whose link runs below its
+// maximum at idle: the GPU table shows them beside the speed.
+func pcieNotes(r *dossier.Report) map[int]string {
+	notes := map[int]string{}
+	for _, x := range r.Results {
+		var gpu int
+		if x.ID != "pcie.link" || !strings.HasPrefix(x.Reason, "IdleDownclock") {
+			continue
+		}
+		if _, err := fmt.Sscanf(x.Subject, "GPU%d", &gpu); err != nil {
+			continue
+		}
+		switch x.Reason {
+		case "IdleDownclock":
+			notes[gpu] = "idle: the GPU lowers its link speed when idle; the driver says the full speed is reachable"
+		default:
+			notes[gpu] = "below its maximum: idle or downtrained, the check could not tell (no driver view)"
+		}
+	}
+	return notes
 }
