@@ -343,3 +343,18 @@ func TestRDMAAndLatencyShown(t *testing.T) {
 		t.Error("latency drawn as a bandwidth, or RDMA said not measured")
 	}
 }
+
+// The drawing gives the GPUs' rail NICs and the other NICs (front-end,
+// storage) fabrics of their own, and calls an NVSwitch system's NVLink
+// one domain.
+func TestSeparateFabrics(t *testing.T) {
+	page := render(t, fixtures(t)["hgx-h200-healthy"])
+	for _, want := range []string{"InfiniBand rails: the GPUs&#39; NICs", "NICs no GPU is paired with (front-end, storage)", "one NVLink domain: 4 NVSwitch(es) joining all 8 GPUs"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("lacks %q", want)
+		}
+	}
+	if strings.Contains(page, ">network fabric") {
+		t.Error("one network fabric for every NIC")
+	}
+}

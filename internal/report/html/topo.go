@@ -292,8 +292,7 @@ func drawTopology(r *dossier.Report, j *judged) template.HTML {
 		}
 		if len(nics) > 0 {
 			fabY := max(end+14, bottom+26)
-			drawFabric(body, r, nics, bottom, fabY)
-			end = fabY + 24
+			end = drawFabric(body, r, nics, bottom, fabY)
 		}
 		y = end + 24
 	}
@@ -362,8 +361,10 @@ func drawNVLink(s *svg, r *dossier.Report, j *judged, gpus []*tnode, top, y floa
 			s.line(cx, top, cx, y, "nvl "+statusClass(nvlinkStatus(l)))
 			s.text(cx+4, top+16, "start", "sub", "NVLink "+nvText(l))
 		}
+		// One NVLink domain, whatever NUMA node a GPU hangs off: each band
+		// draws its GPUs' links to the same fabric and says so.
 		s.rect(x0, y, x1-x0, 20, "box nvswitch "+statusClass(j.worstID("nvlink")), "NVLink fabric")
-		s.text((x0+x1)/2, y+14, "middle", "lbl", fmt.Sprintf("NVLink fabric: %d NVSwitch(es), shared by every GPU", len(h.NVSwitches)))
+		s.text((x0+x1)/2, y+14, "middle", "lbl", fmt.Sprintf("one NVLink domain: %d NVSwitch(es) joining all %d GPUs", len(h.NVSwitches), len(h.GPUs)))
 		return nil, y + 20
 	}
 	m := h.Matrix
@@ -425,36 +426,73 @@ func labelIndex(label, prefix string) int {
 	return i
 }
 
-// drawFabric draws each NIC's ports down to the band's fabric bar at y.
-func drawFabric(s *svg, r *dossier.Report, nics []*tnode, top, y float64) {
-	x0, x1 := nics[0].x, nics[0].x+nics[0].w
-	layers := map[string]bool{}
+// drawFabric draws each NIC's ports down to its fabric: one bar for the
+// rail NICs (paired with a GPU) of each link layer and one for the other
+// NICs (front-end, storage) of each, stacked from y; it returns the
+// bottom of the last.
+func drawFabric(s *svg, r *dossier.Report, nics []*tnode, top, y float64) float64 {
+	rails := map[string]bool{}
+	for _, dp := range r.Topology.DataPaths {
+		if dp.NIC != "" {
+			rails[dp.NIC] = true
+		}
+	}
+	type fabric struct {
+		rail   bool
+		layer  string
+		x0, x1 float64
+		nics   []*tnode
+		sts    []result.Status
+	}
+	var order []string
+	fabrics := map[string]*fabric{}
 	for _, n := range nics {
-		x0, x1 = min(x0, n.x), max(x1, n.x+n.w)
-		st := result.Status("")
+		st, layer := result.Status(""), ""
 		for _, nic := range r.Inventory.NICs {
 			if nic.Name != n.key {
 				continue
 			}
 			for _, p := range nic.Ports {
 				st = worse(st, portsStatus([]topology.Port{{State: p.State}}))
-				if p.LinkLayer != "" {
-					layers[p.LinkLayer] = true
+				if layer == "" {
+					layer = p.LinkLayer
 				}
 			}
 		}
-		cx := n.x + n.w/2
-		s.line(cx, top, cx, y, "fab "+statusClass(st))
+		k := fmt.Sprintf("%t/%s", rails[n.key], layer)
+		f := fabrics[k]
+		if f == nil {
+			f = &fabric{rail: rails[n.key], layer: layer, x0: n.x, x1: n.x + n.w}
+			fabrics[k] = f
+			order = append(order, k)
+		}
+		f.x0, f.x1 = min(f.x0, n.x), max(f.x1, n.x+n.w)
+		f.nics, f.sts = append(f.nics, n), append(f.sts, st)
 	}
-	var names []string
-	for l := range layers {
-		names = append(names, l)
+	// Rails first, then the others; each kind by link layer.
+	sort.SliceStable(order, func(a, b int) bool {
+		fa, fb := fabrics[order[a]], fabrics[order[b]]
+		return fa.rail && !fb.rail || fa.rail == fb.rail && fa.layer < fb.layer
+	})
+	bottom := y
+	for _, k := range order {
+		f := fabrics[k]
+		for i, n := range f.nics {
+			cx := n.x + n.w/2
+			s.line(cx, top, cx, y, "fab "+statusClass(f.sts[i]))
+		}
+		layer := f.layer
+		if layer == "" {
+			layer = "link layer unknown"
+		}
+		label := layer + " rails: the GPUs' NICs"
+		if !f.rail {
+			label = layer + ": NICs no GPU is paired with (front-end, storage)"
+		}
+		s.rect(f.x0, y, f.x1-f.x0, 24, "box fabric", label)
+		s.text((f.x0+f.x1)/2, y+16, "middle", "lbl", label)
+		bottom = y + 24
+		y += 32
 	}
-	sort.Strings(names)
-	label := "network fabric"
-	if len(names) > 0 {
-		label += " (" + strings.Join(names, ", ") + ")"
-	}
-	s.rect(x0, y, x1-x0, 24, "box fabric", label)
-	s.text((x0+x1)/2, y+16, "middle", "lbl", label)
+	return bottom
 }
