@@ -349,7 +349,7 @@ func TestRDMAAndLatencyShown(t *testing.T) {
 // one domain.
 func TestSeparateFabrics(t *testing.T) {
 	page := render(t, fixtures(t)["hgx-h200-healthy"])
-	for _, want := range []string{"InfiniBand rails: the GPUs&#39; NICs", "NICs no GPU is paired with (front-end, storage)", "one NVLink domain: 4 NVSwitch(es) joining all 8 GPUs"} {
+	for _, want := range []string{"InfiniBand rails: the GPUs&#39; NICs", "Ethernet: no GPU (front-end, storage)", "one NVLink domain: 4 NVSwitch(es) joining all 8 GPUs"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("lacks %q", want)
 		}

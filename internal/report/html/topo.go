@@ -487,7 +487,7 @@ func drawFabric(s *svg, r *dossier.Report, nics []*tnode, top, y float64) float6
 		}
 		label := layer + " rails: the GPUs' NICs"
 		if !f.rail {
-			label = layer + ": NICs no GPU is paired with (front-end, storage)"
+			label = layer + ": no GPU (front-end, storage)"
 		}
 		s.rect(f.x0, y, f.x1-f.x0, 24, "box fabric", label)
 		s.text((f.x0+f.x1)/2, y+16, "middle", "lbl", label)
