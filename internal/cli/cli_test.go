@@ -498,3 +498,13 @@ func TestRunFormatHTML(t *testing.T) {
 		t.Errorf("exit %d: %.300s", code, out)
 	}
 }
+
+// run --include says in its text what each job moved from this node.
+func TestRunIncludeText(t *testing.T) {
+	out, _, code := run(t, "run", "--root", repo+"/testdata/snapshots/h200x1-live-gdrcheck.tgz", "--include", repo+"/internal/app/testdata/jobs/fake-socket-2ranks.json")
+	if code != ExitFailed || !strings.Contains(out, "\nJobs:\n  job1 (bench-nccl, ") ||
+		!strings.Contains(out, "rank 0 on GPU0 reached host-65cf06c2 (NCCL_HOSTID fakehost1) over NET/Socket: GPU memory host-staged") ||
+		!strings.Contains(out, "failing: gdr.used") {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+}

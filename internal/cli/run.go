@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -234,6 +235,24 @@ func writeEnd(w io.Writer, r *dossier.Report, out string) {
 			fmt.Fprintf(&b, ": %s", l(p.Reason))
 		}
 		b.WriteString("\n")
+	}
+	if len(r.Jobs) > 0 {
+		// What the jobs (included, or the bench.rdma phase) moved from here.
+		b.WriteString("\nJobs:\n")
+		for _, j := range r.Jobs {
+			fmt.Fprintf(&b, "  %s (%s, %s): %s\n", l(j.Name), j.Command, l(j.Path), j.Status)
+			for _, x := range j.Ranks {
+				gpu := "a GPU not on this node"
+				if x.GPU >= 0 {
+					gpu = fmt.Sprintf("GPU%d", x.GPU)
+				}
+				fmt.Fprintf(&b, "    rank %d on %s reached %s over %s: GPU memory %s\n", x.Rank, gpu, l(strings.Join(x.Peers, ", ")),
+					l(cmp.Or(strings.Join(x.Transports, ", "), "the network")), l(strings.TrimSpace(x.GDR+" "+x.Registration)))
+			}
+			for _, x := range j.Pairs {
+				fmt.Fprintf(&b, "    GPU%d-%s:%d %s: %s\n", x.GPU, l(x.NIC), x.Port, l(cmp.Or(x.Peer, "loopback")), l(strings.Join(x.Memory, ", ")))
+			}
+		}
 	}
 	if !r.Complete {
 		fmt.Fprintf(&b, "\nINCOMPLETE: %s\n", l(r.Interrupted))
