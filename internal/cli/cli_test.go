@@ -508,3 +508,44 @@ func TestRunIncludeText(t *testing.T) {
 		t.Errorf("exit %d\n%s", code, out)
 	}
 }
+
+// topo --nccl-env: the settings each kind of node calls for, each with
+// why; forcing GDR beyond PXB only advised (commented out).
+func TestTopoNCCLEnv(t *testing.T) {
+	for _, c := range []struct {
+		host      string
+		want, not []string
+	}{
+		{"hgx-h200-8gpu-10nic", []string{"export NCCL_IB_HCA==mlx5_3:1,mlx5_5:1,", "export NCCL_SOCKET_IFNAME==eth2\n"}, []string{"NCCL_IB_GID_INDEX", "NCCL_NET_GDR_LEVEL"}},
+		{"hgx-h100-8gpu-12nic-roce", []string{"export NCCL_IB_GID_INDEX=3\n", "(GID 3: RoCE v2 ::ffff:10.0.0.1)"}, []string{"NCCL_NET_GDR_LEVEL"}},
+		{"pcie-l40s-remote-nic", []string{"# export NCCL_NET_GDR_LEVEL=SYS\n", "GPU0→mlx5_0 at SYS"}, []string{"\nexport NCCL_NET_GDR_LEVEL"}},
+	} {
+		root := fakehost.Archive(t, repo+"/testdata/hosts/"+c.host+".host")
+		out, _, code := run(t, "topo", "--root", root, "--nccl-env")
+		if code != ExitOK {
+			t.Fatalf("%s: exit %d", c.host, code)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s lacks %q:\n%s", c.host, w, out)
+			}
+		}
+		for _, w := range c.not {
+			if strings.Contains(out, w) {
+				t.Errorf("%s has %q:\n%s", c.host, w, out)
+			}
+		}
+		// Every line is a comment or one export of a shell word.
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if !strings.HasPrefix(l, "# ") && !regexp.MustCompile(`^export NCCL_[A-Z_]+=[A-Za-z0-9_.:,=+/-]+$`).MatchString(l) {
+				t.Errorf("%s: line %q", c.host, l)
+			}
+		}
+	}
+	// A host name or NIC name never reaches a shell line unquoted.
+	var b strings.Builder
+	topology.WriteNCCLEnv(&b, "h", []topology.NCCLSetting{{Name: "NCCL_IB_HCA", Value: "=mlx5_0:1;rm -rf /", Why: "x"}})
+	if strings.Contains(b.String(), "export") || !strings.Contains(b.String(), "not printed as a shell line") {
+		t.Errorf("%s", b.String())
+	}
+}

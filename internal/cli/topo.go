@@ -19,13 +19,14 @@ import (
 
 func newTopo(g *globals) *cobra.Command {
 	var format, color string
-	var pcie bool
+	var pcie, ncclEnv bool
 	cmd := &cobra.Command{
 		Use:   "topo",
 		Short: "Print the GPU/NIC topology matrix (as nvidia-smi topo -m) and the GPU→NIC pairing",
 		Example: `  gdrcheck topo                     # as nvidia-smi topo -m, and the GPU→NIC pairing
   gdrcheck topo --pcie              # PCIe paths only, as nvidia-smi topo -mp
-  gdrcheck topo --root node.tgz --format json`,
+  gdrcheck topo --root node.tgz --format json
+  gdrcheck topo --nccl-env > nccl.env # the NCCL settings this topology calls for, each with why`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !slices.Contains(colorModes, color) {
@@ -34,12 +35,19 @@ func newTopo(g *globals) *cobra.Command {
 			return writeTextOrJSON(g, "topo", format, func() (*topology.Summary, error) {
 				return app.Topo(cmd.Context(), g.node(), app.TopoOptions{PCIe: pcie})
 			}, func(w io.Writer, s *topology.Summary) error {
+				if ncclEnv {
+					var b strings.Builder
+					topology.WriteNCCLEnv(&b, s.Hostname, (&topology.Host{NICs: s.NICs}).NCCLEnv(s.Pairing))
+					_, err := io.WriteString(w, b.String())
+					return err
+				}
 				// The matrix and the pairing are the topology's own text views.
 				return writeTopoText(w, s, useColor(color, w))
 			})
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	cmd.Flags().BoolVar(&ncclEnv, "nccl-env", false, "text: print the NCCL settings the topology calls for (NCCL_IB_HCA in rail order, the RoCE GID, the front-end interface; NCCL_NET_GDR_LEVEL advisory), each after a comment saying why")
 	cmd.Flags().BoolVar(&pcie, "pcie", false, "PCIe paths only, no NV# (as nvidia-smi topo -mp)")
 	cmd.Flags().StringVar(&color, "color", "auto", "underline the header as nvidia-smi does: auto (on a terminal), always, never")
 	return cmd
