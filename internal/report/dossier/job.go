@@ -435,14 +435,14 @@ func (jr JobRank) judge(job string, gdr bool) (result.Result, bool) {
 	switch jr.GDR {
 	case GDRUsedDirect:
 		r.Status, r.Reason = result.Pass, "GDRDMA"
-		r.Message = fmt.Sprintf("all %d network connections to %s moved GPU memory through the NIC directly (%s, GDRDMA in NCCL's log)", jr.Connections, peers, over)
+		r.Message = fmt.Sprintf("every one of the %d network connections to %s that NCCL's log details moved GPU memory through the NIC directly (%s, GDRDMA)", jr.Connections, peers, over)
 	case GDRUsedHostStaged, GDRUsedMixed:
 		n := "none"
 		if jr.GDR == GDRUsedMixed {
 			n = "only some"
 		}
 		r.Reason = "HostStaged"
-		r.Message = fmt.Sprintf("%s of its %d network connections to %s used GPU Direct RDMA (%s): NCCL staged the traffic through host memory", n, jr.Connections, peers, over)
+		r.Message = fmt.Sprintf("%s of the %d network connections to %s that NCCL's log details used GPU Direct RDMA (%s): NCCL staged that traffic through host memory", n, jr.Connections, peers, over)
 		r.Remedy = "make GPU memory registrable with the NIC (nvidia-peermem or dma-buf) and pair the GPU with an RDMA NIC under its PCIe switch; NCCL_NET_GDR_LEVEL, NCCL_IB_DISABLE and NCCL_NET decide what NCCL uses"
 		r.Status = result.Fail
 		if !gdr {
