@@ -2,7 +2,6 @@ package app
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -669,24 +668,15 @@ func (d *dossierRun) rdmaRows() []dossier.RDMAMeasurement {
 		}
 		for _, pr := range x.j.rdma.Pairs {
 			e := pr.Entry
-			type end struct {
-				host, bus, nic, peer string
-				port                 int
-			}
-			ends := []end{{cmp.Or(e.Host, x.j.run.Host), e.GPUBusID, e.NIC, "", e.Port}}
-			if q := e.Peer; q != nil {
-				ends[0].peer = fmt.Sprintf("%s GPU%d-%s", q.Host, q.GPU, q.NIC)
-				ends = append(ends, end{q.Host, q.GPUBusID, q.NIC, fmt.Sprintf("%s GPU%d-%s", e.Host, e.GPU, e.NIC), q.Port})
-			}
-			for _, en := range ends {
-				g, ok := gpus[pci.NormalizeBusID(en.bus)]
-				if !ok || !dossier.SameHost(en.host, self) {
+			for _, en := range pairEnds(pr, x.j.run.Host) {
+				g, ok := gpus[pci.NormalizeBusID(en.BusID)]
+				if !ok || !dossier.SameHost(en.Host, self) {
 					continue
 				}
 				for _, o := range pr.Outcomes {
-					m := dossier.RDMAMeasurement{ID: fmt.Sprintf("%s.GPU%d-%s.%s", x.name, g, en.nic, o.Memory), Job: x.name, Test: e.Runs0Test(), GPU: g, NIC: en.nic,
-						Port: en.port, Memory: o.Memory, Peer: en.peer, Gbps: o.Gbps, LatencyUS: o.LatencyUS, Status: result.Unknown}
-					if st, ok := status[e.Subject()+"/"+o.Memory]; ok {
+					m := dossier.RDMAMeasurement{ID: fmt.Sprintf("%s.GPU%d-%s.%s", x.name, g, en.NIC, o.Memory), Job: x.name, Test: e.Runs0Test(), GPU: g, NIC: en.NIC,
+						Port: en.Port, Memory: o.Memory, Peer: en.Peer, Gbps: o.Gbps, LatencyUS: o.LatencyUS, Status: result.Unknown}
+					if st, ok := status[en.Subject+"/"+o.Memory]; ok {
 						m.Status = st
 					}
 					if o.Cause != "" {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -13,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/bench"
+	"github.com/gdrcheck/gdrcheck/internal/bench/rdma"
 	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
 	"github.com/gdrcheck/gdrcheck/internal/result"
@@ -146,21 +148,32 @@ func (j *includedJob) rdmaInput(name string) dossier.JobInput {
 		}
 	}
 	for _, pr := range j.rdma.Pairs {
-		e := pr.Entry
 		var mem []string
 		for _, o := range pr.Outcomes {
 			if o.Cause == "" && !slices.Contains(mem, o.Memory) {
 				mem = append(mem, o.Memory)
 			}
 		}
-		p := dossier.JobInputPair{Host: e.Host, BusID: e.GPUBusID, NIC: e.NIC, Port: e.Port, Subject: e.Subject(), Memory: mem}
-		if q := e.Peer; q != nil {
-			p.Peer = fmt.Sprintf("%s GPU%d-%s", q.Host, q.GPU, q.NIC)
-			in.Pairs = append(in.Pairs, p, dossier.JobInputPair{Host: q.Host, BusID: q.GPUBusID, NIC: q.NIC, Port: q.Port,
-				Peer: fmt.Sprintf("%s GPU%d-%s", e.Host, e.GPU, e.NIC), Subject: p.Subject, Memory: mem})
-			continue
+		for _, end := range pairEnds(pr, j.run.Host) {
+			end.Memory = mem
+			in.Pairs = append(in.Pairs, end)
 		}
-		in.Pairs = append(in.Pairs, p)
 	}
 	return in
+}
+
+// pairEnds are pr's ends as the dossier takes them: a loopback's one, on
+// host (the machine the run's document names) unless the entry names its
+// own; a cross-node rail's two, each naming the other ("HOST GPUn-NIC").
+// Memory is left to the caller.
+func pairEnds(pr rdma.PairResult, host string) []dossier.JobInputPair {
+	e := pr.Entry
+	end := dossier.JobInputPair{Host: cmp.Or(e.Host, host), BusID: e.GPUBusID, NIC: e.NIC, Port: e.Port, Subject: e.Subject()}
+	q := e.Peer
+	if q == nil {
+		return []dossier.JobInputPair{end}
+	}
+	end.Peer = fmt.Sprintf("%s GPU%d-%s", q.Host, q.GPU, q.NIC)
+	return []dossier.JobInputPair{end, {Host: q.Host, BusID: q.GPUBusID, NIC: q.NIC, Port: q.Port, Subject: end.Subject,
+		Peer: fmt.Sprintf("%s GPU%d-%s", e.Host, e.GPU, e.NIC)}}
 }

@@ -37,7 +37,7 @@ func newTopo(g *globals) *cobra.Command {
 			}, func(w io.Writer, s *topology.Summary) error {
 				if ncclEnv {
 					var b strings.Builder
-					topology.WriteNCCLEnv(&b, s.Hostname, (&topology.Host{NICs: s.NICs}).NCCLEnv(s.Pairing))
+					topology.WriteNCCLEnv(&b, s.Hostname, s.NCCLEnv())
 					_, err := io.WriteString(w, b.String())
 					return err
 				}

@@ -28,9 +28,10 @@ type NCCLSetting struct {
 // would pick on the rails (NCCL_IB_GID_INDEX, when every rail agrees),
 // the front-end interface for NCCL's bootstrap sockets
 // (NCCL_SOCKET_IFNAME: an Ethernet RDMA port no GPU is paired with), and,
-// advisory, NCCL_NET_GDR_LEVEL where a GPU's NIC is beyond PXB. p is the
-// node's pairing (Summarize's); nil or without rails gives nothing.
-func (h *Host) NCCLEnv(p *Pairing) []NCCLSetting {
+// advisory, NCCL_NET_GDR_LEVEL where a GPU's NIC is beyond PXB. From the
+// summary's pairing and NICs; a node without rails gives nothing.
+func (sum *Summary) NCCLEnv() []NCCLSetting {
+	p := sum.Pairing
 	if p == nil || len(p.Rails) == 0 {
 		return nil
 	}
@@ -44,7 +45,7 @@ func (h *Host) NCCLEnv(p *Pairing) []NCCLSetting {
 	gids := map[int][]string{}
 	unknown := false
 	for _, name := range p.Rails {
-		n := h.NICByName(name)
+		n := nicByName(sum.NICs, name)
 		if n == nil {
 			continue
 		}
@@ -77,7 +78,7 @@ func (h *Host) NCCLEnv(p *Pairing) []NCCLSetting {
 	// The bootstrap: an Ethernet RDMA port no GPU is paired with, up.
 	var front []string
 	for _, name := range p.Unused {
-		n := h.NICByName(name)
+		n := nicByName(sum.NICs, name)
 		if n == nil {
 			continue
 		}
@@ -122,7 +123,7 @@ func WriteNCCLEnv(b *strings.Builder, host string, ss []NCCLSetting) {
 		switch {
 		case s.Value == "":
 		case !shellWord.MatchString(s.Value):
-			fmt.Fprintf(b, "# not printed as a shell line: the value %s holds characters a shell would read\n", printable.Line(strconvQuote(s.Value)))
+			fmt.Fprintf(b, "# not printed as a shell line: the value %s holds characters a shell would read\n", printable.Line(strconv.Quote(s.Value)))
 		case s.Advisory:
 			fmt.Fprintf(b, "# export %s=%s\n", s.Name, s.Value)
 		default:
@@ -133,5 +134,3 @@ func WriteNCCLEnv(b *strings.Builder, host string, ss []NCCLSetting) {
 
 // shellWord is a value a shell reads as one word, unquoted.
 var shellWord = regexp.MustCompile(`^[A-Za-z0-9_.:,=+/-]+$`)
-
-func strconvQuote(s string) string { return strconv.Quote(s) }

@@ -220,8 +220,11 @@ func (h *Host) GPUByAddress(addr string) *GPU {
 }
 
 // NICByName returns the RDMA device with that name, or nil.
-func (h *Host) NICByName(name string) *NIC {
-	for _, n := range h.NICs {
+func (h *Host) NICByName(name string) *NIC { return nicByName(h.NICs, name) }
+
+// nicByName is the NIC of nics with that name, or nil.
+func nicByName(nics []*NIC, name string) *NIC {
+	for _, n := range nics {
 		if n.Name == name {
 			return n
 		}

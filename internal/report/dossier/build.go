@@ -259,21 +259,21 @@ func (e *evidence) dataPath(h *topology.Host, g *topology.GPU, p topology.GPUNIC
 	}
 	dp.Hops = append(dp.Hops, r.hop(HopGPUMemory, label, name+" at "+g.Address))
 	// What the included jobs moved from this GPU across the fabric.
-	jobRefs, jobDetail, used, gdrRefs := e.fabric(g.Index)
-	dp.GDRUsed = used
+	jf := e.fabric(g.Index)
+	dp.GDRUsed = jf.used
 	n := h.NICByName(p.NIC)
 	if n == nil {
 		dp.GDR, dp.GDRWhy = GDRNoNIC, "no RDMA NIC on this host"
 		if len(h.NICs) > 0 {
 			dp.GDRWhy = "no RDMA NIC paired with this GPU"
 		}
-		if jobDetail != "" {
+		if jf.detail != "" {
 			// Traffic left the node without an RDMA NIC: the fabric was
 			// reached, through host memory and a socket as NCCL logged;
 			// the GDR path it lacks is what gdr.used judged (SignOff).
-			dp.Hops = append(dp.Hops, jobRefs.hop(HopFabric, fabricName(e, g.Index), jobDetail))
-			if used == GDRUsedHostStaged || used == GDRUsedMixed {
-				dp.GDRWhy += "; measured: its traffic to other nodes was staged through host memory (" + strings.Join(gdrRefs, ", ") + ")"
+			dp.Hops = append(dp.Hops, jf.refs.hop(HopFabric, jf.name, jf.detail))
+			if jf.used == GDRUsedHostStaged || jf.used == GDRUsedMixed {
+				dp.GDRWhy += "; measured: its traffic to other nodes was staged through host memory (" + strings.Join(jf.gdrRefs, ", ") + ")"
 			}
 		}
 		dp.Status, dp.Proof = worstHop(dp.Hops), weakestHop(dp.Hops)
@@ -321,7 +321,7 @@ func (e *evidence) dataPath(h *topology.Host, g *topology.GPU, p topology.GPUNIC
 	r.results(e.node...)
 	// What the jobs' traffic showed of the registration: GDRDMA in NCCL's
 	// log is GPU memory the NIC read and wrote; host-staged fails it.
-	for _, id := range gdrRefs {
+	for _, id := range jf.gdrRefs {
 		r.add(id, e.status[id], true)
 	}
 	r.merge(rdmaGPU) // perftest moved GPU memory through the NIC
@@ -334,7 +334,7 @@ func (e *evidence) dataPath(h *topology.Host, g *topology.GPU, p topology.GPUNIC
 	dp.Hops = append(dp.Hops, r.hop(HopPort, portName, strings.TrimSpace(fmt.Sprintf("%s %s %s", p.PortState, p.LinkLayer, rateText(p.RateGbps)))))
 	// The fabric: what NCCL's network transports say; a single-node run
 	// does not reach it.
-	r = jobRefs
+	r = jf.refs
 	r.merge(rdmaCross)
 	for _, run := range e.nccl {
 		if e.isJob(run.Name) {
@@ -349,18 +349,18 @@ func (e *evidence) dataPath(h *topology.Host, g *topology.GPU, p topology.GPUNIC
 	}
 	fdetail := "not exercised: no inter-node traffic was measured from this node (bring a multi-node job in with run --include)"
 	switch {
-	case jobDetail != "" && rdmaDetail != "":
-		fdetail = jobDetail + "; " + strings.TrimPrefix(rdmaDetail, "measured by ")
-	case jobDetail != "":
-		fdetail = jobDetail
+	case jf.detail != "" && rdmaDetail != "":
+		fdetail = jf.detail + "; " + strings.TrimPrefix(rdmaDetail, "measured by ")
+	case jf.detail != "":
+		fdetail = jf.detail
 	case rdmaDetail != "":
 		fdetail = rdmaDetail
 	case len(r.ids) > 0:
 		fdetail = "NCCL carried inter-node traffic over the network"
 	}
 	fname := p.LinkLayer
-	if jobDetail != "" {
-		fname = fabricName(e, g.Index)
+	if jf.detail != "" {
+		fname = jf.name
 	}
 	dp.Hops = append(dp.Hops, r.hop(HopFabric, fname, fdetail))
 	dp.Status, dp.Proof = worstHop(dp.Hops), weakestHop(dp.Hops)

@@ -461,14 +461,23 @@ func (jr JobRank) judge(job string, gdr bool) (result.Result, bool) {
 	return r, true
 }
 
-// fabric is what the included jobs measured from GPU g across the fabric:
-// the evidence for its fabric hop, the detail naming peers and transport,
-// and how GPU memory moved (a GDRUsed value, "" when no job reached
-// another node from g).
-func (e *evidence) fabric(g int) (refs, string, string, []string) {
-	var r refs
-	var details, ids []string
-	used := ""
+// jobFabric is what the included jobs measured from one GPU across the
+// fabric: the evidence for its fabric hop (refs), the hop's name after
+// the transports and peers ("NET/Socket to b (NCCL_HOSTID x)") and its
+// detail, how GPU memory moved (a GDRUsed value), and the gdr.used
+// results of its ranks. Detail is "" when no job reached another node
+// from the GPU.
+type jobFabric struct {
+	refs         refs
+	name, detail string
+	used         string
+	gdrRefs      []string
+}
+
+// fabric is jobFabric for GPU g.
+func (e *evidence) fabric(g int) jobFabric {
+	var f jobFabric
+	var details, trs, peers []string
 	for _, j := range e.jobs {
 		cited := false
 		for _, jr := range j.Ranks {
@@ -479,7 +488,7 @@ func (e *evidence) fabric(g int) (refs, string, string, []string) {
 			// once however many of its ranks drove g.
 			for _, ref := range j.Results {
 				if st, ok := e.status[ref]; ok && !cited && !strings.HasPrefix(ref, RefResult+JobGDRID+" ") {
-					r.add(ref, st, true)
+					f.refs.add(ref, st, true)
 				}
 			}
 			cited = true
@@ -494,36 +503,8 @@ func (e *evidence) fabric(g int) (refs, string, string, []string) {
 			details = append(details, d)
 			for _, ref := range j.Results {
 				if strings.HasPrefix(ref, RefResult+JobGDRID+" "+j.Name+" rank "+fmt.Sprint(jr.Rank)+" ") {
-					ids = append(ids, ref)
+					f.gdrRefs = append(f.gdrRefs, ref)
 				}
-			}
-			switch {
-			case used == "" || used == jr.GDR:
-				used = jr.GDR
-			case jr.GDR != GDRUsedUnknown && used != GDRUsedUnknown:
-				used = GDRUsedMixed
-			}
-		}
-	}
-	if len(details) == 0 {
-		return r, "", "", nil
-	}
-	return r, "measured by " + strings.Join(details, "; "), used, ids
-}
-
-// isJob says whether the NCCL run named name is an included job's.
-func (e *evidence) isJob(name string) bool {
-	return slices.ContainsFunc(e.jobs, func(j Job) bool { return j.Name == name })
-}
-
-// fabricName names GPU g's fabric hop after what the jobs measured: its
-// transports and the peers, e.g. "NET/Socket to b (NCCL_HOSTID x)".
-func fabricName(e *evidence, g int) string {
-	var trs, peers []string
-	for _, j := range e.jobs {
-		for _, jr := range j.Ranks {
-			if jr.GPU != g {
-				continue
 			}
 			for _, t := range jr.Transports {
 				if !slices.Contains(trs, t) {
@@ -535,15 +516,27 @@ func fabricName(e *evidence, g int) string {
 					peers = append(peers, p)
 				}
 			}
+			switch {
+			case f.used == "" || f.used == jr.GDR:
+				f.used = jr.GDR
+			case jr.GDR != GDRUsedUnknown && f.used != GDRUsedUnknown:
+				f.used = GDRUsedMixed
+			}
 		}
+	}
+	if len(details) == 0 {
+		return f
 	}
 	slices.Sort(trs)
 	slices.Sort(peers)
-	over := strings.Join(trs, "+")
-	if over == "" {
-		over = "network"
-	}
-	return over + " to " + strings.Join(peers, ", ")
+	f.name = cmp.Or(strings.Join(trs, "+"), "network") + " to " + strings.Join(peers, ", ")
+	f.detail = "measured by " + strings.Join(details, "; ")
+	return f
+}
+
+// isJob says whether the NCCL run named name is an included job's.
+func (e *evidence) isJob(name string) bool {
+	return slices.ContainsFunc(e.jobs, func(j Job) bool { return j.Name == name })
 }
 
 // rdma is what the included bench rdma runs measured on GPU g's pairs
