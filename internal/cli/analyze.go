@@ -18,7 +18,7 @@ import (
 
 func newAnalyze(g *globals) *cobra.Command {
 	var o app.AnalyzeOptions
-	var format string
+	var format *formatValue
 	var strict bool
 	cmd := &cobra.Command{
 		Use:   "analyze FILE...",
@@ -60,12 +60,12 @@ analysed tool itself broke; else 3 when an input was read but not recognised
 is unknown (a number that could not be judged); else 0.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runAnalyze(cmd.Context(), g, args, o, format, strict)
+			return runAnalyze(cmd.Context(), g, args, o, format.Format(), strict)
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&o.Kind, "kind", "", "read every file as this kind: "+strings.Join(analyze.Kinds(), ", "))
-	fl.StringVar(&format, "format", "text", "output format: text, json, table, md or junit")
+	format = addFormat(fl, nil, analyzeFormats...)
 	fl.BoolVar(&o.Separate, "separate", false, "judge every NCCL debug log on its own, not the logs given together as one job")
 	fl.StringVar(&o.Expect, "expect", "", "site profile (YAML or JSON, as check --expect): the hardware nccl-tests numbers are judged against")
 	fl.StringVar(&o.Hardware.GPU, "gpu", "", "GPU model the job ran on (H200, \"H100 SXM\", A100, ...): judge nccl-tests numbers against it")
@@ -81,12 +81,8 @@ is unknown (a number that could not be judged); else 0.`,
 // view; table, md and junit list the verdicts.
 var analyzeFormats = []report.Format{report.Text, report.JSON, report.Table, report.Markdown, report.JUnit}
 
-func runAnalyze(ctx context.Context, g *globals, files []string, o app.AnalyzeOptions, format string, strict bool) error {
+func runAnalyze(ctx context.Context, g *globals, files []string, o app.AnalyzeOptions, f report.Format, strict bool) error {
 	defer tuneRuntimeForStreaming()()
-	f, err := report.ParseFormat(format, analyzeFormats...)
-	if err != nil {
-		return toolError(err)
-	}
 	started := g.session.Now()
 	a, err := app.Analyze(ctx, files, o)
 	if err != nil {

@@ -19,7 +19,7 @@ import (
 type benchOptions struct {
 	cudart, nccl string
 	out          string
-	format       string
+	format       *formatValue
 	devices      string
 	opTimeout    time.Duration
 	noJudge      bool
@@ -35,7 +35,7 @@ type benchOptions struct {
 func (o *benchOptions) flags(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.cudart, "cudart", "", "path of libcudart.so (default: search the loader path, CUDA_HOME, /usr/local/cuda)")
 	cmd.Flags().StringVar(&o.out, "out", "", "directory for results.json and NCCL's logs (default gdrcheck-results/<command>-<time>)")
-	cmd.Flags().StringVar(&o.format, "format", "text", "output format: text or json")
+	o.format = addFormat(cmd.Flags(), nil, report.Text, report.JSON)
 	cmd.Flags().StringVar(&o.devices, "devices", "", "CUDA devices to use, e.g. 0,2 (default: the first -g, or all)")
 	cmd.Flags().DurationVar(&o.opTimeout, "op-timeout", 5*time.Minute, "deadline of every wait for GPU work; on expiry the run is aborted")
 	cmd.Flags().BoolVar(&o.noJudge, "no-judge", false, "do not judge results against the performance model")
@@ -92,10 +92,7 @@ func newBench(g *globals) *cobra.Command {
 // the use-case (app.OpenGPUs: the live host only, discovered for the model
 // and the GPU names). Nothing is written before the runtime loads.
 func openGPUs(ctx context.Context, g *globals, o benchOptions, gpu app.GPUOptions) (report.Format, *app.GPUs, error) {
-	f, err := report.ParseFormat(o.format, report.Text, report.JSON)
-	if err != nil {
-		return "", nil, toolError(err)
-	}
+	f := o.format.Format()
 	gpu.CUDART, gpu.Devices = o.cudart, o.devices
 	gpus, err := app.OpenGPUs(ctx, g.node(), gpu)
 	return f, gpus, err

@@ -15,7 +15,8 @@ import (
 
 func newBenchRDMA(g *globals) *cobra.Command {
 	var o app.RDMAOptions
-	var format, pairs, size, rails, expect string
+	var pairs, size, rails, expect string
+	var format *formatValue
 	var jf jobFlags
 	cmd := &cobra.Command{
 		Use:   "rdma",
@@ -25,10 +26,8 @@ func newBenchRDMA(g *globals) *cobra.Command {
   srun -N2 --ntasks-per-node=1 gdrcheck bench rdma --mode cross-node --out /shared/rdma1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := report.ParseFormat(format, report.Text, report.JSON)
-			if err != nil {
-				return toolError(err)
-			}
+			f := format.Format()
+			var err error
 			if pairs != "" {
 				if o.Plan.Pairs, err = rdma.ParsePairs(pairs); err != nil {
 					return toolError(err)
@@ -111,7 +110,7 @@ func newBenchRDMA(g *globals) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&format, "format", "text", "output format: text or json")
+	format = addFormat(fl, nil, report.Text, report.JSON)
 	fl.StringVar(&expect, "expect", "", "site profile (YAML or JSON, as check --expect): with gdr.required: false, a node with nothing to test is not a failure")
 	fl.BoolVar(&o.DryRun, "dry-run", false, "print the plan (pairs, commands, ports, expectations) and run nothing; works on any --root")
 	fl.StringVar(&o.PerftestDir, "perftest-dir", "", "folder holding ib_write_bw and the other perftest binaries (default: search PATH)")

@@ -15,7 +15,6 @@ import (
 
 type checkOptions struct {
 	expect    string
-	format    string
 	only      []string
 	timeout   time.Duration
 	xidWindow time.Duration
@@ -45,6 +44,7 @@ func (o *checkOptions) validate() error {
 func newCheck(g *globals) *cobra.Command {
 	var o checkOptions
 	var all, quiet bool
+	var format *formatValue
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Check every GPU Direct RDMA and NVLink prerequisite; exit 1 when something fails",
@@ -74,10 +74,7 @@ Exit code 0 when nothing fails, 1 when something fails or a check broke (with --
 also when a result is unknown), 2 when the tool itself could not run.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := report.ParseFormat(o.format, checkFormats...)
-			if err != nil {
-				return toolError(err)
-			}
+			f := format.Format()
 			if f == report.Text && all { // every row: the table
 				f = report.Table
 			}
@@ -114,7 +111,7 @@ also when a result is unknown), 2 when the tool itself could not run.`,
 		},
 	}
 	o.flags(cmd)
-	cmd.Flags().StringVar(&o.format, "format", "text", "output format: text (what is not a pass, the same finding on several GPUs or NICs on one line, the passes counted), table (every result), json, md or junit")
+	format = addFormat(cmd.Flags(), map[report.Format]string{report.Text: "what is not a pass, the same finding on several GPUs or NICs on one line, the passes counted", report.Table: "every result"}, checkFormats...)
 	cmd.Flags().BoolVar(&all, "all", false, "text: list every result, passes too (the table)")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "text: print the node verdict only")
 	return cmd

@@ -122,7 +122,7 @@ func TestToolErrors(t *testing.T) {
 	}{
 		{[]string{"topo", "--root", "/nonexistent/snapshot"}, "no such file"},
 		{[]string{"topo", "--root", t.TempDir()}, "no PCI devices found"},
-		{[]string{"topo", "--root", repo + "/testdata/snapshots/h200x1-vm.tgz", "--format", "yaml"}, `--format "yaml"`},
+		{[]string{"topo", "--root", repo + "/testdata/snapshots/h200x1-vm.tgz", "--format", "yaml"}, `invalid argument "yaml" for "--format" flag: want text or json`},
 		{[]string{"snapshot"}, "needs --out"},
 		{[]string{"run", "--root", repo + "/testdata/snapshots/h200x1-vm.tgz", "--only", "pcie.nothing"}, "no such check"},
 		{[]string{"frobnicate"}, "unknown command"},
@@ -547,5 +547,51 @@ func TestTopoNCCLEnv(t *testing.T) {
 	topology.WriteNCCLEnv(&b, "h", []topology.NCCLSetting{{Name: "NCCL_IB_HCA", Value: "=mlx5_0:1;rm -rf /", Why: "x"}})
 	if strings.Contains(b.String(), "export") || !strings.Contains(b.String(), "not printed as a shell line") {
 		t.Errorf("%s", b.String())
+	}
+}
+
+// Every --format is one flag of one vocabulary: its help and its refusal
+// list the same formats in the one order, and a format it does not offer
+// is refused with the usage line before anything runs.
+func TestFormatOneVocabulary(t *testing.T) {
+	var out, errb bytes.Buffer
+	root := newRoot(&globals{out: &out, errOut: &errb, session: testSession(nil)})
+	seen := 0
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+		fl := c.Flags().Lookup("format")
+		if fl == nil || c.Hidden {
+			return
+		}
+		seen++
+		v, ok := fl.Value.(*formatValue)
+		if !ok {
+			t.Errorf("%s: --format is a %T, not the shared format flag", c.CommandPath(), fl.Value)
+			return
+		}
+		choices := report.Choices(nil, v.offered...)
+		if !strings.Contains(fl.Usage, "output format: ") || fl.DefValue != "text" {
+			t.Errorf("%s: --format help %q, default %q", c.CommandPath(), fl.Usage, fl.DefValue)
+		}
+		for _, f := range v.offered {
+			if !strings.Contains(fl.Usage, string(f)) {
+				t.Errorf("%s: --format help %q does not name %s", c.CommandPath(), fl.Usage, f)
+			}
+		}
+		args := append(strings.Fields(strings.TrimPrefix(c.CommandPath(), "gdrcheck ")), "--format", "yaml")
+		_, errs, code := run(t, args...)
+		if code != ExitToolErr || !strings.Contains(errs, "want "+choices+"\n") || !strings.Contains(errs, "usage: "+c.UseLine()) {
+			t.Errorf("%v: exit %d, %q; want the choices %q and the usage line", args, code, errs, choices)
+		}
+	}
+	walk(root)
+	if seen < 10 {
+		t.Errorf("%d commands with --format; want every writer", seen)
+	}
+	if got := report.Choices(map[report.Format]string{report.JSON: "report.json"}, report.HTML, report.JSON, report.Text); got != "text, json (report.json) or html" {
+		t.Errorf("Choices: %q", got)
 	}
 }

@@ -9,7 +9,7 @@ import (
 )
 
 func newDiff(g *globals) *cobra.Command {
-	var format string
+	var format *formatValue
 	noise := diff.DefaultOptions()
 	cmd := &cobra.Command{
 		Use:   "diff OLD NEW",
@@ -35,10 +35,7 @@ a measurement dropped beyond its noise, a GPU, NIC, port, NVLink, link width or 
 an input cannot be read (the message names the file, line and field), else 0.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := report.ParseFormat(format, report.Text, report.JSON, report.Markdown)
-			if err != nil {
-				return toolError(err)
-			}
+			f := format.Format()
 			started := g.session.Now()
 			d, err := app.Diff(cmd.Context(), app.DiffOptions{Old: args[0], New: args[1], Noise: noise, Warn: g.errOut})
 			if err != nil {
@@ -62,7 +59,7 @@ an input cannot be read (the message names the file, line and field), else 0.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&format, "format", "text", "output format: text, json or md")
+	format = addFormat(fl, nil, report.Text, report.JSON, report.Markdown)
 	fl.Float64Var(&noise.Floor, "floor", noise.Floor, "relative move a bandwidth-bound measurement may make unnoticed")
 	fl.Float64Var(&noise.HostFloor, "host-floor", noise.HostFloor, "relative move a pinned one-direction host copy may make unnoticed")
 	fl.Float64Var(&noise.NoisyFloor, "noisy-floor", noise.NoisyFloor, "relative move a pageable or bidirectional host copy may make unnoticed")

@@ -12,7 +12,8 @@ import (
 )
 
 func newFleet(g *globals) *cobra.Command {
-	var format, expect, out string
+	var expect, out string
+	var format *formatValue
 	var drain drainFlags
 	var drainCommands, apply bool
 	opts := fleet.DefaultOptions()
@@ -46,10 +47,7 @@ still rolled up and reported) or --out cannot be written, else 1 when a node is 
 else 0.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := report.ParseFormat(format, report.Text, report.JSON, report.Markdown, report.HTML)
-			if err != nil {
-				return toolError(err)
-			}
+			f := format.Format()
 			started := g.session.Now()
 			fl, err := app.Fleet(cmd.Context(), app.FleetOptions{Inputs: args, Expect: expect, Fleet: opts})
 			if err != nil {
@@ -92,7 +90,7 @@ else 0.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&format, "format", "text", "output format: text, json, md or html")
+	format = addFormat(f, nil, report.Text, report.JSON, report.Markdown, report.HTML)
 	f.StringVar(&expect, "expect", "", "site profile (YAML): its versions, GPU and NIC counts, rate and MTU are the reference")
 	f.StringVar(&out, "out", "", "also write fleet.json, fleet.md and fleet.html into this folder (each atomically)")
 	f.Float64Var(&opts.Z, "z", opts.Z, "robust z below which a measurement is an outlier")

@@ -12,7 +12,8 @@ import (
 )
 
 func newFleetPlan(g *globals) *cobra.Command {
-	var format, out, next, rails, strategy string
+	var out, next, rails, strategy string
+	var format *formatValue
 	var o app.FleetPlanOptions
 	cfg := campaign.DefaultConfig(nil)
 	cmd := &cobra.Command{
@@ -44,10 +45,7 @@ left unresolved), 2 bad input or results missing (--allow-missing plans those st
 docs/fleet-plan.md says more.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := report.ParseFormat(format, report.Text, report.JSON, report.Markdown)
-			if err != nil {
-				return toolError(err)
-			}
+			f := format.Format()
 			started := g.session.Now()
 			switch {
 			case next != "" && out != "":
@@ -113,6 +111,6 @@ docs/fleet-plan.md says more.`,
 	fl.StringVar(&out, "out", "", "start a campaign in this folder")
 	fl.StringVar(&next, "next", "", "continue the campaign in this folder: read the latest round's results, plan the next round or conclude")
 	fl.BoolVar(&o.AllowMissing, "allow-missing", false, "with --next: record steps without an exit status (not run) as missing and plan them again")
-	fl.StringVar(&format, "format", "text", "output format: text, json or md")
+	format = addFormat(fl, nil, report.Text, report.JSON, report.Markdown)
 	return cmd
 }

@@ -15,11 +15,12 @@ import (
 
 // modelFlags are gdrcheck model's flags.
 type modelFlags struct {
-	formulas                                                                          bool
-	gpu, nicLayer, nvlinkTopo, gpuPath, collectives, sizes, format, downtrain, expect string
-	nodes, gpusPerNode, nicsPerNode, nvlinks, pcieGen, pcieWidth, nvlinksDown         int
-	nicRate, interSocket, hostMem, pass, warn                                         float64
-	nvls, sharp, gdrOff, remoteNIC, halfRails, all, noCopies                          bool
+	formulas                                                                  bool
+	gpu, nicLayer, nvlinkTopo, gpuPath, collectives, sizes, downtrain, expect string
+	format                                                                    *formatValue
+	nodes, gpusPerNode, nicsPerNode, nvlinks, pcieGen, pcieWidth, nvlinksDown int
+	nicRate, interSocket, hostMem, pass, warn                                 float64
+	nvls, sharp, gdrOff, remoteNIC, halfRails, all, noCopies                  bool
 }
 
 // modelHardwareFlags describe hardware; with a host (no --gpu) it comes
@@ -78,17 +79,14 @@ Sizes read like nccl-tests' -b/-e: 8, 1K, 64M, 8G (binary units).`,
 	fl.BoolVar(&f.noCopies, "no-copies", false, "leave out the copy and perftest expectations")
 	fl.Float64Var(&f.pass, "margin", model.DefaultMargin().Pass, "pass a bandwidth-bound result at this fraction of expected")
 	fl.Float64Var(&f.warn, "warn-margin", model.DefaultMargin().Warn, "warn (rather than fail) from this fraction of expected")
-	fl.StringVar(&f.format, "format", "text", "output format: text or json")
+	f.format = addFormat(fl, nil, report.Text, report.JSON)
 	fl.BoolVar(&f.formulas, "formulas", false, "text: print every formula the tables refer to ([n])")
 	fl.StringVar(&f.expect, "expect", "", "site profile (YAML or JSON, as check --expect): the hardware a host should have (GPU count, NVLinks, PCIe gen/width, NICs, NIC rate)")
 	return cmd
 }
 
 func runModel(cmd *cobra.Command, g *globals, f *modelFlags) error {
-	format, err := report.ParseFormat(f.format, report.Text, report.JSON)
-	if err != nil {
-		return toolError(err)
-	}
+	format := f.format.Format()
 	started := g.session.Now()
 	changed := cmd.Flags().Changed
 	opts := model.ReportOptions{All: f.all, NoCopies: f.noCopies, Margin: model.DefaultMargin()}

@@ -199,11 +199,7 @@ func toolError(err error) error { return &exitError{code: ExitToolErr, err: err}
 // writeTextOrJSON runs a command whose output is its data alone: it checks
 // --format (text or json), collects the data, then writes it as a JSON
 // envelope named command or through text.
-func writeTextOrJSON[T any](g *globals, command, format string, collect func() (T, error), text func(io.Writer, T) error) error {
-	f, err := report.ParseFormat(format, report.Text, report.JSON)
-	if err != nil {
-		return toolError(err)
-	}
+func writeTextOrJSON[T any](g *globals, command string, f report.Format, collect func() (T, error), text func(io.Writer, T) error) error {
 	started := g.session.Now()
 	data, err := collect()
 	if err != nil {

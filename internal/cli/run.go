@@ -24,7 +24,7 @@ import (
 )
 
 type runOptions struct {
-	format    string
+	format    *formatValue
 	checks    checkOptions
 	profile   string
 	bench     bool // deprecated: the benchmarks run where they apply
@@ -39,7 +39,7 @@ type runOptions struct {
 
 // defaultRun are the options of a bare `gdrcheck`.
 func defaultRun() runOptions {
-	return runOptions{format: "text", profile: string(app.ProfileQuick), checks: checkOptions{timeout: 10 * time.Second, xidWindow: 24 * time.Hour}}
+	return runOptions{profile: string(app.ProfileQuick), checks: checkOptions{timeout: 10 * time.Second, xidWindow: 24 * time.Hour}}
 }
 
 func newRun(g *globals) *cobra.Command {
@@ -90,7 +90,7 @@ when a result is unknown), 2 when the tool itself could not run, 130 when interr
 			return runMain(cmd.Context(), g, o)
 		},
 	}
-	cmd.Flags().StringVar(&o.format, "format", "text", "output format: text, json (report.json), md (report.md), junit (junit.xml) or html (report.html)")
+	o.format = addFormat(cmd.Flags(), map[report.Format]string{report.JSON: "report.json", report.Markdown: "report.md", report.JUnit: "junit.xml", report.HTML: "report.html"}, runFormats...)
 	cmd.Flags().StringVar(&o.profile, "profile", string(app.ProfileQuick), "how much to measure: quick, standard or full")
 	cmd.Flags().BoolVar(&o.bench, "bench", false, "require the benchmarks: exit 2 when they cannot run (they run by default wherever they apply)")
 	cmd.Flags().BoolVar(&o.noBench, "no-bench", false, "skip the benchmarks: discovery and checks only")
@@ -113,10 +113,7 @@ const minBenchSize = 8
 var runFormats = []report.Format{report.Text, report.JSON, report.Markdown, report.JUnit, report.HTML}
 
 func runMain(ctx context.Context, g *globals, o runOptions) error {
-	f, err := report.ParseFormat(o.format, runFormats...)
-	if err != nil {
-		return toolError(err)
-	}
+	f := o.format.Format()
 	if err := o.checks.validate(); err != nil {
 		return err
 	}

@@ -14,11 +14,13 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/app"
 	"github.com/gdrcheck/gdrcheck/internal/printable"
+	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
 func newTopo(g *globals) *cobra.Command {
-	var format, color string
+	var color string
+	var format *formatValue
 	var pcie, ncclEnv bool
 	cmd := &cobra.Command{
 		Use:   "topo",
@@ -32,7 +34,7 @@ func newTopo(g *globals) *cobra.Command {
 			if !slices.Contains(colorModes, color) {
 				return toolError(fmt.Errorf("--color %q: want %s", color, strings.Join(colorModes, ", ")))
 			}
-			return writeTextOrJSON(g, "topo", format, func() (*topology.Summary, error) {
+			return writeTextOrJSON(g, "topo", format.Format(), func() (*topology.Summary, error) {
 				return app.Topo(cmd.Context(), g.node(), app.TopoOptions{PCIe: pcie})
 			}, func(w io.Writer, s *topology.Summary) error {
 				if ncclEnv {
@@ -46,7 +48,7 @@ func newTopo(g *globals) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	format = addFormat(cmd.Flags(), nil, report.Text, report.JSON)
 	cmd.Flags().BoolVar(&ncclEnv, "nccl-env", false, "text: print the NCCL settings the topology calls for (NCCL_IB_HCA in rail order, the RoCE GID, the front-end interface; NCCL_NET_GDR_LEVEL advisory), each after a comment saying why")
 	cmd.Flags().BoolVar(&pcie, "pcie", false, "PCIe paths only, no NV# (as nvidia-smi topo -mp)")
 	cmd.Flags().StringVar(&color, "color", "auto", "underline the header as nvidia-smi does: auto (on a terminal), always, never")

@@ -9,10 +9,11 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/app"
 	"github.com/gdrcheck/gdrcheck/internal/printable"
+	"github.com/gdrcheck/gdrcheck/internal/report"
 )
 
 func newVersion(g *globals) *cobra.Command {
-	var format string
+	var format *formatValue
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print gdrcheck's version and the NVML, CUDA and NCCL libraries it can load",
@@ -21,10 +22,10 @@ func newVersion(g *globals) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			collect := func() (app.VersionInfo, error) { return g.session.Versions(cmd.Context()), nil }
-			return writeTextOrJSON(g, "version", format, collect, writeVersionText)
+			return writeTextOrJSON(g, "version", format.Format(), collect, writeVersionText)
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	format = addFormat(cmd.Flags(), nil, report.Text, report.JSON)
 	return cmd
 }
 

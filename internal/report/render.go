@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -34,20 +35,38 @@ const (
 	HTML Format = "html"
 )
 
-// ParseFormat checks a --format value against the formats a command offers.
-func ParseFormat(s string, offered ...Format) (Format, error) {
-	names := make([]string, len(offered))
-	for i, f := range offered {
-		if string(f) == s {
-			return f, nil
+// order is the one order in which every command lists its formats.
+var order = []Format{Text, Table, JSON, Markdown, JUnit, HTML, Prometheus}
+
+// Choices lists the formats offered in the one order ("text, json or md"),
+// each followed by its note where notes has one ("md (report.md)").
+func Choices(notes map[Format]string, offered ...Format) string {
+	var names []string
+	for _, f := range order {
+		if !slices.Contains(offered, f) {
+			continue
 		}
-		names[i] = string(f)
+		n := string(f)
+		if note := notes[f]; note != "" {
+			n += " (" + note + ")"
+		}
+		names = append(names, n)
 	}
 	want := strings.Join(names, ", ")
 	if i := strings.LastIndex(want, ", "); i >= 0 {
 		want = want[:i] + " or " + want[i+2:]
 	}
-	return "", fmt.Errorf("--format %q: want %s", s, want)
+	return want
+}
+
+// ParseFormat checks a --format value against the formats a command offers.
+func ParseFormat(s string, offered ...Format) (Format, error) {
+	for _, f := range offered {
+		if string(f) == s {
+			return f, nil
+		}
+	}
+	return "", fmt.Errorf("--format %q: want %s", s, Choices(nil, offered...))
 }
 
 // Write renders e in format f. Text is not shared: a command writes its own
