@@ -9,6 +9,7 @@
 #   (the dossiers' and fleet-planted.html)
 #   SHOTS=DIR        where the screenshots go (default: ${TMPDIR:-/tmp}/html-check)
 #   CHROMIUM=PATH    the browser (default: chromium, chromium-browser or google-chrome on PATH)
+#   MAX_HEIGHT=N     screenshot only each page's first N CSS pixels (the docs' images)
 #   REQUIRE_BROWSER=1  fail instead of skipping when no browser is installed
 #
 # Without a browser it says so and exits 0 (CI has none), unless
@@ -58,7 +59,7 @@ fail=0
 for f in "${files[@]}"; do
   name=$(basename "$(dirname "$f")")-$(basename "$f" .html)
   case "$(basename "$f")" in report.html | fleet.html) ;; *) name=$(basename "$f" .html) ;; esac
-  if ! "$bin" -browser "$browser" -screenshot "$shots/$name.png" "$f"; then
+  if ! "$bin" -browser "$browser" -max-height "${MAX_HEIGHT:-0}" -screenshot "$shots/$name.png" "$f"; then
     fail=1
   fi
 done

@@ -34,6 +34,7 @@ func main() {
 	browser := flag.String("browser", "", "the Chromium binary (default: $CHROMIUM, else chromium, chromium-browser, google-chrome on PATH)")
 	shot := flag.String("screenshot", "", "write a full-page PNG screenshot here")
 	width := flag.Int("width", 1400, "viewport width in CSS pixels")
+	maxHeight := flag.Int("max-height", 0, "screenshot only the page's first N CSS pixels (0: the whole page)")
 	timeout := flag.Duration("timeout", 60*time.Second, "give up after this long")
 	flag.Usage = func() {
 		fmt.Fprintln(flag.CommandLine.Output(), "usage: htmlcheck [flags] FILE.html")
@@ -51,7 +52,7 @@ func main() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	res, err := Check(ctx, bin, flag.Arg(0), Options{Width: *width, Screenshot: *shot != ""})
+	res, err := Check(ctx, bin, flag.Arg(0), Options{Width: *width, Screenshot: *shot != "", MaxHeight: *maxHeight})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "htmlcheck:", err)
 		os.Exit(2)
@@ -96,6 +97,9 @@ func FindBrowser(named string) (string, error) {
 type Options struct {
 	Width      int
 	Screenshot bool
+	// MaxHeight, when above 0, keeps the screenshot to the page's first
+	// MaxHeight CSS pixels (the top of a long page, for the docs).
+	MaxHeight int
 }
 
 // Result is what the browser saw.
@@ -329,10 +333,13 @@ func Check(ctx context.Context, browser, file string, o Options) (*Result, error
 		}
 		res.Width, res.Height = o.Width, int(metrics.CSSContentSize.Height+0.5)
 		h := min(max(res.Height, 100), 30000)
+		if o.MaxHeight > 0 {
+			h = min(h, o.MaxHeight)
+		}
 		if _, err := c.send(ctx, s, "Emulation.setDeviceMetricsOverride", map[string]any{"width": o.Width, "height": h, "deviceScaleFactor": 1, "mobile": false}); err != nil {
 			return nil, err
 		}
-		shot, err := c.send(ctx, s, "Page.captureScreenshot", map[string]any{"format": "png", "captureBeyondViewport": true})
+		shot, err := c.send(ctx, s, "Page.captureScreenshot", map[string]any{"format": "png", "captureBeyondViewport": o.MaxHeight <= 0})
 		if err != nil {
 			return nil, err
 		}

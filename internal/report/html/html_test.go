@@ -357,4 +357,8 @@ func TestSeparateFabrics(t *testing.T) {
 	if strings.Contains(page, ">network fabric") {
 		t.Error("one network fabric for every NIC")
 	}
+	// The fixture's GPUs hang off two NUMA nodes: still one NVLink domain.
+	if n, bands := strings.Count(page, "<title>NVLink fabric</title>"), strings.Count(page, ">NUMA node "); n != 1 || bands < 2 {
+		t.Errorf("%d NVLink domains drawn over %d NUMA bands; want one over several", n, bands)
+	}
 }

@@ -264,6 +264,7 @@ func drawTopology(r *dossier.Report, j *judged) template.HTML {
 	body.group("topo")
 	y, width := 8.0, 0.0
 	var cross []string
+	var bus nvBus
 	for _, band := range t.children {
 		w := layout(band, padX) - leafGap + padX
 		width = max(width, w)
@@ -286,7 +287,7 @@ func drawTopology(r *dossier.Report, j *judged) template.HTML {
 		bottom := leafY + leafH
 		end := bottom
 		if len(gpus) > 0 {
-			c, below := drawNVLink(body, r, j, gpus, bottom, bottom+26)
+			c, below := drawNVLink(body, r, j, gpus, bottom, bottom+26, &bus)
 			cross = append(cross, c...)
 			end = below
 		}
@@ -299,6 +300,22 @@ func drawTopology(r *dossier.Report, j *judged) template.HTML {
 	if len(cross) > 0 {
 		body.text(padX, y, "start", "sub", "NVLink between NUMA nodes: "+strings.Join(cross, ", "))
 		y += 20
+	}
+	if len(bus.taps) > 0 {
+		// One NVLink domain, whatever NUMA node a GPU hangs off: every
+		// band's GPUs reach one box, drawn once below the bands.
+		h := r.Topology.Summary
+		busX := width + 12
+		cls := "nvl " + statusClass(j.worstID("nvlink"))
+		for _, tp := range bus.taps {
+			body.line(tp[0], tp[1], busX, tp[1], cls)
+		}
+		body.line(busX, bus.taps[0][1], busX, y, cls)
+		label := fmt.Sprintf("one NVLink domain: %d NVSwitch(es) joining all %d GPUs", len(h.NVSwitches), len(h.GPUs))
+		body.rect(padX, y, busX-padX+12, 22, "box nvswitch "+statusClass(j.worstID("nvlink")), "NVLink fabric")
+		body.text((padX+busX+12)/2, y+15, "middle", "lbl", label)
+		width = busX + 12 + padX
+		y += 30
 	}
 	body.endGroup()
 	s := newSVG(width, y, "topology of "+hostName(r))
@@ -335,12 +352,16 @@ func drawBox(s *svg, n *tnode, top, leafY float64) {
 	}
 }
 
+// nvBus collects where each band's NVSwitch rail ends (x, y), so the one
+// NVLink domain is drawn once, joined to every band.
+type nvBus struct{ taps [][2]float64 }
+
 // drawNVLink draws the band's GPUs' NVLink from top (the GPUs' bottom):
 // with NVSwitches a bar at y that every GPU's links reach (labelled
 // active/total), without them an arc per pair of directly linked GPUs of
 // the band (from the matrix' NV# cells). It returns the pairs linked to
 // GPUs outside the band, and the lowest y it drew at.
-func drawNVLink(s *svg, r *dossier.Report, j *judged, gpus []*tnode, top, y float64) ([]string, float64) {
+func drawNVLink(s *svg, r *dossier.Report, j *judged, gpus []*tnode, top, y float64, bus *nvBus) ([]string, float64) {
 	h := r.Topology.Summary
 	byIndex := map[int]*tnode{}
 	for _, g := range gpus {
@@ -361,11 +382,11 @@ func drawNVLink(s *svg, r *dossier.Report, j *judged, gpus []*tnode, top, y floa
 			s.line(cx, top, cx, y, "nvl "+statusClass(nvlinkStatus(l)))
 			s.text(cx+4, top+16, "start", "sub", "NVLink "+nvText(l))
 		}
-		// One NVLink domain, whatever NUMA node a GPU hangs off: each band
-		// draws its GPUs' links to the same fabric and says so.
-		s.rect(x0, y, x1-x0, 20, "box nvswitch "+statusClass(j.worstID("nvlink")), "NVLink fabric")
-		s.text((x0+x1)/2, y+14, "middle", "lbl", fmt.Sprintf("one NVLink domain: %d NVSwitch(es) joining all %d GPUs", len(h.NVSwitches), len(h.GPUs)))
-		return nil, y + 20
+		// The band's GPUs join a rail that taps the one NVLink domain
+		// drawTopology draws below every band.
+		s.line(x0+gpus[0].w/2, y, x1, y, "nvl "+statusClass(j.worstID("nvlink")))
+		bus.taps = append(bus.taps, [2]float64{x1, y})
+		return nil, y + 4
 	}
 	m := h.Matrix
 	if m == nil {
