@@ -100,9 +100,11 @@ func redactor(r machine.Root) func(string, []byte) []byte {
 	return func(rel string, b []byte) []byte { return red.File(rel, sysinfo.ForSharing(rel, b)) }
 }
 
-// forHumansCommands and forHumansFiles are captured although no stage reads
-// them: the vendor tools' own views and the host description a person
-// compares gdrcheck's findings with when reading a snapshot.
+// forHumansCommands and forHumansFiles are captured whether or not a stage
+// reads them: the vendor tools' own views and the host description a
+// person compares gdrcheck's findings with when reading a snapshot
+// (discovery reads proc/cpuinfo too, for the CPU an NCCL topology file
+// names).
 var (
 	forHumansCommands = []machine.Command{machine.CmdNvidiaSMITopo, machine.CmdNvidiaSMIQuery, machine.CmdNvidiaSMINVLink, machine.CmdIbvDevinfo}
 	forHumansFiles    = []string{"proc/version", "proc/meminfo", "proc/cpuinfo", "proc/driver/nvidia/params", "etc/os-release"}

@@ -595,3 +595,55 @@ func TestFormatOneVocabulary(t *testing.T) {
 		t.Errorf("Choices: %q", got)
 	}
 }
+
+// topo --nccl-topo-file writes NCCL's topology file atomically, replaces
+// only its own files without --force, and --nccl-env exports it.
+func TestTopoNCCLTopoFile(t *testing.T) {
+	root := repo + "/testdata/demo/hgx-h200-8gpu-10nic.tgz"
+	dir := t.TempDir()
+	file := filepath.Join(dir, "topo.xml")
+	out, errs, code := run(t, "topo", "--root", root, "--nccl-topo-file", file)
+	b, _ := os.ReadFile(file)
+	if code != ExitOK || !strings.HasPrefix(string(b), `<system version="1" name="gdrcheck hgx-h200-01">`) || !strings.Contains(out, "wrote "+file+": NCCL's topology of hgx-h200-01 (8 GPUs, 10 RDMA NICs)") {
+		t.Fatalf("exit %d: %s%s\n%.200s", code, out, errs, b)
+	}
+	// Its own file is replaced; the settings export it.
+	out, errs, code = run(t, "topo", "--root", root, "--nccl-topo-file", file, "--nccl-env")
+	if code != ExitOK || !strings.Contains(out, "export NCCL_TOPO_FILE="+file+"\n") || !strings.Contains(out, "export NCCL_IB_HCA==mlx5_3:1") {
+		t.Fatalf("exit %d: %s%s", code, out, errs)
+	}
+	// Standard output: the file alone.
+	out, _, code = run(t, "topo", "--root", root, "--nccl-topo-file", "-")
+	if code != ExitOK || !bytes.Equal([]byte(out), b) {
+		t.Errorf("exit %d: standard output is not the file written:\n%.300s", code, out)
+	}
+	// Without a file, --nccl-env says how to have one.
+	out, _, _ = run(t, "topo", "--root", root, "--nccl-env")
+	if !strings.Contains(out, "# NCCL_TOPO_FILE: not set here; gdrcheck topo --nccl-topo-file FILE --nccl-env") || strings.Contains(out, "export NCCL_TOPO_FILE") {
+		t.Errorf("--nccl-env:\n%s", out)
+	}
+	foreign := filepath.Join(dir, "mine.xml")
+	if err := os.WriteFile(foreign, []byte("<system version=\"1\">\n</system>\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--nccl-topo-file", foreign}, "the file exists and gdrcheck did not write it (--force replaces it)"},
+		{[]string{"--nccl-topo-file", "-", "--nccl-env"}, "both would go to standard output"},
+		{[]string{"--nccl-topo-file", file, "--format", "json"}, "--format json does not apply"},
+		{[]string{"--nccl-topo-file", dir}, "not a regular file"},
+	} {
+		_, errs, code := run(t, append([]string{"topo", "--root", root}, c.args...)...)
+		if code != ExitToolErr || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, %s; want %q", c.args, code, errs, c.want)
+		}
+	}
+	if b, _ := os.ReadFile(foreign); string(b) != "<system version=\"1\">\n</system>\n" {
+		t.Error("a file gdrcheck did not write was replaced")
+	}
+	if _, _, code := run(t, "topo", "--root", root, "--nccl-topo-file", foreign, "--force"); code != ExitOK {
+		t.Errorf("--force: exit %d", code)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,25 +22,31 @@ import (
 func newTopo(g *globals) *cobra.Command {
 	var color string
 	var format *formatValue
-	var pcie, ncclEnv bool
+	var pcie, ncclEnv, force bool
+	var topoFile string
 	cmd := &cobra.Command{
 		Use:   "topo",
 		Short: "Print the GPU/NIC topology matrix (as nvidia-smi topo -m) and the GPU→NIC pairing",
 		Example: `  gdrcheck topo                     # as nvidia-smi topo -m, and the GPU→NIC pairing
   gdrcheck topo --pcie              # PCIe paths only, as nvidia-smi topo -mp
   gdrcheck topo --root node.tgz --format json
-  gdrcheck topo --nccl-env > nccl.env # the NCCL settings this topology calls for, each with why`,
+  gdrcheck topo --nccl-env > nccl.env # the NCCL settings this topology calls for, each with why
+  gdrcheck topo --nccl-topo-file /etc/nccl-topo.xml --nccl-env  # NCCL's topology file, and the settings that use it
+  gdrcheck topo --root node.tgz --nccl-topo-file -               # the file on standard output`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !slices.Contains(colorModes, color) {
 				return toolError(fmt.Errorf("--color %q: want %s", color, strings.Join(colorModes, ", ")))
+			}
+			if topoFile != "" {
+				return writeTopoFile(cmd, g, topoFile, force, ncclEnv, format.Format())
 			}
 			return writeTextOrJSON(g, "topo", format.Format(), func() (*topology.Summary, error) {
 				return app.Topo(cmd.Context(), g.node(), app.TopoOptions{PCIe: pcie})
 			}, func(w io.Writer, s *topology.Summary) error {
 				if ncclEnv {
 					var b strings.Builder
-					topology.WriteNCCLEnv(&b, s.Hostname, s.NCCLEnv())
+					topology.WriteNCCLEnv(&b, s.Hostname, append(s.NCCLEnv(), topology.NCCLTopoFileSetting("")))
 					_, err := io.WriteString(w, b.String())
 					return err
 				}
@@ -50,9 +57,45 @@ func newTopo(g *globals) *cobra.Command {
 	}
 	format = addFormat(cmd.Flags(), nil, report.Text, report.JSON)
 	cmd.Flags().BoolVar(&ncclEnv, "nccl-env", false, "text: print the NCCL settings the topology calls for (NCCL_IB_HCA in rail order, the RoCE GID, the front-end interface; NCCL_NET_GDR_LEVEL advisory), each after a comment saying why")
+	cmd.Flags().StringVar(&topoFile, "nccl-topo-file", "", "write the node's layout as an NCCL topology file (NCCL_TOPO_FILE) at FILE, atomically (- for standard output); with --nccl-env, the settings follow with NCCL_TOPO_FILE")
+	cmd.Flags().BoolVar(&force, "force", false, "--nccl-topo-file: replace a file gdrcheck did not write")
 	cmd.Flags().BoolVar(&pcie, "pcie", false, "PCIe paths only, no NV# (as nvidia-smi topo -mp)")
 	cmd.Flags().StringVar(&color, "color", "auto", "underline the header as nvidia-smi does: auto (on a terminal), always, never")
 	return cmd
+}
+
+// writeTopoFile is topo --nccl-topo-file: the file (or standard output),
+// then the settings (--nccl-env) or a line saying what was written.
+func writeTopoFile(cmd *cobra.Command, g *globals, path string, force, env bool, f report.Format) error {
+	if f != report.Text {
+		return toolError(fmt.Errorf("--nccl-topo-file writes XML: --format %s does not apply", f))
+	}
+	if path == "-" && env {
+		return toolError(fmt.Errorf("--nccl-topo-file - --nccl-env: both would go to standard output; give the file a path"))
+	}
+	s, xml, err := app.NCCLTopo(cmd.Context(), g.node(), app.TopoOptions{})
+	if err != nil {
+		return err
+	}
+	if path == "-" {
+		_, err := g.out.Write(xml)
+		return err
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	if err := app.WriteNCCLTopoFile(path, xml, force); err != nil {
+		return err
+	}
+	var b strings.Builder
+	if env {
+		topology.WriteNCCLEnv(&b, s.Hostname, append(s.NCCLEnv(), topology.NCCLTopoFileSetting(path)))
+	} else {
+		fmt.Fprintf(&b, "wrote %s: NCCL's topology of %s (%d GPUs, %d RDMA NICs); NCCL_TOPO_FILE=%s makes NCCL read it\n",
+			printable.Line(path), printable.Line(cmp.Or(s.Hostname, "this host")), len(s.GPUs), len(s.NICs), printable.Line(path))
+	}
+	_, err = io.WriteString(g.out, b.String())
+	return err
 }
 
 func writeTopoText(w io.Writer, s *topology.Summary, underline bool) error {

@@ -134,3 +134,14 @@ func WriteNCCLEnv(b *strings.Builder, host string, ss []NCCLSetting) {
 
 // shellWord is a value a shell reads as one word, unquoted.
 var shellWord = regexp.MustCompile(`^[A-Za-z0-9_.:,=+/-]+$`)
+
+// NCCLTopoFileSetting is NCCL_TOPO_FILE for a topology file written at
+// path (WriteNCCLTopo); with no path, only why one may be written.
+func NCCLTopoFileSetting(path string) NCCLSetting {
+	if path == "" {
+		return NCCLSetting{Name: "NCCL_TOPO_FILE", Advisory: true,
+			Why: "NCCL_TOPO_FILE: not set here; gdrcheck topo --nccl-topo-file FILE --nccl-env writes this node's PCI layout for NCCL and exports it (for a VM, write it where the PCI tree NCCL would see is flattened only once the layout is right)"}
+	}
+	return NCCLSetting{Name: "NCCL_TOPO_FILE", Value: path,
+		Why: "the node's PCI layout written by gdrcheck topo --nccl-topo-file: NCCL reads the GPUs' and NICs' places from it (NCCL_DEBUG=INFO logs \"Loading topology file\")"}
+}

@@ -19,9 +19,12 @@ import (
 
 // Host is the discovered model of one machine.
 type Host struct {
-	Root       string     `json:"root"`
-	Hostname   string     `json:"hostname,omitempty"`
-	Kernel     string     `json:"kernel,omitempty"`
+	Root     string `json:"root"`
+	Hostname string `json:"hostname,omitempty"`
+	Kernel   string `json:"kernel,omitempty"`
+	// CPU is the processors' architecture and model (/proc/cpuinfo); nil
+	// when it could not be read (a snapshot taken without it).
+	CPU        *CPU       `json:"cpu,omitempty"`
 	NUMANodes  []NUMANode `json:"numa_nodes"`
 	Devices    []*Device  `json:"pci_devices"`
 	GPUs       []*GPU     `json:"gpus"`

@@ -201,6 +201,13 @@ func (d *discoverer) hostInfo() {
 	} else if s, ok := d.read("etc/hostname"); ok {
 		d.h.Hostname = s
 	}
+	if s, ok := d.read("proc/cpuinfo"); ok {
+		c, err := topology.ParseCPUInfo(s)
+		if err != nil {
+			d.problem("proc/cpuinfo", err)
+		}
+		d.h.CPU = c
+	}
 	if s, ok := d.read("proc/sys/kernel/osrelease"); ok {
 		d.h.Kernel = s
 	} else if s, ok := d.read("proc/version"); ok {
