@@ -428,6 +428,10 @@ var checkCases = []checkCase{
 	{"degraded pair on a PCIe board", "nvlink.state", fixture{file: hostsDir + "/a100sxm-4gpu-nvlink-degraded.host"}, result.Fail, "NVLinkDown", "GPU2"},
 	{"fabric manager inactive", "nvlink.state", fixture{set: noFabricInfo, extra: "command systemctl-nvidia-fabricmanager.txt \"inactive\\n\"\n"}, result.Fail, "FabricManagerDown", "node"},
 	{"fabric manager said nothing", "nvlink.state", fixture{set: noFabricInfo, extra: "command systemctl-nvidia-fabricmanager.txt \"\"\n"}, result.Unknown, "FabricManagerUnknown", "node"},
+	{"fabric manager at the driver's version", "nvlink.state", fixture{extra: "command nv-fabricmanager-version.txt \"Fabric Manager version is : 570.133.20\\n\"\n"}, result.Pass, "FabricManagerVersionMatches", "node"},
+	{"fabric manager of another version", "nvlink.state", fixture{extra: "command nv-fabricmanager-version.txt \"Fabric Manager version is : 570.124.06\\n\"\n"}, result.Fail, "FabricManagerVersionMismatch", "node"},
+	{"fabric manager refused the driver (journal)", "nvlink.state", fixture{set: noFabricInfo, extra: "command systemctl-nvidia-fabricmanager.txt \"failed\\n\"\ncommand journalctl-nvidia-fabricmanager.txt \"Starting NVIDIA fabric manager service...\\nfabric manager NVIDIA GPU driver interface version 570.124.06 don't match with driver version 570.133.20. Please update with matching NVIDIA driver package.\\n\"\n"}, result.Fail, "FabricManagerVersionMismatch", "node"},
+	{"fabric manager active, version unread", "nvlink.state", fixture{set: noFabricInfo, extra: "command systemctl-nvidia-fabricmanager.txt \"active\\n\"\n"}, result.Unknown, "FabricManagerVersionUnknown", "node"},
 	{"NVLink unknown", "nvlink.state", fixture{set: map[string]string{"@nvml0": `nvml-gpu 0000:18:00.0 nvlink=unknown`}}, result.Unknown, "NoDriverFacts", "GPU0"},
 	{"PCIe GPUs", "nvlink.state", fixture{file: hostsDir + "/pcie-l40s-remote-nic.host"}, result.Skip, "NoNVLink", "GPU0"},
 	// gpu.health

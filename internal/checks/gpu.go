@@ -153,8 +153,14 @@ func fabricResults(env *Env) []result.Result {
 			"start nvidia-fabricmanager (systemctl enable --now nvidia-fabricmanager) with the same version as the driver, and read its log"))
 	}
 	if known {
-		return out
+		return append(out, fabricManagerVersion(env)...)
 	}
+	return append(fabricManagerState(env), fabricManagerVersion(env)...)
+}
+
+// fabricManagerState judges whether fabric manager runs, where the driver
+// gives no per-GPU fabric state.
+func fabricManagerState(env *Env) []result.Result {
 	fm := env.Facts.FabricManager
 	state, err := fm.Value, fm.Err
 	e := ev("systemctl is-active nvidia-fabricmanager", state)
@@ -173,6 +179,55 @@ func fabricResults(env *Env) []result.Result {
 	return []result.Result{withRemedy(res(result.Fail, "node", "FabricManagerDown",
 		"NVSwitch system and nvidia-fabricmanager is "+state+": GPUs cannot use NVLink through the switches", e),
 		"systemctl enable --now nvidia-fabricmanager (its version must match the driver)")}
+}
+
+// fabricManagerVersion judges fabric manager's version against the
+// driver's: fabric manager refuses to start beside another driver version
+// (and the GPUs stay unregistered), so a mismatch fails, naming both, from
+// nv-fabricmanager --version or from the refusal in its journal. Nothing
+// is said where fabric manager is neither installed nor logging here (a
+// GB200 compute tray runs none: its switch trays do).
+func fabricManagerVersion(env *Env) []result.Result {
+	f := env.Facts
+	driver := ""
+	if gf := env.Host.GPUFacts; gf != nil {
+		driver = gf.DriverVersion
+	}
+	fmv := node.ParseFabricManagerVersion(f.FabricManagerVersion.Value)
+	refused := node.FabricManagerMismatch(f.FabricManagerLog.Value)
+	remedy := "install the nvidia-fabricmanager package of exactly the driver's version (apt/dnf pin both to one version), then systemctl restart nvidia-fabricmanager; reset the GPUs (or reboot) after fabric manager was restarted"
+	switch {
+	case fmv != "" && driver != "" && fmv != driver:
+		evs := []result.Evidence{ev(f.FabricManagerVersion.Source, "Fabric Manager version is : "+fmv), ev("driver", driver)}
+		if refused != nil {
+			evs = append(evs, ev(fmt.Sprintf("%s, line %d", f.FabricManagerLog.Source, refused.Line), refused.Text))
+		}
+		return []result.Result{withRemedy(res(result.Fail, "node", "FabricManagerVersionMismatch",
+			fmt.Sprintf("fabric manager %s does not match driver %s: fabric manager will not start beside it, the GPUs stay unregistered and NVLink through the switches (NVLS too) is unusable", fmv, driver), evs...), remedy)}
+	case fmv != "" && driver != "":
+		msg := fmt.Sprintf("fabric manager %s matches driver %s", fmv, driver)
+		evs := []result.Evidence{ev(f.FabricManagerVersion.Source, "Fabric Manager version is : "+fmv), ev("driver", driver)}
+		if refused != nil {
+			// An old refusal in the journal, from before an upgrade.
+			msg += fmt.Sprintf("; its journal still holds an earlier refusal (%s against driver %s, line %d), from before the versions were aligned", refused.FabricManager, refused.Driver, refused.Line)
+		}
+		return []result.Result{res(result.Pass, "node", "FabricManagerVersionMatches", msg, evs...)}
+	case refused != nil:
+		return []result.Result{withRemedy(res(result.Fail, "node", "FabricManagerVersionMismatch",
+			fmt.Sprintf("fabric manager refused to start: its version %s does not match driver %s (its journal, line %d); the GPUs stay unregistered and NVLink through the switches is unusable", refused.FabricManager, refused.Driver, refused.Line),
+			ev(fmt.Sprintf("%s, line %d", f.FabricManagerLog.Source, refused.Line), refused.Text)), remedy)}
+	case fmv != "" || f.FabricManager.Value == "active":
+		why := "the driver version is unknown"
+		if fmv == "" {
+			why = "nv-fabricmanager --version printed no version"
+			if err := f.FabricManagerVersion.Err; err != nil {
+				why += " (" + err.Error() + ")"
+			}
+		}
+		return []result.Result{res(result.Unknown, "node", "FabricManagerVersionUnknown", "fabric manager runs, but its version cannot be compared with the driver's: "+why,
+			ev(f.FabricManagerVersion.Source, strings.TrimSpace(f.FabricManagerVersion.Value)))}
+	}
+	return nil
 }
 
 // factsEvidence says where the driver facts came from, or why there are none.

@@ -44,11 +44,16 @@ var (
 	CmdIbvDevinfo      = Command{Key: "ibv_devinfo-v.txt", Name: "ibv_devinfo", Args: []string{"-v"}}
 	CmdDmesg           = Command{Key: "dmesg.txt", Name: "dmesg", Args: []string{"--time-format", "iso"}}
 	CmdFabricManager   = Command{Key: "systemctl-nvidia-fabricmanager.txt", Name: "systemctl", Args: []string{"is-active", "nvidia-fabricmanager"}}
+	// CmdFabricManagerVersion prints "Fabric Manager version is : X".
+	CmdFabricManagerVersion = Command{Key: "nv-fabricmanager-version.txt", Name: "nv-fabricmanager", Args: []string{"--version"}}
+	// CmdFabricManagerLog is fabric manager's recent journal, where it says
+	// why it would not start (a version that does not match the driver's).
+	CmdFabricManagerLog = Command{Key: "journalctl-nvidia-fabricmanager.txt", Name: "journalctl", Args: []string{"-u", "nvidia-fabricmanager", "-n", "200", "--no-pager", "-o", "cat"}}
 )
 
 // KnownCommands lists the commands a snapshot captures, in capture order.
 func KnownCommands() []Command {
-	return []Command{CmdNvidiaSMITopo, CmdNvidiaSMIQuery, CmdNvidiaSMINVLink, CmdUlimit, CmdIbvDevinfo, CmdDmesg, CmdFabricManager}
+	return []Command{CmdNvidiaSMITopo, CmdNvidiaSMIQuery, CmdNvidiaSMINVLink, CmdUlimit, CmdIbvDevinfo, CmdDmesg, CmdFabricManager, CmdFabricManagerVersion, CmdFabricManagerLog}
 }
 
 // Run returns the standard output of cmd: on the live host by running it

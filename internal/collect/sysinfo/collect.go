@@ -61,6 +61,8 @@ func Collect(ctx context.Context, r machine.Root, h *topology.Host, o Options) *
 	if len(h.GPUs) > 0 {
 		fact(&c, &wg, &f.KernelLog, c.kernelLog, func(err error) node.KernelLog { return node.KernelLog{Source: "dmesg", Err: err} })
 		text(&f.FabricManager, fabricSource, c.fabricManager)
+		text(&f.FabricManagerVersion, machine.CmdFabricManagerVersion.String(), c.command(machine.CmdFabricManagerVersion))
+		text(&f.FabricManagerLog, machine.CmdFabricManagerLog.String(), c.command(machine.CmdFabricManagerLog))
 	}
 	if len(h.NICs) > 0 {
 		fact(&c, &wg, &f.RDMACore, c.rdmaCore, func(error) node.RDMACore { return node.RDMACore{} })
@@ -220,6 +222,14 @@ func (c *collector) kernelLog(ctx context.Context) node.KernelLog {
 func (c *collector) fabricManager(ctx context.Context) node.Text {
 	b, err := c.r.Run(ctx, machine.CmdFabricManager)
 	return node.Text{Source: fabricSource, Value: strings.TrimSpace(string(b)), Err: err}
+}
+
+// command is a command's output as text (its own words, not trimmed).
+func (c *collector) command(cmd machine.Command) func(context.Context) node.Text {
+	return func(ctx context.Context) node.Text {
+		b, err := c.r.Run(ctx, cmd)
+		return node.Text{Source: cmd.String(), Value: string(b), Err: err}
+	}
 }
 
 func (c *collector) rdmaCore(context.Context) node.RDMACore {

@@ -35,6 +35,10 @@ type Facts struct {
 	Memlock       Memlock
 	KernelLog     KernelLog
 	FabricManager Text // systemctl is-active nvidia-fabricmanager
+	// FabricManagerVersion is nv-fabricmanager --version; FabricManagerLog
+	// its recent journal (ParseFabricManagerVersion, FabricManagerMismatch).
+	FabricManagerVersion Text
+	FabricManagerLog     Text
 	// NetInterfaces lists /sys/class/net: every interface, virtual ones
 	// (lo, bonds, bridges) too.
 	NetInterfaces Listing

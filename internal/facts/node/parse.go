@@ -165,3 +165,42 @@ func VerbsRelease(name string) string {
 	}
 	return ""
 }
+
+// reFMVersion is nv-fabricmanager --version's line, "Fabric Manager
+// version is : 450.102.04".
+var reFMVersion = regexp.MustCompile(`(?m)Fabric Manager version is\s*:\s*(\S+)`)
+
+// ParseFabricManagerVersion is the version nv-fabricmanager --version
+// printed, "" when it printed none.
+func ParseFabricManagerVersion(s string) string {
+	if m := reFMVersion.FindStringSubmatch(s); m != nil {
+		return strings.TrimSpace(m[1])
+	}
+	return ""
+}
+
+// reFMMismatch is the line fabric manager logs when it refuses to start
+// beside a driver of another version: "fabric manager NVIDIA GPU driver
+// interface version 530.30.02 don't match with driver version 530.41.03."
+// (nv-fabricmanager's wording, as public reports quote it).
+var reFMMismatch = regexp.MustCompile(`(?i)fabric manager NVIDIA GPU driver interface version\s+(\S+)\s+don'?t match with driver version\s+([0-9][0-9.]*[0-9])`)
+
+// FMMismatch is a fabric manager log line refusing the driver's version.
+type FMMismatch struct {
+	FabricManager, Driver string
+	// Line is the 1-based line of the log; Text the line.
+	Line int
+	Text string
+}
+
+// FabricManagerMismatch finds the last line of a fabric manager log that
+// refuses the driver's version; nil when there is none.
+func FabricManagerMismatch(log string) *FMMismatch {
+	var last *FMMismatch
+	for i, line := range strings.Split(log, "\n") {
+		if m := reFMMismatch.FindStringSubmatch(line); m != nil {
+			last = &FMMismatch{FabricManager: m[1], Driver: m[2], Line: i + 1, Text: strings.TrimSpace(line)}
+		}
+	}
+	return last
+}
