@@ -66,6 +66,7 @@ type analyzer struct {
 	net    netTracker
 	trees  treeTracker
 	events eventTracker
+	nvls   nvlsTracker
 	probe  probeThread // the last probe warning's thread (events.go)
 }
 
@@ -109,6 +110,9 @@ func (a *analyzer) plainLine(b []byte, no int64) {
 			a.events.add('E', -1, bytes.TrimSpace(b), no)
 			return
 		}
+	}
+	if bytes.Contains(b, sNVLSBind) || bytes.Contains(b, sNVLSSource) && bytes.Contains(b, []byte("WARN")) {
+		a.nvls.failLine(bytes.TrimSpace(b), no)
 	}
 	if bytes.Contains(b, []byte("Pid")) && bytes.Contains(b, []byte("Rank")) {
 		a.testRankLine(b, no)

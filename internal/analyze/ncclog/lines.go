@@ -292,6 +292,9 @@ func (a *analyzer) line(b []byte, no int64, cut bool) {
 	if len(a.hs) > 1 {
 		a.stats.spliced++
 	}
+	if isNVLSWarn(a.hs, b) {
+		a.nvls.failLine(b, no)
+	}
 	hostIDs := [8]int32{}
 	for i := range a.hs {
 		id := a.hosts.resolveHost(b, &a.hs[i], i == 0)

@@ -175,10 +175,16 @@ func (a *analyzer) nMessage(host int32, p *procState, m, raw []byte, no int64) b
 		}
 	case bytes.HasPrefix(m, pfxNET):
 		a.netLine(host, p, m, raw, no)
+	case bytes.HasPrefix(m, pfxNVLSEnv):
+		a.nvls.envLine(m, raw, no)
+		a.net.envLine(m, no)
 	case bytes.HasPrefix(m, pfxNCCLEnv):
 		a.net.envLine(m, no)
 	case bytes.HasPrefix(m, pfxNVLSSup):
 		a.graph.nvlsSup = true
+		a.nvls.supportLine(true, raw, no)
+	case bytes.HasPrefix(m, pfxNVLSNot):
+		a.nvls.supportLine(false, raw, no)
 	default:
 		return false
 	}

@@ -30,7 +30,11 @@ func (a *analyzer) verdicts(r *Report, s *summary) []result.Result {
 	if a.stats.nccl == 0 {
 		msg := fmt.Sprintf("no NCCL debug lines (\"host:pid:tid [dev] NCCL INFO ...\") in %d lines; run with NCCL_DEBUG=INFO", a.stats.lines)
 		var out []result.Result
-		for _, id := range []string{"nccl.gdr", "nccl.p2p", "nccl.net", "nccl.version", "nccl.errors", "nccl.channels", "nccl.topology"} {
+		for _, id := range []string{"nccl.gdr", "nccl.p2p", "nccl.net", "nccl.version", "nccl.errors", "nccl.channels", "nccl.nvls", "nccl.topology"} {
+			if id == "nccl.nvls" && a.nvls.fails > 0 {
+				out = append(out, a.vNVLS(r)) // the application's NVLS error, without debug lines
+				continue
+			}
 			if id == "nccl.errors" && r.ErrorCount > 0 {
 				// A watchdog's timeout or the application's NCCL
 				// error is a failure without any debug line.
@@ -42,7 +46,7 @@ func (a *analyzer) verdicts(r *Report, s *summary) []result.Result {
 		return out
 	}
 	out := []result.Result{
-		a.vGDR(r, s), a.vP2P(r, s), a.vNet(r, s), a.vVersion(r), a.vErrors(r), a.vChannels(r, s),
+		a.vGDR(r, s), a.vP2P(r, s), a.vNet(r, s), a.vVersion(r), a.vErrors(r), a.vChannels(r, s), a.vNVLS(r),
 	}
 	out = append(out, a.vTopology(r)...)
 	return out
@@ -55,6 +59,7 @@ var titles = verdict.Titles{
 	"nccl.version":  "One NCCL version and network plugin on every rank",
 	"nccl.errors":   "NCCL errors and warnings",
 	"nccl.channels": "Number of channels NCCL built",
+	"nccl.nvls":     "NVLink SHARP (NVLS) multicast set up, or why not",
 	"nccl.topology": "NCCL's view of the node (system tree)",
 }
 
