@@ -81,7 +81,7 @@ type Options struct {
 func All() []Check {
 	return []Check{
 		kernelModule{}, nicAffinity{}, pcieACS{}, pcieLink{}, pcieMRR{}, iommuMode{},
-		memlock{}, pcieP2P{}, nicPort{}, nvlinkState{}, gpuHealth{}, ncclEnv{}, inventory{},
+		memlock{}, pcieP2P{}, nicPort{}, nvlinkState{}, nvlinkIMEX{}, gpuHealth{}, ncclEnv{}, inventory{},
 		discoveryProblems{}, gpuPresent{},
 	}
 }

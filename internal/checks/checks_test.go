@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -340,6 +341,27 @@ func gpu0Attr(name, value string) string {
 	return "file " + gpu0Dir + "/" + name + " \"" + value + "\\n\"\n"
 }
 
+// multiNode: base's GPUs in a multi-node NVLink domain (a GB200 NVL72
+// rack's cluster UUID, as NVML reports it).
+var multiNode = map[string]string{
+	"@nvml0": `nvml-gpu 0000:18:00.0 name="NVIDIA H100 80GB HBM3" nvswitch=18 fabric=completed fabric_status=success fabric_clique=2 fabric_cluster=7d5b9d2f-0c1a-4e4b-9b1e-3f0a8c6d2e11`,
+	"@nvml1": `nvml-gpu 0000:3a:00.0 name="NVIDIA H100 80GB HBM3" nvswitch=18 fabric=completed fabric_status=success fabric_clique=2 fabric_cluster=7d5b9d2f-0c1a-4e4b-9b1e-3f0a8c6d2e11`,
+}
+
+// imexUp is a healthy two-node IMEX domain: the service, nvidia-imex-ctl
+// -N's report (the layout of a real one, internal/facts/node/testdata/imex)
+// and the channel device.
+func imexUp(service, report string, channel bool) string {
+	if report == "" {
+		report = "Nodes:\nNode #0   - 10.0.0.1        - READY                - Version: 570.133.20\nNode #1   - 10.0.0.2        - READY                - Version: 570.133.20\n\n Nodes From\\To  0   1\n       0        C   C\n       1        C   C\n\nDomain State: UP\n"
+	}
+	s := "command systemctl-nvidia-imex.txt " + strconv.Quote(service+"\n") + "\ncommand nvidia-imex-ctl-N.txt " + strconv.Quote(report) + "\n"
+	if channel {
+		s += "file dev/nvidia-caps-imex-channels/channel0 \"\"\n"
+	}
+	return s
+}
+
 type checkCase struct {
 	name    string
 	check   string
@@ -434,6 +456,20 @@ var checkCases = []checkCase{
 	{"fabric manager active, version unread", "nvlink.state", fixture{set: noFabricInfo, extra: "command systemctl-nvidia-fabricmanager.txt \"active\\n\"\n"}, result.Unknown, "FabricManagerVersionUnknown", "node"},
 	{"NVLink unknown", "nvlink.state", fixture{set: map[string]string{"@nvml0": `nvml-gpu 0000:18:00.0 nvlink=unknown`}}, result.Unknown, "NoDriverFacts", "GPU0"},
 	{"PCIe GPUs", "nvlink.state", fixture{file: hostsDir + "/pcie-l40s-remote-nic.host"}, result.Skip, "NoNVLink", "GPU0"},
+	// nvlink.imex
+	{"single-node NVLink domain", "nvlink.imex", fixture{}, result.Skip, "SingleNodeNVLink", "node"},
+	{"PCIe GPUs, no fabric", "nvlink.imex", fixture{file: hostsDir + "/pcie-l40s-remote-nic.host"}, result.Skip, "NoFabricInfo", "node"},
+	{"IMEX domain up", "nvlink.imex", fixture{set: multiNode, extra: imexUp("active", "", true)}, result.Pass, "IMEXDomainUp", "node"},
+	{"IMEX channel present", "nvlink.imex", fixture{set: multiNode, extra: imexUp("active", "", true)}, result.Pass, "IMEXChannel", "node"},
+	{"IMEX daemon down", "nvlink.imex", fixture{set: multiNode, extra: imexUp("inactive", "", true)}, result.Fail, "IMEXDown", "node"},
+	{"IMEX node with another version", "nvlink.imex", fixture{set: multiNode, extra: imexUp("active", "Node #0   - 10.0.0.1        - READY                - Version: 570.133.20\nNode #1   - 10.0.0.2        - READY                - Version: 575.57\n\n Nodes From\\To  0   1\n       0        C   !V!\n       1        !V! C\n\nDomain State: DEGRADED\n", true)}, result.Fail, "IMEXDomainNotUp", "node"},
+	{"IMEX not reachable", "nvlink.imex", fixture{set: multiNode, extra: imexUp("active", "failed to connect to IMEX daemon\n", true)}, result.Unknown, "IMEXDomainUnknown", "node"},
+	{"no IMEX channel (snapshot)", "nvlink.imex", fixture{set: multiNode, extra: imexUp("active", "", false)}, result.Unknown, "IMEXChannelUnknown", "node"},
+	// A GB200-style tray: NVLink to switch trays, one 18-tray domain, IMEX up.
+	{"GB200 tray: links up", "nvlink.state", fixture{file: "testdata/gb200-tray-4gpu.host"}, result.Pass, "AllUp", "GPU0"},
+	{"GB200 tray: registered with the fabric", "nvlink.state", fixture{file: "testdata/gb200-tray-4gpu.host"}, result.Pass, "FabricRegistered", "GPU0-fabric"},
+	{"GB200 tray: IMEX domain of 18", "nvlink.imex", fixture{file: "testdata/gb200-tray-4gpu.host"}, result.Pass, "IMEXDomainUp", "node"},
+	{"GB200 tray: IMEX down", "nvlink.imex", fixture{file: "testdata/gb200-tray-4gpu.host", extra: "command systemctl-nvidia-imex.txt \"failed\\n\"\n"}, result.Fail, "IMEXDown", "node"},
 	// gpu.health
 	{"healthy", "gpu.health", fixture{}, result.Pass, "Healthy", "GPU0"},
 	{"no Xid", "gpu.health", fixture{}, result.Pass, "NoXid", "GPU0-xid"},

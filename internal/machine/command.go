@@ -48,12 +48,16 @@ var (
 	CmdFabricManagerVersion = Command{Key: "nv-fabricmanager-version.txt", Name: "nv-fabricmanager", Args: []string{"--version"}}
 	// CmdFabricManagerLog is fabric manager's recent journal, where it says
 	// why it would not start (a version that does not match the driver's).
+	// CmdIMEX and CmdIMEXCtl: the IMEX daemon of a multi-node NVLink
+	// domain, its service and its view of the domain.
+	CmdIMEX             = Command{Key: "systemctl-nvidia-imex.txt", Name: "systemctl", Args: []string{"is-active", "nvidia-imex"}}
+	CmdIMEXCtl          = Command{Key: "nvidia-imex-ctl-N.txt", Name: "nvidia-imex-ctl", Args: []string{"-N"}}
 	CmdFabricManagerLog = Command{Key: "journalctl-nvidia-fabricmanager.txt", Name: "journalctl", Args: []string{"-u", "nvidia-fabricmanager", "-n", "200", "--no-pager", "-o", "cat"}}
 )
 
 // KnownCommands lists the commands a snapshot captures, in capture order.
 func KnownCommands() []Command {
-	return []Command{CmdNvidiaSMITopo, CmdNvidiaSMIQuery, CmdNvidiaSMINVLink, CmdUlimit, CmdIbvDevinfo, CmdDmesg, CmdFabricManager, CmdFabricManagerVersion, CmdFabricManagerLog}
+	return []Command{CmdNvidiaSMITopo, CmdNvidiaSMIQuery, CmdNvidiaSMINVLink, CmdUlimit, CmdIbvDevinfo, CmdDmesg, CmdFabricManager, CmdFabricManagerVersion, CmdFabricManagerLog, CmdIMEX, CmdIMEXCtl}
 }
 
 // Run returns the standard output of cmd: on the live host by running it

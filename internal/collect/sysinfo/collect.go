@@ -63,6 +63,13 @@ func Collect(ctx context.Context, r machine.Root, h *topology.Host, o Options) *
 		text(&f.FabricManager, fabricSource, c.fabricManager)
 		text(&f.FabricManagerVersion, machine.CmdFabricManagerVersion.String(), c.command(machine.CmdFabricManagerVersion))
 		text(&f.FabricManagerLog, machine.CmdFabricManagerLog.String(), c.command(machine.CmdFabricManagerLog))
+		if multiNodeNVLink(h) {
+			text(&f.IMEX.Service, machine.CmdIMEX.String(), c.command(machine.CmdIMEX))
+			text(&f.IMEX.Status, machine.CmdIMEXCtl.String(), c.command(machine.CmdIMEXCtl))
+			fact(&c, &wg, &f.IMEX.Channels, c.listing(imexChannels), func(err error) node.Listing {
+				return node.Listing{Source: r.Display(imexChannels), Err: err}
+			})
+		}
 	}
 	if len(h.NICs) > 0 {
 		fact(&c, &wg, &f.RDMACore, c.rdmaCore, func(error) node.RDMACore { return node.RDMACore{} })
@@ -230,6 +237,20 @@ func (c *collector) command(cmd machine.Command) func(context.Context) node.Text
 		b, err := c.r.Run(ctx, cmd)
 		return node.Text{Source: cmd.String(), Value: string(b), Err: err}
 	}
+}
+
+// imexChannels holds the IMEX channel devices CUDA imports memory through.
+const imexChannels = "dev/nvidia-caps-imex-channels"
+
+// multiNodeNVLink reports whether a GPU of h belongs to an NVLink domain
+// that spans nodes (its fabric cluster UUID is set).
+func multiNodeNVLink(h *topology.Host) bool {
+	for _, g := range h.GPUs {
+		if g.Facts != nil && g.Facts.Fabric.MultiNode() {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *collector) rdmaCore(context.Context) node.RDMACore {

@@ -9,6 +9,7 @@ package gpu
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/textio"
@@ -112,6 +113,21 @@ type Fabric struct {
 	State     string  `json:"state,omitempty"`  // not-started, in-progress, completed
 	Status    string  `json:"status,omitempty"` // success or the error
 	CliqueID  *uint32 `json:"clique_id,omitempty"`
+	// ClusterUUID is the NVLink domain the GPU belongs to: all zeros (or
+	// empty) when the domain is this node's own; another value on a
+	// multi-node NVLink system (GB200/GB300 NVL72), where the GPUs of
+	// several nodes share memory through IMEX.
+	ClusterUUID string `json:"cluster_uuid,omitempty"`
+	// Health is the fabric health summary where the driver gives one
+	// ("healthy", "unhealthy"; nvidia-smi -q's Fabric Health Summary).
+	Health string `json:"health,omitempty"`
+}
+
+// MultiNode reports whether the GPU's NVLink domain spans nodes: a
+// cluster UUID other than all zeros.
+func (f Fabric) MultiNode() bool {
+	u := strings.Trim(f.ClusterUUID, "0-")
+	return u != "" && !strings.EqualFold(f.ClusterUUID, "N/A")
 }
 
 // P2P is the driver's peer-to-peer verdict from GPU A to GPU B.

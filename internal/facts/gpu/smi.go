@@ -75,7 +75,11 @@ type smiGPU struct {
 	Fabric struct {
 		State  string `xml:"state"`
 		Status string `xml:"status"`
-		Clique string `xml:"cliqueId"`
+		Clique  string `xml:"cliqueId"`
+		Cluster string `xml:"clusterUuid"`
+		Health  struct {
+			Summary string `xml:"summary"`
+		} `xml:"health"`
 	} `xml:"fabric"`
 }
 
@@ -167,6 +171,8 @@ func ParseSMIQuery(name string, b []byte) (*Facts, error) {
 			if v := atoiPtr(sg.Fabric.Clique); v != nil {
 				g.Fabric.CliqueID = new(uint32(*v))
 			}
+			g.Fabric.ClusterUUID = na(sg.Fabric.Cluster)
+			g.Fabric.Health = strings.ToLower(na(sg.Fabric.Health.Summary))
 		}
 		f.GPUs = append(f.GPUs, g)
 	}

@@ -39,6 +39,8 @@ type Facts struct {
 	// its recent journal (ParseFabricManagerVersion, FabricManagerMismatch).
 	FabricManagerVersion Text
 	FabricManagerLog     Text
+	// IMEX is collected where a GPU's NVLink domain spans nodes.
+	IMEX IMEX
 	// NetInterfaces lists /sys/class/net: every interface, virtual ones
 	// (lo, bonds, bridges) too.
 	NetInterfaces Listing

@@ -575,7 +575,10 @@ func gpuFacts(i int, g *NVMLGPU) (gpu.GPU, error) {
 		gf.NVLinks = nil
 	}
 	if v, ok := a["fabric"]; ok {
-		gf.Fabric = gpu.Fabric{Supported: true, State: v, Status: a["fabric_status"]}
+		gf.Fabric = gpu.Fabric{Supported: true, State: v, Status: a["fabric_status"], ClusterUUID: a["fabric_cluster"], Health: a["fabric_health"]}
+		if c, err := strconv.ParseUint(a["fabric_clique"], 10, 32); err == nil {
+			gf.Fabric.CliqueID = new(uint32(c))
+		}
 	}
 	if len(errs) > 0 {
 		return gf, errs[0]

@@ -220,7 +220,8 @@ func (c *collector) gpu(i int, d gonvml.Device) gpu.GPU {
 	}
 	c.nvlinks(pfx, d, &g)
 	if fi, ok := get(c, pfx+"nvmlDeviceGetGpuFabricInfo", d.GetGpuFabricInfo); ok {
-		g.Fabric = gpu.Fabric{Supported: fi.State != gonvml.GPU_FABRIC_STATE_NOT_SUPPORTED, State: fabricState(fi.State), CliqueID: new(fi.CliqueId)}
+		g.Fabric = gpu.Fabric{Supported: fi.State != gonvml.GPU_FABRIC_STATE_NOT_SUPPORTED, State: fabricState(fi.State), CliqueID: new(fi.CliqueId),
+			ClusterUUID: uuidString(fi.ClusterUuid)}
 		if g.Fabric.Supported {
 			if gonvml.Return(fi.Status) == gonvml.SUCCESS {
 				g.Fabric.Status = "success"
@@ -331,6 +332,12 @@ func remoteType(t gonvml.IntNvLinkDeviceType) string {
 		return "ibmnpu"
 	}
 	return "unknown"
+}
+
+// uuidString writes a 16-byte UUID as 8-4-4-4-12 hex digits.
+func uuidString(u [16]uint8) string {
+	b := u[:]
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
 func fabricState(s uint8) string {
