@@ -19,6 +19,7 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/analyze/dcgmi"
 	"github.com/gdrcheck/gdrcheck/internal/analyze/ncclog"
+	"github.com/gdrcheck/gdrcheck/internal/analyze/ncclras"
 	"github.com/gdrcheck/gdrcheck/internal/analyze/nccltests"
 	"github.com/gdrcheck/gdrcheck/internal/analyze/nccltopo"
 	"github.com/gdrcheck/gdrcheck/internal/analyze/nvbandwidth"
@@ -79,6 +80,7 @@ func Readers() []Reader {
 		newReader(perftest.Kind, "perftest ib_*_bw / ib_*_lat text or --out_json", perftest.Detect, perftest.Analyze),
 		newReader(nccltopo.Kind, "NCCL topology or graph XML (NCCL_TOPO_DUMP_FILE, NCCL_GRAPH_DUMP_FILE, NCCL_TOPO_FILE)", nccltopo.Detect, nccltopo.Analyze),
 		newReader(nccltests.Kind, "nccl-tests output (text or -J JSON)", nccltests.Detect, nccltests.Analyze),
+		newReader(ncclras.Kind, "NCCL RAS status report (ncclras, NCCL 2.24+)", ncclras.Detect, ncclras.Analyze),
 		newReader(ncclog.Kind, "NCCL_DEBUG=INFO log", ncclog.Detect, ncclog.Analyze),
 	}
 }

@@ -37,7 +37,7 @@ func body(t *testing.T, sample string) string {
 
 func TestKinds(t *testing.T) {
 	kinds := analyze.Kinds()
-	for _, k := range []string{"nvidia-smi-topo", "dcgmi", "nvbandwidth", "perftest", "nccl-topo", "nccl-tests", "nccl-log"} {
+	for _, k := range []string{"nvidia-smi-topo", "dcgmi", "nvbandwidth", "perftest", "nccl-topo", "nccl-tests", "nccl-ras", "nccl-log"} {
 		if !slices.Contains(kinds, k) {
 			t.Errorf("kind %s missing from %v", k, kinds)
 		}
@@ -75,7 +75,7 @@ func TestContract(t *testing.T) {
 		"dcgmi": "dcgmi/testdata/dcgmi-diag-r2-aws-p4de-a100-dcgm333.txt", "nvbandwidth": "nvbandwidth/testdata/synthetic-nvbandwidth-json-t4.txt",
 		"perftest": "perftest/testdata/synthetic-ib-write-lat.txt", "nccl-tests": "nccltests/testdata/synthetic-json-allreduce-J.txt",
 		"nvidia-smi-topo": "smitopo/testdata/puget-wrx90-2x-rtx6000ada-pcie.txt", "nccl-topo": "nccltopo/testdata/synthetic-graph-2node.txt",
-		"nccl-log": "ncclog/testdata/synthetic-2node-ib-no-gdr.txt",
+		"nccl-log": "ncclog/testdata/synthetic-2node-ib-no-gdr.txt", "nccl-ras": "ncclras/testdata/ncclras-status-mismatch-4node-32gpu-nccl-1911.txt",
 	}
 	for _, kind := range analyze.Kinds() {
 		sample, ok := read[kind]

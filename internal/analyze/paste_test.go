@@ -75,7 +75,7 @@ func pasteKeys(o *Output) []string {
 // verdicts must be the same.
 func TestPasteForms(t *testing.T) {
 	dirs := map[string]string{"nvidia-smi-topo": "smitopo", "dcgmi": "dcgmi", "nvbandwidth": "nvbandwidth",
-		"perftest": "perftest", "nccl-topo": "nccltopo", "nccl-tests": "nccltests", "nccl-log": "ncclog"}
+		"perftest": "perftest", "nccl-topo": "nccltopo", "nccl-tests": "nccltests", "nccl-ras": "ncclras", "nccl-log": "ncclog"}
 	for _, rd := range Readers() {
 		files, _ := filepath.Glob(filepath.Join(dirs[rd.Kind()], "testdata", "*.txt"))
 		if len(files) == 0 {
