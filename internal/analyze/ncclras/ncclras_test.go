@@ -65,7 +65,7 @@ func TestRefusals(t *testing.T) {
 
 func TestDetect(t *testing.T) {
 	for in, want := range map[string]bool{
-		"Job summary\n===========\n":                 true,
+		"Job summary\n===========\n":                   true,
 		"  Communicators... (2.05s)\n  ============\n": true,
 		"NCCL INFO Communicators are ready\n":          false,
 		"Group     Comms\n":                            false,

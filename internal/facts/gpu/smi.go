@@ -73,8 +73,8 @@ type smiGPU struct {
 		Failure string `xml:"remapped_row_failure"`
 	} `xml:"remapped_rows"`
 	Fabric struct {
-		State  string `xml:"state"`
-		Status string `xml:"status"`
+		State   string `xml:"state"`
+		Status  string `xml:"status"`
 		Clique  string `xml:"cliqueId"`
 		Cluster string `xml:"clusterUuid"`
 		Health  struct {
