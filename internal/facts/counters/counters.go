@@ -83,10 +83,11 @@ const DataWordBytes = 4
 // pmaWidth is the width in bits of each PortCounters attribute as the kernel
 // reads it from the PMA (PORT_PMA_ATTR in drivers/infiniband/core/sysfs.c).
 // The InfiniBand PortCounters stop at all ones rather than wrap, so a value
-// at its width's maximum is saturated: it can no longer count. The data and
-// packet counters are 32 bits in the basic table and 64 in the extended one
-// (PORT_PMA_ATTR_EXT); a 64-bit counter sitting exactly at 2^32-1 is
-// negligibly unlikely, so that value is read as a saturated 32-bit counter.
+// exactly at its width's maximum is saturated: it can no longer count. The
+// data and packet counters are 32 bits in the basic table and 64 in the
+// extended one (PORT_PMA_ATTR_EXT): a value above 2^32-1 is a 64-bit counter,
+// and one sitting exactly at 2^32-1 is negligibly unlikely unless it is a
+// saturated 32-bit counter, so that value alone is read as saturated.
 var pmaWidth = map[string]uint{
 	"symbol_error": 16, "link_error_recovery": 8, "link_downed": 8, "port_rcv_errors": 16,
 	"port_rcv_remote_physical_errors": 16, "port_rcv_switch_relay_errors": 16, "port_xmit_discards": 16,
@@ -96,8 +97,9 @@ var pmaWidth = map[string]uint{
 }
 
 // Saturation is the value at which a counter stops counting (its name in a
-// Reading, "counters/link_downed" -> 255); 0 when it has no such limit
-// (hw_counters and AER statistics are 64-bit).
+// Reading, "counters/link_downed" -> 255): a reading exactly at it is
+// saturated. 0 when it has no such limit (hw_counters and AER statistics are
+// 64-bit).
 func Saturation(name string) uint64 {
 	g, f, ok := strings.Cut(name, "/")
 	if !ok || g != GroupPMA {
