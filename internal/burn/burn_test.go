@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -57,8 +58,8 @@ func at(s *cf.Sample, t time.Time, label string) *cf.Sample {
 	return c
 }
 
-// add moves a counter of a port ("mlx5_0/1") or function (PCI address) by d
-// (set when d is negative: the value becomes -d-1... no: see set).
+// add moves a counter of a port ("mlx5_0/1") or a function (PCI address) up
+// by d; set gives it a value.
 func add(t *testing.T, s *cf.Sample, dev, counter string, d uint64) {
 	t.Helper()
 	r := reading(t, s, dev)
@@ -225,11 +226,9 @@ func TestJudgePlanted(t *testing.T) {
 		{
 			name: "a reset with new events after it fails with what it counted since",
 			plant: func(t *testing.T, s *series) {
-				s.later(2, func(e *cf.Sample) { set(t, e, port0, "counters/link_downed", 0) })
-				set(t, s.ends[2], port0, "counters/link_downed", 0)
-				s.ends[2].Port("mlx5_0", 1).Values["counters/link_downed"] = 0
-				s.ends[1].Port("mlx5_0", 1).Values["counters/link_downed"] = 5
-				s.ends[2].Port("mlx5_0", 1).Values["counters/link_downed"] = 2
+				// 1 → 5 in window 2, then cleared and 2 more in window 3.
+				set(t, s.ends[1], port0, "counters/link_downed", 5)
+				set(t, s.ends[2], port0, "counters/link_downed", 2)
 			},
 			want: []want{
 				{IDFatal, port0, result.Fail, "LinkDowned", []string{"window 2", "link_downed +4 (1 → 5)"}},
@@ -526,6 +525,34 @@ func TestPoissonBounds(t *testing.T) {
 	k := uint64(1e6)
 	if up := PoissonUpper(k, 0.95); up < 1e6+1640 || up > 1e6+1650 {
 		t.Errorf("upper(1e6) = %f", up)
+	}
+	// Either side of the switch to the approximation, the same bounds.
+	for _, k := range []uint64{exactMax, exactMax + 1} {
+		up, lo := PoissonUpper(k, 0.95), PoissonLower(k, 0.95)
+		if d := (up-float64(k))/math.Sqrt(float64(k)) - 1.645; d > 0.01 || d < -0.01 {
+			t.Errorf("upper(%d) = %f", k, up)
+		}
+		if d := (float64(k)-lo)/math.Sqrt(float64(k)) - 1.645; d > 0.01 || d < -0.01 {
+			t.Errorf("lower(%d) = %f", k, lo)
+		}
+	}
+	// At the switch the approximation agrees with the exact bounds.
+	if ex, wh := solveMean(exactMax, 0.05), chi2Quantile(0.95, 2*exactMax+2)/2; math.Abs(ex-wh) > 1e-8*ex {
+		t.Errorf("at %d: exact upper %f, approximation %f", exactMax, ex, wh)
+	}
+	if ex, wh := solveMean(exactMax-1, 0.95), chi2Quantile(0.05, 2*exactMax)/2; math.Abs(ex-wh) > 1e-8*ex {
+		t.Errorf("at %d: exact lower %f, approximation %f", exactMax, ex, wh)
+	}
+	// A huge count (a corrupt capture) is answered at once.
+	done := make(chan float64)
+	go func() { done <- PoissonUpper(1<<63, 0.95) }()
+	select {
+	case up := <-done:
+		if up < 1<<63 {
+			t.Errorf("upper(2^63) = %g", up)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("upper(2^63) still computing after 5s")
 	}
 	if up := PoissonUpper(0, 0.99); up < 4.6051 || up > 4.6052 {
 		t.Errorf("upper(0) at 99%% = %f, want -ln(0.01)", up)

@@ -434,7 +434,7 @@ func judgeRates(s *Series, conf float64) []result.Result {
 			case result.Fail, result.Warn:
 				remedy = rateRemedy(t.dev)
 			}
-			ev := append(limit(t.ev), result.Evidence{Source: "threshold", Value: fmt.Sprintf("%.0g per bit (%s)", thr.BER, medium), Note: thr.Source})
+			ev := append(slices.Clone(limit(t.ev)), result.Evidence{Source: "threshold", Value: fmt.Sprintf("%.0g per bit (%s)", thr.BER, medium), Note: thr.Source})
 			out = append(out, res(IDErrorRate, st, t.dev.Name, reason, msg, remedy, ev...))
 		}
 	}

@@ -8,20 +8,57 @@ import "math"
 // event the upper bound at 95% is -ln(0.05) ≈ 3.0 events, the "rule of
 // three": n bits without an error show a rate below 3/n.
 
+// exactMax is the largest count solved exactly; above it the bounds come
+// from the Wilson–Hilferty approximation of the chi-square quantiles they
+// equal (relative error far below 1e-4 there), so that a huge count (a
+// corrupt capture) costs no more than a small one.
+const exactMax = 100000
+
 // PoissonUpper is the one-sided upper confidence bound, at confidence conf
 // (0.95), on the mean of a Poisson count of which k were seen: the λ at which
-// seeing k or fewer has probability 1-conf.
+// seeing k or fewer has probability 1-conf (half the chi-square quantile
+// at conf with 2k+2 degrees of freedom).
 func PoissonUpper(k uint64, conf float64) float64 {
+	if k > exactMax {
+		return chi2Quantile(conf, 2*float64(k)+2) / 2
+	}
 	return solveMean(k, 1-conf)
 }
 
 // PoissonLower is the one-sided lower confidence bound: the λ at which seeing
-// k or more has probability 1-conf (0 when k is 0).
+// k or more has probability 1-conf (0 when k is 0; half the chi-square
+// quantile at 1-conf with 2k degrees of freedom).
 func PoissonLower(k uint64, conf float64) float64 {
 	if k == 0 {
 		return 0
 	}
+	if k > exactMax {
+		return chi2Quantile(1-conf, 2*float64(k)) / 2
+	}
 	return solveMean(k-1, conf)
+}
+
+// chi2Quantile is the Wilson–Hilferty approximation of the p quantile of the
+// chi-square distribution with nu degrees of freedom.
+func chi2Quantile(p, nu float64) float64 {
+	c := 2 / (9 * nu)
+	x := 1 - c + normalQuantile(p)*math.Sqrt(c)
+	return nu * x * x * x
+}
+
+// normalQuantile is the p quantile of the standard normal distribution, by
+// bisection on its distribution function.
+func normalQuantile(p float64) float64 {
+	lo, hi := -40.0, 40.0
+	for range 200 {
+		mid := (lo + hi) / 2
+		if 0.5*math.Erfc(-mid/math.Sqrt2) < p {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return (lo + hi) / 2
 }
 
 // solveMean finds the λ at which P(X ≤ k; λ) = p, by bisection (that
