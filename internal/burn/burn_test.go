@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -608,6 +609,50 @@ func TestClassOf(t *testing.T) {
 		}
 		if ClassOf(kind, n) == Info {
 			t.Errorf("%s is listed as judged but is not", n)
+		}
+	}
+}
+
+func TestReadSchedule(t *testing.T) {
+	f, err := os.Open("testdata/schedule.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s, err := ReadSchedule("schedule.json", f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := node(t)
+	if err := s.Validate(h); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Windows) != 2 || len(s.Windows[0].Traffic) != 5 || s.Windows[0].Traffic[3].Link != GPUPeerLink(gpu0, gpu1) {
+		t.Fatalf("read %+v", s)
+	}
+	// It writes back to what it read (links in their text form, the peers
+	// in order).
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadSchedule("again", strings.NewReader(string(b)))
+	if err != nil || !cmp.Equal(back, s) {
+		t.Errorf("round trip: %v\n%s", err, cmp.Diff(s, back))
+	}
+
+	bad := []struct{ name, in, want string }{
+		{"bad link", `{"windows":[{"start":"2026-12-05T12:00:00Z","end":"2026-12-05T12:05:00Z","traffic":[{"link":"rdma:mlx5_0/1","bytes":1},{"link":"pcie:x","bytes":1}]}]}`,
+			`s.json: windows[0].traffic[1].link: link "pcie:x": unknown kind "pcie"`},
+		{"unknown field", "{\n\"windows\": [],\n\"extra\": 1}", `unknown field "extra"`},
+		{"bad time", "{\"windows\": [\n{\"start\": \"noon\"}]}", `s.json:2: `},
+		{"bad bytes", "{\"windows\": [{\"traffic\": [\n{\"link\": \"rdma:a/1\", \"bytes\": -5}]}]}", `s.json:2: unexpected JSON value: field "windows.traffic.bytes"`},
+		{"truncated", "{\"windows\": [", "s.json:1: JSON ends early"},
+	}
+	for _, c := range bad {
+		_, err := ReadSchedule("s.json", strings.NewReader(c.in))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want %q", c.name, err, c.want)
 		}
 	}
 }

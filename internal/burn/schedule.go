@@ -1,9 +1,13 @@
 package burn
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"time"
 
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
@@ -134,3 +138,54 @@ func checkLink(h *topology.Host, l Link) error {
 	}
 	return fmt.Errorf("unknown link kind %q", l.Kind)
 }
+
+// ReadSchedule reads a schedule as JSON (what a workload writes beside its
+// captures): {"windows": [{"start", "end", "traffic": [{"link", "bytes"}]}]},
+// times in RFC 3339, links in their text form. Unknown fields are refused;
+// an error names the file and the line, or the field of a bad link
+// ("windows[2].traffic[0].link"). It checks the form only: Validate checks
+// the schedule against the node.
+func ReadSchedule(name string, r io.Reader) (*Schedule, error) {
+	type rawTraffic struct {
+		Link  string `json:"link"`
+		Bytes uint64 `json:"bytes"`
+	}
+	type rawWindow struct {
+		Start   time.Time    `json:"start"`
+		End     time.Time    `json:"end"`
+		Traffic []rawTraffic `json:"traffic"`
+	}
+	var raw struct {
+		Windows []rawWindow `json:"windows"`
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxSchedule+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", name, err)
+	}
+	if len(b) > maxSchedule {
+		return nil, fmt.Errorf("%s: larger than %d bytes", name, maxSchedule)
+	}
+	lc := textio.NewLineCounter(bytes.NewReader(b))
+	dec := json.NewDecoder(lc)
+	dec.DisallowUnknownFields()
+	if err := lc.DecodeAll(name, dec, &raw); err != nil {
+		return nil, err
+	}
+	s := &Schedule{Windows: make([]Window, 0, len(raw.Windows))}
+	for i, w := range raw.Windows {
+		win := Window{Start: w.Start, End: w.End, Traffic: make([]Traffic, 0, len(w.Traffic))}
+		for j, t := range w.Traffic {
+			l, err := ParseLink(t.Link)
+			if err != nil {
+				return nil, fmt.Errorf("%s: windows[%d].traffic[%d].link: %v", name, i, j, err)
+			}
+			win.Traffic = append(win.Traffic, Traffic{Link: l, Bytes: t.Bytes})
+		}
+		s.Windows = append(s.Windows, win)
+	}
+	return s, nil
+}
+
+// maxSchedule bounds a schedule file: a day of one-minute windows over a few
+// hundred links is far below it.
+const maxSchedule = 64 << 20
