@@ -266,13 +266,25 @@ func TestJudgePlanted(t *testing.T) {
 						s.sched.Windows[i].Traffic[j].Bytes = 1e9
 					}
 				}
-				s.later(0, func(e *cf.Sample) { set(t, e, port0, "counters/port_rcv_data", 1000) })
+				for i, e := range s.ends {
+					set(t, e, port0, "counters/port_rcv_data", 1000+uint64(i+1)*1e9/4)
+				}
 			},
 			clean: true,
 			want: []want{
 				{IDErrorRate, port0, result.Unknown, "TooFewBits", []string{"0 in 2.4e+10 bits", "needs about 3e+12 bits", "run the burn-in longer"}},
 				{IDErrorRate, dsp0, result.Unknown, "TooFewBits", nil},
 			},
+		},
+		{
+			name: "traffic the port never received gives it no bits",
+			plant: func(t *testing.T, s *series) {
+				// The schedule put 5 TB per window on mlx5_0/1, the port
+				// received nothing (a loopback inside the NIC).
+				s.later(0, func(e *cf.Sample) { set(t, e, port0, "counters/port_rcv_data", 1000) })
+			},
+			clean: true,
+			want:  []want{{IDErrorRate, port0, result.Unknown, "TooFewBits", []string{"0 in 0 bits", "received 0 B while the schedule put 5 TB on it", "in windows 1, 2, 3"}}},
 		},
 		{
 			name: "a few errors over a long run: above the target but not proven",

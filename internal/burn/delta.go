@@ -89,7 +89,10 @@ type DeviceDeltas struct {
 	// gpu-nic path and its rdma port), so summing could only overstate them.
 	Bits     float64 `json:"bits"`
 	BitsFrom string  `json:"bits_from,omitempty"`
-	Deltas   []Delta `json:"deltas"`
+	// Note says what the reader of the bits should know (a port that
+	// received much less than the schedule put on it).
+	Note   string  `json:"note,omitempty"`
+	Deltas []Delta `json:"deltas"`
 }
 
 // Delta is the change of one counter, nil when the device has none.
@@ -422,17 +425,28 @@ func (a *attributor) window(s Schedule, i int, from, to *cf.Sample) WindowDeltas
 }
 
 // portBits sets a port's bits: its own received-data counter when that
-// counted exactly, else the schedule's bytes for its link.
+// counted exactly (even nothing: traffic the schedule put on the port that
+// the port did not receive never crossed its link), else the schedule's
+// bytes for its link. When the port received less than half of what the
+// schedule put on it, Note says so.
 func (a *attributor) portBits(dd *DeviceDeltas, l Link) {
-	if d := dd.Delta(cf.GroupPMA + "/port_rcv_data"); d != nil && d.State == Counted && d.Change > 0 {
-		dd.Bits = float64(d.Change) * cf.DataWordBytes * 8
-		dd.BitsFrom = "counters/port_rcv_data (4-byte words)"
-		return
-	}
+	var sched float64
 	for _, t := range dd.Traffic {
 		if t.Link == l {
-			dd.Bits, dd.BitsFrom = float64(t.Bytes)*8, "schedule"
+			sched = float64(t.Bytes) * 8
 		}
+	}
+	if d := dd.Delta(cf.GroupPMA + "/port_rcv_data"); d != nil && d.State == Counted {
+		dd.Bits = float64(d.Change) * cf.DataWordBytes * 8
+		dd.BitsFrom = "counters/port_rcv_data (4-byte words)"
+		if sched > 2*dd.Bits {
+			dd.Note = fmt.Sprintf("the port received %s while the schedule put %s on it: traffic looped back inside the NIC may not cross the link",
+				bytesText(dd.Bits/8), bytesText(sched/8))
+		}
+		return
+	}
+	if sched > 0 {
+		dd.Bits, dd.BitsFrom = sched, "schedule"
 	}
 }
 

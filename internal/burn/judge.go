@@ -349,6 +349,7 @@ func judgeRates(s *Series, conf float64) []result.Result {
 		inexact []string // windows whose delta was reset or saturated, with why
 		unread  windows  // windows whose delta was missing, and why
 		moved   bool     // carried traffic or counted an error somewhere
+		notes   windows  // the windows' notes on their bits
 		ev      []result.Evidence
 	}
 	totals := map[[2]string]*total{}
@@ -374,6 +375,9 @@ func judgeRates(s *Series, conf float64) []result.Result {
 				}
 				t.moved = true
 				t.windows++
+				if dd.Note != "" {
+					t.notes.add(w.Index, dd.Note)
+				}
 				if dl.State == Missing {
 					t.unread.add(w.Index, dl.Why)
 					t.ev = append(t.ev, evidence(dd.Device, dl, w.Name))
@@ -390,6 +394,9 @@ func judgeRates(s *Series, conf float64) []result.Result {
 					t.ev = append(t.ev, evidence(dd.Device, dl, w.Name))
 				}
 				if dd.Bits <= 0 {
+					if dl.Change == 0 {
+						continue
+					}
 					out = append(out, res(IDErrorRate, result.Warn, dd.Device.Name, "ErrorsWithoutTraffic",
 						fmt.Sprintf("%s: %s: %s with no traffic through it to measure a rate against", w.Name, dd.Device.Label, change(dl)),
 						rateRemedy(dd.Device), evidence(dd.Device, dl, w.Name)))
@@ -419,8 +426,14 @@ func judgeRates(s *Series, conf float64) []result.Result {
 		case len(t.unread.idx) > 0:
 			out = append(out, res(IDErrorRate, result.Unknown, t.dev.Name, "CounterNotRead",
 				fmt.Sprintf("%s: %s could not be read in %s (%s): its error rate is not known", t.dev.Label, name, t.unread.text(), strings.Join(t.unread.why, "; ")), "", limit(t.ev)...))
-		case t.bits <= 0:
+		case t.bits <= 0 && t.k > 0:
 			// Errors with no traffic at all: each window already warned.
+		case t.bits <= 0:
+			msg := fmt.Sprintf("%s: %s over %d window(s): 0 in 0 bits: no bits its counters can vouch for crossed it, so its error rate is not known", t.dev.Label, name, t.windows)
+			if len(t.notes.idx) > 0 {
+				msg += fmt.Sprintf(" (in %s %s)", t.notes.text(), strings.Join(t.notes.why, "; "))
+			}
+			out = append(out, res(IDErrorRate, result.Unknown, t.dev.Name, "TooFewBits", msg, ""))
 		default:
 			r := RateOf(t.k, t.bits, conf)
 			st, reason := r.verdict(thr.BER)
@@ -433,6 +446,9 @@ func judgeRates(s *Series, conf float64) []result.Result {
 					t.dev.Label, name, t.windows, r.text(conf), medium, thr.BER, need, t.bits)
 			case result.Fail, result.Warn:
 				remedy = rateRemedy(t.dev)
+			}
+			if len(t.notes.idx) > 0 {
+				msg += fmt.Sprintf(" (in %s %s)", t.notes.text(), strings.Join(t.notes.why, "; "))
 			}
 			ev := append(slices.Clone(limit(t.ev)), result.Evidence{Source: "threshold", Value: fmt.Sprintf("%.0g per bit (%s)", thr.BER, medium), Note: thr.Source})
 			out = append(out, res(IDErrorRate, st, t.dev.Name, reason, msg, remedy, ev...))
