@@ -16,6 +16,7 @@ import (
 	cc "github.com/gdrcheck/gdrcheck/internal/collect/counters"
 	"github.com/gdrcheck/gdrcheck/internal/collect/discover"
 	cf "github.com/gdrcheck/gdrcheck/internal/facts/counters"
+	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
@@ -666,5 +667,79 @@ func TestReadSchedule(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err = %v, want %q", c.name, err, c.want)
 		}
+	}
+}
+
+// TestReplayThroughTheDoor judges a recorded series end to end: each
+// capture a snapshot archive of the node, read by collect/counters as a
+// replay will, the schedule read from its JSON.
+func TestReplayThroughTheDoor(t *testing.T) {
+	base, err := os.ReadFile("testdata/gdr-node.host")
+	if err != nil {
+		t.Fatal(err)
+	}
+	capture := func(extra string, at time.Time, label string) (*topology.Host, *cf.Sample) {
+		t.Helper()
+		text := string(base)
+		if extra != "" {
+			b, err := os.ReadFile(extra)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text += string(b)
+		}
+		spec, err := fakehost.Parse(label, strings.NewReader(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		root, cleanup, err := snapshot.Open(fakehost.MaterializeArchive(t, spec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cleanup()
+		h, err := discover.Discover(context.Background(), discover.WithRoot(root), discover.WithoutGPUFacts(), discover.WithoutNames())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h, cc.Read(root, h, label, func() time.Time { return at })
+	}
+	h, b := capture("", t0, "baseline")
+	_, e1 := capture("testdata/series/end1.files", t0.Add(5*time.Minute+15*time.Second), "end1")
+	_, e2 := capture("testdata/series/end2.files", t0.Add(10*time.Minute+25*time.Second), "end2")
+	f, err := os.Open("testdata/schedule.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sched, err := ReadSchedule("schedule.json", f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ser, err := Attribute(h, *sched, []*cf.Sample{b}, []*cf.Sample{e1, e2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := Judge(ser, Options{})
+	for _, w := range []want{
+		{IDFatal, port0, result.Fail, "LinkDowned", []string{"window 2 (12:05:20–12:10:20)", "link_downed +1 (1 → 2)", "rdma:mlx5_0/1 (5 TB)"}},
+		{IDErrorRate, dsp0, result.Fail, "ErrorRateAboveSpec", []string{"window 1 (12:00:10–12:05:10)", "TOTAL_ERR_COR 2000 in 4e+13 bits", "gpu-nic:0000:18:00.0>mlx5_0 (5 TB)"}},
+		{IDErrorRate, port0, result.Pass, "ErrorRateWithinSpec", []string{"symbol_error over 2 window(s): 0 in 8e+13 bits"}},
+		{IDBefore, port0, result.Skip, "CountedBeforeBurn", []string{"link_downed=1, symbol_error=7"}},
+		{IDUnmeasured, "nvlink:0000:18:00.0#0", result.Unknown, "NotMeasured", nil},
+	} {
+		if !found(rs, w) {
+			t.Errorf("no %s %s %s %s with %q in:\n%s", w.id, w.subject, w.status, w.reason, w.msg, dump(rs))
+		}
+	}
+	// Those two faults fail (the bridge's in its window and over the run),
+	// nothing else fails or warns.
+	bad := map[string]bool{}
+	for _, r := range rs {
+		if r.Status == result.Fail || r.Status == result.Warn {
+			bad[r.ID+" "+r.Subject] = true
+		}
+	}
+	if d := cmp.Diff(map[string]bool{IDFatal + " " + port0: true, IDErrorRate + " " + dsp0: true}, bad); d != "" {
+		t.Errorf("failing (-want +got):\n%s", d)
 	}
 }
