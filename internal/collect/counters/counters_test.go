@@ -23,7 +23,7 @@ func clock() func() time.Time {
 	return func() time.Time { t = t.Add(time.Second); return t }
 }
 
-func host(t *testing.T, root machine.Root) *topology.Host {
+func host(t testing.TB, root machine.Root) *topology.Host {
 	t.Helper()
 	h, err := discover.Discover(context.Background(), discover.WithRoot(root), discover.WithoutGPUFacts(), discover.WithoutNames())
 	if err != nil {
