@@ -210,7 +210,24 @@ func TestJudgePlanted(t *testing.T) {
 					add(t, e, gpu0, "aer_dev_nonfatal/TOTAL_ERR_NONFATAL", 1)
 				})
 			},
-			want: []want{{IDFatal, gpu0, result.Fail, "NonFatalAER", []string{"window 2", "(GPU0)", "aer_dev_nonfatal/CmpltTO +1 (0 → 1)", "gpu-nic:0000:18:00.0>mlx5_0"}}},
+			want: []want{{IDFatal, gpu0, result.Fail, "NonFatalAER", []string{"window 2", "(GPU0)", "aer_dev_nonfatal/CmpltTO +1 (0 → 1), while", "gpu-nic:0000:18:00.0>mlx5_0"}}},
+		},
+		{
+			name: "a GPU whose counters vanish in window 2 (fell off the bus)",
+			plant: func(t *testing.T, s *series) {
+				s.later(1, func(e *cf.Sample) {
+					f := e.Function(gpu0)
+					for _, file := range cf.AERFiles {
+						for k := range f.Values {
+							if strings.HasPrefix(k, file+"/") {
+								delete(f.Values, k)
+							}
+						}
+						f.Miss(file, cf.NotExposed)
+					}
+				})
+			},
+			want: []want{{IDFatal, gpu0, result.Fail, "CountersGone", []string{"window 2", "(GPU0)", ": aer_dev_correctable, aer_dev_fatal, aer_dev_nonfatal read at the window's start and gone at its end (the device fell off the bus"}}},
 		},
 		{
 			name: "a counter reset in window 2 is reported, never a huge delta",

@@ -45,6 +45,10 @@ type Delta struct {
 	// Why says what the state means for this counter (the reason it is
 	// missing, the limit it reached).
 	Why string `json:"why,omitempty"`
+	// Gone is set when the counter was read at the start and its file is
+	// not there at the end: the device or port went away within the window
+	// (fell off the bus, driver unbound), or the counters with it.
+	Gone bool `json:"gone,omitempty"`
 }
 
 // DeviceKind is what a Device is.
@@ -535,6 +539,7 @@ func diff(from, to *cf.Reading, name string) Delta {
 			why = append(why, "at the end: "+twhy)
 		}
 		d.Why = strings.Join(why, "; ")
+		d.Gone = fok && twhy == cf.NotExposed
 		return d
 	}
 	sat := cf.Saturation(name)

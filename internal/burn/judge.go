@@ -178,11 +178,26 @@ func judgeFatal(s *Series) []result.Result {
 			if carried {
 				st.carried = append(st.carried, w.Name)
 			}
-			var bad, unsure, unread []string
+			var bad, unsure, unread, gone []string
 			var badEv, unsureEv, unreadEv []result.Evidence
 			reason := ""
 			for _, dl := range dd.Deltas {
-				if ClassOf(dd.Device.Kind, dl.Counter) != Fatal {
+				if ClassOf(dd.Device.Kind, dl.Counter) == Info {
+					continue
+				}
+				if dl.Gone {
+					name := shortName(dl.Counter)
+					if file, _, ok := strings.Cut(dl.Counter, "/"); ok && strings.HasPrefix(file, "aer_dev_") {
+						name = file
+					}
+					if slices.Contains(gone, name) {
+						continue
+					}
+					gone = append(gone, name)
+					badEv = append(badEv, evidence(dd.Device, dl, w.Name))
+					continue
+				}
+				if ClassOf(dd.Device.Kind, dl.Counter) != Fatal || movedField(dd, dl) {
 					continue
 				}
 				switch {
@@ -200,6 +215,12 @@ func judgeFatal(s *Series) []result.Result {
 					unreadEv = append(unreadEv, evidence(dd.Device, dl, w.Name))
 				default:
 					st.evidences = append(st.evidences, evidence(dd.Device, dl, w.Name))
+				}
+			}
+			if len(gone) > 0 {
+				bad = append(bad, fmt.Sprintf("%s read at the window's start and gone at its end (the device fell off the bus, its driver was unbound or its port went away)", strings.Join(gone, ", ")))
+				if reason == "" {
+					reason = "CountersGone"
 				}
 			}
 			switch {
@@ -266,6 +287,22 @@ func (w *windows) text() string {
 		return "window " + n[0]
 	}
 	return "windows " + strings.Join(n, ", ")
+}
+
+// movedField reports whether dl is an AER file's TOTAL_ line while another
+// field of the same file moved: the field names the error, the total would
+// repeat it.
+func movedField(dd DeviceDeltas, dl Delta) bool {
+	file, field, ok := strings.Cut(dl.Counter, "/")
+	if !ok || !strings.HasPrefix(field, "TOTAL_ERR_") {
+		return false
+	}
+	for _, o := range dd.Deltas {
+		if o.Counter != dl.Counter && strings.HasPrefix(o.Counter, file+"/") && o.State != Missing && o.Change > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // limit keeps the first evidences of a long list.
