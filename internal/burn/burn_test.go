@@ -96,6 +96,7 @@ func reading(t *testing.T, s *cf.Sample, dev string) *cf.Reading {
 // series is a three-window burn-in over the fixture: the schedule, one
 // baseline and the end samples, which a case then plants faults in.
 type series struct {
+	opts     Options
 	h        *topology.Host
 	sched    Schedule
 	baseline []*cf.Sample
@@ -132,7 +133,7 @@ func (s *series) judge(t *testing.T) (*Series, []result.Result) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ser, Judge(ser, Options{})
+	return ser, Judge(ser, s.opts)
 }
 
 // later applies f to end samples from, from+1, ... (a counter that moved
@@ -324,6 +325,17 @@ func TestJudgePlanted(t *testing.T) {
 				s.later(0, func(e *cf.Sample) { add(t, e, "mlx5_1/1", "counters/port_rcv_errors", 3) })
 			},
 			want: []want{{IDErrorRate, "mlx5_1/1", result.Warn, "ErrorsWithoutTraffic", []string{"window 1", "port_rcv_errors +3"}}},
+		},
+		{
+			name: "a site's stricter threshold turns a clean run into too few bits",
+			plant: func(t *testing.T, s *series) {
+				s.opts.Thresholds = map[string]Threshold{"InfiniBand": {BER: 1e-15, Source: "site: post-FEC links"}}
+			},
+			clean: true,
+			want: []want{
+				{IDErrorRate, port0, result.Unknown, "TooFewBits", []string{"0 in 1.2e+14 bits", "proving InfiniBand's 1e-15 needs about 3e+15 bits"}},
+				{IDErrorRate, dsp0, result.Pass, "ErrorRateWithinSpec", []string{"PCIe allows 1e-12"}},
+			},
 		},
 		{
 			name: "a burn-in cut short",
@@ -758,5 +770,30 @@ func TestReplayThroughTheDoor(t *testing.T) {
 	}
 	if d := cmp.Diff(map[string]bool{IDFatal + " " + port0: true, IDErrorRate + " " + dsp0: true}, bad); d != "" {
 		t.Errorf("failing (-want +got):\n%s", d)
+	}
+}
+
+func TestThresholdOfUnknownLinkLayer(t *testing.T) {
+	ts := map[string]Threshold{"InfiniBand": {BER: 1e-12}, "Ethernet": {BER: 1e-13}, "PCIe": {BER: 1e-12}}
+	cases := []struct {
+		medium string
+		ber    float64
+		name   string
+	}{
+		{"InfiniBand", 1e-12, "InfiniBand"},
+		{"PCIe", 1e-12, "PCIe"},
+		{"", 1e-13, "Ethernet (the stricter; link layer unknown)"},
+		{"Omni-Path", 1e-13, "Ethernet (the stricter; link layer unknown)"},
+	}
+	for _, c := range cases {
+		thr, name := thresholdOf(ts, Device{Medium: c.medium})
+		if thr.BER != c.ber || name != c.name {
+			t.Errorf("%q: %g %q, want %g %q", c.medium, thr.BER, name, c.ber, c.name)
+		}
+	}
+	for m, thr := range Thresholds {
+		if thr.BER <= 0 || thr.Source == "" {
+			t.Errorf("%s: threshold %g without a source %q", m, thr.BER, thr.Source)
+		}
 	}
 }

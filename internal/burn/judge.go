@@ -2,6 +2,7 @@ package burn
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -29,6 +30,10 @@ const DefaultConfidence = 0.95
 type Options struct {
 	// Confidence of the error-rate bounds; 0: DefaultConfidence.
 	Confidence float64
+	// Thresholds replace the default error-rate ceilings of the media
+	// they name ("InfiniBand", "Ethernet", "PCIe"): a site that holds its
+	// post-FEC links to 1e-15, as NVIDIA tests its cables, says so here.
+	Thresholds map[string]Threshold
 }
 
 // Judge turns a series into verdicts:
@@ -56,7 +61,9 @@ func Judge(s *Series, o Options) []result.Result {
 	}
 	var out []result.Result
 	out = append(out, judgeFatal(s)...)
-	out = append(out, judgeRates(s, o.Confidence)...)
+	thr := maps.Clone(Thresholds)
+	maps.Copy(thr, o.Thresholds)
+	out = append(out, judgeRates(s, o.Confidence, thr)...)
 	out = append(out, judgeUnmeasured(s)...)
 	out = append(out, judgeBefore(s)...)
 	if len(s.Unsampled) > 0 {
@@ -376,7 +383,7 @@ func rateRemedy(d Device) string {
 
 // judgeRates judges every correctable counter of every device, per window
 // (failures and warnings only) and over the whole run.
-func judgeRates(s *Series, conf float64) []result.Result {
+func judgeRates(s *Series, conf float64, thresholds map[string]Threshold) []result.Result {
 	type total struct {
 		dev     Device
 		counter string
@@ -394,7 +401,7 @@ func judgeRates(s *Series, conf float64) []result.Result {
 	var out []result.Result
 	for _, w := range s.Windows {
 		for _, dd := range w.Devices {
-			thr, medium := thresholdOf(dd.Device)
+			thr, medium := thresholdOf(thresholds, dd.Device)
 			for _, dl := range dd.Deltas {
 				if ClassOf(dd.Device.Kind, dl.Counter) != Correctable {
 					continue
@@ -454,7 +461,7 @@ func judgeRates(s *Series, conf float64) []result.Result {
 		if !t.moved {
 			continue
 		}
-		thr, medium := thresholdOf(t.dev)
+		thr, medium := thresholdOf(thresholds, t.dev)
 		name := shortName(t.counter)
 		switch {
 		case len(t.inexact) > 0:

@@ -84,11 +84,15 @@ var Thresholds = map[string]Threshold{
 	"PCIe":       {BER: 1e-12, Source: "PCI Express Base Specification: bit error ratio of 1e-12 or better per lane (PCI-SIG, \"PCI Express Electrical Basics\", 2014; Astera Labs, \"The Impact of Bit Errors in PCI Express Links\")"},
 }
 
-// thresholdOf is the threshold a device is judged against; a port of unknown
-// link layer gets InfiniBand's (all three are 1e-12 today).
-func thresholdOf(d Device) (Threshold, string) {
-	if t, ok := Thresholds[d.Medium]; ok {
+// thresholdOf is the threshold of ts a device is judged against; a port of
+// unknown link layer gets the strictest of InfiniBand's and Ethernet's.
+func thresholdOf(ts map[string]Threshold, d Device) (Threshold, string) {
+	if t, ok := ts[d.Medium]; ok {
 		return t, d.Medium
 	}
-	return Thresholds["InfiniBand"], "InfiniBand (link layer unknown)"
+	ib, eth := ts["InfiniBand"], ts["Ethernet"]
+	if eth.BER < ib.BER {
+		return eth, "Ethernet (the stricter; link layer unknown)"
+	}
+	return ib, "InfiniBand (the stricter; link layer unknown)"
 }
