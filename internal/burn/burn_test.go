@@ -3,6 +3,7 @@ package burn
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"maps"
 	"math"
@@ -19,8 +20,11 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/goldenfile"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 
 const (
 	gpu0   = "0000:18:00.0"
@@ -760,6 +764,23 @@ func TestReplayThroughTheDoor(t *testing.T) {
 			t.Errorf("no %s %s %s %s with %q in:\n%s", w.id, w.subject, w.status, w.reason, w.msg, dump(rs))
 		}
 	}
+	// The verdicts as a reader sees them, and the port's deltas in window 2
+	// as JSON (the form the dossier will carry).
+	var txt strings.Builder
+	result.Sort(rs)
+	for _, r := range rs {
+		fmt.Fprintf(&txt, "%s %s %s %s\n  %s\n", r.Status, r.ID, r.Subject, r.Reason, r.Message)
+		if r.Remedy != "" {
+			fmt.Fprintf(&txt, "  remedy: %s\n", r.Remedy)
+		}
+	}
+	goldenfile.Check(t, "testdata/golden/replay.results.txt", []byte(txt.String()), *update)
+	js, err := json.MarshalIndent(ser.Windows[1].Devices[0], "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	goldenfile.Check(t, "testdata/golden/replay.window2.mlx5_0-1.json", append(js, '\n'), *update)
+
 	// Those two faults fail (the bridge's in its window and over the run),
 	// nothing else fails or warns.
 	bad := map[string]bool{}

@@ -155,7 +155,7 @@ func bytesText(b float64) string {
 func fatalRemedy(d Device) string {
 	if d.Kind == PortDevice {
 		port := strings.Replace(d.Label, " port ", " -p ", 1)
-		return fmt.Sprintf("check the cable and transceiver of %s and the switch port it plugs into (mlxlink -d %s -m -c -e; ibdiagnet on the fabric), reseat or replace them, then rerun the burn-in", d.Label, port)
+		return fmt.Sprintf("check the cable and transceiver of %s and the switch port it plugs into (mlxlink -d %s -m -c: the module and its error counters; ibdiagnet on the fabric), reseat or replace them, then rerun the burn-in", d.Label, port)
 	}
 	return fmt.Sprintf("read the kernel log of the window for the AER report of %s, check that link's slot, riser and retimer (lspci -vvv -s %s), reseat or replace the part, then rerun the burn-in", d.Label, d.Name)
 }
@@ -376,7 +376,8 @@ func (r Rate) text(conf float64) string {
 
 func rateRemedy(d Device) string {
 	if d.Kind == PortDevice {
-		return fmt.Sprintf("%s has a marginal link: clean or replace the transceiver and cable and check the switch port (mlxlink -m -c -e shows the raw and effective BER), then rerun the burn-in", d.Label)
+		port := strings.Replace(d.Label, " port ", " -p ", 1)
+		return fmt.Sprintf("%s has a marginal link: clean or replace the transceiver and cable and check the switch port (mlxlink -d %s -c shows the link's raw and effective BER), then rerun the burn-in", d.Label, port)
 	}
 	return fmt.Sprintf("the PCIe link at %s is marginal: check its speed and width, reseat the device, riser or retimer, then rerun the burn-in", d.Label)
 }
