@@ -4,8 +4,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
 func TestParseAERFixtures(t *testing.T) {
@@ -153,4 +156,49 @@ func TestReadingGet(t *testing.T) {
 	if _, why, ok := nilr.Get("x"); ok || why != "not read" {
 		t.Errorf("nil reading: %q %v", why, ok)
 	}
+}
+
+// FuzzParseAER: any input, no panic; an accepted file has its TOTAL_ line
+// and only decimal counts; a refused one names the file and a line.
+func FuzzParseAER(f *testing.F) {
+	for _, name := range []string{"aer_dev_correctable", "aer_dev_nonfatal", "aer_dev_fatal", "aer_dev_correctable.v4.19"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(b), 0)
+	}
+	f.Add("RxErr 1\r\nTOTAL_ERR_COR 1\r\n", 0)
+	f.Add("DLP 18446744073709551616\nTOTAL_ERR_FATAL 0\n", 2)
+	f.Fuzz(func(t *testing.T, in string, which int) {
+		file := AERFiles[((which%3)+3)%3]
+		got, err := ParseAER(file, "f", in)
+		if err != nil {
+			var pe *textio.ParseError
+			if !errors.As(err, &pe) || pe.Name != "f" || pe.Line < 1 {
+				t.Fatalf("error %v does not name the file and a line", err)
+			}
+			return
+		}
+		if _, ok := got[AERTotal(file)]; !ok {
+			t.Fatalf("accepted without %s: %v", AERTotal(file), got)
+		}
+	})
+}
+
+// FuzzParseValue: any input, no panic; an accepted value prints back as
+// the trimmed input.
+func FuzzParseValue(f *testing.F) {
+	for _, s := range []string{"0\n", "65535\n", "N/A (no PMA)\n", "18446744073709551615\n", " 7 ", "1\n2\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		v, err := ParseValue("f", in)
+		if err != nil {
+			return
+		}
+		if got := strconv.FormatUint(v, 10); got != strings.TrimLeft(strings.TrimSpace(in), "+0") && !(v == 0 && strings.Trim(strings.TrimSpace(in), "+0") == "") {
+			t.Fatalf("%q read as %d", in, v)
+		}
+	})
 }
