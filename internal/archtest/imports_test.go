@@ -46,7 +46,7 @@ var mayTouchTheMachine = []string{
 // missing (renamed, or go list failed to report it) the test says so
 // rather than pass on nothing.
 var mustBeClean = []string{
-	"internal/facts/gpu", "internal/facts/node", "internal/facts/pci", "internal/profile", "internal/printable",
+	"internal/facts/gpu", "internal/facts/node", "internal/facts/pci", "internal/facts/counters", "internal/burn", "internal/profile", "internal/printable",
 	"internal/checks", "internal/model", "internal/result", "internal/analyze/ncclog", "internal/textio",
 	"internal/topology", "internal/topology/level", "internal/topology/pairing", "internal/bench/rdma",
 	"internal/launch", "internal/rendezvous", "internal/report", "internal/report/dossier", "internal/report/fleet",

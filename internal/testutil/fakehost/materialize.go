@@ -15,6 +15,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/gdrcheck/gdrcheck/internal/facts/counters"
 	"github.com/gdrcheck/gdrcheck/internal/facts/gpu"
 	"github.com/gdrcheck/gdrcheck/internal/facts/pci"
 )
@@ -193,6 +194,19 @@ func (s *Spec) writeDev(w *writer, d *Dev, parent, all string) {
 	default:
 		w.bytes(p+"/config", d.configBytes())
 	}
+	for _, file := range counters.AERFiles {
+		if d.AER == nil {
+			break
+		}
+		var b strings.Builder
+		var total uint64
+		for _, field := range AERFields[file] {
+			fmt.Fprintf(&b, "%s %d\n", field, d.AER[file][field])
+			total += d.AER[file][field]
+		}
+		fmt.Fprintf(&b, "%s %d\n", counters.AERTotal(file), total)
+		w.file(p+"/"+file, b.String())
+	}
 	w.link("sys/bus/pci/devices/"+d.Addr, p)
 	for _, c := range d.Children {
 		s.writeDev(w, c, p, all)
@@ -304,6 +318,14 @@ func (s *Spec) writeRDMA(w *writer, rd *RDMA) error {
 		}
 		for c, v := range p.Counters {
 			w.file(pb+"counters/"+c, strconv.FormatUint(v, 10)+"\n")
+		}
+		if p.HW != nil {
+			for _, c := range counters.HWCounters {
+				w.file(pb+"hw_counters/"+c, strconv.FormatUint(p.HW[c], 10)+"\n")
+			}
+			for c, v := range p.HW {
+				w.file(pb+"hw_counters/"+c, strconv.FormatUint(v, 10)+"\n")
+			}
 		}
 		if rd.NetDev != "" && p.LinkLayer == "Ethernet" {
 			w.file(pb+"gid_attrs/ndevs/0", rd.NetDev+"\n")

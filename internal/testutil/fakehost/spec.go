@@ -25,9 +25,11 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/gdrcheck/gdrcheck/internal/facts/counters"
 	"github.com/gdrcheck/gdrcheck/internal/facts/pci"
 )
 
@@ -83,10 +85,14 @@ type Dev struct {
 	MRRS      int
 	IOMMU     *int
 	Config    string // "", "none", "short"
-	Children  []*Dev
-	bridge    *HostBridge
-	parent    *Dev
-	line      int
+	// AER are the AER statistics files (aer=yes, aer.cor.NAME=N,
+	// aer.nonfatal.NAME=N, aer.fatal.NAME=N): file ("aer_dev_correctable")
+	// -> field -> count; nil: the device has no AER files.
+	AER      map[string]map[string]uint64
+	Children []*Dev
+	bridge   *HostBridge
+	parent   *Dev
+	line     int
 }
 
 // RDMA is an RDMA device in /sys/class/infiniband.
@@ -113,6 +119,9 @@ type RDMAPort struct {
 	Rate      string // "400 Gb/sec (4X NDR)"
 	LinkLayer string
 	Counters  map[string]uint64
+	// HW are the port's hw_counters (hw=yes, hw.NAME=N); nil: the port has
+	// no hw_counters directory.
+	HW map[string]uint64
 }
 
 // NetDev is a PCI-backed network interface.
@@ -165,9 +174,16 @@ func (e *specError) Error() string { return fmt.Sprintf("%s:%d: %s", e.name, e.l
 //	hostbridge pciDDDD:BB [numa=N]
 //	  ADDR KIND [key=value...]   (indented: the PCI tree; KIND is rootport,
 //	                              usp, dsp, bridge, gpu, nvswitch, nic, eth,
-//	                              nvme, audio, other)
+//	                              nvme, audio, other; aer=yes writes the AER
+//	                              statistics files at 0, aer.cor.NAME=N,
+//	                              aer.nonfatal.NAME=N, aer.fatal.NAME=N set a
+//	                              field and write them too)
 //	rdma NAME [ADDR] [ports=N rate=GBPS layer=.. state=.. phys=.. fw=..
-//	               board=.. hca=.. netdev=IF mtu=N ip=A.B.C.D COUNTER=N]
+//	               board=.. hca=.. netdev=IF mtu=N ip=A.B.C.D COUNTER=N
+//	               hw=yes hw.COUNTER=N]
+//	                             (COUNTER: a file of ports/N/counters/, every
+//	                             port; hw=yes writes ports/N/hw_counters/ with
+//	                             the RoCE counters at 0, hw.COUNTER=N sets one)
 //	netdev NAME ADDR [speed=MBPS mtu=N state=up]
 //	module NAME
 //	file PATH "go-quoted content"   |   file PATH <<END ... END
@@ -483,7 +499,21 @@ func (s *Spec) parseDev(f []string, hb *HostBridge) (*Dev, error) {
 			var p pci.PortType
 			_ = p.UnmarshalText([]byte(v))
 			d.Port = p
+		case "aer":
+			if v != "yes" {
+				return nil, fmt.Errorf("aer=%q: want aer=yes", v)
+			}
+			d.aer()
 		default:
+			if file, field, ok := aerKey(k); ok {
+				if !slices.Contains(AERFields[file], field) {
+					return nil, fmt.Errorf("%s: no such field in %s (want one of %s)", k, file, strings.Join(AERFields[file], ", "))
+				}
+				var n uint64
+				n, err = strconv.ParseUint(v, 10, 64)
+				d.aer()[file][field] = n
+				break
+			}
 			return nil, fmt.Errorf("unknown device attribute %q", k)
 		}
 		if err != nil {
@@ -505,10 +535,49 @@ var ibRates = map[string]string{
 	"800": "800 Gb/sec (4X XDR)", "50": "50 Gb/sec (2X HDR)", "25": "25 Gb/sec (1X EDR)", "10": "10 Gb/sec (4X SDR)",
 }
 
-var counterNames = map[string]bool{
-	"symbol_error": true, "link_downed": true, "link_error_recovery": true, "port_rcv_errors": true,
-	"port_rcv_remote_physical_errors": true, "port_xmit_discards": true, "local_link_integrity_errors": true,
-	"excessive_buffer_overrun_errors": true,
+// counterNames are the files of ports/N/counters/ a description may set.
+var counterNames = func() map[string]bool {
+	m := map[string]bool{}
+	for _, c := range counters.PMACounters {
+		m[c] = true
+	}
+	return m
+}()
+
+// AERFields are the fields of each AER statistics file, as current kernels
+// print them (drivers/pci/pcie/aer.c), before the TOTAL_ line.
+var AERFields = map[string][]string{
+	counters.GroupAERCor: {"RxErr", "BadTLP", "BadDLLP", "Rollover", "Timeout", "NonFatalErr", "CorrIntErr", "HeaderOF"},
+	counters.GroupAERNonfat: {"Undefined", "DLP", "SDES", "TLP", "FCP", "CmpltTO", "CmpltAbrt", "UnxCmplt", "RxOF",
+		"MalfTLP", "ECRC", "UnsupReq", "ACSViol", "UncorrIntErr", "BlockedTLP", "AtomicOpBlocked", "TLPBlockedErr", "PoisonTLPBlocked"},
+}
+
+func init() { AERFields[counters.GroupAERFatal] = AERFields[counters.GroupAERNonfat] }
+
+// aerKey reads a device attribute aer.cor.NAME, aer.nonfatal.NAME or
+// aer.fatal.NAME.
+func aerKey(k string) (file, field string, ok bool) {
+	rest, ok := strings.CutPrefix(k, "aer.")
+	if !ok {
+		return "", "", false
+	}
+	kind, field, ok := strings.Cut(rest, ".")
+	if !ok || field == "" {
+		return "", "", false
+	}
+	file = map[string]string{"cor": counters.GroupAERCor, "nonfatal": counters.GroupAERNonfat, "fatal": counters.GroupAERFatal}[kind]
+	return file, field, file != ""
+}
+
+// aer is the device's AER files, made (all fields 0) on first use.
+func (d *Dev) aer() map[string]map[string]uint64 {
+	if d.AER == nil {
+		d.AER = map[string]map[string]uint64{}
+		for _, f := range counters.AERFiles {
+			d.AER[f] = map[string]uint64{}
+		}
+	}
+	return d.AER
 }
 
 func parseRDMA(f []string, kv map[string]string) (*RDMA, error) {
@@ -551,12 +620,29 @@ func parseRDMA(f []string, kv map[string]string) (*RDMA, error) {
 			p.Phys = v
 		}
 		for k, v := range kv {
-			if counterNames[k] {
-				c, err := strconv.ParseUint(v, 10, 64)
-				if err != nil {
-					return nil, fmt.Errorf("rdma: counter %s=%q", k, v)
+			hw, isHW := strings.CutPrefix(k, "hw.")
+			if !counterNames[k] && !isHW {
+				continue
+			}
+			c, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("rdma: counter %s=%q", k, v)
+			}
+			if isHW {
+				if p.HW == nil {
+					p.HW = map[string]uint64{}
 				}
-				p.Counters[k] = c
+				p.HW[hw] = c
+				continue
+			}
+			p.Counters[k] = c
+		}
+		if v, ok := kv["hw"]; ok {
+			if v != "yes" {
+				return nil, fmt.Errorf("rdma: hw=%q: want hw=yes", v)
+			}
+			if p.HW == nil {
+				p.HW = map[string]uint64{}
 			}
 		}
 		rd.Ports = append(rd.Ports, p)
