@@ -162,7 +162,7 @@ written). gdrcheck run is the main job, benchmarks included; gdrcheck COMMAND --
 	root.SetVersionTemplate("gdrcheck {{.Version}}\n")
 	root.PersistentFlags().StringVar(&g.root, "root", "/", "host root to read: / (this host), a snapshot directory, or a snapshot .tgz")
 	root.PersistentFlags().DurationVar(&g.timeout, "timeout", 2*time.Minute, "overall deadline of discovery and collection; a read that blocks past it fails")
-	root.AddCommand(newVersion(g), newTopo(g), newSnapshot(g), newRun(g), newCheck(g), newBench(g), newAnalyze(g), newModel(g), newDiff(g), newFleet(g), newHealth(g))
+	root.AddCommand(newVersion(g), newTopo(g), newSnapshot(g), newRun(g), newCheck(g), newBench(g), newAnalyze(g), newModel(g), newDiff(g), newFleet(g), newHealth(g), newBurn(g))
 	withUsage(root)
 	return root
 }

@@ -1,0 +1,308 @@
+package app
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gdrcheck/gdrcheck/internal/bench"
+	"github.com/gdrcheck/gdrcheck/internal/burn"
+	"github.com/gdrcheck/gdrcheck/internal/collect/counters"
+	cf "github.com/gdrcheck/gdrcheck/internal/facts/counters"
+	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
+	"github.com/gdrcheck/gdrcheck/internal/printable"
+	"github.com/gdrcheck/gdrcheck/internal/report"
+	"github.com/gdrcheck/gdrcheck/internal/result"
+)
+
+// BurnOptions are a `gdrcheck burn` run's.
+type BurnOptions struct {
+	// Duration is the whole workload, Window one stretch of it between two
+	// counter samples.
+	Duration, Window time.Duration
+	// Settle is the pause between the two baseline samples: what counts in
+	// it counts without the workload (0: a tenth of a window, at most 10 s).
+	Settle time.Duration
+	// Out is the directory of burn.json and samples/ ("" chooses one).
+	Out string
+	// Bytes is the size of every copy.
+	Bytes uint64
+	// OpTimeout bounds every wait for GPU work.
+	OpTimeout time.Duration
+	GPU       GPUOptions
+	Judge     burn.Options
+	// Progress receives a line per window (nil: none).
+	Progress io.Writer
+	// Warn receives problems that do not stop the run.
+	Warn io.Writer
+}
+
+// BurnDoc is burn.json's data: the workload window by window, the
+// counters' deltas attributed to the links that carried it, and how far
+// the run got.
+type BurnDoc struct {
+	Duration string `json:"duration"`
+	Window   string `json:"window"`
+	// Complete is false while the run goes on and when it was cut short
+	// (Stopped says why); the windows sampled so far are judged either way.
+	Complete bool   `json:"complete"`
+	Stopped  string `json:"stopped,omitempty"`
+	// GPUs maps the CUDA devices the workload used to the node's GPUs.
+	GPUs     []BurnGPU     `json:"gpus"`
+	Schedule burn.Schedule `json:"schedule"`
+	// Work is what ran in each window (copies, validated), by window.
+	Work   []BurnWork   `json:"work"`
+	Series *burn.Series `json:"series,omitempty"`
+	// Samples are the counter samples' files under samples/, in order: the
+	// baselines, then one per window end.
+	Samples []string `json:"samples"`
+	Notes   []string `json:"notes,omitempty"`
+}
+
+// BurnGPU is one CUDA device of the workload and the node's GPU it is.
+type BurnGPU struct {
+	Device  int    `json:"cuda_device"`
+	Address string `json:"pci_address"`
+	GPU     string `json:"gpu,omitempty"` // "GPU3"; "" when the node's discovery does not know it
+}
+
+// BurnWork is one window's workload.
+type BurnWork struct {
+	Window int `json:"window"` // 0-based
+	Passes int `json:"passes"`
+	// Copies are the last pass's results, one per test and device (its
+	// rate, whether its data came back right).
+	Copies []bench.CopyResult `json:"copies"`
+	// Wrong counts wrong bytes over every pass of the window.
+	Wrong int64 `json:"wrong_bytes"`
+	// Errors are the passes' errors (a copy that failed).
+	Errors []string `json:"errors,omitempty"`
+}
+
+// burnTests are the copies each pass runs on every GPU: both directions
+// of its PCIe link at once, and its memory.
+var burnTests = []string{bench.CopyBidirPinned, bench.CopyD2D}
+
+// Burn is `gdrcheck burn`: the workload for o.Duration in windows of
+// o.Window on the live host (copies between every GPU and the host, both
+// ways at once, and within each GPU's memory, every byte checked), the
+// RDMA ports' and the PCIe functions' error counters sampled before the
+// workload and at each window's end, attributed to the links that carried
+// the window's traffic and judged (internal/burn). burn.json is rewritten
+// after every window, so an interrupted run leaves a valid document of
+// the windows done.
+func (s *Session) Burn(ctx context.Context, n NodeOptions, o BurnOptions) (*report.Envelope, string, error) {
+	started := s.Now()
+	if err := requireLive(n.Root); err != nil {
+		return nil, "", fmt.Errorf("burn: %w", err)
+	}
+	switch {
+	case o.Window <= 0 || o.Duration <= 0:
+		return nil, "", toolErr(fmt.Errorf("burn: --duration %s and --window %s must be positive", o.Duration, o.Window))
+	case o.Window > o.Duration:
+		return nil, "", toolErr(fmt.Errorf("burn: --window %s is longer than --duration %s", o.Window, o.Duration))
+	case o.Bytes == 0:
+		return nil, "", toolErr(fmt.Errorf("burn: the copy size must be positive"))
+	}
+	windows := int(o.Duration / o.Window)
+	dir := s.OutDir(o.Out, "burn")
+	if err := os.MkdirAll(filepath.Join(dir, "samples"), 0o755); err != nil {
+		return nil, dir, toolErr(fmt.Errorf("burn: %w", err))
+	}
+	root, cleanup, err := snapshot.OpenContext(ctx, n.source())
+	if err != nil {
+		return nil, dir, toolErr(err)
+	}
+	defer cleanup()
+	_, stop, h, err := DiscoverWithin(ctx, root, cmp.Or(n.Timeout, burnReadTimeout))
+	if err != nil {
+		return nil, dir, err
+	}
+	stop()
+	o.GPU.Host = h
+	gpus, err := openGPUs(ctx, o.GPU)
+	if err != nil {
+		return nil, dir, err
+	}
+	defer gpus.Close()
+
+	doc := &BurnDoc{Duration: o.Duration.String(), Window: o.Window.String(), Schedule: burn.Schedule{Windows: []burn.Window{}}, Work: []BurnWork{}, Samples: []string{}}
+	links := map[int]burn.Link{}
+	for _, d := range gpus.Devices {
+		bg := BurnGPU{Device: d, Address: gpus.BusIDs[d]}
+		if g := h.GPUByAddress(bg.Address); g != nil {
+			bg.GPU = fmt.Sprintf("GPU%d", g.Index)
+			links[d] = burn.GPUHostLink(bg.Address)
+		} else {
+			doc.Notes = append(doc.Notes, fmt.Sprintf("CUDA device %d (%s) is not a GPU discovery found: its traffic is not attributed to a link", d, cmp.Or(bg.Address, "no PCI address")))
+		}
+		doc.GPUs = append(doc.GPUs, bg)
+	}
+
+	var baseline, ends []*cf.Sample
+	sample := func(label string) (*cf.Sample, error) {
+		// An interrupted workload still has its last window sampled, so
+		// that what it did is judged: the read has its own deadline.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cmp.Or(n.Timeout, burnReadTimeout))
+		defer cancel()
+		sm := counters.Read(root.WithContext(sctx), h, label, s.Now)
+		if sctx.Err() != nil {
+			return nil, toolErr(fmt.Errorf("burn: reading the counters (%s) did not finish within %s", label, cmp.Or(n.Timeout, burnReadTimeout)))
+		}
+		name := filepath.Join("samples", label+".json")
+		if err := WriteAtomic(filepath.Join(dir, name), sm); err != nil {
+			return nil, toolErr(fmt.Errorf("burn: %w", err))
+		}
+		doc.Samples = append(doc.Samples, name)
+		return sm, nil
+	}
+	write := func(results []result.Result) *report.Envelope {
+		env := s.Envelope("burn", started, results, doc)
+		if err := WriteAtomic(filepath.Join(dir, "burn.json"), env); err != nil && o.Warn != nil {
+			fmt.Fprintf(o.Warn, "gdrcheck: writing burn.json: %s\n", printable.Line(err.Error()))
+		}
+		return env
+	}
+	judge := func() []result.Result {
+		if len(doc.Schedule.Windows) == 0 {
+			return []result.Result{}
+		}
+		series, err := burn.Attribute(h, doc.Schedule, baseline, ends)
+		if err != nil {
+			return []result.Result{{ID: burn.IDFatal, Source: burn.Source, Status: result.Error, Subject: "node", Reason: "AttributionFailed", Message: err.Error()}}
+		}
+		doc.Series = series
+		return append(burn.Judge(series, o.Judge), workResults(doc)...)
+	}
+
+	// Two baselines: what counts between them counts without the workload.
+	settle := cmp.Or(o.Settle, min(o.Window/10, 10*time.Second))
+	sm, err := sample("baseline-1")
+	if err != nil {
+		return write(nil), dir, err
+	}
+	baseline = append(baseline, sm)
+	if err := sleepCtx(ctx, settle); err != nil {
+		doc.Stopped = "interrupted before the workload: " + err.Error()
+		return write(judge()), dir, err
+	}
+	if sm, err = sample("baseline-2"); err != nil {
+		return write(nil), dir, err
+	}
+	baseline = append(baseline, sm)
+
+	cfg := bench.CopyConfig{Devices: gpus.Devices, Bytes: o.Bytes, Iters: 10, Warmup: 1, Tests: burnTests,
+		Timeout: cmp.Or(o.OpTimeout, 5*time.Minute), LocalCPUs: gpus.localCPUs}
+	var runErr error
+	for i := 0; i < windows && runErr == nil; i++ {
+		start := s.Now()
+		deadline := start.Add(o.Window)
+		work := BurnWork{Window: i}
+		moved := map[burn.Link]uint64{}
+		for s.Now().Before(deadline) {
+			res, err := bench.RunCopy(ctx, gpus.RT, cfg)
+			work.Passes++
+			work.Copies = res
+			for _, r := range res {
+				work.Wrong += r.Wrong
+				if r.Error != "" {
+					work.Errors = append(work.Errors, fmt.Sprintf("%s on device %d: %s", r.Test, r.Dev, r.Error))
+				}
+				if l, ok := links[r.Dev]; ok && r.Test == bench.CopyBidirPinned && r.Error == "" {
+					moved[l] += 2 * r.Bytes * uint64(r.Iters) // both directions of the link
+				}
+			}
+			if err != nil {
+				runErr = err
+				break
+			}
+		}
+		end := s.Now()
+		w := burn.Window{Start: start, End: end, Traffic: []burn.Traffic{}}
+		for _, d := range gpus.Devices {
+			if l, ok := links[d]; ok && moved[l] > 0 {
+				w.Traffic = append(w.Traffic, burn.Traffic{Link: l, Bytes: moved[l]})
+			}
+		}
+		doc.Schedule.Windows = append(doc.Schedule.Windows, w)
+		doc.Work = append(doc.Work, work)
+		sm, err := sample(fmt.Sprintf("window-%d", i+1))
+		if err != nil {
+			runErr = cmp.Or(runErr, err)
+			break
+		}
+		ends = append(ends, sm)
+		rs := judge()
+		write(rs)
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, "gdrcheck: burn %s: %d pass(es), %s moved, %s\n", doc.Schedule.Name(i), work.Passes, gib(moved), result.Worst(rs))
+		}
+	}
+	rs := judge()
+	switch {
+	case runErr != nil && errors.Is(runErr, context.Canceled):
+		doc.Stopped = "interrupted: " + runErr.Error()
+	case runErr != nil:
+		doc.Stopped = runErr.Error()
+	default:
+		doc.Complete = true
+	}
+	env := write(rs)
+	if runErr != nil {
+		return env, dir, runErr
+	}
+	return env, dir, judged(rs)
+}
+
+// workResults judges the workload itself: data that came back wrong fails
+// (burn.data), naming the window and the copy.
+func workResults(doc *BurnDoc) []result.Result {
+	var out []result.Result
+	for _, w := range doc.Work {
+		name := doc.Schedule.Name(w.Window)
+		switch {
+		case w.Wrong > 0 || len(w.Errors) > 0:
+			msg := fmt.Sprintf("%s: %d wrong byte(s) over %d pass(es)", name, w.Wrong, w.Passes)
+			if len(w.Errors) > 0 {
+				msg += "; " + w.Errors[0]
+			}
+			out = append(out, result.Result{ID: "burn.data", Source: burn.Source, Status: result.Fail, Subject: fmt.Sprintf("window %d", w.Window+1), Reason: "DataCorrupted",
+				Message: msg, Remedy: "a copy whose data came back wrong is silent corruption or a failing device: run gdrcheck check (gpu.health: ECC, Xid), reseat or replace the GPU, and rerun the burn-in"})
+		case w.Passes == 0:
+			out = append(out, result.Result{ID: "burn.data", Source: burn.Source, Status: result.Unknown, Subject: fmt.Sprintf("window %d", w.Window+1), Reason: "NoWork", Message: name + ": no pass of the workload finished"})
+		default:
+			out = append(out, result.Result{ID: "burn.data", Source: burn.Source, Status: result.Pass, Subject: fmt.Sprintf("window %d", w.Window+1), Reason: "DataValid",
+				Message: fmt.Sprintf("%s: %d pass(es) of %d copies, every byte checked, none wrong", name, w.Passes, len(w.Copies))})
+		}
+	}
+	return out
+}
+
+// burnReadTimeout bounds discovery and every counter sample when the
+// command gives no --timeout.
+const burnReadTimeout = 30 * time.Second
+
+func gib(moved map[burn.Link]uint64) string {
+	var t uint64
+	for _, b := range moved {
+		t += b
+	}
+	return fmt.Sprintf("%.1f GiB", float64(t)/(1<<30))
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,179 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gdrcheck/gdrcheck/internal/burn"
+	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/fakelib"
+)
+
+// burnHost is liveHost with AER statistics on both GPUs and their root
+// ports: the links the burn-in's copies cross.
+const burnHost = `hostname fakelive
+numa 0 0-15
+module nvidia
+hostbridge pci0000:00 numa=0
+  0000:00:01.0 rootport id=8086:2030 gen=5 aer=yes
+    0000:18:00.0 gpu id=10de:2335 aer=yes
+  0000:00:02.0 rootport id=8086:2030 gen=5 aer=yes
+    0000:19:00.0 gpu id=10de:2335 aer=yes
+nvml driver=580.95.05 cuda=13.0
+nvml-gpu 0000:18:00.0 name="NVIDIA H200"
+nvml-gpu 0000:19:00.0 name="NVIDIA H200"
+`
+
+// onWrite calls f on the first line written (after window 1 is judged).
+type onWrite struct {
+	f    func()
+	done bool
+	buf  bytes.Buffer
+}
+
+func (w *onWrite) Write(p []byte) (int, error) {
+	if !w.done {
+		w.done = true
+		w.f()
+	}
+	return w.buf.Write(p)
+}
+
+// A burn-in on the fixture standing for the live host, with the fake CUDA
+// runtime: two windows of copies on both GPUs, the AER counters sampled
+// around them. Healthy, its GPU links' fatal counters pass and their
+// error rates are unknown (a fraction of a second moves far too few bits
+// to prove 1e-12); an uncorrectable error planted on GPU1's root port
+// after window 1 fails window 2, naming the device and the link.
+func TestBurnWindows(t *testing.T) {
+	t.Setenv("FAKECUDA_DEVICES", "2")
+	spec, err := fakehost.Parse("fakelive", strings.NewReader(burnHost))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, planted := range []bool{false, true} {
+		live := t.TempDir()
+		if err := spec.Materialize(live); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(t.TempDir(), "burn")
+		o := BurnOptions{Duration: 600 * time.Millisecond, Window: 300 * time.Millisecond, Settle: 20 * time.Millisecond, Out: out,
+			Bytes: 1 << 20, GPU: GPUOptions{CUDART: fakelib.CUDART(t)}}
+		w := &onWrite{f: func() {
+			if !planted {
+				return
+			}
+			p := filepath.Join(live, "sys/devices/pci0000:00/0000:00:02.0/aer_dev_fatal")
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b = bytes.Replace(b, []byte("DLP 0\n"), []byte("DLP 1\n"), 1)
+			b = bytes.Replace(b, []byte("TOTAL_ERR_FATAL 0\n"), []byte("TOTAL_ERR_FATAL 1\n"), 1)
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}}
+		o.Progress = w
+		s := &Session{Clock: time.Now}
+		env, dir, err := s.Burn(t.Context(), NodeOptions{Root: "/", Timeout: time.Minute, LiveRoot: live}, o)
+		if env == nil || dir != out {
+			t.Fatalf("planted %v: env %v dir %q err %v", planted, env, dir, err)
+		}
+		doc := env.Data.(*BurnDoc)
+		if !doc.Complete || len(doc.Schedule.Windows) != 2 || len(doc.Samples) != 4 || len(doc.GPUs) != 2 || doc.GPUs[1].GPU != "GPU1" {
+			t.Fatalf("planted %v: complete %v, %d windows, samples %v, GPUs %+v, notes %v", planted, doc.Complete, len(doc.Schedule.Windows), doc.Samples, doc.GPUs, doc.Notes)
+		}
+		for _, w := range doc.Schedule.Windows {
+			if len(w.Traffic) != 2 || w.Traffic[0].Link != burn.GPUHostLink("0000:18:00.0") || w.Traffic[0].Bytes == 0 {
+				t.Errorf("planted %v: traffic %+v", planted, w.Traffic)
+			}
+		}
+		got := map[string]result.Result{}
+		for _, r := range env.Results {
+			got[string(r.Status)+" "+r.ID+" "+r.Subject] = r
+		}
+		want := []string{"pass burn.data window 1", "pass burn.data window 2"}
+		if planted {
+			want = append(want, "fail burn.fatal 0000:00:02.0")
+			if err == nil {
+				t.Error("a planted fatal error, and Burn returned no error")
+			}
+		} else if err != nil {
+			t.Errorf("healthy: %v", err)
+		}
+		for _, k := range want {
+			if _, ok := got[k]; !ok {
+				t.Errorf("planted %v: no %q in %v", planted, k, keys(got))
+			}
+		}
+		for k, r := range got {
+			if r.ID == burn.IDErrorRate && r.Status == result.Pass {
+				t.Errorf("an error rate passed on a fraction of a second's bits: %s %s", k, r.Message)
+			}
+			if planted && r.ID == burn.IDFatal && r.Status == result.Fail && !strings.Contains(r.Message, "window 2") {
+				t.Errorf("the fatal error is not in window 2: %s", r.Message)
+			}
+		}
+		// burn.json on disk is the same document, and valid JSON.
+		b, err := os.ReadFile(filepath.Join(out, "burn.json"))
+		var on struct {
+			Schema   string `json:"schema"`
+			Complete bool   `json:"complete"`
+			Windows  int
+			Schedule struct {
+				Windows []json.RawMessage `json:"windows"`
+			} `json:"schedule"`
+		}
+		if err != nil || json.Unmarshal(b, &on) != nil || on.Schema != "gdrcheck.burn/v1" || !on.Complete || len(on.Schedule.Windows) != 2 {
+			t.Errorf("burn.json: %v %+v", err, on)
+		}
+	}
+}
+
+func keys(m map[string]result.Result) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// Interrupted after window 1: the window done is judged and kept, the
+// document says it stopped, and burn.json on disk is valid.
+func TestBurnInterrupted(t *testing.T) {
+	t.Setenv("FAKECUDA_DEVICES", "1")
+	spec, err := fakehost.Parse("fakelive", strings.NewReader(burnHost))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := t.TempDir()
+	if err := spec.Materialize(live); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "burn")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	o := BurnOptions{Duration: 3 * time.Second, Window: 300 * time.Millisecond, Settle: 10 * time.Millisecond, Out: out,
+		Bytes: 1 << 20, GPU: GPUOptions{CUDART: fakelib.CUDART(t)}, Progress: &onWrite{f: cancel}}
+	env, _, err := (&Session{Clock: time.Now}).Burn(ctx, NodeOptions{Root: "/", Timeout: time.Minute, LiveRoot: live}, o)
+	if !errors.Is(err, context.Canceled) || env == nil {
+		t.Fatalf("err %v env %v", err, env)
+	}
+	doc := env.Data.(*BurnDoc)
+	if doc.Complete || !strings.HasPrefix(doc.Stopped, "interrupted") || len(doc.Work) < 1 || doc.Series == nil {
+		t.Errorf("complete %v stopped %q work %d series %v", doc.Complete, doc.Stopped, len(doc.Work), doc.Series != nil)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "burn.json"))
+	if err != nil || !json.Valid(b) || !bytes.Contains(b, []byte(`"stopped": "interrupted`)) {
+		t.Errorf("burn.json: %v\n%.300s", err, b)
+	}
+}
