@@ -8,12 +8,16 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/burn"
 	"github.com/gdrcheck/gdrcheck/internal/collect/counters"
+	"github.com/gdrcheck/gdrcheck/internal/collect/nvml/live"
 	cf "github.com/gdrcheck/gdrcheck/internal/facts/counters"
+	"github.com/gdrcheck/gdrcheck/internal/facts/node"
+	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/printable"
 	"github.com/gdrcheck/gdrcheck/internal/report"
@@ -145,12 +149,34 @@ func (s *Session) Burn(ctx context.Context, n NodeOptions, o BurnOptions) (*repo
 	}
 
 	var baseline, ends []*cf.Sample
+	var gbase, gends []*burn.GPUReading
+	// gpuReading is what the driver and the kernel log say at a sample.
+	gpuReading := func(sctx context.Context, r machine.Root, label string) *burn.GPUReading {
+		gr := &burn.GPUReading{Label: label, At: s.Now()}
+		if f, err := live.New(live.WithRoot(r)).Collect(sctx); err != nil {
+			gr.FactsError = err.Error()
+		} else {
+			gr.Facts = f
+		}
+		if b, err := r.Run(sctx, machine.CmdDmesg); err != nil {
+			gr.XidError = err.Error()
+		} else {
+			gr.Xids = burn.XidsOf(node.ParseXids(b))
+		}
+		return gr
+	}
 	sample := func(label string) (*cf.Sample, error) {
 		// An interrupted workload still has its last window sampled, so
 		// that what it did is judged: the read has its own deadline.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cmp.Or(n.Timeout, burnReadTimeout))
 		defer cancel()
 		sm := counters.Read(root.WithContext(sctx), h, label, s.Now)
+		gr := gpuReading(sctx, root.WithContext(sctx), label)
+		if strings.HasPrefix(label, "baseline") {
+			gbase = append(gbase, gr)
+		} else {
+			gends = append(gends, gr)
+		}
 		if sctx.Err() != nil {
 			return nil, toolErr(fmt.Errorf("burn: reading the counters (%s) did not finish within %s", label, cmp.Or(n.Timeout, burnReadTimeout)))
 		}
@@ -158,7 +184,11 @@ func (s *Session) Burn(ctx context.Context, n NodeOptions, o BurnOptions) (*repo
 		if err := WriteAtomic(filepath.Join(dir, name), sm); err != nil {
 			return nil, toolErr(fmt.Errorf("burn: %w", err))
 		}
-		doc.Samples = append(doc.Samples, name)
+		gname := filepath.Join("samples", label+"-gpu.json")
+		if err := WriteAtomic(filepath.Join(dir, gname), gr); err != nil {
+			return nil, toolErr(fmt.Errorf("burn: %w", err))
+		}
+		doc.Samples = append(doc.Samples, name, gname)
 		return sm, nil
 	}
 	write := func(results []result.Result) *report.Envelope {
@@ -177,7 +207,8 @@ func (s *Session) Burn(ctx context.Context, n NodeOptions, o BurnOptions) (*repo
 			return []result.Result{{ID: burn.IDFatal, Source: burn.Source, Status: result.Error, Subject: "node", Reason: "AttributionFailed", Message: err.Error()}}
 		}
 		doc.Series = series
-		return append(burn.Judge(series, o.Judge), workResults(doc)...)
+		rs := append(burn.Judge(series, o.Judge), burn.JudgeGPUs(doc.Schedule, gbase, gends)...)
+		return append(rs, workResults(doc)...)
 	}
 
 	// Two baselines: what counts between them counts without the workload.

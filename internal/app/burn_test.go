@@ -30,6 +30,7 @@ hostbridge pci0000:00 numa=0
 nvml driver=580.95.05 cuda=13.0
 nvml-gpu 0000:18:00.0 name="NVIDIA H200"
 nvml-gpu 0000:19:00.0 name="NVIDIA H200"
+command dmesg.txt ""
 `
 
 // onWrite calls f on the first line written (after window 1 is judged).
@@ -89,7 +90,7 @@ func TestBurnWindows(t *testing.T) {
 			t.Fatalf("planted %v: env %v dir %q err %v", planted, env, dir, err)
 		}
 		doc := env.Data.(*BurnDoc)
-		if !doc.Complete || len(doc.Schedule.Windows) != 2 || len(doc.Samples) != 4 || len(doc.GPUs) != 2 || doc.GPUs[1].GPU != "GPU1" {
+		if !doc.Complete || len(doc.Schedule.Windows) != 2 || len(doc.Samples) != 8 || len(doc.GPUs) != 2 || doc.GPUs[1].GPU != "GPU1" {
 			t.Fatalf("planted %v: complete %v, %d windows, samples %v, GPUs %+v, notes %v", planted, doc.Complete, len(doc.Schedule.Windows), doc.Samples, doc.GPUs, doc.Notes)
 		}
 		for _, w := range doc.Schedule.Windows {
@@ -101,7 +102,7 @@ func TestBurnWindows(t *testing.T) {
 		for _, r := range env.Results {
 			got[string(r.Status)+" "+r.ID+" "+r.Subject] = r
 		}
-		want := []string{"pass burn.data window 1", "pass burn.data window 2"}
+		want := []string{"pass burn.data window 1", "pass burn.data window 2", "pass burn.gpu 0000:18:00.0", "pass burn.gpu 0000:19:00.0"}
 		if planted {
 			want = append(want, "fail burn.fatal 0000:00:02.0")
 			if err == nil {

@@ -1,0 +1,224 @@
+package burn
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gdrcheck/gdrcheck/internal/facts/gpu"
+	nf "github.com/gdrcheck/gdrcheck/internal/facts/node"
+	"github.com/gdrcheck/gdrcheck/internal/result"
+)
+
+// IDGPU is the verdict on each GPU's own error counters over the windows.
+const IDGPU = "burn.gpu"
+
+// GPUReading is what the driver and the kernel said of the GPUs at one
+// sample: the GPU facts (ECC, row remapping, retired pages, clock events,
+// the PCIe replay counter) and the kernel log's Xid lines.
+type GPUReading struct {
+	Label string     `json:"label"`
+	At    time.Time  `json:"at"`
+	Facts *gpu.Facts `json:"facts,omitempty"`
+	// FactsError is why the facts could not be read ("" when read).
+	FactsError string `json:"facts_error,omitempty"`
+	// Xids are the kernel log's Xid lines; XidError why the log could not
+	// be read ("" when read).
+	Xids     []Xid  `json:"xids,omitempty"`
+	XidError string `json:"xid_error,omitempty"`
+}
+
+// Xid is one kernel Xid line as the burn-in keeps it.
+type Xid struct {
+	When time.Time `json:"when"`
+	Bus  string    `json:"bus"`
+	Code int       `json:"code"`
+	Line string    `json:"line"`
+}
+
+// XidsOf keeps node's Xid facts for a reading.
+func XidsOf(xs []nf.Xid) []Xid {
+	out := make([]Xid, 0, len(xs))
+	for _, x := range xs {
+		out = append(out, Xid{When: x.When, Bus: x.Bus, Code: x.Code, Line: x.Line})
+	}
+	return out
+}
+
+// slowdowns are the clock events that mean the hardware protected itself
+// (fail) or the driver cut clocks for heat (warn) under the workload.
+var (
+	hwSlowdowns = []string{"hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown"}
+	swSlowdowns = []string{"sw_thermal_slowdown"}
+)
+
+// JudgeGPUs judges each GPU's own counters window by window: a new
+// uncorrectable ECC error, a row remap that failed or waits for a reset,
+// a retired double-bit page, an Xid in the window or a hardware slowdown
+// at its end fails, naming the GPU and the window; a thermal slowdown and
+// PCIe replays (the GPU link's own retries) warn with their count. A GPU
+// whose facts could not be read is unknown, never a pass. baseline's last
+// reading is the first window's start; ends[i] is window i's end.
+func JudgeGPUs(s Schedule, baseline, ends []*GPUReading) []result.Result {
+	if len(baseline) == 0 || len(ends) == 0 {
+		return nil
+	}
+	type state struct {
+		bad, warn []string
+		windows   int
+		replays   uint64
+		unknown   []string
+		evs       []result.Evidence
+	}
+	per := map[string]*state{}
+	var order []string
+	get := func(addr string) *state {
+		st := per[addr]
+		if st == nil {
+			st = &state{}
+			per[addr] = st
+			order = append(order, addr)
+		}
+		return st
+	}
+	var out []result.Result
+	// Xids before the workload are reported, never failed.
+	if first := baseline[len(baseline)-1]; first != nil {
+		var before []string
+		for _, x := range first.Xids {
+			before = append(before, fmt.Sprintf("Xid %d on %s", x.Code, x.Bus))
+		}
+		if len(before) > 0 {
+			out = append(out, result.Result{ID: IDGPU, Source: Source, Status: result.Skip, Subject: "node", Reason: "XidBefore",
+				Message: "Xid lines in the kernel log before the workload (not judged): " + strings.Join(compact(before), ", ")})
+		}
+	}
+	for i := range ends {
+		if i >= len(s.Windows) {
+			break
+		}
+		prev := baseline[len(baseline)-1]
+		if i > 0 {
+			prev = ends[i-1]
+		}
+		cur := ends[i]
+		name := s.Name(i)
+		if cur == nil || cur.Facts == nil {
+			why := "no reading"
+			if cur != nil {
+				why = cur.FactsError
+			}
+			out = append(out, result.Result{ID: IDGPU, Source: Source, Status: result.Unknown, Subject: "node", Reason: "NoGPUFacts",
+				Message: name + ": the GPUs' counters could not be read at its end: " + why})
+			continue
+		}
+		var prevGPUs []gpu.GPU
+		if prev != nil && prev.Facts != nil {
+			prevGPUs = prev.Facts.GPUs
+		}
+		for _, g := range cur.Facts.GPUs {
+			st := get(g.BusID)
+			st.windows++
+			p := findGPU(prevGPUs, g.BusID)
+			if p == nil {
+				st.unknown = append(st.unknown, name+": not read at its start")
+				continue
+			}
+			delta := func(what string, a, b *uint64) {
+				switch {
+				case a == nil || b == nil:
+				case *b < *a:
+					st.unknown = append(st.unknown, fmt.Sprintf("%s: %s went from %d to %d (the driver reloaded?)", name, what, *a, *b))
+				case *b > *a:
+					st.bad = append(st.bad, fmt.Sprintf("%s: %d new %s", name, *b-*a, what))
+				}
+			}
+			delta("uncorrectable ECC error(s)", p.ECC.VolatileUncorrected, g.ECC.VolatileUncorrected)
+			delta("uncorrectable row remap(s)", p.Remapped.Uncorrectable, g.Remapped.Uncorrectable)
+			delta("retired double-bit page(s)", p.Retired.DoubleBit, g.Retired.DoubleBit)
+			if g.Remapped.Failure != nil && *g.Remapped.Failure && (p.Remapped.Failure == nil || !*p.Remapped.Failure) {
+				st.bad = append(st.bad, name+": a row remap failed")
+			}
+			if g.Remapped.Pending != nil && *g.Remapped.Pending && (p.Remapped.Pending == nil || !*p.Remapped.Pending) {
+				st.bad = append(st.bad, name+": a row remap waits for a GPU reset")
+			}
+			if a, b := p.PCIe.ReplayCounter, g.PCIe.ReplayCounter; a != nil && b != nil && *b > *a {
+				st.replays += *b - *a
+				st.warn = append(st.warn, fmt.Sprintf("%s: %d PCIe replay(s)", name, *b-*a))
+			}
+			for _, ev := range g.ClockEvents {
+				switch {
+				case slices.Contains(hwSlowdowns, ev):
+					st.bad = append(st.bad, fmt.Sprintf("%s: clocks cut by %s at its end", name, ev))
+				case slices.Contains(swSlowdowns, ev):
+					st.warn = append(st.warn, fmt.Sprintf("%s: clocks cut by %s at its end", name, ev))
+				}
+			}
+			if g.ECC.VolatileUncorrected == nil && g.Remapped.Uncorrectable == nil && g.Retired.DoubleBit == nil {
+				st.unknown = append(st.unknown, name+": the driver reports no ECC, remap or retirement counter")
+			}
+		}
+		// Xids logged during the window, charged to their GPU.
+		if cur.XidError != "" {
+			out = append(out, result.Result{ID: IDGPU, Source: Source, Status: result.Unknown, Subject: "node", Reason: "KernelLogUnread",
+				Message: name + ": the kernel log could not be read for Xid lines: " + cur.XidError})
+			continue
+		}
+		w := s.Windows[i]
+		for _, x := range cur.Xids {
+			if x.When.IsZero() || x.When.Before(w.Start) || x.When.After(cur.At) {
+				continue
+			}
+			addr := ""
+			for _, g := range cur.Facts.GPUs {
+				if strings.HasPrefix(strings.ToLower(g.BusID), strings.ToLower(x.Bus)) {
+					addr = g.BusID
+				}
+			}
+			st := get(cmp.Or(addr, x.Bus))
+			st.bad = append(st.bad, fmt.Sprintf("%s: Xid %d", name, x.Code))
+			st.evs = append(st.evs, result.Evidence{Source: "kernel log", Value: x.Line})
+		}
+	}
+	for _, addr := range order {
+		st := per[addr]
+		r := result.Result{ID: IDGPU, Source: Source, Subject: addr, Evidence: st.evs}
+		switch {
+		case len(st.bad) > 0:
+			r.Status, r.Reason = result.Fail, "GPUErrors"
+			r.Message = strings.Join(compact(st.bad), "; ")
+			r.Remedy = "a GPU that logs uncorrectable memory errors, Xids or hardware slowdowns under load is not ready: read nvidia-smi -q (ECC, remapping, clocks events), reset or reboot for a pending remap, check cooling and power, and RMA a GPU whose errors return"
+		case len(st.unknown) > 0:
+			r.Status, r.Reason = result.Unknown, "GPUCountersUnknown"
+			r.Message = strings.Join(compact(st.unknown), "; ")
+		case len(st.warn) > 0:
+			r.Status, r.Reason = result.Warn, "GPUWarnings"
+			r.Message = strings.Join(compact(st.warn), "; ")
+			r.Remedy = "PCIe replays are the GPU link retrying: read the burn's AER verdicts for the same link, reseat the GPU or its riser; a thermal slowdown under load points at cooling"
+		default:
+			r.Status, r.Reason = result.Pass, "GPUClean"
+			r.Message = fmt.Sprintf("%d window(s): no new uncorrectable ECC error, row remap, retired page or Xid, no hardware slowdown, no PCIe replay", st.windows)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func findGPU(gs []gpu.GPU, addr string) *gpu.GPU {
+	for i := range gs {
+		if gs[i].BusID == addr {
+			return &gs[i]
+		}
+	}
+	return nil
+}
+
+// compact keeps at most 8 items and says how many more there were.
+func compact(items []string) []string {
+	if len(items) <= 8 {
+		return items
+	}
+	return append(slices.Clone(items[:8]), fmt.Sprintf("and %d more", len(items)-8))
+}
