@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,6 +23,8 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/printable"
 	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/topology"
+	"github.com/gdrcheck/gdrcheck/internal/topology/level"
 )
 
 // BurnOptions are a `gdrcheck burn` run's.
@@ -227,7 +230,11 @@ func (s *Session) Burn(ctx context.Context, n NodeOptions, o BurnOptions) (*repo
 	}
 	baseline = append(baseline, sm)
 
-	cfg := bench.CopyConfig{Devices: gpus.Devices, Bytes: o.Bytes, Iters: 10, Warmup: 1, Tests: burnTests,
+	tests := burnTests
+	if len(gpus.Devices) > 1 {
+		tests = append(slices.Clone(tests), bench.CopyP2PBidir) // every GPU pair, both ways at once
+	}
+	cfg := bench.CopyConfig{Devices: gpus.Devices, Bytes: o.Bytes, Iters: 10, Warmup: 1, Tests: tests,
 		Timeout: cmp.Or(o.OpTimeout, 5*time.Minute), LocalCPUs: gpus.localCPUs}
 	var runErr error
 	for i := 0; i < windows && runErr == nil; i++ {
@@ -244,8 +251,18 @@ func (s *Session) Burn(ctx context.Context, n NodeOptions, o BurnOptions) (*repo
 				if r.Error != "" {
 					work.Errors = append(work.Errors, fmt.Sprintf("%s on device %d: %s", r.Test, r.Dev, r.Error))
 				}
-				if l, ok := links[r.Dev]; ok && r.Test == bench.CopyBidirPinned && r.Error == "" {
-					moved[l] += 2 * r.Bytes * uint64(r.Iters) // both directions of the link
+				if r.Error != "" {
+					continue
+				}
+				switch {
+				case r.Test == bench.CopyBidirPinned:
+					if l, ok := links[r.Dev]; ok {
+						moved[l] += 2 * r.Bytes * uint64(r.Iters) // both directions of the link
+					}
+				case r.Test == bench.CopyP2PBidir:
+					for _, l := range peerLinks(h, gpus, r.Dev, r.Peer) {
+						moved[l.link] += 2 * r.Bytes * uint64(r.Iters) / l.share
+					}
 				}
 			}
 			if err != nil {
@@ -255,11 +272,12 @@ func (s *Session) Burn(ctx context.Context, n NodeOptions, o BurnOptions) (*repo
 		}
 		end := s.Now()
 		w := burn.Window{Start: start, End: end, Traffic: []burn.Traffic{}}
-		for _, d := range gpus.Devices {
-			if l, ok := links[d]; ok && moved[l] > 0 {
-				w.Traffic = append(w.Traffic, burn.Traffic{Link: l, Bytes: moved[l]})
+		for l, b := range moved {
+			if b > 0 {
+				w.Traffic = append(w.Traffic, burn.Traffic{Link: l, Bytes: b})
 			}
 		}
+		slices.SortFunc(w.Traffic, func(a, b burn.Traffic) int { return strings.Compare(a.Link.String(), b.Link.String()) })
 		doc.Schedule.Windows = append(doc.Schedule.Windows, w)
 		doc.Work = append(doc.Work, work)
 		sm, err := sample(fmt.Sprintf("window-%d", i+1))
@@ -310,6 +328,38 @@ func workResults(doc *BurnDoc) []result.Result {
 			out = append(out, result.Result{ID: "burn.data", Source: burn.Source, Status: result.Pass, Subject: fmt.Sprintf("window %d", w.Window+1), Reason: "DataValid",
 				Message: fmt.Sprintf("%s: %d pass(es) of %d copies, every byte checked, none wrong", name, w.Passes, len(w.Copies))})
 		}
+	}
+	return out
+}
+
+// peerLink is a link a GPU-to-GPU copy crosses and the share of its
+// bytes it carries.
+type peerLink struct {
+	link  burn.Link
+	share uint64
+}
+
+// peerLinks are the links a copy between CUDA devices a and b crosses: the
+// NVLinks of a that reach b (directly, or every active link to the
+// switches, the bytes shared among them) where the pair is on NVLink,
+// else their PCIe path. None when either is not a GPU discovery found.
+func peerLinks(h *topology.Host, g *GPUs, a, b int) []peerLink {
+	ga, gb := h.GPUByAddress(g.BusIDs[a]), h.GPUByAddress(g.BusIDs[b])
+	if ga == nil || gb == nil {
+		return nil
+	}
+	if h.GPURelation(ga, gb).Level != level.NVLink {
+		return []peerLink{{burn.GPUPeerLink(ga.Address, gb.Address), 1}}
+	}
+	var nv []int
+	for _, l := range ga.NVLinks {
+		if l.Active && (l.RemoteType == "nvswitch" || strings.EqualFold(l.RemoteBusID, gb.Address)) {
+			nv = append(nv, l.Link)
+		}
+	}
+	out := make([]peerLink, 0, len(nv))
+	for _, n := range nv {
+		out = append(out, peerLink{burn.NVLinkLink(ga.Address, n), uint64(len(nv))})
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/burn"
+	"github.com/gdrcheck/gdrcheck/internal/collect/discover"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakelib"
@@ -94,7 +95,10 @@ func TestBurnWindows(t *testing.T) {
 			t.Fatalf("planted %v: complete %v, %d windows, samples %v, GPUs %+v, notes %v", planted, doc.Complete, len(doc.Schedule.Windows), doc.Samples, doc.GPUs, doc.Notes)
 		}
 		for _, w := range doc.Schedule.Windows {
-			if len(w.Traffic) != 2 || w.Traffic[0].Link != burn.GPUHostLink("0000:18:00.0") || w.Traffic[0].Bytes == 0 {
+			// Each GPU's path to the host, and the PCIe path between the
+			// two (root ports of one host bridge: no NVLink), both ways.
+			if len(w.Traffic) != 3 || w.Traffic[0].Link != burn.GPUHostLink("0000:18:00.0") || w.Traffic[0].Bytes == 0 ||
+				w.Traffic[2].Link != burn.GPUPeerLink("0000:19:00.0", "0000:18:00.0") || w.Traffic[2].Bytes != 2*w.Traffic[0].Bytes {
 				t.Errorf("planted %v: traffic %+v", planted, w.Traffic)
 			}
 		}
@@ -176,5 +180,33 @@ func TestBurnInterrupted(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(out, "burn.json"))
 	if err != nil || !json.Valid(b) || !bytes.Contains(b, []byte(`"stopped": "interrupted`)) {
 		t.Errorf("burn.json: %v\n%.300s", err, b)
+	}
+}
+
+// A copy between two GPUs of an NVSwitch board crosses NVLink, not PCIe:
+// its bytes are shared among the first GPU's active links to the
+// switches (reported as unmeasured until NVLink counters are read).
+func TestBurnPeerLinks(t *testing.T) {
+	r := fakehost.Root(t, "../../testdata/hosts/hgx-h200-8gpu-10nic.host")
+	h, err := discover.Discover(t.Context(), discover.WithRoot(r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &GPUs{BusIDs: map[int]string{0: "0000:18:00.0", 1: "0000:3a:00.0", 2: "0000:99:00.0"}}
+	ls := peerLinks(h, g, 0, 1)
+	if len(ls) != 18 || ls[0].link != burn.NVLinkLink("0000:18:00.0", 0) || ls[0].share != 18 {
+		t.Errorf("NVSwitch pair: %+v", ls)
+	}
+	if ls := peerLinks(h, g, 0, 2); ls != nil {
+		t.Errorf("a device discovery does not know: %+v", ls)
+	}
+	pcie := fakehost.Root(t, "../../testdata/hosts/pcie-l40s-remote-nic.host")
+	hp, err := discover.Discover(t.Context(), discover.WithRoot(pcie))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gp := &GPUs{BusIDs: map[int]string{0: hp.GPUs[0].Address, 1: hp.GPUs[1].Address}}
+	if ls := peerLinks(hp, gp, 1, 0); len(ls) != 1 || ls[0].link != burn.GPUPeerLink(hp.GPUs[0].Address, hp.GPUs[1].Address) || ls[0].share != 1 {
+		t.Errorf("PCIe pair: %+v", ls)
 	}
 }

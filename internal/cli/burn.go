@@ -26,7 +26,8 @@ func newBurn(g *globals) *cobra.Command {
   gdrcheck burn --duration 1m --window 20s                                # a one-minute smoke run`,
 		Long: `burn runs a workload for --duration in windows of --window on the live host: on every
 GPU, copies between the GPU and pinned host memory in both directions at once (its PCIe link
-to the host) and within its memory, every byte checked. Before the workload it samples the
+to the host) and within its memory, and between every pair of GPUs both ways (their PCIe path
+or NVLink), every byte checked. Before the workload it samples the
 error counters twice (what moves between those samples moves without the workload) and again
 at the end of every window: the RDMA ports' counters/ and hw_counters/, and the AER statistics of
 every GPU, NIC and bridge above them; with them, each GPU's own counters from the driver
@@ -42,7 +43,7 @@ before the workload are reported, never failed.
 
 burn.json (the schedule, the work, the deltas and the verdicts) and the samples are written
 after every window, so an interrupted run leaves a valid report of the windows done.
-Not yet in the workload: NCCL collectives, GPU-to-GPU copies, RDMA loopback; not yet read:
+Not yet in the workload: NCCL collectives, RDMA loopback; not yet read:
 NVLink counters, SM clock and power across GPUs (docs/burn.md says what comes next).
 
 Exit status: 0 nothing failed, 1 a verdict failed or data came back wrong, 2 the tool could
