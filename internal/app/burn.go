@@ -16,6 +16,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/burn"
 	"github.com/gdrcheck/gdrcheck/internal/collect/counters"
 	"github.com/gdrcheck/gdrcheck/internal/collect/nvml/live"
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 	cf "github.com/gdrcheck/gdrcheck/internal/facts/counters"
 	"github.com/gdrcheck/gdrcheck/internal/facts/node"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
@@ -42,7 +43,11 @@ type BurnOptions struct {
 	// OpTimeout bounds every wait for GPU work.
 	OpTimeout time.Duration
 	GPU       GPUOptions
-	Judge     burn.Options
+	// NCCL runs every NCCL collective once per window (checked), with
+	// the library at NCCLLib ("" searches).
+	NCCL    bool
+	NCCLLib string
+	Judge   burn.Options
 	// Progress receives a line per window (nil: none).
 	Progress io.Writer
 	// Warn receives problems that do not stop the run.
@@ -87,8 +92,19 @@ type BurnWork struct {
 	Copies []bench.CopyResult `json:"copies"`
 	// Wrong counts wrong bytes over every pass of the window.
 	Wrong int64 `json:"wrong_bytes"`
+	// NCCL is the window's pass of every NCCL collective (its checked
+	// run's #wrong, its bus bandwidth); empty when NCCL did not run.
+	NCCL []BurnCollective `json:"nccl,omitempty"`
 	// Errors are the passes' errors (a copy that failed).
 	Errors []string `json:"errors,omitempty"`
+}
+
+// BurnCollective is one NCCL collective of a window's pass.
+type BurnCollective struct {
+	Collective string  `json:"collective"`
+	BusBW      float64 `json:"busbw_gbs"`
+	Wrong      int64   `json:"wrong"`
+	Error      string  `json:"error,omitempty"`
 }
 
 // burnTests are the copies each pass runs on every GPU: both directions
@@ -236,13 +252,42 @@ func (s *Session) Burn(ctx context.Context, n NodeOptions, o BurnOptions) (*repo
 	}
 	cfg := bench.CopyConfig{Devices: gpus.Devices, Bytes: o.Bytes, Iters: 10, Warmup: 1, Tests: tests,
 		Timeout: cmp.Or(o.OpTimeout, 5*time.Minute), LocalCPUs: gpus.localCPUs}
+	var nsetup *NCCLSetup
+	ncfg := bench.NCCLConfig{Collectives: collective.All(), MinBytes: o.Bytes, MaxBytes: o.Bytes, StepFactor: 2, Warmup: 1, Iters: 5, Check: 1,
+		OpTimeout: cmp.Or(o.OpTimeout, 5*time.Minute)}
+	ncfg.DType, _ = bench.DTypeByName("float")
+	ncfg.Op, _ = bench.RedOpByName("sum")
+	if o.NCCL {
+		if nsetup, err = s.SetupNCCL(filepath.Join(dir, "nccl")); err != nil {
+			return write(nil), dir, err
+		}
+	}
 	var runErr error
 	for i := 0; i < windows && runErr == nil; i++ {
 		start := s.Now()
 		deadline := start.Add(o.Window)
 		work := BurnWork{Window: i}
 		moved := map[burn.Link]uint64{}
-		for s.Now().Before(deadline) {
+		if o.NCCL {
+			// Every collective once, its data checked; NCCL's own traffic
+			// between GPUs is not charged to links (which links a ring or
+			// tree uses is NCCL's choice), its errors and #wrong are.
+			env, _, err := s.BenchNCCL(ctx, gpus, NCCLOptions{Lib: o.NCCLLib, Setup: nsetup, Config: ncfg, Judge: Judging{Off: true}, Warn: o.Warn})
+			if env != nil {
+				if nr, ok := env.Data.(*bench.NCCLReport); ok {
+					for _, m := range nr.Measurements {
+						work.NCCL = append(work.NCCL, BurnCollective{Collective: string(m.Collective), BusBW: m.AvgBusBW, Wrong: m.Wrong, Error: m.Error})
+					}
+				}
+			}
+			if err != nil {
+				work.Errors = append(work.Errors, "nccl: "+err.Error())
+				if errors.Is(err, context.Canceled) {
+					runErr = err
+				}
+			}
+		}
+		for runErr == nil && s.Now().Before(deadline) {
 			res, err := bench.RunCopy(ctx, gpus.RT, cfg)
 			work.Passes++
 			work.Copies = res
@@ -314,9 +359,13 @@ func workResults(doc *BurnDoc) []result.Result {
 	var out []result.Result
 	for _, w := range doc.Work {
 		name := doc.Schedule.Name(w.Window)
+		var ncclWrong int64
+		for _, c := range w.NCCL {
+			ncclWrong += c.Wrong
+		}
 		switch {
-		case w.Wrong > 0 || len(w.Errors) > 0:
-			msg := fmt.Sprintf("%s: %d wrong byte(s) over %d pass(es)", name, w.Wrong, w.Passes)
+		case w.Wrong > 0 || ncclWrong > 0 || len(w.Errors) > 0:
+			msg := fmt.Sprintf("%s: %d wrong byte(s) over %d pass(es) of copies, %d wrong element(s) in NCCL's checked collectives", name, w.Wrong, w.Passes, ncclWrong)
 			if len(w.Errors) > 0 {
 				msg += "; " + w.Errors[0]
 			}
@@ -326,7 +375,7 @@ func workResults(doc *BurnDoc) []result.Result {
 			out = append(out, result.Result{ID: "burn.data", Source: burn.Source, Status: result.Unknown, Subject: fmt.Sprintf("window %d", w.Window+1), Reason: "NoWork", Message: name + ": no pass of the workload finished"})
 		default:
 			out = append(out, result.Result{ID: "burn.data", Source: burn.Source, Status: result.Pass, Subject: fmt.Sprintf("window %d", w.Window+1), Reason: "DataValid",
-				Message: fmt.Sprintf("%s: %d pass(es) of %d copies, every byte checked, none wrong", name, w.Passes, len(w.Copies))})
+				Message: fmt.Sprintf("%s: %d pass(es) of %d copies and %d NCCL collective(s), every byte checked, none wrong", name, w.Passes, len(w.Copies), len(w.NCCL))})
 		}
 	}
 	return out

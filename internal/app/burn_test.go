@@ -13,6 +13,7 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/burn"
 	"github.com/gdrcheck/gdrcheck/internal/collect/discover"
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakelib"
@@ -208,5 +209,41 @@ func TestBurnPeerLinks(t *testing.T) {
 	gp := &GPUs{BusIDs: map[int]string{0: hp.GPUs[0].Address, 1: hp.GPUs[1].Address}}
 	if ls := peerLinks(hp, gp, 1, 0); len(ls) != 1 || ls[0].link != burn.GPUPeerLink(hp.GPUs[0].Address, hp.GPUs[1].Address) || ls[0].share != 1 {
 		t.Errorf("PCIe pair: %+v", ls)
+	}
+}
+
+// With NCCL: every collective once per window, its data checked, beside
+// the copies; NCCL's debug log goes under the burn's directory.
+func TestBurnNCCL(t *testing.T) {
+	for _, k := range []string{"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "NCCL_TOPO_DUMP_FILE", "NCCL_GRAPH_DUMP_FILE"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("FAKECUDA_DEVICES", "2")
+	spec, err := fakehost.Parse("fakelive", strings.NewReader(burnHost))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := t.TempDir()
+	if err := spec.Materialize(live); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "burn")
+	o := BurnOptions{Duration: 400 * time.Millisecond, Window: 400 * time.Millisecond, Settle: 10 * time.Millisecond, Out: out,
+		Bytes: 64 << 10, GPU: GPUOptions{CUDART: fakelib.CUDART(t)}, NCCL: true, NCCLLib: fakelib.NCCL(t)}
+	env, _, err := (&Session{Clock: time.Now}).Burn(t.Context(), NodeOptions{Root: "/", Timeout: time.Minute, LiveRoot: live}, o)
+	if err != nil || env == nil {
+		t.Fatalf("err %v", err)
+	}
+	doc := env.Data.(*BurnDoc)
+	if len(doc.Work) != 1 || len(doc.Work[0].NCCL) != len(collective.All()) || doc.Work[0].NCCL[0].Wrong != 0 {
+		t.Fatalf("work %+v", doc.Work)
+	}
+	if _, err := os.Stat(filepath.Join(out, "nccl", "results.json")); err != nil {
+		t.Error(err)
+	}
+	for _, r := range env.Results {
+		if r.ID == "burn.data" && (r.Status != result.Pass || !strings.Contains(r.Message, "7 NCCL collective(s)")) {
+			t.Errorf("%+v", r)
+		}
 	}
 }

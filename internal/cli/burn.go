@@ -18,6 +18,7 @@ import (
 func newBurn(g *globals) *cobra.Command {
 	var o app.BurnOptions
 	var size, cudart, devices string
+	var noNCCL bool
 	var format *formatValue
 	cmd := &cobra.Command{
 		Use:   "burn",
@@ -27,7 +28,8 @@ func newBurn(g *globals) *cobra.Command {
 		Long: `burn runs a workload for --duration in windows of --window on the live host: on every
 GPU, copies between the GPU and pinned host memory in both directions at once (its PCIe link
 to the host) and within its memory, and between every pair of GPUs both ways (their PCIe path
-or NVLink), every byte checked. Before the workload it samples the
+or NVLink), every byte checked; and once per window every NCCL collective at --size on all the
+GPUs, its data checked (--no-nccl leaves it out; NCCL's own traffic is not charged to links). Before the workload it samples the
 error counters twice (what moves between those samples moves without the workload) and again
 at the end of every window: the RDMA ports' counters/ and hw_counters/, and the AER statistics of
 every GPU, NIC and bridge above them; with them, each GPU's own counters from the driver
@@ -43,7 +45,7 @@ before the workload are reported, never failed.
 
 burn.json (the schedule, the work, the deltas and the verdicts) and the samples are written
 after every window, so an interrupted run leaves a valid report of the windows done.
-Not yet in the workload: NCCL collectives, RDMA loopback; not yet read:
+Not yet in the workload: RDMA loopback, a rank of a multi-node job; not yet read:
 NVLink counters, SM clock and power across GPUs (docs/burn.md says what comes next).
 
 Exit status: 0 nothing failed, 1 a verdict failed or data came back wrong, 2 the tool could
@@ -59,6 +61,7 @@ not run, 130 interrupted (the windows done are judged and kept).`,
 				return toolError(fmt.Errorf("--devices: %v", err))
 			}
 			o.GPU = app.GPUOptions{CUDART: cudart, Devices: devices}
+			o.NCCL = !noNCCL
 			o.Warn = g.errOut
 			if format.Format() == report.Text {
 				o.Progress = g.errOut
@@ -84,6 +87,8 @@ not run, 130 interrupted (the windows done are judged and kept).`,
 	f.DurationVar(&o.OpTimeout, "op-timeout", 5*time.Minute, "deadline of every wait for GPU work")
 	f.StringVar(&cudart, "cudart", "", "path of libcudart.so (default: search the loader path, CUDA_HOME, /usr/local/cuda)")
 	f.StringVar(&devices, "devices", "", "CUDA devices to use, e.g. 0,2 (default: all)")
+	f.BoolVar(&noNCCL, "no-nccl", false, "leave NCCL's collectives out of the workload (copies only)")
+	f.StringVar(&o.NCCLLib, "nccl", "", "path of libnccl.so.2 (default: search the loader path)")
 	format = addFormat(f, nil, report.Text, report.JSON)
 	return cmd
 }
