@@ -280,11 +280,11 @@ func (s *Session) Burn(ctx context.Context, n NodeOptions, o BurnOptions) (*repo
 					}
 				}
 			}
-			if err != nil {
+			switch {
+			case err != nil && ctx.Err() != nil:
+				runErr = err // interrupted, not an NCCL failure
+			case err != nil:
 				work.Errors = append(work.Errors, "nccl: "+err.Error())
-				if errors.Is(err, context.Canceled) {
-					runErr = err
-				}
 			}
 		}
 		for runErr == nil && s.Now().Before(deadline) {
@@ -293,7 +293,8 @@ func (s *Session) Burn(ctx context.Context, n NodeOptions, o BurnOptions) (*repo
 			work.Copies = res
 			for _, r := range res {
 				work.Wrong += r.Wrong
-				if r.Error != "" {
+				// A copy cut short by the interruption is not a failed copy.
+				if r.Error != "" && ctx.Err() == nil {
 					work.Errors = append(work.Errors, fmt.Sprintf("%s on device %d: %s", r.Test, r.Dev, r.Error))
 				}
 				if r.Error != "" {
