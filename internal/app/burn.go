@@ -48,6 +48,9 @@ type BurnOptions struct {
 	NCCL    bool
 	NCCLLib string
 	Judge   burn.Options
+	// SensorEvery is how often the GPUs' clocks, power and temperature
+	// are read while the workload runs (0: every 2 s).
+	SensorEvery time.Duration
 	// Progress receives a line per window (nil: none).
 	Progress io.Writer
 	// Warn receives problems that do not stop the run.
@@ -97,6 +100,9 @@ type BurnWork struct {
 	NCCL []BurnCollective `json:"nccl,omitempty"`
 	// Errors are the passes' errors (a copy that failed).
 	Errors []string `json:"errors,omitempty"`
+	// Sensors are the GPUs' clocks, power and temperature read while the
+	// window's workload ran.
+	Sensors []burn.GPUSensors `json:"sensors,omitempty"`
 }
 
 // BurnCollective is one NCCL collective of a window's pass.
@@ -226,7 +232,12 @@ func (s *Session) Burn(ctx context.Context, n NodeOptions, o BurnOptions) (*repo
 			return []result.Result{{ID: burn.IDFatal, Source: burn.Source, Status: result.Error, Subject: "node", Reason: "AttributionFailed", Message: err.Error()}}
 		}
 		doc.Series = series
+		var sensors [][]burn.GPUSensors
+		for _, w := range doc.Work {
+			sensors = append(sensors, w.Sensors)
+		}
 		rs := append(burn.Judge(series, o.Judge), burn.JudgeGPUs(doc.Schedule, gbase, gends)...)
+		rs = append(rs, burn.JudgeSensors(doc.Schedule, sensors)...)
 		return append(rs, workResults(doc)...)
 	}
 
@@ -268,6 +279,29 @@ func (s *Session) Burn(ctx context.Context, n NodeOptions, o BurnOptions) (*repo
 		deadline := start.Add(o.Window)
 		work := BurnWork{Window: i}
 		moved := map[burn.Link]uint64{}
+		// The sensors are read while the workload runs, on their own
+		// goroutine, each read under a deadline.
+		var sw burn.SensorWindow
+		wctx, stopSensors := context.WithCancel(ctx)
+		sensorsDone := make(chan struct{})
+		go func() {
+			defer close(sensorsDone)
+			tick := time.NewTicker(cmp.Or(o.SensorEvery, 2*time.Second))
+			defer tick.Stop()
+			for {
+				select {
+				case <-wctx.Done():
+					return
+				case <-tick.C:
+					rctx, cancel := context.WithTimeout(wctx, cmp.Or(n.Timeout, burnReadTimeout))
+					f, err := live.New(live.WithRoot(root.WithContext(rctx))).Collect(rctx)
+					cancel()
+					if err == nil {
+						sw.Add(f)
+					}
+				}
+			}
+		}()
 		if o.NCCL {
 			// Every collective once, its data checked; NCCL's own traffic
 			// between GPUs is not charged to links (which links a ring or
@@ -317,6 +351,9 @@ func (s *Session) Burn(ctx context.Context, n NodeOptions, o BurnOptions) (*repo
 			}
 		}
 		end := s.Now()
+		stopSensors()
+		<-sensorsDone
+		work.Sensors = sw.GPUs()
 		w := burn.Window{Start: start, End: end, Traffic: []burn.Traffic{}}
 		for l, b := range moved {
 			if b > 0 {

@@ -30,8 +30,8 @@ hostbridge pci0000:00 numa=0
   0000:00:02.0 rootport id=8086:2030 gen=5 aer=yes
     0000:19:00.0 gpu id=10de:2335 aer=yes
 nvml driver=580.95.05 cuda=13.0
-nvml-gpu 0000:18:00.0 name="NVIDIA H200"
-nvml-gpu 0000:19:00.0 name="NVIDIA H200"
+nvml-gpu 0000:18:00.0 name="NVIDIA H200" sm_clock=1980 power=650.5 temp=61
+nvml-gpu 0000:19:00.0 name="NVIDIA H200" sm_clock=1965 power=640 temp=63
 command dmesg.txt ""
 `
 
@@ -69,7 +69,7 @@ func TestBurnWindows(t *testing.T) {
 		}
 		out := filepath.Join(t.TempDir(), "burn")
 		o := BurnOptions{Duration: 600 * time.Millisecond, Window: 300 * time.Millisecond, Settle: 20 * time.Millisecond, Out: out,
-			Bytes: 1 << 20, GPU: GPUOptions{CUDART: fakelib.CUDART(t)}}
+			Bytes: 1 << 20, GPU: GPUOptions{CUDART: fakelib.CUDART(t)}, SensorEvery: 30 * time.Millisecond}
 		w := &onWrite{f: func() {
 			if !planted {
 				return
@@ -107,7 +107,7 @@ func TestBurnWindows(t *testing.T) {
 		for _, r := range env.Results {
 			got[string(r.Status)+" "+r.ID+" "+r.Subject] = r
 		}
-		want := []string{"pass burn.data window 1", "pass burn.data window 2", "pass burn.gpu 0000:18:00.0", "pass burn.gpu 0000:19:00.0"}
+		want := []string{"pass burn.data window 1", "pass burn.data window 2", "pass burn.gpu 0000:18:00.0", "pass burn.gpu 0000:19:00.0", "pass burn.clocks 0000:19:00.0"}
 		if planted {
 			want = append(want, "fail burn.fatal 0000:00:02.0")
 			if err == nil {

@@ -34,19 +34,21 @@ error counters twice (what moves between those samples moves without the workloa
 at the end of every window: the RDMA ports' counters/ and hw_counters/, and the AER statistics of
 every GPU, NIC and bridge above them; with them, each GPU's own counters from the driver
 (uncorrectable ECC, row remapping, retired pages, clock events, PCIe replays) and the kernel
-log's Xid lines. Each window's deltas are attributed to the links that
+log's Xid lines; and every 2 s while the workload runs, each GPU's SM clock, power and
+temperature. Each window's deltas are attributed to the links that
 carried its traffic and judged (docs/burn.md): a fatal counter (link_downed, an uncorrectable
 AER error, a buffer overrun) fails naming the device, link and window; correctable errors are
 judged per bit moved, with a Poisson bound, against the medium's error-rate ceiling (too few
 bits moved to tell is unknown, never a pass); a GPU's new uncorrectable ECC error, failed or
 pending row remap, Xid or hardware slowdown fails naming the window, PCIe replays and a thermal
-slowdown warn; wrong data fails the window. Counters that moved
+slowdown warn; a hardware slowdown under load fails and a GPU clocked more than 10% below its
+peers warns; wrong data fails the window. Counters that moved
 before the workload are reported, never failed.
 
 burn.json (the schedule, the work, the deltas and the verdicts) and the samples are written
 after every window, so an interrupted run leaves a valid report of the windows done.
 Not yet in the workload: RDMA loopback, a rank of a multi-node job; not yet read:
-NVLink counters, SM clock and power across GPUs (docs/burn.md says what comes next).
+NVLink counters (docs/burn.md says what comes next).
 
 Exit status: 0 nothing failed, 1 a verdict failed or data came back wrong, 2 the tool could
 not run, 130 interrupted (the windows done are judged and kept).`,

@@ -53,12 +53,23 @@ type GPU struct {
 	// ClockEvents lists the active clock event (throttle) reasons by name;
 	// nil means unknown, empty means none active.
 	ClockEvents []string `json:"clock_events"`
-	PCIe        PCIe     `json:"pcie"`
+	// Sensors are the GPU's clock, power and temperature at the reading.
+	Sensors Sensors `json:"sensors"`
+	PCIe    PCIe    `json:"pcie"`
 	// NVLinks has one entry per link the GPU has (supported or not); nil
 	// when NVLink could not be queried.
 	NVLinks       []NVLink `json:"nvlinks"`
 	NVLinkQueried bool     `json:"nvlink_queried"`
 	Fabric        Fabric   `json:"fabric"`
+}
+
+// Sensors are what the GPU reads of itself at one moment; nil: not read.
+type Sensors struct {
+	SMClockMHz    *uint32  `json:"sm_clock_mhz,omitempty"`
+	MaxSMClockMHz *uint32  `json:"max_sm_clock_mhz,omitempty"`
+	PowerW        *float64 `json:"power_w,omitempty"`
+	PowerLimitW   *float64 `json:"power_limit_w,omitempty"`
+	TempC         *uint32  `json:"temp_c,omitempty"`
 }
 
 // ECC is the ECC mode and error counts.

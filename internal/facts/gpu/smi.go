@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -43,6 +44,24 @@ type smiGPU struct {
 		} `xml:"pci_gpu_link_info"`
 		Replay string `xml:"replay_counter"`
 	} `xml:"pci"`
+	Clocks struct {
+		SM string `xml:"sm_clock"`
+	} `xml:"clocks"`
+	MaxClocks struct {
+		SM string `xml:"sm_clock"`
+	} `xml:"max_clocks"`
+	Power struct {
+		Instant string `xml:"instant_power_draw"`
+		Draw    string `xml:"power_draw"` // drivers before 535
+		Limit   string `xml:"current_power_limit"`
+	} `xml:"gpu_power_readings"`
+	OldPower struct {
+		Draw  string `xml:"power_draw"`
+		Limit string `xml:"power_limit"`
+	} `xml:"power_readings"`
+	Temperature struct {
+		GPU string `xml:"gpu_temp"`
+	} `xml:"temperature"`
 	ClockEvents smiReasons `xml:"clocks_event_reasons"`
 	// Drivers before 535 call them clocks_throttle_reasons.
 	ClockThrottle smiReasons `xml:"clocks_throttle_reasons"`
@@ -164,6 +183,9 @@ func ParseSMIQuery(name string, b []byte) (*Facts, error) {
 		g.PCIe.MaxWidth = atoiPtr(strings.TrimSuffix(strings.TrimSpace(sg.PCI.Link.Widths.Max), "x"))
 		g.PCIe.CurWidth = atoiPtr(strings.TrimSuffix(strings.TrimSpace(sg.PCI.Link.Widths.Cur), "x"))
 		g.PCIe.ReplayCounter = u64Ptr(sg.PCI.Replay)
+		g.Sensors = Sensors{SMClockMHz: unitU32(sg.Clocks.SM, "MHz"), MaxSMClockMHz: unitU32(sg.MaxClocks.SM, "MHz"),
+			PowerW:      unitF64(cmp.Or(na(sg.Power.Instant), na(sg.Power.Draw), na(sg.OldPower.Draw)), "W"),
+			PowerLimitW: unitF64(cmp.Or(na(sg.Power.Limit), na(sg.OldPower.Limit)), "W"), TempC: unitU32(sg.Temperature.GPU, "C")}
 		if st := na(sg.Fabric.State); st != "" {
 			g.Fabric.Supported = !strings.EqualFold(st, "Not Supported")
 			g.Fabric.State = strings.ToLower(strings.ReplaceAll(st, " ", "-"))
@@ -342,6 +364,32 @@ func na(s string) string {
 		return ""
 	}
 	return s
+}
+
+// unitU32 reads "810 MHz" (the unit as given); nil when it is not that.
+func unitU32(s, unit string) *uint32 {
+	v, ok := strings.CutSuffix(na(s), " "+unit)
+	if !ok {
+		return nil
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32)
+	if err != nil {
+		return nil
+	}
+	return new(uint32(n))
+}
+
+// unitF64 reads "83.49 W"; nil when it is not that.
+func unitF64(s, unit string) *float64 {
+	v, ok := strings.CutSuffix(na(s), " "+unit)
+	if !ok {
+		return nil
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil {
+		return nil
+	}
+	return &f
 }
 
 func atoiPtr(s string) *int {

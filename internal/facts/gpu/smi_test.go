@@ -36,6 +36,10 @@ func TestParseSMIQueryH200(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("(-want +got)\n%s", d)
 	}
+	// Sensors: the idle clock, the power drawn and its limit, the temperature.
+	if sn := g.Sensors; sn.SMClockMHz == nil || *sn.SMClockMHz != 345 || *sn.MaxSMClockMHz != 1980 || *sn.PowerW != 78.29 || *sn.PowerLimitW != 700 || *sn.TempC != 34 {
+		t.Errorf("sensors %+v", sn)
+	}
 	if g.NVLinkQueried || g.Retired.SingleBit != nil || g.Fabric.Supported {
 		t.Errorf("facts nvidia-smi -q -x does not give were claimed: %+v", g)
 	}

@@ -556,6 +556,23 @@ func gpuFacts(i int, g *NVMLGPU) (gpu.GPU, error) {
 	if v, ok := a["clock_events"]; ok && v != "" {
 		gf.ClockEvents = strings.Split(v, ",")
 	}
+	// Sensors only where the description gives them (sm_clock=MHz
+	// power=W temp=C): most fixtures are snapshots taken without them.
+	if v, ok := a["sm_clock"]; ok {
+		c, err := strconv.ParseUint(v, 10, 32)
+		chk(err)
+		gf.Sensors.SMClockMHz = new(uint32(c))
+	}
+	if v, ok := a["power"]; ok {
+		p, err := strconv.ParseFloat(v, 64)
+		chk(err)
+		gf.Sensors.PowerW = &p
+	}
+	if v, ok := a["temp"]; ok {
+		c, err := strconv.ParseUint(v, 10, 32)
+		chk(err)
+		gf.Sensors.TempC = new(uint32(c))
+	}
 	if v, ok := a["numa"]; ok {
 		n, err := strconv.Atoi(v)
 		chk(err)

@@ -211,6 +211,15 @@ func (c *collector) gpu(i int, d gonvml.Device) gpu.GPU {
 	if reasons, ok := get(c, pfx+"nvmlDeviceGetCurrentClocksEventReasons", d.GetCurrentClocksEventReasons); ok {
 		g.ClockEvents = ClockEventNames(reasons)
 	}
+	g.Sensors.SMClockMHz = getPtr(c, pfx+"nvmlDeviceGetClockInfo(sm)", func() (uint32, gonvml.Return) { return d.GetClockInfo(gonvml.CLOCK_SM) })
+	g.Sensors.MaxSMClockMHz = getPtr(c, pfx+"nvmlDeviceGetMaxClockInfo(sm)", func() (uint32, gonvml.Return) { return d.GetMaxClockInfo(gonvml.CLOCK_SM) })
+	if mw, ok := get(c, pfx+"nvmlDeviceGetPowerUsage", d.GetPowerUsage); ok {
+		g.Sensors.PowerW = new(float64(mw) / 1000)
+	}
+	if mw, ok := get(c, pfx+"nvmlDeviceGetEnforcedPowerLimit", d.GetEnforcedPowerLimit); ok {
+		g.Sensors.PowerLimitW = new(float64(mw) / 1000)
+	}
+	g.Sensors.TempC = getPtr(c, pfx+"nvmlDeviceGetTemperature(gpu)", func() (uint32, gonvml.Return) { return d.GetTemperature(gonvml.TEMPERATURE_GPU) })
 	g.PCIe.MaxGen = getPtr(c, pfx+"nvmlDeviceGetMaxPcieLinkGeneration", d.GetMaxPcieLinkGeneration)
 	g.PCIe.CurGen = getPtr(c, pfx+"nvmlDeviceGetCurrPcieLinkGeneration", d.GetCurrPcieLinkGeneration)
 	g.PCIe.MaxWidth = getPtr(c, pfx+"nvmlDeviceGetMaxPcieLinkWidth", d.GetMaxPcieLinkWidth)

@@ -55,6 +55,11 @@ func fakeGPU(bus string, links int, remoteSwitch bool) *mock.Device {
 	d.GetMaxPcieLinkWidthFunc = func() (int, gonvml.Return) { return 16, gonvml.SUCCESS }
 	d.GetCurrPcieLinkWidthFunc = func() (int, gonvml.Return) { return 16, gonvml.SUCCESS }
 	d.GetPcieReplayCounterFunc = func() (int, gonvml.Return) { return 0, gonvml.SUCCESS }
+	d.GetClockInfoFunc = func(gonvml.ClockType) (uint32, gonvml.Return) { return 1980, gonvml.SUCCESS }
+	d.GetMaxClockInfoFunc = func(gonvml.ClockType) (uint32, gonvml.Return) { return 1980, gonvml.SUCCESS }
+	d.GetPowerUsageFunc = func() (uint32, gonvml.Return) { return 512345, gonvml.SUCCESS }
+	d.GetEnforcedPowerLimitFunc = func() (uint32, gonvml.Return) { return 700000, gonvml.SUCCESS }
+	d.GetTemperatureFunc = func(gonvml.TemperatureSensors) (uint32, gonvml.Return) { return 0, gonvml.ERROR_NOT_SUPPORTED }
 	d.GetNvLinkStateFunc = func(l int) (gonvml.EnableState, gonvml.Return) {
 		if l >= links {
 			return 0, gonvml.ERROR_INVALID_ARGUMENT
@@ -117,6 +122,10 @@ func TestCollectThroughMock(t *testing.T) {
 	}
 	if *g.ECC.AggregateUncorrected != 3 || *g.Remapped.Uncorrectable != 2 || !*g.Remapped.Pending || *g.Remapped.Failure {
 		t.Errorf("ecc/remap = %+v %+v", g.ECC, g.Remapped)
+	}
+	// Clock and power read; a sensor the GPU does not have stays unknown.
+	if sn := g.Sensors; sn.SMClockMHz == nil || *sn.SMClockMHz != 1980 || sn.PowerW == nil || *sn.PowerW != 512.345 || *sn.PowerLimitW != 700 || sn.TempC != nil {
+		t.Errorf("sensors = %+v", sn)
 	}
 	if d := cmp.Diff([]string{"gpu_idle", "hw_slowdown"}, g.ClockEvents); d != "" {
 		t.Errorf("clock events: %s", d)
