@@ -55,6 +55,9 @@ type BurnOptions struct {
 	Progress io.Writer
 	// Warn receives problems that do not stop the run.
 	Warn io.Writer
+	// Strict is the sign-off: an unknown or error verdict (a link whose
+	// counters could not be read, too few bits to prove a rate) fails too.
+	Strict bool
 }
 
 // BurnDoc is burn.json's data: the workload window by window, the
@@ -387,6 +390,13 @@ func (s *Session) Burn(ctx context.Context, n NodeOptions, o BurnOptions) (*repo
 	env := write(rs)
 	if runErr != nil {
 		return env, dir, runErr
+	}
+	if o.Strict {
+		for _, r := range rs {
+			if r.Status == result.Unknown || r.Status == result.Error {
+				return env, dir, failure("--strict: %s %s: %s", r.ID, r.Subject, r.Message)
+			}
+		}
 	}
 	return env, dir, judged(rs)
 }

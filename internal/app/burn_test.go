@@ -116,6 +116,21 @@ func TestBurnWindows(t *testing.T) {
 		} else if err != nil {
 			t.Errorf("healthy: %v", err)
 		}
+		// Under --strict the error rates a fraction of a second cannot
+		// prove fail the run.
+		if !planted {
+			live2 := t.TempDir()
+			if err := spec.Materialize(live2); err != nil {
+				t.Fatal(err)
+			}
+			o2 := o
+			o2.Strict, o2.Out, o2.Progress, o2.Duration = true, filepath.Join(t.TempDir(), "strict"), nil, o.Window
+			_, _, err := s.Burn(t.Context(), NodeOptions{Root: "/", Timeout: time.Minute, LiveRoot: live2}, o2)
+			var f *Failure
+			if !errors.As(err, &f) || !strings.Contains(err.Error(), "--strict: burn.error-rate") {
+				t.Errorf("--strict: %v", err)
+			}
+		}
 		for _, k := range want {
 			if _, ok := got[k]; !ok {
 				t.Errorf("planted %v: no %q in %v", planted, k, keys(got))

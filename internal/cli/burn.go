@@ -50,8 +50,9 @@ after every window, so an interrupted run leaves a valid report of the windows d
 Not yet in the workload: RDMA loopback, a rank of a multi-node job; not yet read:
 NVLink counters (docs/burn.md says what comes next).
 
-Exit status: 0 nothing failed, 1 a verdict failed or data came back wrong, 2 the tool could
-not run, 130 interrupted (the windows done are judged and kept).`,
+Exit status: 0 nothing failed, 1 a verdict failed or data came back wrong (with --strict also
+when a verdict is unknown), 2 the tool could not run, 130 interrupted (the windows done are
+judged and kept).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n, err := collective.ParseSize(size)
@@ -89,6 +90,7 @@ not run, 130 interrupted (the windows done are judged and kept).`,
 	f.DurationVar(&o.OpTimeout, "op-timeout", 5*time.Minute, "deadline of every wait for GPU work")
 	f.StringVar(&cudart, "cudart", "", "path of libcudart.so (default: search the loader path, CUDA_HOME, /usr/local/cuda)")
 	f.StringVar(&devices, "devices", "", "CUDA devices to use, e.g. 0,2 (default: all)")
+	f.BoolVar(&o.Strict, "strict", false, "for sign-off: an unknown verdict (counters that could not be read, too few bits to prove an error rate) fails too (exit 1)")
 	f.BoolVar(&noNCCL, "no-nccl", false, "leave NCCL's collectives out of the workload (copies only)")
 	f.StringVar(&o.NCCLLib, "nccl", "", "path of libnccl.so.2 (default: search the loader path)")
 	format = addFormat(f, nil, report.Text, report.JSON)
