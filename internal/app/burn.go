@@ -58,6 +58,9 @@ type BurnOptions struct {
 	// Strict is the sign-off: an unknown or error verdict (a link whose
 	// counters could not be read, too few bits to prove a rate) fails too.
 	Strict bool
+	// Force lets the run write into a directory that is not empty (an
+	// earlier burn-in's is replaced).
+	Force bool
 }
 
 // BurnDoc is burn.json's data: the workload window by window, the
@@ -143,6 +146,11 @@ func (s *Session) Burn(ctx context.Context, n NodeOptions, o BurnOptions) (*repo
 	}
 	windows := int(o.Duration / o.Window)
 	dir := s.OutDir(o.Out, "burn")
+	if names, err := os.ReadDir(dir); err == nil && len(names) > 0 && !o.Force {
+		return nil, dir, toolErr(fmt.Errorf("burn: --out %s is not empty (an earlier burn-in's burn.json and samples would be mixed with this one's): choose another directory, or --force", dir))
+	} else if err == nil && o.Force {
+		_ = os.RemoveAll(filepath.Join(dir, "samples")) // this run's samples only
+	}
 	if err := os.MkdirAll(filepath.Join(dir, "samples"), 0o755); err != nil {
 		return nil, dir, toolErr(fmt.Errorf("burn: %w", err))
 	}

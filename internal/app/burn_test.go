@@ -144,6 +144,10 @@ func TestBurnWindows(t *testing.T) {
 				t.Errorf("the fatal error is not in window 2: %s", r.Message)
 			}
 		}
+		// The same directory again is refused before anything runs.
+		if _, _, err := s.Burn(t.Context(), NodeOptions{Root: "/", Timeout: time.Minute, LiveRoot: live}, o); err == nil || !strings.Contains(err.Error(), "is not empty") {
+			t.Errorf("a second run into %s: %v", out, err)
+		}
 		// burn.json on disk is the same document, and valid JSON.
 		b, err := os.ReadFile(filepath.Join(out, "burn.json"))
 		var on struct {

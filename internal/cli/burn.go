@@ -90,6 +90,7 @@ judged and kept).`,
 	f.DurationVar(&o.OpTimeout, "op-timeout", 5*time.Minute, "deadline of every wait for GPU work")
 	f.StringVar(&cudart, "cudart", "", "path of libcudart.so (default: search the loader path, CUDA_HOME, /usr/local/cuda)")
 	f.StringVar(&devices, "devices", "", "CUDA devices to use, e.g. 0,2 (default: all)")
+	f.BoolVar(&o.Force, "force", false, "write into a --out directory that is not empty (an earlier burn-in's samples are removed)")
 	f.BoolVar(&o.Strict, "strict", false, "for sign-off: an unknown verdict (counters that could not be read, too few bits to prove an error rate) fails too (exit 1)")
 	f.BoolVar(&noNCCL, "no-nccl", false, "leave NCCL's collectives out of the workload (copies only)")
 	f.StringVar(&o.NCCLLib, "nccl", "", "path of libnccl.so.2 (default: search the loader path)")
