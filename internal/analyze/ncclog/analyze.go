@@ -67,6 +67,7 @@ type analyzer struct {
 	trees  treeTracker
 	events eventTracker
 	nvls   nvlsTracker
+	diag   diagTracker
 	probe  probeThread // the last probe warning's thread (events.go)
 }
 

@@ -362,7 +362,7 @@ func TestGeneratedLog(t *testing.T) {
 	want := map[string][2]string{
 		"nccl.gdr": {"pass", "GDRDMA"}, "nccl.p2p": {"pass", "P2P"}, "nccl.net": {"pass", "RDMANetwork"},
 		"nccl.version": {"pass", "SameVersion"}, "nccl.errors": {"fail", "NCCLErrors"}, "nccl.channels": {"pass", "ChannelCount"},
-		"nccl.topology": {"pass", "TopologyConsistent"}, "nccl.nvls": {"pass", "NVLSInUse"},
+		"nccl.topology": {"pass", "TopologyConsistent"}, "nccl.nvls": {"pass", "NVLSInUse"}, "nccl.diag": {"skip", "NoDiagnostics"},
 	}
 	for _, x := range vs {
 		w, ok := want[x.ID]

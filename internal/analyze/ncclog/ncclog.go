@@ -363,7 +363,7 @@ func Detect(head []byte) bool {
 		head = head[:64<<10]
 	}
 	var hs []header
-	nonBlank, nccl, watchdog := 0, 0, 0
+	nonBlank, nccl, watchdog, diag := 0, 0, 0, 0
 	for len(head) > 0 {
 		i := bytes.IndexByte(head, '\n')
 		var line []byte
@@ -379,6 +379,9 @@ func Detect(head []byte) bool {
 		if watchdogLine(line) {
 			watchdog++
 		}
+		if bytes.Contains(line, sDiag) {
+			diag++
+		}
 		hs = findHeaders(line, hs[:0])
 		for _, h := range hs {
 			if h.hasDev {
@@ -390,7 +393,7 @@ func Detect(head []byte) bool {
 	// A framework watchdog's collective timeout is what a hung NCCL job
 	// prints, often without any debug line: it is read as a log whose
 	// nccl.errors fails.
-	return nccl >= 50 || (nccl >= 1 && nccl*5 >= nonBlank) || watchdog > 0
+	return nccl >= 50 || (nccl >= 1 && nccl*5 >= nonBlank) || watchdog > 0 || diag > 0
 }
 
 // Analyze reads a whole NCCL log from r, streaming; name is used in

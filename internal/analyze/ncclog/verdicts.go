@@ -30,7 +30,11 @@ func (a *analyzer) verdicts(r *Report, s *summary) []result.Result {
 	if a.stats.nccl == 0 {
 		msg := fmt.Sprintf("no NCCL debug lines (\"host:pid:tid [dev] NCCL INFO ...\") in %d lines; run with NCCL_DEBUG=INFO", a.stats.lines)
 		var out []result.Result
-		for _, id := range []string{"nccl.gdr", "nccl.p2p", "nccl.net", "nccl.version", "nccl.errors", "nccl.channels", "nccl.nvls", "nccl.topology"} {
+		for _, id := range []string{"nccl.gdr", "nccl.p2p", "nccl.net", "nccl.version", "nccl.errors", "nccl.channels", "nccl.nvls", "nccl.diag", "nccl.topology"} {
+			if id == "nccl.diag" && a.diag.lines > 0 {
+				out = append(out, a.vDiag()) // diagnostics printed without debug lines
+				continue
+			}
 			if id == "nccl.nvls" && a.nvls.fails > 0 {
 				out = append(out, a.vNVLS(r)) // the application's NVLS error, without debug lines
 				continue
@@ -46,7 +50,7 @@ func (a *analyzer) verdicts(r *Report, s *summary) []result.Result {
 		return out
 	}
 	out := []result.Result{
-		a.vGDR(r, s), a.vP2P(r, s), a.vNet(r, s), a.vVersion(r), a.vErrors(r), a.vChannels(r, s), a.vNVLS(r),
+		a.vGDR(r, s), a.vP2P(r, s), a.vNet(r, s), a.vVersion(r), a.vErrors(r), a.vChannels(r, s), a.vNVLS(r), a.vDiag(),
 	}
 	out = append(out, a.vTopology(r)...)
 	return out
@@ -60,6 +64,7 @@ var titles = verdict.Titles{
 	"nccl.errors":   "NCCL errors and warnings",
 	"nccl.channels": "Number of channels NCCL built",
 	"nccl.nvls":     "NVLink SHARP (NVLS) multicast set up, or why not",
+	"nccl.diag":     "NCCL's own readiness diagnostics (2.31+), judged",
 	"nccl.topology": "NCCL's view of the node (system tree)",
 }
 

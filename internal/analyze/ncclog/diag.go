@@ -1,0 +1,103 @@
+package ncclog
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gdrcheck/gdrcheck/internal/result"
+)
+
+// sDiag marks the lines of NCCL's own readiness diagnostics (NCCL 2.31+:
+// NCCL_RUN_DIAGNOSTICS=1 at communicator init, NCCL_RUN_RAS_DIAGNOSTICS=1
+// or `ncclras -D`): "NCCL DIAG [OK]   check: text", "NCCL DIAG [INFO] check: text".
+var sDiag = []byte("NCCL DIAG ")
+
+// diagTracker keeps what NCCL's diagnostics found, check by check. NCCL
+// prints them as information and goes on; gdrcheck judges them.
+type diagTracker struct {
+	lines  int64
+	ok     map[string]int
+	issues map[string][]offender // the first maxOffenders lines of each check
+	count  map[string]int        // every finding line of each check
+	order  []string
+}
+
+// line reads one diagnostics line (b holds sDiag).
+func (t *diagTracker) line(b []byte, no int64) {
+	t.lines++
+	r := bytes.TrimSpace(b[bytes.Index(b, sDiag)+len(sDiag):])
+	if len(r) == 0 || r[0] != '[' {
+		return // a banner or the closing "completed in" line
+	}
+	end := bytes.IndexByte(r, ']')
+	if end < 0 {
+		return
+	}
+	tag := string(r[1:end])
+	rest := string(bytes.TrimSpace(r[end+1:]))
+	check, _, ok := strings.Cut(rest, ":")
+	if !ok {
+		check = "diagnostics"
+	}
+	check = strings.TrimSpace(check)
+	if t.ok == nil {
+		t.ok, t.issues, t.count = map[string]int{}, map[string][]offender{}, map[string]int{}
+	}
+	if _, seen := t.ok[check]; !seen && t.count[check] == 0 {
+		t.order = append(t.order, check)
+	}
+	if tag == "OK" {
+		t.ok[check]++
+		return
+	}
+	t.count[check]++
+	if len(t.issues[check]) < maxOffenders {
+		t.issues[check] = append(t.issues[check], offender{line: no, text: clip(bytes.TrimSpace(b))})
+	}
+}
+
+// diagWarnOnly are the checks whose findings are a warning: settings
+// that differ between ranks. Every other check's finding (P2P access not
+// verified, a GPU inventory, driver, ECC, Xid, NVLink or RDMA topology
+// inconsistent, a rank's bandwidth off the others') fails.
+var diagWarnOnly = []string{"NCCL environment"}
+
+// vDiag judges NCCL's diagnostics.
+func (a *analyzer) vDiag() result.Result {
+	const id = "nccl.diag"
+	t := &a.diag
+	if t.lines == 0 {
+		return titles.New(id, result.Skip, "job", "NoDiagnostics", "the log holds no \"NCCL DIAG\" line (NCCL_RUN_DIAGNOSTICS / NCCL_RUN_RAS_DIAGNOSTICS off, or an NCCL before 2.31): not exercised", nil)
+	}
+	var bad, warn []string
+	var evs []result.Evidence
+	passed := 0
+	for _, c := range t.order {
+		if t.count[c] == 0 {
+			passed++
+			continue
+		}
+		what := fmt.Sprintf("%s (%d line(s))", c, t.count[c])
+		if slices.Contains(diagWarnOnly, c) {
+			warn = append(warn, what)
+		} else {
+			bad = append(bad, what)
+		}
+		evs = append(evs, a.offEvidence(t.issues[c], "NCCL diagnostics")...)
+	}
+	switch {
+	case len(bad) > 0:
+		out := titles.New(id, result.Fail, "job", "DiagnosticsFailed",
+			fmt.Sprintf("NCCL's diagnostics found problems it only reports: %s", strings.Join(append(bad, warn...), ", ")), evs)
+		out.Remedy = "treat each as a failure: a GPU pair without verified P2P, ranks whose GPUs, drivers, ECC, NVLink or RDMA topology differ, or a rank off the others' bandwidth; gdrcheck check on the nodes named, and bench rdma / bench copy for the pairs"
+		return out
+	case len(warn) > 0:
+		out := titles.New(id, result.Warn, "job", "DiagnosticsWarnings",
+			fmt.Sprintf("NCCL's diagnostics report settings that differ between ranks: %s", strings.Join(warn, ", ")), evs)
+		out.Remedy = "make the NCCL_* variables the same on every rank (the job's environment, not each node's)"
+		return out
+	}
+	return titles.New(id, result.Pass, "job", "DiagnosticsOK", fmt.Sprintf("NCCL's diagnostics passed %d check(s): %s", passed, strings.Join(t.order, ", ")), nil)
+}

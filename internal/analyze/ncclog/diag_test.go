@@ -1,0 +1,59 @@
+package ncclog
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gdrcheck/gdrcheck/internal/result"
+)
+
+// nccl.diag on the NCCL documentation's examples of NCCL 2.31's
+// diagnostics (testdata/diag: no real run's output was found in public
+// sources; each file says so) and on a log with all checks passed.
+func TestDiagVerdict(t *testing.T) {
+	for _, c := range []struct {
+		file, text string
+		status     result.Status
+		reason     string
+		contains   string
+	}{
+		{file: "diag/nccl-active-diagnostics-p2p-doc-example-2.31.txt", status: result.Fail, reason: "DiagnosticsFailed", contains: "p2p (1 line(s))"},
+		{file: "diag/nccl-ras-diagnostics-doc-example-2.31.txt", status: result.Warn, reason: "DiagnosticsWarnings", contains: "NCCL environment (4 line(s))"},
+		{text: "h:1 NCCL DIAG === NCCL Diagnostics ===\nh:1 NCCL DIAG [OK]   p2p: verified P2P access in both directions between every GPU pair (56 peer accesses)\nh:1 NCCL DIAG [OK]   ECC: no uncorrected volatile errors across 8 ranks in comm 0x1\n", status: result.Pass, reason: "DiagnosticsOK", contains: "passed 2 check(s): p2p, ECC"},
+		{file: "h200x1-vm-single-rank-socket-fallback-all-subsys.txt", status: result.Skip, reason: "NoDiagnostics"},
+	} {
+		name := c.file
+		if name == "" {
+			name = "inline"
+		}
+		t.Run(name, func(t *testing.T) {
+			text := c.text
+			if c.file != "" {
+				b, err := os.ReadFile(filepath.Join("testdata", c.file))
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, body, _ := strings.Cut(string(b), "\n---\n")
+				text = body
+			}
+			if !Detect([]byte(text)) {
+				t.Error("not detected as an NCCL log")
+			}
+			_, vs, err := Analyze(name, strings.NewReader(text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range vs {
+				if v.ID == "nccl.diag" {
+					if v.Status != c.status || v.Reason != c.reason || !strings.Contains(v.Message, c.contains) {
+						t.Errorf("%s %s %q", v.Status, v.Reason, v.Message)
+					}
+					return
+				}
+			}
+			t.Error("no nccl.diag verdict")
+		})
+	}
+}
