@@ -427,7 +427,7 @@ func workResults(doc *BurnDoc) []result.Result {
 			}
 			out = append(out, result.Result{ID: "burn.data", Source: burn.Source, Status: result.Fail, Subject: fmt.Sprintf("window %d", w.Window+1), Reason: "DataCorrupted",
 				Message: msg, Remedy: "a copy whose data came back wrong is silent corruption or a failing device: run gdrcheck check (gpu.health: ECC, Xid), reseat or replace the GPU, and rerun the burn-in"})
-		case w.Passes == 0:
+		case w.Passes == 0 && len(w.NCCL) == 0:
 			out = append(out, result.Result{ID: "burn.data", Source: burn.Source, Status: result.Unknown, Subject: fmt.Sprintf("window %d", w.Window+1), Reason: "NoWork", Message: name + ": no pass of the workload finished"})
 		default:
 			out = append(out, result.Result{ID: "burn.data", Source: burn.Source, Status: result.Pass, Subject: fmt.Sprintf("window %d", w.Window+1), Reason: "DataValid",
