@@ -119,7 +119,15 @@ func writeBurnText(w io.Writer, env *report.Envelope, dir string) {
 				moved += t.Bytes
 			}
 		}
-		fmt.Fprintf(w, "  %s: %d pass(es), %.1f GiB over the links, %d wrong byte(s)\n", doc.Schedule.Name(i), wk.Passes, float64(moved)/(1<<30), wk.Wrong)
+		var wrong int64
+		for _, c := range wk.NCCL {
+			wrong += c.Wrong
+		}
+		nccl := ""
+		if len(wk.NCCL) > 0 {
+			nccl = fmt.Sprintf(", %d NCCL collective(s) checked (%d wrong)", len(wk.NCCL), wrong)
+		}
+		fmt.Fprintf(w, "  %s: %d pass(es) of copies, %.1f GiB over the links, %d wrong byte(s)%s\n", doc.Schedule.Name(i), wk.Passes, float64(moved)/(1<<30), wk.Wrong, nccl)
 	}
 	for _, n := range doc.Notes {
 		fmt.Fprintf(w, "Note: %s\n", printable.Line(n))

@@ -647,3 +647,22 @@ func TestTopoNCCLTopoFile(t *testing.T) {
 		t.Errorf("--force: exit %d", code)
 	}
 }
+
+// burn refuses what cannot mean anything before anything runs.
+func TestBurnRefusals(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"burn", "--duration", "1m", "--window", "2m"}, "--window 2m0s is longer than --duration 1m0s"},
+		{[]string{"burn", "--duration", "0s"}, "must be positive"},
+		{[]string{"burn", "--root", repo + "/testdata/demo/hgx-h200-8gpu-10nic.tgz"}, "benchmarks run on the live host only"},
+		{[]string{"burn", "--size", "lots"}, "--size"},
+		{[]string{"burn", "--devices", "x"}, "--devices"},
+	} {
+		_, errs, code := run(t, c.args...)
+		if code != ExitToolErr || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, %q; want %q", c.args, code, errs, c.want)
+		}
+	}
+}
