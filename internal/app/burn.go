@@ -403,14 +403,20 @@ func (s *Session) Burn(ctx context.Context, n NodeOptions, o BurnOptions) (*repo
 	if runErr != nil {
 		return env, dir, runErr
 	}
-	if o.Strict {
+	return env, dir, burnOutcome(rs, o.Strict)
+}
+
+// burnOutcome is a burn-in's error: a failed verdict, or under --strict an
+// unknown or error one.
+func burnOutcome(rs []result.Result, strict bool) error {
+	if strict {
 		for _, r := range rs {
 			if r.Status == result.Unknown || r.Status == result.Error {
-				return env, dir, failure("--strict: %s %s: %s", r.ID, r.Subject, r.Message)
+				return failure("--strict: %s %s: %s", r.ID, r.Subject, r.Message)
 			}
 		}
 	}
-	return env, dir, judged(rs)
+	return judged(rs)
 }
 
 // workResults judges the workload itself: data that came back wrong fails

@@ -144,6 +144,23 @@ func TestBurnWindows(t *testing.T) {
 				t.Errorf("the fatal error is not in window 2: %s", r.Message)
 			}
 		}
+		// Replayed from its directory, the burn-in is judged the same.
+		renv, rerr := s.BurnReplay(t.Context(), NodeOptions{Root: live, Timeout: time.Minute}, out, BurnOptions{})
+		if renv == nil || (rerr != nil) != planted {
+			t.Fatalf("replay: %v", rerr)
+		}
+		replayed := map[string]bool{}
+		for _, r := range renv.Results {
+			replayed[string(r.Status)+" "+r.ID+" "+r.Subject] = true
+		}
+		for k := range got {
+			if !replayed[k] {
+				t.Errorf("planted %v: %q judged live, not replayed (%v)", planted, k, keys(got))
+			}
+		}
+		if len(replayed) != len(got) {
+			t.Errorf("planted %v: replay %d verdict kinds, live %d", planted, len(replayed), len(got))
+		}
 		// The same directory again is refused before anything runs.
 		if _, _, err := s.Burn(t.Context(), NodeOptions{Root: "/", Timeout: time.Minute, LiveRoot: live}, o); err == nil || !strings.Contains(err.Error(), "is not empty") {
 			t.Errorf("a second run into %s: %v", out, err)
@@ -277,5 +294,25 @@ func TestBurnNCCL(t *testing.T) {
 		if r.ID == "burn.data" && (r.Status != result.Pass || !strings.Contains(r.Message, "7 NCCL collective(s)")) {
 			t.Errorf("%+v", r)
 		}
+	}
+}
+
+func TestBurnReplayRefusals(t *testing.T) {
+	s := &Session{Clock: time.Now}
+	dir := t.TempDir()
+	if _, err := s.BurnReplay(t.Context(), NodeOptions{Root: "/", Timeout: time.Minute}, dir, BurnOptions{}); err == nil || !strings.Contains(err.Error(), "burn.json") {
+		t.Errorf("no burn.json: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "burn.json"), []byte(`{"schema": "gdrcheck.bench-copy/v1"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.BurnReplay(t.Context(), NodeOptions{Root: "/", Timeout: time.Minute}, dir, BurnOptions{}); err == nil || !strings.Contains(err.Error(), `want "gdrcheck.burn/v1"`) {
+		t.Errorf("another schema: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "burn.json"), []byte("{\n \"schema\": \"gdrcheck.burn/v1\",\n \"samples\": [1]\n}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.BurnReplay(t.Context(), NodeOptions{Root: "/", Timeout: time.Minute}, dir, BurnOptions{}); err == nil || !strings.Contains(err.Error(), "burn.json:3") {
+		t.Errorf("bad field: %v", err)
 	}
 }

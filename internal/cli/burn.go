@@ -19,12 +19,14 @@ func newBurn(g *globals) *cobra.Command {
 	var o app.BurnOptions
 	var size, cudart, devices string
 	var noNCCL bool
+	var replay string
 	var format *formatValue
 	cmd := &cobra.Command{
 		Use:   "burn",
 		Short: "Burn-in: sustained traffic in windows, every error counter attributed to the link that carried it",
 		Example: `  gdrcheck burn --duration 1h --window 5m --out /var/lib/gdrcheck/burn   # the default workload for an hour
-  gdrcheck burn --duration 1m --window 20s                                # a one-minute smoke run`,
+  gdrcheck burn --duration 1m --window 20s                                # a one-minute smoke run
+  gdrcheck burn --replay /var/lib/gdrcheck/burn --root node17.tgz --strict  # judge a burn-in again, for sign-off`,
 		Long: `burn runs a workload for --duration in windows of --window on the live host: on every
 GPU, copies between the GPU and pinned host memory in both directions at once (its PCIe link
 to the host) and within its memory, and between every pair of GPUs both ways (their PCIe path
@@ -69,7 +71,14 @@ judged and kept).`,
 			if format.Format() == report.Text {
 				o.Progress = g.errOut
 			}
-			env, dir, err := g.session.Burn(cmd.Context(), g.node(), o)
+			var env *report.Envelope
+			var dir string
+			if replay != "" {
+				env, err = g.session.BurnReplay(cmd.Context(), g.node(), replay, o)
+				dir = replay
+			} else {
+				env, dir, err = g.session.Burn(cmd.Context(), g.node(), o)
+			}
 			if env != nil {
 				if format.Format() == report.JSON {
 					if werr := report.WriteJSON(g.out, env); werr != nil {
@@ -92,6 +101,7 @@ judged and kept).`,
 	f.StringVar(&devices, "devices", "", "CUDA devices to use, e.g. 0,2 (default: all)")
 	f.BoolVar(&o.Force, "force", false, "write into a --out directory that is not empty (an earlier burn-in's samples are removed)")
 	f.BoolVar(&o.Strict, "strict", false, "for sign-off: an unknown verdict (counters that could not be read, too few bits to prove an error rate) fails too (exit 1)")
+	f.StringVar(&replay, "replay", "", "judge a burn-in directory again (its burn.json and samples) with this release's judging, writing nothing; --root names the node it ran on (a snapshot of it, or the live host)")
 	f.BoolVar(&noNCCL, "no-nccl", false, "leave NCCL's collectives out of the workload (copies only)")
 	f.StringVar(&o.NCCLLib, "nccl", "", "path of libnccl.so.2 (default: search the loader path)")
 	format = addFormat(f, nil, report.Text, report.JSON)
