@@ -35,6 +35,21 @@ nvml-gpu 0000:19:00.0 name="NVIDIA H200" sm_clock=1965 power=640 temp=63
 command dmesg.txt ""
 `
 
+// burnLive writes burnHost into a fresh directory standing for the live
+// host (its AER files can be changed while a burn-in runs).
+func burnLive(t *testing.T) string {
+	t.Helper()
+	spec, err := fakehost.Parse("fakelive", strings.NewReader(burnHost))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := t.TempDir()
+	if err := spec.Materialize(live); err != nil {
+		t.Fatal(err)
+	}
+	return live
+}
+
 // onWrite calls f on the first line written (after window 1 is judged).
 type onWrite struct {
 	f    func()
@@ -58,15 +73,8 @@ func (w *onWrite) Write(p []byte) (int, error) {
 // after window 1 fails window 2, naming the device and the link.
 func TestBurnWindows(t *testing.T) {
 	t.Setenv("FAKECUDA_DEVICES", "2")
-	spec, err := fakehost.Parse("fakelive", strings.NewReader(burnHost))
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, planted := range []bool{false, true} {
-		live := t.TempDir()
-		if err := spec.Materialize(live); err != nil {
-			t.Fatal(err)
-		}
+		live := burnLive(t)
 		out := filepath.Join(t.TempDir(), "burn")
 		o := BurnOptions{Duration: 600 * time.Millisecond, Window: 300 * time.Millisecond, Settle: 20 * time.Millisecond, Out: out,
 			Bytes: 1 << 20, GPU: GPUOptions{CUDART: fakelib.CUDART(t)}, SensorEvery: 30 * time.Millisecond}
@@ -119,10 +127,7 @@ func TestBurnWindows(t *testing.T) {
 		// Under --strict the error rates a fraction of a second cannot
 		// prove fail the run.
 		if !planted {
-			live2 := t.TempDir()
-			if err := spec.Materialize(live2); err != nil {
-				t.Fatal(err)
-			}
+			live2 := burnLive(t)
 			o2 := o
 			o2.Strict, o2.Out, o2.Progress, o2.Duration = true, filepath.Join(t.TempDir(), "strict"), nil, o.Window
 			_, _, err := s.Burn(t.Context(), NodeOptions{Root: "/", Timeout: time.Minute, LiveRoot: live2}, o2)
@@ -193,15 +198,7 @@ func keys(m map[string]result.Result) []string {
 // document says it stopped, and burn.json on disk is valid.
 func TestBurnInterrupted(t *testing.T) {
 	t.Setenv("FAKECUDA_DEVICES", "1")
-	spec, err := fakehost.Parse("fakelive", strings.NewReader(burnHost))
-	if err != nil {
-		t.Fatal(err)
-	}
-	live := t.TempDir()
-	if err := spec.Materialize(live); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(t.TempDir(), "burn")
+	live, out := burnLive(t), filepath.Join(t.TempDir(), "burn")
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	o := BurnOptions{Duration: 3 * time.Second, Window: 300 * time.Millisecond, Settle: 10 * time.Millisecond, Out: out,
@@ -262,15 +259,7 @@ func TestBurnNCCL(t *testing.T) {
 		t.Setenv(k, "")
 	}
 	t.Setenv("FAKECUDA_DEVICES", "2")
-	spec, err := fakehost.Parse("fakelive", strings.NewReader(burnHost))
-	if err != nil {
-		t.Fatal(err)
-	}
-	live := t.TempDir()
-	if err := spec.Materialize(live); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(t.TempDir(), "burn")
+	live, out := burnLive(t), filepath.Join(t.TempDir(), "burn")
 	o := BurnOptions{Duration: 400 * time.Millisecond, Window: 400 * time.Millisecond, Settle: 10 * time.Millisecond, Out: out,
 		Bytes: 64 << 10, GPU: GPUOptions{CUDART: fakelib.CUDART(t)}, NCCL: true, NCCLLib: fakelib.NCCL(t)}
 	env, _, err := (&Session{Clock: time.Now}).Burn(t.Context(), NodeOptions{Root: "/", Timeout: time.Minute, LiveRoot: live}, o)
