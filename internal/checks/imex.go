@@ -89,7 +89,7 @@ func imexDomain(im node.IMEX, domain result.Evidence, remedy string) result.Resu
 	}
 	d, err := node.ParseIMEXStatus(im.Status.Value)
 	if err != nil {
-		return res(result.Unknown, "node", "IMEXDomainUnknown", "the IMEX domain could not be read: "+err.Error(), domain, ev(im.Status.Source, firstLine(im.Status.Value)))
+		return res(result.Unknown, "node", "IMEXDomainUnknown", "the IMEX domain could not be read: "+err.Error(), domain, ev(im.Status.Source, firstLines(strings.TrimSpace(im.Status.Value), 1)))
 	}
 	var bad []string
 	var versions []string
@@ -120,9 +120,4 @@ func imexDomain(im node.IMEX, domain result.Evidence, remedy string) result.Resu
 			"the IMEX domain is not whole: "+strings.Join(bad, "; ")+": multi-node NVLink jobs that span the missing nodes fail", domain, e), remedy)
 	}
 	return res(result.Pass, "node", "IMEXDomainUp", fmt.Sprintf("IMEX domain UP: %d node(s) READY, every pair connected", len(d.Nodes)), domain, e)
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	return s
 }

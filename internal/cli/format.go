@@ -31,13 +31,12 @@ func (v *formatValue) String() string { return string(v.f) }
 func (v *formatValue) Type() string { return "format" }
 
 func (v *formatValue) Set(s string) error {
-	for _, f := range v.offered {
-		if string(f) == strings.TrimSpace(s) {
-			v.f = f
-			return nil
-		}
+	f, ok := report.Lookup(strings.TrimSpace(s), v.offered...)
+	if !ok {
+		return fmt.Errorf("want %s", report.Choices(nil, v.offered...))
 	}
-	return fmt.Errorf("want %s", report.Choices(nil, v.offered...))
+	v.f = f
+	return nil
 }
 
 // Format is the format chosen (text when the command has no --format).

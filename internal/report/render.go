@@ -59,12 +59,20 @@ func Choices(notes map[Format]string, offered ...Format) string {
 	return want
 }
 
-// ParseFormat checks a --format value against the formats a command offers.
-func ParseFormat(s string, offered ...Format) (Format, error) {
+// Lookup is the format of the offered ones named s.
+func Lookup(s string, offered ...Format) (Format, bool) {
 	for _, f := range offered {
 		if string(f) == s {
-			return f, nil
+			return f, true
 		}
+	}
+	return "", false
+}
+
+// ParseFormat checks a --format value against the formats a command offers.
+func ParseFormat(s string, offered ...Format) (Format, error) {
+	if f, ok := Lookup(s, offered...); ok {
+		return f, nil
 	}
 	return "", fmt.Errorf("--format %q: want %s", s, Choices(nil, offered...))
 }

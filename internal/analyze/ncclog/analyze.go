@@ -96,6 +96,11 @@ func newAnalyzer(name string) *analyzer {
 // framework watchdog's collective timeout, or the nccl-tests "#  Rank N
 // Group G Pid P on HOST device D [bus] NAME" header.
 func (a *analyzer) plainLine(b []byte, no int64) {
+	// NCCL's diagnostics ("NCCL DIAG ...") carry no debug header.
+	if bytes.Contains(b, sDiag) {
+		a.diag.line(b, no)
+		return
+	}
 	if watchdogLine(b) {
 		a.events.timeouts++
 		a.events.add('E', -1, bytes.TrimSpace(b), no)

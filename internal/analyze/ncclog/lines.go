@@ -284,10 +284,6 @@ func (a *analyzer) line(b []byte, no int64, cut bool) {
 	if bytes.IndexByte(b, 0) >= 0 && a.stats.nulLine == 0 {
 		a.stats.nulLine = no
 	}
-	if bytes.Contains(b, sDiag) {
-		a.diag.line(b, no)
-		return
-	}
 	a.hs = findHeaders(b, a.hs[:0])
 	if len(a.hs) == 0 {
 		a.plainLine(b, no)

@@ -63,16 +63,14 @@ func (t *nvlsTracker) failLine(raw []byte, no int64) {
 
 // isNVLSWarn says whether line b, whose headers are hs, is a warning
 // from NVLS set-up (its source file, or NVLS multicast in its words).
+// The headers are looked at first: most lines are INFO and are not
+// searched at all.
 func isNVLSWarn(hs []header, b []byte) bool {
-	if !bytes.Contains(b, sNVLSSource) && !(bytes.Contains(b, sNVLS) && bytes.Contains(b, []byte("ulticast"))) {
-		return false
-	}
+	warn := false
 	for _, h := range hs {
-		if h.level == 'W' {
-			return true
-		}
+		warn = warn || h.level == 'W'
 	}
-	return false
+	return warn && (bytes.Contains(b, sNVLSSource) || bytes.Contains(b, sNVLS) && bytes.Contains(b, []byte("ulticast")))
 }
 
 // vNVLS judges NVLink SHARP from what the log says of it.
