@@ -184,8 +184,7 @@ func (s *Session) Burn(ctx context.Context, n NodeOptions, o BurnOptions) (*repo
 		doc.GPUs = append(doc.GPUs, bg)
 	}
 
-	var baseline, ends []*cf.Sample
-	var gbase, gends []*burn.GPUReading
+	var before, after burnSamples
 	// gpuReading is what the driver and the kernel log say at a sample.
 	gpuReading := func(sctx context.Context, r machine.Root, label string) *burn.GPUReading {
 		gr := &burn.GPUReading{Label: label, At: s.Now()}
@@ -201,31 +200,27 @@ func (s *Session) Burn(ctx context.Context, n NodeOptions, o BurnOptions) (*repo
 		}
 		return gr
 	}
-	sample := func(label string) (*cf.Sample, error) {
+	sample := func(label string, into *burnSamples) error {
 		// An interrupted workload still has its last window sampled, so
 		// that what it did is judged: the read has its own deadline.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cmp.Or(n.Timeout, burnReadTimeout))
 		defer cancel()
 		sm := counters.Read(root.WithContext(sctx), h, label, s.Now)
 		gr := gpuReading(sctx, root.WithContext(sctx), label)
-		if strings.HasPrefix(label, "baseline") {
-			gbase = append(gbase, gr)
-		} else {
-			gends = append(gends, gr)
-		}
 		if sctx.Err() != nil {
-			return nil, toolErr(fmt.Errorf("burn: reading the counters (%s) did not finish within %s", label, cmp.Or(n.Timeout, burnReadTimeout)))
+			return toolErr(fmt.Errorf("burn: reading the counters (%s) did not finish within %s", label, cmp.Or(n.Timeout, burnReadTimeout)))
 		}
 		name := filepath.Join("samples", label+".json")
 		if err := WriteAtomic(filepath.Join(dir, name), sm); err != nil {
-			return nil, toolErr(fmt.Errorf("burn: %w", err))
+			return toolErr(fmt.Errorf("burn: %w", err))
 		}
 		gname := filepath.Join("samples", label+"-gpu.json")
 		if err := WriteAtomic(filepath.Join(dir, gname), gr); err != nil {
-			return nil, toolErr(fmt.Errorf("burn: %w", err))
+			return toolErr(fmt.Errorf("burn: %w", err))
 		}
 		doc.Samples = append(doc.Samples, name, gname)
-		return sm, nil
+		into.add(sm, gr)
+		return nil
 	}
 	write := func(results []result.Result) *report.Envelope {
 		env := s.Envelope("burn", started, results, doc)
@@ -235,38 +230,25 @@ func (s *Session) Burn(ctx context.Context, n NodeOptions, o BurnOptions) (*repo
 		return env
 	}
 	judge := func() []result.Result {
-		if len(doc.Schedule.Windows) == 0 {
-			return []result.Result{}
-		}
-		series, err := burn.Attribute(h, doc.Schedule, baseline, ends)
+		rs, err := judgeBurn(h, doc, before, after, o.Judge)
 		if err != nil {
 			return []result.Result{{ID: burn.IDFatal, Source: burn.Source, Status: result.Error, Subject: "node", Reason: "AttributionFailed", Message: err.Error()}}
 		}
-		doc.Series = series
-		var sensors [][]burn.GPUSensors
-		for _, w := range doc.Work {
-			sensors = append(sensors, w.Sensors)
-		}
-		rs := append(burn.Judge(series, o.Judge), burn.JudgeGPUs(doc.Schedule, gbase, gends)...)
-		rs = append(rs, burn.JudgeSensors(doc.Schedule, sensors)...)
-		return append(rs, workResults(doc)...)
+		return rs
 	}
 
 	// Two baselines: what counts between them counts without the workload.
 	settle := cmp.Or(o.Settle, min(o.Window/10, 10*time.Second))
-	sm, err := sample("baseline-1")
-	if err != nil {
+	if err := sample("baseline-1", &before); err != nil {
 		return write(nil), dir, err
 	}
-	baseline = append(baseline, sm)
 	if err := sleepCtx(ctx, settle); err != nil {
 		doc.Stopped = "interrupted before the workload: " + err.Error()
 		return write(judge()), dir, err
 	}
-	if sm, err = sample("baseline-2"); err != nil {
+	if err := sample("baseline-2", &before); err != nil {
 		return write(nil), dir, err
 	}
-	baseline = append(baseline, sm)
 
 	tests := burnTests
 	if len(gpus.Devices) > 1 {
@@ -378,12 +360,10 @@ func (s *Session) Burn(ctx context.Context, n NodeOptions, o BurnOptions) (*repo
 		slices.SortFunc(w.Traffic, func(a, b burn.Traffic) int { return strings.Compare(a.Link.String(), b.Link.String()) })
 		doc.Schedule.Windows = append(doc.Schedule.Windows, w)
 		doc.Work = append(doc.Work, work)
-		sm, err := sample(fmt.Sprintf("window-%d", i+1))
-		if err != nil {
+		if err := sample(fmt.Sprintf("window-%d", i+1), &after); err != nil {
 			runErr = cmp.Or(runErr, err)
 			break
 		}
-		ends = append(ends, sm)
 		rs := judge()
 		write(rs)
 		if o.Progress != nil {
@@ -417,6 +397,41 @@ func burnOutcome(rs []result.Result, strict bool) error {
 		}
 	}
 	return judged(rs)
+}
+
+// burnSamples are the counter samples and GPU readings taken together,
+// in order: the baselines, or the windows' ends.
+type burnSamples struct {
+	counters []*cf.Sample
+	gpus     []*burn.GPUReading
+}
+
+func (b *burnSamples) add(c *cf.Sample, g *burn.GPUReading) {
+	b.counters, b.gpus = append(b.counters, c), append(b.gpus, g)
+}
+
+// judgeBurn is every verdict of a burn-in: the counters' deltas attributed
+// to the links (burn.Judge), the GPUs' own counters (burn.JudgeGPUs), their
+// clocks under load (burn.JudgeSensors) and the workload's data
+// (workResults). A burn-in run and its replay judge through it; it sets
+// doc.Series. The error is the attribution's: samples that do not fit the
+// schedule or the node.
+func judgeBurn(h *topology.Host, doc *BurnDoc, before, after burnSamples, o burn.Options) ([]result.Result, error) {
+	if len(doc.Schedule.Windows) == 0 {
+		return []result.Result{}, nil
+	}
+	series, err := burn.Attribute(h, doc.Schedule, before.counters, after.counters)
+	if err != nil {
+		return nil, err
+	}
+	doc.Series = series
+	sensors := make([][]burn.GPUSensors, 0, len(doc.Work))
+	for _, w := range doc.Work {
+		sensors = append(sensors, w.Sensors)
+	}
+	rs := append(burn.Judge(series, o), burn.JudgeGPUs(doc.Schedule, before.gpus, after.gpus)...)
+	rs = append(rs, burn.JudgeSensors(doc.Schedule, sensors)...)
+	return append(rs, workResults(doc)...), nil
 }
 
 // workResults judges the workload itself: data that came back wrong fails

@@ -12,7 +12,6 @@ import (
 	cf "github.com/gdrcheck/gdrcheck/internal/facts/counters"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/report"
-	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
@@ -41,36 +40,36 @@ func (s *Session) BurnReplay(ctx context.Context, n NodeOptions, dir string, o B
 	if err := textio.UnmarshalJSON(path, b, &doc); err != nil {
 		return nil, toolErr(err)
 	}
-	var baseline, ends []*cf.Sample
-	var gbase, gends []*burn.GPUReading
+	// The samples come in pairs, a counter sample and its GPU reading: the
+	// baselines, then one pair per window end.
+	var before, after burnSamples
+	var sm *cf.Sample
 	for _, name := range doc.Samples {
 		p := filepath.Join(dir, filepath.Clean("/" + name)[1:])
 		sb, err := os.ReadFile(p)
 		if err != nil {
 			return nil, toolErr(fmt.Errorf("burn --replay: %w", err))
 		}
-		base := strings.HasPrefix(filepath.Base(name), "baseline")
-		if strings.HasSuffix(name, "-gpu.json") {
-			var gr burn.GPUReading
-			if err := textio.UnmarshalJSON(p, sb, &gr); err != nil {
+		if !strings.HasSuffix(name, "-gpu.json") {
+			sm = &cf.Sample{}
+			if err := textio.UnmarshalJSON(p, sb, sm); err != nil {
 				return nil, toolErr(err)
-			}
-			if base {
-				gbase = append(gbase, &gr)
-			} else {
-				gends = append(gends, &gr)
 			}
 			continue
 		}
-		var sm cf.Sample
-		if err := textio.UnmarshalJSON(p, sb, &sm); err != nil {
+		gr := &burn.GPUReading{}
+		if err := textio.UnmarshalJSON(p, sb, gr); err != nil {
 			return nil, toolErr(err)
 		}
-		if base {
-			baseline = append(baseline, &sm)
-		} else {
-			ends = append(ends, &sm)
+		if sm == nil {
+			return nil, toolErr(fmt.Errorf("%s: %s comes without its counter sample before it", path, name))
 		}
+		into := &after
+		if strings.HasPrefix(filepath.Base(name), "baseline") {
+			into = &before
+		}
+		into.add(sm, gr)
+		sm = nil
 	}
 	root, cleanup, err := snapshot.OpenContext(ctx, n.source())
 	if err != nil {
@@ -82,20 +81,9 @@ func (s *Session) BurnReplay(ctx context.Context, n NodeOptions, dir string, o B
 		return nil, err
 	}
 	stop()
-	var rs []result.Result
-	if len(doc.Schedule.Windows) > 0 {
-		series, err := burn.Attribute(h, doc.Schedule, baseline, ends)
-		if err != nil {
-			return nil, toolErr(fmt.Errorf("burn --replay %s: %w (is --root the node the burn-in ran on?)", dir, err))
-		}
-		doc.Series = series
-		var sensors [][]burn.GPUSensors
-		for _, w := range doc.Work {
-			sensors = append(sensors, w.Sensors)
-		}
-		rs = append(burn.Judge(series, o.Judge), burn.JudgeGPUs(doc.Schedule, gbase, gends)...)
-		rs = append(rs, burn.JudgeSensors(doc.Schedule, sensors)...)
-		rs = append(rs, workResults(&doc)...)
+	rs, err := judgeBurn(h, &doc, before, after, o.Judge)
+	if err != nil {
+		return nil, toolErr(fmt.Errorf("burn --replay %s: %w (is --root the node the burn-in ran on?)", dir, err))
 	}
 	return s.Envelope("burn", started, rs, &doc), burnOutcome(rs, o.Strict)
 }

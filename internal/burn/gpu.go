@@ -118,6 +118,13 @@ func JudgeGPUs(s Schedule, baseline, ends []*GPUReading) []result.Result {
 		if prev != nil && prev.Facts != nil {
 			prevGPUs = prev.Facts.GPUs
 		}
+		// A GPU the driver reported at the window's start and not at its
+		// end fell off the bus or lost its driver: not a GPU to skip.
+		for _, p := range prevGPUs {
+			if findGPU(cur.Facts.GPUs, p.BusID) == nil {
+				get(p.BusID).bad = append(get(p.BusID).bad, name+": the driver no longer reports this GPU at its end (fallen off the bus, or its driver lost it)")
+			}
+		}
 		for _, g := range cur.Facts.GPUs {
 			st := get(g.BusID)
 			st.windows++

@@ -95,6 +95,11 @@ func JudgeSensors(s Schedule, windows [][]GPUSensors) []result.Result {
 			}
 		}
 	}
+	if len(order) == 0 && len(windows) > 0 {
+		// No GPU gave a clock in any window: say so rather than nothing.
+		return []result.Result{{ID: IDSensors, Source: Source, Status: result.Unknown, Subject: "node", Reason: "NoSensors",
+			Message: "no GPU's clock or power could be read while the workload ran"}}
+	}
 	for _, addr := range order {
 		st := per[addr]
 		r := result.Result{ID: IDSensors, Source: Source, Subject: addr}

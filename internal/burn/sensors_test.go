@@ -59,4 +59,8 @@ func TestJudgeSensors(t *testing.T) {
 	if rs := JudgeSensors(sched, [][]GPUSensors{{{Address: "0000:18:00.0"}}}); len(rs) != 1 || rs[0].Status != result.Unknown {
 		t.Errorf("no samples: %+v", rs)
 	}
+	// A driver that gives no clock at all (the window's summary is empty).
+	if rs := JudgeSensors(sched, [][]GPUSensors{{}}); len(rs) != 1 || rs[0].Status != result.Unknown || rs[0].Reason != "NoSensors" {
+		t.Errorf("no GPU with a clock: %+v", rs)
+	}
 }
