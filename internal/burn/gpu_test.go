@@ -35,7 +35,7 @@ func TestJudgeGPUs(t *testing.T) {
 		{"replays", []*GPUReading{reading(0, g(0, 5))}, []*GPUReading{reading(time.Minute, g(0, 9)), reading(2*time.Minute, g(0, 9))}, result.Warn, "GPUWarnings", "4 PCIe replay(s)"},
 		{"hardware slowdown", []*GPUReading{reading(0, g(0, 0))}, []*GPUReading{reading(time.Minute, g(0, 0, "sw_power_cap", "hw_thermal_slowdown")), reading(2*time.Minute, g(0, 0))}, result.Fail, "GPUErrors", "hw_thermal_slowdown"},
 		{"driver reloaded", []*GPUReading{reading(0, g(7, 0))}, []*GPUReading{reading(time.Minute, g(0, 0)), reading(2*time.Minute, g(0, 0))}, result.Unknown, "GPUCountersUnknown", "went from 7 to 0"},
-		{"a GPU gone at a window's end", []*GPUReading{reading(0, g(0, 0))}, []*GPUReading{reading(time.Minute), reading(2*time.Minute)}, result.Fail, "GPUErrors", "window 1 (12:00:00–12:01:00): the driver no longer reports this GPU"},
+		{"a GPU gone at a window's end", []*GPUReading{reading(0, g(0, 0))}, []*GPUReading{reading(time.Minute), reading(2 * time.Minute)}, result.Fail, "GPUErrors", "window 1 (12:00:00–12:01:00): the driver no longer reports this GPU"},
 		{"no facts at an end", []*GPUReading{reading(0, g(0, 0))}, []*GPUReading{{At: t0.Add(time.Minute), FactsError: "NVML: GPU is lost"}, reading(2*time.Minute, g(0, 0))}, result.Unknown, "NoGPUFacts", "GPU is lost"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
