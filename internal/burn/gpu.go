@@ -71,13 +71,16 @@ func JudgeGPUs(s Schedule, baseline, ends []*GPUReading) []result.Result {
 		replays   uint64
 		unknown   []string
 		evs       []result.Evidence
+		// unread counts, per counter, the windows it was not read at
+		// both ends: a pass says only what was looked at.
+		unread map[string]int
 	}
 	per := map[string]*state{}
 	var order []string
 	get := func(addr string) *state {
 		st := per[addr]
 		if st == nil {
-			st = &state{}
+			st = &state{unread: map[string]int{}}
 			per[addr] = st
 			order = append(order, addr)
 		}
@@ -136,6 +139,7 @@ func JudgeGPUs(s Schedule, baseline, ends []*GPUReading) []result.Result {
 			delta := func(what string, a, b *uint64) {
 				switch {
 				case a == nil || b == nil:
+					st.unread[what]++
 				case *b < *a:
 					st.unknown = append(st.unknown, fmt.Sprintf("%s: %s went from %d to %d (the driver reloaded?)", name, what, *a, *b))
 				case *b > *a:
@@ -151,7 +155,9 @@ func JudgeGPUs(s Schedule, baseline, ends []*GPUReading) []result.Result {
 			if g.Remapped.Pending != nil && *g.Remapped.Pending && (p.Remapped.Pending == nil || !*p.Remapped.Pending) {
 				st.bad = append(st.bad, name+": a row remap waits for a GPU reset")
 			}
-			if a, b := p.PCIe.ReplayCounter, g.PCIe.ReplayCounter; a != nil && b != nil && *b > *a {
+			if p.PCIe.ReplayCounter == nil || g.PCIe.ReplayCounter == nil {
+				st.unread["PCIe replay counter"]++
+			} else if a, b := p.PCIe.ReplayCounter, g.PCIe.ReplayCounter; *b > *a {
 				st.replays += *b - *a
 				st.warn = append(st.warn, fmt.Sprintf("%s: %d PCIe replay(s)", name, *b-*a))
 			}
@@ -171,6 +177,9 @@ func JudgeGPUs(s Schedule, baseline, ends []*GPUReading) []result.Result {
 		if cur.XidError != "" {
 			out = append(out, result.Result{ID: IDGPU, Source: Source, Status: result.Unknown, Subject: "node", Reason: "KernelLogUnread",
 				Message: name + ": the kernel log could not be read for Xid lines: " + cur.XidError})
+			for _, g := range cur.Facts.GPUs {
+				get(g.BusID).unread["Xid"]++
+			}
 			continue
 		}
 		w := s.Windows[i]
@@ -192,21 +201,45 @@ func JudgeGPUs(s Schedule, baseline, ends []*GPUReading) []result.Result {
 	for _, addr := range order {
 		st := per[addr]
 		r := result.Result{ID: IDGPU, Source: Source, Subject: addr, Evidence: st.evs}
+		// Memory errors are counted by ECC and by remapping (Ampere and
+		// later) or page retirement (before): one of the two suffices.
+		memUnread := min(st.unread["uncorrectable row remap(s)"], st.unread["retired double-bit page(s)"])
+		var notRead []string
+		for _, c := range []struct {
+			what string
+			n    int
+		}{{"uncorrectable ECC", st.unread["uncorrectable ECC error(s)"]}, {"row remap or page retirement", memUnread}, {"Xid", st.unread["Xid"]}, {"PCIe replay counter", st.unread["PCIe replay counter"]}} {
+			if c.n > 0 {
+				notRead = append(notRead, fmt.Sprintf("%s (%d window(s))", c.what, c.n))
+			}
+		}
+		// The ECC and memory counters and the Xid lines are what a pass
+		// rests on; the replay counter only adds to it.
+		essential := st.unread["uncorrectable ECC error(s)"]+memUnread+st.unread["Xid"] > 0
 		switch {
 		case len(st.bad) > 0:
 			r.Status, r.Reason = result.Fail, "GPUErrors"
 			r.Message = strings.Join(compact(st.bad), "; ")
 			r.Remedy = "a GPU that logs uncorrectable memory errors, Xids or hardware slowdowns under load is not ready: read nvidia-smi -q (ECC, remapping, clocks events), reset or reboot for a pending remap, check cooling and power, and RMA a GPU whose errors return"
-		case len(st.unknown) > 0:
+		case len(st.unknown) > 0 || essential:
 			r.Status, r.Reason = result.Unknown, "GPUCountersUnknown"
-			r.Message = strings.Join(compact(st.unknown), "; ")
+			why := st.unknown
+			if len(notRead) > 0 {
+				why = append(why, "not read: "+strings.Join(notRead, ", "))
+			}
+			r.Message = strings.Join(compact(why), "; ")
 		case len(st.warn) > 0:
 			r.Status, r.Reason = result.Warn, "GPUWarnings"
 			r.Message = strings.Join(compact(st.warn), "; ")
 			r.Remedy = "PCIe replays are the GPU link retrying: read the burn's AER verdicts for the same link, reseat the GPU or its riser; a thermal slowdown under load points at cooling"
 		default:
 			r.Status, r.Reason = result.Pass, "GPUClean"
-			r.Message = fmt.Sprintf("%d window(s): no new uncorrectable ECC error, row remap, retired page or Xid, no hardware slowdown, no PCIe replay", st.windows)
+			r.Message = fmt.Sprintf("%d window(s): no new uncorrectable ECC error, row remap or retired page, no Xid, no hardware slowdown", st.windows)
+			if len(notRead) > 0 {
+				r.Message += "; not read: " + strings.Join(notRead, ", ")
+			} else {
+				r.Message += ", no PCIe replay"
+			}
 		}
 		out = append(out, r)
 	}

@@ -54,6 +54,15 @@ func TestJudgeGPUs(t *testing.T) {
 			}
 		})
 	}
+	// The kernel log unread at a window's end: the GPU is not called clean
+	// of Xids (it was before the review), whatever its counters say.
+	unread := reading(time.Minute, g(0, 0))
+	unread.XidError = "dmesg: read kernel buffer failed: Operation not permitted"
+	for _, r := range JudgeGPUs(sched, []*GPUReading{reading(0, g(0, 0))}, []*GPUReading{unread, reading(2*time.Minute, g(0, 0))}) {
+		if r.Subject == "0000:18:00.0" && (r.Status != result.Unknown || !strings.Contains(r.Message, "not read: Xid (1 window(s))")) {
+			t.Errorf("Xids unread: %s %s %q", r.Status, r.Reason, r.Message)
+		}
+	}
 	// Xid 79 logged during window 1 fails GPU0; one before the workload is
 	// reported only; a pending remap fails.
 	base := reading(0, g(0, 0))
