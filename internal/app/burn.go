@@ -456,7 +456,7 @@ func workResults(doc *BurnDoc) []result.Result {
 			out = append(out, result.Result{ID: "burn.data", Source: burn.Source, Status: result.Unknown, Subject: fmt.Sprintf("window %d", w.Window+1), Reason: "NoWork", Message: name + ": no pass of the workload finished"})
 		default:
 			out = append(out, result.Result{ID: "burn.data", Source: burn.Source, Status: result.Pass, Subject: fmt.Sprintf("window %d", w.Window+1), Reason: "DataValid",
-				Message: fmt.Sprintf("%s: %d pass(es) of %d copies and %d NCCL collective(s), every byte checked, none wrong", name, w.Passes, len(w.Copies), len(w.NCCL))})
+				Message: fmt.Sprintf("%s: %d pass(es) of %d copies, every byte compared, and %d NCCL collective(s), each with its checked run verified: nothing wrong", name, w.Passes, len(w.Copies), len(w.NCCL))})
 		}
 	}
 	return out

@@ -96,7 +96,7 @@ func (a *analyzer) vNVLS(r *Report) result.Result {
 		return titles.New(id, result.Skip, "job", "NVLSDisabled", "NVLS switched off by the environment (NCCL_NVLS_ENABLE=0): not exercised",
 			[]result.Evidence{a.ev(t.offLine, t.offText, "")})
 	case nvlsCh > 0 || r.Channels.ConnectedNVLS > 0:
-		msg := "NVLink SHARP in use"
+		msg := "NVLink SHARP set up (NCCL built NVLS channels; which collectives used them the log does not say)"
 		var evs []result.Evidence
 		if nvlsCh > 0 {
 			msg += fmt.Sprintf(": %d nvls channels", nvlsCh)
