@@ -2,7 +2,8 @@ package ncclog
 
 import (
 	"bytes"
-	"strconv"
+
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
 // Caps of the graph tracker.
@@ -115,8 +116,8 @@ func (g *graphTracker) patternLine(host string, m []byte, no int64) {
 			pt.NChannels = atoiOr(f[1], 0)
 		case "bw":
 			if s := bytes.IndexByte(f[1], '/'); s >= 0 {
-				pt.BWIntra, _ = strconv.ParseFloat(string(f[1][:s]), 64)
-				pt.BWInter, _ = strconv.ParseFloat(string(f[1][s+1:]), 64)
+				pt.BWIntra, _ = textio.ParseFloat(string(f[1][:s]))
+				pt.BWInter, _ = textio.ParseFloat(string(f[1][s+1:]))
 			}
 		case "type":
 			if s := bytes.IndexByte(f[1], '/'); s >= 0 {

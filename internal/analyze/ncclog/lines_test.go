@@ -2,6 +2,7 @@ package ncclog
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"strings"
@@ -132,4 +133,30 @@ func TestLongAndOddLines(t *testing.T) {
 	eq(t, "lines", r.Lines, int64(4))
 	eq(t, "version", versions(r), "2.21.5+cuda12.4")
 	eq(t, "network", strings.Join(host(t, r, "h1").Networks, ""), "IB")
+}
+
+// TestNonFiniteNumbers: a bandwidth written "inf", "nan" or past float64's
+// range ("1e999") is not a number the report keeps, so the report still
+// marshals (the fuzzer found "+Inf" in a system tree's bandwidth).
+func TestNonFiniteNumbers(t *testing.T) {
+	for _, v := range []string{"inf", "+Inf", "NaN", "1e999", "-1e999"} {
+		t.Run(v, func(t *testing.T) {
+			log := "h:1:2 [0] NCCL INFO === System : maxBw " + v + " totalBw " + v + " ===\n" +
+				"h:1:2 [0] NCCL INFO CPU/0 (1/1/1)\n" +
+				"h:1:2 [0] NCCL INFO + PCI[" + v + "] - GPU/1000 (0)\n" +
+				"h:1:2 [0] NCCL INFO ==========================================\n" +
+				"h:1:2 [0] NCCL INFO GPU/1000 :GPU/1000 (0/5000.0/LOC) NET/0 (3/" + v + "/PHB)\n" +
+				"h:1:2 [0] NCCL INFO Pattern 4, crossNic 0, nChannels 1, bw " + v + "/" + v + ", type LOC/PHB, sameChannels 1\n"
+			r, vs, err := Analyze("nonfinite.log", strings.NewReader(log))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := json.Marshal(r); err != nil {
+				t.Errorf("report does not marshal: %v", err)
+			}
+			if _, err := json.Marshal(vs); err != nil {
+				t.Errorf("verdicts do not marshal: %v", err)
+			}
+		})
+	}
 }

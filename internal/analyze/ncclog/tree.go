@@ -3,8 +3,9 @@ package ncclog
 import (
 	"bytes"
 	"fmt"
-	"strconv"
 	"strings"
+
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
 // Caps of the tree tracker.
@@ -69,9 +70,9 @@ func (a *analyzer) treeStart(host int32, p *procState, tid int64, m []byte, no i
 	for i := 0; i+1 < len(f); i++ {
 		switch string(f[i]) {
 		case "maxBw":
-			t.maxBW, _ = strconv.ParseFloat(string(f[i+1]), 64)
+			t.maxBW, _ = textio.ParseFloat(string(f[i+1]))
 		case "totalBw":
-			t.totalBW, _ = strconv.ParseFloat(string(f[i+1]), 64)
+			t.totalBW, _ = textio.ParseFloat(string(f[i+1]))
 		}
 	}
 	hs.tree = t
@@ -139,8 +140,8 @@ func parseTreeLink(b []byte) (typ string, bw float64, node string, ok bool) {
 		return "", 0, "", false
 	}
 	typ = string(b[:o])
-	bw, err := strconv.ParseFloat(string(b[o+1:c]), 64)
-	if err != nil {
+	bw, ok = textio.ParseFloat(string(b[o+1 : c]))
+	if !ok {
 		return "", 0, "", false
 	}
 	r := bytes.TrimLeft(b[c+1:], " ")
@@ -282,7 +283,7 @@ func (a *analyzer) pathLine(host int32, p *procState, m []byte) {
 		if len(parts) != 3 {
 			continue
 		}
-		bw, _ := strconv.ParseFloat(string(parts[1]), 64)
+		bw, _ := textio.ParseFloat(string(parts[1]))
 		np := NetPath{GPU: string(ft), Net: string(node), Type: string(parts[2]), BW: bw}
 		dup := false
 		for _, x := range hs.paths {

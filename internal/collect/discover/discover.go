@@ -22,6 +22,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/facts/gpu"
 	"github.com/gdrcheck/gdrcheck/internal/facts/pci"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
@@ -636,8 +637,8 @@ func ParseIBRate(s string) float64 {
 	if len(f) < 2 || !strings.HasPrefix(f[1], "Gb/s") {
 		return 0
 	}
-	v, err := strconv.ParseFloat(f[0], 64)
-	if err != nil || v < 0 {
+	v, ok := textio.ParseFloat(f[0])
+	if !ok || v < 0 {
 		return 0
 	}
 	return v

@@ -164,3 +164,20 @@ func TestRoCEGIDTableEdges(t *testing.T) {
 		})
 	}
 }
+
+func TestParseIBRate(t *testing.T) {
+	for in, want := range map[string]float64{
+		"400 Gb/sec (4X NDR)": 400,
+		"200 Gb/sec (2X NDR)": 200,
+		"25 Gb/sec (1X EDR)":  25,
+		"":                    0,
+		"fast":                0,
+		"inf Gb/sec (4X NDR)": 0,
+		"NaN Gb/sec":          0,
+		"-1 Gb/sec":           0,
+	} {
+		if got := discover.ParseIBRate(in); got != want {
+			t.Errorf("ParseIBRate(%q) = %v, want %v", in, got, want)
+		}
+	}
+}

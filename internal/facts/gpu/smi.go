@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/facts/pci"
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
 // smiLog mirrors the parts of `nvidia-smi -q -x` gdrcheck reads.
@@ -385,8 +386,8 @@ func unitF64(s, unit string) *float64 {
 	if !ok {
 		return nil
 	}
-	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-	if err != nil {
+	f, ok := textio.ParseFloat(v)
+	if !ok {
 		return nil
 	}
 	return &f

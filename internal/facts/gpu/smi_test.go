@@ -62,3 +62,24 @@ func FuzzParseSMIQuery(f *testing.F) {
 		_, _ = ParseSMIQuery("fuzz.xml", b)
 	})
 }
+
+func TestUnitF64(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want float64
+		ok   bool
+	}{
+		{"83.49 W", 83.49, true},
+		{" 700.00 W", 700, true},
+		{"N/A", 0, false},
+		{"inf W", 0, false},
+		{"nan W", 0, false},
+		{"1e999 W", 0, false},
+		{"83 MHz", 0, false},
+	} {
+		got := unitF64(c.in, "W")
+		if (got != nil) != c.ok || got != nil && *got != c.want {
+			t.Errorf("unitF64(%q) = %v, want %v (ok %v)", c.in, got, c.want, c.ok)
+		}
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/gdrcheck/gdrcheck/internal/textio"
 )
 
 // Address is a PCI function address: domain:bus:device.function.
@@ -156,8 +158,8 @@ func ParseLinkSpeed(s string) (LinkSpeed, error) {
 	if len(f) < 2 || !strings.EqualFold(f[1], "GT/s") {
 		return 0, fmt.Errorf("link speed %s: want \"<n> GT/s\"", Quote(s))
 	}
-	v, err := strconv.ParseFloat(f[0], 64)
-	if err != nil || v <= 0 || v > 1024 {
+	v, ok := textio.ParseFloat(f[0])
+	if !ok || v <= 0 || v > 1024 {
 		return 0, fmt.Errorf("link speed %s: bad number %s", Quote(s), Quote(f[0]))
 	}
 	return LinkSpeed(v), nil

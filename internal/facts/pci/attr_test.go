@@ -60,6 +60,8 @@ func TestParseLinkSpeed(t *testing.T) {
 		{"fast", 0, 0, true},
 		{"-1 GT/s", 0, 0, true},
 		{"32 MT/s", 0, 0, true},
+		{"nan GT/s", 0, 0, true},
+		{"inf GT/s", 0, 0, true},
 	}
 	for _, c := range cases {
 		v, err := ParseLinkSpeed(c.in)
