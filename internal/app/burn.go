@@ -132,27 +132,15 @@ var burnTests = []string{bench.CopyBidirPinned, bench.CopyD2D}
 // after every window, so an interrupted run leaves a valid document of
 // the windows done.
 func (s *Session) Burn(ctx context.Context, n NodeOptions, o BurnOptions) (*report.Envelope, string, error) {
-	started := s.Now()
 	if err := requireLive(n.Root); err != nil {
 		return nil, "", fmt.Errorf("burn: %w", err)
 	}
-	switch {
-	case o.Window <= 0 || o.Duration <= 0:
-		return nil, "", toolErr(fmt.Errorf("burn: --duration %s and --window %s must be positive", o.Duration, o.Window))
-	case o.Window > o.Duration:
-		return nil, "", toolErr(fmt.Errorf("burn: --window %s is longer than --duration %s", o.Window, o.Duration))
-	case o.Bytes == 0:
-		return nil, "", toolErr(fmt.Errorf("burn: the copy size must be positive"))
+	if err := o.validate(); err != nil {
+		return nil, "", err
 	}
-	windows := int(o.Duration / o.Window)
 	dir := s.OutDir(o.Out, "burn")
-	if names, err := os.ReadDir(dir); err == nil && len(names) > 0 && !o.Force {
-		return nil, dir, toolErr(fmt.Errorf("burn: --out %s is not empty (an earlier burn-in's burn.json and samples would be mixed with this one's): choose another directory, or --force", dir))
-	} else if err == nil && o.Force {
-		_ = os.RemoveAll(filepath.Join(dir, "samples")) // this run's samples only
-	}
-	if err := os.MkdirAll(filepath.Join(dir, "samples"), 0o755); err != nil {
-		return nil, dir, toolErr(fmt.Errorf("burn: %w", err))
+	if err := prepareBurnDir(dir, o.Force); err != nil {
+		return nil, dir, err
 	}
 	root, cleanup, err := snapshot.OpenContext(ctx, n.source())
 	if err != nil {
@@ -170,7 +158,66 @@ func (s *Session) Burn(ctx context.Context, n NodeOptions, o BurnOptions) (*repo
 		return nil, dir, err
 	}
 	defer gpus.Close()
+	t := burnTarget{root: root, host: h, gpus: gpus, dir: dir, readTimeout: cmp.Or(n.Timeout, burnReadTimeout)}
+	if o.NCCL {
+		if t.nccl, err = s.SetupNCCL(filepath.Join(dir, "nccl")); err != nil {
+			return nil, dir, err
+		}
+	}
+	env, err := s.burnOn(ctx, t, o)
+	return env, dir, err
+}
 
+// validate refuses options that cannot mean anything, before anything runs.
+func (o BurnOptions) validate() error {
+	switch {
+	case o.Window <= 0 || o.Duration <= 0:
+		return toolErr(fmt.Errorf("burn: --duration %s and --window %s must be positive", o.Duration, o.Window))
+	case o.Window > o.Duration:
+		return toolErr(fmt.Errorf("burn: --window %s is longer than --duration %s", o.Window, o.Duration))
+	case o.Bytes == 0:
+		return toolErr(fmt.Errorf("burn: the copy size must be positive"))
+	}
+	return nil
+}
+
+// prepareBurnDir makes dir and its samples/ folder; a dir that is not
+// empty is refused unless force (then only its samples are removed).
+func prepareBurnDir(dir string, force bool) error {
+	if names, err := os.ReadDir(dir); err == nil && len(names) > 0 && !force {
+		return toolErr(fmt.Errorf("burn: --out %s is not empty (an earlier burn-in's burn.json and samples would be mixed with this one's): choose another directory, or --force", dir))
+	} else if err == nil && force {
+		_ = os.RemoveAll(filepath.Join(dir, "samples")) // this run's samples only
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "samples"), 0o755); err != nil {
+		return toolErr(fmt.Errorf("burn: %w", err))
+	}
+	return nil
+}
+
+// burnTarget is what a burn-in runs on: the node as discovered through
+// root, its GPUs (opened by the caller, who closes them), NCCL's setup
+// (nil: no NCCL in the workload) and the directory of burn.json and
+// samples/.
+type burnTarget struct {
+	root        machine.Root
+	host        *topology.Host
+	gpus        *GPUs
+	nccl        *NCCLSetup
+	dir         string
+	readTimeout time.Duration
+	// onWindow is told after each window is sampled, judged and burn.json
+	// rewritten (nil: nothing).
+	onWindow func(env *report.Envelope)
+}
+
+// burnOn runs the burn-in on t: the baselines, then the windows, each
+// sampled, judged and written. Session.Burn and the dossier's burn phase
+// run it.
+func (s *Session) burnOn(ctx context.Context, t burnTarget, o BurnOptions) (*report.Envelope, error) {
+	started := s.Now()
+	windows := int(o.Duration / o.Window)
+	root, h, gpus, dir := t.root, t.host, t.gpus, t.dir
 	doc := &BurnDoc{Duration: o.Duration.String(), Window: o.Window.String(), Schedule: burn.Schedule{Windows: []burn.Window{}}, Work: []BurnWork{}, Samples: []string{}}
 	links := map[int]burn.Link{}
 	for _, d := range gpus.Devices {
@@ -203,12 +250,12 @@ func (s *Session) Burn(ctx context.Context, n NodeOptions, o BurnOptions) (*repo
 	sample := func(label string, into *burnSamples) error {
 		// An interrupted workload still has its last window sampled, so
 		// that what it did is judged: the read has its own deadline.
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cmp.Or(n.Timeout, burnReadTimeout))
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.readTimeout)
 		defer cancel()
 		sm := counters.Read(root.WithContext(sctx), h, label, s.Now)
 		gr := gpuReading(sctx, root.WithContext(sctx), label)
 		if sctx.Err() != nil {
-			return toolErr(fmt.Errorf("burn: reading the counters (%s) did not finish within %s", label, cmp.Or(n.Timeout, burnReadTimeout)))
+			return toolErr(fmt.Errorf("burn: reading the counters (%s) did not finish within %s", label, t.readTimeout))
 		}
 		name := filepath.Join("samples", label+".json")
 		if err := WriteAtomic(filepath.Join(dir, name), sm); err != nil {
@@ -240,14 +287,14 @@ func (s *Session) Burn(ctx context.Context, n NodeOptions, o BurnOptions) (*repo
 	// Two baselines: what counts between them counts without the workload.
 	settle := cmp.Or(o.Settle, min(o.Window/10, 10*time.Second))
 	if err := sample("baseline-1", &before); err != nil {
-		return write(nil), dir, err
+		return write(nil), err
 	}
 	if err := sleepCtx(ctx, settle); err != nil {
 		doc.Stopped = "interrupted before the workload: " + err.Error()
-		return write(judge()), dir, err
+		return write(judge()), err
 	}
 	if err := sample("baseline-2", &before); err != nil {
-		return write(nil), dir, err
+		return write(nil), err
 	}
 
 	tests := burnTests
@@ -256,7 +303,7 @@ func (s *Session) Burn(ctx context.Context, n NodeOptions, o BurnOptions) (*repo
 	}
 	cfg := bench.CopyConfig{Devices: gpus.Devices, Bytes: o.Bytes, Iters: 10, Warmup: 1, Tests: tests,
 		Timeout: cmp.Or(o.OpTimeout, 5*time.Minute), LocalCPUs: gpus.localCPUs}
-	var nsetup *NCCLSetup
+	nsetup := t.nccl
 	// NCCL's checked run verifies on the host: at 1 GiB its seven
 	// collectives took a whole 10 s window on the GPU machine, so its size
 	// is capped and the copies keep most of the window.
@@ -265,11 +312,6 @@ func (s *Session) Burn(ctx context.Context, n NodeOptions, o BurnOptions) (*repo
 		OpTimeout: cmp.Or(o.OpTimeout, 5*time.Minute)}
 	ncfg.DType, _ = bench.DTypeByName("float")
 	ncfg.Op, _ = bench.RedOpByName("sum")
-	if o.NCCL {
-		if nsetup, err = s.SetupNCCL(filepath.Join(dir, "nccl")); err != nil {
-			return write(nil), dir, err
-		}
-	}
 	var runErr error
 	for i := 0; i < windows && runErr == nil; i++ {
 		start := s.Now()
@@ -290,7 +332,7 @@ func (s *Session) Burn(ctx context.Context, n NodeOptions, o BurnOptions) (*repo
 				case <-wctx.Done():
 					return
 				case <-tick.C:
-					rctx, cancel := context.WithTimeout(wctx, cmp.Or(n.Timeout, burnReadTimeout))
+					rctx, cancel := context.WithTimeout(wctx, t.readTimeout)
 					f, err := live.New(live.WithRoot(root.WithContext(rctx))).Collect(rctx)
 					cancel()
 					if err == nil {
@@ -299,7 +341,7 @@ func (s *Session) Burn(ctx context.Context, n NodeOptions, o BurnOptions) (*repo
 				}
 			}
 		}()
-		if o.NCCL {
+		if nsetup != nil {
 			// Every collective once, its data checked; NCCL's own traffic
 			// between GPUs is not charged to links (which links a ring or
 			// tree uses is NCCL's choice), its errors and #wrong are.
@@ -365,7 +407,10 @@ func (s *Session) Burn(ctx context.Context, n NodeOptions, o BurnOptions) (*repo
 			break
 		}
 		rs := judge()
-		write(rs)
+		env := write(rs)
+		if t.onWindow != nil {
+			t.onWindow(env)
+		}
 		if o.Progress != nil {
 			fmt.Fprintf(o.Progress, "gdrcheck: burn %s: %d pass(es), %s moved, %s\n", doc.Schedule.Name(i), work.Passes, gib(moved), result.Worst(rs))
 		}
@@ -381,9 +426,9 @@ func (s *Session) Burn(ctx context.Context, n NodeOptions, o BurnOptions) (*repo
 	}
 	env := write(rs)
 	if runErr != nil {
-		return env, dir, runErr
+		return env, runErr
 	}
-	return env, dir, burnOutcome(rs, o.Strict)
+	return env, burnOutcome(rs, o.Strict)
 }
 
 // burnOutcome is a burn-in's error: a failed verdict, or under --strict an

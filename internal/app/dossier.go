@@ -44,10 +44,16 @@ const (
 	// ProfileFull: every collective at every power of two up to 4 GiB,
 	// and every copy test, pageable ones too.
 	ProfileFull Profile = "full"
+	// ProfileBurnin: quick's pass and the GPU–NIC loopback, then the
+	// burn-in (RunOptions.Burn: sustained traffic in windows, every error
+	// counter attributed to a link and a window; docs/burn.md).
+	ProfileBurnin Profile = "burnin"
 )
 
 // Profiles lists the profiles, shortest first.
-func Profiles() []Profile { return []Profile{ProfileQuick, ProfileStandard, ProfileFull} }
+func Profiles() []Profile {
+	return []Profile{ProfileQuick, ProfileStandard, ProfileFull, ProfileBurnin}
+}
 
 // ParseProfile reads --profile.
 func ParseProfile(s string) (Profile, error) {
@@ -56,7 +62,7 @@ func ParseProfile(s string) (Profile, error) {
 			return p, nil
 		}
 	}
-	return "", toolErr(fmt.Errorf("--profile %q: want quick, standard or full", s))
+	return "", toolErr(fmt.Errorf("--profile %q: want quick, standard, full or burnin", s))
 }
 
 // MaxBytes is the profile's largest collective and copy size.
@@ -120,6 +126,7 @@ const (
 	PhaseCopy      = "bench.copy"
 	PhaseNCCL      = "bench.nccl"
 	PhaseRDMA      = "bench.rdma"
+	PhaseBurn      = "burn"
 	PhaseNCCLLogs  = "nccl-logs"
 	PhaseJobs      = "jobs"
 	PhaseModel     = "model"
@@ -151,6 +158,17 @@ func DossierFiles() []dossier.File {
 	return append(dossier.Files(), dossier.File{Name: html.ReportHTML, Render: html.Render})
 }
 
+// dossierStep is a phase of the dossier and what runs it.
+type dossierStep struct {
+	name string
+	run  func(context.Context) (status, reason string)
+}
+
+// stepIndex is the index of the phase named name in steps.
+func stepIndex(steps []dossierStep, name string) int {
+	return slices.IndexFunc(steps, func(st dossierStep) bool { return st.name == name })
+}
+
 // dossierRun is one run's dossier as it grows.
 type dossierRun struct {
 	nr      *NodeRun
@@ -164,6 +182,9 @@ type dossierRun struct {
 	// rdma are the bench rdma documents in the dossier (the phase's and
 	// the included ones), by their job's name.
 	rdma []namedRDMA
+	// burned are the burn-in's verdicts so far (each window judges every
+	// window again, so they replace, not add).
+	burned []result.Result
 }
 
 // namedRDMA is a bench rdma document under its name in the dossier.
@@ -195,34 +216,24 @@ func (nr *NodeRun) Dossier(ctx context.Context, o DossierOptions) (*dossier.Repo
 	for _, p := range d.rep.Phases {
 		d.tell(p, true)
 	}
-	steps := []struct {
-		name string
-		run  func(context.Context) (status, reason string)
-	}{
+	steps := []dossierStep{
 		{PhaseCopy, d.benchCopy},
 		{PhaseNCCL, d.benchNCCL},
 		{PhaseNCCLLogs, d.ncclLogs},
 		{PhaseModel, d.model},
 	}
 	if nr.profile != ProfileQuick {
-		// standard and full loop GPU memory through each rail NIC.
-		steps = slices.Insert(steps, 2, struct {
-			name string
-			run  func(context.Context) (status, reason string)
-		}{PhaseRDMA, d.benchRDMA})
+		// standard, full and burnin loop GPU memory through each rail NIC.
+		steps = slices.Insert(steps, 2, dossierStep{PhaseRDMA, d.benchRDMA})
+	}
+	if nr.profile == ProfileBurnin {
+		// The burn-in after the pass that measured the node at rest.
+		steps = slices.Insert(steps, stepIndex(steps, PhaseNCCLLogs), dossierStep{PhaseBurn, d.burnIn})
 	}
 	if len(nr.included) > 0 {
 		// Only a run that includes jobs has the phase: the fabric hop of
 		// any other says how to measure it.
-		steps = slices.Insert(steps, slices.IndexFunc(steps, func(st struct {
-			name string
-			run  func(context.Context) (status, reason string)
-		}) bool {
-			return st.name == PhaseNCCLLogs
-		})+1, struct {
-			name string
-			run  func(context.Context) (status, reason string)
-		}{PhaseJobs, d.jobs})
+		steps = slices.Insert(steps, stepIndex(steps, PhaseNCCLLogs)+1, dossierStep{PhaseJobs, d.jobs})
 	}
 	var werr error
 	for _, st := range steps {
@@ -292,6 +303,7 @@ func (d *dossierRun) finish(ctx context.Context) {
 	nr := d.nr
 	rs := slices.Clone(nr.Checks.Results)
 	rs = append(rs, d.judged...)
+	rs = append(rs, d.burned...)
 	d.rep.Results = rs
 	d.rep.Measurements = d.measurements()
 	d.rep.Topology = dossier.NewTopology(nr.host, nr.Summary, rs, d.rep.Measurements, d.rep.NCCL, d.rep.Jobs)

@@ -302,13 +302,21 @@ func TestDossierWrittenAfterEveryPhase(t *testing.T) {
 	}
 }
 
-// Profiles: quick is the smallest pass and every profile measures every
-// collective.
+// Profiles: quick is the smallest pass, each of standard and full
+// measures more, every profile measures every collective, and burnin's
+// pass (before its burn-in) is quick's.
 func TestProfiles(t *testing.T) {
 	var last int
+	quick, _ := ProfileQuick.benchConfig(0)
 	for _, p := range Profiles() {
 		n, c := p.benchConfig(0)
 		rows := Rows(n)
+		if p == ProfileBurnin {
+			if rows != Rows(quick) || c.Bytes != ProfileQuick.MaxBytes() {
+				t.Errorf("burnin: %d rows, copies of %d; want quick's pass", rows, c.Bytes)
+			}
+			continue
+		}
 		if rows <= last || len(n.Collectives) == 0 || c.Bytes != p.MaxBytes() {
 			t.Errorf("%s: %d rows (previous %d), copies of %d", p, rows, last, c.Bytes)
 		}

@@ -44,6 +44,10 @@ type RunOptions struct {
 	// files (run --force); without it such a folder is refused before
 	// anything runs.
 	Force bool
+	// Burn is the burn-in of ProfileBurnin (its Duration, Window, Bytes,
+	// NCCL, Judge, Strict, Progress, Warn; Out, GPU and Force are the
+	// run's). Validated before anything runs.
+	Burn BurnOptions
 }
 
 // NodeRun is a node discovered and judged by Run; Dossier runs the rest.
@@ -78,6 +82,7 @@ type NodeRun struct {
 	env       *checks.Env
 	lock      io.Closer // the dossier's lock (dossier.Lock), held until Close
 	included  []*includedJob
+	burn      BurnOptions
 }
 
 // quickPass is the fraction of the expected bandwidth that passes in the
@@ -108,7 +113,12 @@ func (s *Session) Run(ctx context.Context, o RunOptions) (_ *NodeRun, err error)
 	if o.Profile == "" {
 		o.Profile = ProfileQuick
 	}
-	nr := &NodeRun{s: s, out: o.Out, profile: o.Profile, started: started, node: o.Node}
+	nr := &NodeRun{s: s, out: o.Out, profile: o.Profile, started: started, node: o.Node, burn: o.Burn}
+	if o.Profile == ProfileBurnin {
+		if err := o.Burn.validate(); err != nil {
+			return nil, err
+		}
+	}
 	p, err := planChecks(o.Checks)
 	if err != nil {
 		return nil, err

@@ -658,7 +658,8 @@ func TestBurnRefusals(t *testing.T) {
 		{[]string{"burn", "--duration", "0s"}, "must be positive"},
 		{[]string{"burn", "--root", repo + "/testdata/demo/hgx-h200-8gpu-10nic.tgz"}, "benchmarks run on the live host only"},
 		{[]string{"burn", "--size", "lots"}, "--size"},
-		{[]string{"burn", "--devices", "x"}, "--devices"},
+		{[]string{"run", "--duration", "1m"}, "--duration applies to --profile burnin only"},
+		{[]string{"run", "--profile", "burnin", "--burn-size", "lots"}, "--burn-size"},
 	} {
 		_, errs, code := run(t, c.args...)
 		if code != ExitToolErr || !strings.Contains(errs, c.want) {

@@ -35,11 +35,19 @@ type runOptions struct {
 	verbose   bool
 	include   []string
 	force     bool
+	// burn is the burn-in of --profile burnin; burnSize its copy size
+	// (--burn-size, burn's --size), noNCCL leaves NCCL out of it.
+	burn     app.BurnOptions
+	burnSize string
+	noNCCL   bool
+	// sizeFlag is the name of the flag burnSize came from.
+	sizeFlag string
 }
 
 // defaultRun are the options of a bare `gdrcheck`.
 func defaultRun() runOptions {
-	return runOptions{profile: string(app.ProfileQuick), checks: checkOptions{timeout: 10 * time.Second, xidWindow: 24 * time.Hour}}
+	return runOptions{profile: string(app.ProfileQuick), checks: checkOptions{timeout: 10 * time.Second, xidWindow: 24 * time.Hour},
+		burn: app.BurnOptions{Duration: time.Hour, Window: 5 * time.Minute, OpTimeout: 5 * time.Minute}, burnSize: "256M", sizeFlag: "burn-size"}
 }
 
 func newRun(g *globals) *cobra.Command {
@@ -87,11 +95,21 @@ when a result is unknown), 2 when the tool itself could not run, 130 when interr
 			if !cmd.Flags().Changed("bench-size") {
 				o.benchSize = ""
 			}
+			if o.profile != string(app.ProfileBurnin) {
+				for _, name := range []string{"duration", "window", "burn-size"} {
+					if cmd.Flags().Changed(name) {
+						return toolError(fmt.Errorf("--%s applies to --profile burnin only", name))
+					}
+				}
+			}
 			return runMain(cmd.Context(), g, o)
 		},
 	}
 	o.format = addFormat(cmd.Flags(), map[report.Format]string{report.JSON: "report.json", report.Markdown: "report.md", report.JUnit: "junit.xml", report.HTML: "report.html"}, runFormats...)
-	cmd.Flags().StringVar(&o.profile, "profile", string(app.ProfileQuick), "how much to measure: quick, standard or full")
+	cmd.Flags().StringVar(&o.profile, "profile", string(app.ProfileQuick), "how much to measure: quick, standard, full, or burnin (quick's pass and the loopback, then the burn-in: --duration, --window)")
+	cmd.Flags().DurationVar(&o.burn.Duration, "duration", o.burn.Duration, "with --profile burnin: how long the burn-in's workload runs")
+	cmd.Flags().DurationVar(&o.burn.Window, "window", o.burn.Window, "with --profile burnin: one window between two counter samples")
+	cmd.Flags().StringVar(&o.burnSize, "burn-size", o.burnSize, "with --profile burnin: bytes per copy of the burn-in (NCCL's collectives at most 256M)")
 	cmd.Flags().BoolVar(&o.bench, "bench", false, "require the benchmarks: exit 2 when they cannot run (they run by default wherever they apply)")
 	cmd.Flags().BoolVar(&o.noBench, "no-bench", false, "skip the benchmarks: discovery and checks only")
 	cmd.Flags().StringVar(&o.benchSize, "bench-size", "", "largest collective and copy size (default: the profile's: quick 64M, standard 1G, full 4G)")
@@ -125,6 +143,18 @@ func runMain(ctx context.Context, g *globals, o runOptions) error {
 		return toolError(fmt.Errorf("--bench and --no-bench contradict each other"))
 	}
 	ro := app.RunOptions{Node: g.node(), Checks: o.checks.options(), Out: o.out, Bench: o.bench, AutoBench: !o.noBench, Profile: prof, Include: o.include, Force: o.force}
+	if prof == app.ProfileBurnin {
+		ro.Burn = o.burn
+		if ro.Burn.Bytes, err = collective.ParseSize(o.burnSize); err != nil {
+			return toolError(fmt.Errorf("--%s: %v", o.sizeFlag, err))
+		}
+		ro.Burn.NCCL = !o.noNCCL
+		ro.Burn.Strict = o.checks.strict
+		ro.Burn.Warn = g.errOut
+		if !o.quiet && !o.verbose {
+			ro.Burn.Progress = g.errOut
+		}
+	}
 	if o.benchSize != "" {
 		if ro.BenchSize, err = collective.ParseSize(o.benchSize); err != nil {
 			return toolError(fmt.Errorf("--bench-size: %v", err))
@@ -251,6 +281,9 @@ func writeEnd(w io.Writer, r *dossier.Report, out string) {
 			}
 		}
 	}
+	if r.Burn != nil {
+		writeBurnSection(&b, r)
+	}
 	if !r.Complete {
 		fmt.Fprintf(&b, "\nINCOMPLETE: %s\n", l(r.Interrupted))
 	}
@@ -282,7 +315,7 @@ func (p *progress) phase(ph dossier.Phase, done bool) {
 	p.closeBar()
 	if !done {
 		p.log.Info("phase started", "phase", ph.Name)
-		if !p.quiet && strings.HasPrefix(ph.Name, "bench.") {
+		if !p.quiet && (strings.HasPrefix(ph.Name, "bench.") || ph.Name == app.PhaseBurn) {
 			fmt.Fprintf(p.w, "gdrcheck: %s ...\n", ph.Name)
 		}
 		return

@@ -55,7 +55,9 @@ type Document struct {
 	NCCL []NCCLRun `json:"nccl"`
 	// Jobs are the jobs of several nodes brought in with run --include:
 	// which of their ranks ran here and what they reached.
-	Jobs      []Job      `json:"jobs,omitempty"`
+	Jobs []Job `json:"jobs,omitempty"`
+	// Burn is the burn-in (profile burnin): nil when none ran.
+	Burn      *Burn      `json:"burn,omitempty"`
 	Phases    []Phase    `json:"phases"`
 	Artifacts []Artifact `json:"artifacts"`
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gdrcheck/gdrcheck/internal/burn"
 	"github.com/gdrcheck/gdrcheck/internal/checks"
 	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/printable"
@@ -250,6 +251,39 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 				c(strings.Join(n.Logs, ", ")), c(cmp.Or(strings.Join(ts, ", "), "no channel transport lines")), n.GDR.DMABuf, c(strings.Join(n.GDR.HCAs, ", ")), n.Errors, n.Warnings)
 		}
 	}
+	if bn := r.Burn; bn != nil {
+		state := "complete"
+		if !bn.Complete {
+			state = "incomplete" + c(paren(bn.Stopped))
+		}
+		fmt.Fprintf(&b, "\n## Burn-in\n\n%s in windows of %s, %d window(s) sampled, %s; its files: `%s` (`gdrcheck burn --replay` judges them again).\n\n", c(bn.Duration), c(bn.Window), len(bn.Windows), state, c(bn.Path))
+		b.WriteString("| window | passes | moved | wrong bytes | NCCL collectives (wrong) | GPUs: SM clock MHz, power W, max °C |\n|---|---|---|---|---|---|\n")
+		for _, x := range bn.Windows {
+			var wrong int64
+			for _, n := range x.NCCL {
+				wrong += n.Wrong
+			}
+			var gs []string
+			for _, g := range x.GPUs {
+				gs = append(gs, fmt.Sprintf("%s %.0f, %.0f, %d", g.Address, g.SMClockMHz, g.PowerW, g.MaxTempC))
+			}
+			fmt.Fprintf(&b, "| %s | %d | %.1f GiB | %d | %d (%d) | %s |\n", c(x.Name), x.Passes, float64(x.Moved)/(1<<30), x.Wrong, len(x.NCCL), wrong, c(strings.Join(gs, "; ")))
+		}
+		var moved []string
+		for _, row := range bn.Timeline {
+			for k, cell := range row.Cells {
+				if cell.Fatal+cell.Correctable > 0 || cell.State == burn.CellReset {
+					moved = append(moved, fmt.Sprintf("| %s | %d | %s | %s |\n", c(cmp.Or(row.Device.Label, row.Device.Name)), k+1, cell.State, c(strings.Join(cell.Counters, ", "))))
+				}
+			}
+		}
+		if len(moved) > 0 {
+			b.WriteString("\nError counters that moved during the burn-in:\n\n| device | window | what | counters |\n|---|---|---|---|\n")
+			b.WriteString(strings.Join(moved, ""))
+		} else if len(bn.Timeline) > 0 {
+			fmt.Fprintf(&b, "\nNo judged error counter of the %d sampled device(s) moved during the burn-in (unread counters are among the judgements).\n", len(bn.Timeline))
+		}
+	}
 	b.WriteString("\n## Checks and judgements\n\n")
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
@@ -393,7 +427,22 @@ func (d *Document) PrometheusGauges() []*report.Gauge {
 			}
 		}
 	}
-	return []*report.Gauge{ready, verdict, complete, gpus, nics, phase, busbw, busExp, busFrac, copyBW, copyExp, copyFrac, paths, gdr, nodeProof, hopProof}
+	out := []*report.Gauge{ready, verdict, complete, gpus, nics, phase, busbw, busExp, busFrac, copyBW, copyExp, copyFrac, paths, gdr, nodeProof, hopProof}
+	if bn := d.Burn; bn != nil {
+		windows := report.NewGauge("gdrcheck_burn_windows", "Windows of the burn-in sampled and judged.")
+		windows.Add(float64(len(bn.Windows)))
+		events := report.NewGauge("gdrcheck_burn_error_events", "Error events the burn-in's judged counters counted over its windows, by device and class (fatal, correctable).")
+		for _, row := range bn.Timeline {
+			var fatal, corr uint64
+			for _, cell := range row.Cells {
+				fatal, corr = fatal+cell.Fatal, corr+cell.Correctable
+			}
+			events.Add(float64(fatal), "device", row.Device.Name, "class", "fatal")
+			events.Add(float64(corr), "device", row.Device.Name, "class", "correctable")
+		}
+		out = append(out, windows, events)
+	}
+	return out
 }
 
 // sortArtifacts orders artifacts by path.

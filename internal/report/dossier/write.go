@@ -30,6 +30,10 @@ func ArtifactKind(rel string) string {
 		return "nccl-graph"
 	case base == "results.json":
 		return "bench-results"
+	case base == "burn.json":
+		return "burn"
+	case strings.Contains(rel, "/burn/samples/"):
+		return "burn-sample"
 	}
 	return "tool-output"
 }

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gdrcheck/gdrcheck/internal/burn"
 	"github.com/gdrcheck/gdrcheck/internal/checks"
 	"github.com/gdrcheck/gdrcheck/internal/printable"
 	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
@@ -68,6 +69,7 @@ var funcs = template.FuncMap{
 	"num":    Number,
 	"lower":  strings.ToLower,
 	"bytes":  func(b int64) string { return BytesLabel(float64(b)) },
+	"ubytes": func(b uint64) string { return BytesLabel(float64(b)) },
 	"pct":    func(f float64) float64 { return 100 * f },
 	"pcie": func(l topology.Link) string {
 		if l.CurWidth == 0 && l.CurSpeed == 0 {
@@ -117,6 +119,11 @@ type view struct {
 	// PCIeNotes say, per GPU index, why a link below its maximum is not a
 	// fault (pcie.link's idle downclock), as the check said.
 	PCIeNotes map[int]string
+	// Burn are the burn-in's plots over its windows, BurnTimeline its
+	// devices' counters per window, BurnResults its verdicts.
+	Burn         []Plot
+	BurnTimeline template.HTML
+	BurnResults  []result.Result
 }
 
 type count struct {
@@ -133,6 +140,15 @@ func Render(w io.Writer, r *dossier.Report) error {
 	v := view{R: r, Host: hostName(r), Topology: drawTopology(r, j), Paths: dataPaths(r, newRefIndex(r, j)),
 		BusBW: busBWPlots(r), Copy: copyPlots(r), Heat: heatMaps(r), CopyLatency: copyLatencies(r), IntraNCCL: intraNCCL(r), PCIeNotes: pcieNotes(r)}
 	v.Banner = verdictClass(r.Verdict.Status)
+	if r.Burn != nil {
+		v.Burn, v.BurnTimeline = burnPlots(r), burnTimeline(r)
+		for _, x := range r.Results {
+			if x.Source == burn.Source {
+				v.BurnResults = append(v.BurnResults, x)
+			}
+		}
+		result.Sort(v.BurnResults)
+	}
 	rs := append([]result.Result(nil), r.Results...)
 	result.Sort(rs)
 	for _, x := range rs {
