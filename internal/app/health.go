@@ -12,6 +12,7 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/checks"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
+	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/report/fleet"
 	"github.com/gdrcheck/gdrcheck/internal/report/sched"
 )
@@ -70,6 +71,11 @@ type HealthOptions struct {
 	// Version is gdrcheck's, for the labels; Now stamps the file.
 	Version string
 	Now     time.Time
+	// Burn, when its Duration is positive, is a short burn-in run by
+	// Session after checks that did not fail (a prolog's "under load"):
+	// a fault it finds fails the node as a failed check does.
+	Burn    BurnOptions
+	Session *Session
 }
 
 // Health is gdrcheck health's outcome.
@@ -93,6 +99,10 @@ type Health struct {
 	Resume *Resume
 	// NFDErr is why the features file could not be written.
 	NFDErr error
+	// Burned is the short burn-in's document and BurnDir its folder; nil
+	// when none ran.
+	Burned  *report.Envelope
+	BurnDir string
 }
 
 // Resume is a node that passed, looked at to be resumed.
@@ -128,6 +138,15 @@ func ValidateHealth(o HealthOptions) error {
 	if o.NFD != "" && o.NFDTTL <= 0 {
 		return toolErr(fmt.Errorf("--nfd-ttl %s: must be positive (how long the labels hold)", o.NFDTTL))
 	}
+	if o.Burn.Duration > 0 {
+		if o.Session == nil {
+			return toolErr(errors.New("a burn-in needs a session"))
+		}
+		if err := requireLive(o.Node.Root); err != nil {
+			return fmt.Errorf("--burn: %w", err)
+		}
+		return o.Burn.validate()
+	}
 	return nil
 }
 
@@ -151,6 +170,9 @@ func RunHealth(ctx context.Context, o HealthOptions) (*Health, error) {
 		h.Judged = j
 		h.Line = sched.HealthLine(j.Checks)
 		h.NotReady = j.Checks.Verdict.NotReady()
+		if o.Burn.Duration > 0 && !h.NotReady {
+			healthBurn(ctx, h, o)
+		}
 	}
 	if h.NotReady && o.Drain.Mode != DrainNone {
 		// The checks ran whatever the node's name: a name scontrol cannot
@@ -168,6 +190,27 @@ func RunHealth(ctx context.Context, o HealthOptions) (*Health, error) {
 		h.NFDErr = writeFeatures(o.NFD, nodeLabels(j, o.Version), o.Now, o.NFDTTL)
 	}
 	return h, nil
+}
+
+// healthBurn runs the short burn-in of a node whose checks did not fail:
+// a fault it finds (under --strict, a verdict it could not give) makes the
+// node not ready, its line naming the fault; a burn-in that could not run
+// is the run's error, as checks that could not run are.
+func healthBurn(ctx context.Context, h *Health, o HealthOptions) {
+	b := o.Burn
+	b.Strict = b.Strict || o.Check.Strict
+	env, dir, err := o.Session.Burn(ctx, o.Node, b)
+	h.Burned, h.BurnDir = env, dir
+	var f *Failure
+	switch {
+	case err == nil:
+	case errors.As(err, &f) && env != nil:
+		h.NotReady = true
+		h.Line = sched.BurnLine(env.Results, b.Strict)
+	default:
+		h.Err = err
+		h.Line = sched.ErrorLine(fmt.Errorf("burn-in: %w", err))
+	}
 }
 
 // RunDrain runs a drain command under its deadline, through the door's

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -29,6 +30,8 @@ func newHealth(g *globals) *cobra.Command {
 	var ttl time.Duration
 	var dr drainFlags
 	var resume bool
+	var burnFor time.Duration
+	var burnOut string
 	cmd := &cobra.Command{
 		Use:   "health",
 		Short: "The readiness checks as one line and an exit code, for Slurm's HealthCheckProgram and prolog, and NFD labels",
@@ -65,7 +68,13 @@ anyone else or for another reason is left as it is, said on standard error. Like
 which onlines only the nodes whose note it set itself.
 --nfd FILE writes a Kubernetes Node Feature Discovery features.d file (a folder: its gdrcheck
 file) atomically, with labels under gdrcheck.feature.node.kubernetes.io/ and an expiry after
---nfd-ttl. docs/scheduler.md says more.`,
+--nfd-ttl. docs/scheduler.md says more.
+--burn DURATION (e.g. 1m, on the live host) runs, after checks that did not fail, a short
+burn-in (gdrcheck burn's workload and judging in one window: copies and NCCL collectives,
+every byte checked, every error counter attributed to the link that moved it): a fault it
+finds fails the node as a failed check does ("gdrcheck FAIL: burn-in: ..."). Its burn.json
+and samples go to --burn-out (default a new folder under the temporary directory), named on
+standard error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			h, err := func() (*app.Health, error) {
@@ -92,15 +101,26 @@ file) atomically, with labels under gdrcheck.feature.node.kubernetes.io/ and an 
 				if !given {
 					node = defaultNodeName()
 				}
-				return app.RunHealth(cmd.Context(), app.HealthOptions{
+				ho := app.HealthOptions{
 					Node: g.node(), Check: o.options(), NodeName: node, NodeGiven: given,
 					Drain: dr.options(), Resume: resume, NFD: nfd, NFDTTL: ttl, Version: g.build.Version, Now: g.session.Now(),
-				})
+				}
+				if burnFor > 0 {
+					if burnOut == "" {
+						burnOut = filepath.Join(os.TempDir(), "gdrcheck-burn-"+g.session.Now().UTC().Format("20060102T150405Z"))
+					}
+					ho.Burn = app.BurnOptions{Duration: burnFor, Window: burnFor, Out: burnOut, Bytes: 256 << 20, OpTimeout: 5 * time.Minute, NCCL: true, Warn: g.errOut}
+					ho.Session = g.session
+				}
+				return app.RunHealth(cmd.Context(), ho)
 			}()
 			if err != nil { // options refused: said on the one line too
 				h = &app.Health{Err: err, Line: sched.ErrorLine(err)}
 			}
 			fmt.Fprintln(g.out, h.Line)
+			if h.BurnDir != "" {
+				fmt.Fprintln(g.errOut, "gdrcheck: burn-in:", printable.Line(h.BurnDir))
+			}
 			if errors.Is(h.Err, context.Canceled) {
 				return h.Err
 			}
@@ -158,6 +178,8 @@ file) atomically, with labels under gdrcheck.feature.node.kubernetes.io/ and an 
 	f.StringVar(&node, "node", "", "the node's Slurm name, drained on failure (default $SLURMD_NODENAME, else the short host name)")
 	f.StringVar(&nfd, "nfd", "", "write NFD labels to this features.d file (or folder: FOLDER/gdrcheck), atomically")
 	f.DurationVar(&ttl, "nfd-ttl", time.Hour, "how long the NFD labels hold (their # +expiry-time): longer than the interval between runs")
+	f.DurationVar(&burnFor, "burn", 0, "after checks that did not fail, a short burn-in of this long (e.g. 1m; live host only): a fault it finds fails the node")
+	f.StringVar(&burnOut, "burn-out", "", "folder for the burn-in's burn.json and samples (default: a new one under the temporary directory)")
 	dr.flags(f, "drain", "", "none, print (the scontrol command on stderr) or apply (run it); default apply with --mode slurm-health, else none")
 	f.BoolVar(&resume, "resume", false, "when the node passes and gdrcheck drained it (its reason starts \""+sched.OurDrainPrefix+"\", the node only drained), resume it as --drain says; default on with --mode slurm-health, off otherwise")
 	return cmd

@@ -54,6 +54,13 @@ func HealthLine(rep *checks.Report) string {
 	return lead(prefixDegraded, pick(rep.Results, func(r result.Result) bool { return degrading(r, v.Strict) }))
 }
 
+// BurnLine is the one line of a node whose short burn-in (health --burn)
+// found a fault: the failing verdicts (under strict, the unknown ones too),
+// worst first.
+func BurnLine(rs []result.Result, strict bool) string {
+	return lead(prefixFail+"burn-in: ", pick(rs, func(r result.Result) bool { return failing(r, strict) }))
+}
+
 // failing is whether r makes the node not ready (checks.Judge's rule).
 func failing(r result.Result, strict bool) bool {
 	return r.Status == result.Fail || strict && (r.Status == result.Unknown || r.Status == result.Error)
