@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/bench"
+	"github.com/gdrcheck/gdrcheck/internal/bench/rdma"
 	"github.com/gdrcheck/gdrcheck/internal/burn"
 	"github.com/gdrcheck/gdrcheck/internal/collect/counters"
 	"github.com/gdrcheck/gdrcheck/internal/collect/nvml/live"
@@ -47,7 +48,12 @@ type BurnOptions struct {
 	// the library at NCCLLib ("" searches).
 	NCCL    bool
 	NCCLLib string
-	Judge   burn.Options
+	// RDMA loops GPU memory through every GPU–NIC pair (ib_write_bw from
+	// PerftestDir, "" searches PATH) beside the copies, where the node has
+	// RDMA NICs.
+	RDMA        bool
+	PerftestDir string
+	Judge       burn.Options
 	// SensorEvery is how often the GPUs' clocks, power and temperature
 	// are read while the workload runs (0: every 2 s).
 	SensorEvery time.Duration
@@ -109,6 +115,9 @@ type BurnWork struct {
 	// Sensors are the GPUs' clocks, power and temperature read while the
 	// window's workload ran.
 	Sensors []burn.GPUSensors `json:"sensors,omitempty"`
+	// RDMA are the window's GPU-memory loopbacks through the GPU–NIC
+	// pairs, run beside the copies.
+	RDMA []BurnRDMA `json:"rdma,omitempty"`
 }
 
 // BurnCollective is one NCCL collective of a window's pass.
@@ -159,6 +168,7 @@ func (s *Session) Burn(ctx context.Context, n NodeOptions, o BurnOptions) (*repo
 	}
 	defer gpus.Close()
 	t := burnTarget{root: root, host: h, gpus: gpus, dir: dir, readTimeout: cmp.Or(n.Timeout, burnReadTimeout)}
+	t.rdma, t.rdmaNote = burnRDMAPlan(ctx, n, h, o)
 	if o.NCCL {
 		if t.nccl, err = s.SetupNCCL(filepath.Join(dir, "nccl")); err != nil {
 			return nil, dir, err
@@ -200,10 +210,13 @@ func prepareBurnDir(dir string, force bool) error {
 // (nil: no NCCL in the workload) and the directory of burn.json and
 // samples/.
 type burnTarget struct {
-	root        machine.Root
-	host        *topology.Host
-	gpus        *GPUs
-	nccl        *NCCLSetup
+	root machine.Root
+	host *topology.Host
+	gpus *GPUs
+	nccl *NCCLSetup
+	// rdma is the loopback plan (nil: none, rdmaNote says why).
+	rdma        *rdma.Plan
+	rdmaNote    string
 	dir         string
 	readTimeout time.Duration
 	// onWindow is told after each window is sampled, judged and burn.json
@@ -219,6 +232,9 @@ func (s *Session) burnOn(ctx context.Context, t burnTarget, o BurnOptions) (*rep
 	windows := int(o.Duration / o.Window)
 	root, h, gpus, dir := t.root, t.host, t.gpus, t.dir
 	doc := &BurnDoc{Duration: o.Duration.String(), Window: o.Window.String(), Schedule: burn.Schedule{Windows: []burn.Window{}}, Work: []BurnWork{}, Samples: []string{}}
+	if t.rdmaNote != "" {
+		doc.Notes = append(doc.Notes, t.rdmaNote)
+	}
 	links := map[int]burn.Link{}
 	for _, d := range gpus.Devices {
 		bg := BurnGPU{Device: d, Address: gpus.BusIDs[d]}
@@ -360,6 +376,15 @@ func (s *Session) burnOn(ctx context.Context, t burnTarget, o BurnOptions) (*rep
 				work.Errors = append(work.Errors, "nccl: "+err.Error())
 			}
 		}
+		// The loopbacks run beside the copies, round after round, on
+		// their own goroutine: GPU memory, its PCIe path to the NIC and
+		// the port under load together.
+		rdmaDone := make(chan []BurnRDMA, 1)
+		if t.rdma != nil {
+			go func() { rdmaDone <- rdmaRounds(ctx, t.rdma, o, rdmaDir(dir, i), s.Now, deadline) }()
+		} else {
+			rdmaDone <- nil
+		}
 		for runErr == nil && s.Now().Before(deadline) {
 			res, err := bench.RunCopy(ctx, gpus.RT, cfg)
 			work.Passes++
@@ -388,6 +413,10 @@ func (s *Session) burnOn(ctx context.Context, t burnTarget, o BurnOptions) (*rep
 				runErr = err
 				break
 			}
+		}
+		work.RDMA = <-rdmaDone
+		if t.rdma != nil {
+			chargeRDMA(t.rdma, work.RDMA, moved)
 		}
 		end := s.Now()
 		stopSensors()
@@ -476,6 +505,7 @@ func judgeBurn(h *topology.Host, doc *BurnDoc, before, after burnSamples, o burn
 	}
 	rs := append(burn.Judge(series, o), burn.JudgeGPUs(doc.Schedule, before.gpus, after.gpus)...)
 	rs = append(rs, burn.JudgeSensors(doc.Schedule, sensors)...)
+	rs = append(rs, rdmaResults(doc)...)
 	return append(rs, workResults(doc)...), nil
 }
 

@@ -45,6 +45,7 @@ func (d *dossierRun) burnIn(ctx context.Context) (string, string) {
 	}
 	defer cleanup()
 	t := burnTarget{root: root, host: nr.host, gpus: nr.gpus, dir: dir, readTimeout: cmp.Or(nr.node.Timeout, burnReadTimeout)}
+	t.rdma, t.rdmaNote = burnRDMAPlan(ctx, nr.node, nr.host, o)
 	if o.NCCL && nr.ncclSetup != nil {
 		// NCCL's debug log goes where the run's does (its settings are
 		// read once per process); the burn's results beside burn.json.
@@ -126,6 +127,15 @@ func BurnSection(doc *BurnDoc, path string) *dossier.Burn {
 				gpu += ">" + name(c.Peer)
 			}
 			bw.Copies = append(bw.Copies, dossier.BurnRate{Name: c.Test, GPU: gpu, GBps: c.GBps, Wrong: c.Wrong, Error: c.Error})
+		}
+		for _, x := range w.RDMA {
+			gpu := x.GPU
+			for _, g := range doc.GPUs {
+				if g.Address == x.GPU && g.GPU != "" {
+					gpu = g.GPU
+				}
+			}
+			bw.RDMA = append(bw.RDMA, dossier.BurnRate{Name: "ib_write_bw " + x.Memory, GPU: fmt.Sprintf("%s>%s:%d", gpu, x.NIC, x.Port), GBps: x.Gbps / 8, Error: x.Error})
 		}
 		for _, c := range w.NCCL {
 			bw.NCCL = append(bw.NCCL, dossier.BurnRate{Name: c.Collective, GBps: c.BusBW, Wrong: c.Wrong, Error: c.Error})

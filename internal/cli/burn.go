@@ -56,7 +56,10 @@ moved before the workload are reported, never failed.
 the plots, report.md, junit.xml, metrics.prom), rewritten after every window, so an interrupted
 run leaves a valid dossier of the windows done, marked incomplete; the burn-in's burn.json and
 counter samples are under raw/burn/. --replay DIR judges them again (DIR the dossier or its
-raw/burn), writing nothing. Not yet in the workload: RDMA loopback under load, a rank of a
+raw/burn), writing nothing. Where the node has RDMA NICs, every GPU–NIC pair loops GPU memory
+through its NIC (ib_write_bw, perftest from PATH; every registration mode the node offers) beside
+the copies, round after round (--no-rdma leaves it out): the GPU's PCIe path to the NIC and the
+port are then under load and charged with the bytes. Not yet in the workload: a rank of a
 multi-node job (docs/burn.md says what comes next).
 
 Exit status: 0 nothing failed, 1 a verdict failed or data came back wrong (with --strict also
@@ -84,6 +87,7 @@ judged and kept).`,
 	f.StringVar(&o.checks.expect, "expect", "", "site profile (YAML or JSON) the node is judged against")
 	f.StringVar(&replay, "replay", "", "judge a burn-in again (a dossier, or its raw/burn with burn.json and samples) with this release's judging, writing nothing; --root names the node it ran on (a snapshot of it, or the live host)")
 	f.BoolVar(&o.noNCCL, "no-nccl", false, "leave NCCL's collectives out of the workload (copies only)")
+	f.BoolVar(&o.noRDMA, "no-rdma", false, "leave the GPU-memory loopbacks through the GPU–NIC pairs (ib_write_bw) out of the workload")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print the node verdict only")
 	o.format = addFormat(f, nil, report.Text, report.JSON)
 	return cmd

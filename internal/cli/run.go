@@ -40,6 +40,7 @@ type runOptions struct {
 	burn     app.BurnOptions
 	burnSize string
 	noNCCL   bool
+	noRDMA   bool
 	// sizeFlag is the name of the flag burnSize came from.
 	sizeFlag string
 }
@@ -149,6 +150,7 @@ func runMain(ctx context.Context, g *globals, o runOptions) error {
 			return toolError(fmt.Errorf("--%s: %v", o.sizeFlag, err))
 		}
 		ro.Burn.NCCL = !o.noNCCL
+		ro.Burn.RDMA = !o.noRDMA
 		ro.Burn.Strict = o.checks.strict
 		ro.Burn.Warn = g.errOut
 		if !o.quiet && !o.verbose {

@@ -45,6 +45,10 @@ type BurnWindow struct {
 	// window's checked pass of every collective.
 	Copies []BurnRate `json:"copies"`
 	NCCL   []BurnRate `json:"nccl,omitempty"`
+	// RDMA are the GPU-memory loopbacks through the GPU–NIC pairs run
+	// beside the copies (GBps their rate in GB/s; Name the memory kind,
+	// GPU "GPU0>mlx5_0:1").
+	RDMA []BurnRate `json:"rdma,omitempty"`
 	// GPUs are the clocks, power and temperature read under the load.
 	GPUs   []burn.GPUSensors `json:"gpus,omitempty"`
 	Errors []string          `json:"errors,omitempty"`

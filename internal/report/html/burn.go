@@ -81,6 +81,8 @@ func burnPlots(r *dossier.Report) []Plot {
 		collect(func(w dossier.BurnWindow) []dossier.BurnRate { return w.Copies }))
 	add("Burn-in: NCCL bus bandwidth per window", "bus bandwidth (GB/s)", "each window's checked pass of every collective",
 		collect(func(w dossier.BurnWindow) []dossier.BurnRate { return w.NCCL }))
+	add("Burn-in: GPU-memory loopback per window", "GB/s", "ib_write_bw through each GPU–NIC pair beside the copies (not data-checked); each window's last round",
+		collect(func(w dossier.BurnWindow) []dossier.BurnRate { return lastRDMA(w.RDMA) }))
 	add("Burn-in: SM clock under load", "mean SM clock (MHz)", "mean of the readings every 2 s while the window's workload ran",
 		sensor(func(s burn.GPUSensors) float64 { return s.SMClockMHz }))
 	add("Burn-in: power under load", "mean power (W)", "mean of the readings while the window's workload ran",
@@ -239,4 +241,23 @@ func compactCount(v uint64) string {
 		return fmt.Sprintf("%.0fM", float64(v)/1e6)
 	}
 	return ">1G"
+}
+
+// lastRDMA keeps the last loopback of each pair and memory in a window
+// (a window holds several rounds).
+func lastRDMA(rs []dossier.BurnRate) []dossier.BurnRate {
+	last := map[string]int{}
+	var order []string
+	for i, r := range rs {
+		k := r.Name + " " + r.GPU
+		if _, ok := last[k]; !ok {
+			order = append(order, k)
+		}
+		last[k] = i
+	}
+	out := make([]dossier.BurnRate, 0, len(order))
+	for _, k := range order {
+		out = append(out, rs[last[k]])
+	}
+	return out
 }

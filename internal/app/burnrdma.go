@@ -1,0 +1,179 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gdrcheck/gdrcheck/internal/bench"
+	"github.com/gdrcheck/gdrcheck/internal/bench/rdma"
+	"github.com/gdrcheck/gdrcheck/internal/burn"
+	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/topology"
+)
+
+// BurnRDMA is one ib_write_bw loopback of a window: GPU memory through one
+// GPU–NIC pair for Seconds, at its average rate.
+type BurnRDMA struct {
+	GPU     string  `json:"gpu"` // PCI address
+	NIC     string  `json:"nic"`
+	Port    int     `json:"port"`
+	Memory  string  `json:"memory"` // cuda (nvidia-peermem) or cuda-dmabuf
+	Gbps    float64 `json:"gbps"`
+	Seconds int     `json:"seconds"`
+	Error   string  `json:"error,omitempty"`
+}
+
+// burnRDMASeconds is how long each loopback runs (perftest's -D): long
+// enough that its rate is steady, short enough that a window holds many.
+func burnRDMASeconds(window time.Duration) int {
+	return int(min(max(window/6, 2*time.Second), 20*time.Second) / time.Second)
+}
+
+// burnRDMAPlan is the burn-in's loopback plan on the node behind n: every
+// GPU–NIC pair that is not skipped, with its GPU-memory runs only (the
+// host-memory control moves no GPU data); nil and why when there is
+// nothing to loop back through.
+func burnRDMAPlan(ctx context.Context, n NodeOptions, h *topology.Host, o BurnOptions) (*rdma.Plan, string) {
+	switch {
+	case !o.RDMA:
+		return nil, "RDMA loopback left out of the workload (--no-rdma)"
+	case len(h.NICs) == 0:
+		return nil, "no RDMA NIC on this host: no GPU–NIC pair to loop back through under load"
+	}
+	p, err := PlanRDMA(ctx, n, rdma.Options{Mode: rdma.ModeLoopback, Test: rdma.WriteBW, Size: 1 << 20, GIDIndex: -1, Duration: burnRDMASeconds(o.Window)})
+	if err != nil {
+		return nil, "no RDMA loopback under load: " + err.Error()
+	}
+	var keep []rdma.Entry
+	var why []string
+	for _, e := range p.Entries {
+		if e.Skip != "" {
+			why = append(why, fmt.Sprintf("%s–%s: %s", e.GPUBusID, e.NIC, e.Skip))
+			continue
+		}
+		var runs []rdma.Run
+		for _, r := range e.Runs {
+			if r.Memory != rdma.MemHost {
+				runs = append(runs, r)
+			}
+		}
+		if len(runs) == 0 {
+			why = append(why, fmt.Sprintf("%s–%s: no way to register GPU memory with the NIC", e.GPUBusID, e.NIC))
+			continue
+		}
+		e.Runs = runs
+		keep = append(keep, e)
+	}
+	if len(keep) == 0 {
+		return nil, "no GPU–NIC pair to loop back through under load: " + strings.Join(why, "; ")
+	}
+	p.Entries = keep
+	return p, ""
+}
+
+// rdmaRounds runs the plan's loopbacks round after round until a round
+// could not end by deadline, and returns every run; the outputs of the
+// last round are kept in out.
+func rdmaRounds(ctx context.Context, p *rdma.Plan, o BurnOptions, out string, now func() time.Time, deadline time.Time) []BurnRDMA {
+	secs := 0
+	runs := 0
+	for _, e := range p.Entries {
+		runs += len(e.Runs)
+	}
+	if len(p.Entries) > 0 && len(p.Entries[0].Runs) > 0 {
+		secs = burnRDMASeconds(o.Window)
+	}
+	var done []BurnRDMA
+	for ctx.Err() == nil && now().Add(time.Duration(secs*runs)*time.Second).Before(deadline) {
+		prs, err := bench.RunRDMA(ctx, p, bench.RDMAOptions{PerftestDir: o.PerftestDir, Out: out, Timeout: time.Duration(secs)*time.Second + time.Minute})
+		for _, pr := range prs {
+			for _, oc := range pr.Outcomes {
+				r := BurnRDMA{GPU: pr.Entry.GPUBusID, NIC: pr.Entry.NIC, Port: pr.Entry.Port, Memory: oc.Memory, Gbps: oc.Gbps, Seconds: secs}
+				if oc.Cause != "" {
+					r.Error = oc.Cause
+					if oc.Detail != "" {
+						r.Error += ": " + oc.Detail
+					}
+				}
+				done = append(done, r)
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	return done
+}
+
+// chargeRDMA puts a window's loopbacks on the links they crossed: the
+// GPU–NIC path and the NIC's port (in a two-NIC loopback the server's port
+// too; a port that looped the traffic back inside the NIC counts none of
+// it, and attribution credits a port only with what it counted).
+func chargeRDMA(p *rdma.Plan, runs []BurnRDMA, moved map[burn.Link]uint64) {
+	server := map[string]rdma.Entry{}
+	for _, e := range p.Entries {
+		server[e.GPUBusID+">"+e.NIC] = e
+	}
+	for _, r := range runs {
+		if r.Error != "" || r.Gbps <= 0 {
+			continue
+		}
+		b := uint64(r.Gbps * 1e9 / 8 * float64(r.Seconds))
+		moved[burn.GPUNICLink(r.GPU, r.NIC)] += b
+		moved[burn.PortLink(r.NIC, r.Port)] += b
+		if e, ok := server[r.GPU+">"+r.NIC]; ok && (e.ServerNIC != r.NIC || e.ServerPort != r.Port) && e.ServerNIC != "" {
+			moved[burn.PortLink(e.ServerNIC, e.ServerPort)] += b
+		}
+	}
+}
+
+// rdmaResults judges a window's loopbacks (burn.rdma): a loopback that
+// failed under load fails the window, naming the pair; perftest does not
+// check the data, so a pass says the bytes were moved, not verified.
+func rdmaResults(doc *BurnDoc) []result.Result {
+	var out []result.Result
+	for _, w := range doc.Work {
+		if len(w.RDMA) == 0 {
+			continue
+		}
+		name := doc.Schedule.Name(w.Window)
+		subject := fmt.Sprintf("window %d", w.Window+1)
+		var failed []string
+		lo, hi := 0.0, 0.0
+		for _, r := range w.RDMA {
+			if r.Error != "" {
+				failed = append(failed, fmt.Sprintf("%s–%s port %d (%s): %s", r.GPU, r.NIC, r.Port, r.Memory, r.Error))
+				continue
+			}
+			if lo == 0 || r.Gbps < lo {
+				lo = r.Gbps
+			}
+			hi = max(hi, r.Gbps)
+		}
+		if len(failed) > 0 {
+			out = append(out, result.Result{ID: "burn.rdma", Source: burn.Source, Status: result.Fail, Subject: subject, Reason: "LoopbackFailed",
+				Message: fmt.Sprintf("%s: %d of %d GPU-memory loopback(s) failed under load: %s", name, len(failed), len(w.RDMA), limitList(failed, 3)),
+				Remedy:  "run gdrcheck bench rdma on the pair for the loopback's own output (raw/burn/rdma), and gdrcheck check gdr. for the registration path; a loopback that works at rest and fails under load points at the NIC, its PCIe path or the GPU"})
+			continue
+		}
+		out = append(out, result.Result{ID: "burn.rdma", Source: burn.Source, Status: result.Pass, Subject: subject, Reason: "LoopbackRan",
+			Message: fmt.Sprintf("%s: %d GPU-memory loopback(s) through the GPU–NIC pairs ran under load, %.0f–%.0f Gb/s (ib_write_bw does not check the data: the bytes were moved and counted on the links, not verified)", name, len(w.RDMA), lo, hi)})
+	}
+	return out
+}
+
+// limitList joins the first n items and says how many more there are.
+func limitList(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, "; ")
+	}
+	return fmt.Sprintf("%s; and %d more", strings.Join(items[:n], "; "), len(items)-n)
+}
+
+// rdmaDir is where a window's loopback outputs go.
+func rdmaDir(dir string, window int) string {
+	return filepath.Join(dir, "rdma", fmt.Sprintf("window-%d", window+1))
+}
