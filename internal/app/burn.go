@@ -412,8 +412,9 @@ func (b *burnSamples) add(c *cf.Sample, g *burn.GPUReading) {
 
 // judgeBurn is every verdict of a burn-in: the counters' deltas attributed
 // to the links (burn.Judge), the GPUs' own counters (burn.JudgeGPUs), their
-// clocks under load (burn.JudgeSensors) and the workload's data
-// (workResults). A burn-in run and its replay judge through it; it sets
+// clocks under load (burn.JudgeSensors), their corrected ECC errors as a
+// rate (burn.JudgeECC), their power (burn.JudgePower) and the workload's
+// data (workResults). A burn-in run and its replay judge through it; it sets
 // doc.Series. The error is the attribution's: samples that do not fit the
 // schedule or the node.
 func judgeBurn(h *topology.Host, doc *BurnDoc, before, after burnSamples, o burn.Options) ([]result.Result, error) {
@@ -431,6 +432,8 @@ func judgeBurn(h *topology.Host, doc *BurnDoc, before, after burnSamples, o burn
 	}
 	rs := append(burn.Judge(series, o), burn.JudgeGPUs(doc.Schedule, before.gpus, after.gpus)...)
 	rs = append(rs, burn.JudgeSensors(doc.Schedule, sensors)...)
+	rs = append(rs, burn.JudgeECC(doc.Schedule, before.gpus, after.gpus, o.Confidence)...)
+	rs = append(rs, burn.JudgePower(doc.Schedule, sensors)...)
 	return append(rs, workResults(doc)...), nil
 }
 

@@ -29,10 +29,13 @@ type GPUSensors struct {
 	SMClockMHz    float64 `json:"sm_clock_mhz"`
 	MinSMClockMHz uint32  `json:"min_sm_clock_mhz"`
 	MaxSMClockMHz uint32  `json:"max_sm_clock_mhz,omitempty"`
-	PowerW        float64 `json:"power_w"`
-	MaxPowerW     float64 `json:"max_power_w"`
-	PowerLimitW   float64 `json:"power_limit_w,omitempty"`
-	MaxTempC      uint32  `json:"max_temp_c"`
+	// PowerW is the mean board power over the PowerSamples readings that
+	// gave one, MaxPowerW the highest; PowerLimitW the enforced limit.
+	PowerW       float64 `json:"power_w"`
+	PowerSamples int     `json:"power_samples,omitempty"`
+	MaxPowerW    float64 `json:"max_power_w"`
+	PowerLimitW  float64 `json:"power_limit_w,omitempty"`
+	MaxTempC     uint32  `json:"max_temp_c"`
 	// ClockEvents are every clock event reason seen in the window.
 	ClockEvents []string `json:"clock_events,omitempty"`
 }
@@ -166,6 +169,7 @@ func (w *SensorWindow) Add(f *gpu.Facts) {
 		}
 		if sn.PowerW != nil {
 			sums[1] += *sn.PowerW
+			a.PowerSamples++
 			a.MaxPowerW = max(a.MaxPowerW, *sn.PowerW)
 		}
 		if sn.PowerLimitW != nil {
@@ -189,7 +193,9 @@ func (w *SensorWindow) GPUs() []GPUSensors {
 	for _, addr := range w.order {
 		a := *w.acc[addr]
 		a.SMClockMHz = w.sum[addr][0] / float64(a.Samples)
-		a.PowerW = w.sum[addr][1] / float64(a.Samples)
+		if a.PowerSamples > 0 {
+			a.PowerW = w.sum[addr][1] / float64(a.PowerSamples)
+		}
 		out = append(out, a)
 	}
 	return out
