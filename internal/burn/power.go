@@ -13,13 +13,14 @@ import (
 // enforced limit.
 const IDPower = "burn.power"
 
-// PowerPeerTolerance is how far below the median of the node's GPUs a
-// GPU's mean board power under the same load may be before it is named.
+// PowerPeerTolerance is how far below the median of its peers (the node's
+// other GPUs) a GPU's mean board power under the same load may be before
+// it is named.
 // DCGM's diagnostic (4.5 and later: power_tolerance_pcnt, or
 // tolerance_pcnt for clocks and power at once) names a GPU whose mean
 // power is below (1 − tolerance) × the GPUs' mean and leaves the
 // tolerance to the site (off by default). The burn-in's copies are bound
-// by memory and PCIe, not compute: the H200 drew about 120 W of its 700 W
+// by memory and PCIe, not compute: an H100 drew 119.5–121 W of its 700 W
 // limit under them (docs/device-runs.md), where the boards' own spread
 // (leakage, temperature) is a larger share than under a compute load, so
 // the tolerance is wider than the clocks' 10%. The median, not the mean,
@@ -33,7 +34,7 @@ const PowerPeerTolerance = 0.20
 const PowerAtLimit = 0.97
 
 // JudgePower judges each GPU's board power window by window: a mean more
-// than PowerPeerTolerance below the median of the node's GPUs warns,
+// than PowerPeerTolerance below the median of the node's other GPUs warns,
 // naming both; power at its enforced limit (PowerAtLimit) together with a
 // sw_power_cap clock event warns as power throttling, naming the power
 // and the limit (a hardware power brake fails in burn.clocks). One GPU
@@ -53,14 +54,7 @@ func JudgePower(s Schedule, windows [][]GPUSensors) []result.Result {
 	n := min(len(windows), len(s.Windows))
 	for i := range n {
 		ws, name := windows[i], s.Name(i)
-		var powers []float64
-		for _, g := range ws {
-			if powerRead(g) {
-				powers = append(powers, g.PowerW)
-			}
-		}
-		med := median(powers)
-		for _, g := range ws {
+		for gi, g := range ws {
 			st := per[g.Address]
 			if st == nil {
 				st = &state{}
@@ -77,10 +71,17 @@ func JudgePower(s Schedule, windows [][]GPUSensors) []result.Result {
 			st.read++
 			st.lo, st.hi = min(st.lo, g.PowerW), max(st.hi, g.PowerW)
 			st.limit = max(st.limit, g.PowerLimitW)
-			if len(powers) > 1 {
+			// Its peers: the window's other GPUs with a power reading.
+			var peers []float64
+			for pi, p := range ws {
+				if pi != gi && powerRead(p) {
+					peers = append(peers, p.PowerW)
+				}
+			}
+			if len(peers) > 0 {
 				st.peers = true
-				if g.PowerW < (1-PowerPeerTolerance)*med {
-					st.warn = append(st.warn, fmt.Sprintf("%s: board power %.0f W against the GPUs' median %.0f W (%.0f%% below)", name, g.PowerW, med, 100*(1-g.PowerW/med)))
+				if med := median(peers); g.PowerW < (1-PowerPeerTolerance)*med {
+					st.warn = append(st.warn, fmt.Sprintf("%s: board power %.0f W against its peers' median %.0f W (%.0f%% below)", name, g.PowerW, med, 100*(1-g.PowerW/med)))
 				}
 			}
 			if g.PowerLimitW > 0 && g.MaxPowerW >= PowerAtLimit*g.PowerLimitW && slices.Contains(g.ClockEvents, "sw_power_cap") {
@@ -115,7 +116,7 @@ func JudgePower(s Schedule, windows [][]GPUSensors) []result.Result {
 			r.Message = "one GPU: no peer to compare its power with, never throttled at its limit; " + span
 		default:
 			r.Status, r.Reason = result.Pass, "PowerWithPeers"
-			r.Message = fmt.Sprintf("board power within %.0f%% of the GPUs' median, never throttled at its limit; %s", 100*PowerPeerTolerance, span)
+			r.Message = fmt.Sprintf("board power never more than %.0f%% below its peers' median, never throttled at its limit; %s", 100*PowerPeerTolerance, span)
 		}
 		out = append(out, r)
 	}

@@ -39,7 +39,9 @@ func TestJudgePower(t *testing.T) {
 	}{
 		{"peers alike", [][]GPUSensors{window([]float64{650, 640, 655}), window([]float64{650, 645, 660})}, "0000:3a:00.0", result.Pass, "PowerWithPeers", "mean power 640–645 W over 2 window(s), enforced limit 700 W"},
 		// One GPU draws 30% less than its peers under the same load.
-		{"one GPU 30% below", [][]GPUSensors{window([]float64{650, 455, 650}), window([]float64{650, 455, 650})}, "0000:3a:00.0", result.Warn, "PowerBelowPeers", "window 1 (12:00:00–12:01:00): board power 455 W against the GPUs' median 650 W (30% below)"},
+		{"one GPU 30% below", [][]GPUSensors{window([]float64{650, 455, 650}), window([]float64{650, 455, 650})}, "0000:3a:00.0", result.Warn, "PowerBelowPeers", "window 1 (12:00:00–12:01:00): board power 455 W against its peers' median 650 W (30% below)"},
+		// Of two GPUs, the one 30% below the other (18% below their mean).
+		{"two GPUs, one 30% below", [][]GPUSensors{window([]float64{650, 455})}, "0000:3a:00.0", result.Warn, "PowerBelowPeers", "455 W against its peers' median 650 W (30% below)"},
 		{"the peers of the low GPU pass", [][]GPUSensors{window([]float64{650, 455, 650}), window([]float64{650, 455, 650})}, "0000:18:00.0", result.Pass, "PowerWithPeers", ""},
 		{"at its limit with sw_power_cap", [][]GPUSensors{window([]float64{650, 680, 650}, nil, []string{"sw_power_cap"}), window([]float64{650, 650, 650})}, "0000:3a:00.0", result.Warn, "PowerThrottled", "window 1 (12:00:00–12:01:00): power throttling: up to 714 W against its enforced limit of 700 W, clocks cut by sw_power_cap"},
 		// The cap event alone, far from the limit, is not power throttling.
