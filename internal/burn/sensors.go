@@ -15,8 +15,9 @@ import (
 const IDSensors = "burn.clocks"
 
 // PeerTolerance is how far below the median of the node's GPUs a GPU's
-// mean SM clock under the same load may be before it is named: 10%, the
-// order of the spread DCGM's diagnostics accept between GPUs of one node.
+// mean SM clock under the same load may be before it is named: 10%.
+// DCGM's diagnostic (4.5 and later) applies the same rule against the
+// GPUs' mean (clocks_tolerance_pcnt), its tolerance left to the site.
 const PeerTolerance = 0.10
 
 // GPUSensors summarises one GPU's sensor readings during one window's
