@@ -112,6 +112,13 @@ func JudgeECC(s Schedule, baseline, ends []*GPUReading, conf float64) []result.R
 			prevGPUs = prev.Facts.GPUs
 		}
 		hours := s.Windows[i].End.Sub(s.Windows[i].Start).Hours()
+		// A GPU seen before and not reported at this end (burn.gpu fails it).
+		for _, addr := range order {
+			if findGPU(cur.Facts.GPUs, addr) == nil {
+				per[addr].unread = append(per[addr].unread, name+": the driver does not report the GPU at its end")
+				per[addr].run = 0
+			}
+		}
 		for _, g := range cur.Facts.GPUs {
 			st := get(g.BusID)
 			st.windows++

@@ -75,6 +75,8 @@ func TestJudgeECC(t *testing.T) {
 			"0000:3a:00.0", result.Unknown, "ECCUnread", "ECC is off"},
 		{"counted between the baselines", sched(2, 5*time.Minute), series([2]int64{0, 0}, [2]int64{3, 0}), series([2]int64{3, 0}, [2]int64{3, 0}),
 			"node", result.Skip, "ECCBefore", "between the baselines (not judged): 0000:18:00.0: 3"},
+		{"a GPU gone at a window's end", sched(2, 5*time.Minute), series([2]int64{0, 0}), []*GPUReading{reading(0, 0), reading(0)},
+			"0000:3a:00.0", result.Unknown, "ECCUnread", "window 2 (12:05:00–12:10:00): the driver does not report the GPU at its end"},
 		{"no reading at a window's end", sched(2, 5*time.Minute), series([2]int64{0, 0}), []*GPUReading{reading(0, 0), {FactsError: "NVML: GPU is lost"}},
 			"0000:18:00.0", result.Unknown, "ECCUnread", "window 2 (12:05:00–12:10:00): no reading at its end"},
 	} {

@@ -108,7 +108,15 @@ func JudgePower(s Schedule, windows [][]GPUSensors) []result.Result {
 		case st.read == 0:
 			r.Status, r.Reason = result.Unknown, "NoPower"
 			r.Message = "no board power was read while the workload ran"
-		case len(st.missing) > 0:
+		case st.read < n:
+			// In window order, those whose summary lacks the GPU altogether too.
+			st.missing = st.missing[:0]
+			for i := range n {
+				j := slices.IndexFunc(windows[i], func(g GPUSensors) bool { return g.Address == addr })
+				if j < 0 || !powerRead(windows[i][j]) {
+					st.missing = append(st.missing, s.Name(i))
+				}
+			}
 			r.Status, r.Reason = result.Unknown, "PowerUnread"
 			r.Message = "board power not read in " + strings.Join(compact(st.missing), ", ") + "; " + span
 		case !st.peers:

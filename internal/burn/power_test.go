@@ -49,6 +49,8 @@ func TestJudgePower(t *testing.T) {
 		{"one GPU", [][]GPUSensors{window([]float64{120}), window([]float64{121})}, "0000:18:00.0", result.Skip, "NoPeers", "mean power 120–121 W over 2 window(s)"},
 		{"one GPU throttled", [][]GPUSensors{window([]float64{690}, []string{"sw_power_cap"})}, "0000:18:00.0", result.Warn, "PowerThrottled", "power throttling"},
 		{"power not read in a window", [][]GPUSensors{window([]float64{650, 650}), window([]float64{650, 0})}, "0000:3a:00.0", result.Unknown, "PowerUnread", "board power not read in window 2 (12:01:00–12:02:00)"},
+		// A window whose sensor summary lacks the GPU altogether.
+		{"absent from a window", [][]GPUSensors{window([]float64{650, 650}), window([]float64{650})}, "0000:3a:00.0", result.Unknown, "PowerUnread", "board power not read in window 2 (12:01:00–12:02:00)"},
 		{"never read", [][]GPUSensors{window([]float64{0, 0})}, "0000:3a:00.0", result.Unknown, "NoPower", "no board power"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
