@@ -1,6 +1,7 @@
 package burn
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -84,5 +85,36 @@ func TestJudgeBandwidth(t *testing.T) {
 	nccl := [][]Throughput{{{Test: "nccl all_reduce", Subject: "node", GBps: 360, Measured: true}}, {{Test: "nccl all_reduce", Subject: "node", GBps: 362, Measured: true}}, {{Test: "nccl all_reduce", Subject: "node", GBps: 288, Measured: true}}}
 	if rs := JudgeBandwidth(sched(3), nccl); len(rs) != 1 || rs[0].Status != result.Warn || rs[0].Subject != "nccl all_reduce node" || !strings.Contains(rs[0].Message, "288.0 GB/s against 361.0 GB/s") {
 		t.Errorf("nccl: %+v", rs)
+	}
+}
+
+// The bandwidth judging of an hour-long burn-in of an 8-GPU node: 12
+// windows of 72 copies (8 bidir_pinned, 8 d2d, 56 p2p_bidir pairs) and 7
+// NCCL collectives.
+func BenchmarkJudgeBandwidth8GPU12Windows(b *testing.B) {
+	t0 := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	var s Schedule
+	var ws [][]Throughput
+	for i := range 12 {
+		s.Windows = append(s.Windows, Window{Start: t0.Add(time.Duration(i) * 5 * time.Minute), End: t0.Add(time.Duration(i+1) * 5 * time.Minute)})
+		var w []Throughput
+		for g := range 8 {
+			w = append(w, Throughput{Test: "bidir_pinned", Subject: fmt.Sprint(g), GBps: 100, Measured: true},
+				Throughput{Test: "d2d", Subject: fmt.Sprint(g), GBps: 2000, Measured: true})
+			for p := range 8 {
+				if p != g {
+					w = append(w, Throughput{Test: "p2p_bidir", Subject: fmt.Sprintf("%d>%d", g, p), GBps: 700, Measured: true})
+				}
+			}
+		}
+		for c := range 7 {
+			w = append(w, Throughput{Test: fmt.Sprint("nccl ", c), Subject: "node", GBps: 350, Measured: true})
+		}
+		ws = append(ws, w)
+	}
+	for b.Loop() {
+		if len(JudgeBandwidth(s, ws)) != 79 {
+			b.Fatal("verdicts")
+		}
 	}
 }
