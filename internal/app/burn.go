@@ -126,6 +126,9 @@ type BurnCollective struct {
 	BusBW      float64 `json:"busbw_gbs"`
 	Wrong      int64   `json:"wrong"`
 	Error      string  `json:"error,omitempty"`
+	// Row is its measured size's row (what the model judges); nil in a
+	// burn.json written before it was kept.
+	Row *collective.Row `json:"row,omitempty"`
 }
 
 // burnTests are the copies each pass runs on every GPU: both directions
@@ -365,7 +368,11 @@ func (s *Session) burnOn(ctx context.Context, t burnTarget, o BurnOptions) (*rep
 			if env != nil {
 				if nr, ok := env.Data.(*bench.NCCLReport); ok {
 					for _, m := range nr.Measurements {
-						work.NCCL = append(work.NCCL, BurnCollective{Collective: string(m.Collective), BusBW: m.AvgBusBW, Wrong: m.Wrong, Error: m.Error})
+						bc := BurnCollective{Collective: string(m.Collective), BusBW: m.AvgBusBW, Wrong: m.Wrong, Error: m.Error}
+						if n := len(m.Rows); n > 0 {
+							bc.Row = &m.Rows[n-1]
+						}
+						work.NCCL = append(work.NCCL, bc)
 					}
 				}
 			}
@@ -486,8 +493,10 @@ func (b *burnSamples) add(c *cf.Sample, g *burn.GPUReading) {
 
 // judgeBurn is every verdict of a burn-in: the counters' deltas attributed
 // to the links (burn.Judge), the GPUs' own counters (burn.JudgeGPUs), their
-// clocks under load (burn.JudgeSensors) and the workload's data
-// (workResults). A burn-in run and its replay judge through it; it sets
+// clocks under load (burn.JudgeSensors), their corrected ECC errors as a
+// rate (burn.JudgeECC), their power (burn.JudgePower), the bandwidth of
+// every window against the first windows and the model
+// (burn.JudgeBandwidth) and the workload's data (workResults). A burn-in run and its replay judge through it; it sets
 // doc.Series. The error is the attribution's: samples that do not fit the
 // schedule or the node.
 func judgeBurn(h *topology.Host, doc *BurnDoc, before, after burnSamples, o burn.Options) ([]result.Result, error) {
@@ -506,6 +515,12 @@ func judgeBurn(h *topology.Host, doc *BurnDoc, before, after burnSamples, o burn
 	rs := append(burn.Judge(series, o), burn.JudgeGPUs(doc.Schedule, before.gpus, after.gpus)...)
 	rs = append(rs, burn.JudgeSensors(doc.Schedule, sensors)...)
 	rs = append(rs, rdmaResults(doc)...)
+	rs = append(rs, burn.JudgeECC(doc.Schedule, before.gpus, after.gpus, o.Confidence)...)
+	rs = append(rs, burn.JudgePower(doc.Schedule, sensors)...)
+	if !o.SkipBandwidth {
+		tp, nomodel := burnThroughput(h, doc)
+		rs = append(append(rs, nomodel...), burn.JudgeBandwidth(doc.Schedule, tp)...)
+	}
 	return append(rs, workResults(doc)...), nil
 }
 

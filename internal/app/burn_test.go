@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/burn"
 	"github.com/gdrcheck/gdrcheck/internal/collect/discover"
 	"github.com/gdrcheck/gdrcheck/internal/collective"
@@ -77,7 +78,7 @@ func TestBurnWindows(t *testing.T) {
 		live := burnLive(t)
 		out := filepath.Join(t.TempDir(), "burn")
 		o := BurnOptions{Duration: 600 * time.Millisecond, Window: 300 * time.Millisecond, Settle: 20 * time.Millisecond, Out: out,
-			Bytes: 1 << 20, GPU: GPUOptions{CUDART: fakelib.CUDART(t)}, SensorEvery: 30 * time.Millisecond}
+			Bytes: 1 << 20, GPU: GPUOptions{CUDART: fakelib.CUDART(t)}, Judge: fakeRates, SensorEvery: 30 * time.Millisecond}
 		w := &onWrite{f: func() {
 			if !planted {
 				return
@@ -115,7 +116,10 @@ func TestBurnWindows(t *testing.T) {
 		for _, r := range env.Results {
 			got[string(r.Status)+" "+r.ID+" "+r.Subject] = r
 		}
-		want := []string{"pass burn.data window 1", "pass burn.data window 2", "pass burn.gpu 0000:18:00.0", "pass burn.gpu 0000:19:00.0", "pass burn.clocks 0000:19:00.0"}
+		want := []string{"pass burn.data window 1", "pass burn.data window 2", "pass burn.gpu 0000:18:00.0", "pass burn.gpu 0000:19:00.0", "pass burn.clocks 0000:19:00.0",
+			// Power alike on both GPUs; a fraction of a second cannot prove a
+			// corrected-ECC rate.
+			"pass burn.power 0000:19:00.0", "unknown burn.ecc 0000:18:00.0"}
 		if planted {
 			want = append(want, "fail burn.fatal 0000:00:02.0")
 			if err == nil {
@@ -150,7 +154,7 @@ func TestBurnWindows(t *testing.T) {
 			}
 		}
 		// Replayed from its directory, the burn-in is judged the same.
-		renv, rerr := s.BurnReplay(t.Context(), NodeOptions{Root: live, Timeout: time.Minute}, out, BurnOptions{})
+		renv, rerr := s.BurnReplay(t.Context(), NodeOptions{Root: live, Timeout: time.Minute}, out, BurnOptions{Judge: fakeRates})
 		if renv == nil || (rerr != nil) != planted {
 			t.Fatalf("replay: %v", rerr)
 		}
@@ -186,6 +190,10 @@ func TestBurnWindows(t *testing.T) {
 	}
 }
 
+// fakeRates leaves the bandwidths unjudged: the fake runtime's copies are
+// host memcpy, their rates nothing the model or a slowdown could speak of.
+var fakeRates = burn.Options{SkipBandwidth: true}
+
 func keys(m map[string]result.Result) []string {
 	var out []string
 	for k := range m {
@@ -202,7 +210,7 @@ func TestBurnInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	o := BurnOptions{Duration: 3 * time.Second, Window: 300 * time.Millisecond, Settle: 10 * time.Millisecond, Out: out,
-		Bytes: 1 << 20, GPU: GPUOptions{CUDART: fakelib.CUDART(t)}, Progress: &onWrite{f: cancel}}
+		Bytes: 1 << 20, GPU: GPUOptions{CUDART: fakelib.CUDART(t)}, Judge: fakeRates, Progress: &onWrite{f: cancel}}
 	env, _, err := (&Session{Clock: time.Now}).Burn(ctx, NodeOptions{Root: "/", Timeout: time.Minute, LiveRoot: live}, o)
 	if !errors.Is(err, context.Canceled) || env == nil {
 		t.Fatalf("err %v env %v", err, env)
@@ -261,7 +269,7 @@ func TestBurnNCCL(t *testing.T) {
 	t.Setenv("FAKECUDA_DEVICES", "2")
 	live, out := burnLive(t), filepath.Join(t.TempDir(), "burn")
 	o := BurnOptions{Duration: 400 * time.Millisecond, Window: 400 * time.Millisecond, Settle: 10 * time.Millisecond, Out: out,
-		Bytes: 64 << 10, GPU: GPUOptions{CUDART: fakelib.CUDART(t)}, NCCL: true, NCCLLib: fakelib.NCCL(t)}
+		Bytes: 64 << 10, GPU: GPUOptions{CUDART: fakelib.CUDART(t)}, Judge: fakeRates, NCCL: true, NCCLLib: fakelib.NCCL(t)}
 	env, _, err := (&Session{Clock: time.Now}).Burn(t.Context(), NodeOptions{Root: "/", Timeout: time.Minute, LiveRoot: live}, o)
 	if err != nil || env == nil {
 		t.Fatalf("err %v", err)
@@ -303,5 +311,137 @@ func TestBurnReplayRefusals(t *testing.T) {
 	}
 	if _, err := s.BurnReplay(t.Context(), NodeOptions{Root: "/", Timeout: time.Minute}, dir, BurnOptions{}); err == nil || !strings.Contains(err.Error(), "burn.json:3") {
 		t.Errorf("bad field: %v", err)
+	}
+}
+
+// A burn-in replayed with planted data (issue 28's judging of corrected
+// ECC, power and bandwidth through the replay path): a fake run's
+// directory whose work and GPU readings are rewritten — GPU0's
+// bidir_pinned copies drop 20% in the last of four windows, GPU1 draws
+// 30% less power than GPU0 and its corrected ECC count jumps by 40 in
+// window 3 — names each of them, with its window, and leaves the rest
+// as it was.
+func TestBurnReplayPlanted(t *testing.T) {
+	t.Setenv("FAKECUDA_DEVICES", "2")
+	live, out := burnLive(t), filepath.Join(t.TempDir(), "burn")
+	o := BurnOptions{Duration: 4 * 250 * time.Millisecond, Window: 250 * time.Millisecond, Settle: 10 * time.Millisecond, Out: out,
+		Bytes: 1 << 20, GPU: GPUOptions{CUDART: fakelib.CUDART(t)}, Judge: fakeRates, SensorEvery: 30 * time.Millisecond}
+	s := &Session{Clock: time.Now}
+	if _, _, err := s.Burn(t.Context(), NodeOptions{Root: "/", Timeout: time.Minute, LiveRoot: live}, o); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(out, "burn.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var top map[string]json.RawMessage
+	var work []BurnWork
+	var gpus []BurnGPU
+	if err := json.Unmarshal(b, &top); err != nil || json.Unmarshal(top["work"], &work) != nil || json.Unmarshal(top["gpus"], &gpus) != nil || len(work) != 4 || len(gpus) != 2 {
+		t.Fatalf("burn.json: %v, %d windows, GPUs %+v", err, len(work), gpus)
+	}
+	a0, a1 := gpus[0].Address, gpus[1].Address
+	for i := range work {
+		w := &work[i]
+		bidir0 := 100.0
+		if i == 3 {
+			bidir0 = 80 // the last window: 20% down
+		}
+		w.Passes = max(w.Passes, 1)
+		w.Copies = []bench.CopyResult{
+			{Test: bench.CopyBidirPinned, Dev: 0, Peer: -1, Bytes: 1 << 20, Iters: 10, GBps: bidir0, Valid: true},
+			{Test: bench.CopyBidirPinned, Dev: 1, Peer: -1, Bytes: 1 << 20, Iters: 10, GBps: 100, Valid: true},
+			{Test: bench.CopyD2D, Dev: 0, Peer: -1, Bytes: 1 << 20, Iters: 10, GBps: 2000, ReadWriteGBps: 4000, Valid: true},
+			{Test: bench.CopyD2D, Dev: 1, Peer: -1, Bytes: 1 << 20, Iters: 10, GBps: 2000, ReadWriteGBps: 4000, Valid: true},
+		}
+		w.Sensors = []burn.GPUSensors{
+			{Address: a0, Samples: 5, SMClockMHz: 1980, MinSMClockMHz: 1980, PowerW: 650, PowerSamples: 5, MaxPowerW: 660, PowerLimitW: 700, MaxTempC: 60},
+			{Address: a1, Samples: 5, SMClockMHz: 1980, MinSMClockMHz: 1980, PowerW: 455, PowerSamples: 5, MaxPowerW: 460, PowerLimitW: 700, MaxTempC: 58},
+		}
+	}
+	if top["work"], err = json.Marshal(work); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = json.Marshal(top); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, label := range []string{"window-3", "window-4"} {
+		p := filepath.Join(out, "samples", label+"-gpu.json")
+		var gr burn.GPUReading
+		b, err := os.ReadFile(p)
+		if err != nil || json.Unmarshal(b, &gr) != nil || gr.Facts == nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		for i := range gr.Facts.GPUs {
+			if g := &gr.Facts.GPUs[i]; g.BusID == a1 {
+				g.ECC.VolatileCorrected = new(uint64(40))
+			}
+		}
+		if b, err = json.Marshal(gr); err != nil || os.WriteFile(p, b, 0o644) != nil {
+			t.Fatal(err)
+		}
+	}
+	env, _ := s.BurnReplay(t.Context(), NodeOptions{Root: live, Timeout: time.Minute}, out, BurnOptions{})
+	if env == nil {
+		t.Fatal("no replay")
+	}
+	got := map[string]result.Result{}
+	for _, r := range env.Results {
+		got[string(r.Status)+" "+r.ID+" "+r.Subject] = r
+	}
+	for k, contains := range map[string]string{
+		"warn burn.bandwidth bidir_pinned " + a0: "window 4 (",
+		"pass burn.bandwidth bidir_pinned " + a1: "every window within 10% of the first 2 window(s)' 100.0 GB/s",
+		"pass burn.bandwidth d2d " + a0:          "2000.0–2000.0 GB/s over 4 window(s)",
+		"pass burn.model d2d " + a1:              "4000.0 GB/s, expected",
+		"warn burn.power " + a1:                  "board power 455 W against its peers' median 650 W (30% below)",
+		"pass burn.power " + a0:                  "mean power 650–650 W over 4 window(s)",
+		"warn burn.ecc " + a1:                    "window 3 (",
+		"unknown burn.ecc " + a0:                 "0 corrected error(s)",
+	} {
+		r, ok := got[k]
+		if !ok {
+			t.Errorf("no %q in %v", k, keys(got))
+			continue
+		}
+		if !strings.Contains(r.Message, contains) {
+			t.Errorf("%s: %q lacks %q", k, r.Message, contains)
+		}
+	}
+	if r := got["warn burn.bandwidth bidir_pinned "+a0]; !strings.Contains(r.Message, "80.0 GB/s against 100.0 GB/s in the first 2 window(s) (20% below)") {
+		t.Errorf("the slowdown: %q", r.Message)
+	}
+}
+
+// An NCCL collective's row is judged against the model as bench nccl
+// judges it (bench.JudgeRows); its bus bandwidth is what the windows
+// compare. A collective without its row (a burn.json written before the
+// row was kept) has no model verdict, never a pass.
+func TestBurnThroughputNCCL(t *testing.T) {
+	h, err := discover.Discover(t.Context(), discover.WithRoot(fakehost.Root(t, "../../testdata/hosts/hgx-h200-8gpu-10nic.host")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := &BurnDoc{}
+	for i, g := range h.GPUs {
+		doc.GPUs = append(doc.GPUs, BurnGPU{Device: i, Address: g.Address})
+	}
+	row := collective.Row{Bytes: 256 << 20, OutOfPlace: &collective.Measure{AlgBW: 180, BusBW: 315}}
+	doc.Work = []BurnWork{{NCCL: []BurnCollective{{Collective: "all_reduce", BusBW: 315, Row: &row}, {Collective: "all_gather", BusBW: 300}}}}
+	ws, nomodel := burnThroughput(h, doc)
+	if len(nomodel) != 0 || len(ws) != 1 || len(ws[0]) != 2 {
+		t.Fatalf("%+v %+v", ws, nomodel)
+	}
+	ar, ag := ws[0][0], ws[0][1]
+	if ar.Test != "nccl all_reduce" || ar.GBps != 315 || !ar.Measured || ar.Model == nil || ar.Model.Measured != 180 || ar.Model.Expected <= 0 ||
+		ar.Model.Ratio != 180/ar.Model.Expected || !strings.Contains(ar.Model.Basis, "algbw at 256M by ") {
+		t.Errorf("all_reduce: %+v %+v", ar, ar.Model)
+	}
+	if ag.Model != nil || !ag.Measured || ag.GBps != 300 {
+		t.Errorf("all_gather without its row: %+v", ag)
 	}
 }

@@ -34,6 +34,10 @@ type Options struct {
 	// they name ("InfiniBand", "Ethernet", "PCIe"): a site that holds its
 	// post-FEC links to 1e-15, as NVIDIA tests its cables, says so here.
 	Thresholds map[string]Threshold
+	// SkipBandwidth leaves the workload's bandwidth unjudged (burn.bandwidth,
+	// burn.model): for a workload whose rates mean nothing, as a fake
+	// runtime's in the tests.
+	SkipBandwidth bool
 }
 
 // Judge turns a series into verdicts:

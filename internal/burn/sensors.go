@@ -15,8 +15,9 @@ import (
 const IDSensors = "burn.clocks"
 
 // PeerTolerance is how far below the median of the node's GPUs a GPU's
-// mean SM clock under the same load may be before it is named: 10%, the
-// order of the spread DCGM's diagnostics accept between GPUs of one node.
+// mean SM clock under the same load may be before it is named: 10%.
+// DCGM's diagnostic (4.5 and later) applies the same rule against the
+// GPUs' mean (clocks_tolerance_pcnt), its tolerance left to the site.
 const PeerTolerance = 0.10
 
 // GPUSensors summarises one GPU's sensor readings during one window's
@@ -29,10 +30,13 @@ type GPUSensors struct {
 	SMClockMHz    float64 `json:"sm_clock_mhz"`
 	MinSMClockMHz uint32  `json:"min_sm_clock_mhz"`
 	MaxSMClockMHz uint32  `json:"max_sm_clock_mhz,omitempty"`
-	PowerW        float64 `json:"power_w"`
-	MaxPowerW     float64 `json:"max_power_w"`
-	PowerLimitW   float64 `json:"power_limit_w,omitempty"`
-	MaxTempC      uint32  `json:"max_temp_c"`
+	// PowerW is the mean board power over the PowerSamples readings that
+	// gave one, MaxPowerW the highest; PowerLimitW the enforced limit.
+	PowerW       float64 `json:"power_w"`
+	PowerSamples int     `json:"power_samples,omitempty"`
+	MaxPowerW    float64 `json:"max_power_w"`
+	PowerLimitW  float64 `json:"power_limit_w,omitempty"`
+	MaxTempC     uint32  `json:"max_temp_c"`
 	// ClockEvents are every clock event reason seen in the window.
 	ClockEvents []string `json:"clock_events,omitempty"`
 }
@@ -166,6 +170,7 @@ func (w *SensorWindow) Add(f *gpu.Facts) {
 		}
 		if sn.PowerW != nil {
 			sums[1] += *sn.PowerW
+			a.PowerSamples++
 			a.MaxPowerW = max(a.MaxPowerW, *sn.PowerW)
 		}
 		if sn.PowerLimitW != nil {
@@ -189,7 +194,9 @@ func (w *SensorWindow) GPUs() []GPUSensors {
 	for _, addr := range w.order {
 		a := *w.acc[addr]
 		a.SMClockMHz = w.sum[addr][0] / float64(a.Samples)
-		a.PowerW = w.sum[addr][1] / float64(a.Samples)
+		if a.PowerSamples > 0 {
+			a.PowerW = w.sum[addr][1] / float64(a.PowerSamples)
+		}
 		out = append(out, a)
 	}
 	return out

@@ -45,6 +45,32 @@ func TestParseSMIQueryH200(t *testing.T) {
 	}
 }
 
+// The volatile corrected count the burn-in judges as a rate: SRAM and
+// DRAM summed where the driver splits them (535 and later), the
+// single-bit total where it does not, unread where it prints N/A.
+func TestParseSMIQueryCorrectedECC(t *testing.T) {
+	doc := func(volatile string) []byte {
+		return []byte(`<nvidia_smi_log><driver_version>580</driver_version><gpu id="00000000:18:00.0"><ecc_errors><volatile>` +
+			volatile + `</volatile></ecc_errors></gpu></nvidia_smi_log>`)
+	}
+	for _, c := range []struct {
+		name, volatile string
+		want           *uint64
+	}{
+		{"SRAM and DRAM", "<sram_correctable>2</sram_correctable><sram_uncorrectable_parity>0</sram_uncorrectable_parity><dram_correctable>5</dram_correctable><dram_uncorrectable>0</dram_uncorrectable>", new(uint64(7))},
+		{"single and double bit", "<single_bit><total>4</total></single_bit><double_bit><total>0</total></double_bit>", new(uint64(4))},
+		{"N/A", "<sram_correctable>N/A</sram_correctable><dram_correctable>N/A</dram_correctable>", nil},
+	} {
+		f, err := ParseSMIQuery("q.xml", doc(c.volatile))
+		if err != nil || len(f.GPUs) != 1 {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if d := cmp.Diff(c.want, f.GPUs[0].ECC.VolatileCorrected); d != "" {
+			t.Errorf("%s: volatile corrected (-want +got)\n%s", c.name, d)
+		}
+	}
+}
+
 func TestParseSMIQueryErrors(t *testing.T) {
 	for _, in := range []string{"", "not xml at all", "<nvidia_smi_log><gpu id=", "<other/>"} {
 		if _, err := ParseSMIQuery("bad.xml", []byte(in)); err == nil || !strings.HasPrefix(err.Error(), "bad.xml") {

@@ -41,8 +41,11 @@ func fakeGPU(bus string, links int, remoteSwitch bool) *mock.Device {
 		return gonvml.FEATURE_ENABLED, gonvml.FEATURE_ENABLED, gonvml.SUCCESS
 	}
 	d.GetTotalEccErrorsFunc = func(et gonvml.MemoryErrorType, ct gonvml.EccCounterType) (uint64, gonvml.Return) {
-		if et == gonvml.MEMORY_ERROR_TYPE_UNCORRECTED && ct == gonvml.AGGREGATE_ECC {
+		switch {
+		case et == gonvml.MEMORY_ERROR_TYPE_UNCORRECTED && ct == gonvml.AGGREGATE_ECC:
 			return 3, gonvml.SUCCESS
+		case et == gonvml.MEMORY_ERROR_TYPE_CORRECTED && ct == gonvml.VOLATILE_ECC:
+			return 7, gonvml.SUCCESS // the burn-in's corrected rate reads this one
 		}
 		return 0, gonvml.SUCCESS
 	}
@@ -120,7 +123,7 @@ func TestCollectThroughMock(t *testing.T) {
 	if g.BusID != "0000:2a:00.0" || g.Architecture != "Hopper" || *g.MemoryMiB != 80<<10 || g.NUMANode != nil {
 		t.Errorf("gpu = %+v", g)
 	}
-	if *g.ECC.AggregateUncorrected != 3 || *g.Remapped.Uncorrectable != 2 || !*g.Remapped.Pending || *g.Remapped.Failure {
+	if *g.ECC.AggregateUncorrected != 3 || g.ECC.VolatileCorrected == nil || *g.ECC.VolatileCorrected != 7 || *g.Remapped.Uncorrectable != 2 || !*g.Remapped.Pending || *g.Remapped.Failure {
 		t.Errorf("ecc/remap = %+v %+v", g.ECC, g.Remapped)
 	}
 	// Clock and power read; a sensor the GPU does not have stays unknown.
