@@ -171,8 +171,9 @@ func burnTimeline(r *dossier.Report) template.HTML {
 		cell = max(14, 640/float64(n))
 	}
 	const rowH, labelW, top = 24.0, 250.0, 30.0
-	w := labelW + cell*float64(n) + 20
-	h := top + rowH*float64(len(b.Timeline)) + 56
+	// At least the legend's width: two rows of at most four entries.
+	w := max(labelW+cell*float64(n)+20, 620)
+	h := top + rowH*float64(len(b.Timeline)) + 62
 	s := newSVG(w, h, "Burn-in timeline: every sampled device's judged error counters per window")
 	step := max(1, int(math.Ceil(float64(n)/24)))
 	for k := 0; k < n; k++ {
@@ -194,14 +195,10 @@ func burnTimeline(r *dossier.Report) template.HTML {
 	}
 	// The legend.
 	ly := top + rowH*float64(len(b.Timeline)) + 18
-	lx := 10.0
-	for _, st := range []burn.CellState{burn.CellFatal, burn.CellCorrectable, burn.CellReset, burn.CellUnread, burn.CellClean, burn.CellIdle, burn.CellUnsampled} {
-		s.rect(lx, ly, 12, 12, "tl tl-"+string(st), "")
-		s.text(lx+16, ly+10, "start", "legend", cellStateWords[st])
-		lx += 16 + 7*float64(len(cellStateWords[st])) + 14
-		if lx > w-120 {
-			lx, ly = 10, ly+18
-		}
+	for i, st := range []burn.CellState{burn.CellFatal, burn.CellCorrectable, burn.CellReset, burn.CellUnread, burn.CellClean, burn.CellIdle, burn.CellUnsampled} {
+		lx, y := 10+150*float64(i%4), ly+20*float64(i/4)
+		s.rect(lx, y, 12, 12, "tl tl-"+string(st), "")
+		s.text(lx+16, y+10, "start", "legend", cellStateWords[st])
 	}
 	return s.done()
 }
