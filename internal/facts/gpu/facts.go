@@ -60,6 +60,9 @@ type GPU struct {
 	// when NVLink could not be queried.
 	NVLinks       []NVLink `json:"nvlinks"`
 	NVLinkQueried bool     `json:"nvlink_queried"`
+	// NVLinkCounters are the error and data counters of each active
+	// NVLink (nvlink.go); nil when they were not read.
+	NVLinkCounters []NVLinkCounters `json:"nvlink_counters,omitempty"`
 	Fabric        Fabric   `json:"fabric"`
 }
 
