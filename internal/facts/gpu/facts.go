@@ -63,7 +63,7 @@ type GPU struct {
 	// NVLinkCounters are the error and data counters of each active
 	// NVLink (nvlink.go); nil when they were not read.
 	NVLinkCounters []NVLinkCounters `json:"nvlink_counters,omitempty"`
-	Fabric        Fabric   `json:"fabric"`
+	Fabric         Fabric           `json:"fabric"`
 }
 
 // Sensors are what the GPU reads of itself at one moment; nil: not read.
