@@ -44,10 +44,10 @@ var (
 	// with nvidia-smi -q -x where NVML is not (a snapshot without
 	// nvml.json, a host whose NVML does not load).
 	CmdNvidiaSMINVLinkErrors = Command{Key: "nvidia-smi-nvlink-e.txt", Name: "nvidia-smi", Args: []string{"nvlink", "-e"}}
-	CmdUlimit          = Command{Key: "ulimit-a.txt", Name: "sh", Args: []string{"-c", "ulimit -a"}}
-	CmdIbvDevinfo      = Command{Key: "ibv_devinfo-v.txt", Name: "ibv_devinfo", Args: []string{"-v"}}
-	CmdDmesg           = Command{Key: "dmesg.txt", Name: "dmesg", Args: []string{"--time-format", "iso"}}
-	CmdFabricManager   = Command{Key: "systemctl-nvidia-fabricmanager.txt", Name: "systemctl", Args: []string{"is-active", "nvidia-fabricmanager"}}
+	CmdUlimit                = Command{Key: "ulimit-a.txt", Name: "sh", Args: []string{"-c", "ulimit -a"}}
+	CmdIbvDevinfo            = Command{Key: "ibv_devinfo-v.txt", Name: "ibv_devinfo", Args: []string{"-v"}}
+	CmdDmesg                 = Command{Key: "dmesg.txt", Name: "dmesg", Args: []string{"--time-format", "iso"}}
+	CmdFabricManager         = Command{Key: "systemctl-nvidia-fabricmanager.txt", Name: "systemctl", Args: []string{"is-active", "nvidia-fabricmanager"}}
 	// CmdFabricManagerVersion prints "Fabric Manager version is : X".
 	CmdFabricManagerVersion = Command{Key: "nv-fabricmanager-version.txt", Name: "nv-fabricmanager", Args: []string{"--version"}}
 	// CmdFabricManagerLog is fabric manager's recent journal, where it says
