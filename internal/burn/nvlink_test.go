@@ -104,9 +104,9 @@ func TestJudgeNVLinkPlanted(t *testing.T) {
 			want: []want{{IDNVLinkCRC, nv0, result.Fail, "NVLinkCRCRate", []string{"window 1", "crc_data_errors +30000", "100 per second"}}},
 		},
 		{
-			name: "a replay on one link in window 3 fails",
+			name:  "a replay on one link in window 3 fails",
 			plant: func(s *nvSeries) { s.link(2, 1).Values[gpu.NVLinkReplay] = 1 },
-			want: []want{{IDFatal, "0000:18:00.0#1", result.Fail, "NVLinkReplay", []string{"window 3 (12:10:30–12:15:30)", "(GPU0) NVLink 1", "replay_errors +1 (0 → 1)", "while it carried no scheduled traffic"}}},
+			want:  []want{{IDFatal, "0000:18:00.0#1", result.Fail, "NVLinkReplay", []string{"window 3 (12:10:30–12:15:30)", "(GPU0) NVLink 1", "replay_errors +1 (0 → 1)", "while it carried no scheduled traffic"}}},
 		},
 		{
 			name: "a recovery on the loaded link fails",
