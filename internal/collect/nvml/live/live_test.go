@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -339,5 +340,29 @@ func TestFieldUint(t *testing.T) {
 		if got != tc.want || (err != nil) != tc.err {
 			t.Errorf("fieldUint(type %d) = %d, %v; want %d, error %v", tc.in.ValueType, got, err, tc.want, tc.err)
 		}
+	}
+}
+
+// BenchmarkCollectNVLinkCounters is the cost of the NVLink counters on an
+// 8-GPU NVSwitch node (18 links each, 17 up) through the mock: the
+// deadline guard's own cost per call, not the driver's.
+func BenchmarkCollectNVLinkCounters(b *testing.B) {
+	for _, links := range []int{1, 18} {
+		b.Run(fmt.Sprintf("links=%d", links), func(b *testing.B) {
+			var devs []*mock.Device
+			for i := range 8 {
+				devs = append(devs, fakeGPU(fmt.Sprintf("00000000:%02X:00.0", 0x18+i), links, true))
+			}
+			lib := fakeLib(devs...)
+			lib.DeviceGetP2PStatusFunc = func(a, b gonvml.Device, i gonvml.GpuP2PCapsIndex) (gonvml.GpuP2PStatus, gonvml.Return) {
+				return gonvml.P2P_STATUS_OK, gonvml.SUCCESS
+			}
+			src := New(WithLibrary(lib))
+			for b.Loop() {
+				if _, err := src.Collect(b.Context()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
