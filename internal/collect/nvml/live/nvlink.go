@@ -17,8 +17,9 @@ import (
 // per-link NVLink error fields with (dcgmlib/src/DcgmCacheManager.cpp,
 // ReadAndCacheNvLinkData), for every link number. The field ids
 // NVML_FI_DEV_NVLINK_*_ERROR_COUNT_L0…L11 stop at link 11, while Hopper
-// and Blackwell GPUs have 18 links. Blackwell answers NOT_SUPPORTED here
-// (its counters are the NVLink 5 field values below).
+// and Blackwell GPUs have 18 links. nvml.h documents the data-link
+// counters as unsupported from Blackwell on, whose counters are the NVLink 5
+// field values below; whatever a driver refuses is missing.
 var dlCounters = []struct {
 	name    string
 	counter gonvml.NvLinkErrorCounter
