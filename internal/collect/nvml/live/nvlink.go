@@ -61,6 +61,16 @@ func (c *collector) nvlinkCounters(pfx string, d gonvml.Device, g *gpu.GPU) {
 	if len(links) == 0 {
 		return
 	}
+	// NVML's message for each refusal, asked once: a Hopper refuses NVLink
+	// 5's six counters on every link.
+	msgs := map[gonvml.Return]string{}
+	errString := func(r gonvml.Return) string {
+		if m, ok := msgs[r]; ok {
+			return m
+		}
+		msgs[r] = c.l.errString(c.g, r)
+		return msgs[r]
+	}
 	out := make([]gpu.NVLinkCounters, 0, len(links))
 	for _, link := range links {
 		lc := gpu.NVLinkCounters{Link: link}
@@ -73,7 +83,7 @@ func (c *collector) nvlinkCounters(pfx string, d gonvml.Device, g *gpu.GPU) {
 				continue
 			}
 			if r != gonvml.SUCCESS {
-				lc.Miss(dl.name, "nvmlDeviceGetNvLinkErrorCounter: "+c.l.errString(c.g, r))
+				lc.Miss(dl.name, "nvmlDeviceGetNvLinkErrorCounter: "+errString(r))
 				continue
 			}
 			lc.Set(dl.name, v)
@@ -96,9 +106,9 @@ func (c *collector) nvlinkCounters(pfx string, d gonvml.Device, g *gpu.GPU) {
 			case err != nil:
 				out[i].Miss(f.name, err.Error())
 			case r != gonvml.SUCCESS:
-				out[i].Miss(f.name, "nvmlDeviceGetFieldValues: "+c.l.errString(c.g, r))
+				out[i].Miss(f.name, "nvmlDeviceGetFieldValues: "+errString(r))
 			case gonvml.Return(fv.NvmlReturn) != gonvml.SUCCESS:
-				out[i].Miss(f.name, fmt.Sprintf("nvmlDeviceGetFieldValues field %d: %s", f.id, c.l.errString(c.g, gonvml.Return(fv.NvmlReturn))))
+				out[i].Miss(f.name, fmt.Sprintf("nvmlDeviceGetFieldValues field %d: %s", f.id, errString(gonvml.Return(fv.NvmlReturn))))
 			default:
 				if v, err := fieldUint(fv); err != nil {
 					out[i].Miss(f.name, fmt.Sprintf("nvmlDeviceGetFieldValues field %d: %v", f.id, err))
