@@ -28,12 +28,13 @@ func (c *NVLinkCounters) Set(name string, v uint64) {
 	delete(c.Missing, name)
 }
 
-// Miss records why a counter has no value.
+// Miss records why a counter has no value (and drops a value it had).
 func (c *NVLinkCounters) Miss(name, why string) {
 	if c.Missing == nil {
 		c.Missing = map[string]string{}
 	}
 	c.Missing[name] = why
+	delete(c.Values, name)
 }
 
 // The NVLink counters, by the names NVLinkCounters keeps them under.
@@ -129,8 +130,19 @@ func ParseSMINVLinkErrors(name string, b []byte) ([]SMINVLinkErrors, error) {
 		num, kv, ok1 := strings.Cut(rest, ":")
 		label, val, ok2 := strings.Cut(kv, ":")
 		link, err := strconv.Atoi(num)
-		if !ok1 || !ok2 || err != nil || link < 0 || link >= maxNVLinks {
+		if !ok1 || err != nil || link < 0 || link >= maxNVLinks {
 			return nil, textio.Errorf(name, n, "%q: want \"Link N: NAME: VALUE\"", line)
+		}
+		if !ok2 {
+			// "Link 3: <inactive>", as nvlink -s prints a link that is
+			// down: no counter of it was printed.
+			c := linkCounters(g, link)
+			for _, k := range []string{NVLinkCRCFlit, NVLinkReplay, NVLinkRecovery} {
+				if _, read := c.Values[k]; !read {
+					c.Miss(k, smiNVLinkErrorsCommand+" printed "+strconv.Quote(strings.TrimSpace(kv)))
+				}
+			}
+			continue
 		}
 		label, val = strings.TrimSpace(label), strings.TrimSpace(val)
 		key, known := smiNVLinkNames[label]
@@ -138,6 +150,13 @@ func ParseSMINVLinkErrors(name string, b []byte) ([]SMINVLinkErrors, error) {
 			key = snake(label)
 		}
 		c := linkCounters(g, link)
+		_, dup := c.Values[key]
+		if why, ok := c.Missing[key]; ok && strings.HasPrefix(why, smiNVLinkErrorsCommand+" printed N/A") {
+			dup = true
+		}
+		if dup {
+			return nil, textio.Errorf(name, n, "link %d %s printed twice", link, label)
+		}
 		v, err := strconv.ParseUint(val, 10, 64)
 		if err != nil {
 			// nvidia-smi prints N/A for a counter the driver refused.
@@ -146,9 +165,6 @@ func ParseSMINVLinkErrors(name string, b []byte) ([]SMINVLinkErrors, error) {
 				continue
 			}
 			return nil, textio.Errorf(name, n, "link %d %s: %q is not a count", link, label, val)
-		}
-		if _, dup := c.Values[key]; dup {
-			return nil, textio.Errorf(name, n, "link %d %s printed twice", link, label)
 		}
 		c.Set(key, v)
 	}

@@ -29,6 +29,7 @@ func TestParseSMINVLinkErrors(t *testing.T) {
 		{name: "b200 all links inactive", in: read("b200-inactive-nvidia-smi-nvlink-e.txt"), gpus: 1, uuid: "GPU-xxx", note: "NVML: Unable to retrieve NVLink information as all links are inActive"},
 		{name: "N/A is missing, not 0", in: "GPU 0: X (UUID: GPU-a)\n\t Link 0: Replay Errors: N/A\n\t Link 0: CRC Errors: 3\n", gpus: 1, links: 1, uuid: "GPU-a"},
 		{name: "unknown counter kept", in: "GPU 0: X (UUID: GPU-a)\n\t Link 4: Malformed Packet Errors: 2\n", gpus: 1, links: 1, uuid: "GPU-a"},
+		{name: "a link with a word for its counters", in: "GPU 0: X (UUID: GPU-a)\n\t Link 0: CRC Errors: 0\n\t Link 3: <inactive>\n", gpus: 1, links: 2, uuid: "GPU-a"},
 		{name: "empty", in: "", err: "no \"GPU N:\" header"},
 		{name: "line before a header", in: "Link 0: CRC Errors: 0\n", err: ":1: \"Link 0: CRC Errors: 0\" before the first"},
 		{name: "bad header", in: "GPU x: X\n", err: ":1: GPU header"},
@@ -73,6 +74,10 @@ func TestParseSMINVLinkErrors(t *testing.T) {
 	if _, ok := na[0].Links[0].Values[NVLinkReplay]; ok || na[0].Links[0].Missing[NVLinkReplay] == "" {
 		t.Errorf("N/A: %+v", na[0].Links[0])
 	}
+	word, _ := ParseSMINVLinkErrors("x", []byte("GPU 0: X\n\t Link 3: <inactive>\n"))
+	if l := word[0].Links[0]; l.Link != 3 || len(l.Values) != 0 || !strings.Contains(l.Missing[NVLinkCRCFlit], `printed "<inactive>"`) {
+		t.Errorf("a link printed as <inactive>: %+v", l)
+	}
 	unk, _ := ParseSMINVLinkErrors("x", []byte("GPU 0: X\n\t Link 4: Malformed Packet Errors: 2\n"))
 	if unk[0].Links[0].Link != 4 || unk[0].Links[0].Values["malformed_packet_errors"] != 2 {
 		t.Errorf("unknown counter: %+v", unk[0].Links[0])
@@ -96,4 +101,30 @@ func TestMergeSMINVLinkErrors(t *testing.T) {
 	if len(problems) != 2 || !strings.Contains(problems[0], "inActive") || !strings.Contains(problems[1], "GPU-z") {
 		t.Errorf("problems = %q", problems)
 	}
+}
+
+// FuzzParseSMINVLinkErrors: any input parses or errors without a panic,
+// and no counter is both read and missing.
+func FuzzParseSMINVLinkErrors(f *testing.F) {
+	for _, name := range []string{"a100x8-nvidia-smi-nvlink-e.txt", "gb300-nvidia-smi-nvlink-e.txt", "b200-inactive-nvidia-smi-nvlink-e.txt"} {
+		if b, err := os.ReadFile("testdata/" + name); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte("GPU 0: X\n\t Link 3: <inactive>\n\t Link 3: CRC Errors: N/A\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, err := ParseSMINVLinkErrors("fuzz.txt", b)
+		if err != nil {
+			return
+		}
+		for _, g := range got {
+			for _, l := range g.Links {
+				for k := range l.Values {
+					if why, ok := l.Missing[k]; ok {
+						t.Fatalf("GPU %d link %d %s: read and missing (%s)", g.Index, l.Link, k, why)
+					}
+				}
+			}
+		}
+	})
 }
