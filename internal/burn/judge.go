@@ -161,6 +161,15 @@ func bytesText(b float64) string {
 	return fmt.Sprintf("%.0f B", b)
 }
 
+// unsureRemedy is what to do about a counter that was reset or saturated
+// within a window.
+func unsureRemedy(d Device) string {
+	if d.Kind == NVLinkDevice {
+		return "find what reset the NVLink counters within the window (nvidia-smi nvlink -re, a GPU reset, a driver reload: burn.gpu and the kernel log say which), then rerun the burn-in"
+	}
+	return "clear the port's counters (perfquery -x -R) or find who clears them, then rerun the burn-in"
+}
+
 func fatalRemedy(d Device) string {
 	if d.Kind == NVLinkDevice {
 		return nvlinkRemedy(d)
@@ -256,7 +265,7 @@ func judgeFatal(s *Series) []result.Result {
 				}
 				out = append(out, res(IDFatal, result.Unknown, dd.Device.Name, reason,
 					fmt.Sprintf("%s: %s: %s: what happened in the window cannot be told, %s", w.Name, dd.Device.Label, strings.Join(unsure, ", "), traffic(dd.Traffic)),
-					"clear the port's counters (perfquery -x -R) or find who clears them, then rerun the burn-in", unsureEv...))
+					unsureRemedy(dd.Device), unsureEv...))
 			case len(unread) > 0 && carried:
 				st.unread.add(w.Index, unread...)
 				st.unreadEv = append(st.unreadEv, unreadEv...)

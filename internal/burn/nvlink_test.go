@@ -211,6 +211,9 @@ func TestJudgeNVLinkPlanted(t *testing.T) {
 				if c.clean && (r.Status == result.Fail || r.Status == result.Warn) && (strings.Contains(r.Subject, "#") || r.ID == IDNVLinkCRC) {
 					t.Errorf("clean NVLinks: %s %s %s: %s", r.Status, r.ID, r.Subject, r.Message)
 				}
+				if strings.Contains(r.Subject, "#") && (strings.Contains(r.Remedy, "perfquery") || strings.Contains(r.Remedy, "mlxlink")) {
+					t.Errorf("an NVLink told to see to an RDMA port: %s %s: %s", r.ID, r.Subject, r.Remedy)
+				}
 				if (r.Status == result.Fail || r.Status == result.Warn) && r.Remedy == "" {
 					t.Errorf("%s %s %s has no remedy", r.Status, r.ID, r.Subject)
 				}
