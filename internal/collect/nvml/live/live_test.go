@@ -283,6 +283,43 @@ func TestCollectNVLinkCounters(t *testing.T) {
 				t.Errorf("tx = %d", l.Values[gpu.NVLinkTxKiB])
 			}
 		}},
+		{name: "the data-link call refused, the scoped field answers", setup: func(d *mock.Device) func() {
+			d.GetNvLinkErrorCounterFunc = func(l int, c gonvml.NvLinkErrorCounter) (uint64, gonvml.Return) {
+				if c == gonvml.NVLINK_ERROR_DL_REPLAY || c == gonvml.NVLINK_ERROR_DL_RECOVERY {
+					return 0, gonvml.ERROR_NOT_SUPPORTED
+				}
+				return 7, gonvml.SUCCESS
+			}
+			hopper := fakeFieldValues(nil)
+			d.GetFieldValuesFunc = func(vs []gonvml.FieldValue) gonvml.Return {
+				r := hopper(vs)
+				for i := range vs {
+					switch vs[i].FieldId {
+					case gonvml.FI_DEV_NVLINK_ERROR_DL_REPLAY:
+						vs[i].NvmlReturn, vs[i].ValueType = uint32(gonvml.SUCCESS), uint32(gonvml.VALUE_TYPE_UNSIGNED_LONG_LONG)
+						binary.NativeEndian.PutUint64(vs[i].Value[:], 5)
+					case gonvml.FI_DEV_NVLINK_ERROR_DL_CRC:
+						// Answered, but the data-link call read it first.
+						vs[i].NvmlReturn, vs[i].ValueType = uint32(gonvml.SUCCESS), uint32(gonvml.VALUE_TYPE_UNSIGNED_LONG_LONG)
+						binary.NativeEndian.PutUint64(vs[i].Value[:], 99)
+					}
+				}
+				return r
+			}
+			return nil
+		}, check: func(t *testing.T, nc []gpu.NVLinkCounters) {
+			l := nc[2]
+			if l.Values[gpu.NVLinkReplay] != 5 || l.Values[gpu.NVLinkCRCFlit] != 7 {
+				t.Errorf("replay %d (want 5, from the field), crc flit %d (want 7, from the data-link call)", l.Values[gpu.NVLinkReplay], l.Values[gpu.NVLinkCRCFlit])
+			}
+			if _, ok := l.Missing[gpu.NVLinkReplay]; ok {
+				t.Errorf("replay read and missing: %q", l.Missing[gpu.NVLinkReplay])
+			}
+			why := l.Missing[gpu.NVLinkRecovery]
+			if _, ok := l.Values[gpu.NVLinkRecovery]; ok || !strings.Contains(why, "nvmlDeviceGetNvLinkErrorCounter: error") || !strings.Contains(why, "; nvmlDeviceGetFieldValues field 162: error") {
+				t.Errorf("recovery refused by both: value %v, missing %q", l.Values[gpu.NVLinkRecovery], why)
+			}
+		}},
 		{name: "field values refused as a whole", setup: func(d *mock.Device) func() {
 			d.GetFieldValuesFunc = func([]gonvml.FieldValue) gonvml.Return { return gonvml.ERROR_NO_PERMISSION }
 			return nil

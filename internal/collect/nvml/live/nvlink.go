@@ -34,18 +34,29 @@ var dlCounters = []struct {
 // = the link number, all of a GPU's links in one nvmlDeviceGetFieldValues
 // call: the payload each way (KiB; DCGM reads its per-link throughput so)
 // and NVLink 5's counters (older GPUs answer NOT_SUPPORTED).
+//
+// The scoped data-link fields (NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY,
+// _RECOVERY, _CRC: "Link ID needs to be specified in the scopeId field")
+// are asked in the same call as a fallback: used only where
+// nvmlDeviceGetNvLinkErrorCounter refused the counter, so a driver that
+// answers one of the two forms is read. _CRC is the data-link CRC counter,
+// taken as the flow-control one (nvml.h names no other).
 var linkFields = []struct {
-	name string
-	id   uint32
+	name     string
+	id       uint32
+	fallback bool
 }{
-	{gpu.NVLinkTxKiB, gonvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX},
-	{gpu.NVLinkRxKiB, gonvml.FI_DEV_NVLINK_THROUGHPUT_DATA_RX},
-	{gpu.NVLinkRecoveryEvents, gonvml.FI_DEV_NVLINK_COUNT_LINK_RECOVERY_EVENTS},
-	{gpu.NVLinkRecoveryFailed, gonvml.FI_DEV_NVLINK_COUNT_LINK_RECOVERY_FAILED_EVENTS},
-	{gpu.NVLinkEffectiveErrors, gonvml.FI_DEV_NVLINK_COUNT_EFFECTIVE_ERRORS},
-	{gpu.NVLinkIntegrityErrors, gonvml.FI_DEV_NVLINK_COUNT_LOCAL_LINK_INTEGRITY_ERRORS},
-	{gpu.NVLinkRcvErrors, gonvml.FI_DEV_NVLINK_COUNT_RCV_ERRORS},
-	{gpu.NVLinkSymbolErrors, gonvml.FI_DEV_NVLINK_COUNT_SYMBOL_ERRORS},
+	{gpu.NVLinkTxKiB, gonvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX, false},
+	{gpu.NVLinkRxKiB, gonvml.FI_DEV_NVLINK_THROUGHPUT_DATA_RX, false},
+	{gpu.NVLinkRecoveryEvents, gonvml.FI_DEV_NVLINK_COUNT_LINK_RECOVERY_EVENTS, false},
+	{gpu.NVLinkRecoveryFailed, gonvml.FI_DEV_NVLINK_COUNT_LINK_RECOVERY_FAILED_EVENTS, false},
+	{gpu.NVLinkEffectiveErrors, gonvml.FI_DEV_NVLINK_COUNT_EFFECTIVE_ERRORS, false},
+	{gpu.NVLinkIntegrityErrors, gonvml.FI_DEV_NVLINK_COUNT_LOCAL_LINK_INTEGRITY_ERRORS, false},
+	{gpu.NVLinkRcvErrors, gonvml.FI_DEV_NVLINK_COUNT_RCV_ERRORS, false},
+	{gpu.NVLinkSymbolErrors, gonvml.FI_DEV_NVLINK_COUNT_SYMBOL_ERRORS, false},
+	{gpu.NVLinkReplay, gonvml.FI_DEV_NVLINK_ERROR_DL_REPLAY, true},
+	{gpu.NVLinkRecovery, gonvml.FI_DEV_NVLINK_ERROR_DL_RECOVERY, true},
+	{gpu.NVLinkCRCFlit, gonvml.FI_DEV_NVLINK_ERROR_DL_CRC, true},
 }
 
 // nvlinkCounters reads the counters of every active link of g. Each call
@@ -102,16 +113,24 @@ func (c *collector) nvlinkCounters(pfx string, d gonvml.Device, g *gpu.GPU) {
 	for i := range out {
 		for j, f := range linkFields {
 			fv := values[i*len(linkFields)+j]
+			miss := out[i].Miss
+			if f.fallback {
+				before, refused := out[i].Missing[f.name]
+				if !refused {
+					continue // read by nvmlDeviceGetNvLinkErrorCounter
+				}
+				miss = func(name, why string) { out[i].Miss(name, before+"; "+why) }
+			}
 			switch {
 			case err != nil:
-				out[i].Miss(f.name, err.Error())
+				miss(f.name, err.Error())
 			case r != gonvml.SUCCESS:
-				out[i].Miss(f.name, "nvmlDeviceGetFieldValues: "+errString(r))
+				miss(f.name, "nvmlDeviceGetFieldValues: "+errString(r))
 			case gonvml.Return(fv.NvmlReturn) != gonvml.SUCCESS:
-				out[i].Miss(f.name, fmt.Sprintf("nvmlDeviceGetFieldValues field %d: %s", f.id, errString(gonvml.Return(fv.NvmlReturn))))
+				miss(f.name, fmt.Sprintf("nvmlDeviceGetFieldValues field %d: %s", f.id, errString(gonvml.Return(fv.NvmlReturn))))
 			default:
 				if v, err := fieldUint(fv); err != nil {
-					out[i].Miss(f.name, fmt.Sprintf("nvmlDeviceGetFieldValues field %d: %v", f.id, err))
+					miss(f.name, fmt.Sprintf("nvmlDeviceGetFieldValues field %d: %v", f.id, err))
 				} else {
 					out[i].Set(f.name, v)
 				}
