@@ -507,6 +507,7 @@ func judgeBurn(h *topology.Host, doc *BurnDoc, before, after burnSamples, o burn
 	if err != nil {
 		return nil, err
 	}
+	series.AddNVLinks(h, doc.Schedule, before.gpus, after.gpus)
 	doc.Series = series
 	sensors := make([][]burn.GPUSensors, 0, len(doc.Work))
 	for _, w := range doc.Work {

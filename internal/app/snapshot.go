@@ -106,6 +106,6 @@ func redactor(r machine.Root) func(string, []byte) []byte {
 // (discovery reads proc/cpuinfo too, for the CPU an NCCL topology file
 // names).
 var (
-	forHumansCommands = []machine.Command{machine.CmdNvidiaSMITopo, machine.CmdNvidiaSMIQuery, machine.CmdNvidiaSMINVLink, machine.CmdIbvDevinfo}
+	forHumansCommands = []machine.Command{machine.CmdNvidiaSMITopo, machine.CmdNvidiaSMIQuery, machine.CmdNvidiaSMINVLink, machine.CmdNvidiaSMINVLinkErrors, machine.CmdIbvDevinfo}
 	forHumansFiles    = []string{"proc/version", "proc/meminfo", "proc/cpuinfo", "proc/driver/nvidia/params", "etc/os-release"}
 )

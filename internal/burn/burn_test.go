@@ -174,7 +174,7 @@ func TestJudgePlanted(t *testing.T) {
 				{IDErrorRate, dsp0, result.Pass, "ErrorRateWithinSpec", []string{"TOTAL_ERR_COR", "0 in 1.2e+14 bits"}},
 				{IDFatal, gpu1, result.Unknown, "CounterNotRead", []string{"(GPU1) carried traffic in windows 1, 2, 3 but its fatal-error counters could not be read (aer_dev_fatal/TOTAL_ERR_FATAL: at the start: not exposed; at the end: not exposed; aer_dev_nonfatal"}},
 				{IDErrorRate, gpu1, result.Unknown, "CounterNotRead", []string{"TOTAL_ERR_COR could not be read in windows 1, 2, 3 (at the start: not exposed; at the end: not exposed)"}},
-				{IDUnmeasured, "nvlink:0000:18:00.0#0", result.Unknown, "NotMeasured", []string{"6 TB in window(s) 1, 2, 3", "NVLink error counters are not collected yet"}},
+				{IDUnmeasured, "nvlink:0000:18:00.0#0", result.Unknown, "NotMeasured", []string{"6 TB in window(s) 1, 2, 3", "its NVLink counters were not read at both ends"}},
 				{IDBefore, port0, result.Skip, "CountedBeforeBurn", []string{"link_downed=1", "symbol_error=7"}},
 			},
 		},

@@ -116,9 +116,12 @@ type WindowDeltas struct {
 	Window  Window         `json:"window"`
 	Devices []DeviceDeltas `json:"devices"`
 	// Unmeasured are links that carried traffic in the window through no
-	// device whose counters were read (NVLink: its counters are not read
-	// yet).
+	// device whose counters were read (an NVLink whose counters were not
+	// read at both ends: Series.AddNVLinks).
 	Unmeasured []Traffic `json:"unmeasured,omitempty"`
+	// NVLinksDown are the NVLinks up at the baseline and down at the
+	// window's end (Series.AddNVLinks).
+	NVLinksDown []NVLinkDown `json:"nvlinks_down,omitempty"`
 }
 
 // Moved is a counter that counted before the workload started.
@@ -291,7 +294,8 @@ func (a *attributor) device(kind DeviceKind, name, dir string) Device {
 
 // path is the devices (by name) whose counters see a link's traffic: an rdma
 // port and its NIC's PCIe link; the functions at either end of every PCIe link
-// a GPU's path crosses; nothing for NVLink (its counters are not read yet).
+// a GPU's path crosses; nothing for NVLink (its counters are the GPU
+// readings', which Series.AddNVLinks attributes).
 func (a *attributor) path(l Link) []string {
 	if p, ok := a.paths[l]; ok {
 		return p

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gdrcheck/gdrcheck/internal/facts/gpu"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 )
 
@@ -54,8 +55,13 @@ type Options struct {
 //     the lower bound is above it, warn when only the estimate is above it,
 //     unknown when too few bits moved to tell (never a pass). A window
 //     whose own rate fails or warns is named on its own too.
+//   - burn.fatal also fails an NVLink that was up at the baseline and down
+//     at a window's end (NVLinkDown).
+//   - burn.nvlink-crc: an NVLink's CRC errors by DCGM's rule: any in a
+//     window warns, NVLinkCRCPerSecond or more fails; a link that carried
+//     traffic and counted none passes.
 //   - burn.unmeasured: a link that carried traffic through no device whose
-//     counters were read is unknown (NVLink until its counters are read).
+//     counters were read is unknown (an NVLink whose counters were not read).
 //   - burn.before: what counted before the first window is reported (skip),
 //     never failed.
 //   - burn.unsampled: windows without an end sample are unknown.
@@ -65,6 +71,8 @@ func Judge(s *Series, o Options) []result.Result {
 	}
 	var out []result.Result
 	out = append(out, judgeFatal(s)...)
+	out = append(out, judgeNVLinksDown(s)...)
+	out = append(out, judgeNVLinkCRC(s, o.Confidence)...)
 	thr := maps.Clone(Thresholds)
 	maps.Copy(thr, o.Thresholds)
 	out = append(out, judgeRates(s, o.Confidence, thr)...)
@@ -89,6 +97,7 @@ func res(id string, st result.Status, subject, reason, msg, remedy string, ev ..
 		IDUnmeasured: "burn-in: every link that carried traffic was watched by a counter",
 		IDBefore:     "burn-in: counted before the workload (not judged)",
 		IDUnsampled:  "burn-in: every window sampled",
+		IDNVLinkCRC:  "burn-in: no NVLink CRC errors under load",
 	}
 	return result.Result{ID: id, Title: titles[id], Status: st, Subject: subject, Reason: reason, Message: msg, Remedy: remedy, Evidence: ev}
 }
@@ -156,7 +165,19 @@ func bytesText(b float64) string {
 	return fmt.Sprintf("%.0f B", b)
 }
 
+// unsureRemedy is what to do about a counter that was reset or saturated
+// within a window.
+func unsureRemedy(d Device) string {
+	if d.Kind == NVLinkDevice {
+		return "find what reset the NVLink counters within the window (nvidia-smi nvlink -re, a GPU reset, a driver reload: burn.gpu and the kernel log say which), then rerun the burn-in"
+	}
+	return "clear the port's counters (perfquery -x -R) or find who clears them, then rerun the burn-in"
+}
+
 func fatalRemedy(d Device) string {
+	if d.Kind == NVLinkDevice {
+		return nvlinkRemedy(d)
+	}
 	if d.Kind == PortDevice {
 		port := strings.Replace(d.Label, " port ", " -p ", 1)
 		return fmt.Sprintf("check the cable and transceiver of %s and the switch port it plugs into (mlxlink -d %s -m -c: the module and its error counters; ibdiagnet on the fabric), reseat or replace them, then rerun the burn-in", d.Label, port)
@@ -248,7 +269,7 @@ func judgeFatal(s *Series) []result.Result {
 				}
 				out = append(out, res(IDFatal, result.Unknown, dd.Device.Name, reason,
 					fmt.Sprintf("%s: %s: %s: what happened in the window cannot be told, %s", w.Name, dd.Device.Label, strings.Join(unsure, ", "), traffic(dd.Traffic)),
-					"clear the port's counters (perfquery -x -R) or find who clears them, then rerun the burn-in", unsureEv...))
+					unsureRemedy(dd.Device), unsureEv...))
 			case len(unread) > 0 && carried:
 				st.unread.add(w.Index, unread...)
 				st.unreadEv = append(st.unreadEv, unreadEv...)
@@ -337,6 +358,12 @@ func fatalReason(d Device, counter string) string {
 		return "FatalAER"
 	case strings.HasPrefix(counter, "aer_dev_nonfatal/"):
 		return "NonFatalAER"
+	case d.Kind == NVLinkDevice && (counter == gpu.NVLinkReplay):
+		return "NVLinkReplay"
+	case d.Kind == NVLinkDevice && (counter == gpu.NVLinkRecovery || counter == gpu.NVLinkRecoveryEvents || counter == gpu.NVLinkRecoveryFailed):
+		return "NVLinkRecovery"
+	case d.Kind == NVLinkDevice:
+		return "NVLinkErrors"
 	}
 	return "FatalCounter"
 }
@@ -531,7 +558,7 @@ func judgeUnmeasured(s *Series) []result.Result {
 		x := links[l]
 		why := "no device on it had its counters read"
 		if l.Kind == NVLink {
-			why = "NVLink error counters are not collected yet"
+			why = "its NVLink counters were not read at both ends of the window (no GPU reading, or the driver gave none for this link)"
 		}
 		out = append(out, res(IDUnmeasured, result.Unknown, l.String(), "NotMeasured",
 			fmt.Sprintf("%s carried %s in window(s) %s, but %s: errors on it are not known", l, bytesText(x.bytes), strings.Join(x.windows, ", "), why), ""))

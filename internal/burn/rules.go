@@ -48,7 +48,8 @@ var (
 // ClassOf is how a device's counter is judged: every field of a PCI
 // function's aer_dev_fatal and aer_dev_nonfatal is fatal (an uncorrectable
 // error), its TOTAL_ERR_COR is judged as a rate; a port's counters as
-// portClass says; everything else is shown only.
+// portClass says, an NVLink's as nvlinkClass says; everything else is
+// shown only.
 func ClassOf(kind DeviceKind, counter string) Class {
 	switch kind {
 	case PCIDevice:
@@ -60,6 +61,10 @@ func ClassOf(kind DeviceKind, counter string) Class {
 		}
 	case PortDevice:
 		if c, ok := portClass[counter]; ok {
+			return c
+		}
+	case NVLinkDevice:
+		if c, ok := nvlinkClass[counter]; ok {
 			return c
 		}
 	}

@@ -40,10 +40,14 @@ var (
 	CmdNvidiaSMITopo   = Command{Key: "nvidia-smi-topo-m.txt", Name: "nvidia-smi", Args: []string{"topo", "-m"}}
 	CmdNvidiaSMIQuery  = Command{Key: "nvidia-smi-q-x.xml", Name: "nvidia-smi", Args: []string{"-q", "-x"}}
 	CmdNvidiaSMINVLink = Command{Key: "nvidia-smi-nvlink-s.txt", Name: "nvidia-smi", Args: []string{"nvlink", "-s"}}
-	CmdUlimit          = Command{Key: "ulimit-a.txt", Name: "sh", Args: []string{"-c", "ulimit -a"}}
-	CmdIbvDevinfo      = Command{Key: "ibv_devinfo-v.txt", Name: "ibv_devinfo", Args: []string{"-v"}}
-	CmdDmesg           = Command{Key: "dmesg.txt", Name: "dmesg", Args: []string{"--time-format", "iso"}}
-	CmdFabricManager   = Command{Key: "systemctl-nvidia-fabricmanager.txt", Name: "systemctl", Args: []string{"is-active", "nvidia-fabricmanager"}}
+	// CmdNvidiaSMINVLinkErrors is every NVLink's error counters, read
+	// with nvidia-smi -q -x where NVML is not (a snapshot without
+	// nvml.json, a host whose NVML does not load).
+	CmdNvidiaSMINVLinkErrors = Command{Key: "nvidia-smi-nvlink-e.txt", Name: "nvidia-smi", Args: []string{"nvlink", "-e"}}
+	CmdUlimit                = Command{Key: "ulimit-a.txt", Name: "sh", Args: []string{"-c", "ulimit -a"}}
+	CmdIbvDevinfo            = Command{Key: "ibv_devinfo-v.txt", Name: "ibv_devinfo", Args: []string{"-v"}}
+	CmdDmesg                 = Command{Key: "dmesg.txt", Name: "dmesg", Args: []string{"--time-format", "iso"}}
+	CmdFabricManager         = Command{Key: "systemctl-nvidia-fabricmanager.txt", Name: "systemctl", Args: []string{"is-active", "nvidia-fabricmanager"}}
 	// CmdFabricManagerVersion prints "Fabric Manager version is : X".
 	CmdFabricManagerVersion = Command{Key: "nv-fabricmanager-version.txt", Name: "nv-fabricmanager", Args: []string{"--version"}}
 	// CmdFabricManagerLog is fabric manager's recent journal, where it says
@@ -57,7 +61,7 @@ var (
 
 // KnownCommands lists the commands a snapshot captures, in capture order.
 func KnownCommands() []Command {
-	return []Command{CmdNvidiaSMITopo, CmdNvidiaSMIQuery, CmdNvidiaSMINVLink, CmdUlimit, CmdIbvDevinfo, CmdDmesg, CmdFabricManager, CmdFabricManagerVersion, CmdFabricManagerLog, CmdIMEX, CmdIMEXCtl}
+	return []Command{CmdNvidiaSMITopo, CmdNvidiaSMIQuery, CmdNvidiaSMINVLink, CmdNvidiaSMINVLinkErrors, CmdUlimit, CmdIbvDevinfo, CmdDmesg, CmdFabricManager, CmdFabricManagerVersion, CmdFabricManagerLog, CmdIMEX, CmdIMEXCtl}
 }
 
 // Run returns the standard output of cmd: on the live host by running it

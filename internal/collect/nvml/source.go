@@ -62,5 +62,28 @@ func (r *replay) Collect(ctx context.Context) (*gpu.Facts, error) {
 		}
 		return nil, err
 	}
-	return gpu.ParseSMIQuery(r.root.Display(machine.CommandsDir+"/"+machine.CmdNvidiaSMIQuery.Key), b)
+	f, err := gpu.ParseSMIQuery(r.root.Display(machine.CommandsDir+"/"+machine.CmdNvidiaSMIQuery.Key), b)
+	if err != nil {
+		return nil, err
+	}
+	nvlinkErrors(ctx, r.root, f)
+	return f, nil
+}
+
+// nvlinkErrors adds the NVLink error counters nvidia-smi nvlink -e prints
+// (run live, or captured) to facts read from nvidia-smi -q -x. When it
+// cannot be run or read, the GPUs keep no counters (not read, never 0) and
+// the facts' Errors say why.
+func nvlinkErrors(ctx context.Context, r machine.Root, f *gpu.Facts) {
+	b, err := r.Run(ctx, machine.CmdNvidiaSMINVLinkErrors)
+	if err != nil {
+		f.Errors = append(f.Errors, err.Error())
+		return
+	}
+	parsed, err := gpu.ParseSMINVLinkErrors(r.Display(machine.CommandsDir+"/"+machine.CmdNvidiaSMINVLinkErrors.Key), b)
+	if err != nil {
+		f.Errors = append(f.Errors, err.Error())
+		return
+	}
+	f.Errors = append(f.Errors, gpu.MergeSMINVLinkErrors(f, parsed)...)
 }

@@ -56,3 +56,46 @@ func TestReplay(t *testing.T) {
 		})
 	}
 }
+
+// Without nvml.json, the NVLink counters come from the captured
+// nvidia-smi nvlink -e; without that, the GPUs have none (not read, never
+// 0) and the facts say why.
+func TestReplayNVLinkErrors(t *testing.T) {
+	smi, err := os.ReadFile("../../facts/gpu/testdata/h200x1-vm-nvidia-smi-q-x.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	smiFile := machine.CommandsDir + "/" + machine.CmdNvidiaSMIQuery.Key
+	eFile := machine.CommandsDir + "/" + machine.CmdNvidiaSMINVLinkErrors.Key
+	for _, c := range []struct {
+		name   string
+		nvlink string // "" not captured
+		crc    uint64
+		errs   string
+	}{
+		{name: "captured", nvlink: "GPU 0: NVIDIA H200\n\t Link 0: Replay Errors: 0\n\t Link 0: Recovery Errors: 0\n\t Link 0: CRC Errors: 5\n", crc: 5},
+		{name: "not captured", errs: "nvidia-smi nvlink -e: not captured"},
+		{name: "garbled", nvlink: "Link 0: CRC Errors: 0\n", errs: "nvidia-smi-nvlink-e.txt:1:"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fsys := fstest.MapFS{smiFile: &fstest.MapFile{Data: smi}}
+			if c.nvlink != "" {
+				fsys[eFile] = &fstest.MapFile{Data: []byte(c.nvlink)}
+			}
+			f, err := nvml.Replay(machine.NewRootFS(fsys, "snap")).Collect(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			nc := f.GPUs[0].NVLinkCounters
+			if c.errs != "" {
+				if nc != nil || !strings.Contains(strings.Join(f.Errors, "\n"), c.errs) {
+					t.Fatalf("counters %+v, errors %q; want none and %q", nc, f.Errors, c.errs)
+				}
+				return
+			}
+			if len(nc) != 1 || nc[0].Values["crc_flit_errors"] != c.crc {
+				t.Fatalf("counters = %+v (errors %q)", nc, f.Errors)
+			}
+		})
+	}
+}

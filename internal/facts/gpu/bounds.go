@@ -35,7 +35,7 @@ func arrayLimit(path string) int {
 	switch path {
 	case "gpus":
 		return MaxGPUs
-	case "gpus[].nvlinks":
+	case "gpus[].nvlinks", "gpus[].nvlink_counters":
 		return maxNVLinks
 	case "gpus[].clock_events":
 		return maxClockEvents

@@ -60,7 +60,10 @@ type GPU struct {
 	// when NVLink could not be queried.
 	NVLinks       []NVLink `json:"nvlinks"`
 	NVLinkQueried bool     `json:"nvlink_queried"`
-	Fabric        Fabric   `json:"fabric"`
+	// NVLinkCounters are the error and data counters of each active
+	// NVLink (nvlink.go); nil when they were not read.
+	NVLinkCounters []NVLinkCounters `json:"nvlink_counters,omitempty"`
+	Fabric         Fabric           `json:"fabric"`
 }
 
 // Sensors are what the GPU reads of itself at one moment; nil: not read.

@@ -242,7 +242,14 @@ func (c *collector) gpu(i int, d gonvml.Device) gpu.GPU {
 	return g
 }
 
+// nvlinks reads the state of every NVLink of g, then the counters of the
+// active ones.
 func (c *collector) nvlinks(pfx string, d gonvml.Device, g *gpu.GPU) {
+	c.nvlinkStates(pfx, d, g)
+	c.nvlinkCounters(pfx, d, g)
+}
+
+func (c *collector) nvlinkStates(pfx string, d gonvml.Device, g *gpu.GPU) {
 	for link := 0; link < gonvml.NVLINK_MAX_LINKS; link++ {
 		var st gonvml.EnableState
 		var r gonvml.Return

@@ -4,7 +4,9 @@ package live
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -82,10 +84,44 @@ func fakeGPU(bus string, links int, remoteSwitch bool) *mock.Device {
 		}
 		return gonvml.NVLINK_DEVICE_TYPE_GPU, gonvml.SUCCESS
 	}
+	d.GetNvLinkErrorCounterFunc = func(l int, c gonvml.NvLinkErrorCounter) (uint64, gonvml.Return) {
+		return uint64(10*l) + uint64(c), gonvml.SUCCESS
+	}
+	d.GetFieldValuesFunc = fakeFieldValues(nil)
 	d.GetGpuFabricInfoFunc = func() (gonvml.GpuFabricInfo, gonvml.Return) {
 		return gonvml.GpuFabricInfo{State: gonvml.GPU_FABRIC_STATE_COMPLETED, Status: uint32(gonvml.SUCCESS)}, gonvml.SUCCESS
 	}
 	return d
+}
+
+// fakeFieldValues answers NVML field value requests as a Hopper GPU does:
+// the throughput counters (TX = 1000 + link KiB, RX = 2000 + link, as the
+// driver's unsigned long long) and NOT_SUPPORTED for NVLink 5's; refuse
+// names fields answered NOT_SUPPORTED too.
+func fakeFieldValues(refuse map[uint32]bool) func([]gonvml.FieldValue) gonvml.Return {
+	return func(vs []gonvml.FieldValue) gonvml.Return {
+		for i := range vs {
+			v := &vs[i]
+			var x uint64
+			switch v.FieldId {
+			case gonvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX:
+				x = 1000 + uint64(v.ScopeId)
+			case gonvml.FI_DEV_NVLINK_THROUGHPUT_DATA_RX:
+				x = 2000 + uint64(v.ScopeId)
+			default:
+				v.NvmlReturn = uint32(gonvml.ERROR_NOT_SUPPORTED)
+				continue
+			}
+			if refuse[v.FieldId] {
+				v.NvmlReturn = uint32(gonvml.ERROR_NOT_SUPPORTED)
+				continue
+			}
+			v.ValueType = uint32(gonvml.VALUE_TYPE_UNSIGNED_LONG_LONG)
+			binary.NativeEndian.PutUint64(v.Value[:], x)
+			v.NvmlReturn = uint32(gonvml.SUCCESS)
+		}
+		return gonvml.SUCCESS
+	}
 }
 
 func fakeLib(devs ...*mock.Device) *mock.Interface {
@@ -200,5 +236,173 @@ func TestLiveGPUCountBounded(t *testing.T) {
 		if _, err := New(WithLibrary(lib)).Collect(t.Context()); err == nil || !strings.Contains(err.Error(), "GPUs, want 0 to") {
 			t.Errorf("count %d: %v", n, err)
 		}
+	}
+}
+
+// TestCollectNVLinkCounters: every active link's error counters
+// (nvmlDeviceGetNvLinkErrorCounter) and throughput (field values, scopeId =
+// link) are read; what the driver refuses is missing with its reason,
+// never 0; an inactive link has no counters; a hung call leaves the rest
+// missing, and the collection returns.
+func TestCollectNVLinkCounters(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(d *mock.Device) (unblock func())
+		check func(t *testing.T, nc []gpu.NVLinkCounters)
+	}{
+		{name: "hopper", check: func(t *testing.T, nc []gpu.NVLinkCounters) {
+			if len(nc) != 17 { // link 17 is down
+				t.Fatalf("%d links with counters, want the 17 active ones", len(nc))
+			}
+			l := nc[3]
+			want := map[string]uint64{gpu.NVLinkCRCFlit: 32, gpu.NVLinkCRCData: 33, gpu.NVLinkReplay: 30, gpu.NVLinkRecovery: 31, gpu.NVLinkTxKiB: 1003, gpu.NVLinkRxKiB: 2003}
+			if d := cmp.Diff(want, l.Values); l.Link != 3 || d != "" {
+				t.Errorf("link %d values: %s", l.Link, d)
+			}
+			for _, k := range []string{gpu.NVLinkRecoveryFailed, gpu.NVLinkEffectiveErrors, gpu.NVLinkRecoveryEvents} {
+				if !strings.Contains(l.Missing[k], "nvmlDeviceGetFieldValues field") {
+					t.Errorf("%s: missing %q, want NVML's refusal", k, l.Missing[k])
+				}
+			}
+		}},
+		{name: "a counter refused", setup: func(d *mock.Device) func() {
+			d.GetNvLinkErrorCounterFunc = func(l int, c gonvml.NvLinkErrorCounter) (uint64, gonvml.Return) {
+				if c == gonvml.NVLINK_ERROR_DL_CRC_DATA {
+					return 0, gonvml.ERROR_NOT_SUPPORTED
+				}
+				return 1, gonvml.SUCCESS
+			}
+			d.GetFieldValuesFunc = fakeFieldValues(map[uint32]bool{gonvml.FI_DEV_NVLINK_THROUGHPUT_DATA_RX: true})
+			return nil
+		}, check: func(t *testing.T, nc []gpu.NVLinkCounters) {
+			l := nc[0]
+			if _, ok := l.Values[gpu.NVLinkCRCData]; ok || !strings.Contains(l.Missing[gpu.NVLinkCRCData], "nvmlDeviceGetNvLinkErrorCounter") {
+				t.Errorf("crc data: value %v missing %q", l.Values[gpu.NVLinkCRCData], l.Missing[gpu.NVLinkCRCData])
+			}
+			if _, ok := l.Values[gpu.NVLinkRxKiB]; ok || l.Missing[gpu.NVLinkRxKiB] == "" {
+				t.Errorf("rx: %+v", l)
+			}
+			if l.Values[gpu.NVLinkTxKiB] != 1000 {
+				t.Errorf("tx = %d", l.Values[gpu.NVLinkTxKiB])
+			}
+		}},
+		{name: "the data-link call refused, the scoped field answers", setup: func(d *mock.Device) func() {
+			d.GetNvLinkErrorCounterFunc = func(l int, c gonvml.NvLinkErrorCounter) (uint64, gonvml.Return) {
+				if c == gonvml.NVLINK_ERROR_DL_REPLAY || c == gonvml.NVLINK_ERROR_DL_RECOVERY {
+					return 0, gonvml.ERROR_NOT_SUPPORTED
+				}
+				return 7, gonvml.SUCCESS
+			}
+			hopper := fakeFieldValues(nil)
+			d.GetFieldValuesFunc = func(vs []gonvml.FieldValue) gonvml.Return {
+				r := hopper(vs)
+				for i := range vs {
+					switch vs[i].FieldId {
+					case gonvml.FI_DEV_NVLINK_ERROR_DL_REPLAY:
+						vs[i].NvmlReturn, vs[i].ValueType = uint32(gonvml.SUCCESS), uint32(gonvml.VALUE_TYPE_UNSIGNED_LONG_LONG)
+						binary.NativeEndian.PutUint64(vs[i].Value[:], 5)
+					case gonvml.FI_DEV_NVLINK_ERROR_DL_CRC:
+						// Answered, but the data-link call read it first.
+						vs[i].NvmlReturn, vs[i].ValueType = uint32(gonvml.SUCCESS), uint32(gonvml.VALUE_TYPE_UNSIGNED_LONG_LONG)
+						binary.NativeEndian.PutUint64(vs[i].Value[:], 99)
+					}
+				}
+				return r
+			}
+			return nil
+		}, check: func(t *testing.T, nc []gpu.NVLinkCounters) {
+			l := nc[2]
+			if l.Values[gpu.NVLinkReplay] != 5 || l.Values[gpu.NVLinkCRCFlit] != 7 {
+				t.Errorf("replay %d (want 5, from the field), crc flit %d (want 7, from the data-link call)", l.Values[gpu.NVLinkReplay], l.Values[gpu.NVLinkCRCFlit])
+			}
+			if _, ok := l.Missing[gpu.NVLinkReplay]; ok {
+				t.Errorf("replay read and missing: %q", l.Missing[gpu.NVLinkReplay])
+			}
+			why := l.Missing[gpu.NVLinkRecovery]
+			if _, ok := l.Values[gpu.NVLinkRecovery]; ok || !strings.Contains(why, "nvmlDeviceGetNvLinkErrorCounter: error") || !strings.Contains(why, "; nvmlDeviceGetFieldValues field 162: error") {
+				t.Errorf("recovery refused by both: value %v, missing %q", l.Values[gpu.NVLinkRecovery], why)
+			}
+		}},
+		{name: "field values refused as a whole", setup: func(d *mock.Device) func() {
+			d.GetFieldValuesFunc = func([]gonvml.FieldValue) gonvml.Return { return gonvml.ERROR_NO_PERMISSION }
+			return nil
+		}, check: func(t *testing.T, nc []gpu.NVLinkCounters) {
+			if _, ok := nc[0].Values[gpu.NVLinkTxKiB]; ok || !strings.Contains(nc[0].Missing[gpu.NVLinkTxKiB], "nvmlDeviceGetFieldValues: error") {
+				t.Errorf("tx: %+v", nc[0])
+			}
+		}},
+		{name: "hung field values", setup: func(d *mock.Device) func() {
+			block := make(chan struct{})
+			d.GetFieldValuesFunc = func([]gonvml.FieldValue) gonvml.Return { <-block; return gonvml.SUCCESS }
+			return func() { close(block) }
+		}, check: func(t *testing.T, nc []gpu.NVLinkCounters) {
+			if !strings.Contains(nc[0].Missing[gpu.NVLinkRxKiB], "no answer within") || nc[0].Values[gpu.NVLinkCRCFlit] != 2 {
+				t.Errorf("link 0: %+v", nc[0])
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := fakeGPU("00000000:18:00.0", 18, true)
+			if tc.setup != nil {
+				if unblock := tc.setup(d); unblock != nil {
+					defer unblock()
+				}
+			}
+			f, err := New(WithLibrary(fakeLib(d)), WithCallTimeout(100*time.Millisecond)).Collect(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, f.GPUs[0].NVLinkCounters)
+		})
+	}
+}
+
+func TestFieldUint(t *testing.T) {
+	fv := func(vt gonvml.ValueType, bits uint64) gonvml.FieldValue {
+		v := gonvml.FieldValue{ValueType: uint32(vt)}
+		binary.NativeEndian.PutUint64(v.Value[:], bits)
+		return v
+	}
+	for _, tc := range []struct {
+		in   gonvml.FieldValue
+		want uint64
+		err  bool
+	}{
+		{fv(gonvml.VALUE_TYPE_UNSIGNED_LONG_LONG, 1<<40), 1 << 40, false},
+		{fv(gonvml.VALUE_TYPE_UNSIGNED_INT, 7), 7, false},
+		{fv(gonvml.VALUE_TYPE_SIGNED_LONG_LONG, 9), 9, false},
+		{fv(gonvml.VALUE_TYPE_SIGNED_LONG_LONG, ^uint64(0)), 0, true}, // -1
+		{fv(gonvml.VALUE_TYPE_DOUBLE, 0x4014000000000000), 5, false},  // 5.0
+		{fv(gonvml.VALUE_TYPE_DOUBLE, 0x3ff8000000000000), 0, true},   // 1.5
+		{fv(99, 1), 0, true},
+	} {
+		got, err := fieldUint(tc.in)
+		if got != tc.want || (err != nil) != tc.err {
+			t.Errorf("fieldUint(type %d) = %d, %v; want %d, error %v", tc.in.ValueType, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+// BenchmarkCollectNVLinkCounters is the cost of the NVLink counters on an
+// 8-GPU NVSwitch node (18 links each, 17 up) through the mock: the
+// deadline guard's own cost per call, not the driver's.
+func BenchmarkCollectNVLinkCounters(b *testing.B) {
+	for _, links := range []int{1, 18} {
+		b.Run(fmt.Sprintf("links=%d", links), func(b *testing.B) {
+			var devs []*mock.Device
+			for i := range 8 {
+				devs = append(devs, fakeGPU(fmt.Sprintf("00000000:%02X:00.0", 0x18+i), links, true))
+			}
+			lib := fakeLib(devs...)
+			lib.DeviceGetP2PStatusFunc = func(a, b gonvml.Device, i gonvml.GpuP2PCapsIndex) (gonvml.GpuP2PStatus, gonvml.Return) {
+				return gonvml.P2P_STATUS_OK, gonvml.SUCCESS
+			}
+			src := New(WithLibrary(lib))
+			for b.Loop() {
+				if _, err := src.Collect(b.Context()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
