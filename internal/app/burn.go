@@ -448,7 +448,11 @@ func (s *Session) burnOn(ctx context.Context, t burnTarget, o BurnOptions) (*rep
 			t.onWindow(env)
 		}
 		if o.Progress != nil {
-			fmt.Fprintf(o.Progress, "gdrcheck: burn %s: %d pass(es), %s moved, %s\n", doc.Schedule.Name(i), work.Passes, gib(moved), result.Worst(rs))
+			// Each window left takes as long as this one did, its
+			// sample and judging included.
+			left := time.Duration(windows-i-1) * s.Now().Sub(start)
+			fmt.Fprintf(o.Progress, "gdrcheck: burn %s (%d of %d, about %s left): %d pass(es), %s moved, %s\n", doc.Schedule.Name(i), i+1, windows,
+				left.Round(time.Second), work.Passes, gib(moved), result.Worst(rs))
 		}
 	}
 	rs := judge()

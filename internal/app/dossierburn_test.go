@@ -186,6 +186,9 @@ func TestDossierBurnin(t *testing.T) {
 		if !rewritten {
 			t.Error("no progress line after window 1")
 		}
+		if p := prog.buf.String(); !strings.Contains(p, "(1 of 2, about ") || !strings.Contains(p, "(2 of 2, about 0s left)") {
+			t.Errorf("progress without the windows left: %q", p)
+		}
 	}
 }
 
