@@ -63,6 +63,11 @@ type Prediction struct {
 	// Loose: a bound the model knows NCCL does not approach; judged with
 	// the loose margin whatever the regime.
 	Loose bool `json:"loose,omitempty"`
+	// Interval is where a healthy measurement may lie, from the public
+	// runs of the prediction's class (interval.go); judging passes a
+	// measurement within it. Bandwidth-regime, strictly judged
+	// predictions only (the public runs are peak figures).
+	Interval Interval `json:"interval,omitzero"`
 }
 
 // candidate is one algorithm before its size is known.
@@ -94,6 +99,12 @@ func Predict(s System, c collective.Collective, bytes float64) ([]Prediction, er
 // predict is Predict on a validated system's paths; the predictions name
 // the collective canonically.
 func predict(p paths, c collective.Collective, bytes float64) ([]Prediction, error) {
+	return predictWith(p, c, bytes, true)
+}
+
+// predictWith is predict, each prediction with its interval when
+// interval (the public runs are predicted without, to make them).
+func predictWith(p paths, c collective.Collective, bytes float64, interval bool) ([]Prediction, error) {
 	if bytes < 1 || math.IsInf(bytes, 0) || math.IsNaN(bytes) {
 		return nil, fmt.Errorf("size %g: at least one byte", bytes)
 	}
@@ -120,6 +131,16 @@ func predict(p paths, c collective.Collective, bytes float64) ([]Prediction, err
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].TimeUS < out[j].TimeUS })
 	out[0].Best = true
+	if interval {
+		for i := range out {
+			// The public runs are peak (bandwidth-regime) figures: they
+			// speak for strictly judged predictions only; latency-bound,
+			// transition and loose ones keep the loose margin.
+			if out[i].strict() {
+				out[i].Interval = intervalOf(p.s, out[i])
+			}
+		}
+	}
 	return out, nil
 }
 
