@@ -34,7 +34,8 @@ func newModel(g *globals) *cobra.Command {
 		Short: "Expected performance of collectives and copies, from the hardware (this host, --root, or --gpu ...)",
 		Example: `  gdrcheck model                                   # this host's expected bus bandwidths and copies
   gdrcheck model --root node.tgz --nodes 16        # sixteen such nodes
-  gdrcheck model --gpu h100 --nics-per-node 8 --nic-rate 400 --nodes 4   # hardware described by flags`,
+  gdrcheck model --gpu h100 --nics-per-node 8 --nic-rate 400 --nodes 4   # hardware described by flags
+  gdrcheck model --gpu gb200 --gpus-per-node 72    # one GB200 NVL72 rack (one NVLink domain)`,
 		Long: `Predicts what NCCL collectives (as nccl-tests reports them), device and host copies, NVLink
 peer copies and perftest ib_write_bw should reach on the hardware, names the bottleneck of each
 and the formula used, and says how a measurement will be judged.
@@ -46,6 +47,10 @@ GPU, and with --expect FILE the site profile's GPU count, NVLinks, PCIe generati
 and NIC rate; where the host as found falls short (16 of 18 NVLinks, an x8 link, a missing GPU),
 its own prediction is shown beside the expectation (AS FOUND), as the explanation.
 What-ifs (--gdr-off, --nic-remote-socket, --half-rails, --downtrain gen4x8, --sharp) change it.
+A rack-scale NVLink domain is one "node" of many GPUs: --gpu gb200 --gpus-per-node 72 for an NVL72
+rack, with --nodes 2 --nics-per-node 72 --nic-rate 400 for two racks joined by the network.
+Every bandwidth-bound expectation carries an interval from the public runs of its class (wide
+where they are few, "no public calibration" where there are none); a result within it passes.
 Sizes read like nccl-tests' -b/-e: 8, 1K, 64M, 8G (binary units).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

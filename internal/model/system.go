@@ -229,7 +229,14 @@ func NewSystem(p Params) (System, error) {
 	}
 	s.GPUPath = strings.ToUpper(s.GPUPath)
 	if s.Nodes > 1 && s.NICsPerNode == 0 {
-		return System{}, fmt.Errorf("%d nodes need NICs: give --nics-per-node and --nic-rate", s.Nodes)
+		hint := ""
+		if s.GPUsPerNode > nvlsBaseboardGPUs {
+			hint = fmt.Sprintf(" (a node here is the NVLink domain of %d GPUs: its NICs are those of all its trays, e.g. one per GPU, --nics-per-node %d)", s.GPUsPerNode, s.GPUsPerNode)
+		}
+		return System{}, fmt.Errorf("%d nodes need NICs: give --nics-per-node and --nic-rate%s", s.Nodes, hint)
+	}
+	if s.GPUsPerNode > nvlsBaseboardGPUs && s.NVLinkTopology == NVLinkSwitch {
+		s.Notes = append(s.Notes, fmt.Sprintf("%d GPUs in one NVLink domain: a rack-scale system (NVL72-class), where a \"node\" is the NVLink domain and its NICs those of all its trays; NVLS there is scaled by %.3g, calibrated on one GB200 NVL72 rack", s.GPUsPerNode, nvlsDomainEfficiency))
 	}
 	if s.NICsPerNode > 0 && s.NICRateGbps == 0 {
 		return System{}, errors.New("NICs need a rate (--nic-rate, Gb/s)")
