@@ -57,7 +57,7 @@ const (
 	ClassNodePCIe     = "one node, PCIe"
 	ClassNodeNVLS     = "NVLS, one node (up to 8 GPUs)"
 	ClassDomainNVLS   = "NVLS in a rack-scale NVLink domain"
-	ClassDomainNVLink = "ring/tree/p2p in a rack-scale NVLink domain"
+	ClassDomainNVLink = "other algorithms in a rack-scale NVLink domain"
 	ClassNVLSTree     = "NVLS-tree across nodes"
 	ClassNVLSSharp    = "NVLS with SHARP across nodes"
 	ClassCollNet      = "CollNet (SHARP) across nodes"
@@ -73,6 +73,8 @@ func classOf(s System, algo Algorithm) string {
 		return ClassOneRank
 	case rack && (algo == AlgoNVLS || algo == AlgoNVLSTree || algo == AlgoNVLSSharp):
 		return ClassDomainNVLS
+	case rack:
+		return ClassDomainNVLink
 	case algo == AlgoNVLS:
 		return ClassNodeNVLS
 	case algo == AlgoNVLSTree:
@@ -85,8 +87,6 @@ func classOf(s System, algo Algorithm) string {
 		return ClassHierarchical
 	case s.Nodes > 1:
 		return ClassNetwork
-	case rack:
-		return ClassDomainNVLink
 	case s.NVLinkTopology == NVLinkSwitch || s.NVLinkTopology == NVLinkMesh:
 		return ClassNodeNVLink
 	}
