@@ -164,6 +164,9 @@ func computeEvidence() map[string]classEvidence {
 func intervalOf(s System, p Prediction) Interval {
 	cl := classOf(s, p.Algorithm)
 	w, runs, basis := classWidth(cl)
+	if cl == ClassHierarchical && s.NVLinkTopology != NVLinkSwitch && s.NVLinkTopology != NVLinkMesh {
+		w, runs, basis = hierarchicalWidth(ClassNodePCIe)
+	}
 	if e := evidence()[cl]; (cl == ClassDomainNVLS || cl == ClassDomainNVLink) && runs > 0 && !e.gpus[s.GPU] {
 		// A rack-scale system is its own family (GB200 NVL72 is not
 		// GB300 NVL72): another GPU's racks do not calibrate it.
@@ -183,17 +186,22 @@ func intervalOf(s System, p Prediction) Interval {
 // width rests on.
 func classWidth(cl string) (float64, int, string) {
 	if cl == ClassHierarchical {
-		// The model's own three calls, no public run of the whole: each
-		// phase is a prediction of a class with runs (NVLink
-		// reduce-scatter and all-gather, the network all-reduce), so the
-		// whole is as uncertain as its least certain phase.
-		wn, _, _ := classWidth(ClassNodeNVLink)
-		wr, _, _ := classWidth(ClassNetwork)
-		return math.Max(wn, wr), 0, fmt.Sprintf("no public run of the whole: its phases' classes (%s ±%.0f%%, %s ±%.0f%%)", ClassNodeNVLink, 100*wn, ClassNetwork, 100*wr)
+		return hierarchicalWidth(ClassNodeNVLink)
 	}
 	e := evidence()[cl]
 	w, basis := e.width()
 	return w, len(e.residuals), basis
+}
+
+// hierarchicalWidth is the hierarchical all-reduce's: the model's own
+// three calls, with no public run of the whole. Each phase is a
+// prediction of a class with runs (the node's reduce-scatter and
+// all-gather, in class intra; the network all-reduce), so the whole is as
+// uncertain as its least certain phase.
+func hierarchicalWidth(intra string) (float64, int, string) {
+	wn, _, _ := classWidth(intra)
+	wr, _, _ := classWidth(ClassNetwork)
+	return math.Max(wn, wr), 0, fmt.Sprintf("no public run of the whole: its phases' classes (%s ±%.0f%%, %s ±%.0f%%)", intra, 100*wn, ClassNetwork, 100*wr)
 }
 
 // Classes lists the evidence classes.

@@ -48,6 +48,28 @@ func TestIntervalClasses(t *testing.T) {
 	}
 }
 
+// The hierarchical all-reduce, with no public run of the whole, takes its
+// widest phase's class: the node's NVLink or PCIe one, and the network's.
+func TestIntervalHierarchical(t *testing.T) {
+	for _, tc := range []struct {
+		p     Params
+		w     float64
+		basis string
+	}{
+		{Params{GPU: "h100", Nodes: 4, NICsPerNode: 8, NICRateGbps: 400}, 0.07, "one node, NVLink"},
+		{Params{GPU: "l40s", GPUsPerNode: 4, Nodes: 2, NICsPerNode: 2, NICRateGbps: 400}, 0.15, "one node, PCIe ±15%"},
+	} {
+		ps, err := Predict(mustSystem(t, tc.p), collective.AllReduce, 8*gib)
+		if err != nil {
+			t.Fatal(err)
+		}
+		iv := algo(t, ps, AlgoHierarchical).Interval
+		if iv.Class != ClassHierarchical || !near(iv.HalfWidth, tc.w, 1e-9) || !strings.Contains(iv.Basis, tc.basis) || iv.Runs != 0 {
+			t.Errorf("%s: %+v, want ±%g (%q)", tc.p.GPU, iv, tc.w, tc.basis)
+		}
+	}
+}
+
 // Latency-bound and transition predictions carry no interval: the runs
 // are peak figures, and those are judged loosely anyway.
 func TestIntervalOnlyWhereStrict(t *testing.T) {
