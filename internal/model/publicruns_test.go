@@ -102,6 +102,29 @@ func TestPublicRuns(t *testing.T) {
 	}
 }
 
+// Every run of the calibration half names a factor the model has (a
+// constant, or a family's NVLink or network factor), so the halves are
+// what they say: a held-out run names none.
+func TestPublicRunHalves(t *testing.T) {
+	have := map[string]bool{}
+	for _, c := range constants() {
+		have[c.Name] = true
+	}
+	for _, r := range allRuns() {
+		if !r.calibration() {
+			continue
+		}
+		name := r.calib
+		if fam, kind, ok := strings.Cut(r.calib, " "); ok {
+			key := strings.ReplaceAll(fam, "/", "_")
+			name = map[string]string{"NVLink": "calibration_nvlink_" + key, "network": "calibration_net_" + key}[kind]
+		}
+		if !have[name] {
+			t.Errorf("%s (%s %s): fitted %q names no factor of the model", r.name, r.c, sizeText(r.size), r.calib)
+		}
+	}
+}
+
 // Every collective belongs to one calibration family, every factor is a
 // share (0, 1] with a source, and the families cover what they say.
 func TestCalibrationFamilies(t *testing.T) {
