@@ -45,6 +45,10 @@ func TestModelCommandGolden(t *testing.T) {
 			"--collective", "all_reduce", "--size", "8G", "--all", "--no-copies"}},
 		{"cli-h100-8nodes-sharp-nvls-off.txt", []string{"--gpu", "h100", "--nodes", "8", "--nics-per-node", "8", "--nic-rate", "400", "--sharp", "--nvls=false",
 			"--collective", "all_reduce", "--size", "8G", "--all", "--no-copies"}},
+		// A host as one tray of a larger NVLink domain (mechanics only: an
+		// HGX H200 host stands in for a GB200 tray, of which we have no
+		// capture).
+		{"cli-host-nvlink-domain.txt", []string{"--root", h200, "--nvlink-domain", "16", "--nodes", "2", "--collective", "all_reduce", "--size", "8G", "--no-copies"}},
 		{"cli-b200-2nodes.txt", []string{"--gpu", "b200", "--nodes", "2", "--nics-per-node", "8", "--nic-rate", "400",
 			"--collective", "all_reduce", "--size", "8G", "--all", "--no-copies", "--formulas"}},
 		{"cli-snapshot-h200x1.txt", []string{"--root", "../../testdata/snapshots/h200x1-vm.tgz", "--collective", "all_reduce,sendrecv", "--size", "8,8G"}},
@@ -104,6 +108,9 @@ func TestModelCommandErrors(t *testing.T) {
 		{[]string{"--gpu", "h100", "--format", "yaml"}, "--format"},
 		{[]string{"--gpu", "h100", "--nodes", "2"}, "need NICs"},
 		{[]string{"--gpu", "gb200", "--gpus-per-node", "72", "--nodes", "2"}, "--nics-per-node 72"},
+		{[]string{"--gpu", "gb200", "--nvlink-domain", "72"}, "--gpus-per-node 72"},
+		{[]string{"--root", "../../testdata/snapshots/h200x1-vm.tgz", "--nvlink-domain", "0"}, "--nvlink-domain 0"},
+		{[]string{"--root", "../../testdata/snapshots/h200x1-vm.tgz", "--nvlink-domain", "72"}, "needs NVSwitches"},
 		{[]string{"--gpu", "h100", "--nodes", "0"}, "--nodes"},
 		{[]string{"--gpu", "a100", "--nvls"}, "NVLS needs"},
 		{[]string{"--gpu", "h100", "--downtrain", "gen9x16"}, "--downtrain"},

@@ -147,3 +147,42 @@ func TestJudgeWithInterval(t *testing.T) {
 		t.Errorf("no interval, 80%%: %s, want warn", st)
 	}
 }
+
+// A GB200 tray (4 GPUs on the rack's NVSwitches, a 400G NIC each)
+// modelled as its NVL72 domain predicts what the rack itself does.
+func TestInDomain(t *testing.T) {
+	tray := mustSystem(t, Params{GPU: "gb200", GPUsPerNode: 4, NVLinkTopology: NVLinkSwitch, NICsPerNode: 4, NICRateGbps: 400})
+	rack, err := tray.InDomain(72)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rack.GPUsPerNode != 72 || rack.NICsPerNode != 72 || len(rack.Notes) == 0 {
+		t.Errorf("domain: %d GPUs, %d NICs, notes %v", rack.GPUsPerNode, rack.NICsPerNode, rack.Notes)
+	}
+	want, err := Expect(mustSystem(t, Params{GPU: "gb200", GPUsPerNode: 72}), collective.AllReduce, 8*gib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Expect(rack, collective.AllReduce, 8*gib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.BusBW != want.BusBW || got.Interval.Class != ClassDomainNVLS {
+		t.Errorf("tray as its domain: %g (%s), the rack: %g", got.BusBW, got.Interval.Class, want.BusBW)
+	}
+	if same, err := tray.InDomain(4); err != nil || same.GPUsPerNode != 4 {
+		t.Errorf("a domain of the host's own GPUs: %v, %v", same.GPUsPerNode, err)
+	}
+	for _, tc := range []struct {
+		s    System
+		gpus int
+		want string
+	}{
+		{tray, 70, "not a whole number"},
+		{mustSystem(t, Params{GPU: "a100", GPUsPerNode: 4}), 8, "needs NVSwitches"},
+	} {
+		if _, err := tc.s.InDomain(tc.gpus); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("InDomain(%d) on %s: %v, want %q", tc.gpus, tc.s.NVLinkTopology, err, tc.want)
+		}
+	}
+}

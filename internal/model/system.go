@@ -361,6 +361,30 @@ func (s System) Apply(w WhatIf) (System, []string, error) {
 	return out, said, out.Validate()
 }
 
+// InDomain models s, one host (a tray) of a rack-scale NVLink domain of
+// gpus GPUs (a GB200 NVL72 tray has 4 of its 72), as that domain: the
+// node becomes the domain, with the GPUs and NICs of all its trays
+// (gpus/GPUsPerNode of them, each like this one). The host's GPUs must
+// reach their peers through NVSwitches. gpus no more than the host's
+// leaves s as it is.
+func (s System) InDomain(gpus int) (System, error) {
+	g := s.GPUsPerNode
+	if gpus <= g {
+		return s, nil
+	}
+	if s.NVLinkTopology != NVLinkSwitch {
+		return s, fmt.Errorf("an NVLink domain of %d GPUs needs NVSwitches; this host's GPUs are on NVLink %s", gpus, s.NVLinkTopology)
+	}
+	if gpus%g != 0 {
+		return s, fmt.Errorf("an NVLink domain of %d GPUs is not a whole number of hosts of %d", gpus, g)
+	}
+	trays := gpus / g
+	s.GPUsPerNode = gpus
+	s.NICsPerNode *= trays
+	s.Notes = append(append([]string(nil), s.Notes...), fmt.Sprintf("modelled as one NVLink domain of %d GPUs: %d hosts like this one, their NICs together (%d)", gpus, trays, s.NICsPerNode))
+	return s, s.Validate()
+}
+
 // WithNVLS turns NVLink SHARP on or off; on needs an NVLS-capable GPU on
 // NVSwitches.
 func (s System) WithNVLS(on bool) (System, error) {
