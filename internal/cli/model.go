@@ -15,12 +15,12 @@ import (
 
 // modelFlags are gdrcheck model's flags.
 type modelFlags struct {
-	formulas                                                                  bool
-	gpu, nicLayer, nvlinkTopo, gpuPath, collectives, sizes, downtrain, expect string
-	format                                                                    *formatValue
+	formulas                                                                             bool
+	gpu, nicLayer, nvlinkTopo, gpuPath, collectives, sizes, downtrain, expect            string
+	format                                                                               *formatValue
 	nodes, gpusPerNode, nicsPerNode, nvlinks, pcieGen, pcieWidth, nvlinksDown, nvlDomain int
-	nicRate, interSocket, hostMem, pass, warn                                 float64
-	nvls, sharp, gdrOff, remoteNIC, halfRails, all, noCopies                  bool
+	nicRate, interSocket, hostMem, pass, warn                                            float64
+	nvls, sharp, gdrOff, remoteNIC, halfRails, all, noCopies                             bool
 }
 
 // modelHardwareFlags describe hardware; with a host (no --gpu) it comes
