@@ -26,6 +26,9 @@ const (
 	intervalManyRuns = 3
 	// intervalNone is the width of a class with no public run.
 	intervalNone = 0.25
+	// intervalMax bounds any width, so a judging margin stays a margin
+	// (TestPublicRuns holds every run within ±10% anyway).
+	intervalMax = 0.5
 )
 
 // Interval is where a healthy measurement of a prediction may lie, and
@@ -122,8 +125,9 @@ func (e classEvidence) width() (float64, string) {
 	return w, fmt.Sprintf("%d runs, largest residual %.1f%%, RMS %.1f%%", n, 100*maxAbs, 100*rms)
 }
 
-// ceilPercent rounds a share up to a whole percent.
-func ceilPercent(w float64) float64 { return math.Ceil(w*100-1e-9) / 100 }
+// ceilPercent rounds a share up to a whole percent, at most
+// intervalMax.
+func ceilPercent(w float64) float64 { return math.Min(intervalMax, math.Ceil(w*100-1e-9)/100) }
 
 // evidence is every class's residuals from the public and device runs,
 // computed once (predicting the runs without intervals).

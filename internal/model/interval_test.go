@@ -97,6 +97,7 @@ func TestIntervalWidthRule(t *testing.T) {
 		{[]float64{0.01, -0.01, 0.02}, 0.05, "3 runs"},
 		{[]float64{0.087, -0.04, 0.0, 0.03}, 0.11, "4 runs"}, // 2 × RMS 5.02% = 10.04%, rounded up
 		{[]float64{0.066, -0.01, 0.0, 0.01, 0.0}, 0.07, "5 runs"},
+		{[]float64{0.4}, 0.5, "few runs (1)"}, // at most intervalMax
 	} {
 		w, basis := classEvidence{residuals: tc.res}.width()
 		if !near(w, tc.want, 1e-9) || !strings.Contains(basis, tc.basis) {
