@@ -319,6 +319,10 @@ func constants() []Constant {
 		{"pageable_staging_gbps", pageableStagingGBps, "GB/s", "estimate (one CPU thread staging through pinned memory); judged loosely"},
 		{"one_rank_latency_us", oneRankLatencyUS, "µs", "estimate (one device copy launch); judged loosely"},
 		{"bandwidth_regime_share", bandwidthRegimeShare, "", "model choice: strict judging only where moving bytes is ≥95% of the time"},
+		{"interval_floor", intervalFloor, "", "model choice: the narrowest interval of a class whose runs agree (one system's run-to-run spread is a few percent: 8×H100 365-370 GB/s, NVIDIA/nccl#1455)"},
+		{"interval_few_runs", intervalFewRuns, "", "model choice: the narrowest interval of a class with fewer than 3 runs (interval.go); at the default margin it leaves judging as it was"},
+		{"interval_none", intervalNone, "", "model choice: the interval of a class with no public run (\"no public calibration\")"},
+		{"interval_max", intervalMax, "", "model choice: the widest interval, so a judging margin stays a margin"},
 		{"net_calibrated_from_gbps", netCalibratedFromGbps, "Gb/s", "measured: 400G runs sit below NCCL's NET_BW ratio, 200G and 100G runs agree with it (calibration.go)"},
 	}
 	for _, f := range calibrations() {
