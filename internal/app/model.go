@@ -16,6 +16,10 @@ type HostModel struct {
 	InterSocketGBps float64
 	HostMemGBps     float64
 	NVLS            *bool // nil: as the host has it
+	// NVLinkDomain, when more than the host's GPUs, models the host as
+	// one tray of a rack-scale NVLink domain of that many GPUs
+	// (model.System.InDomain); Nodes then counts domains.
+	NVLinkDomain int
 	// Want is the site profile's part that describes the hardware as it
 	// should be (model.WantOf); Profile is its path ("": none), named as the
 	// expectation's basis.
@@ -30,6 +34,9 @@ func (o HostModel) System() (model.System, error) {
 		return s, toolErr(err)
 	}
 	s.Source = o.Source
+	if s, err = s.InDomain(o.NVLinkDomain); err != nil {
+		return s, toolErr(fmt.Errorf("--nvlink-domain: %w", err))
+	}
 	if o.Nodes > 0 {
 		s.Nodes = o.Nodes
 	}

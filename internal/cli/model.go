@@ -15,12 +15,12 @@ import (
 
 // modelFlags are gdrcheck model's flags.
 type modelFlags struct {
-	formulas                                                                  bool
-	gpu, nicLayer, nvlinkTopo, gpuPath, collectives, sizes, downtrain, expect string
-	format                                                                    *formatValue
-	nodes, gpusPerNode, nicsPerNode, nvlinks, pcieGen, pcieWidth, nvlinksDown int
-	nicRate, interSocket, hostMem, pass, warn                                 float64
-	nvls, sharp, gdrOff, remoteNIC, halfRails, all, noCopies                  bool
+	formulas                                                                             bool
+	gpu, nicLayer, nvlinkTopo, gpuPath, collectives, sizes, downtrain, expect            string
+	format                                                                               *formatValue
+	nodes, gpusPerNode, nicsPerNode, nvlinks, pcieGen, pcieWidth, nvlinksDown, nvlDomain int
+	nicRate, interSocket, hostMem, pass, warn                                            float64
+	nvls, sharp, gdrOff, remoteNIC, halfRails, all, noCopies                             bool
 }
 
 // modelHardwareFlags describe hardware; with a host (no --gpu) it comes
@@ -34,7 +34,8 @@ func newModel(g *globals) *cobra.Command {
 		Short: "Expected performance of collectives and copies, from the hardware (this host, --root, or --gpu ...)",
 		Example: `  gdrcheck model                                   # this host's expected bus bandwidths and copies
   gdrcheck model --root node.tgz --nodes 16        # sixteen such nodes
-  gdrcheck model --gpu h100 --nics-per-node 8 --nic-rate 400 --nodes 4   # hardware described by flags`,
+  gdrcheck model --gpu h100 --nics-per-node 8 --nic-rate 400 --nodes 4   # hardware described by flags
+  gdrcheck model --gpu gb200 --gpus-per-node 72    # one GB200 NVL72 rack (one NVLink domain)`,
 		Long: `Predicts what NCCL collectives (as nccl-tests reports them), device and host copies, NVLink
 peer copies and perftest ib_write_bw should reach on the hardware, names the bottleneck of each
 and the formula used, and says how a measurement will be judged.
@@ -46,6 +47,10 @@ GPU, and with --expect FILE the site profile's GPU count, NVLinks, PCIe generati
 and NIC rate; where the host as found falls short (16 of 18 NVLinks, an x8 link, a missing GPU),
 its own prediction is shown beside the expectation (AS FOUND), as the explanation.
 What-ifs (--gdr-off, --nic-remote-socket, --half-rails, --downtrain gen4x8, --sharp) change it.
+A rack-scale NVLink domain is one "node" of many GPUs: --gpu gb200 --gpus-per-node 72 for an NVL72
+rack, with --nodes 2 --nics-per-node 72 --nic-rate 400 for two racks joined by the network.
+Every bandwidth-bound expectation carries an interval from the public runs of its class (wide
+where they are few, "no public calibration" where there are none); a result within it passes.
 Sizes read like nccl-tests' -b/-e: 8, 1K, 64M, 8G (binary units).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -55,7 +60,8 @@ Sizes read like nccl-tests' -b/-e: 8, 1K, 64M, 8G (binary units).`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.gpu, "gpu", "", "GPU model (h100, h100-pcie, h200, h800, a100, a100-pcie, b200, l40s, rtx6000-ada, v100, ...): describe the hardware by flags instead of reading a host")
 	fl.IntVar(&f.nodes, "nodes", 0, "nodes (default 1; with a host: that many identical nodes)")
-	fl.IntVar(&f.gpusPerNode, "gpus-per-node", 0, "GPUs per node (default 8)")
+	fl.IntVar(&f.gpusPerNode, "gpus-per-node", 0, "GPUs per node (default 8); a rack-scale NVLink domain is one node: 72 for an NVL72 rack")
+	fl.IntVar(&f.nvlDomain, "nvlink-domain", 0, "with a host: it is one tray of a rack-scale NVLink domain of this many GPUs (72 for a GB200/GB300 NVL72 tray), modelled as that domain; --nodes then counts domains")
 	fl.IntVar(&f.nicsPerNode, "nics-per-node", 0, "RDMA NICs (rails) per node")
 	fl.Float64Var(&f.nicRate, "nic-rate", 0, "rate of each NIC, Gb/s (400 for NDR)")
 	fl.StringVar(&f.nicLayer, "nic-link-layer", "", "InfiniBand (default) or Ethernet (RoCE)")
@@ -126,6 +132,12 @@ func runModel(cmd *cobra.Command, g *globals, f *modelFlags) error {
 
 	var s model.System
 	var basis *model.Basis
+	if f.gpu != "" && changed("nvlink-domain") {
+		return toolError(fmt.Errorf("--nvlink-domain describes a host's domain: with --gpu give the domain as --gpus-per-node %d", f.nvlDomain))
+	}
+	if changed("nvlink-domain") && f.nvlDomain < 1 {
+		return toolError(fmt.Errorf("--nvlink-domain %d: at least 1", f.nvlDomain))
+	}
 	if f.gpu != "" && f.expect != "" {
 		return toolError(fmt.Errorf("--expect %s describes the hardware a host should have: with --gpu the flags describe it", f.expect))
 	}
@@ -159,7 +171,7 @@ func runModel(cmd *cobra.Command, g *globals, f *modelFlags) error {
 			return err
 		}
 		defer cleanup()
-		hm := app.HostModel{Host: h, Source: "host " + g.root, Nodes: f.nodes, InterSocketGBps: f.interSocket, HostMemGBps: f.hostMem,
+		hm := app.HostModel{Host: h, Source: "host " + g.root, Nodes: f.nodes, NVLinkDomain: f.nvlDomain, InterSocketGBps: f.interSocket, HostMemGBps: f.hostMem,
 			Want: model.WantOf(profile), Profile: f.expect}
 		if changed("nvls") {
 			hm.NVLS = &f.nvls

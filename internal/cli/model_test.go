@@ -35,6 +35,22 @@ func TestModelCommandGolden(t *testing.T) {
 		{"cli-h100-8nodes.json", []string{"--gpu", "h100", "--nodes", "8", "--gpus-per-node", "8", "--nics-per-node", "8", "--nic-rate", "400",
 			"--collective", "all_reduce", "--size", "8G", "--format", "json", "--no-copies"}},
 		{"cli-h100-1node-nvls-off.txt", []string{"--gpu", "h100", "--nvls=false", "--collective", "all_reduce", "--size", "8G", "--all", "--no-copies"}},
+		// Issue 30: a GB200 NVL72 rack, two racks over the network, a GB300
+		// rack (no public calibration), and SHARP with and without NVLS.
+		{"cli-gb200-nvl72.txt", []string{"--gpu", "gb200", "--gpus-per-node", "72", "--collective", "all_reduce,all_gather", "--size", "1M,8G", "--no-copies"}},
+		{"cli-gb200-nvl72-2racks.txt", []string{"--gpu", "gb200", "--gpus-per-node", "72", "--nodes", "2", "--nics-per-node", "72", "--nic-rate", "400",
+			"--collective", "all_reduce", "--size", "16G", "--all", "--no-copies"}},
+		{"cli-gb300-nvl72.txt", []string{"--gpu", "gb300", "--gpus-per-node", "72", "--collective", "all_reduce", "--size", "8G", "--no-copies"}},
+		{"cli-h100-8nodes-sharp.txt", []string{"--gpu", "h100", "--nodes", "8", "--nics-per-node", "8", "--nic-rate", "400", "--sharp",
+			"--collective", "all_reduce", "--size", "8G", "--all", "--no-copies"}},
+		{"cli-h100-8nodes-sharp-nvls-off.txt", []string{"--gpu", "h100", "--nodes", "8", "--nics-per-node", "8", "--nic-rate", "400", "--sharp", "--nvls=false",
+			"--collective", "all_reduce", "--size", "8G", "--all", "--no-copies"}},
+		// A host as one tray of a larger NVLink domain (mechanics only: an
+		// HGX H200 host stands in for a GB200 tray, of which we have no
+		// capture).
+		{"cli-host-nvlink-domain.txt", []string{"--root", h200, "--nvlink-domain", "16", "--nodes", "2", "--collective", "all_reduce", "--size", "8G", "--no-copies"}},
+		{"cli-b200-2nodes.txt", []string{"--gpu", "b200", "--nodes", "2", "--nics-per-node", "8", "--nic-rate", "400",
+			"--collective", "all_reduce", "--size", "8G", "--all", "--no-copies", "--formulas"}},
 		{"cli-snapshot-h200x1.txt", []string{"--root", "../../testdata/snapshots/h200x1-vm.tgz", "--collective", "all_reduce,sendrecv", "--size", "8,8G"}},
 		{"cli-host-whatif.txt", []string{"--root", h200, "--nodes", "4", "--gdr-off", "--downtrain", "gen4x16", "--sharp",
 			"--collective", "all_reduce", "--size", "16G", "--all", "--margin", "0.9", "--warn-margin", "0.75"}},
@@ -91,6 +107,10 @@ func TestModelCommandErrors(t *testing.T) {
 		{[]string{"--gpu", "h100", "--collective", "allreduce2"}, "--collective"},
 		{[]string{"--gpu", "h100", "--format", "yaml"}, "--format"},
 		{[]string{"--gpu", "h100", "--nodes", "2"}, "need NICs"},
+		{[]string{"--gpu", "gb200", "--gpus-per-node", "72", "--nodes", "2"}, "--nics-per-node 72"},
+		{[]string{"--gpu", "gb200", "--nvlink-domain", "72"}, "--gpus-per-node 72"},
+		{[]string{"--root", "../../testdata/snapshots/h200x1-vm.tgz", "--nvlink-domain", "0"}, "--nvlink-domain 0"},
+		{[]string{"--root", "../../testdata/snapshots/h200x1-vm.tgz", "--nvlink-domain", "72"}, "needs NVSwitches"},
 		{[]string{"--gpu", "h100", "--nodes", "0"}, "--nodes"},
 		{[]string{"--gpu", "a100", "--nvls"}, "NVLS needs"},
 		{[]string{"--gpu", "h100", "--downtrain", "gen9x16"}, "--downtrain"},

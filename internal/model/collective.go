@@ -63,6 +63,11 @@ type Prediction struct {
 	// Loose: a bound the model knows NCCL does not approach; judged with
 	// the loose margin whatever the regime.
 	Loose bool `json:"loose,omitempty"`
+	// Interval is where a healthy measurement may lie, from the public
+	// runs of the prediction's class (interval.go); judging passes a
+	// measurement within it. Bandwidth-regime, strictly judged
+	// predictions only (the public runs are peak figures).
+	Interval Interval `json:"interval,omitzero"`
 }
 
 // candidate is one algorithm before its size is known.
@@ -94,6 +99,12 @@ func Predict(s System, c collective.Collective, bytes float64) ([]Prediction, er
 // predict is Predict on a validated system's paths; the predictions name
 // the collective canonically.
 func predict(p paths, c collective.Collective, bytes float64) ([]Prediction, error) {
+	return predictWith(p, c, bytes, true)
+}
+
+// predictWith is predict, each prediction with its interval when
+// interval (the public runs are predicted without, to make them).
+func predictWith(p paths, c collective.Collective, bytes float64, interval bool) ([]Prediction, error) {
 	if bytes < 1 || math.IsInf(bytes, 0) || math.IsNaN(bytes) {
 		return nil, fmt.Errorf("size %g: at least one byte", bytes)
 	}
@@ -120,6 +131,16 @@ func predict(p paths, c collective.Collective, bytes float64) ([]Prediction, err
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].TimeUS < out[j].TimeUS })
 	out[0].Best = true
+	if interval {
+		for i := range out {
+			// The public runs are peak (bandwidth-regime) figures: they
+			// speak for strictly judged predictions only; latency-bound,
+			// transition and loose ones keep the loose margin.
+			if out[i].strict() {
+				out[i].Interval = intervalOf(p.s, out[i])
+			}
+		}
+	}
 	return out, nil
 }
 
@@ -294,9 +315,10 @@ func candidates(p paths, c collective.Collective) []candidate {
 		out := []candidate{ring()}
 		if s.NVLS && N == 1 {
 			e := p.nvlsEfficiency()
-			b := term{ByNVLink, e * p.nvl.gbps, p.nvl.text}
+			d, dText := p.nvlsDomain()
+			b := term{ByNVLink, e * d * p.nvl.gbps, p.nvl.text}
 			out = append(out, candidate{algo: AlgoNVLS, bw: b,
-				bwText: fmt.Sprintf("algbw = %.2f (NCCL NVLS efficiency) × %s (each GPU's link carries S once through the NVSwitch)", e, p.nvl),
+				bwText: fmt.Sprintf("algbw = %.2f (NCCL NVLS efficiency)%s × %s (each GPU's link carries S once through the NVSwitch)", e, dText, p.nvl),
 				protos: []proto{protoSimple}, busbwNCCL: 1, lat: nvlsLat(N)})
 		}
 		return out
@@ -389,20 +411,34 @@ func candidates(p paths, c collective.Collective) []candidate {
 
 	if s.NVLS {
 		e := p.nvlsEfficiency()
+		d, dText := p.nvlsDomain()
 		gf := float64(g)
 		if N == 1 {
 			// NVLS: per GPU, S+S/g leaves (reduce-scatter by multimem
 			// loads, then the multicast store) and S+S/g arrives.
-			b := term{ByNVLink, e * p.nvl.gbps * gf / (gf + 1), p.nvl.text}
+			b := term{ByNVLink, e * d * p.nvl.gbps * gf / (gf + 1), p.nvl.text}
 			out = append(out, candidate{algo: AlgoNVLS, bw: b,
-				bwText: fmt.Sprintf("algbw = %.2f (NCCL NVLS efficiency) × (%s) × g/(g+1) (each link carries S(1+1/g))", e, p.nvl),
+				bwText: fmt.Sprintf("algbw = %.2f (NCCL NVLS efficiency)%s × (%s) × g/(g+1) (each link carries S(1+1/g))", e, dText, p.nvl),
 				protos: []proto{protoSimple}, lat: nvlsLat(N)})
 		} else {
-			intraNV := term{ByNVLink, e * nvlsMultiNodeEfficiency * p.nvl.gbps * gf / (gf + 1), p.nvl.text}
-			intraTxt := fmt.Sprintf("%.2f × %.2f × (%s) × g/(g+1)", e, nvlsMultiNodeEfficiency, p.nvl)
+			intraNV := term{ByNVLink, e * d * nvlsMultiNodeEfficiency * p.nvl.gbps * gf / (gf + 1), p.nvl.text}
+			intraTxt := fmt.Sprintf("%.2f%s × %.2f × (%s) × g/(g+1)", e, dText, nvlsMultiNodeEfficiency, p.nvl)
+			// The network stage of NVLS-tree. On two nodes each GPU's
+			// rail exchanges its S/g with the same rail of the other node,
+			// once each way (NCCL: "Handle 2 node case of NVLSTree",
+			// bwInter × 2): point-to-point between rail peers, which
+			// NCCL's own NET_BW figure describes (alltoall, also rail to
+			// rail, reaches 0.955 of it), not the rings' all_reduce
+			// network factor. On more nodes the double binary tree sends
+			// 2S per node and the ring family's factor stands.
 			netT := term{inter.by, inter.gbps / k, inter.text}
+			netTxt := fmt.Sprintf("network tree (%s)/%g", inter, k)
+			if N == 2 {
+				netT = term{p.inter.by, p.inter.gbps, p.inter.text}
+				netTxt = fmt.Sprintf("network, rail to rail peer on two nodes, NCCL's figure (%s)", p.inter)
+			}
 			out = append(out, candidate{algo: AlgoNVLSTree, bw: minTerm(intraNV, netT),
-				bwText: fmt.Sprintf("algbw = min(NVLS %s, network tree (%s)/%g)", intraTxt, inter, k),
+				bwText: fmt.Sprintf("algbw = min(NVLS %s, %s)", intraTxt, netTxt),
 				protos: []proto{protoSimple},
 				lat: func(proto) (float64, string) {
 					intra, inter := hwLatUS[hwNVLink][algoNVLSTree][protoSimple], hwLatUS[hwNet][algoNVLSTree][protoSimple]
@@ -417,12 +453,14 @@ func candidates(p paths, c collective.Collective) []candidate {
 	}
 	if s.SHARP && N > 1 && !s.NVLS {
 		// CollNet: reduce inside the node over NVLink/PCIe (twice the data
-		// of the result crosses the node's links), one send per node.
+		// of the result crosses the node's links), one send per node. As
+		// NCCL's tuning model has it: bwIntra per channel, halved to
+		// algbw (tree's 0.92 is Tree's own refinement, not CollNet's).
 		terms := []term{inter}
 		txt := []string{inter.String()}
 		if g > 1 {
-			terms = append(terms, term{intra.by, treeAllReduceEfficiency * intra.gbps / 2, intra.text})
-			txt = append(txt, fmt.Sprintf("%.2f × (%s)/2", treeAllReduceEfficiency, intra))
+			terms = append(terms, term{intra.by, intra.gbps / 2, intra.text})
+			txt = append(txt, fmt.Sprintf("(%s)/2", intra))
 		}
 		direct := s.NVLinkTopology == NVLinkSwitch
 		out = append(out, candidate{algo: AlgoCollNet, bw: minTerm(terms...),

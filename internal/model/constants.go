@@ -74,6 +74,20 @@ const (
 // in docs/model.md is an independent check.
 const nvlsMultiNodeEfficiency = 0.92
 
+// nvlsDomainEfficiency scales NVLS in an NVLink domain of more than
+// nvlsBaseboardGPUs GPUs (a rack-scale domain such as GB200 NVL72, where
+// the NVSwitches sit in switch trays joined to the GPUs' trays by the
+// rack's spine rather than on one baseboard). Calibrated: one GB200 NVL72
+// rack, 72 GPUs, reaches busbw 834.57 GB/s at 8 GiB (coreweave/nccl-tests
+// README, NCCL 2.26.2) where the one-baseboard NVLS formula gives 1037.4;
+// the two-rack run of the same README (810.41 GB/s, 144 GPUs) is held out.
+const nvlsDomainEfficiency = 0.805
+
+// nvlsBaseboardGPUs is the largest NVLink domain the one-node NVLS figures
+// (HGX H100/H200/B200, 8 GPUs) were measured on: beyond it the domain is
+// rack-scale and nvlsDomainEfficiency applies.
+const nvlsBaseboardGPUs = 8
+
 // Tree and protocol refinements of tuning.cc (ncclTopoTuneModel).
 const (
 	treeAllReduceEfficiency = 0.92      // "busBw * .92" for Tree AllReduce
@@ -283,6 +297,8 @@ func constants() []Constant {
 		{"nvls_efficiency_hopper", nvlsEfficiencyHopper, "", srcNCCLTuning + " nvlsEfficiency"},
 		{"nvls_efficiency_blackwell", nvlsEfficiencyBlackwell, "", srcNCCLTuning + " nvlsEfficiency"},
 		{"nvls_multinode_efficiency", nvlsMultiNodeEfficiency, "", "calibrated: 2-node H100 NVLS-tree 469 GB/s (NVIDIA/nccl-tests#309) and 487 GB/s (AWS p5, awsome-distributed-training)"},
+		{"nvls_domain_efficiency", nvlsDomainEfficiency, "", "calibrated: GB200 NVL72 one rack, 72 GPUs, busbw 834.57 GB/s at 8G (coreweave/nccl-tests README, NCCL 2.26.2); the two-rack run is held out"},
+		{"nvls_baseboard_gpus", nvlsBaseboardGPUs, "GPUs", "model choice: the largest NVLink domain of the one-node NVLS runs (HGX, 8 GPUs); larger domains are rack-scale"},
 		{"tree_allreduce_efficiency", treeAllReduceEfficiency, "", srcNCCLTuning + " Tree AllReduce busBw*.92"},
 		{"ring_ll_factor", ringLLFactor, "", srcNCCLTuning + " Ring LL busBw*.5"},
 		{"ring_ll128_factor", ringLL128Factor, "", srcNCCLTuning + " Ring LL128 busBw*0.92"},
@@ -303,6 +319,10 @@ func constants() []Constant {
 		{"pageable_staging_gbps", pageableStagingGBps, "GB/s", "estimate (one CPU thread staging through pinned memory); judged loosely"},
 		{"one_rank_latency_us", oneRankLatencyUS, "µs", "estimate (one device copy launch); judged loosely"},
 		{"bandwidth_regime_share", bandwidthRegimeShare, "", "model choice: strict judging only where moving bytes is ≥95% of the time"},
+		{"interval_floor", intervalFloor, "", "model choice: the narrowest interval of a class whose runs agree (one system's run-to-run spread is a few percent: 8×H100 365-370 GB/s, NVIDIA/nccl#1455)"},
+		{"interval_few_runs", intervalFewRuns, "", "model choice: the narrowest interval of a class with fewer than 3 runs (interval.go); at the default margin it leaves judging as it was"},
+		{"interval_none", intervalNone, "", "model choice: the interval of a class with no public run (\"no public calibration\")"},
+		{"interval_max", intervalMax, "", "model choice: the widest interval, so a judging margin stays a margin"},
 		{"net_calibrated_from_gbps", netCalibratedFromGbps, "Gb/s", "measured: 400G runs sit below NCCL's NET_BW ratio, 200G and 100G runs agree with it (calibration.go)"},
 	}
 	for _, f := range calibrations() {

@@ -83,7 +83,7 @@ func judge(measured, expected, pass, warn float64) (result.Status, float64) {
 // The ratio is the same as busbw's (both scale by the same factor), and it
 // works for one rank, where busbw is zero.
 func (p Prediction) Judge(measuredAlgBW float64, m Margin) (result.Status, float64) {
-	return judgeBy(p.strict(), measuredAlgBW, p.AlgBW, m)
+	return judgeBy(p.strict(), measuredAlgBW, p.AlgBW, p.Interval.margin(m))
 }
 
 // strict: judged by the strict thresholds.
@@ -104,7 +104,7 @@ func (p Prediction) JudgeTime(measuredUS float64, m Margin) (result.Status, floa
 		return result.Error, 0
 	}
 	// expected/measured time is measured/expected bandwidth.
-	return judgeBy(p.strict(), p.TimeUS, measuredUS, m)
+	return judgeBy(p.strict(), p.TimeUS, measuredUS, p.Interval.margin(m))
 }
 
 // Judge compares a measured copy bandwidth (GB/s) with the expectation;

@@ -36,13 +36,7 @@ func algo(t *testing.T, ps []Prediction, a Algorithm) Prediction {
 	return Prediction{}
 }
 
-func off() *bool { f := false; return &f }
-func on() *bool  { t := true; return &t }
-
-const (
-	gib = 1 << 30
-	mib = 1 << 20
-)
+func on() *bool { t := true; return &t }
 
 // Predict reads the collective as collective.Parse does and predicts for
 // the canonical one (a spelling such as "allreduce" used to be predicted
@@ -68,7 +62,7 @@ func TestPredictCanonicalCollective(t *testing.T) {
 // all_reduce calibration) × 18 links × 20.6 GB/s (NCCL's SM90 figure) =
 // 363.4 GB/s; algbw = busbw × 8/14; α(Simple) = 8.4 + 14 × 3.4 = 56 µs.
 func TestRingAllReduceOneNodeByHand(t *testing.T) {
-	s := mustSystem(t, Params{GPU: "h100", GPUsPerNode: 8, NVLS: off()})
+	s := mustSystem(t, Params{GPU: "h100", GPUsPerNode: 8, NVLS: offp()})
 	ps, err := Predict(s, collective.AllReduce, 8*gib)
 	if err != nil {
 		t.Fatal(err)
@@ -389,7 +383,7 @@ func TestWhatIfs(t *testing.T) {
 	// SHARP off on a system with SHARP takes it away.
 	sh := base
 	sh.SHARP = true
-	s, said, err := sh.Apply(WhatIf{SHARP: off()})
+	s, said, err := sh.Apply(WhatIf{SHARP: offp()})
 	if err != nil || s.SHARP || len(said) != 1 {
 		t.Errorf("SHARP off: %v %v %v", s.SHARP, said, err)
 	}
@@ -527,7 +521,7 @@ func TestCopiesByHand(t *testing.T) {
 		t.Error("p2p over PCIe listed for an NVSwitch system")
 	}
 	// RoCE, GDR beyond PXB (through the CPU), Gen4 GPU: the GPU's link binds.
-	r := mustSystem(t, Params{GPU: "l40s", GPUsPerNode: 4, NICsPerNode: 2, NICRateGbps: 400, NICLayer: "roce", GDR: off()})
+	r := mustSystem(t, Params{GPU: "l40s", GPUsPerNode: 4, NICsPerNode: 2, NICRateGbps: 400, NICLayer: "roce", GDR: offp()})
 	c, err := ExpectCopy(r, PerftestWriteCUDA)
 	if err != nil {
 		t.Fatal(err)

@@ -165,3 +165,12 @@ func (p paths) nvlsEfficiency() float64 {
 	}
 	return nvlsEfficiencyHopper
 }
+
+// nvlsDomain is the rack-scale factor on NVLS (1 on a baseboard's domain
+// of up to nvlsBaseboardGPUs GPUs) and its text for a formula.
+func (p paths) nvlsDomain() (float64, string) {
+	if p.s.GPUsPerNode <= nvlsBaseboardGPUs {
+		return 1, ""
+	}
+	return nvlsDomainEfficiency, fmt.Sprintf(" × %.3g (NVLink domain of %d GPUs, beyond one baseboard: calibrated)", nvlsDomainEfficiency, p.s.GPUsPerNode)
+}

@@ -218,12 +218,14 @@ func (r *Report) WriteTextWith(w io.Writer, o TextOptions) error {
 	b.WriteString("\nCollectives (nccl-tests conventions: out-of-place, size as -b/-e, busbw = algbw × factor):\n\n")
 	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	found := r.AsFound
-	head := "  COLLECTIVE\tSIZE\tALGORITHM\tPROTO\tTIME\tALGBW GB/s\tBUSBW GB/s\tBOTTLENECK\tREGIME\tFORMULA"
+	head := "  COLLECTIVE\tSIZE\tALGORITHM\tPROTO\tTIME\tALGBW GB/s\tBUSBW GB/s\tINTERVAL\tBOTTLENECK\tREGIME\tFORMULA"
 	if found != nil {
 		head += "\tAS FOUND BUSBW"
 	}
 	fmt.Fprintln(tw, head)
 	star := false
+	seenClass := map[string]bool{}
+	var classes []Interval
 	for _, p := range r.Collectives {
 		algo := string(p.Algorithm)
 		if p.Best && hasAlternatives(r.Collectives, p) {
@@ -233,8 +235,12 @@ func (r *Report) WriteTextWith(w io.Writer, o TextOptions) error {
 		if p.Loose {
 			algo += " (loose)"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%s\t%s\t%s", p.Collective, collective.FormatSize(uint64(p.Bytes)), algo, p.Protocol,
-			FormatTime(p.TimeUS), p.AlgBW, p.BusBW, p.Bottleneck, p.Regime, ref(p.Formula))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%s\t%s\t%s\t%s", p.Collective, collective.FormatSize(uint64(p.Bytes)), algo, p.Protocol,
+			FormatTime(p.TimeUS), p.AlgBW, p.BusBW, intervalText(p), p.Bottleneck, p.Regime, ref(p.Formula))
+		if c := p.Interval.Class; c != "" && !seenClass[c] {
+			seenClass[c] = true
+			classes = append(classes, p.Interval)
+		}
 		if found != nil {
 			v := "-"
 			if q, ok := found.counterpart(p); ok {
@@ -246,6 +252,12 @@ func (r *Report) WriteTextWith(w io.Writer, o TextOptions) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(classes) > 0 {
+		b.WriteString("\nIntervals (where a healthy run lies, from the measured runs of each class; docs/model.md):\n")
+		for _, iv := range classes {
+			fmt.Fprintf(&b, "  %s: ±%.0f%%, %s\n", iv.Class, 100*iv.HalfWidth, iv.Basis)
+		}
 	}
 	if len(r.Copies) > 0 {
 		b.WriteString("\nCopies and perftest (large transfers):\n\n")
@@ -294,6 +306,7 @@ func (r *Report) WriteTextWith(w io.Writer, o TextOptions) error {
 	} else {
 		fmt.Fprintf(&b, " latency-bound and transition results, and estimates, pass at ≥ %.0f%%, warn at ≥ %.0f%%.\n", m.LoosePass*100, m.LooseWarn*100)
 	}
+	b.WriteString("A bandwidth-regime result within its interval passes: where an interval is wider than the margin, the pass line drops to its lower edge and the warn line one half-width below that.\n")
 	if star {
 		b.WriteString("* the fastest algorithm: the one a measurement is judged against.\n")
 	}
@@ -334,4 +347,18 @@ func hasAlternatives(ps []Prediction, p Prediction) bool {
 		}
 	}
 	return false
+}
+
+// intervalText is a prediction's interval for the table: busbw, or algbw
+// for one rank (busbw 0); "- (loose)" for a prediction judged loosely,
+// which has none.
+func intervalText(p Prediction) string {
+	iv := p.Interval
+	if iv.Class == "" {
+		return "- (loose)"
+	}
+	if p.Ranks == 1 {
+		return fmt.Sprintf("%.0f–%.0f algbw (±%.0f%%)", iv.LowAlgBW, iv.HighAlgBW, 100*iv.HalfWidth)
+	}
+	return fmt.Sprintf("%.0f–%.0f (±%.0f%%)", iv.LowBusBW, iv.HighBusBW, 100*iv.HalfWidth)
 }

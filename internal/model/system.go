@@ -229,7 +229,14 @@ func NewSystem(p Params) (System, error) {
 	}
 	s.GPUPath = strings.ToUpper(s.GPUPath)
 	if s.Nodes > 1 && s.NICsPerNode == 0 {
-		return System{}, fmt.Errorf("%d nodes need NICs: give --nics-per-node and --nic-rate", s.Nodes)
+		hint := ""
+		if s.GPUsPerNode > nvlsBaseboardGPUs {
+			hint = fmt.Sprintf(" (a node here is the NVLink domain of %d GPUs: its NICs are those of all its trays, e.g. one per GPU, --nics-per-node %d)", s.GPUsPerNode, s.GPUsPerNode)
+		}
+		return System{}, fmt.Errorf("%d nodes need NICs: give --nics-per-node and --nic-rate%s", s.Nodes, hint)
+	}
+	if s.GPUsPerNode > nvlsBaseboardGPUs && s.NVLinkTopology == NVLinkSwitch {
+		s.Notes = append(s.Notes, fmt.Sprintf("%d GPUs in one NVLink domain: a rack-scale system (NVL72-class), where a \"node\" is the NVLink domain and its NICs those of all its trays; NVLS there is scaled by %.3g, calibrated on one GB200 NVL72 rack", s.GPUsPerNode, nvlsDomainEfficiency))
 	}
 	if s.NICsPerNode > 0 && s.NICRateGbps == 0 {
 		return System{}, errors.New("NICs need a rate (--nic-rate, Gb/s)")
@@ -352,6 +359,30 @@ func (s System) Apply(w WhatIf) (System, []string, error) {
 		}
 	}
 	return out, said, out.Validate()
+}
+
+// InDomain models s, one host (a tray) of a rack-scale NVLink domain of
+// gpus GPUs (a GB200 NVL72 tray has 4 of its 72), as that domain: the
+// node becomes the domain, with the GPUs and NICs of all its trays
+// (gpus/GPUsPerNode of them, each like this one). The host's GPUs must
+// reach their peers through NVSwitches. gpus no more than the host's
+// leaves s as it is.
+func (s System) InDomain(gpus int) (System, error) {
+	g := s.GPUsPerNode
+	if gpus <= g {
+		return s, nil
+	}
+	if s.NVLinkTopology != NVLinkSwitch {
+		return s, fmt.Errorf("an NVLink domain of %d GPUs needs NVSwitches; this host's GPUs are on NVLink %s", gpus, s.NVLinkTopology)
+	}
+	if gpus%g != 0 {
+		return s, fmt.Errorf("an NVLink domain of %d GPUs is not a whole number of hosts of %d", gpus, g)
+	}
+	trays := gpus / g
+	s.GPUsPerNode = gpus
+	s.NICsPerNode *= trays
+	s.Notes = append(append([]string(nil), s.Notes...), fmt.Sprintf("modelled as one NVLink domain of %d GPUs: %d hosts like this one, their NICs together (%d)", gpus, trays, s.NICsPerNode))
+	return s, s.Validate()
 }
 
 // WithNVLS turns NVLink SHARP on or off; on needs an NVLS-capable GPU on
