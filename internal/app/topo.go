@@ -11,6 +11,8 @@ import (
 	"regexp"
 
 	"github.com/gdrcheck/gdrcheck/internal/checks"
+	"github.com/gdrcheck/gdrcheck/internal/facts/pci"
+	"github.com/gdrcheck/gdrcheck/internal/profile"
 	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 	"github.com/google/renameio/v2"
@@ -20,6 +22,9 @@ import (
 type TopoOptions struct {
 	// PCIe gives the matrix of PCIe paths only, no NV# (nvidia-smi topo -mp).
 	PCIe bool
+	// Expect is the site profile (--expect): its layout, where it has one,
+	// places the GPUs and NICs in the topology file (a VM's real layout).
+	Expect string
 }
 
 // Topo is `gdrcheck topo`: the node's summary, its matrix and its GPU→NIC
@@ -58,11 +63,67 @@ func NCCLTopo(ctx context.Context, n NodeOptions, o TopoOptions) (*topology.Summ
 	if n.Root != "" && n.Root != "/" {
 		from = "the capture " + filepath.Base(n.Root)
 	}
+	source := fmt.Sprintf("written by gdrcheck topo (NCCL topology file) from the PCI tree of %s (%s); NCCL reads it when NCCL_TOPO_FILE names it", cmp.Or(h.Hostname, "this host"), from)
+	var layout []topology.Switch
+	if o.Expect != "" {
+		p, err := profile.Load(o.Expect)
+		if err != nil {
+			return nil, nil, toolErr(err)
+		}
+		if layout, err = switchesOf(h, p.Layout); err != nil {
+			return nil, nil, toolErr(fmt.Errorf("--expect %s: %w", o.Expect, err))
+		}
+		if len(layout) > 0 {
+			source += fmt.Sprintf("; the GPUs and NICs of the site profile's layout (%s, %d switch(es)) placed as it says, not as this PCI tree shows them", filepath.Base(o.Expect), len(layout))
+		}
+	}
 	var b bytes.Buffer
-	if err := h.WriteNCCLTopo(&b, fmt.Sprintf("written by gdrcheck topo (NCCL topology file) from the PCI tree of %s (%s); NCCL reads it when NCCL_TOPO_FILE names it", cmp.Or(h.Hostname, "this host"), from)); err != nil {
+	if err := h.WriteNCCLTopo(&b, source, layout...); err != nil {
 		return nil, nil, toolErr(fmt.Errorf("topology file: %w", err))
 	}
 	return s, b.Bytes(), nil
+}
+
+// switchesOf is a site profile's layout on h: every GPU by its PCI
+// address, every NIC by its RDMA name or address. A device the host does
+// not have is an error naming the profile's field.
+func switchesOf(h *topology.Host, groups []profile.SwitchGroup) ([]topology.Switch, error) {
+	var out []topology.Switch
+	for i, g := range groups {
+		sw := topology.Switch{NUMA: -1}
+		if g.NUMA != nil {
+			sw.NUMA = *g.NUMA
+		}
+		for k, a := range g.GPUs {
+			addr, err := pci.ParseAddress(a)
+			if err != nil {
+				return nil, fmt.Errorf("layout[%d].gpus[%d]: %w", i, k, err)
+			}
+			if h.GPUByAddress(addr.String()) == nil {
+				return nil, fmt.Errorf("layout[%d].gpus[%d]: %s is not a GPU of this host", i, k, a)
+			}
+			sw.Devices = append(sw.Devices, addr.String())
+		}
+		for k, name := range g.NICs {
+			found := ""
+			for _, n := range h.NICs {
+				if n.Dev == nil {
+					continue
+				}
+				if n.Name == name {
+					found = n.Dev.Address
+				} else if addr, err := pci.ParseAddress(name); err == nil && addr.String() == n.Dev.Address {
+					found = n.Dev.Address
+				}
+			}
+			if found == "" {
+				return nil, fmt.Errorf("layout[%d].nics[%d]: %s is not an RDMA NIC of this host", i, k, name)
+			}
+			sw.Devices = append(sw.Devices, found)
+		}
+		out = append(out, sw)
+	}
+	return out, nil
 }
 
 // ourTopoFile is how a topology file gdrcheck wrote begins.

@@ -23,7 +23,7 @@ func newTopo(g *globals) *cobra.Command {
 	var color string
 	var format *formatValue
 	var pcie, ncclEnv, force bool
-	var topoFile string
+	var topoFile, expect string
 	cmd := &cobra.Command{
 		Use:   "topo",
 		Short: "Print the GPU/NIC topology matrix (as nvidia-smi topo -m) and the GPU→NIC pairing",
@@ -32,14 +32,18 @@ func newTopo(g *globals) *cobra.Command {
   gdrcheck topo --root node.tgz --format json
   gdrcheck topo --nccl-env > nccl.env # the NCCL settings this topology calls for, each with why
   gdrcheck topo --nccl-topo-file /etc/nccl-topo.xml --nccl-env  # NCCL's topology file, and the settings that use it
-  gdrcheck topo --root node.tgz --nccl-topo-file -               # the file on standard output`,
+  gdrcheck topo --root node.tgz --nccl-topo-file -               # the file on standard output
+  gdrcheck topo --nccl-topo-file /etc/nccl-topo.xml --expect vm.yaml  # a VM: the layout of the host below, from the site profile`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !slices.Contains(colorModes, color) {
 				return toolError(fmt.Errorf("--color %q: want %s", color, strings.Join(colorModes, ", ")))
 			}
+			if expect != "" && topoFile == "" {
+				return toolError(fmt.Errorf("--expect places the devices of the topology file: it needs --nccl-topo-file"))
+			}
 			if topoFile != "" {
-				return writeTopoFile(cmd, g, topoFile, force, ncclEnv, format.Format())
+				return writeTopoFile(cmd, g, topoFile, expect, force, ncclEnv, format.Format())
 			}
 			return writeTextOrJSON(g, "topo", format.Format(), func() (*topology.Summary, error) {
 				return app.Topo(cmd.Context(), g.node(), app.TopoOptions{PCIe: pcie})
@@ -59,6 +63,7 @@ func newTopo(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&ncclEnv, "nccl-env", false, "text: print the NCCL settings the topology calls for (NCCL_IB_HCA in rail order, the RoCE GID, the front-end interface; NCCL_NET_GDR_LEVEL advisory), each after a comment saying why")
 	cmd.Flags().StringVar(&topoFile, "nccl-topo-file", "", "write the node's layout as an NCCL topology file (NCCL_TOPO_FILE) at FILE, atomically (- for standard output); with --nccl-env, the settings follow with NCCL_TOPO_FILE")
 	cmd.Flags().BoolVar(&force, "force", false, "--nccl-topo-file: replace a file gdrcheck did not write")
+	cmd.Flags().StringVar(&expect, "expect", "", "--nccl-topo-file: a site profile whose layout (the GPUs and NICs that share a PCIe switch on the host) places them in the file, for a VM whose PCI tree is flattened")
 	cmd.Flags().BoolVar(&pcie, "pcie", false, "PCIe paths only, no NV# (as nvidia-smi topo -mp)")
 	cmd.Flags().StringVar(&color, "color", "auto", "underline the header as nvidia-smi does: auto (on a terminal), always, never")
 	return cmd
@@ -66,14 +71,14 @@ func newTopo(g *globals) *cobra.Command {
 
 // writeTopoFile is topo --nccl-topo-file: the file (or standard output),
 // then the settings (--nccl-env) or a line saying what was written.
-func writeTopoFile(cmd *cobra.Command, g *globals, path string, force, env bool, f report.Format) error {
+func writeTopoFile(cmd *cobra.Command, g *globals, path, expect string, force, env bool, f report.Format) error {
 	if f != report.Text {
 		return toolError(fmt.Errorf("--nccl-topo-file writes XML: --format %s does not apply", f))
 	}
 	if path == "-" && env {
 		return toolError(fmt.Errorf("--nccl-topo-file - --nccl-env: both would go to standard output; give the file a path"))
 	}
-	s, xml, err := app.NCCLTopo(cmd.Context(), g.node(), app.TopoOptions{})
+	s, xml, err := app.NCCLTopo(cmd.Context(), g.node(), app.TopoOptions{Expect: expect})
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gdrcheck/gdrcheck/internal/facts/node"
+	"github.com/gdrcheck/gdrcheck/internal/facts/pci"
 )
 
 // Profile is a site profile: what this node must have, so that a missing
@@ -29,6 +30,21 @@ type Profile struct {
 	GDR      *GDR      `yaml:"gdr" json:"gdr,omitempty"`
 	// MemlockKB is the smallest acceptable RLIMIT_MEMLOCK ("unlimited" or KiB).
 	MemlockKB string `yaml:"memlock_kb" json:"memlock_kb,omitempty"`
+	// Layout is the node's real PCIe layout where the PCI tree it shows is
+	// not (a passthrough VM flattens it): which GPUs and NICs share a PCIe
+	// switch on the host below. gdrcheck topo --nccl-topo-file writes it
+	// into NCCL's topology file.
+	Layout []SwitchGroup `yaml:"layout" json:"layout,omitempty"`
+}
+
+// SwitchGroup is GPUs and NICs that share one PCIe switch.
+type SwitchGroup struct {
+	// GPUs are PCI addresses as the node shows them ("0000:18:00.0").
+	GPUs []string `yaml:"gpus" json:"gpus,omitempty"`
+	// NICs are RDMA devices ("mlx5_0") or PCI addresses.
+	NICs []string `yaml:"nics" json:"nics,omitempty"`
+	// NUMA is the NUMA node the switch hangs off (nil: its devices' own).
+	NUMA *int `yaml:"numa" json:"numa,omitempty"`
 }
 
 // GPUs describes the GPUs.
@@ -165,6 +181,31 @@ func (e *Profile) validate() *fieldError {
 		_, err := node.ParseKB(e.MemlockKB)
 		check(err == nil, "memlock_kb", fmt.Sprint(err))
 	}
+	seen := map[string]string{}
+	for i, g := range e.Layout {
+		at := fmt.Sprintf("layout[%d]", i)
+		check(len(g.GPUs)+len(g.NICs) > 0, at, "names no GPU and no NIC")
+		check(g.NUMA == nil || *g.NUMA >= 0, at+".numa", "must not be negative")
+		for k, a := range g.GPUs {
+			f := fmt.Sprintf("%s.gpus[%d]", at, k)
+			addr, err := pci.ParseAddress(a)
+			check(err == nil, f, fmt.Sprintf("%q is not a PCI address", a))
+			if err == nil {
+				check(seen[addr.String()] == "", f, fmt.Sprintf("%s is in %s already", a, seen[addr.String()]))
+				seen[addr.String()] = at
+			}
+		}
+		for k, n := range g.NICs {
+			f := fmt.Sprintf("%s.nics[%d]", at, k)
+			check(strings.TrimSpace(n) != "", f, "empty")
+			key := n
+			if addr, err := pci.ParseAddress(n); err == nil {
+				key = addr.String()
+			}
+			check(seen[key] == "", f, fmt.Sprintf("%s is in %s already", n, seen[key]))
+			seen[key] = at
+		}
+	}
 	return bad
 }
 
@@ -176,7 +217,8 @@ func lineOf(b []byte, path string) int {
 		return 0
 	}
 	n := doc.Content[0]
-	for key := range strings.SplitSeq(path, ".") {
+	for part := range strings.SplitSeq(path, ".") {
+		key, idx, _ := strings.Cut(part, "[")
 		var next *yaml.Node
 		for i := 0; n.Kind == yaml.MappingNode && i+1 < len(n.Content); i += 2 {
 			if n.Content[i].Value == key {
@@ -187,6 +229,15 @@ func lineOf(b []byte, path string) int {
 			return 0
 		}
 		n = next
+		// "layout[2]": the sequence's item.
+		for idx != "" {
+			var k int
+			if _, err := fmt.Sscanf(idx, "%d]", &k); err != nil || n.Kind != yaml.SequenceNode || k < 0 || k >= len(n.Content) {
+				return 0
+			}
+			n = n.Content[k]
+			_, idx, _ = strings.Cut(idx, "[")
+		}
 	}
 	return n.Line
 }

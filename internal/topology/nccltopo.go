@@ -32,7 +32,15 @@ const NCCLTopoVersion = 1
 // It fails, writing nothing, when the file would have to guess: the CPU
 // unknown (no /proc/cpuinfo), a GPU or NIC without a PCI function, or its
 // place in the tree unread.
-func (h *Host) WriteNCCLTopo(w io.Writer, source string) error {
+//
+// layout overrides the tree where the node shows a false one (a
+// passthrough VM puts every device on its own root port, and NCCL then
+// sees no GPU and NIC sharing a switch): each Switch becomes a PCIe
+// switch of its own below its NUMA node's CPU ("ffff:ff:NN.0", as cloud
+// providers' topology files for their VMs write them), holding its GPUs
+// and NICs, so that NCCL pairs them as on the host below. A layout
+// device that is not a GPU or RDMA NIC of the host is an error.
+func (h *Host) WriteNCCLTopo(w io.Writer, source string, layout ...Switch) error {
 	if h.CPU == nil {
 		return fmt.Errorf("the CPU is unknown (no /proc/cpuinfo read): NCCL needs its architecture and vendor in a topology file")
 	}
@@ -61,9 +69,46 @@ func (h *Host) WriteNCCLTopo(w io.Writer, source string) error {
 		}
 		return n
 	}
+	// The layout's switches, by the addresses of the devices below them.
+	group := map[string]int{}
+	for i, sw := range layout {
+		for _, a := range sw.Devices {
+			if _, dup := group[a]; dup {
+				return fmt.Errorf("layout: %s is in two switches", a)
+			}
+			group[a] = i
+		}
+	}
+	switches := make([]*node, len(layout))
+	below := func(i int, d *Device) {
+		if switches[i] == nil {
+			numa := layout[i].NUMA
+			if numa < 0 {
+				numa = max(d.NUMANode, 0)
+			}
+			sw := &Device{Address: fmt.Sprintf("ffff:ff:%02x.0", i+1), Class: 0x060400, NUMANode: numa}
+			switches[i] = &node{dev: sw}
+			cpus[numa] = append(cpus[numa], switches[i])
+		}
+		sw := switches[i]
+		// The switch is as fast as the fastest device below it.
+		if d.Link.MaxSpeed > sw.dev.Link.MaxSpeed {
+			sw.dev.Link.MaxSpeed = d.Link.MaxSpeed
+		}
+		sw.dev.Link.MaxWidth = max(sw.dev.Link.MaxWidth, d.Link.MaxWidth)
+		n := &node{dev: d}
+		nodes[d.Address] = n
+		sw.children = append(sw.children, n)
+	}
+	placed := map[string]bool{}
 	add := func(what string, d *Device) error {
 		if d == nil {
 			return fmt.Errorf("%s has no PCI function: its place cannot be written", what)
+		}
+		if i, ok := group[d.Address]; ok {
+			below(i, d)
+			placed[d.Address] = true
+			return nil
 		}
 		var chain []*Device
 		for x := d; x != nil; x = x.ParentDevice() {
@@ -89,6 +134,13 @@ func (h *Host) WriteNCCLTopo(w io.Writer, source string) error {
 	if len(nodes) == 0 {
 		return fmt.Errorf("no GPU and no RDMA NIC on the PCI bus: there is nothing for NCCL to place")
 	}
+	for i, sw := range layout {
+		for _, a := range sw.Devices {
+			if !placed[a] {
+				return fmt.Errorf("layout: switch %d names %s, which is not a GPU or RDMA NIC of this host", i+1, a)
+			}
+		}
+	}
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "<system version=\"%d\" name=\"%s\">\n", NCCLTopoVersion, xmlSafe("gdrcheck "+cmp.Or(h.Hostname, "host")))
@@ -104,7 +156,9 @@ func (h *Host) WriteNCCLTopo(w io.Writer, source string) error {
 		fmt.Fprintf(&b, "%s<pci busid=\"%s\" class=\"0x%06x\" vendor=\"0x%04x\" device=\"0x%04x\" subsystem_vendor=\"0x%04x\" subsystem_device=\"0x%04x\"",
 			indent, xmlSafe(d.Address), d.Class, d.Vendor, d.DeviceID, d.SubVendor, d.SubDevice)
 		speed, width := d.Link.MaxSpeed, d.Link.MaxWidth
-		if up := d.ParentDevice(); up != nil {
+		// A device of the layout has only its own link: the port above it
+		// in the VM is not the host's.
+		if up := d.ParentDevice(); up != nil && !placed[d.Address] {
 			if up.Link.MaxSpeed > 0 && (speed == 0 || up.Link.MaxSpeed < speed) {
 				speed = up.Link.MaxSpeed
 			}
@@ -201,4 +255,12 @@ func xmlSafeText(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// Switch is a PCIe switch a node's PCI tree does not show (a passthrough
+// VM's flattened tree): the PCI addresses of the GPUs and RDMA NICs below
+// it, and the NUMA node it hangs off (-1: its first device's).
+type Switch struct {
+	Devices []string
+	NUMA    int
 }
