@@ -11,9 +11,9 @@ import (
 	"regexp"
 
 	"github.com/gdrcheck/gdrcheck/internal/checks"
+	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
 	"github.com/gdrcheck/gdrcheck/internal/facts/pci"
 	"github.com/gdrcheck/gdrcheck/internal/profile"
-	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
 	"github.com/gdrcheck/gdrcheck/internal/topology"
 	"github.com/google/renameio/v2"
 )
