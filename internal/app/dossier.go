@@ -654,6 +654,7 @@ func (d *dossierRun) jobRows() []dossier.CollectiveMeasurement {
 			if p := x.Expected; p != nil && p.BusBW > 0 {
 				ratio := x.Ratio
 				m.ExpectedBusBW, m.Fraction, m.Status, m.Bottleneck = &p.BusBW, &ratio, x.Status, string(p.Bottleneck)
+				m.Interval = intervalOf(p)
 			}
 			if m.Wrong > 0 {
 				m.Status = result.Fail
@@ -750,6 +751,7 @@ func (d *dossierRun) measurements() dossier.Measurements {
 		if p := j.Expected; p != nil && p.BusBW > 0 {
 			ratio := j.Ratio
 			x.ExpectedBusBW, x.Fraction, x.Status, x.Bottleneck = &p.BusBW, &ratio, j.Status, string(p.Bottleneck)
+			x.Interval = intervalOf(p)
 		}
 		if x.Wrong > 0 {
 			x.Status = result.Fail
@@ -823,4 +825,14 @@ func wrong(m *collective.Measure) int64 {
 		return 0
 	}
 	return max(*m.Wrong, 0)
+}
+
+// intervalOf is a prediction's interval as the dossier states it; nil
+// when the prediction has none.
+func intervalOf(p *model.Prediction) *dossier.Interval {
+	iv := p.Interval
+	if iv.Class == "" || iv.HighBusBW <= 0 {
+		return nil
+	}
+	return &dossier.Interval{LowBusBW: iv.LowBusBW, HighBusBW: iv.HighBusBW, Class: iv.Class, Runs: iv.Runs, Basis: iv.Basis}
 }

@@ -355,6 +355,11 @@ func TestMeasurementsAgainstTheModel(t *testing.T) {
 	if slow.Fraction == nil || *slow.Fraction > 0.5 || slow.Status != result.Fail {
 		t.Errorf("2 GiB all_reduce at 100 GB/s busbw: %+v (fraction %v)", slow, *slow.Fraction)
 	}
+	// The interval of the prediction's class brackets the expectation
+	// and says what it rests on (issue 30).
+	if iv := big.Interval; iv == nil || iv.LowBusBW >= *big.ExpectedBusBW || iv.HighBusBW <= *big.ExpectedBusBW || iv.Class == "" || iv.Basis == "" {
+		t.Errorf("1 GiB all_reduce: interval %+v around %v", big.Interval, *big.ExpectedBusBW)
+	}
 	if got, want := *big.Fraction, big.BusBW / *big.ExpectedBusBW; abs(got-want) > 1e-3 {
 		t.Errorf("fraction %v is not busbw over expected (%v / %v)", got, big.BusBW, *big.ExpectedBusBW)
 	}

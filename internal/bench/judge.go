@@ -119,6 +119,11 @@ func JudgeNCCL(b model.Basis, results []NCCLResult, pass float64) []result.Resul
 		msg := fmt.Sprintf("%s at %s: algbw %.1f GB/s (busbw %.1f), expected %.1f GB/s (busbw %.1f) for %s by %s, limited by %s: %.0f%% of expected",
 			r.Collective, collective.FormatSize(row.Bytes), row.OutOfPlace.AlgBW, row.OutOfPlace.BusBW, p.AlgBW, p.BusBW, b.Should.Name(), p.Algorithm, p.Bottleneck, 100*j.Ratio)
 		ev := []result.Evidence{{Source: "model", Value: p.Formula}}
+		if iv := p.Interval; iv.Class != "" && iv.HighBusBW > 0 {
+			// Where a healthy node lies, and what that is known from.
+			msg += fmt.Sprintf("; healthy range busbw %.1f–%.1f GB/s (%s: %s)", iv.LowBusBW, iv.HighBusBW, iv.Class, iv.Basis)
+			ev = append(ev, result.Evidence{Source: "model interval", Value: fmt.Sprintf("±%.0f%%, %s, %d public run(s)", 100*iv.HalfWidth, iv.Class, iv.Runs)})
+		}
 		if f := j.Found; f != nil {
 			msg += "; " + b.Explain(f.AlgBW) + fmt.Sprintf(" (busbw %.1f)", f.BusBW)
 			ev = append(ev, result.Evidence{Source: "model as found", Value: f.Formula})

@@ -114,12 +114,14 @@ func TestJudgeNCCLAgainstHealthy(t *testing.T) {
 			t.Errorf("message %q lacks %q", got[0].Message, want)
 		}
 	}
-	if len(got[0].Evidence) != 2 || got[0].Evidence[1].Source != "model as found" {
+	// The model, its interval (the public runs of its class), the node as found.
+	if len(got[0].Evidence) != 3 || got[0].Evidence[1].Source != "model interval" || got[0].Evidence[2].Source != "model as found" ||
+		!strings.Contains(got[0].Message, "healthy range busbw") {
 		t.Errorf("evidence %+v", got[0].Evidence)
 	}
 
 	ok := JudgeNCCL(model.Healthy(intact, h, model.Want{}), res, 0.5)
-	if len(ok) != 1 || ok[0].Status != result.Pass || strings.Contains(ok[0].Message, "as found") || len(ok[0].Evidence) != 1 {
+	if len(ok) != 1 || ok[0].Status != result.Pass || strings.Contains(ok[0].Message, "as found") || len(ok[0].Evidence) != 2 {
 		t.Errorf("intact: %+v", ok)
 	}
 }

@@ -302,6 +302,10 @@ type CollectiveMeasurement struct {
 	// expected; both absent when there is no model (Status unknown then).
 	ExpectedBusBW *float64 `json:"expected_busbw_gbps,omitempty"`
 	Fraction      *float64 `json:"fraction,omitempty"`
+	// Interval is where a healthy measurement of this size may lie, from
+	// the public runs of the prediction's class (docs/model.md); absent
+	// with no model, or for a prediction no class covers.
+	Interval *Interval `json:"expected_interval,omitempty"`
 	// Bottleneck is what the model says limits this size.
 	Bottleneck string        `json:"bottleneck,omitempty"`
 	Status     result.Status `json:"status"`
@@ -312,6 +316,17 @@ type CollectiveMeasurement struct {
 	// node alone); Variant is the collective's variant ("hierarchical").
 	Nodes   int    `json:"nodes,omitempty"`
 	Variant string `json:"variant,omitempty"`
+}
+
+// Interval is the model's interval around an expected bus bandwidth.
+type Interval struct {
+	LowBusBW  float64 `json:"low_busbw_gbps"`
+	HighBusBW float64 `json:"high_busbw_gbps"`
+	// Class is the prediction's evidence class; Runs the public runs it
+	// rests on; Basis what its width is from ("no public calibration").
+	Class string `json:"class"`
+	Runs  int    `json:"runs"`
+	Basis string `json:"basis"`
 }
 
 // RDMAMeasurement is one perftest run of a GPU–NIC pair: its memory

@@ -210,7 +210,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		b.WriteString("None: no benchmark ran (see Phases for why).\n")
 	}
 	if len(m.Collectives) > 0 {
-		b.WriteString("| collective | size | ranks | busbw GB/s | expected | fraction | status |\n|---|---|---|---|---|---|---|\n")
+		b.WriteString("| collective | size | ranks | busbw GB/s | expected | healthy range (public runs) | fraction | status |\n|---|---|---|---|---|---|---|---|\n")
 		for _, x := range m.Collectives {
 			ranks := strconv.Itoa(x.Ranks)
 			if x.Nodes > 1 {
@@ -220,7 +220,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 			if x.Variant != "" {
 				name += " " + x.Variant
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %.2f | %s | %s | %s |\n", c(name), collective.FormatSize(x.Bytes), c(ranks), x.BusBW, optGB(x.ExpectedBusBW), optPct(x.Fraction), x.Status)
+			fmt.Fprintf(&b, "| %s | %s | %s | %.2f | %s | %s | %s | %s |\n", c(name), collective.FormatSize(x.Bytes), c(ranks), x.BusBW, optGB(x.ExpectedBusBW), c(intervalText(x.Interval)), optPct(x.Fraction), x.Status)
 		}
 		b.WriteString("\n")
 	}
@@ -330,6 +330,15 @@ func nvlinkText(active, total int) string {
 		return "none"
 	}
 	return fmt.Sprintf("%d/%d active", active, total)
+}
+
+// intervalText is an interval as a table cell: "330.1–370.4 (NVLS, one
+// node: 4 runs)", "-" when there is none.
+func intervalText(iv *Interval) string {
+	if iv == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f–%.1f (%s: %s)", iv.LowBusBW, iv.HighBusBW, iv.Class, iv.Basis)
 }
 
 func optGB(v *float64) string {

@@ -79,6 +79,14 @@ func busBWPlots(r *dossier.Report) []Plot {
 			if r.Measurements.Pass > 0 {
 				caption += fmt.Sprintf("; a size passes at %.0f%% of expected", 100*r.Measurements.Pass)
 			}
+			// The interval at the largest size measured: where a healthy
+			// node lies, from the public runs of the prediction's class.
+			for i := len(ms) - 1; i >= 0; i-- {
+				if iv := ms[i].Interval; iv != nil {
+					caption += fmt.Sprintf("; healthy range at %s: %.1f–%.1f GB/s (%s: %s)", BytesLabel(float64(ms[i].Bytes)), iv.LowBusBW, iv.HighBusBW, iv.Class, iv.Basis)
+					break
+				}
+			}
 		}
 		title := fmt.Sprintf("%s, %d ranks: bus bandwidth by message size", k.coll, k.ranks)
 		yTitle := "bus bandwidth (GB/s)"
