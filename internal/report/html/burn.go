@@ -129,12 +129,7 @@ func windowPlot(label, yTitle string, n int, all []series) template.HTML {
 			s.text(x, y0+16, "middle", "ticklbl", fmt.Sprint(i))
 		}
 	}
-	for _, v := range yt {
-		y := ys2.At(v)
-		s.line(x0-4, y, x0, y, "tick")
-		s.line(x0, y, x1, y, "grid")
-		s.text(x0-7, y+4, "end", "ticklbl", Number(v))
-	}
+	yGrid(s, x0, x1, ys2, yt)
 	for _, se := range all {
 		var pts [][2]float64
 		for _, p := range se.pts {
@@ -145,11 +140,7 @@ func windowPlot(label, yTitle string, n int, all []series) template.HTML {
 			s.circle(p[0], p[1], 3, "dot "+se.class, fmt.Sprintf("%s, window %.0f: %s", se.name, se.pts[i][0], Number(se.pts[i][1])))
 		}
 	}
-	for i, se := range all {
-		y := plotH + 8 + 16*float64(i)
-		s.line(x0, y-4, x0+24, y-4, "series "+se.class)
-		s.text(x0+30, y, "start", "legend", se.name)
-	}
+	legend(s, x0, all)
 	return s.done()
 }
 

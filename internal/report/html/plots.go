@@ -142,12 +142,7 @@ func linePlot(label, xTitle, yTitle string, all []series) template.HTML {
 		s.line(x, y0, x, y1, "grid")
 		s.text(x, y0+16, "middle", "ticklbl", BytesLabel(v))
 	}
-	for _, v := range yt {
-		y := ys2.At(v)
-		s.line(x0-4, y, x0, y, "tick")
-		s.line(x0, y, x1, y, "grid")
-		s.text(x0-7, y+4, "end", "ticklbl", Number(v))
-	}
+	yGrid(s, x0, x1, ys2, yt)
 	for _, se := range shown {
 		var pts [][2]float64
 		for _, p := range se.pts {
@@ -165,12 +160,27 @@ func linePlot(label, xTitle, yTitle string, all []series) template.HTML {
 			}
 		}
 	}
-	for i, se := range shown {
+	legend(s, x0, shown)
+	return s.done()
+}
+
+// yGrid draws a linear y axis's ticks, grid lines and labels.
+func yGrid(s *svg, x0, x1 float64, sc Linear, ticks []float64) {
+	for _, v := range ticks {
+		y := sc.At(v)
+		s.line(x0-4, y, x0, y, "tick")
+		s.line(x0, y, x1, y, "grid")
+		s.text(x0-7, y+4, "end", "ticklbl", Number(v))
+	}
+}
+
+// legend names the series below the plotting area, one a line.
+func legend(s *svg, x0 float64, all []series) {
+	for i, se := range all {
 		y := plotH + 8 + 16*float64(i)
 		s.line(x0, y-4, x0+24, y-4, "series "+se.class)
 		s.text(x0+30, y, "start", "legend", se.name)
 	}
-	return s.done()
 }
 
 // axes draws the two axis lines and their titles.
