@@ -153,8 +153,9 @@ func burnTimeline(r *dossier.Report) template.HTML {
 	if b == nil || len(b.Timeline) == 0 {
 		return ""
 	}
+	rows := groupNVLinks(b.Timeline)
 	n := 0
-	for _, row := range b.Timeline {
+	for _, row := range rows {
 		n = max(n, len(row.Cells))
 	}
 	cell := 40.0
@@ -164,7 +165,7 @@ func burnTimeline(r *dossier.Report) template.HTML {
 	const rowH, labelW, top = 24.0, 250.0, 30.0
 	// At least the legend's width: two rows of at most four entries.
 	w := max(labelW+cell*float64(n)+20, 620)
-	h := top + rowH*float64(len(b.Timeline)) + 62
+	h := top + rowH*float64(len(rows)) + 62
 	s := newSVG(w, h, "Burn-in timeline: every sampled device's judged error counters per window")
 	step := max(1, int(math.Ceil(float64(n)/24)))
 	for k := 0; k < n; k++ {
@@ -172,7 +173,7 @@ func burnTimeline(r *dossier.Report) template.HTML {
 			s.text(labelW+cell*float64(k)+cell/2, top-10, "middle", "ticklbl", fmt.Sprintf("W%d", k+1))
 		}
 	}
-	for i, row := range b.Timeline {
+	for i, row := range rows {
 		y := top + rowH*float64(i)
 		s.text(labelW-8, y+rowH/2+4, "end", "ticklbl", cmp.Or(row.Device.Label, row.Device.Name))
 		for k, c := range row.Cells {
@@ -185,7 +186,7 @@ func burnTimeline(r *dossier.Report) template.HTML {
 		}
 	}
 	// The legend.
-	ly := top + rowH*float64(len(b.Timeline)) + 18
+	ly := top + rowH*float64(len(rows)) + 18
 	for i, st := range []burn.CellState{burn.CellFatal, burn.CellCorrectable, burn.CellReset, burn.CellUnread, burn.CellClean, burn.CellIdle, burn.CellUnsampled} {
 		lx, y := 10+150*float64(i%4), ly+20*float64(i/4)
 		s.rect(lx, y, 12, 12, "tl tl-"+string(st), "")
@@ -246,6 +247,67 @@ func lastRDMA(rs []dossier.BurnRate) []dossier.BurnRate {
 	out := make([]dossier.BurnRate, 0, len(order))
 	for _, k := range order {
 		out = append(out, rs[last[k]])
+	}
+	return out
+}
+
+// cellSeverity orders the cell states, the worst first.
+var cellSeverity = []burn.CellState{burn.CellFatal, burn.CellCorrectable, burn.CellReset, burn.CellUnread, burn.CellClean, burn.CellIdle, burn.CellUnsampled}
+
+// groupNVLinks draws a GPU's NVLinks as one row (an HGX node has 18 a
+// GPU): each window's cell the worst of its links', their events summed,
+// and the counters that moved named with their link. Other rows stay as
+// they are, in order; the group takes its first link's place.
+func groupNVLinks(rows []burn.TimelineRow) []burn.TimelineRow {
+	rank := map[burn.CellState]int{}
+	for i, st := range cellSeverity {
+		rank[st] = i
+	}
+	var out []burn.TimelineRow
+	group := map[string]int{} // GPU address → index in out
+	links := map[string]int{}
+	for _, row := range rows {
+		if row.Device.Kind != burn.NVLinkDevice {
+			out = append(out, row)
+			continue
+		}
+		gpu, link, _ := strings.Cut(row.Device.Name, "#")
+		i, ok := group[gpu]
+		if !ok {
+			label := row.Device.Label
+			if k := strings.LastIndex(label, " NVLink "); k > 0 {
+				label = label[:k]
+			}
+			d := row.Device
+			d.Name, d.Label = gpu+"#*", label
+			cells := make([]burn.Cell, len(row.Cells))
+			for k := range cells {
+				cells[k].State = burn.CellUnsampled
+			}
+			out = append(out, burn.TimelineRow{Device: d, Cells: cells})
+			i = len(out) - 1
+			group[gpu] = i
+		}
+		links[gpu]++
+		g := &out[i]
+		for k, c := range row.Cells {
+			if k >= len(g.Cells) {
+				g.Cells = append(g.Cells, burn.Cell{State: burn.CellUnsampled})
+			}
+			m := &g.Cells[k]
+			if links[gpu] == 1 || rank[c.State] < rank[m.State] {
+				m.State = c.State
+			}
+			m.Bits += c.Bits
+			m.Fatal += c.Fatal
+			m.Correctable += c.Correctable
+			for _, x := range c.Counters {
+				m.Counters = append(m.Counters, "link "+link+" "+x)
+			}
+		}
+	}
+	for gpu, i := range group {
+		out[i].Device.Label += fmt.Sprintf(" NVLinks (%d)", links[gpu])
 	}
 	return out
 }

@@ -78,3 +78,32 @@ func TestBurnSection(t *testing.T) {
 		t.Error("a burn section without a burn-in")
 	}
 }
+
+// A GPU's NVLinks are one row of the timeline: the worst link's state in
+// each window, the events summed, the counters named with their link.
+func TestGroupNVLinks(t *testing.T) {
+	link := func(n string, cells ...burn.Cell) burn.TimelineRow {
+		return burn.TimelineRow{Device: burn.Device{Kind: burn.NVLinkDevice, Name: "0000:18:00.0#" + n, Label: "0000:18:00.0 (GPU0) NVLink " + n}, Cells: cells}
+	}
+	clean := burn.Cell{State: burn.CellClean, Bits: 1e12}
+	port := burn.TimelineRow{Device: burn.Device{Kind: burn.PortDevice, Name: "mlx5_0/1", Label: "mlx5_0 port 1"}, Cells: []burn.Cell{clean, clean}}
+	rows := groupNVLinks([]burn.TimelineRow{
+		port,
+		link("0", clean, burn.Cell{State: burn.CellCorrectable, Bits: 1e12, Correctable: 12, Counters: []string{"crc_flit +12"}}),
+		link("1", clean, burn.Cell{State: burn.CellFatal, Bits: 1e12, Fatal: 1, Counters: []string{"replay +1"}}),
+		link("2", burn.Cell{State: burn.CellUnread}, clean),
+	})
+	if len(rows) != 2 || rows[0].Device.Name != "mlx5_0/1" {
+		t.Fatalf("rows %+v", rows)
+	}
+	g := rows[1]
+	if g.Device.Label != "0000:18:00.0 (GPU0) NVLinks (3)" {
+		t.Errorf("label %q", g.Device.Label)
+	}
+	if g.Cells[0].State != burn.CellUnread || g.Cells[0].Bits != 2e12 {
+		t.Errorf("window 1: %+v", g.Cells[0])
+	}
+	if w := g.Cells[1]; w.State != burn.CellFatal || w.Fatal != 1 || w.Correctable != 12 || strings.Join(w.Counters, ", ") != "link 0 crc_flit +12, link 1 replay +1" {
+		t.Errorf("window 2: %+v", w)
+	}
+}
