@@ -21,9 +21,14 @@ type BurnRDMA struct {
 	NIC     string  `json:"nic"`
 	Port    int     `json:"port"`
 	Memory  string  `json:"memory"` // cuda (nvidia-peermem) or cuda-dmabuf
-	Gbps    float64 `json:"gbps"`
-	Seconds int     `json:"seconds"`
+	Gbps float64 `json:"gbps"`
+	// Seconds is how long it is taken to have run: its -D, or less when
+	// its round ended sooner (a share of the round's time).
+	Seconds float64 `json:"seconds"`
 	Error   string  `json:"error,omitempty"`
+	// Cause is perftest's failure as bench rdma names it
+	// (rdma.Cause*), "" when it ran.
+	Cause string `json:"cause,omitempty"`
 }
 
 // burnRDMASeconds is how long each loopback runs (perftest's -D): long
@@ -75,8 +80,9 @@ func burnRDMAPlan(ctx context.Context, n NodeOptions, h *topology.Host, o BurnOp
 }
 
 // rdmaRounds runs the plan's loopbacks round after round until a round
-// could not end by deadline, and returns every run; the outputs of the
-// last round are kept in out.
+// could not end by deadline, or one failed (the window's verdict is then
+// given; retrying a tool that fails at once would only spin), and returns
+// every run; the outputs of the last round are kept in out.
 func rdmaRounds(ctx context.Context, p *rdma.Plan, o BurnOptions, out string, now func() time.Time, deadline time.Time) []BurnRDMA {
 	secs := 0
 	runs := 0
@@ -88,11 +94,20 @@ func rdmaRounds(ctx context.Context, p *rdma.Plan, o BurnOptions, out string, no
 	}
 	var done []BurnRDMA
 	for ctx.Err() == nil && now().Add(time.Duration(secs*runs)*time.Second).Before(deadline) {
+		start := now()
 		prs, err := bench.RunRDMA(ctx, p, bench.RDMAOptions{PerftestDir: o.PerftestDir, Out: out, Timeout: time.Duration(secs)*time.Second + time.Minute})
+		// Each run is charged its -D, or its share of the round where the
+		// round was shorter (a perftest that ended early moved less).
+		each := float64(secs)
+		if n := runsIn(prs); n > 0 {
+			each = min(each, now().Sub(start).Seconds()/float64(n))
+		}
+		failed := false
 		for _, pr := range prs {
 			for _, oc := range pr.Outcomes {
-				r := BurnRDMA{GPU: pr.Entry.GPUBusID, NIC: pr.Entry.NIC, Port: pr.Entry.Port, Memory: oc.Memory, Gbps: oc.Gbps, Seconds: secs}
+				r := BurnRDMA{GPU: pr.Entry.GPUBusID, NIC: pr.Entry.NIC, Port: pr.Entry.Port, Memory: oc.Memory, Gbps: oc.Gbps, Seconds: each, Cause: oc.Cause}
 				if oc.Cause != "" {
+					failed = true
 					r.Error = oc.Cause
 					if oc.Detail != "" {
 						r.Error += ": " + oc.Detail
@@ -101,11 +116,20 @@ func rdmaRounds(ctx context.Context, p *rdma.Plan, o BurnOptions, out string, no
 				done = append(done, r)
 			}
 		}
-		if err != nil {
+		if err != nil || failed {
 			break
 		}
 	}
 	return done
+}
+
+// runsIn counts the runs of a round's results.
+func runsIn(prs []rdma.PairResult) int {
+	n := 0
+	for _, pr := range prs {
+		n += len(pr.Outcomes)
+	}
+	return n
 }
 
 // chargeRDMA puts a window's loopbacks on the links they crossed: the
@@ -121,7 +145,7 @@ func chargeRDMA(p *rdma.Plan, runs []BurnRDMA, moved map[burn.Link]uint64) {
 		if r.Error != "" || r.Gbps <= 0 {
 			continue
 		}
-		b := uint64(r.Gbps * 1e9 / 8 * float64(r.Seconds))
+		b := uint64(r.Gbps * 1e9 / 8 * r.Seconds)
 		moved[burn.GPUNICLink(r.GPU, r.NIC)] += b
 		moved[burn.PortLink(r.NIC, r.Port)] += b
 		if e, ok := server[r.GPU+">"+r.NIC]; ok && (e.ServerNIC != r.NIC || e.ServerPort != r.Port) && e.ServerNIC != "" {
@@ -141,17 +165,30 @@ func rdmaResults(doc *BurnDoc) []result.Result {
 		}
 		name := doc.Schedule.Name(w.Window)
 		subject := fmt.Sprintf("window %d", w.Window+1)
-		var failed []string
+		var failed, couldNot []string
 		lo, hi := 0.0, 0.0
 		for _, r := range w.RDMA {
-			if r.Error != "" {
-				failed = append(failed, fmt.Sprintf("%s–%s port %d (%s): %s", r.GPU, r.NIC, r.Port, r.Memory, r.Error))
+			what := fmt.Sprintf("%s–%s port %d (%s): %s", r.GPU, r.NIC, r.Port, r.Memory, r.Error)
+			switch {
+			case r.Cause == rdma.CauseMissingBinary || r.Cause == rdma.CausePortConflict:
+				// perftest not installed, or its TCP port taken: this
+				// machine could not run the loopback, the path is not at fault.
+				couldNot = append(couldNot, what)
+				continue
+			case r.Error != "":
+				failed = append(failed, what)
 				continue
 			}
 			if lo == 0 || r.Gbps < lo {
 				lo = r.Gbps
 			}
 			hi = max(hi, r.Gbps)
+		}
+		if len(couldNot) > 0 && len(failed) == 0 {
+			out = append(out, result.Result{ID: "burn.rdma", Source: burn.Source, Status: result.Unknown, Subject: subject, Reason: "LoopbackNotRun",
+				Message: fmt.Sprintf("%s: the GPU-memory loopback could not run: %s; the GPU–NIC paths were not under load", name, limitList(couldNot, 3)),
+				Remedy:  "install perftest (ib_write_bw, built with CUDA) where gdrcheck finds it (PATH), or free its TCP ports, or leave it out with --no-rdma"})
+			continue
 		}
 		if len(failed) > 0 {
 			out = append(out, result.Result{ID: "burn.rdma", Source: burn.Source, Status: result.Fail, Subject: subject, Reason: "LoopbackFailed",

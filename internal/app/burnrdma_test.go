@@ -45,16 +45,20 @@ func TestBurnRDMALoopback(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		name   string
-		rdma   bool
-		broken bool
-	}{{"loopback", true, false}, {"loopback fails", true, true}, {"--no-rdma", false, false}} {
+		name    string
+		rdma    bool
+		broken  bool
+		missing bool
+	}{{"loopback", true, false, false}, {"loopback fails", true, true, false}, {"--no-rdma", false, false, false}, {"perftest missing", true, false, true}} {
 		t.Run(c.name, func(t *testing.T) {
 			live := t.TempDir()
 			if err := spec.Materialize(live); err != nil {
 				t.Fatal(err)
 			}
 			perf := perftestStandIn(t)
+			if c.missing {
+				perf = t.TempDir() // no ib_write_bw in it
+			}
 			if c.broken {
 				// The client fails as perftest does when it cannot register
 				// GPU memory.
@@ -87,6 +91,14 @@ func TestBurnRDMALoopback(t *testing.T) {
 			case !c.rdma:
 				if len(w.RDMA) != 0 || len(rdmaRes) != 0 || !strings.Contains(strings.Join(doc.Notes, " "), "--no-rdma") {
 					t.Errorf("rdma %+v, results %+v, notes %v", w.RDMA, rdmaRes, doc.Notes)
+				}
+			case c.missing:
+				// Not the path's fault: unknown, once (no spinning), nothing charged.
+				if len(w.RDMA) != 1 || w.RDMA[0].Cause != rdma.CauseMissingBinary || traffic[pair] != 0 {
+					t.Errorf("rdma %+v, traffic %v", w.RDMA, traffic)
+				}
+				if len(rdmaRes) != 1 || rdmaRes[0].Status != result.Unknown || !strings.Contains(rdmaRes[0].Remedy, "install perftest") {
+					t.Errorf("results %+v", rdmaRes)
 				}
 			case c.broken:
 				if len(w.RDMA) == 0 || w.RDMA[0].Error == "" || traffic[pair] != 0 {
