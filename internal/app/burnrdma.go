@@ -17,11 +17,11 @@ import (
 // BurnRDMA is one ib_write_bw loopback of a window: GPU memory through one
 // GPU–NIC pair for Seconds, at its average rate.
 type BurnRDMA struct {
-	GPU     string  `json:"gpu"` // PCI address
-	NIC     string  `json:"nic"`
-	Port    int     `json:"port"`
-	Memory  string  `json:"memory"` // cuda (nvidia-peermem) or cuda-dmabuf
-	Gbps float64 `json:"gbps"`
+	GPU    string  `json:"gpu"` // PCI address
+	NIC    string  `json:"nic"`
+	Port   int     `json:"port"`
+	Memory string  `json:"memory"` // cuda (nvidia-peermem) or cuda-dmabuf
+	Gbps   float64 `json:"gbps"`
 	// Seconds is how long it is taken to have run: its -D, or less when
 	// its round ended sooner (a share of the round's time).
 	Seconds float64 `json:"seconds"`
