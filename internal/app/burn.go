@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/bench"
-	"github.com/gdrcheck/gdrcheck/internal/bench/rdma"
 	"github.com/gdrcheck/gdrcheck/internal/burn"
 	"github.com/gdrcheck/gdrcheck/internal/collect/counters"
 	"github.com/gdrcheck/gdrcheck/internal/collect/nvml/live"
@@ -218,7 +217,7 @@ type burnTarget struct {
 	gpus *GPUs
 	nccl *NCCLSetup
 	// rdma is the loopback plan (nil: none, rdmaNote says why).
-	rdma        *rdma.Plan
+	rdma        *burnLoopback
 	rdmaNote    string
 	dir         string
 	readTimeout time.Duration

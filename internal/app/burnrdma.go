@@ -31,66 +31,99 @@ type BurnRDMA struct {
 	Cause string `json:"cause,omitempty"`
 }
 
-// burnRDMASeconds is how long each loopback runs (perftest's -D): long
-// enough that its rate is steady, short enough that a window holds many.
-func burnRDMASeconds(window time.Duration) int {
-	return int(min(max(window/6, 2*time.Second), 20*time.Second) / time.Second)
+// burnLoopback is the burn-in's loopback plan and how long each of its
+// runs lasts (perftest's -D).
+type burnLoopback struct {
+	plan *rdma.Plan
+	secs int
+}
+
+// loopbackSeconds is each run's -D for runs runs a round in a window: a
+// round takes at most half the window, so that rounds repeat within it,
+// each run 2 s to 20 s (long enough that its rate is steady). 0 when not
+// even 2 s a run fits.
+func loopbackSeconds(window time.Duration, runs int) int {
+	if runs < 1 {
+		return 0
+	}
+	secs := min(int(window/2/time.Second)/runs, 20)
+	if secs < 2 {
+		return 0
+	}
+	return secs
 }
 
 // burnRDMAPlan is the burn-in's loopback plan on the node behind n: every
 // GPU–NIC pair that is not skipped, with its GPU-memory runs only (the
 // host-memory control moves no GPU data); nil and why when there is
-// nothing to loop back through.
-func burnRDMAPlan(ctx context.Context, n NodeOptions, h *topology.Host, o BurnOptions) (*rdma.Plan, string) {
+// nothing to loop back through, or a window too short for a round.
+func burnRDMAPlan(ctx context.Context, n NodeOptions, h *topology.Host, o BurnOptions) (*burnLoopback, string) {
 	switch {
 	case !o.RDMA:
 		return nil, "RDMA loopback left out of the workload (--no-rdma)"
 	case len(h.NICs) == 0:
 		return nil, "no RDMA NIC on this host: no GPU–NIC pair to loop back through under load"
 	}
-	p, err := PlanRDMA(ctx, n, rdma.Options{Mode: rdma.ModeLoopback, Test: rdma.WriteBW, Size: 1 << 20, GIDIndex: -1, Duration: burnRDMASeconds(o.Window)})
-	if err != nil {
-		return nil, "no RDMA loopback under load: " + err.Error()
-	}
-	var keep []rdma.Entry
-	var why []string
-	for _, e := range p.Entries {
-		if e.Skip != "" {
-			why = append(why, fmt.Sprintf("%s–%s: %s", e.GPUBusID, e.NIC, e.Skip))
-			continue
+	plan := func(secs int) (*rdma.Plan, int, string) {
+		p, err := PlanRDMA(ctx, n, rdma.Options{Mode: rdma.ModeLoopback, Test: rdma.WriteBW, Size: 1 << 20, GIDIndex: -1, Duration: secs})
+		if err != nil {
+			return nil, 0, "no RDMA loopback under load: " + err.Error()
 		}
-		var runs []rdma.Run
-		for _, r := range e.Runs {
-			if r.Memory != rdma.MemHost {
-				runs = append(runs, r)
+		var keep []rdma.Entry
+		var why []string
+		runs := 0
+		for _, e := range p.Entries {
+			if e.Skip != "" {
+				why = append(why, fmt.Sprintf("%s–%s: %s", e.GPUBusID, e.NIC, e.Skip))
+				continue
 			}
+			var rs []rdma.Run
+			for _, r := range e.Runs {
+				if r.Memory != rdma.MemHost {
+					rs = append(rs, r)
+				}
+			}
+			if len(rs) == 0 {
+				why = append(why, fmt.Sprintf("%s–%s: no way to register GPU memory with the NIC", e.GPUBusID, e.NIC))
+				continue
+			}
+			e.Runs = rs
+			runs += len(rs)
+			keep = append(keep, e)
 		}
-		if len(runs) == 0 {
-			why = append(why, fmt.Sprintf("%s–%s: no way to register GPU memory with the NIC", e.GPUBusID, e.NIC))
-			continue
+		if len(keep) == 0 {
+			return nil, 0, "no GPU–NIC pair to loop back through under load: " + strings.Join(why, "; ")
 		}
-		e.Runs = runs
-		keep = append(keep, e)
+		p.Entries = keep
+		return p, runs, ""
 	}
-	if len(keep) == 0 {
-		return nil, "no GPU–NIC pair to loop back through under load: " + strings.Join(why, "; ")
+	// The runs a round has decide each run's length: plan, count, plan
+	// again with it.
+	p, runs, why := plan(2)
+	if p == nil {
+		return nil, why
 	}
-	p.Entries = keep
-	return p, ""
+	secs := loopbackSeconds(o.Window, runs)
+	if secs == 0 {
+		return nil, fmt.Sprintf("no RDMA loopback under load: a window of %s is too short for a round of %d loopback(s) of 2 s at least in half of it", o.Window, runs)
+	}
+	if secs != 2 {
+		if p, _, why = plan(secs); p == nil {
+			return nil, why
+		}
+	}
+	return &burnLoopback{plan: p, secs: secs}, ""
 }
 
 // rdmaRounds runs the plan's loopbacks round after round until a round
 // could not end by deadline, or one failed (the window's verdict is then
 // given; retrying a tool that fails at once would only spin), and returns
 // every run; the outputs of the last round are kept in out.
-func rdmaRounds(ctx context.Context, p *rdma.Plan, o BurnOptions, out string, now func() time.Time, deadline time.Time) []BurnRDMA {
-	secs := 0
+func rdmaRounds(ctx context.Context, lb *burnLoopback, o BurnOptions, out string, now func() time.Time, deadline time.Time) []BurnRDMA {
+	p, secs := lb.plan, lb.secs
 	runs := 0
 	for _, e := range p.Entries {
 		runs += len(e.Runs)
-	}
-	if len(p.Entries) > 0 && len(p.Entries[0].Runs) > 0 {
-		secs = burnRDMASeconds(o.Window)
 	}
 	var done []BurnRDMA
 	for ctx.Err() == nil && now().Add(time.Duration(secs*runs)*time.Second).Before(deadline) {
@@ -136,9 +169,9 @@ func runsIn(prs []rdma.PairResult) int {
 // GPU–NIC path and the NIC's port (in a two-NIC loopback the server's port
 // too; a port that looped the traffic back inside the NIC counts none of
 // it, and attribution credits a port only with what it counted).
-func chargeRDMA(p *rdma.Plan, runs []BurnRDMA, moved map[burn.Link]uint64) {
+func chargeRDMA(lb *burnLoopback, runs []BurnRDMA, moved map[burn.Link]uint64) {
 	server := map[string]rdma.Entry{}
-	for _, e := range p.Entries {
+	for _, e := range lb.plan.Entries {
 		server[e.GPUBusID+">"+e.NIC] = e
 	}
 	for _, r := range runs {

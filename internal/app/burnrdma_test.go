@@ -68,7 +68,7 @@ func TestBurnRDMALoopback(t *testing.T) {
 				}
 			}
 			out := filepath.Join(t.TempDir(), "burn")
-			o := BurnOptions{Duration: 2500 * time.Millisecond, Window: 2500 * time.Millisecond, Settle: 10 * time.Millisecond, Out: out,
+			o := BurnOptions{Duration: 4 * time.Second, Window: 4 * time.Second, Settle: 10 * time.Millisecond, Out: out,
 				Bytes: 64 << 10, GPU: GPUOptions{CUDART: fakelib.CUDART(t)}, RDMA: c.rdma, PerftestDir: perf}
 			env, _, err := (&Session{Clock: time.Now}).Burn(t.Context(), NodeOptions{Root: "/", Timeout: time.Minute, LiveRoot: live}, o)
 			if env == nil {
@@ -121,5 +121,27 @@ func TestBurnRDMALoopback(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Each loopback's -D: a round takes at most half the window, each run 2 s
+// to 20 s; a window too short for that has no loopback.
+func TestLoopbackSeconds(t *testing.T) {
+	for _, c := range []struct {
+		window time.Duration
+		runs   int
+		want   int
+	}{
+		{5 * time.Minute, 16, 9}, // 8 pairs × peermem and dma-buf: two rounds a window
+		{5 * time.Minute, 1, 20},
+		{time.Hour, 16, 20},
+		{20 * time.Second, 2, 5},
+		{20 * time.Second, 16, 0}, // not 2 s a run in 10 s
+		{4 * time.Second, 1, 2},
+		{time.Minute, 0, 0},
+	} {
+		if got := loopbackSeconds(c.window, c.runs); got != c.want {
+			t.Errorf("loopbackSeconds(%s, %d) = %d, want %d", c.window, c.runs, got, c.want)
+		}
 	}
 }
