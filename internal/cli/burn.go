@@ -12,6 +12,7 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/app"
 	"github.com/gdrcheck/gdrcheck/internal/burn"
+	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/printable"
 	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
@@ -31,8 +32,8 @@ func newBurn(g *globals) *cobra.Command {
   gdrcheck burn --duration 1m --window 20s                                # a one-minute smoke run
   gdrcheck burn --replay /var/lib/gdrcheck/burn --root node17.tgz --strict  # judge a burn-in again, for sign-off`,
 		Long: `burn is run --profile burnin: it discovers and checks the node, measures it at rest
-(quick's pass of copies and NCCL collectives, and the GPU–NIC loopback where the node has RDMA
-NICs), then runs the burn-in for --duration in windows of --window on the live host: on every
+(quick's pass of copies and NCCL collectives up to --size or 64M, whichever is smaller, and the
+GPU–NIC loopback where the node has RDMA NICs), then runs the burn-in for --duration in windows of --window on the live host: on every
 GPU, copies between the GPU and pinned host memory in both directions at once (its PCIe link
 to the host) and within its memory, and between every pair of GPUs both ways (their PCIe path
 or NVLink), every byte checked; and once per window every NCCL collective at --size (at most
@@ -72,6 +73,11 @@ judged and kept).`,
 			}
 			if o.out == "" {
 				o.out = g.session.OutDir("", "burn")
+			}
+			// The pass at rest goes up to the burn-in's copy size, at most
+			// quick's largest (a smoke run at 64K measures at 64K).
+			if n, err := collective.ParseSize(o.burnSize); err == nil && n < app.ProfileQuick.MaxBytes() {
+				o.benchSize = o.burnSize
 			}
 			return runMain(cmd.Context(), g, o)
 		},

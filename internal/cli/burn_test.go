@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gdrcheck/gdrcheck/internal/app"
+	"github.com/gdrcheck/gdrcheck/internal/report"
+	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/fakelib"
+)
+
+// burnLiveHost is two GPUs on root ports with AER, standing for the live
+// host of `gdrcheck burn`.
+const burnLiveHost = `hostname fakelive
+numa 0 0-15
+module nvidia
+hostbridge pci0000:00 numa=0
+  0000:00:01.0 rootport id=8086:2030 gen=5 aer=yes
+    0000:18:00.0 gpu id=10de:2335 aer=yes
+  0000:00:02.0 rootport id=8086:2030 gen=5 aer=yes
+    0000:19:00.0 gpu id=10de:2335 aer=yes
+nvml driver=580.95.05 cuda=13.0
+nvml-gpu 0000:18:00.0 name="NVIDIA H200" sm_clock=1980 power=650.5 temp=61
+nvml-gpu 0000:19:00.0 name="NVIDIA H200" sm_clock=1965 power=640 temp=63
+command dmesg.txt ""
+`
+
+// `gdrcheck burn` on the command line, with the fake CUDA runtime and
+// NCCL: the dossier with its burn section and raw/burn, the text's burn-in
+// summary and the dossier's place; then `burn --replay` of the dossier in
+// JSON. The fake GPUs' rates fail the model (their copies are host
+// memcpy), so the node is not ready: exit 1 both times, the burn-in's
+// own windows complete.
+func TestBurnCommand(t *testing.T) {
+	t.Setenv("GDRCHECK_CUDART", fakelib.CUDART(t))
+	t.Setenv("GDRCHECK_NCCL", fakelib.NCCL(t))
+	t.Setenv("FAKECUDA_DEVICES", "2")
+	for _, k := range []string{"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "NCCL_TOPO_DUMP_FILE", "NCCL_GRAPH_DUMP_FILE"} {
+		t.Setenv(k, "")
+	}
+	spec, err := fakehost.Parse("fakelive", strings.NewReader(burnLiveHost))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := t.TempDir()
+	if err := spec.Materialize(live); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "dossier")
+	exec := func(args ...string) (string, string, int) {
+		var o, e bytes.Buffer
+		// The windows are timed: a running clock.
+		s := &app.Session{Tool: report.Tool{Version: "test", Commit: "test"}, Host: "testhost", Command: append([]string{"gdrcheck"}, args...), Clock: time.Now}
+		code := execute(args, &o, &e, s, live)
+		return o.String(), e.String(), code
+	}
+	stdout, stderr, code := exec("burn", "--duration", "1200ms", "--window", "600ms", "--size", "64K", "--out", out)
+	if code != ExitFailed {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"Burn-in 1.2s in windows of 600ms (complete), 2 window(s) sampled:", "NCCL collective(s) checked (0 wrong)",
+		"its files: raw/burn/burn.json", "Dossier: " + out} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	if !strings.Contains(stderr, "gdrcheck: burn window 2") || !strings.Contains(stderr, "(2 of 2, about 0s left)") {
+		t.Errorf("stderr lacks the windows' progress:\n%s", stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(out, dossier.ReportJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := dossier.Decode(bytes.NewReader(b))
+	if err != nil || rep.Burn == nil || !rep.Burn.Complete || len(rep.Burn.Windows) != 2 || rep.Profile != "burnin" {
+		t.Fatalf("report.json: %v %+v", err, rep)
+	}
+	stdout, _, code = exec("burn", "--replay", out, "--format", "json")
+	var env struct {
+		Schema  string            `json:"schema"`
+		Results []json.RawMessage `json:"results"`
+	}
+	if code != ExitFailed || json.Unmarshal([]byte(stdout), &env) != nil || env.Schema != "gdrcheck.burn/v1" || len(env.Results) == 0 {
+		t.Errorf("replay: exit %d, %s", code, stdout)
+	}
+}
