@@ -128,3 +128,32 @@ func TestFromHostAsCluster(t *testing.T) {
 		t.Error("FromHost of an empty host succeeded")
 	}
 }
+
+// A GB200 tray's GPUs registered in a multi-node NVLink fabric: the
+// model of the host alone says it is one tray of a rack-scale domain and
+// how to model the domain; an HGX board (a local fabric) says nothing of
+// the kind, and --nvlink-domain's model no longer needs the note.
+func TestFromHostMultiNodeFabric(t *testing.T) {
+	h, err := discover.Discover(context.Background(), discover.WithRoot(fakehost.Root(t, repoRoot+"/internal/checks/testdata/gb200-tray-4gpu.host")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := FromHost(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(s.Notes, "; "), "one tray of a rack-scale NVLink domain") || !strings.Contains(strings.Join(s.Notes, "; "), "--nvlink-domain N") {
+		t.Errorf("GB200 tray: notes %q", s.Notes)
+	}
+	// Modelled as the domain, the note is answered.
+	if d, err := s.InDomain(72); err != nil || strings.Contains(strings.Join(d.Notes, "; "), "--nvlink-domain N") || !strings.Contains(strings.Join(d.Notes, "; "), "one NVLink domain of 72 GPUs") {
+		t.Errorf("as a domain: %v %q", err, d.Notes)
+	}
+	hgx, err := FromHost(discoverFixture(t, "hgx-h200-8gpu-10nic"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(strings.Join(hgx.Notes, "; "), "rack-scale") {
+		t.Errorf("HGX: notes %q", hgx.Notes)
+	}
+}

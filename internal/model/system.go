@@ -381,7 +381,13 @@ func (s System) InDomain(gpus int) (System, error) {
 	trays := gpus / g
 	s.GPUsPerNode = gpus
 	s.NICsPerNode *= trays
-	s.Notes = append(append([]string(nil), s.Notes...), fmt.Sprintf("modelled as one NVLink domain of %d GPUs: %d hosts like this one, their NICs together (%d)", gpus, trays, s.NICsPerNode))
+	var notes []string
+	for _, n := range s.Notes {
+		if !strings.HasPrefix(n, trayNote) { // answered now
+			notes = append(notes, n)
+		}
+	}
+	s.Notes = append(notes, fmt.Sprintf("modelled as one NVLink domain of %d GPUs: %d hosts like this one, their NICs together (%d)", gpus, trays, s.NICsPerNode))
 	return s, s.Validate()
 }
 
@@ -434,6 +440,12 @@ func FromHost(h *topology.Host) (System, error) {
 			note("mixed GPUs (%s and %s): predicted for %s", first.Name, g.Name, spec.Name)
 			break
 		}
+	}
+	// A tray of a rack-scale NVLink domain (GB200/GB300 NVL72) says so in
+	// its GPUs' fabric registration; how many GPUs the domain has it does
+	// not say, so the model keeps the host as it is and says what to give.
+	if cluster := multiNodeCluster(h); cluster != "" && s.GPUsPerNode <= nvlsBaseboardGPUs {
+		note(trayNote+" (cluster %s): this host is one tray of a rack-scale NVLink domain, modelled here as a node of its own over the network; give --nvlink-domain N (72 for an NVL72 rack) to model the domain", cluster)
 	}
 
 	// PCIe: the slowest GPU bounds every collective.
@@ -657,4 +669,24 @@ func sig(v float64) float64 {
 	}
 	e := math.Pow(10, 5-math.Floor(math.Log10(math.Abs(v))))
 	return math.Round(v*e) / e
+}
+
+// trayNote opens the note of a host whose NVLink fabric spans nodes.
+const trayNote = "the GPUs' NVLink fabric spans nodes"
+
+// multiNodeCluster is the NVLink fabric cluster every GPU of h registered
+// in when it spans nodes (the fabric manager's cluster UUID), "" when any
+// GPU's registration is unknown or local.
+func multiNodeCluster(h *topology.Host) string {
+	cluster := ""
+	for _, g := range h.GPUs {
+		if g.Facts == nil || !g.Facts.Fabric.MultiNode() {
+			return ""
+		}
+		if cluster != "" && g.Facts.Fabric.ClusterUUID != cluster {
+			return ""
+		}
+		cluster = g.Facts.Fabric.ClusterUUID
+	}
+	return cluster
 }
