@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -443,5 +444,58 @@ func TestBurnThroughputNCCL(t *testing.T) {
 	}
 	if ag.Model != nil || !ag.Measured || ag.GBps != 300 {
 		t.Errorf("all_gather without its row: %+v", ag)
+	}
+}
+
+// burn --replay with captures: snapshots of one node taken around a
+// workload gdrcheck did not run. An uncorrectable AER error on GPU1's root
+// port between the second and third capture fails window 2, naming the
+// device; the clean window passes; the captures' manifests order them
+// (given out of order here); a capture that cannot be read is the tool's
+// error; one capture is not a series.
+func TestBurnReplayCaptures(t *testing.T) {
+	capture := func(fatal int, at string) string {
+		text := strings.Replace(burnHost, "  0000:00:02.0 rootport id=8086:2030 gen=5 aer=yes\n",
+			fmt.Sprintf("  0000:00:02.0 rootport id=8086:2030 gen=5 aer=yes aer.fatal.DLP=%d\n", fatal), 1)
+		if at != "" {
+			text += fmt.Sprintf("file snapshot.json %q\n", `{"format": 1, "created_at": "`+at+`", "tool": "gdrcheck test", "files": 1, "links": 0, "commands": []}`)
+		}
+		spec, err := fakehost.Parse("capture", strings.NewReader(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fakehost.MaterializeArchive(t, spec)
+	}
+	s := &Session{Clock: time.Now}
+	a, b, c := capture(0, "2026-12-05T12:00:00Z"), capture(0, "2026-12-05T13:00:00Z"), capture(1, "2026-12-05T14:00:00Z")
+	env, err := s.BurnReplayCaptures(t.Context(), []string{c, a, b}, BurnOptions{})
+	var f *Failure
+	if env == nil || !errors.As(err, &f) {
+		t.Fatalf("a fatal error planted: %v", err)
+	}
+	doc := env.Data.(*BurnDoc)
+	if len(doc.Schedule.Windows) != 2 || doc.Duration != "2h0m0s" || !doc.Schedule.Windows[0].Start.Before(doc.Schedule.Windows[1].Start) {
+		t.Fatalf("windows %+v, duration %s", doc.Schedule.Windows, doc.Duration)
+	}
+	var fatal *result.Result
+	for i, r := range env.Results {
+		if r.ID == burn.IDFatal && r.Subject == "0000:00:02.0" {
+			fatal = &env.Results[i]
+		}
+	}
+	if fatal == nil || fatal.Status != result.Fail || !strings.Contains(fatal.Message, "window 2 (13:00:00–14:00:00)") {
+		t.Errorf("the root port: %+v", fatal)
+	}
+	// Clean captures, without manifests: taken in the order given, said so.
+	env, err = s.BurnReplayCaptures(t.Context(), []string{capture(0, ""), capture(0, "")}, BurnOptions{})
+	if err != nil || env == nil || !strings.Contains(strings.Join(env.Data.(*BurnDoc).Notes, " "), "taken in the order given") {
+		t.Errorf("clean, untimed: %v", err)
+	}
+	var te *ToolError
+	if _, err := s.BurnReplayCaptures(t.Context(), []string{a, filepath.Join(t.TempDir(), "missing.tgz")}, BurnOptions{}); !errors.As(err, &te) {
+		t.Errorf("an unreadable capture: %v", err)
+	}
+	if _, err := s.BurnReplayCaptures(t.Context(), []string{a}, BurnOptions{}); !errors.As(err, &te) {
+		t.Errorf("one capture: %v", err)
 	}
 }

@@ -66,10 +66,15 @@ multi-node job (docs/burn.md says what comes next).
 Exit status: 0 nothing failed, 1 a verdict failed or data came back wrong (with --strict also
 when a verdict is unknown), 2 the tool could not run, 130 interrupted (the windows done are
 judged and kept).`,
-		Args: cobra.NoArgs,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 && replay == "" {
+				return fmt.Errorf("unexpected arguments %q: captures follow --replay", args)
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if replay != "" {
-				return burnReplay(cmd, g, replay, o)
+				return burnReplay(cmd, g, append([]string{replay}, args...), o)
 			}
 			if o.out == "" {
 				o.out = g.session.OutDir("", "burn")
@@ -91,7 +96,7 @@ judged and kept).`,
 	f.BoolVar(&o.force, "force", false, "write into a --out directory that already holds a dossier or other files")
 	f.BoolVar(&o.checks.strict, "strict", false, "for sign-off: an unknown verdict (counters that could not be read, too few bits to prove an error rate) fails too (exit 1)")
 	f.StringVar(&o.checks.expect, "expect", "", "site profile (YAML or JSON) the node is judged against")
-	f.StringVar(&replay, "replay", "", "judge a burn-in again (a dossier, or its raw/burn with burn.json and samples) with this release's judging, writing nothing; --root names the node it ran on (a snapshot of it, or the live host)")
+	f.StringVar(&replay, "replay", "", "judge a burn-in again (a dossier, or its raw/burn with burn.json and samples) with this release's judging, writing nothing; --root names the node it ran on (a snapshot of it, or the live host). With more captures after it (--replay A.tgz B.tgz ...): the counters of a series of snapshots of one node, taken around a workload gdrcheck did not run")
 	f.BoolVar(&o.noNCCL, "no-nccl", false, "leave NCCL's collectives out of the workload (copies only)")
 	f.BoolVar(&o.noRDMA, "no-rdma", false, "leave the GPU-memory loopbacks through the GPU–NIC pairs (ib_write_bw) out of the workload")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print the node verdict only")
@@ -99,12 +104,23 @@ judged and kept).`,
 	return cmd
 }
 
-// burnReplay is burn --replay: the burn-in's directory judged again.
-func burnReplay(cmd *cobra.Command, g *globals, dir string, o runOptions) error {
+// burnReplay is burn --replay: a burn-in's directory (or its dossier)
+// judged again, or a series of captures of a node.
+func burnReplay(cmd *cobra.Command, g *globals, paths []string, o runOptions) error {
+	dir := paths[0]
 	if fi, err := os.Stat(filepath.Join(dir, app.BurnDir, "burn.json")); err == nil && fi.Mode().IsRegular() {
 		dir = filepath.Join(dir, app.BurnDir) // a dossier
 	}
-	env, err := g.session.BurnReplay(cmd.Context(), g.node(), dir, app.BurnOptions{Strict: o.checks.strict})
+	var env *report.Envelope
+	var err error
+	what := filepath.Join(dir, "burn.json")
+	if _, serr := os.Stat(what); len(paths) == 1 && serr == nil {
+		env, err = g.session.BurnReplay(cmd.Context(), g.node(), dir, app.BurnOptions{Strict: o.checks.strict})
+	} else {
+		// Captures of a node (snapshots), the first the state before.
+		what = strings.Join(paths, ", ")
+		env, err = g.session.BurnReplayCaptures(cmd.Context(), paths, app.BurnOptions{Strict: o.checks.strict})
+	}
 	if env != nil {
 		if o.format.Format() == report.JSON {
 			if werr := report.WriteJSON(g.out, env); werr != nil {
@@ -112,7 +128,7 @@ func burnReplay(cmd *cobra.Command, g *globals, dir string, o runOptions) error 
 			}
 		} else if doc, ok := env.Data.(*app.BurnDoc); ok {
 			var b strings.Builder
-			writeBurn(&b, app.BurnSection(doc, filepath.Join(dir, "burn.json")), env.Results)
+			writeBurn(&b, app.BurnSection(doc, what), env.Results)
 			io.WriteString(g.out, b.String())
 		}
 	}

@@ -91,3 +91,30 @@ func TestBurnCommand(t *testing.T) {
 		t.Errorf("replay: exit %d, %s", code, stdout)
 	}
 }
+
+// burn --replay A B ...: captures of a node around a workload gdrcheck did
+// not run; exit 1 for a fault, 0 clean, 2 for a capture it cannot read.
+func TestBurnReplayCapturesCommand(t *testing.T) {
+	capture := func(fatal int) string {
+		text := strings.Replace(burnLiveHost, "  0000:00:02.0 rootport id=8086:2030 gen=5 aer=yes\n",
+			"  0000:00:02.0 rootport id=8086:2030 gen=5 aer=yes aer.fatal.DLP="+string(rune('0'+fatal))+"\n", 1)
+		spec, err := fakehost.Parse("capture", strings.NewReader(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fakehost.MaterializeArchive(t, spec)
+	}
+	clean, bad := capture(0), capture(1)
+	if out, errs, code := run(t, "burn", "--replay", clean, bad); code != ExitFailed || !strings.Contains(out, "FAIL    burn.fatal") || !strings.Contains(out, "0000:00:02.0") {
+		t.Errorf("a fault: exit %d\n%s\n%s", code, out, errs)
+	}
+	if out, errs, code := run(t, "burn", "--replay", clean, clean); code != ExitOK || !strings.Contains(out, "taken in the order given") {
+		t.Errorf("clean: exit %d\n%s\n%s", code, out, errs)
+	}
+	if _, errs, code := run(t, "burn", "--replay", clean, filepath.Join(t.TempDir(), "gone.tgz")); code != ExitToolErr {
+		t.Errorf("unreadable: exit %d %s", code, errs)
+	}
+	if _, errs, code := run(t, "burn", clean); code != ExitToolErr || !strings.Contains(errs, "captures follow --replay") {
+		t.Errorf("arguments without --replay: exit %d %s", code, errs)
+	}
+}
