@@ -134,14 +134,16 @@ type BurnCollective struct {
 // of its PCIe link at once, and its memory.
 var burnTests = []string{bench.CopyBidirPinned, bench.CopyD2D}
 
-// Burn is `gdrcheck burn`: the workload for o.Duration in windows of
-// o.Window on the live host (copies between every GPU and the host, both
-// ways at once, and within each GPU's memory, every byte checked), the
-// RDMA ports' and the PCIe functions' error counters sampled before the
-// workload and at each window's end, attributed to the links that carried
-// the window's traffic and judged (internal/burn). burn.json is rewritten
-// after every window, so an interrupted run leaves a valid document of
-// the windows done.
+// Burn is a burn-in on its own, with no dossier around it (`health
+// --burn`; `gdrcheck burn` and `run --profile burnin` run the same
+// burnOn as the dossier's burn phase): the workload for o.Duration in
+// windows of o.Window on the live host (copies between every GPU and the
+// host, both ways at once, and within each GPU's memory, every byte
+// checked; NCCL's collectives; the loopbacks), the error counters sampled
+// before the workload and at each window's end, attributed to the links
+// that carried the window's traffic and judged (internal/burn), into
+// o.Out. burn.json is rewritten after every window, so an interrupted run
+// leaves a valid document of the windows done.
 func (s *Session) Burn(ctx context.Context, n NodeOptions, o BurnOptions) (*report.Envelope, string, error) {
 	if err := requireLive(n.Root); err != nil {
 		return nil, "", fmt.Errorf("burn: %w", err)

@@ -107,8 +107,12 @@ func BurnSection(doc *BurnDoc, path string) *dossier.Burn {
 		b.Timeline = []burn.TimelineRow{}
 	}
 	names := map[int]string{}
+	byAddr := map[string]string{} // PCI address → "GPU3"
 	for _, g := range doc.GPUs {
 		names[g.Device] = cmp.Or(g.GPU, g.Address, fmt.Sprintf("CUDA device %d", g.Device))
+		if g.GPU != "" {
+			byAddr[g.Address] = g.GPU
+		}
 	}
 	name := func(dev int) string { return cmp.Or(names[dev], fmt.Sprintf("CUDA device %d", dev)) }
 	for _, w := range doc.Work {
@@ -129,12 +133,7 @@ func BurnSection(doc *BurnDoc, path string) *dossier.Burn {
 			bw.Copies = append(bw.Copies, dossier.BurnRate{Name: c.Test, GPU: gpu, GBps: c.GBps, Wrong: c.Wrong, Error: c.Error})
 		}
 		for _, x := range w.RDMA {
-			gpu := x.GPU
-			for _, g := range doc.GPUs {
-				if g.Address == x.GPU && g.GPU != "" {
-					gpu = g.GPU
-				}
-			}
+			gpu := cmp.Or(byAddr[x.GPU], x.GPU)
 			bw.RDMA = append(bw.RDMA, dossier.BurnRate{Name: "ib_write_bw " + x.Memory, GPU: fmt.Sprintf("%s>%s:%d", gpu, x.NIC, x.Port), GBps: x.Gbps / 8, Error: x.Error})
 		}
 		for _, c := range w.NCCL {
