@@ -21,7 +21,7 @@ import (
 var BurnDir = filepath.Join(dossier.RawDir, "burn")
 
 // burnIn is the dossier's burn phase (profile burnin): the burn-in on the
-// run's GPUs, its burn.json and samples under burn/, and the dossier
+// run's GPUs, its burn.json and samples under raw/burn/, and the dossier
 // rewritten after every window with the burn section so far, so that a
 // run stopped in its third hour leaves the windows it judged.
 func (d *dossierRun) burnIn(ctx context.Context) (string, string) {
