@@ -62,7 +62,7 @@ func JudgeOptics(h *topology.Host, s Schedule, before, after []*cf.Sample) []res
 	for _, nic := range h.NICs {
 		out = append(out, judgeNICTemps(nic.Name, s, after[:n])...)
 		for _, p := range nic.Ports {
-			out = append(out, judgeModule(nic.Name, p.Number, s, after[:n], ref))
+			out = append(out, judgeModule(nic.Name, p.Number, p.NetDev, s, after[:n], ref))
 		}
 	}
 	return out
@@ -220,8 +220,8 @@ func judgeNICTemps(dev string, s Schedule, after []*cf.Sample) []result.Result {
 	return out
 }
 
-func judgeModule(dev string, port int, s Schedule, after []*cf.Sample, ref *cf.Sample) result.Result {
-	subj := cf.PortKey(dev, port)
+func judgeModule(dev string, port int, netdev string, s Schedule, after []*cf.Sample, ref *cf.Sample) result.Result {
+	subj := (&cf.Module{Port: port, Netdev: netdev}).Key(dev)
 	var fs []finding
 	var unread, noDDM []string
 	var refM *cf.Module
@@ -265,7 +265,7 @@ func judgeModule(dev string, port int, s Schedule, after []*cf.Sample, ref *cf.S
 			unread = append(unread, name+": "+cmpOr(m.Missing, "not read"))
 			continue
 		}
-		if m.Netdev != "" {
+		if netdev == "" && m.Netdev != "" {
 			subj = m.Key(dev)
 		}
 		judged++

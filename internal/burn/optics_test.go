@@ -27,7 +27,10 @@ func opticsModule(t *testing.T) *cf.DDM {
 	return d
 }
 
-func opticsHost() *topology.Host {
+func opticsHost(noNetdev bool) *topology.Host {
+	if noNetdev {
+		return &topology.Host{NICs: []*topology.NIC{{Name: "mlx5_0", Ports: []topology.Port{{Number: 1}}}}}
+	}
 	return &topology.Host{NICs: []*topology.NIC{{Name: "mlx5_0", Ports: []topology.Port{{Number: 1, NetDev: "eth2"}}}}}
 }
 
@@ -70,11 +73,12 @@ func TestJudgeOptics(t *testing.T) {
 	mod := "mlx5_0/1 (eth2)"
 	asic := "mlx5_0 hwmon2/temp1 (asic)"
 	for _, tc := range []struct {
-		name  string
-		plant func(w int, d *cf.DDM) // w: window index
-		asic  func(w int) float64
-		drop  func(before, after []*cf.Sample) ([]*cf.Sample, []*cf.Sample)
-		want  []want
+		name     string
+		noNetdev bool                   // the port has no network interface (InfiniBand)
+		plant    func(w int, d *cf.DDM) // w: window index
+		asic     func(w int) float64
+		drop     func(before, after []*cf.Sample) ([]*cf.Sample, []*cf.Sample)
+		want     []want
 	}{
 		{name: "clean", want: []want{
 			{mod, result.Pass, "OpticsWithinThresholds", []string{"highest 55.00 °C", "at 3 window end(s)"}},
@@ -124,7 +128,7 @@ func TestJudgeOptics(t *testing.T) {
 			after[1].NICs[0].Modules[0] = cf.Module{Port: 1, Netdev: "eth2", Missing: "ethtool -m eth2: exit status 1: netlink error: Input/output error"}
 			return before, after
 		}, want: []want{{mod, result.Unknown, "OpticsUnread", []string{"window 2 (12:01:00–12:02:00): ethtool -m eth2: exit status 1"}}}},
-		{name: "no netdev is unknown", drop: func(before, after []*cf.Sample) ([]*cf.Sample, []*cf.Sample) {
+		{name: "no netdev is unknown", noNetdev: true, drop: func(before, after []*cf.Sample) ([]*cf.Sample, []*cf.Sample) {
 			for _, s := range append(before, after...) {
 				s.NICs[0].Modules[0] = cf.Module{Port: 1, Missing: "no network interface on the port (InfiniBand without IPoIB): ethtool -m needs one"}
 			}
@@ -135,13 +139,13 @@ func TestJudgeOptics(t *testing.T) {
 				s.NICs[0].Modules[0].DDM = &cf.DDM{Identifier: "0x11 (QSFP28)", Layout: cf.LayoutSFF8636}
 			}
 			return before, after
-		}, want: []want{{"mlx5_0/1", result.Skip, "NoDiagnostics", []string{"0x11 (QSFP28)"}}}},
+		}, want: []want{{mod, result.Skip, "NoDiagnostics", []string{"0x11 (QSFP28)"}}}},
 		{name: "samples without optics (an old burn-in) are unknown", drop: func(before, after []*cf.Sample) ([]*cf.Sample, []*cf.Sample) {
 			for _, s := range append(before, after...) {
 				s.NICs = nil
 			}
 			return before, after
-		}, want: []want{{"mlx5_0/1", result.Unknown, "OpticsUnread", []string{"port not in the sample"}}, {"mlx5_0", result.Unknown, "NICTempUnread", nil}}},
+		}, want: []want{{mod, result.Unknown, "OpticsUnread", []string{"port not in the sample"}}, {"mlx5_0", result.Unknown, "NICTempUnread", nil}}},
 		{name: "NIC at its critical temperature fails", asic: func(w int) float64 { return []float64{80, 96, 105}[w] },
 			want: []want{{asic, result.Fail, "NICTempCritical", []string{
 				"window 3 (12:02:00–12:03:00): 105.0 °C, at or above its critical threshold 105.0 °C",
@@ -171,7 +175,7 @@ func TestJudgeOptics(t *testing.T) {
 				before, after = tc.drop(before, after)
 			}
 			got := map[string]result.Result{}
-			for _, r := range JudgeOptics(opticsHost(), sched, before, after) {
+			for _, r := range JudgeOptics(opticsHost(tc.noNetdev), sched, before, after) {
 				if r.ID != IDOptics || r.Source != Source {
 					t.Errorf("result %+v", r)
 				}
@@ -209,7 +213,7 @@ func TestJudgeOpticsDarkLanes(t *testing.T) {
 	if !d.Lanes[4].Dark() || d.Lanes[3].Dark() {
 		t.Fatalf("fixture lanes: %+v", d.Lanes)
 	}
-	rs := JudgeOptics(opticsHost(), sched, []*cf.Sample{opticsSample(d, 50)}, []*cf.Sample{opticsSample(d, 50)})
+	rs := JudgeOptics(opticsHost(false), sched, []*cf.Sample{opticsSample(d, 50)}, []*cf.Sample{opticsSample(d, 50)})
 	for _, r := range rs {
 		if r.Subject == "mlx5_0/1 (eth2)" && r.Status != result.Pass {
 			t.Errorf("%+v", r)
@@ -221,7 +225,7 @@ func TestJudgeOpticsDarkLanes(t *testing.T) {
 	*dark.Lanes[0].RxMW = 0
 	zero := 0.0
 	dark.Lanes[0].BiasMA, dark.Lanes[0].TxMW = &zero, &zero
-	rs = JudgeOptics(opticsHost(), sched, []*cf.Sample{opticsSample(d, 50)}, []*cf.Sample{opticsSample(dark, 50)})
+	rs = JudgeOptics(opticsHost(false), sched, []*cf.Sample{opticsSample(d, 50)}, []*cf.Sample{opticsSample(dark, 50)})
 	for _, r := range rs {
 		if r.Subject == "mlx5_0/1 (eth2)" && (r.Status != result.Fail || !strings.Contains(r.Message, "lane 1: Rx power no light (0 mW)")) {
 			t.Errorf("%+v", r)
