@@ -134,15 +134,13 @@ type Limits struct {
 func DBm(mw float64) float64 { return 10 * math.Log10(mw) }
 
 var (
-	spaces  = regexp.MustCompile(`\s+`)
 	channel = regexp.MustCompile(`^(.*?) \((?:Channel|Chan) (\d+)\)$`)
 )
 
 // ethtoolKey normalises a key of ethtool -m's output: runs of spaces are
 // one, and "power(Channel 1)" is "power (Channel 1)".
 func ethtoolKey(k string) string {
-	k = strings.ReplaceAll(k, "(", " (")
-	return strings.TrimSpace(spaces.ReplaceAllString(k, " "))
+	return strings.Join(strings.Fields(strings.ReplaceAll(k, "(", " (")), " ")
 }
 
 // threshold keys: "<monitor> <high|low> <alarm|warning> threshold".
@@ -225,7 +223,12 @@ func ParseEthtoolModule(name, s string) (*DDM, error) {
 		case strings.HasSuffix(key, " threshold"):
 			used, err = d.threshold(name, n, key, val)
 		default:
-			m := channel.FindStringSubmatch(key)
+			// Per-lane monitors only: the flag lines ("... alarm (Chan 1)")
+			// are many and not read.
+			var m []string
+			if strings.HasPrefix(key, "Laser tx bias current (") || strings.HasPrefix(key, "Transmit avg optical power (") || strings.HasPrefix(key, "Rcvr signal ") {
+				m = channel.FindStringSubmatch(key)
+			}
 			if m == nil {
 				used = false
 				break

@@ -153,3 +153,17 @@ func TestDBm(t *testing.T) {
 		t.Error("0 mW is not -inf dBm")
 	}
 }
+
+// BenchmarkParseEthtoolModule: the 8-lane CMIS output, the largest a
+// sample parses per port.
+func BenchmarkParseEthtoolModule(b *testing.B) {
+	s, err := os.ReadFile(filepath.Join("testdata", "ethtool-m", "qsfpdd-cmis-arista-qdd-400g-xdr4.txt"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := ParseEthtoolModule("qsfpdd", string(s)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
