@@ -139,7 +139,8 @@ func judgeNICTemps(dev string, s Schedule, after []*cf.Sample) []result.Result {
 	}
 	per := map[string]*state{}
 	var order []string
-	var unread []string // windows with no sensor reading at all, and why
+	var unread []string         // windows with no sensor reading at all, and why
+	seen := map[string][]bool{} // per sensor, per window: listed
 	for i, sm := range after {
 		name := s.Name(i)
 		nr := nicOf(sm, dev)
@@ -157,10 +158,12 @@ func judgeNICTemps(dev string, s Schedule, after []*cf.Sample) []result.Result {
 				st = &state{peak: math.Inf(-1), label: ts.Label}
 				per[ts.Name] = st
 				order = append(order, ts.Name)
+				seen[ts.Name] = make([]bool, len(after))
 			}
+			seen[ts.Name][i] = true
 			if ts.TempC == nil {
 				_, ch, _ := strings.Cut(ts.Name, "/")
-				st.unreadIn = append(st.unreadIn, fmt.Sprintf("%s (%s)", name, cmpOr(ts.Missing[ch+"_input"], "not read")))
+				st.unreadIn = append(st.unreadIn, fmt.Sprintf("%s: %s", name, cmpOr(ts.Missing[ch+"_input"], "not read")))
 				continue
 			}
 			st.read++
@@ -178,6 +181,15 @@ func judgeNICTemps(dev string, s Schedule, after []*cf.Sample) []result.Result {
 				st.fs = append(st.fs, finding{result.Fail, "NICTempCritical", fmt.Sprintf("%s: %.1f °C, at or above its critical threshold %.1f °C", name, t, *ts.CritC)})
 			case t >= *ts.CritC-NICTempMargin:
 				st.fs = append(st.fs, finding{result.Warn, "NICTempNearCritical", fmt.Sprintf("%s: %.1f °C, within %.0f °C of its critical threshold %.1f °C", name, t, NICTempMargin, *ts.CritC)})
+			}
+		}
+	}
+	// A sensor another window listed and this one did not (its hwmon
+	// device went away with a driver reload) was not read there.
+	for _, name := range order {
+		for i, ok := range seen[name] {
+			if !ok && nicOf(after[i], dev) != nil && len(nicOf(after[i], dev).Sensors) > 0 {
+				per[name].unreadIn = append(per[name].unreadIn, s.Name(i)+": sensor not listed")
 			}
 		}
 	}

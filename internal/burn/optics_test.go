@@ -150,6 +150,19 @@ func TestJudgeOptics(t *testing.T) {
 			want: []want{{asic, result.Fail, "NICTempCritical", []string{
 				"window 3 (12:02:00–12:03:00): 105.0 °C, at or above its critical threshold 105.0 °C",
 				"window 2 (12:01:00–12:02:00): 96.0 °C, within 10 °C of its critical threshold 105.0 °C"}}}},
+		{name: "a sensor gone in window 2 is unknown", drop: func(before, after []*cf.Sample) ([]*cf.Sample, []*cf.Sample) {
+			after[1].NICs[0].Sensors = append(after[1].NICs[0].Sensors, cf.TempSensor{Name: "hwmon2/temp2", Label: "sensor64", TempC: new(40.0), CritC: new(75.0)})
+			after[1].NICs[0].Sensors = after[1].NICs[0].Sensors[1:]
+			return before, after
+		}, want: []want{
+			{asic, result.Unknown, "NICTempUnread", []string{"window 2 (12:01:00–12:02:00): sensor not listed"}},
+			{"mlx5_0 hwmon2/temp2 (sensor64)", result.Unknown, "NICTempUnread", []string{"window 1 (12:00:00–12:01:00), window 3 (12:02:00–12:03:00): sensor not listed"}},
+		}},
+		{name: "a temperature unreadable in window 3 is unknown", drop: func(before, after []*cf.Sample) ([]*cf.Sample, []*cf.Sample) {
+			after[2].NICs[0].Sensors[0].TempC = nil
+			after[2].NICs[0].Sensors[0].Missing = map[string]string{"temp1_input": "read temp1_input: input/output error"}
+			return before, after
+		}, want: []want{{asic, result.Unknown, "NICTempUnread", []string{"window 3 (12:02:00–12:03:00): read temp1_input: input/output error"}}}},
 		{name: "no hwmon is unknown", drop: func(before, after []*cf.Sample) ([]*cf.Sample, []*cf.Sample) {
 			for _, s := range after {
 				s.NICs[0].Sensors, s.NICs[0].SensorsMissing = nil, "not exposed: no hwmon device on the NIC's PCI function"

@@ -52,7 +52,7 @@ func ReadNICs(ctx context.Context, root machine.Root, h *topology.Host, now func
 			r.Sensors, r.SensorsMissing = readHwmon(root, n.Dev.SysPath+"/hwmon")
 		}
 		for _, p := range n.Ports {
-			r.Modules = append(r.Modules, readModule(ctx, root, n, p))
+			r.Modules = append(r.Modules, readModule(ctx, root, p))
 		}
 		r.ReadDone = now()
 		out = append(out, r)
@@ -140,11 +140,10 @@ func readTemp(root machine.Root, dir, hw string, c int, files []string) cf.TempS
 
 // readModule reads one port's module through ethtool -m on the port's
 // network interface.
-func readModule(ctx context.Context, root machine.Root, n *topology.NIC, p topology.Port) cf.Module {
+func readModule(ctx context.Context, root machine.Root, p topology.Port) cf.Module {
+	// Discovery gives the port its interface: the RoCE GID's, else the
+	// function's only one (IPoIB).
 	m := cf.Module{Port: p.Number, Netdev: p.NetDev}
-	if m.Netdev == "" && len(n.Ports) == 1 && len(n.NetDevs) == 1 {
-		m.Netdev = n.NetDevs[0]
-	}
 	if m.Netdev == "" {
 		m.Missing = NoNetdev
 		return m
