@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	cf "github.com/gdrcheck/gdrcheck/internal/facts/counters"
@@ -39,23 +40,37 @@ var (
 // under its deadline and ctx, read from a snapshot's commands/). now stamps
 // each NIC's reading (time.Now when nil). It never fails: what could not
 // be read says why.
+//
+// The modules are read at once, one ethtool per port (each module sits on
+// its own two-wire bus), and within half the time ctx has left: a module
+// that does not answer is missing with the command's error and leaves the
+// rest of the sample its time, so a hung module cannot cost a burn-in its
+// sample.
 func ReadNICs(ctx context.Context, root machine.Root, h *topology.Host, now func() time.Time) []cf.NIC {
 	if now == nil {
 		now = time.Now
 	}
-	out := []cf.NIC{}
-	for _, n := range h.NICs {
-		r := cf.NIC{Device: n.Name, ReadAt: now(), Modules: []cf.Module{}}
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(dl)/2))
+		defer cancel()
+	}
+	out := make([]cf.NIC, len(h.NICs))
+	var wg sync.WaitGroup
+	for i, n := range h.NICs {
+		out[i] = cf.NIC{Device: n.Name, ReadAt: now(), Modules: make([]cf.Module, len(n.Ports))}
+		for j, p := range n.Ports {
+			wg.Go(func() { out[i].Modules[j] = readModule(ctx, root, p) })
+		}
 		if n.Dev == nil {
-			r.SensorsMissing = NoPCIFunction
+			out[i].SensorsMissing = NoPCIFunction
 		} else {
-			r.Sensors, r.SensorsMissing = readHwmon(root, n.Dev.SysPath+"/hwmon")
+			out[i].Sensors, out[i].SensorsMissing = readHwmon(root, n.Dev.SysPath+"/hwmon")
 		}
-		for _, p := range n.Ports {
-			r.Modules = append(r.Modules, readModule(ctx, root, p))
-		}
-		r.ReadDone = now()
-		out = append(out, r)
+	}
+	wg.Wait()
+	for i := range out {
+		out[i].ReadDone = now()
 	}
 	return out
 }

@@ -2,8 +2,11 @@ package counters
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -142,5 +145,31 @@ func TestReadNICsGarbledModule(t *testing.T) {
 	m := nics(t, fakehost.MaterializeRoot(t, spec))["mlx5_1"].Modules[0]
 	if m.DDM != nil || !strings.Contains(m.Missing, "ethtool-m-enp59s0np0.txt:26: Module temperature: want a number in degrees C") {
 		t.Errorf("got %+v", m)
+	}
+}
+
+// TestReadNICsHungModule: live, an ethtool that never answers is killed
+// within half the time the sample has left; the module is missing with
+// the command's error and the sample's own deadline is not spent.
+func TestReadNICsHungModule(t *testing.T) {
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "ethtool"), []byte("#!/bin/sh\nsleep 30\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	h := host(t, fakehost.Root(t, "testdata/nic-optics.host"))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	start := time.Now()
+	got := ReadNICs(ctx, machine.NewRoot("/"), h, nil)
+	if took := time.Since(start); took > 2500*time.Millisecond || ctx.Err() != nil {
+		t.Fatalf("took %s, sample context %v", took, ctx.Err())
+	}
+	for _, n := range got {
+		for _, m := range n.Modules {
+			if m.Netdev != "" && (m.DDM != nil || !strings.Contains(m.Missing, "ethtool -m "+m.Netdev)) {
+				t.Errorf("%s: %+v", n.Device, m)
+			}
+		}
 	}
 }
