@@ -20,7 +20,7 @@ const IDOptics = "burn.optics"
 // absolute accuracy, but one module's reading against itself over a
 // burn-in is far steadier than that, and 2 dB (the power down to 63%) is
 // a large share of a short-reach link's margin — IEEE 802.3 budgets a
-// 400GBASE-DR4 channel at 3 dB of insertion loss (Table 124-7) — so a fall
+// 400GBASE-DR4 channel at 3 dB of insertion loss — so a fall
 // of that size under load points at a connector, a fibre or a laser going
 // bad before the module's own thresholds do.
 const RxDropDB = 2.0
