@@ -273,6 +273,7 @@ func (s *Session) burnOn(ctx context.Context, t burnTarget, o BurnOptions) (*rep
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.readTimeout)
 		defer cancel()
 		sm := counters.Read(root.WithContext(sctx), h, label, s.Now)
+		sm.NICs = counters.ReadNICs(sctx, root.WithContext(sctx), h, s.Now)
 		gr := gpuReading(sctx, root.WithContext(sctx), label)
 		if sctx.Err() != nil {
 			return toolErr(fmt.Errorf("burn: reading the counters (%s) did not finish within %s", label, t.readTimeout))
@@ -499,7 +500,8 @@ func (b *burnSamples) add(c *cf.Sample, g *burn.GPUReading) {
 // judgeBurn is every verdict of a burn-in: the counters' deltas attributed
 // to the links (burn.Judge), the GPUs' own counters (burn.JudgeGPUs), their
 // clocks under load (burn.JudgeSensors), their corrected ECC errors as a
-// rate (burn.JudgeECC), their power (burn.JudgePower), the bandwidth of
+// rate (burn.JudgeECC), their power (burn.JudgePower), the NICs' temperatures
+// and optics (burn.JudgeOptics), the bandwidth of
 // every window against the first windows and the model
 // (burn.JudgeBandwidth) and the workload's data (workResults). A burn-in run and its replay judge through it; it sets
 // doc.Series. The error is the attribution's: samples that do not fit the
@@ -523,6 +525,7 @@ func judgeBurn(h *topology.Host, doc *BurnDoc, before, after burnSamples, o burn
 	rs = append(rs, rdmaResults(doc)...)
 	rs = append(rs, burn.JudgeECC(doc.Schedule, before.gpus, after.gpus, o.Confidence)...)
 	rs = append(rs, burn.JudgePower(doc.Schedule, sensors)...)
+	rs = append(rs, burn.JudgeOptics(h, doc.Schedule, before.counters, after.counters)...)
 	if !o.SkipBandwidth {
 		tp, nomodel := burnThroughput(h, doc)
 		rs = append(append(rs, nomodel...), burn.JudgeBandwidth(doc.Schedule, tp)...)

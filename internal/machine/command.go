@@ -59,6 +59,16 @@ var (
 	CmdFabricManagerLog = Command{Key: "journalctl-nvidia-fabricmanager.txt", Name: "journalctl", Args: []string{"-u", "nvidia-fabricmanager", "-n", "200", "--no-pager", "-o", "cat"}}
 )
 
+// CmdEthtoolModule is `ethtool -m NETDEV`: the diagnostics of the module
+// in the interface's port (temperature, voltage, per-lane bias and optical
+// power, the module's own thresholds). One per interface, so it is not
+// among KnownCommands: a snapshot holds it where a reading ran it through
+// a recording root. The module answers over a slow two-wire bus, hence its
+// own deadline.
+func CmdEthtoolModule(netdev string) Command {
+	return Command{Key: "ethtool-m-" + netdev + ".txt", Name: "ethtool", Args: []string{"-m", netdev}, Timeout: 10 * time.Second}
+}
+
 // KnownCommands lists the commands a snapshot captures, in capture order.
 func KnownCommands() []Command {
 	return []Command{CmdNvidiaSMITopo, CmdNvidiaSMIQuery, CmdNvidiaSMINVLink, CmdNvidiaSMINVLinkErrors, CmdUlimit, CmdIbvDevinfo, CmdDmesg, CmdFabricManager, CmdFabricManagerVersion, CmdFabricManagerLog, CmdIMEX, CmdIMEXCtl}

@@ -209,6 +209,9 @@ type Sample struct {
 	Label     string     `json:"label,omitempty"`
 	Ports     []Port     `json:"ports"`
 	Functions []Function `json:"functions"`
+	// NICs are the RDMA NICs' temperatures and optical modules (optics.go);
+	// absent from samples written before they were read.
+	NICs []NIC `json:"nics,omitempty"`
 }
 
 // Port is the reading of a port, nil when the sample has none.

@@ -1,0 +1,339 @@
+package counters
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gdrcheck/gdrcheck/internal/textio"
+)
+
+// NIC is what one sample read of an RDMA NIC's temperature and of the
+// optical modules in its ports: the NIC's own hwmon temperature sensors
+// (mlx5 registers them on the NIC's PCI function, drivers/net/ethernet/
+// mellanox/mlx5/core/hwmon.c, Linux 6.6 and later) and, per port, the
+// module's digital diagnostics as `ethtool -m NETDEV` prints them.
+//
+// What could not be read says why (SensorsMissing, Module.Missing); no
+// value is ever a zero standing for "not read".
+type NIC struct {
+	Device   string    `json:"device"` // mlx5_0
+	ReadAt   time.Time `json:"read_at"`
+	ReadDone time.Time `json:"read_done"`
+	// Sensors are the hwmon temperature channels of the NIC's PCI function.
+	Sensors []TempSensor `json:"sensors,omitempty"`
+	// SensorsMissing says why there are none: NotExposed when the NIC's
+	// function has no hwmon directory (an older kernel or driver).
+	SensorsMissing string `json:"sensors_missing,omitempty"`
+	// Modules are the NIC's ports' modules, one per port.
+	Modules []Module `json:"modules"`
+}
+
+// TempSensor is one hwmon temperature channel (tempN_*), in degrees C.
+type TempSensor struct {
+	// Name is the channel as "hwmon3/temp1".
+	Name string `json:"name"`
+	// Label is its tempN_label ("asic", "sensor64" for the module's
+	// sensor); "" when the driver gives none.
+	Label string `json:"label,omitempty"`
+	// TempC is tempN_input; HighestC tempN_highest (the highest since
+	// reset); CritC tempN_crit (mlx5: the sensor's high threshold from the
+	// MTMP register). nil when not read (see Missing).
+	TempC    *float64 `json:"temp_c,omitempty"`
+	HighestC *float64 `json:"highest_c,omitempty"`
+	CritC    *float64 `json:"crit_c,omitempty"`
+	// Missing says why each file looked for gave no value, by file name
+	// ("temp1_input").
+	Missing map[string]string `json:"missing,omitempty"`
+}
+
+// Module is one port's optical module as a sample read it.
+type Module struct {
+	Port   int    `json:"port"`
+	Netdev string `json:"netdev,omitempty"`
+	// Missing says why there are no diagnostics: no netdev to ask, the
+	// command failed or was not captured, its output did not parse.
+	Missing string `json:"missing,omitempty"`
+	DDM     *DDM   `json:"ddm,omitempty"`
+}
+
+// Key names the module as "mlx5_0/1 (eth2)".
+func (m *Module) Key(dev string) string {
+	k := PortKey(dev, m.Port)
+	if m.Netdev != "" {
+		k += " (" + m.Netdev + ")"
+	}
+	return k
+}
+
+// Module memory-map layouts, as the identifier gives them.
+const (
+	LayoutSFF8472 = "SFF-8472" // SFP, SFP+
+	LayoutSFF8636 = "SFF-8636" // QSFP+, QSFP28 (4 lanes)
+	LayoutCMIS    = "CMIS"     // QSFP-DD, OSFP, QSFP112 and later
+)
+
+// DDM is a module's digital diagnostics (DDM/DOM) as ethtool -m decodes
+// them: its monitors and the alarm and warning thresholds the module
+// carries in its own memory. Powers are in mW (ethtool prints mW and
+// dBm; 0 mW is −∞ dBm, which JSON cannot hold).
+type DDM struct {
+	Identifier string   `json:"identifier"` // "0x18 (QSFP-DD Double Density 8X Pluggable Transceiver (INF-8628))"
+	Layout     string   `json:"layout"`     // LayoutCMIS, ...
+	Types      []string `json:"transceiver_types,omitempty"`
+	Vendor     string   `json:"vendor,omitempty"`
+	PN         string   `json:"pn,omitempty"`
+	SN         string   `json:"sn,omitempty"`
+	// TempC is the module's temperature, VoltageV its supply voltage.
+	TempC    *float64 `json:"temp_c,omitempty"`
+	VoltageV *float64 `json:"voltage_v,omitempty"`
+	// RxOMA says the module reports received power as OMA, not average.
+	RxOMA bool   `json:"rx_oma,omitempty"`
+	Lanes []Lane `json:"lanes,omitempty"`
+	// Thresholds are the module's own; absent when it prints none.
+	Temp    *Limits `json:"temp_thresholds_c,omitempty"`
+	Voltage *Limits `json:"voltage_thresholds_v,omitempty"`
+	Bias    *Limits `json:"bias_thresholds_ma,omitempty"`
+	TxPower *Limits `json:"tx_power_thresholds_mw,omitempty"`
+	RxPower *Limits `json:"rx_power_thresholds_mw,omitempty"`
+}
+
+// Monitored says whether the module printed any monitor at all (a passive
+// copper cable prints none).
+func (d *DDM) Monitored() bool {
+	return d != nil && (d.TempC != nil || d.VoltageV != nil || len(d.Lanes) > 0)
+}
+
+// Lane is one channel's monitors (1-based, as ethtool numbers them).
+type Lane struct {
+	Lane   int      `json:"lane"`
+	BiasMA *float64 `json:"bias_ma,omitempty"`
+	TxMW   *float64 `json:"tx_mw,omitempty"`
+	RxMW   *float64 `json:"rx_mw,omitempty"`
+}
+
+// Dark says the lane carries nothing: no bias, no light out, no light
+// in (the unused lanes of a QSFP-DD running 4 of its 8).
+func (l Lane) Dark() bool {
+	z := func(p *float64) bool { return p != nil && *p == 0 }
+	return z(l.BiasMA) && z(l.TxMW) && z(l.RxMW)
+}
+
+// Limits are a monitor's four thresholds; nil where not printed.
+type Limits struct {
+	HighAlarm *float64 `json:"high_alarm,omitempty"`
+	HighWarn  *float64 `json:"high_warning,omitempty"`
+	LowWarn   *float64 `json:"low_warning,omitempty"`
+	LowAlarm  *float64 `json:"low_alarm,omitempty"`
+}
+
+// DBm is a power in mW as dBm (−Inf for 0).
+func DBm(mw float64) float64 { return 10 * math.Log10(mw) }
+
+var (
+	channel = regexp.MustCompile(`^(.*?) \((?:Channel|Chan) (\d+)\)$`)
+)
+
+// ethtoolKey normalises a key of ethtool -m's output: runs of spaces are
+// one, and "power(Channel 1)" is "power (Channel 1)".
+func ethtoolKey(k string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(k, "(", " (")), " ")
+}
+
+// threshold keys: "<monitor> <high|low> <alarm|warning> threshold".
+var thresholdOf = map[string]func(*DDM) **Limits{
+	"Module temperature": func(d *DDM) **Limits { return &d.Temp },
+	"Module voltage":     func(d *DDM) **Limits { return &d.Voltage },
+	"Laser bias current": func(d *DDM) **Limits { return &d.Bias },
+	"Laser output power": func(d *DDM) **Limits { return &d.TxPower },
+	"Laser rx power":     func(d *DDM) **Limits { return &d.RxPower },
+}
+
+// ParseEthtoolModule reads the output of `ethtool -m NETDEV` (ethtool's
+// decoding of a module's EEPROM: SFF-8472 for SFP, SFF-8636 for QSFP,
+// CMIS for QSFP-DD and OSFP) into the module's diagnostics. name is the
+// file's name in errors. Lines it does not use are skipped; an output
+// without an "Identifier" line (a hex dump, an error) is refused, and so
+// is a monitor or threshold whose value is not a number, or one given
+// twice, naming the line.
+func ParseEthtoolModule(name, s string) (*DDM, error) {
+	d := &DDM{}
+	seen := map[string]int{}
+	lanes := map[int]*Lane{}
+	var order []int
+	lane := func(n int) *Lane {
+		if l := lanes[n]; l != nil {
+			return l
+		}
+		lanes[n] = &Lane{Lane: n}
+		order = append(order, n)
+		return lanes[n]
+	}
+	for i, raw := range strings.Split(s, "\n") {
+		n := i + 1
+		line := strings.TrimRight(raw, "\r")
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		key, val := ethtoolKey(k), strings.TrimSpace(v)
+		// Only the values read must be given once: ethtool repeats
+		// descriptive keys ("Transceiver type", "Option").
+		used := true
+		num := func(unit string) (*float64, error) {
+			f, err := leadingNumber(val, unit)
+			if err != nil {
+				return nil, textio.Errorf(name, n, "%s: %v", key, err)
+			}
+			return &f, nil
+		}
+		var err error
+		switch {
+		case key == "Identifier":
+			d.Identifier = val
+			d.Layout = layoutOf(val)
+		case key == "Transceiver type":
+			d.Types = append(d.Types, val)
+		case key == "Vendor name":
+			d.Vendor = val
+		case key == "Vendor PN":
+			d.PN = val
+		case key == "Vendor SN":
+			d.SN = val
+		case key == "Module temperature":
+			d.TempC, err = num("degrees C")
+		case key == "Module voltage":
+			d.VoltageV, err = num("V")
+		// SFF-8472 (one lane): no channel in the key.
+		case key == "Laser bias current":
+			lane(1).BiasMA, err = num("mA")
+		case key == "Laser output power":
+			lane(1).TxMW, err = num("mW")
+		case key == "Receiver signal average optical power":
+			lane(1).RxMW, err = num("mW")
+		case key == "Receiver signal OMA":
+			d.RxOMA = true
+			lane(1).RxMW, err = num("mW")
+		case strings.HasSuffix(key, " threshold"):
+			used, err = d.threshold(name, n, key, val)
+		default:
+			// Per-lane monitors only: the flag lines ("... alarm (Chan 1)")
+			// are many and not read.
+			var m []string
+			if strings.HasPrefix(key, "Laser tx bias current (") || strings.HasPrefix(key, "Transmit avg optical power (") || strings.HasPrefix(key, "Rcvr signal ") {
+				m = channel.FindStringSubmatch(key)
+			}
+			if m == nil {
+				used = false
+				break
+			}
+			c, _ := strconv.Atoi(m[2])
+			switch m[1] {
+			case "Laser tx bias current":
+				lane(c).BiasMA, err = num("mA")
+			case "Transmit avg optical power":
+				lane(c).TxMW, err = num("mW")
+			case "Rcvr signal avg optical power":
+				lane(c).RxMW, err = num("mW")
+			case "Rcvr signal OMA":
+				d.RxOMA = true
+				lane(c).RxMW, err = num("mW")
+			default:
+				used = false
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !used || key == "Transceiver type" {
+			continue
+		}
+		if prev, dup := seen[key]; dup {
+			return nil, textio.Errorf(name, n, "%s given twice (first on line %d)", quote(key), prev)
+		}
+		seen[key] = n
+	}
+	if d.Identifier == "" {
+		return nil, textio.Errorf(name, 1, "no Identifier line: not ethtool's decoding of a module (a hex dump, or an error message?)")
+	}
+	for _, c := range order {
+		d.Lanes = append(d.Lanes, *lanes[c])
+	}
+	return d, nil
+}
+
+// threshold records "<monitor> <high|low> <alarm|warning> threshold".
+func (d *DDM) threshold(name string, n int, key, val string) (bool, error) {
+	rest, ok := strings.CutSuffix(key, " threshold")
+	if !ok {
+		return false, nil
+	}
+	var which string
+	for _, w := range []string{" high alarm", " high warning", " low warning", " low alarm"} {
+		if r, ok := strings.CutSuffix(rest, w); ok {
+			rest, which = r, w
+			break
+		}
+	}
+	get, ok := thresholdOf[rest]
+	if which == "" || !ok {
+		return false, nil
+	}
+	unit := map[string]string{"Module temperature": "degrees C", "Module voltage": "V", "Laser bias current": "mA"}[rest]
+	if unit == "" {
+		unit = "mW"
+	}
+	f, err := leadingNumber(val, unit)
+	if err != nil {
+		return true, textio.Errorf(name, n, "%s: %v", key, err)
+	}
+	lp := get(d)
+	if *lp == nil {
+		*lp = &Limits{}
+	}
+	dst := map[string]**float64{" high alarm": &(*lp).HighAlarm, " high warning": &(*lp).HighWarn, " low warning": &(*lp).LowWarn, " low alarm": &(*lp).LowAlarm}[which]
+	*dst = &f
+	return true, nil
+}
+
+// leadingNumber reads "70.49 degrees C / 158.89 degrees F", "3.2186 V",
+// "1.5975 mW / 2.03 dBm": the first number, which must be followed by
+// unit.
+func leadingNumber(val, unit string) (float64, error) {
+	first, _, _ := strings.Cut(val, "/")
+	first = strings.TrimSpace(first)
+	num, ok := strings.CutSuffix(first, unit)
+	if !ok {
+		return 0, fmt.Errorf("want a number in %s, got %s", unit, quote(val))
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, fmt.Errorf("want a number in %s, got %s", unit, quote(val))
+	}
+	return f, nil
+}
+
+// layoutOf is the memory map an identifier ("0x11 (QSFP28)") implies
+// (SFF-8024's identifier table): "" for one this reader does not know.
+func layoutOf(id string) string {
+	code, _, _ := strings.Cut(strings.TrimSpace(id), " ")
+	v, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(code), "0x"), 16, 8)
+	if err != nil {
+		return ""
+	}
+	switch v {
+	case 0x03:
+		return LayoutSFF8472
+	case 0x0c, 0x0d, 0x11:
+		return LayoutSFF8636
+	case 0x18, 0x19, 0x1e, 0x1f, 0x20:
+		return LayoutCMIS
+	}
+	return ""
+}
