@@ -102,7 +102,8 @@ func (s *Session) BurnReplay(ctx context.Context, n NodeOptions, dir string, o B
 // manifests' times when every one has a manifest, else taken in the order
 // given. There is no schedule, so no bits are known: a fatal counter
 // (link_downed, an uncorrectable AER error), a GPU's new uncorrectable
-// ECC error, row remap or Xid fails naming its device and window;
+// ECC error, row remap or Xid fails naming its device and window, and the
+// NICs' temperatures and optical modules are judged as in a burn-in;
 // correctable errors are counted, not rated. A counter that went down is
 // a reset, said, never subtracted. A capture that cannot be read is the
 // tool's error (exit 2).
@@ -169,6 +170,7 @@ func (s *Session) BurnReplayCaptures(ctx context.Context, paths []string, o Burn
 		}
 		at := c.at
 		sm := counters.Read(c.root, h, label, func() time.Time { return at })
+		sm.NICs = counters.ReadNICs(ctx, c.root, h, func() time.Time { return at })
 		gr := &burn.GPUReading{Label: label, At: at}
 		if f, err := nvml.Replay(c.root).Collect(ctx); err != nil {
 			gr.FactsError = err.Error()
@@ -195,5 +197,6 @@ func (s *Session) BurnReplayCaptures(ctx context.Context, paths []string, o Burn
 	}
 	doc.Series = series
 	rs := append(burn.Judge(series, o.Judge), burn.JudgeGPUs(doc.Schedule, before.gpus, after.gpus)...)
+	rs = append(rs, burn.JudgeOptics(h, doc.Schedule, before.counters, after.counters)...)
 	return s.Envelope("burn", started, rs, doc), burnOutcome(rs, o.Strict)
 }

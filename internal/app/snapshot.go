@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gdrcheck/gdrcheck/internal/collect/counters"
 	"github.com/gdrcheck/gdrcheck/internal/collect/sysinfo"
 	"github.com/gdrcheck/gdrcheck/internal/facts/node"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
@@ -55,6 +56,15 @@ func (s *Session) Snapshot(ctx context.Context, o SnapshotOptions) (*snapshot.Ma
 	}
 	defer stop()
 	f := collectFacts(ctx, rr, h, isLive(o.Node.Root), nil)
+	// The error counters a burn-in compares (RDMA ports, AER on every GPU,
+	// NIC and bridge above them; the NICs' temperatures and, unless the
+	// snapshot is redacted, their optical modules, whose output names
+	// serial numbers): snapshots taken around a workload are then judged
+	// as a series (burn --replay A B ...).
+	_ = counters.Read(rr, h, "snapshot", s.Now)
+	if !o.Redact {
+		_ = counters.ReadNICs(ctx, rr, h, s.Now)
+	}
 	for _, c := range forHumansCommands {
 		_, _ = rr.Run(ctx, c)
 	}
@@ -73,6 +83,7 @@ func (s *Session) Snapshot(ctx context.Context, o SnapshotOptions) (*snapshot.Ma
 	so.Transform, so.LeftOut = sysinfo.ForSharing, sysinfo.LeftOut()
 	if o.Redact {
 		so.Transform, so.Redacted = redactor(r), redact.Classes
+		so.LeftOut = append(so.LeftOut, "ethtool -m (the optical modules' diagnostics name their serial numbers): not captured in a redacted snapshot")
 	}
 	if h.GPUFactsError != "" {
 		so.FactsErr = fmt.Errorf("%s", h.GPUFactsError)

@@ -176,3 +176,56 @@ func readSnapshot(t *testing.T, dir string) map[string][]byte {
 	}
 	return out
 }
+
+// Two snapshots of a node around a workload gdrcheck did not run hold the
+// counters a burn-in compares, and judged as a series (burn --replay A B)
+// an uncorrectable AER error on a root port between them fails, naming
+// the device; two snapshots of the clean node pass.
+func TestSnapshotsReplayAsASeries(t *testing.T) {
+	spec, err := fakehost.Parse("fakelive", strings.NewReader(burnHost))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := spec.Materialize(dir); err != nil {
+		t.Fatal(err)
+	}
+	s := testSession()
+	take := func(name string) string {
+		t.Helper()
+		out := filepath.Join(t.TempDir(), name+".tgz")
+		if _, err := s.Snapshot(t.Context(), SnapshotOptions{Node: NodeOptions{Root: dir, Timeout: time.Minute}, Out: out}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	before, again := take("before"), take("again")
+	p := filepath.Join(dir, "sys/devices/pci0000:00/0000:00:02.0/aer_dev_fatal")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte("DLP 0\n"), []byte("DLP 1\n"), 1)
+	b = bytes.Replace(b, []byte("TOTAL_ERR_FATAL 0\n"), []byte("TOTAL_ERR_FATAL 1\n"), 1)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	after := take("after")
+	// Given out of order: the manifests' times order them.
+	env, err := s.BurnReplayCaptures(t.Context(), []string{after, before, again}, BurnOptions{})
+	if env == nil {
+		t.Fatal(err)
+	}
+	failed := false
+	for _, r := range env.Results {
+		if r.ID == "burn.fatal" && r.Subject == "0000:00:02.0" && r.Status == "fail" && strings.Contains(r.Message, "window 2") {
+			failed = true
+		}
+	}
+	if !failed || err == nil {
+		t.Errorf("the AER error between the snapshots: %v\n%+v", err, env.Results)
+	}
+	if _, err := s.BurnReplayCaptures(t.Context(), []string{before, again}, BurnOptions{}); err != nil {
+		t.Errorf("clean: %v", err)
+	}
+}
