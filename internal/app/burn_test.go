@@ -23,19 +23,17 @@ import (
 
 // burnHost is liveHost with AER statistics on both GPUs and their root
 // ports: the links the burn-in's copies cross.
-const burnHost = `hostname fakelive
-numa 0 0-15
-module nvidia
-hostbridge pci0000:00 numa=0
-  0000:00:01.0 rootport id=8086:2030 gen=5 aer=yes
-    0000:18:00.0 gpu id=10de:2335 aer=yes
-  0000:00:02.0 rootport id=8086:2030 gen=5 aer=yes
-    0000:19:00.0 gpu id=10de:2335 aer=yes
-nvml driver=580.95.05 cuda=13.0
-nvml-gpu 0000:18:00.0 name="NVIDIA H200" sm_clock=1980 power=650.5 temp=61
-nvml-gpu 0000:19:00.0 name="NVIDIA H200" sm_clock=1965 power=640 temp=63
-command dmesg.txt ""
-`
+var burnHost = mustRead("testdata/burn-2gpu.host")
+
+// mustRead is a fixture's text (a test binary that cannot read its own
+// testdata cannot test anything).
+func mustRead(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
 
 // burnLive writes burnHost into a fresh directory standing for the live
 // host (its AER files can be changed while a burn-in runs).
@@ -50,6 +48,22 @@ func burnLive(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return live
+}
+
+// plantFatalAER writes an uncorrectable AER error (DLP) into GPU1's root
+// port's statistics under live.
+func plantFatalAER(t *testing.T, live string) {
+	t.Helper()
+	p := filepath.Join(live, "sys/devices/pci0000:00/0000:00:02.0/aer_dev_fatal")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte("DLP 0\n"), []byte("DLP 1\n"), 1)
+	b = bytes.Replace(b, []byte("TOTAL_ERR_FATAL 0\n"), []byte("TOTAL_ERR_FATAL 1\n"), 1)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // onWrite calls f on the first line written (after window 1 is judged).
@@ -84,16 +98,7 @@ func TestBurnWindows(t *testing.T) {
 			if !planted {
 				return
 			}
-			p := filepath.Join(live, "sys/devices/pci0000:00/0000:00:02.0/aer_dev_fatal")
-			b, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b = bytes.Replace(b, []byte("DLP 0\n"), []byte("DLP 1\n"), 1)
-			b = bytes.Replace(b, []byte("TOTAL_ERR_FATAL 0\n"), []byte("TOTAL_ERR_FATAL 1\n"), 1)
-			if err := os.WriteFile(p, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			plantFatalAER(t, live)
 		}}
 		o.Progress = w
 		s := &Session{Clock: time.Now}

@@ -71,16 +71,7 @@ func TestDossierBurnin(t *testing.T) {
 			if !planted {
 				return
 			}
-			p := filepath.Join(live, "sys/devices/pci0000:00/0000:00:02.0/aer_dev_fatal")
-			b, err = os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b = bytes.Replace(b, []byte("DLP 0\n"), []byte("DLP 1\n"), 1)
-			b = bytes.Replace(b, []byte("TOTAL_ERR_FATAL 0\n"), []byte("TOTAL_ERR_FATAL 1\n"), 1)
-			if err := os.WriteFile(p, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			plantFatalAER(t, live)
 		}}
 		rep, err := burnRun(t, t.Context(), live, out, prog)
 		if err != nil {

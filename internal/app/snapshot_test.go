@@ -200,16 +200,7 @@ func TestSnapshotsReplayAsASeries(t *testing.T) {
 		return out
 	}
 	before, again := take("before"), take("again")
-	p := filepath.Join(dir, "sys/devices/pci0000:00/0000:00:02.0/aer_dev_fatal")
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b = bytes.Replace(b, []byte("DLP 0\n"), []byte("DLP 1\n"), 1)
-	b = bytes.Replace(b, []byte("TOTAL_ERR_FATAL 0\n"), []byte("TOTAL_ERR_FATAL 1\n"), 1)
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	plantFatalAER(t, dir)
 	after := take("after")
 	// Given out of order: the manifests' times order them.
 	env, err := s.BurnReplayCaptures(t.Context(), []string{after, before, again}, BurnOptions{})

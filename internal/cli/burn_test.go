@@ -17,20 +17,14 @@ import (
 )
 
 // burnLiveHost is two GPUs on root ports with AER, standing for the live
-// host of `gdrcheck burn`.
-const burnLiveHost = `hostname fakelive
-numa 0 0-15
-module nvidia
-hostbridge pci0000:00 numa=0
-  0000:00:01.0 rootport id=8086:2030 gen=5 aer=yes
-    0000:18:00.0 gpu id=10de:2335 aer=yes
-  0000:00:02.0 rootport id=8086:2030 gen=5 aer=yes
-    0000:19:00.0 gpu id=10de:2335 aer=yes
-nvml driver=580.95.05 cuda=13.0
-nvml-gpu 0000:18:00.0 name="NVIDIA H200" sm_clock=1980 power=650.5 temp=61
-nvml-gpu 0000:19:00.0 name="NVIDIA H200" sm_clock=1965 power=640 temp=63
-command dmesg.txt ""
-`
+// host of `gdrcheck burn` (internal/app's fixture of its burn-in tests).
+var burnLiveHost = func() string {
+	b, err := os.ReadFile(repo + "/internal/app/testdata/burn-2gpu.host")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
 
 // `gdrcheck burn` on the command line, with the fake CUDA runtime and
 // NCCL: the dossier with its burn section and raw/burn, the text's burn-in
