@@ -25,8 +25,9 @@ const (
 	// CellClean: every judged counter read at both ends and unchanged,
 	// with traffic through the device.
 	CellClean CellState = "clean"
-	// CellIdle: every judged counter read and unchanged, but no scheduled
-	// traffic crossed the device: clean, but nothing was proven.
+	// CellIdle: every judged counter read and unchanged, but no traffic
+	// crossed the device (none scheduled, or none its own data counter
+	// saw): clean, but nothing was proven.
 	CellIdle CellState = "idle"
 	// CellUnsampled: the window has no end sample (a burn-in cut short).
 	CellUnsampled CellState = "unsampled"
@@ -145,7 +146,9 @@ func cellOf(dd DeviceDeltas) Cell {
 		c.State = CellReset
 	case unread:
 		c.State = CellUnread
-	case len(dd.Traffic) == 0:
+	case len(dd.Traffic) == 0 || dd.Bits == 0:
+		// Nothing scheduled through it, or a port whose own data counter
+		// saw none of what was scheduled (a loopback inside the NIC).
 		c.State = CellIdle
 	default:
 		c.State = CellClean

@@ -63,6 +63,15 @@ func TestTimeline(t *testing.T) {
 		}, []cellWant{
 			{port0, 1, CellReset, 0, 0, "symbol_error reset"},
 		}},
+		{"scheduled traffic the port's own counter never saw (a loopback inside the NIC)", func(t *testing.T, s *series) {
+			s.later(1, func(e *cf.Sample) {
+				v, _, _ := reading(t, e, port0).Get("counters/port_rcv_data")
+				set(t, e, port0, "counters/port_rcv_data", v-5*tb/4)
+			})
+		}, []cellWant{
+			{port0, 0, CellClean, 0, 0, ""},
+			{port0, 1, CellIdle, 0, 0, ""},
+		}},
 		{"cut short after window 1", func(t *testing.T, s *series) {
 			s.ends = s.ends[:1]
 		}, []cellWant{
