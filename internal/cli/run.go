@@ -71,7 +71,9 @@ GPUs the benchmarks do not apply, and the report says so.
 --profile sets how much is measured: quick (every collective up to 64 MiB, about a minute on an
 8-GPU node), standard (up to 1 GiB, and bench rdma's loopback through every GPU–NIC pair: GPU memory in
 every registration mode and the host-memory control), full (every power of two up to 4 GiB,
-pageable copies too, and the loopback).
+pageable copies too, and the loopback), burnin (quick's pass and the loopback, then the burn-in
+for --duration in windows of --window, every error counter attributed to the link and window
+that moved it; the same as gdrcheck burn, see burn --help and docs/burn.md).
 
 --out DIR writes the dossier: report.json (schema gdrcheck.report/v1, docs/schema), report.md,
 junit.xml, metrics.prom, the raw NCCL logs and tool outputs under raw/, and SHA256SUMS last.
