@@ -354,7 +354,7 @@ func (s *Session) burnOn(ctx context.Context, t burnTarget, o BurnOptions) (*rep
 					return
 				case <-tick.C:
 					rctx, cancel := context.WithTimeout(wctx, t.readTimeout)
-					f, err := live.New(live.WithRoot(root.WithContext(rctx))).Collect(rctx)
+					f, err := live.New(live.WithRoot(root.WithContext(rctx)), live.WithSensorsOnly()).Collect(rctx)
 					cancel()
 					if err == nil {
 						sw.Add(f)

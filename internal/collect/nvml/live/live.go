@@ -27,7 +27,7 @@ func newLive(o options) *live {
 	if lib == nil {
 		lib = gonvml.New()
 	}
-	return &live{lib: lib, timeout: o.timeout}
+	return &live{lib: lib, timeout: o.timeout, sensors: o.sensors}
 }
 
 // guard runs NVML calls under a deadline. Once a call hangs, every later
@@ -50,6 +50,7 @@ func (g *guard) do(ctx context.Context, name string, f func()) error {
 type live struct {
 	lib     gonvml.Interface
 	timeout time.Duration
+	sensors bool // WithSensorsOnly
 }
 
 func (l *live) Collect(ctx context.Context) (*gpu.Facts, error) {
@@ -87,7 +88,14 @@ func (l *live) Collect(ctx context.Context) (*gpu.Facts, error) {
 			continue
 		}
 		devs = append(devs, d)
+		if l.sensors {
+			f.GPUs = append(f.GPUs, c.sensors(i, d))
+			continue
+		}
 		f.GPUs = append(f.GPUs, c.gpu(i, d))
+	}
+	if l.sensors {
+		return f, nil
 	}
 	for a := range devs {
 		for b := range devs {
@@ -208,18 +216,7 @@ func (c *collector) gpu(i int, d gonvml.Device) gpu.GPU {
 			g.Retired.Pending = new(es == gonvml.FEATURE_ENABLED)
 		}
 	}
-	if reasons, ok := get(c, pfx+"nvmlDeviceGetCurrentClocksEventReasons", d.GetCurrentClocksEventReasons); ok {
-		g.ClockEvents = ClockEventNames(reasons)
-	}
-	g.Sensors.SMClockMHz = getPtr(c, pfx+"nvmlDeviceGetClockInfo(sm)", func() (uint32, gonvml.Return) { return d.GetClockInfo(gonvml.CLOCK_SM) })
-	g.Sensors.MaxSMClockMHz = getPtr(c, pfx+"nvmlDeviceGetMaxClockInfo(sm)", func() (uint32, gonvml.Return) { return d.GetMaxClockInfo(gonvml.CLOCK_SM) })
-	if mw, ok := get(c, pfx+"nvmlDeviceGetPowerUsage", d.GetPowerUsage); ok {
-		g.Sensors.PowerW = new(float64(mw) / 1000)
-	}
-	if mw, ok := get(c, pfx+"nvmlDeviceGetEnforcedPowerLimit", d.GetEnforcedPowerLimit); ok {
-		g.Sensors.PowerLimitW = new(float64(mw) / 1000)
-	}
-	g.Sensors.TempC = getPtr(c, pfx+"nvmlDeviceGetTemperature(gpu)", func() (uint32, gonvml.Return) { return d.GetTemperature(gonvml.TEMPERATURE_GPU) })
+	c.readSensors(pfx, d, &g)
 	g.PCIe.MaxGen = getPtr(c, pfx+"nvmlDeviceGetMaxPcieLinkGeneration", d.GetMaxPcieLinkGeneration)
 	g.PCIe.CurGen = getPtr(c, pfx+"nvmlDeviceGetCurrPcieLinkGeneration", d.GetCurrPcieLinkGeneration)
 	g.PCIe.MaxWidth = getPtr(c, pfx+"nvmlDeviceGetMaxPcieLinkWidth", d.GetMaxPcieLinkWidth)
@@ -240,6 +237,34 @@ func (c *collector) gpu(i int, d gonvml.Device) gpu.GPU {
 		}
 	}
 	return g
+}
+
+// sensors is a GPU's PCI address and its sensors only (WithSensorsOnly).
+func (c *collector) sensors(i int, d gonvml.Device) gpu.GPU {
+	g := gpu.GPU{Index: i}
+	pfx := fmt.Sprintf("GPU%d ", i)
+	if pi, ok := get(c, pfx+"nvmlDeviceGetPciInfo", d.GetPciInfo); ok {
+		g.BusID = pci.NormalizeBusID(cString(pi.BusId[:]))
+	}
+	c.readSensors(pfx, d, &g)
+	return g
+}
+
+// readSensors reads what changes under load: clock-event reasons, SM
+// clock and its maximum, power and its limit, temperature.
+func (c *collector) readSensors(pfx string, d gonvml.Device, g *gpu.GPU) {
+	if reasons, ok := get(c, pfx+"nvmlDeviceGetCurrentClocksEventReasons", d.GetCurrentClocksEventReasons); ok {
+		g.ClockEvents = ClockEventNames(reasons)
+	}
+	g.Sensors.SMClockMHz = getPtr(c, pfx+"nvmlDeviceGetClockInfo(sm)", func() (uint32, gonvml.Return) { return d.GetClockInfo(gonvml.CLOCK_SM) })
+	g.Sensors.MaxSMClockMHz = getPtr(c, pfx+"nvmlDeviceGetMaxClockInfo(sm)", func() (uint32, gonvml.Return) { return d.GetMaxClockInfo(gonvml.CLOCK_SM) })
+	if mw, ok := get(c, pfx+"nvmlDeviceGetPowerUsage", d.GetPowerUsage); ok {
+		g.Sensors.PowerW = new(float64(mw) / 1000)
+	}
+	if mw, ok := get(c, pfx+"nvmlDeviceGetEnforcedPowerLimit", d.GetEnforcedPowerLimit); ok {
+		g.Sensors.PowerLimitW = new(float64(mw) / 1000)
+	}
+	g.Sensors.TempC = getPtr(c, pfx+"nvmlDeviceGetTemperature(gpu)", func() (uint32, gonvml.Return) { return d.GetTemperature(gonvml.TEMPERATURE_GPU) })
 }
 
 // nvlinks reads the state of every NVLink of g, then the counters of the

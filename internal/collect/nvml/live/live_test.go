@@ -192,6 +192,33 @@ func TestCollectThroughMock(t *testing.T) {
 	}
 }
 
+// WithSensorsOnly reads what a burn-in reads every 2 s — each GPU's PCI
+// address, clocks, power, clock events — and none of the P2P matrix, the
+// NVLinks or the memory errors.
+func TestCollectSensorsOnly(t *testing.T) {
+	lib := fakeLib(fakeGPU("00000000:18:00.0", 18, true), fakeGPU("00000000:2A:00.0", 18, true))
+	f, err := New(WithLibrary(lib), WithSensorsOnly()).Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.GPUs) != 2 || f.GPUs[1].BusID != "0000:2a:00.0" {
+		t.Fatalf("gpus %+v", f.GPUs)
+	}
+	g := f.GPUs[1]
+	if sn := g.Sensors; sn.SMClockMHz == nil || *sn.SMClockMHz != 1980 || sn.PowerW == nil || *sn.PowerW != 512.345 || *sn.PowerLimitW != 700 {
+		t.Errorf("sensors = %+v", sn)
+	}
+	if d := cmp.Diff([]string{"gpu_idle", "hw_slowdown"}, g.ClockEvents); d != "" {
+		t.Errorf("clock events: %s", d)
+	}
+	if len(f.P2P) != 0 || g.NVLinkQueried || g.ECC.Current != nil || g.UUID != "" {
+		t.Errorf("more than the sensors read: p2p %d, nvlink %v, ecc %+v, uuid %q", len(f.P2P), g.NVLinkQueried, g.ECC, g.UUID)
+	}
+	if n := len(lib.DeviceGetP2PStatusCalls()); n != 0 {
+		t.Errorf("%d P2P calls", n)
+	}
+}
+
 // TestCollectHungCall: a call that never returns becomes an error within
 // the deadline, and nothing else is attempted on the wedged driver.
 func TestCollectHungCall(t *testing.T) {

@@ -36,6 +36,7 @@ type options struct {
 	lib     library // nil: the real libnvidia-ml.so.1
 	timeout time.Duration
 	noSMI   bool
+	sensors bool
 }
 
 // WithRoot makes the source read a snapshot (or the live host for "/").
@@ -47,6 +48,12 @@ func WithCallTimeout(d time.Duration) Option { return func(o *options) { o.timeo
 // WithoutSMIFallback stops a live source from falling back to nvidia-smi
 // when NVML cannot be loaded.
 func WithoutSMIFallback() Option { return func(o *options) { o.noSMI = true } }
+
+// WithSensorsOnly makes a live NVML source read, per GPU, only its PCI
+// address and what changes under load: SM clock and its maximum, power
+// and its limit, temperature, clock-event reasons (a burn-in reads them
+// every 2 s; the P2P matrix and the NVLinks' counters are not read).
+func WithSensorsOnly() Option { return func(o *options) { o.sensors = true } }
 
 // New returns the source that fits the root: live NVML (falling back to
 // nvidia-smi -q -x) on "/", the snapshot's captured facts otherwise.
