@@ -30,37 +30,40 @@ func newBurn(g *globals) *cobra.Command {
 		Short: "Burn-in: sustained traffic in windows, every error counter attributed to the link that carried it",
 		Example: `  gdrcheck burn --duration 1h --window 5m --out /var/lib/gdrcheck/burn   # the default workload for an hour
   gdrcheck burn --duration 1m --window 20s                                # a one-minute smoke run
-  gdrcheck burn --replay /var/lib/gdrcheck/burn --root node17.tgz --strict  # judge a burn-in again, for sign-off`,
+  gdrcheck burn --replay /var/lib/gdrcheck/burn --root node17.tgz --strict  # judge a burn-in again, for sign-off
+  gdrcheck burn --replay before.tgz after.tgz                            # two snapshots around your own job`,
 		Long: `burn is run --profile burnin: it discovers and checks the node, measures it at rest
 (quick's pass of copies and NCCL collectives up to --size or 64M, whichever is smaller, and the
-GPU–NIC loopback where the node has RDMA NICs), then runs the burn-in for --duration in windows of --window on the live host: on every
-GPU, copies between the GPU and pinned host memory in both directions at once (its PCIe link
-to the host) and within its memory, and between every pair of GPUs both ways (their PCIe path
-or NVLink), every byte checked; and once per window every NCCL collective at --size (at most
-256M) on all the GPUs, its data checked (--no-nccl leaves it out; NCCL's own traffic is not
-charged to links). Before the workload it samples the error counters twice (what moves between
-those samples moves without the workload) and again at the end of every window: the RDMA
-ports' counters/ and hw_counters/, and the AER statistics of every GPU, NIC and bridge above
-them; with them, each GPU's own counters from the driver (uncorrectable ECC, row remapping,
-retired pages, clock events, PCIe replays) and the kernel log's Xid lines; and every 2 s while
-the workload runs, each GPU's SM clock, power and temperature. Each window's deltas are
-attributed to the links that carried its traffic and judged (docs/burn.md): a fatal counter
-(link_downed, an uncorrectable AER error, a buffer overrun) fails naming the device, link and
-window; correctable errors are judged per bit moved, with a Poisson bound, against the
-medium's error-rate ceiling (too few bits moved to tell is unknown, never a pass); a GPU's new
-uncorrectable ECC error, failed or pending row remap, Xid or hardware slowdown fails naming the
-window, PCIe replays and a thermal slowdown warn; a hardware slowdown under load fails and a
-GPU clocked more than 10% below its peers warns; wrong data fails the window. Counters that
-moved before the workload are reported, never failed.
+GPU–NIC loopback where the node has RDMA NICs), then runs the burn-in on the live host for
+--duration in windows of --window. The workload: on every GPU, copies between the GPU and
+pinned host memory both ways at once (its PCIe link to the host) and within its memory, and
+between every pair of GPUs both ways (their PCIe path or NVLink), every byte checked; once per
+window every NCCL collective at --size (at most 256M) on all the GPUs, its data checked
+(--no-nccl leaves it out; NCCL's own traffic is not charged to links); and where the node has
+RDMA NICs, every GPU–NIC pair looping GPU memory through its NIC (ib_write_bw from PATH, every
+registration mode the node offers) beside the copies (--no-rdma leaves it out).
+
+The counters are sampled twice before the workload (what moves between those samples moves
+without it) and at the end of every window: the RDMA ports' counters/ and hw_counters/, the AER
+statistics of every GPU, NIC and bridge above them, every NVLink's error counters, each GPU's
+own counters (uncorrectable and corrected ECC, row remapping, retired pages, clock events, PCIe
+replays) and the kernel log's Xid lines, the NICs' temperatures and their optical modules
+(ethtool -m); every 2 s under load, each GPU's SM clock, power and temperature. Each window's
+deltas are attributed to the links that carried its traffic and judged (docs/burn.md): a fatal
+counter (link_downed, an uncorrectable AER error, an NVLink replay or recovery) fails naming the
+device, link and window; correctable errors are judged per bit moved with a Poisson bound
+against the medium's error-rate ceiling (too few bits to tell is unknown, never a pass); a GPU's
+new uncorrectable ECC error, row remap, Xid or hardware slowdown fails; corrected ECC is judged
+as a rate; a GPU's clock or power far below its peers', a window's bandwidth below the first
+windows' or the model's, a module running hot or losing light warn or fail; wrong data fails the
+window. Counters that moved before the workload are reported, never failed.
 
 --out DIR is the dossier (report.json with its burn section, report.html with the timeline and
 the plots, report.md, junit.xml, metrics.prom), rewritten after every window, so an interrupted
-run leaves a valid dossier of the windows done, marked incomplete; the burn-in's burn.json and
-counter samples are under raw/burn/. --replay DIR judges them again (DIR the dossier or its
-raw/burn), writing nothing. Where the node has RDMA NICs, every GPU–NIC pair loops GPU memory
-through its NIC (ib_write_bw, perftest from PATH; every registration mode the node offers) beside
-the copies, round after round (--no-rdma leaves it out): the GPU's PCIe path to the NIC and the
-port are then under load and charged with the bytes. Not yet in the workload: a rank of a
+run leaves a valid dossier of the windows done, marked incomplete; the burn-in's own files are
+under raw/burn/. --replay DIR judges them again (DIR the dossier or its raw/burn), writing
+nothing; --replay A.tgz B.tgz ... judges snapshots of one node taken around a workload gdrcheck
+did not run (gdrcheck snapshot holds the counters). Not yet in the workload: a rank of a
 multi-node job (docs/burn.md says what comes next).
 
 Exit status: 0 nothing failed, 1 a verdict failed or data came back wrong (with --strict also
