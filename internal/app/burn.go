@@ -52,7 +52,13 @@ type BurnOptions struct {
 	// RDMA NICs.
 	RDMA        bool
 	PerftestDir string
-	Judge       burn.Options
+	// Job makes the burn-in one rank of a job of several nodes (one rank
+	// a node, each driving all its node's GPUs): after its own NCCL pass,
+	// each window runs every collective across the job's nodes on one of
+	// this node's GPUs, the next GPU each window, so the fabric and every
+	// GPU's NIC path carry traffic in turn. Needs NCCL. nil: one node.
+	Job   *JobOptions
+	Judge burn.Options
 	// SensorEvery is how often the GPUs' clocks, power and temperature
 	// are read while the workload runs (0: every 2 s).
 	SensorEvery time.Duration
@@ -117,6 +123,11 @@ type BurnWork struct {
 	// RDMA are the window's GPU-memory loopbacks through the GPU–NIC
 	// pairs, run beside the copies.
 	RDMA []BurnRDMA `json:"rdma,omitempty"`
+	// Job is the window's pass of every collective across the job's nodes
+	// (BurnOptions.Job) on JobGPU (its PCI address): as this rank saw it
+	// (rank 0: the job's combined rows).
+	Job    []BurnCollective `json:"job,omitempty"`
+	JobGPU string           `json:"job_gpu,omitempty"`
 }
 
 // BurnCollective is one NCCL collective of a window's pass.
@@ -384,6 +395,9 @@ func (s *Session) burnOn(ctx context.Context, t burnTarget, o BurnOptions) (*rep
 			case err != nil:
 				work.Errors = append(work.Errors, "nccl: "+err.Error())
 			}
+			if o.Job != nil && runErr == nil {
+				runErr = s.burnJobPass(ctx, gpus, i, nsetup, dir, ncfg, o, &work)
+			}
 		}
 		// The loopbacks run beside the copies, round after round, on
 		// their own goroutine: GPU memory, its PCIe path to the NIC and
@@ -473,6 +487,34 @@ func (s *Session) burnOn(ctx context.Context, t burnTarget, o BurnOptions) (*rep
 	return env, burnOutcome(rs, o.Strict)
 }
 
+// burnJobPass is a window's pass of every collective across the job's
+// nodes (BurnOptions.Job) on this node's next GPU, its rows and errors
+// kept in work. The error is an interruption's only: a failed pass is the
+// window's finding (burn.data).
+func (s *Session) burnJobPass(ctx context.Context, gpus *GPUs, window int, nsetup *NCCLSetup, dir string, cfg bench.NCCLConfig, o BurnOptions, work *BurnWork) error {
+	d := gpus.Devices[window%len(gpus.Devices)]
+	work.JobGPU = gpus.BusIDs[d]
+	one := *gpus
+	one.Devices = []int{d}
+	setup := &NCCLSetup{Dir: filepath.Join(dir, "job", fmt.Sprintf("window-%d", window+1)), Evidence: nsetup.Evidence}
+	env, _, err := s.BenchNCCLJob(ctx, &one, NCCLOptions{Lib: o.NCCLLib, Setup: setup, Config: cfg, Judge: Judging{Off: true}, Warn: o.Warn}, *o.Job)
+	if env != nil {
+		if nr, ok := env.Data.(*bench.NCCLReport); ok {
+			for _, m := range nr.Measurements {
+				work.Job = append(work.Job, BurnCollective{Collective: string(m.Collective), BusBW: m.AvgBusBW, Wrong: m.Wrong, Error: m.Error})
+			}
+		}
+	}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return err
+	case err != nil:
+		job := o.Job.Job
+		work.Errors = append(work.Errors, fmt.Sprintf("job (rank %d of %d, on %s): %v", job.Rank, job.Size, work.JobGPU, err))
+	}
+	return nil
+}
+
 // burnOutcome is a burn-in's error: a failed verdict, or under --strict an
 // unknown or error one.
 func burnOutcome(rs []result.Result, strict bool) error {
@@ -540,7 +582,7 @@ func workResults(doc *BurnDoc) []result.Result {
 	for _, w := range doc.Work {
 		name := doc.Schedule.Name(w.Window)
 		var ncclWrong int64
-		for _, c := range w.NCCL {
+		for _, c := range append(slices.Clone(w.NCCL), w.Job...) {
 			ncclWrong += c.Wrong
 		}
 		switch {
@@ -555,10 +597,18 @@ func workResults(doc *BurnDoc) []result.Result {
 			out = append(out, result.Result{ID: "burn.data", Source: burn.Source, Status: result.Unknown, Subject: fmt.Sprintf("window %d", w.Window+1), Reason: "NoWork", Message: name + ": no pass of the workload finished"})
 		default:
 			out = append(out, result.Result{ID: "burn.data", Source: burn.Source, Status: result.Pass, Subject: fmt.Sprintf("window %d", w.Window+1), Reason: "DataValid",
-				Message: fmt.Sprintf("%s: %d pass(es) of %d copies, every byte compared, and %d NCCL collective(s), each with its checked run verified: nothing wrong", name, w.Passes, len(w.Copies), len(w.NCCL))})
+				Message: fmt.Sprintf("%s: %d pass(es) of %d copies, every byte compared, and %d NCCL collective(s)%s, each with its checked run verified: nothing wrong", name, w.Passes, len(w.Copies), len(w.NCCL), jobText(w))})
 		}
 	}
 	return out
+}
+
+// jobText says what a window ran across the job's nodes, "" when nothing.
+func jobText(w BurnWork) string {
+	if len(w.Job) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" here and %d across the job's nodes (on %s)", len(w.Job), w.JobGPU)
 }
 
 // peerLink is a link a GPU-to-GPU copy crosses and the share of its

@@ -139,6 +139,9 @@ func BurnSection(doc *BurnDoc, path string) *dossier.Burn {
 		for _, c := range w.NCCL {
 			bw.NCCL = append(bw.NCCL, dossier.BurnRate{Name: c.Collective, GBps: c.BusBW, Wrong: c.Wrong, Error: c.Error})
 		}
+		for _, c := range w.Job {
+			bw.Job = append(bw.Job, dossier.BurnRate{Name: c.Collective, GPU: cmp.Or(byAddr[w.JobGPU], w.JobGPU), GBps: c.BusBW, Wrong: c.Wrong, Error: c.Error})
+		}
 		b.Windows = append(b.Windows, bw)
 	}
 	return b

@@ -25,6 +25,7 @@ func newBurn(g *globals) *cobra.Command {
 	o.bench = true // refused off the live host, before anything runs
 	o.sizeFlag = "size"
 	var replay string
+	var jf jobFlags
 	cmd := &cobra.Command{
 		Use:   "burn",
 		Short: "Burn-in: sustained traffic in windows, every error counter attributed to the link that carried it",
@@ -63,8 +64,13 @@ the plots, report.md, junit.xml, metrics.prom), rewritten after every window, so
 run leaves a valid dossier of the windows done, marked incomplete; the burn-in's own files are
 under raw/burn/. --replay DIR judges them again (DIR the dossier or its raw/burn), writing
 nothing; --replay A.tgz B.tgz ... judges snapshots of one node taken around a workload gdrcheck
-did not run (gdrcheck snapshot holds the counters). Not yet in the workload: a rank of a
-multi-node job (docs/burn.md says what comes next).
+did not run (gdrcheck snapshot holds the counters).
+
+Under a launcher (srun -N4 --ntasks-per-node=1 gdrcheck burn ..., mpirun, torchrun, or --rank,
+--world-size, --rendezvous), each node's burn-in is one rank of a job: one process a node drives
+all of its GPUs, and after its own NCCL pass each window runs every collective across the nodes
+on one of its GPUs, the next one each window, so the fabric and every GPU's NIC path carry
+traffic in turn (checked: wrong elements or a failed pass fail the window).
 
 Exit status: 0 nothing failed, 1 a verdict failed or data came back wrong (with --strict also
 when a verdict is unknown), 2 the tool could not run, 130 interrupted (the windows done are
@@ -78,6 +84,25 @@ judged and kept).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if replay != "" {
 				return burnReplay(cmd, g, append([]string{replay}, args...), o)
+			}
+			job, err := jf.launcher(cmd)
+			if err != nil {
+				return err
+			}
+			if job.Multi() && job.Size > 1 {
+				// One rank a node, driving all of its GPUs; each window's
+				// NCCL pass also runs across the nodes.
+				if job.LocalRank > 0 {
+					return toolError(fmt.Errorf("burn under a launcher: rank %d is local rank %d: one rank a node drives all of the node's GPUs (srun --ntasks-per-node=1, mpirun --map-by ppr:1:node)", job.Rank, job.LocalRank))
+				}
+				if o.noNCCL {
+					return toolError(fmt.Errorf("--no-nccl: a burn-in across nodes runs NCCL between them"))
+				}
+				jo, err := jf.options(g, job)
+				if err != nil {
+					return err
+				}
+				o.burn.Job = &jo
 			}
 			if o.out == "" {
 				o.out = g.session.OutDir("", "burn")
@@ -103,6 +128,7 @@ judged and kept).`,
 	f.BoolVar(&o.noNCCL, "no-nccl", false, "leave NCCL's collectives out of the workload (copies only)")
 	f.BoolVar(&o.noRDMA, "no-rdma", false, "leave the GPU-memory loopbacks through the GPU–NIC pairs (ib_write_bw) out of the workload")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print the node verdict only")
+	jf.addJob(cmd)
 	o.format = addFormat(f, nil, report.Text, report.JSON)
 	return cmd
 }

@@ -2,8 +2,11 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +17,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakelib"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/freeport"
 )
 
 // burnLiveHost is two GPUs on root ports with AER, standing for the live
@@ -110,5 +114,76 @@ func TestBurnReplayCapturesCommand(t *testing.T) {
 	}
 	if _, errs, code := run(t, "burn", clean); code != ExitToolErr || !strings.Contains(errs, "captures follow --replay") {
 		t.Errorf("arguments without --replay: exit %d %s", code, errs)
+	}
+}
+
+// burn as one rank a node of a job of two (on loopback, each its own
+// NCCL_HOSTID, the fake libraries): every window's NCCL pass also runs
+// across the two, on each node's next GPU in turn; both dossiers hold
+// the job's rows, checked, nothing wrong. A second rank on one node is
+// refused: one process drives all of a node's GPUs.
+func TestBurnAcrossNodes(t *testing.T) {
+	live := t.TempDir()
+	spec, err := fakehost.Parse("fakelive", strings.NewReader(burnLiveHost))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := spec.Materialize(live); err != nil {
+		t.Fatal(err)
+	}
+	xdir, addr := t.TempDir(), freeport.Addr(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	outs := []string{filepath.Join(t.TempDir(), "node0"), filepath.Join(t.TempDir(), "node1")}
+	var procs []*rankProc
+	for r := range 2 {
+		p := &rankProc{rank: r}
+		p.cmd = exec.CommandContext(ctx, os.Args[0], "burn", "--rank", fmt.Sprint(r), "--world-size", "2", "--local-rank", "0", "--rendezvous", addr,
+			"--duration", "2s", "--window", "1s", "--size", "64K", "--no-rdma", "--out", outs[r])
+		p.cmd.Env = append(cleanEnv(), reexecVar+"=1", "GDRCHECK_CUDART="+fakelib.CUDART(t), "GDRCHECK_NCCL="+fakelib.NCCL(t), "FAKECUDA_DEVICES=2",
+			"FAKENCCL_EXCHANGE_DIR="+xdir, "GDRCHECK_SECRET="+jobSecret, fmt.Sprintf("NCCL_HOSTID=fakehost%d", r), liveRootVar+"="+live)
+		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, p)
+	}
+	for _, p := range procs {
+		_ = p.cmd.Wait()
+		p.code = p.cmd.ProcessState.ExitCode()
+	}
+	for r, p := range procs {
+		// The fake GPUs' rates fail the model: not ready, exit 1.
+		if p.code != ExitFailed {
+			t.Fatalf("%s", p)
+		}
+		b, err := os.ReadFile(filepath.Join(outs[r], dossier.ReportJSON))
+		if err != nil {
+			t.Fatalf("rank %d: %v\n%s", r, err, p)
+		}
+		rep, err := dossier.Decode(bytes.NewReader(b))
+		if err != nil || rep.Burn == nil || len(rep.Burn.Windows) != 2 {
+			t.Fatalf("rank %d: %v %+v", r, err, rep)
+		}
+		for i, w := range rep.Burn.Windows {
+			if len(w.Job) != 7 || len(w.Errors) != 0 {
+				t.Errorf("rank %d window %d: job %+v, errors %v", r, i+1, w.Job, w.Errors)
+			}
+			for _, c := range w.Job {
+				if c.Wrong != 0 || c.Error != "" {
+					t.Errorf("rank %d window %d: %+v", r, i+1, c)
+				}
+			}
+		}
+		// The next GPU each window.
+		if a, b := rep.Burn.Windows[0].Job[0].GPU, rep.Burn.Windows[1].Job[0].GPU; a == b || a == "" {
+			t.Errorf("rank %d: the job ran on %q then %q", r, a, b)
+		}
+		if !strings.Contains(p.stdout.String(), "across the job's nodes") && !strings.Contains(string(b), "across the job's nodes") {
+			t.Errorf("rank %d: burn.data does not say what ran across the nodes\n%s", r, p.stdout.String())
+		}
+	}
+	if _, errs, code := run(t, "burn", "--rank", "1", "--world-size", "2", "--local-rank", "1", "--rendezvous", addr); code != ExitToolErr || !strings.Contains(errs, "one rank a node") {
+		t.Errorf("two ranks on a node: exit %d %s", code, errs)
 	}
 }

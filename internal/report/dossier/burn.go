@@ -49,6 +49,9 @@ type BurnWindow struct {
 	// beside the copies (GBps their rate in GB/s; Name the memory kind,
 	// GPU "GPU0>mlx5_0:1").
 	RDMA []BurnRate `json:"rdma,omitempty"`
+	// Job is the window's pass of every collective across the nodes of a
+	// job (burn under a launcher), on GPU.
+	Job []BurnRate `json:"job,omitempty"`
 	// GPUs are the clocks, power and temperature read under the load.
 	GPUs   []burn.GPUSensors `json:"gpus,omitempty"`
 	Errors []string          `json:"errors,omitempty"`

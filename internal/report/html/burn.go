@@ -81,6 +81,16 @@ func burnPlots(r *dossier.Report) []Plot {
 		collect(func(w dossier.BurnWindow) []dossier.BurnRate { return w.Copies }))
 	add("Burn-in: NCCL bus bandwidth per window", "bus bandwidth (GB/s)", "each window's checked pass of every collective",
 		collect(func(w dossier.BurnWindow) []dossier.BurnRate { return w.NCCL }))
+	add("Burn-in: NCCL across the job's nodes per window", "bus bandwidth (GB/s)", "each window's pass of every collective across the nodes, on this node's next GPU",
+		collect(func(w dossier.BurnWindow) []dossier.BurnRate {
+			// One series per collective: the GPU changes from window to window.
+			out := make([]dossier.BurnRate, 0, len(w.Job))
+			for _, x := range w.Job {
+				x.GPU = ""
+				out = append(out, x)
+			}
+			return out
+		}))
 	add("Burn-in: GPU-memory loopback per window", "GB/s", "ib_write_bw through each GPU–NIC pair beside the copies (not data-checked); each window's last round",
 		collect(func(w dossier.BurnWindow) []dossier.BurnRate { return lastRDMA(w.RDMA) }))
 	add("Burn-in: SM clock under load", "mean SM clock (MHz)", "mean of the readings every 2 s while the window's workload ran",
