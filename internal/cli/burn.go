@@ -70,7 +70,8 @@ Under a launcher (srun -N4 --ntasks-per-node=1 gdrcheck burn ..., mpirun, torchr
 --world-size, --rendezvous), each node's burn-in is one rank of a job: one process a node drives
 all of its GPUs, and after its own NCCL pass each window runs every collective across the nodes
 on one of its GPUs, the next one each window, so the fabric and every GPU's NIC path carry
-traffic in turn (checked: wrong elements or a failed pass fail the window).
+traffic in turn (checked: wrong elements or a failed pass fail the window). Each rank writes its
+node's dossier to --out/rank-N.
 
 Exit status: 0 nothing failed, 1 a verdict failed or data came back wrong (with --strict also
 when a verdict is unknown), 2 the tool could not run, 130 interrupted (the windows done are
@@ -106,6 +107,11 @@ judged and kept).`,
 			}
 			if o.out == "" {
 				o.out = g.session.OutDir("", "burn")
+			}
+			if o.burn.Job != nil {
+				// Every rank gets the same command line: each node's
+				// dossier in a folder of its own under --out.
+				o.out = filepath.Join(o.out, fmt.Sprintf("rank-%d", job.Rank))
 			}
 			// The pass at rest goes up to the burn-in's copy size, at most
 			// quick's largest (a smoke run at 64K measures at 64K).

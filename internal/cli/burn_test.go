@@ -134,12 +134,14 @@ func TestBurnAcrossNodes(t *testing.T) {
 	xdir, addr := t.TempDir(), freeport.Addr(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	outs := []string{filepath.Join(t.TempDir(), "node0"), filepath.Join(t.TempDir(), "node1")}
+	// One --out for the job, as srun gives every rank the same line.
+	out := t.TempDir()
+	outs := []string{filepath.Join(out, "rank-0"), filepath.Join(out, "rank-1")}
 	var procs []*rankProc
 	for r := range 2 {
 		p := &rankProc{rank: r}
 		p.cmd = exec.CommandContext(ctx, os.Args[0], "burn", "--rank", fmt.Sprint(r), "--world-size", "2", "--local-rank", "0", "--rendezvous", addr,
-			"--duration", "2s", "--window", "1s", "--size", "64K", "--no-rdma", "--out", outs[r])
+			"--duration", "2s", "--window", "1s", "--size", "64K", "--no-rdma", "--out", out)
 		p.cmd.Env = append(cleanEnv(), reexecVar+"=1", "GDRCHECK_CUDART="+fakelib.CUDART(t), "GDRCHECK_NCCL="+fakelib.NCCL(t), "FAKECUDA_DEVICES=2",
 			"FAKENCCL_EXCHANGE_DIR="+xdir, "GDRCHECK_SECRET="+jobSecret, fmt.Sprintf("NCCL_HOSTID=fakehost%d", r), liveRootVar+"="+live)
 		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
