@@ -90,15 +90,8 @@ func JudgeECC(s Schedule, baseline, ends []*GPUReading, conf float64) []result.R
 				Message: "corrected ECC errors counted before the workload, between the baselines (not judged): " + strings.Join(compact(moved), ", ")})
 		}
 	}
-	for i := range ends {
-		if i >= len(s.Windows) {
-			break
-		}
-		prev := baseline[len(baseline)-1]
-		if i > 0 {
-			prev = ends[i-1]
-		}
-		cur, name := ends[i], s.Name(i)
+	for _, wr := range windowReadings(s, baseline, ends) {
+		i, prev, cur, name := wr.i, wr.prev, wr.cur, wr.name
 		if cur == nil || cur.Facts == nil {
 			// burn.gpu says why; each GPU seen so far is unread here.
 			for _, addr := range order {

@@ -98,16 +98,8 @@ func JudgeGPUs(s Schedule, baseline, ends []*GPUReading) []result.Result {
 				Message: "Xid lines in the kernel log before the workload (not judged): " + strings.Join(compact(before), ", ")})
 		}
 	}
-	for i := range ends {
-		if i >= len(s.Windows) {
-			break
-		}
-		prev := baseline[len(baseline)-1]
-		if i > 0 {
-			prev = ends[i-1]
-		}
-		cur := ends[i]
-		name := s.Name(i)
+	for _, wr := range windowReadings(s, baseline, ends) {
+		i, prev, cur, name := wr.i, wr.prev, wr.cur, wr.name
 		if cur == nil || cur.Facts == nil {
 			why := "no reading"
 			if cur != nil {
@@ -242,6 +234,31 @@ func JudgeGPUs(s Schedule, baseline, ends []*GPUReading) []result.Result {
 			}
 		}
 		out = append(out, r)
+	}
+	return out
+}
+
+// windowReading is a sampled window and the GPU readings at its start
+// (the last baseline, or the previous window's end) and at its end.
+type windowReading struct {
+	i         int
+	name      string
+	prev, cur *GPUReading
+}
+
+// windowReadings pairs every window that has an end reading with the
+// readings around it.
+func windowReadings(s Schedule, baseline, ends []*GPUReading) []windowReading {
+	var out []windowReading
+	for i := range ends {
+		if i >= len(s.Windows) {
+			break
+		}
+		prev := baseline[len(baseline)-1]
+		if i > 0 {
+			prev = ends[i-1]
+		}
+		out = append(out, windowReading{i: i, name: s.Name(i), prev: prev, cur: ends[i]})
 	}
 	return out
 }

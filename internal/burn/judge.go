@@ -417,19 +417,11 @@ func rateRemedy(d Device) string {
 // (failures and warnings only) and over the whole run.
 func judgeRates(s *Series, conf float64, thresholds map[string]Threshold) []result.Result {
 	type total struct {
-		dev     Device
-		counter string
-		k       uint64
-		bits    float64
-		windows int
-		inexact []string // windows whose delta was reset or saturated, with why
-		unread  windows  // windows whose delta was missing, and why
-		moved   bool     // carried traffic or counted an error somewhere
-		notes   windows  // the windows' notes on their bits
-		ev      []result.Evidence
+		counterTotal
+		moved bool    // carried traffic or counted an error somewhere
+		notes windows // the windows' notes on their bits
 	}
-	totals := map[[2]string]*total{}
-	var order [][2]string
+	var totals byCounter[total]
 	var out []result.Result
 	for _, w := range s.Windows {
 		for _, dd := range w.Devices {
@@ -438,36 +430,17 @@ func judgeRates(s *Series, conf float64, thresholds map[string]Threshold) []resu
 				if ClassOf(dd.Device.Kind, dl.Counter) != Correctable {
 					continue
 				}
-				key := [2]string{dd.Device.Name, dl.Counter}
-				t := totals[key]
-				if t == nil {
-					t = &total{dev: dd.Device, counter: dl.Counter}
-					totals[key] = t
-					order = append(order, key)
-				}
+				t := totals.get(dd.Device, dl.Counter, func(c counterTotal) *total { return &total{counterTotal: c} })
 				carried := dd.Bits > 0 || len(dd.Traffic) > 0
 				if !carried && dl.Change == 0 && dl.State != Reset && dl.State != Saturated {
 					continue // idle, and nothing happened (or nothing read)
 				}
 				t.moved = true
-				t.windows++
 				if dd.Note != "" {
 					t.notes.add(w.Index, dd.Note)
 				}
-				if dl.State == Missing {
-					t.unread.add(w.Index, dl.Why)
-					t.ev = append(t.ev, evidence(dd.Device, dl, w.Name))
+				if !t.add(w, dd, dl) {
 					continue
-				}
-				if dl.State != Counted {
-					t.inexact = append(t.inexact, fmt.Sprintf("%s: %s", w.Name, change(dl)))
-					t.ev = append(t.ev, evidence(dd.Device, dl, w.Name))
-					continue
-				}
-				t.k += dl.Change
-				t.bits += dd.Bits
-				if dl.Change > 0 {
-					t.ev = append(t.ev, evidence(dd.Device, dl, w.Name))
 				}
 				if dd.Bits <= 0 {
 					if dl.Change == 0 {
@@ -488,8 +461,7 @@ func judgeRates(s *Series, conf float64, thresholds map[string]Threshold) []resu
 			}
 		}
 	}
-	for _, key := range order {
-		t := totals[key]
+	for _, t := range totals.inOrder() {
 		if !t.moved {
 			continue
 		}
@@ -532,6 +504,66 @@ func judgeRates(s *Series, conf float64, thresholds map[string]Threshold) []resu
 	}
 	return out
 }
+
+// counterTotal is one device's counter summed over the windows that
+// count for it.
+type counterTotal struct {
+	dev     Device
+	counter string
+	k       uint64  // events counted exactly
+	bits    float64 // the bits of the windows counted exactly
+	windows int
+	inexact []string // windows whose delta was reset or saturated, with why
+	unread  windows  // windows whose delta was missing, and why
+	ev      []result.Evidence
+}
+
+// add takes one window's delta: a missing one is unread, a reset or
+// saturated one inexact, a counted one summed with the device's bits;
+// each that was not counted exactly, or counted an event, is evidence.
+// It reports whether the delta was counted exactly.
+func (t *counterTotal) add(w WindowDeltas, dd DeviceDeltas, dl Delta) bool {
+	t.windows++
+	switch dl.State {
+	case Missing:
+		t.unread.add(w.Index, dl.Why)
+	case Counted:
+		t.k += dl.Change
+		t.bits += dd.Bits
+		if dl.Change > 0 {
+			t.ev = append(t.ev, evidence(dd.Device, dl, w.Name))
+		}
+		return true
+	default:
+		t.inexact = append(t.inexact, fmt.Sprintf("%s: %s", w.Name, change(dl)))
+	}
+	t.ev = append(t.ev, evidence(dd.Device, dl, w.Name))
+	return false
+}
+
+// byCounter keeps one T per device and counter, in the order first seen.
+type byCounter[T any] struct {
+	m     map[[2]string]*T
+	order []*T
+}
+
+// get is the T of the device's counter, made by mk on first sight.
+func (b *byCounter[T]) get(d Device, counter string, mk func(counterTotal) *T) *T {
+	key := [2]string{d.Name, counter}
+	if t, ok := b.m[key]; ok {
+		return t
+	}
+	if b.m == nil {
+		b.m = map[[2]string]*T{}
+	}
+	t := mk(counterTotal{dev: d, counter: counter})
+	b.m[key] = t
+	b.order = append(b.order, t)
+	return t
+}
+
+// inOrder is every T, in the order first seen.
+func (b *byCounter[T]) inOrder() []*T { return b.order }
 
 // judgeUnmeasured reports, once per link, traffic no counter watched.
 func judgeUnmeasured(s *Series) []result.Result {

@@ -320,18 +320,10 @@ func judgeNVLinksDown(s *Series) []result.Result {
 // without a CRC error and the bound that puts on the rate per bit.
 func judgeNVLinkCRC(s *Series, conf float64) []result.Result {
 	type total struct {
-		dev     Device
-		counter string
-		k       uint64
-		bits    float64
-		windows int
-		dirty   bool
-		unread  windows
-		inexact []string
-		ev      []result.Evidence
+		counterTotal
+		dirty bool // a window counted a CRC error: it has its own verdict
 	}
-	totals := map[[2]string]*total{}
-	var order [][2]string
+	var totals byCounter[total]
 	var out []result.Result
 	for _, w := range s.Windows {
 		secs := w.Window.End.Sub(w.Window.Start).Seconds()
@@ -347,31 +339,13 @@ func judgeNVLinkCRC(s *Series, conf float64) []result.Result {
 				if !carried && dl.Change == 0 && dl.State != Reset {
 					continue
 				}
-				key := [2]string{dd.Device.Name, dl.Counter}
-				t := totals[key]
-				if t == nil {
-					t = &total{dev: dd.Device, counter: dl.Counter}
-					totals[key] = t
-					order = append(order, key)
-				}
-				t.windows++
-				switch dl.State {
-				case Missing:
-					t.unread.add(w.Index, dl.Why)
-					t.ev = append(t.ev, evidence(dd.Device, dl, w.Name))
-					continue
-				case Reset, Saturated:
-					t.inexact = append(t.inexact, fmt.Sprintf("%s: %s", w.Name, change(dl)))
-				default:
-					t.k += dl.Change
-					t.bits += dd.Bits
-				}
-				if dl.Change == 0 {
-					continue
+				t := totals.get(dd.Device, dl.Counter, func(c counterTotal) *total { return &total{counterTotal: c} })
+				t.add(w, dd, dl)
+				if dl.State == Missing || dl.Change == 0 {
+					continue // nothing counted in this window: the run's verdict says so
 				}
 				t.dirty = true
 				ev := evidence(dd.Device, dl, w.Name)
-				t.ev = append(t.ev, ev)
 				perSec := float64(dl.Change) / secs
 				rate := "no bits to measure a rate per bit against"
 				if dd.Bits > 0 {
@@ -388,8 +362,7 @@ func judgeNVLinkCRC(s *Series, conf float64) []result.Result {
 			}
 		}
 	}
-	for _, key := range order {
-		t := totals[key]
+	for _, t := range totals.inOrder() {
 		name := t.counter
 		switch {
 		case t.dirty:
