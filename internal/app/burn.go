@@ -264,20 +264,6 @@ func (s *Session) burnOn(ctx context.Context, t burnTarget, o BurnOptions) (*rep
 
 	var before, after burnSamples
 	// gpuReading is what the driver and the kernel log say at a sample.
-	gpuReading := func(sctx context.Context, r machine.Root, label string) *burn.GPUReading {
-		gr := &burn.GPUReading{Label: label, At: s.Now()}
-		if f, err := live.New(live.WithRoot(r)).Collect(sctx); err != nil {
-			gr.FactsError = err.Error()
-		} else {
-			gr.Facts = f
-		}
-		if b, err := r.Run(sctx, machine.CmdDmesg); err != nil {
-			gr.XidError = err.Error()
-		} else {
-			gr.Xids = burn.XidsOf(node.ParseXids(b))
-		}
-		return gr
-	}
 	sample := func(label string, into *burnSamples) error {
 		// An interrupted workload still has its last window sampled, so
 		// that what it did is judged: the read has its own deadline.
@@ -285,7 +271,7 @@ func (s *Session) burnOn(ctx context.Context, t burnTarget, o BurnOptions) (*rep
 		defer cancel()
 		sm := counters.Read(root.WithContext(sctx), h, label, s.Now)
 		sm.NICs = counters.ReadNICs(sctx, root.WithContext(sctx), h, s.Now)
-		gr := gpuReading(sctx, root.WithContext(sctx), label)
+		gr := gpuReadingOf(sctx, root.WithContext(sctx), label, s.Now())
 		if sctx.Err() != nil {
 			return toolErr(fmt.Errorf("burn: reading the counters (%s) did not finish within %s", label, t.readTimeout))
 		}
@@ -526,6 +512,23 @@ func burnOutcome(rs []result.Result, strict bool) error {
 		}
 	}
 	return judged(rs)
+}
+
+// gpuReadingOf is what the driver (live NVML, or a capture's facts) and
+// the kernel log's Xid lines say at a sample taken at at.
+func gpuReadingOf(ctx context.Context, r machine.Root, label string, at time.Time) *burn.GPUReading {
+	gr := &burn.GPUReading{Label: label, At: at}
+	if f, err := live.New(live.WithRoot(r)).Collect(ctx); err != nil {
+		gr.FactsError = err.Error()
+	} else {
+		gr.Facts = f
+	}
+	if b, err := r.Run(ctx, machine.CmdDmesg); err != nil {
+		gr.XidError = err.Error()
+	} else {
+		gr.Xids = burn.XidsOf(node.ParseXids(b))
+	}
+	return gr
 }
 
 // burnSamples are the counter samples and GPU readings taken together,

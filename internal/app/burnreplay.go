@@ -12,9 +12,7 @@ import (
 
 	"github.com/gdrcheck/gdrcheck/internal/burn"
 	"github.com/gdrcheck/gdrcheck/internal/collect/counters"
-	"github.com/gdrcheck/gdrcheck/internal/collect/nvml"
 	cf "github.com/gdrcheck/gdrcheck/internal/facts/counters"
-	"github.com/gdrcheck/gdrcheck/internal/facts/node"
 	"github.com/gdrcheck/gdrcheck/internal/machine"
 	"github.com/gdrcheck/gdrcheck/internal/machine/snapshot"
 	"github.com/gdrcheck/gdrcheck/internal/report"
@@ -171,17 +169,7 @@ func (s *Session) BurnReplayCaptures(ctx context.Context, paths []string, o Burn
 		at := c.at
 		sm := counters.Read(c.root, h, label, func() time.Time { return at })
 		sm.NICs = counters.ReadNICs(ctx, c.root, h, func() time.Time { return at })
-		gr := &burn.GPUReading{Label: label, At: at}
-		if f, err := nvml.Replay(c.root).Collect(ctx); err != nil {
-			gr.FactsError = err.Error()
-		} else {
-			gr.Facts = f
-		}
-		if b, err := c.root.Run(ctx, machine.CmdDmesg); err != nil {
-			gr.XidError = err.Error()
-		} else {
-			gr.Xids = burn.XidsOf(node.ParseXids(b))
-		}
+		gr := gpuReadingOf(ctx, c.root, label, at) // a capture's facts
 		doc.Samples = append(doc.Samples, c.path)
 		if i == 0 {
 			before.add(sm, gr)

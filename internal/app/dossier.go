@@ -333,12 +333,18 @@ func (d *dossierRun) finish(ctx context.Context) {
 // incomplete, since the run is not over.
 func (d *dossierRun) save(next string) error {
 	d.current = next
+	return d.saveUnfinished(next + " was next")
+}
+
+// saveUnfinished writes the dossier as it stands, marked incomplete:
+// the run had not finished, and state says where it was.
+func (d *dossierRun) saveUnfinished(state string) error {
 	if d.nr.out == "" {
 		return nil
 	}
 	d.finish(context.Background())
 	d.rep.Complete = false
-	d.rep.Interrupted = "the run had not finished when this was written: " + next + " was next"
+	d.rep.Interrupted = "the run had not finished when this was written: " + state
 	return d.write()
 }
 

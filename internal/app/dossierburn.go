@@ -53,7 +53,7 @@ func (d *dossierRun) burnIn(ctx context.Context) (string, string) {
 	}
 	t.onWindow = func(env *report.Envelope) {
 		d.takeBurn(env, dir)
-		if err := d.saveDuring(PhaseBurn, fmt.Sprintf("%d window(s) judged", len(d.rep.Burn.Windows))); err != nil && d.o.Warn != nil {
+		if err := d.saveUnfinished(fmt.Sprintf("%s under way (%d window(s) judged)", PhaseBurn, len(d.rep.Burn.Windows))); err != nil && d.o.Warn != nil {
 			fmt.Fprintf(d.o.Warn, "gdrcheck: writing the dossier during the burn-in: %s\n", printable.Line(dossier.WithoutPath(err).Error()))
 		}
 	}
@@ -82,18 +82,6 @@ func (d *dossierRun) takeBurn(env *report.Envelope, dir string) {
 	}
 	d.burned = sourced(env.Results, burn.Source)
 	d.rep.Burn = BurnSection(doc, d.rel(filepath.Join(dir, "burn.json")))
-}
-
-// saveDuring writes the dossier while phase runs: marked incomplete,
-// saying what is done.
-func (d *dossierRun) saveDuring(phase, done string) error {
-	if d.nr.out == "" {
-		return nil
-	}
-	d.finish(context.Background())
-	d.rep.Complete = false
-	d.rep.Interrupted = "the run had not finished when this was written: " + phase + " under way (" + done + ")"
-	return d.write()
 }
 
 // BurnSection is the dossier's burn section of a burn-in's document: the
