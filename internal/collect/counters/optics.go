@@ -18,9 +18,10 @@ import (
 // Why a NIC's temperature or a port's module has no reading.
 const (
 	// NoHwmon: the NIC's PCI function has no hwmon directory. mlx5
-	// registers one from Linux 6.6 (drivers/net/ethernet/mellanox/mlx5/
-	// core/hwmon.c), where the firmware offers the MTMP register.
-	NoHwmon = cf.NotExposed + ": no hwmon device on the NIC's PCI function (mlx5 registers one from Linux 6.6 where the firmware has the MTMP register)"
+	// registers one on recent kernels (drivers/net/ethernet/mellanox/mlx5/
+	// core/hwmon.c; about Linux 6.6 — the release was not checked), where
+	// the firmware offers the MTMP register.
+	NoHwmon = cf.NotExposed + ": no hwmon device on the NIC's PCI function (mlx5 registers one on recent kernels, about 6.6, where the firmware has the MTMP register)"
 	// NoPCIFunction: the RDMA device has no PCI function (a software device).
 	NoPCIFunction = "no PCI function (a software RDMA device)"
 	// NoNetdev: the port has no network interface, so ethtool has nothing
