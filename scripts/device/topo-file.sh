@@ -7,14 +7,29 @@
 # NCCL_TOPO_FILE naming the file; prints NCCL's own lines saying it read
 # the file and the topology NCCL dumped, read back by `gdrcheck analyze`.
 # Outputs stay under $OUT/topofile (OUT=out by default).
+# LAYOUT=1: the file is written from a site profile's `layout:` (vm.yaml,
+# written here: every GPU of this host under one PCIe switch), as for a VM
+# whose PCI tree is flattened; outputs under $OUT/topofile-layout.
 set -u
 OUT=${OUT:-out}
 B=${GDRCHECK:-$PWD/bin/gdrcheck}
 N=${N:-2}
-D="$(mkdir -p "$OUT/topofile" && cd "$OUT/topofile" && pwd)"
+sub=topofile
+[ -n "${LAYOUT:-}" ] && sub=topofile-layout
+D="$(mkdir -p "$OUT/$sub" && cd "$OUT/$sub" && pwd)"
 rm -rf "${D:?}"/*
-echo "\$ $B topo --nccl-topo-file $D/nccl-topo.xml --nccl-env"
-"$B" topo --nccl-topo-file "$D/nccl-topo.xml" --nccl-env >"$D/env.txt" 2>&1
+expect=()
+if [ -n "${LAYOUT:-}" ]; then
+  "$B" topo --format json | python3 -c '
+import json, sys
+gpus = [g["address"] for g in json.load(sys.stdin)["gpus"]]
+print("layout:\n  - gpus: [" + ", ".join(gpus) + "]")' >"$D/vm.yaml"
+  echo "site profile $D/vm.yaml:"
+  sed 's/^/  /' "$D/vm.yaml"
+  expect=(--expect "$D/vm.yaml")
+fi
+echo "\$ $B topo --nccl-topo-file $D/nccl-topo.xml --nccl-env ${expect[*]}"
+"$B" topo --nccl-topo-file "$D/nccl-topo.xml" --nccl-env "${expect[@]}" >"$D/env.txt" 2>&1
 echo "  exit $?"
 sed 's/^/  /' "$D/env.txt"
 sed 's/^/  /' "$D/nccl-topo.xml"
@@ -36,4 +51,8 @@ dump=$(grep -rlE '^<system' "$D/job" 2>/dev/null | head -1)
 if [ -n "$dump" ]; then
   echo "\$ $B analyze $dump   # the topology NCCL built from the file"
   "$B" analyze "$dump" 2>&1 | head -30 | sed 's/^/  /'
+fi
+if [ -n "$dump" ]; then
+  echo "the PCI tree NCCL dumped (switches it kept from the file are ffff: bridges):"
+  grep -E '<pci ' "$dump" | sed -E 's/ (vendor|device|subsystem_vendor|subsystem_device)="[^"]*"//g; s/^/  /'
 fi
