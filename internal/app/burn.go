@@ -132,13 +132,41 @@ type BurnWork struct {
 
 // BurnCollective is one NCCL collective of a window's pass.
 type BurnCollective struct {
-	Collective string  `json:"collective"`
-	BusBW      float64 `json:"busbw_gbs"`
-	Wrong      int64   `json:"wrong"`
-	Error      string  `json:"error,omitempty"`
+	Collective string `json:"collective"`
+	// BusBW is the out-of-place bus bandwidth at the measured size (Row),
+	// GB/s. (A burn.json of an earlier gdrcheck holds nccl-tests'
+	// "Avg bus bandwidth" here, the mean over both halves: Rate reads Row
+	// when it is there.)
+	BusBW float64 `json:"busbw_gbs"`
+	Wrong int64   `json:"wrong"`
+	Error string  `json:"error,omitempty"`
 	// Row is its measured size's row (what the model judges); nil in a
 	// burn.json written before it was kept.
 	Row *collective.Row `json:"row,omitempty"`
+}
+
+// burnCollective is a window's record of one collective the bench ran.
+func burnCollective(m bench.NCCLResult) BurnCollective {
+	c := BurnCollective{Collective: string(m.Collective), BusBW: m.AvgBusBW, Wrong: m.Wrong, Error: m.Error}
+	if n := len(m.Rows); n > 0 {
+		c.Row = &m.Rows[n-1]
+	}
+	c.BusBW = c.Rate()
+	return c
+}
+
+// Rate is the bandwidth a window's collective is judged by over the
+// windows: the out-of-place bus bandwidth at its measured size. Not the
+// mean over sizes and halves that nccl-tests prints as "Avg bus
+// bandwidth": on one rank an in-place broadcast or reduce moves nothing
+// and takes a fraction of a microsecond, so that mean swings by tens of
+// TB/s from pass to pass (the H100 burn-in of docs/device-runs.md failed
+// burn.bandwidth on it); the out-of-place half is a real copy.
+func (c BurnCollective) Rate() float64 {
+	if c.Row != nil && c.Row.OutOfPlace != nil {
+		return c.Row.OutOfPlace.BusBW
+	}
+	return c.BusBW
 }
 
 // burnTests are the copies each pass runs on every GPU: both directions
@@ -367,11 +395,7 @@ func (s *Session) burnOn(ctx context.Context, t burnTarget, o BurnOptions) (*rep
 			if env != nil {
 				if nr, ok := env.Data.(*bench.NCCLReport); ok {
 					for _, m := range nr.Measurements {
-						bc := BurnCollective{Collective: string(m.Collective), BusBW: m.AvgBusBW, Wrong: m.Wrong, Error: m.Error}
-						if n := len(m.Rows); n > 0 {
-							bc.Row = &m.Rows[n-1]
-						}
-						work.NCCL = append(work.NCCL, bc)
+						work.NCCL = append(work.NCCL, burnCollective(m))
 					}
 				}
 			}
@@ -487,7 +511,7 @@ func (s *Session) burnJobPass(ctx context.Context, gpus *GPUs, window int, nsetu
 	if env != nil {
 		if nr, ok := env.Data.(*bench.NCCLReport); ok {
 			for _, m := range nr.Measurements {
-				work.Job = append(work.Job, BurnCollective{Collective: string(m.Collective), BusBW: m.AvgBusBW, Wrong: m.Wrong, Error: m.Error})
+				work.Job = append(work.Job, burnCollective(m))
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -502,5 +503,48 @@ func TestBurnReplayCaptures(t *testing.T) {
 	}
 	if _, err := s.BurnReplayCaptures(t.Context(), []string{a}, BurnOptions{}); !errors.As(err, &te) {
 		t.Errorf("one capture: %v", err)
+	}
+}
+
+// A collective's window-to-window bandwidth is its out-of-place bus
+// bandwidth at the measured size, not nccl-tests' mean over sizes and both
+// halves: on the H100 of docs/device-runs.md a one-rank in-place broadcast
+// took 0.3 µs, so that mean read 186,615, 316,990 and 50,065 GB/s in three
+// windows whose out-of-place copy ran at 1,389 GB/s each time, and
+// burn.bandwidth failed a steady node. A burn.json written with the mean
+// in busbw_gbs is judged by its row too.
+func TestBurnNCCLRateOutOfPlace(t *testing.T) {
+	h, err := discover.Discover(t.Context(), discover.WithRoot(fakehost.Root(t, "../../testdata/hosts/hgx-h200-8gpu-10nic.host")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := &BurnDoc{GPUs: []BurnGPU{{Device: 0, Address: h.GPUs[0].Address}}}
+	var s burn.Schedule
+	t0 := time.Date(2026, 12, 5, 16, 20, 8, 0, time.UTC)
+	for i, avg := range []float64{186614.7, 316989.7, 50065.2} {
+		oop := []float64{1389.4, 1389.2, 1388.9}[i]
+		row := collective.Row{Bytes: 256 << 20, OutOfPlace: &collective.Measure{AlgBW: oop, BusBW: oop}, InPlace: &collective.Measure{AlgBW: 200445, BusBW: 200445}}
+		doc.Work = append(doc.Work, BurnWork{NCCL: []BurnCollective{{Collective: "broadcast", BusBW: avg, Row: &row}}})
+		s.Windows = append(s.Windows, burn.Window{Start: t0.Add(time.Duration(i) * time.Minute), End: t0.Add(time.Duration(i+1) * time.Minute)})
+	}
+	ws, _ := burnThroughput(h, doc)
+	for i, w := range ws {
+		if len(w) != 1 || w[0].GBps < 1388 || w[0].GBps > 1390 {
+			t.Errorf("window %d: %+v, want the out-of-place 1389 GB/s", i+1, w)
+		}
+	}
+	var got []string
+	for _, r := range burn.JudgeBandwidth(s, ws) {
+		if r.ID == burn.IDBandwidth {
+			got = append(got, string(r.Status)+" "+r.Reason)
+		}
+	}
+	if want := []string{"pass BandwidthSteady"}; !slices.Equal(got, want) {
+		t.Errorf("burn.bandwidth: %v, want %v", got, want)
+	}
+	// What the burn-in records now: the row's out-of-place bus bandwidth.
+	m := bench.NCCLResult{Collective: "broadcast", AvgBusBW: 50065.2, Rows: []collective.Row{*doc.Work[0].NCCL[0].Row}}
+	if c := burnCollective(m); c.BusBW != 1389.4 || c.Row == nil {
+		t.Errorf("burnCollective: %+v", c)
 	}
 }

@@ -58,7 +58,7 @@ func burnThroughput(h *topology.Host, doc *BurnDoc) ([][]burn.Throughput, []resu
 			ts = append(ts, t)
 		}
 		for _, c := range w.NCCL {
-			t := burn.Throughput{Test: "nccl " + c.Collective, Subject: "node", GBps: c.BusBW, Measured: c.Error == "", Why: c.Error}
+			t := burn.Throughput{Test: "nccl " + c.Collective, Subject: "node", GBps: c.Rate(), Measured: c.Error == "", Why: c.Error}
 			if c.Row != nil && c.Row.OutOfPlace != nil && t.Measured {
 				res := []bench.NCCLResult{{Collective: collective.Collective(c.Collective), Ranks: len(doc.GPUs), Rows: []collective.Row{*c.Row}}}
 				if js := bench.JudgeRows(basis, res, pass); len(js) == 1 && js[0].Expected != nil {

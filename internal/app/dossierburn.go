@@ -125,10 +125,10 @@ func BurnSection(doc *BurnDoc, path string) *dossier.Burn {
 			bw.RDMA = append(bw.RDMA, dossier.BurnRate{Name: "ib_write_bw " + x.Memory, GPU: fmt.Sprintf("%s>%s:%d", gpu, x.NIC, x.Port), GBps: x.Gbps / 8, Error: x.Error})
 		}
 		for _, c := range w.NCCL {
-			bw.NCCL = append(bw.NCCL, dossier.BurnRate{Name: c.Collective, GBps: c.BusBW, Wrong: c.Wrong, Error: c.Error})
+			bw.NCCL = append(bw.NCCL, dossier.BurnRate{Name: c.Collective, GBps: c.Rate(), Wrong: c.Wrong, Error: c.Error})
 		}
 		for _, c := range w.Job {
-			bw.Job = append(bw.Job, dossier.BurnRate{Name: c.Collective, GPU: cmp.Or(byAddr[w.JobGPU], w.JobGPU), GBps: c.BusBW, Wrong: c.Wrong, Error: c.Error})
+			bw.Job = append(bw.Job, dossier.BurnRate{Name: c.Collective, GPU: cmp.Or(byAddr[w.JobGPU], w.JobGPU), GBps: c.Rate(), Wrong: c.Wrong, Error: c.Error})
 		}
 		b.Windows = append(b.Windows, bw)
 	}
