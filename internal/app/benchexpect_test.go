@@ -63,7 +63,7 @@ func TestBenchJudgedAgainstProfile(t *testing.T) {
 		{"x8, profile", x8, profile, "catalogue + site profile " + profile, []string{"PCIe Gen5 x8"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, k := range []string{"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "NCCL_TOPO_DUMP_FILE", "NCCL_GRAPH_DUMP_FILE"} {
+			for _, k := range (bench.NCCLDebug{}).Names() {
 				t.Setenv(k, "")
 			}
 			t.Setenv("FAKECUDA_DEVICES", "8")

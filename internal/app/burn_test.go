@@ -270,7 +270,7 @@ func TestBurnPeerLinks(t *testing.T) {
 // With NCCL: every collective once per window, its data checked, beside
 // the copies; NCCL's debug log goes under the burn's directory.
 func TestBurnNCCL(t *testing.T) {
-	for _, k := range []string{"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "NCCL_TOPO_DUMP_FILE", "NCCL_GRAPH_DUMP_FILE"} {
+	for _, k := range (bench.NCCLDebug{}).Names() {
 		t.Setenv(k, "")
 	}
 	t.Setenv("FAKECUDA_DEVICES", "2")

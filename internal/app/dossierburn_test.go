@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/burn"
 	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakelib"
@@ -25,7 +26,7 @@ func burnRun(t *testing.T, ctx context.Context, live, out string, progress io.Wr
 	t.Setenv("GDRCHECK_CUDART", fakelib.CUDART(t))
 	t.Setenv("GDRCHECK_NCCL", fakelib.NCCL(t))
 	t.Setenv("FAKECUDA_DEVICES", "2")
-	for _, k := range []string{"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "NCCL_TOPO_DUMP_FILE", "NCCL_GRAPH_DUMP_FILE"} {
+	for _, k := range (bench.NCCLDebug{}).Names() {
 		t.Setenv(k, "")
 	}
 	s := dossierSession()

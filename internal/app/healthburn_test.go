@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/burn"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakelib"
 )
@@ -15,7 +16,7 @@ import (
 // burn-in's verdict, a clean one leaves the checks' line; off the live
 // host it is refused before anything is read.
 func TestHealthBurn(t *testing.T) {
-	for _, k := range []string{"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "NCCL_TOPO_DUMP_FILE", "NCCL_GRAPH_DUMP_FILE"} {
+	for _, k := range (bench.NCCLDebug{}).Names() {
 		t.Setenv(k, "")
 	}
 	t.Setenv("FAKECUDA_DEVICES", "2")

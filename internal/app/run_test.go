@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/result"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
@@ -83,7 +84,7 @@ func TestRunBenchWithoutGPU(t *testing.T) {
 	t.Setenv("GDRCHECK_CUDART", fakelib.CUDART(t))
 	t.Setenv("GDRCHECK_NCCL", fakelib.NCCL(t))
 	t.Setenv("FAKECUDA_DEVICES", "0")
-	for _, k := range []string{"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "NCCL_TOPO_DUMP_FILE", "NCCL_GRAPH_DUMP_FILE"} {
+	for _, k := range (bench.NCCLDebug{}).Names() {
 		t.Setenv(k, "")
 	}
 	// The live host is a fixture without GPUs (nothing reads this

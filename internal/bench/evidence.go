@@ -21,29 +21,50 @@ type NCCLEvidence struct {
 }
 
 // NCCLDebug is the configuration that makes NCCL write its evidence into
-// Dir: the NCCL_DEBUG* and NCCL_*_DUMP_FILE variables, each unless the
-// user already set it.
+// Dir: the NCCL_DEBUG* and NCCL_*_DUMP_FILE variables and
+// NCCL_RUN_DIAGNOSTICS, each unless the user already set it.
 type NCCLDebug struct {
 	Dir string
 	// Getenv reads the environment the settings complete (os.LookupEnv).
 	Getenv func(string) (string, bool)
 }
 
+// Names are every variable Settings may set (what a test that applies
+// them restores).
+func (c NCCLDebug) Names() []string {
+	var out []string
+	for _, kv := range c.all() {
+		out = append(out, kv[0])
+	}
+	return out
+}
+
 // Settings are the variables to set, in a stable order: only those the
 // environment does not already have.
 func (c NCCLDebug) Settings() [][2]string {
-	want := [][2]string{
+	get := c.Getenv
+	if get == nil {
+		get = os.LookupEnv
+	}
+	return slices.DeleteFunc(c.all(), func(kv [2]string) bool { _, set := get(kv[0]); return set })
+}
+
+// all are the variables and their values, in a stable order.
+func (c NCCLDebug) all() [][2]string {
+	return [][2]string{
 		{"NCCL_DEBUG", "INFO"},
 		{"NCCL_DEBUG_SUBSYS", "INIT,NET,GRAPH,ENV"},
 		{"NCCL_DEBUG_FILE", filepath.Join(c.Dir, "nccl-debug.%h.%p.log")},
 		{"NCCL_TOPO_DUMP_FILE", filepath.Join(c.Dir, "nccl-topo.xml")},
 		{"NCCL_GRAPH_DUMP_FILE", filepath.Join(c.Dir, "nccl-graph.xml")},
+		// NCCL's own readiness checks at communicator set-up (2.31 and
+		// later: P2P between the GPU pairs it will use, ib_write_bw between
+		// nodes, the ranks' inventories compared), printed as "NCCL DIAG"
+		// lines that nccl.diag judges; an older NCCL ignores the variable
+		// (it reads only the parameters it knows). NCCL_RUN_DIAGNOSTICS=0
+		// in the environment keeps them off.
+		{"NCCL_RUN_DIAGNOSTICS", "1"},
 	}
-	get := c.Getenv
-	if get == nil {
-		get = os.LookupEnv
-	}
-	return slices.DeleteFunc(want, func(kv [2]string) bool { _, set := get(kv[0]); return set })
 }
 
 // Apply sets the variables in this process's environment and returns the

@@ -8,7 +8,7 @@ import (
 // NCCL's debug settings point into the run's folder, except where the user
 // set a variable already.
 func TestNCCLDebugKeepsTheUsersSettings(t *testing.T) {
-	user := map[string]string{"NCCL_DEBUG": "WARN", "NCCL_TOPO_DUMP_FILE": "/tmp/mine.xml"}
+	user := map[string]string{"NCCL_DEBUG": "WARN", "NCCL_TOPO_DUMP_FILE": "/tmp/mine.xml", "NCCL_RUN_DIAGNOSTICS": "0"}
 	c := NCCLDebug{Dir: "/out", Getenv: func(k string) (string, bool) { v, ok := user[k]; return v, ok }}
 	got := map[string]string{}
 	for _, kv := range c.Settings() {
@@ -27,4 +27,19 @@ func TestNCCLDebugKeepsTheUsersSettings(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, got[k], v)
 		}
 	}
+}
+
+// NCCL's own diagnostics are asked for unless the environment says
+// otherwise.
+func TestNCCLDebugAsksForDiagnostics(t *testing.T) {
+	c := NCCLDebug{Dir: "/out", Getenv: func(string) (string, bool) { return "", false }}
+	for _, kv := range c.Settings() {
+		if kv[0] == "NCCL_RUN_DIAGNOSTICS" {
+			if kv[1] != "1" {
+				t.Errorf("NCCL_RUN_DIAGNOSTICS=%s", kv[1])
+			}
+			return
+		}
+	}
+	t.Error("NCCL_RUN_DIAGNOSTICS not set")
 }

@@ -21,7 +21,7 @@ func fakeGPUs(t *testing.T, n string) {
 	t.Setenv("GDRCHECK_CUDART", fakelib.CUDART(t))
 	t.Setenv("GDRCHECK_NCCL", fakelib.NCCL(t))
 	t.Setenv("FAKECUDA_DEVICES", n)
-	for _, k := range []string{"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "NCCL_TOPO_DUMP_FILE", "NCCL_GRAPH_DUMP_FILE"} {
+	for _, k := range (bench.NCCLDebug{}).Names() {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/app"
+	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/report"
 	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
@@ -40,7 +41,7 @@ func TestBurnCommand(t *testing.T) {
 	t.Setenv("GDRCHECK_CUDART", fakelib.CUDART(t))
 	t.Setenv("GDRCHECK_NCCL", fakelib.NCCL(t))
 	t.Setenv("FAKECUDA_DEVICES", "2")
-	for _, k := range []string{"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "NCCL_TOPO_DUMP_FILE", "NCCL_GRAPH_DUMP_FILE"} {
+	for _, k := range (bench.NCCLDebug{}).Names() {
 		t.Setenv(k, "")
 	}
 	spec, err := fakehost.Parse("fakelive", strings.NewReader(burnLiveHost))

@@ -2,8 +2,10 @@ package ncclog
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/result"
@@ -65,11 +67,11 @@ func (t *diagTracker) line(b []byte, no int64) {
 var diagWarnOnly = []string{"NCCL environment"}
 
 // vDiag judges NCCL's diagnostics.
-func (a *analyzer) vDiag() result.Result {
+func (a *analyzer) vDiag(r *Report) result.Result {
 	const id = "nccl.diag"
 	t := &a.diag
 	if t.lines == 0 {
-		return titles.New(id, result.Skip, "job", "NoDiagnostics", "the log holds no \"NCCL DIAG\" line (NCCL_RUN_DIAGNOSTICS / NCCL_RUN_RAS_DIAGNOSTICS off, or an NCCL before 2.31): not exercised", nil)
+		return a.noDiag(r)
 	}
 	var bad, warn []string
 	var evs []result.Evidence
@@ -100,4 +102,70 @@ func (a *analyzer) vDiag() result.Result {
 		return out
 	}
 	return titles.New(id, result.Pass, "job", "DiagnosticsOK", fmt.Sprintf("NCCL's diagnostics passed %d check(s): %s", passed, strings.Join(t.order, ", ")), nil)
+}
+
+// diagSince is the first NCCL release with its own readiness diagnostics.
+var diagSince = [3]int{2, 31, 0}
+
+// noDiag is nccl.diag on a log without a diagnostics line: which NCCL ran
+// says whether there could have been any. An NCCL that has them, asked
+// for them (NCCL_RUN_DIAGNOSTICS or NCCL_RUN_RAS_DIAGNOSTICS set to 1, as
+// gdrcheck's multi-node jobs set it), that printed none has not shown
+// its checks passing: unknown, not skip.
+func (a *analyzer) noDiag(r *Report) result.Result {
+	const id = "nccl.diag"
+	var old, current []string
+	for _, v := range r.Versions {
+		if n, ok := ncclRelease(v.Version); ok && compareRelease(n, diagSince) < 0 {
+			old = append(old, v.Version)
+		} else if ok {
+			current = append(current, v.Version)
+		}
+	}
+	var asked *EnvVar
+	for i, e := range r.Env {
+		if (e.Name == "NCCL_RUN_DIAGNOSTICS" || e.Name == "NCCL_RUN_RAS_DIAGNOSTICS") && strings.TrimSpace(e.Value) == "1" {
+			asked = &r.Env[i]
+		}
+	}
+	switch {
+	case len(current) > 0 && asked != nil:
+		out := titles.New(id, result.Unknown, "job", "DiagnosticsMissing",
+			fmt.Sprintf("%s=1 was set and NCCL %s has diagnostics, but the log holds no \"NCCL DIAG\" line: their results are not known", asked.Name, strings.Join(current, ", ")),
+			[]result.Evidence{a.ev(asked.Line, asked.Name+" set by environment to "+asked.Value, "")})
+		out.Remedy = "keep NCCL's whole log of every rank (NCCL_DEBUG=INFO, NCCL_DEBUG_FILE per process): the diagnostics print at communicator initialisation"
+		return out
+	case len(old) > 0 && len(current) == 0:
+		return titles.New(id, result.Skip, "job", "NoDiagnostics",
+			fmt.Sprintf("the NCCL in use (%s) predates NCCL's own diagnostics (2.31 and later): not exercised", strings.Join(old, ", ")), nil)
+	}
+	return titles.New(id, result.Skip, "job", "NoDiagnostics", "the log holds no \"NCCL DIAG\" line (NCCL_RUN_DIAGNOSTICS / NCCL_RUN_RAS_DIAGNOSTICS off, or an NCCL before 2.31): not exercised", nil)
+}
+
+// ncclRelease reads "2.28.3+cuda13.0" (a "NCCL version" line's version)
+// as its three numbers.
+func ncclRelease(v string) ([3]int, bool) {
+	v, _, _ = strings.Cut(v, "+")
+	parts := strings.Split(strings.TrimSpace(v), ".")
+	var n [3]int
+	if len(parts) < 2 || len(parts) > 3 {
+		return n, false
+	}
+	for i, p := range parts {
+		x, err := strconv.Atoi(p)
+		if err != nil || x < 0 || x > 1<<20 {
+			return n, false
+		}
+		n[i] = x
+	}
+	return n, true
+}
+
+func compareRelease(a, b [3]int) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return cmp.Compare(a[i], b[i])
+		}
+	}
+	return 0
 }

@@ -32,7 +32,7 @@ func (a *analyzer) verdicts(r *Report, s *summary) []result.Result {
 		var out []result.Result
 		for _, id := range []string{"nccl.gdr", "nccl.p2p", "nccl.net", "nccl.version", "nccl.errors", "nccl.channels", "nccl.nvls", "nccl.diag", "nccl.topology"} {
 			if id == "nccl.diag" && a.diag.lines > 0 {
-				out = append(out, a.vDiag()) // diagnostics printed without debug lines
+				out = append(out, a.vDiag(r)) // diagnostics printed without debug lines
 				continue
 			}
 			if id == "nccl.nvls" && a.nvls.fails > 0 {
@@ -50,7 +50,7 @@ func (a *analyzer) verdicts(r *Report, s *summary) []result.Result {
 		return out
 	}
 	out := []result.Result{
-		a.vGDR(r, s), a.vP2P(r, s), a.vNet(r, s), a.vVersion(r), a.vErrors(r), a.vChannels(r, s), a.vNVLS(r), a.vDiag(),
+		a.vGDR(r, s), a.vP2P(r, s), a.vNet(r, s), a.vVersion(r), a.vErrors(r), a.vChannels(r, s), a.vNVLS(r), a.vDiag(r),
 	}
 	out = append(out, a.vTopology(r)...)
 	return out
