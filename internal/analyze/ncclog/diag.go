@@ -108,10 +108,12 @@ func (a *analyzer) vDiag(r *Report) result.Result {
 var diagSince = [3]int{2, 31, 0}
 
 // noDiag is nccl.diag on a log without a diagnostics line: which NCCL ran
-// says whether there could have been any. An NCCL that has them, asked
-// for them (NCCL_RUN_DIAGNOSTICS or NCCL_RUN_RAS_DIAGNOSTICS set to 1, as
-// gdrcheck's multi-node jobs set it), that printed none has not shown
-// its checks passing: unknown, not skip.
+// says whether there could have been any. An NCCL that has them and was
+// asked for them (NCCL_RUN_DIAGNOSTICS or NCCL_RUN_RAS_DIAGNOSTICS set to
+// 1, as gdrcheck's bench sets it) prints them on rank 0's standard output
+// (NCCL's diagnostics guide), not through its debug logger: a debug log
+// without them says nothing of their result, and the verdict says where
+// they are.
 func (a *analyzer) noDiag(r *Report) result.Result {
 	const id = "nccl.diag"
 	var old, current []string
@@ -130,10 +132,10 @@ func (a *analyzer) noDiag(r *Report) result.Result {
 	}
 	switch {
 	case len(current) > 0 && asked != nil:
-		out := titles.New(id, result.Unknown, "job", "DiagnosticsMissing",
-			fmt.Sprintf("%s=1 was set and NCCL %s has diagnostics, but the log holds no \"NCCL DIAG\" line: their results are not known", asked.Name, strings.Join(current, ", ")),
+		out := titles.New(id, result.Skip, "job", "DiagnosticsNotInLog",
+			fmt.Sprintf("%s=1 was set and NCCL %s has diagnostics, but they print on rank 0's standard output, not in this log: not judged here", asked.Name, strings.Join(current, ", ")),
 			[]result.Evidence{a.ev(asked.Line, asked.Name+" set by environment to "+asked.Value, "")})
-		out.Remedy = "keep NCCL's whole log of every rank (NCCL_DEBUG=INFO, NCCL_DEBUG_FILE per process): the diagnostics print at communicator initialisation"
+		out.Remedy = "run gdrcheck analyze on rank 0's standard output (the \"NCCL DIAG\" lines printed at communicator set-up)"
 		return out
 	case len(old) > 0 && len(current) == 0:
 		return titles.New(id, result.Skip, "job", "NoDiagnostics",
