@@ -415,6 +415,26 @@ func (d *DDM) statusFlag(name string, n int, key, val string) error {
 	return nil
 }
 
+// CMISFlagLanes are the lanes whose bits ethtool's CMIS decoding shows
+// on the per-lane alarm or warning line it prints for lane printed (see
+// LaneCertain): ethtool ANDs the byte of the lane's bank (8 lanes a bank)
+// with printed−1, so the lanes are the bank's bits set in printed−1. None
+// for lane 1.
+func CMISFlagLanes(printed int) []int {
+	if printed < 1 {
+		return nil
+	}
+	chan_ := printed - 1
+	bank := chan_ / 8
+	var out []int
+	for b := range 8 {
+		if chan_&(1<<b) != 0 {
+			out = append(out, bank*8+b+1)
+		}
+	}
+	return out
+}
+
 // Flag is the flag of that name on that lane as read: on says it was On,
 // read that the module printed the flag at all (a status line printed
 // "None" reads every lane Off).

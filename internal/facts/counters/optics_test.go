@@ -364,3 +364,12 @@ func TestFlagKindAndLane(t *testing.T) {
 		}
 	}
 }
+
+// CMISFlagLanes follows ethtool's `page_11h[offset] & chan`.
+func TestCMISFlagLanes(t *testing.T) {
+	for printed, want := range map[int]string{1: "[]", 2: "[1]", 3: "[2]", 4: "[1 2]", 5: "[3]", 8: "[1 2 3]", 9: "[12]", 10: "[9 12]", 16: "[9 10 11 12]"} {
+		if got := fmt.Sprint(CMISFlagLanes(printed)); got != want {
+			t.Errorf("lane %d: %s, want %s", printed, got, want)
+		}
+	}
+}
