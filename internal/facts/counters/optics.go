@@ -208,8 +208,13 @@ func DBm(mw float64) float64 { return 10 * math.Log10(mw) }
 
 var (
 	channel = regexp.MustCompile(`^(.*?) \((?:Channel|Chan) (\d+)\)$`)
-	// awFlag is an alarm or warning flag's key, normalised by ethtoolKey.
-	awFlag = regexp.MustCompile(`^((?:Module temperature|Module voltage|Laser bias current|Laser output power|Laser tx power|Laser rx power) (?:high|low) (?:alarm|warning))(?: \((?:Channel|Chan) (\d+)\))?$`)
+)
+
+// awMonitors and awLevels make the alarm and warning flags' names:
+// "<monitor> <level>", then " (Chan N)" or " (Channel N)" on a lane's.
+var (
+	awMonitors = []string{"Module temperature", "Module voltage", "Laser bias current", "Laser output power", "Laser tx power", "Laser rx power"}
+	awLevels   = map[string]bool{"high alarm": true, "low alarm": true, "high warning": true, "low warning": true}
 )
 
 // statusFlags are the lane-status lines (SFF-8636 and CMIS), printed as
@@ -315,10 +320,12 @@ func ParseEthtoolModule(name, s string) (*DDM, error) {
 			}
 		case statusFlags[key]:
 			err = d.statusFlag(name, n, key, val)
-		case awFlag.MatchString(key):
-			err = d.awFlag(name, n, key, val)
 		default:
-			// Per-lane monitors (the per-lane flags are read above).
+			var flag bool
+			if flag, err = d.awFlag(name, n, key, val); flag || err != nil {
+				break
+			}
+			// Per-lane monitors.
 			var m []string
 			if strings.HasPrefix(key, "Laser tx bias current (") || strings.HasPrefix(key, "Transmit avg optical power (") || strings.HasPrefix(key, "Rcvr signal ") {
 				m = channel.FindStringSubmatch(key)
@@ -362,19 +369,40 @@ func ParseEthtoolModule(name, s string) (*DDM, error) {
 	return d, nil
 }
 
-// awFlag records an alarm or warning flag, "On" or "Off". A laser flag
-// without a lane is SFF-8472's, whose one lane is lane 1.
-func (d *DDM) awFlag(name string, n int, key, val string) error {
-	m := awFlag.FindStringSubmatch(key)
-	f := Flag{Name: m[1]}
+// awFlag records an alarm or warning flag, "On" or "Off", saying whether
+// key is one. A laser flag without a lane is SFF-8472's, whose one lane
+// is lane 1.
+func (d *DDM) awFlag(name string, n int, key, val string) (bool, error) {
+	base, lane := key, ""
+	if i := strings.LastIndex(key, " ("); i > 0 && strings.HasSuffix(key, ")") {
+		inner := key[i+2 : len(key)-1]
+		var ok bool
+		if lane, ok = strings.CutPrefix(inner, "Chan "); !ok {
+			if lane, ok = strings.CutPrefix(inner, "Channel "); !ok {
+				return false, nil
+			}
+		}
+		base = key[:i]
+	}
+	known := false
+	for _, mon := range awMonitors {
+		if level, ok := strings.CutPrefix(base, mon+" "); ok && awLevels[level] {
+			known = true
+			break
+		}
+	}
+	if !known {
+		return false, nil
+	}
+	f := Flag{Name: base}
 	switch {
-	case m[2] != "":
-		c, err := strconv.Atoi(m[2])
+	case lane != "":
+		c, err := strconv.Atoi(lane)
 		if err != nil || c < 1 {
-			return textio.Errorf(name, n, "%s: lane %s out of range", key, quote(m[2]))
+			return true, textio.Errorf(name, n, "%s: lane %s not a lane number", key, quote(lane))
 		}
 		f.Lane = c
-	case strings.HasPrefix(m[1], "Laser "):
+	case strings.HasPrefix(base, "Laser "):
 		f.Lane = 1
 	}
 	switch val {
@@ -382,10 +410,10 @@ func (d *DDM) awFlag(name string, n int, key, val string) error {
 		f.On = true
 	case "Off":
 	default:
-		return textio.Errorf(name, n, "%s: want On or Off, got %s", key, quote(val))
+		return true, textio.Errorf(name, n, "%s: want On or Off, got %s", key, quote(val))
 	}
 	d.Flags = append(d.Flags, f)
-	return nil
+	return true, nil
 }
 
 // statusFlag records a lane-status line: "None" (no lane has it) or

@@ -324,6 +324,8 @@ func TestParseEthtoolModuleFlagErrors(t *testing.T) {
 			`lane status bare:29: Tx fault: want None or [ Yes, No, ... ] a lane, got "Yes"`},
 		{"flag twice", sff + "\tModule voltage low warning                : On\n",
 			`flag twice:117: "Module voltage low warning" given twice (first on line 64)`},
+		{"lane not a number", strings.Replace(sff, "Laser rx power low alarm    (Channel 3)   : Off", "Laser rx power low alarm    (Channel x)   : Off", 1),
+			`lane not a number:90: Laser rx power low alarm (Channel x): lane "x" not a lane number`},
 		{"flags implemented garbled", strings.Replace(sff, "flags implemented           : Yes", "flags implemented           : yes", 1),
 			`flags implemented garbled:28: Alarm/warning flags implemented: want Yes or No, got "yes"`},
 	} {
