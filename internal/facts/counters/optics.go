@@ -113,11 +113,12 @@ type DDM struct {
 // "None" (no lane has it) is one Flag with Lane 0, Off.
 //
 // SFF-8636 and CMIS flags are latched: set when the condition occurs,
-// cleared when read (SFF-8636 Rev 2.10a §6.2.3, "Interrupt Flags"; CMIS
-// 5.2 Tables 8-80 and 8-81, every lane flag "Latched ..., RO/COR": clear
-// on read), so an On flag says the condition occurred since the module's
-// flags were last read, by anyone. SFF-8472's (A2h bytes 112–117) are
-// the state at the module's last measurement, not latched.
+// cleared when read (SFF-8636 §6.2.3, "Interrupt Flags"; CMIS 5.2 Tables
+// 8-80 and 8-81, every lane flag "Latched ..., RO/COR": clear on read;
+// docs/burn.md says how these were sourced), so an On flag says the
+// condition occurred since the module's flags were last read, by anyone.
+// SFF-8472's (A2h bytes 112–117) are the state at the module's last
+// measurement, not latched.
 type Flag struct {
 	// Name is ethtool's, without the lane: "Module temperature high
 	// warning", "Laser bias current low alarm", "Tx fault".
