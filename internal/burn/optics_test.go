@@ -306,6 +306,9 @@ func TestJudgeOpticsFlags(t *testing.T) {
 		has    []string
 		lacks  []string
 		before []string // burn.before's message holds these; nil: no burn.before result
+		// dropBefore: the second sample before the workload did not read
+		// the module
+		dropBefore bool
 	}{
 		{name: "clean", status: result.Pass, reason: "OpticsWithinThresholds",
 			has: []string{"none of the module's own flags (alarms, warnings, loss of signal or lock, faults) raised, at 3 window end(s) (up to 109 flags read at each; ethtool's CMIS per-lane alarm and warning lines do not show every lane's bit"}},
@@ -361,6 +364,18 @@ func TestJudgeOpticsFlags(t *testing.T) {
 		}, status: result.Fail, reason: "ModuleAlarm",
 			has: []string{w3 + ": a lane (ethtool's line for lane 2, which for CMIS shows lane(s) 1): Laser bias current high alarm raised"}, lacks: []string{w1 + ":", w2 + ":"},
 			before: []string{"Laser bias current high alarm (lane 2) (baseline-1, baseline-2; still On at the end of " + w1 + ")"}},
+		{name: "second sample before unread: On since the first is carried", plant: func(i int, d *cf.DDM) {
+			if i != 1 {
+				setFlag(d, "Module voltage high warning", 0, true)
+			}
+		}, dropBefore: true, status: result.Pass, reason: "OpticsWithinThresholds",
+			before: []string{"Module voltage high warning (baseline-1; still On at the end of " + w1 + ", " + w2 + ", " + w3 + ")"}},
+		{name: "second sample before unread: window 1's flag raised since the first", plant: func(i int, d *cf.DDM) {
+			if i == 2 {
+				setFlag(d, "Tx fault", 2, true)
+			}
+		}, dropBefore: true, status: result.Fail, reason: "TxFault",
+			has: []string{w1 + ": lane 2: Tx fault raised since the module's flags were last read before the workload (baseline-1)"}},
 		{name: "a dark lane's loss of signal is not judged", plant: func(i int, d *cf.DDM) {
 			if i == 3 {
 				setFlag(d, "Rx loss of signal", 6, true)
@@ -416,6 +431,9 @@ func TestJudgeOpticsFlags(t *testing.T) {
 			before, after := samples[:2], samples[2:]
 			if tc.drop != nil {
 				tc.drop(after)
+			}
+			if tc.dropBefore {
+				before[1].NICs[0].Modules[0] = cf.Module{Port: 1, Netdev: "eth2", Missing: "ethtool -m eth2: exit status 1"}
 			}
 			var r, bf *result.Result
 			for _, x := range JudgeOptics(opticsHost(false), sched, before, after) {

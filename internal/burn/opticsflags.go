@@ -55,17 +55,20 @@ type flagJudgement struct {
 // is not. No window's end printing flags is unknown, never a pass.
 func judgeFlags(subj, dev string, port int, s Schedule, after, before []*cf.Sample, dark func(lane int) bool) flagJudgement {
 	var j flagJudgement
-	// Flags On in each sample before the workload, and at the last.
+	// Flags On in each sample before the workload; carry holds those On
+	// at the last of them that printed flags (lastBefore).
 	beforeOn := map[flagKey][]string{}
 	var beforeOrder []flagKey
 	carry := map[flagKey]bool{}
+	lastBefore, lastBeforeAt := "", -1
 	for bi, sm := range before {
 		m := moduleOf(sm, dev, port)
-		if m == nil || m.DDM == nil {
+		if m == nil || m.DDM == nil || len(m.DDM.Flags) == 0 {
 			continue
 		}
 		label := cmpOr(sm.Label, fmt.Sprintf("sample %d before the workload", bi+1))
-		last := bi == len(before)-1
+		lastBefore, lastBeforeAt = label, bi
+		clear(carry)
 		for _, f := range m.DDM.Flags {
 			if !f.On {
 				continue
@@ -75,9 +78,16 @@ func judgeFlags(subj, dev string, port int, s Schedule, after, before []*cf.Samp
 				beforeOrder = append(beforeOrder, k)
 			}
 			beforeOn[k] = append(beforeOn[k], label)
-			if last {
-				carry[k] = true
-			}
+			carry[k] = true
+		}
+	}
+	// Window 1's flags were latched since the last reading before the
+	// workload: the settle time too when the last sample did not read them.
+	firstSince := "during the window"
+	if len(before) == 0 || lastBeforeAt < len(before)-1 {
+		firstSince = "since the module's flags were last read before the workload"
+		if lastBefore != "" {
+			firstSince += " (" + lastBefore + ")"
 		}
 	}
 	carriedTo := map[flagKey][]string{}
@@ -114,10 +124,13 @@ func judgeFlags(subj, dev string, port int, s Schedule, after, before []*cf.Samp
 			}
 		}
 		since := "during the window"
-		if lastRead < i-1 {
-			since = "since the flags were read before the workload"
-			if lastRead >= 0 {
-				since = "since they were read at the end of " + s.Name(lastRead)
+		switch {
+		case lastRead >= 0 && lastRead < i-1:
+			since = "since they were read at the end of " + s.Name(lastRead)
+		case lastRead < 0:
+			since = firstSince
+			if i > 0 {
+				since = strings.Replace(firstSince, "during the window", "since the module's flags were last read before the workload", 1)
 			}
 		}
 		if d.Layout == cf.LayoutSFF8472 {
