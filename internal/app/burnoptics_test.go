@@ -54,9 +54,10 @@ command ethtool-m-enp25s0np0.txt <<END
 // temperature and module read through the door at every sample, the
 // module from its captured ethtool -m), replays it clean, then plants in
 // its samples lane 3's received power falling below the module's
-// low-warning threshold at window 2's end and the module running hot at
+// low-warning threshold at window 2's end, with the module's own Rx power
+// low alarm flag for lane 3 raised there, and the module running hot at
 // window 3's end, and replays again: each is named with the NIC, port,
-// lane and window, both numbers given.
+// lane and window, both numbers given; the alarm fails.
 func TestBurnReplayOptics(t *testing.T) {
 	t.Setenv("FAKECUDA_DEVICES", "1")
 	spec, err := fakehost.Parse("fakelive", strings.NewReader(burnOpticsHost(t)))
@@ -117,10 +118,26 @@ func TestBurnReplayOptics(t *testing.T) {
 	check("clean replay", optics(replay.Results), clean, pass)
 
 	// Plant: lane 3 at 0.08 mW (-10.97 dBm: under the -10.30 dBm warning,
-	// above the -13.31 dBm alarm) at window 2's end; the module at 72 °C
-	// (its warning threshold is 70 °C) at window 3's end.
+	// above the -13.31 dBm alarm) at window 2's end, with the module's own
+	// Rx power low alarm and warning flags for lane 3 On there (latched: the
+	// power fell below the alarm threshold during the window, and was back
+	// above it when read); the module at 72 °C (its warning threshold is
+	// 70 °C) at window 3's end.
+	flag := func(d *cf.DDM, name string, lane int) {
+		for i, f := range d.Flags {
+			if f.Name == name && f.Lane == lane {
+				d.Flags[i].On = true
+				return
+			}
+		}
+		t.Fatalf("no flag %s lane %d in %+v", name, lane, d.Flags)
+	}
 	for label, plant := range map[string]func(d *cf.DDM){
-		"window-2": func(d *cf.DDM) { *d.Lanes[2].RxMW = 0.08 },
+		"window-2": func(d *cf.DDM) {
+			*d.Lanes[2].RxMW = 0.08
+			flag(d, "Laser rx power low alarm", 3)
+			flag(d, "Laser rx power low warning", 3)
+		},
 		"window-3": func(d *cf.DDM) { *d.TempC = 72 },
 	} {
 		p := filepath.Join(out, "samples", label+".json")
@@ -140,13 +157,25 @@ func TestBurnReplayOptics(t *testing.T) {
 	}
 	check("planted replay", optics(replay.Results), map[string][]string{
 		mod: {
+			"lane 3: Laser rx power low alarm raised during the window", "lane 3: Laser rx power low warning raised during the window",
 			"window 2 (", "lane 3: Rx power -10.97 dBm (0.0800 mW), below the module's low-warning threshold -10.30 dBm (0.0933 mW)",
 			"lane 3: Rx power fell 11.5 dB, from 0.55 dBm (1.1340 mW) before the workload",
 			"window 3 (", "module at 72.00 °C, at or above its high-warning threshold 70.00 °C",
 		},
 		asic: {"highest 61.0 °C"},
-	}, map[string]result.Status{mod: result.Warn, asic: result.Pass})
-	if r := optics(replay.Results)[mod]; strings.Contains(r.Message, "window 1 (") {
+	}, map[string]result.Status{mod: result.Fail, asic: result.Pass})
+	r := optics(replay.Results)[mod]
+	if strings.Contains(r.Message, "window 1 (") {
 		t.Errorf("window 1 named: %s", r.Message)
+	}
+	// The alarm is the module's own, named with its window: the verdict's
+	// reason and first words.
+	if r.Reason != "ModuleAlarm" || !strings.HasPrefix(r.Message, "window 2 (") || !strings.Contains(r.Message, "): lane 3: Laser rx power low alarm raised during the window") {
+		t.Errorf("alarm not named first with its window: %s: %s", r.Reason, r.Message)
+	}
+	for _, x := range replay.Results {
+		if x.ID == burn.IDBefore && x.Subject == mod {
+			t.Errorf("flags before the workload reported, none was On: %s", x.Message)
+		}
 	}
 }

@@ -41,9 +41,14 @@ const NICTempMargin = 10.0
 //   - a lane's received power below the module's low-warning threshold
 //     warns, below its low-alarm threshold fails; a fall of more than
 //     RxDropDB from the reading before the workload warns;
+//   - the module's own flags (judgeFlags): an alarm, a loss of signal or
+//     a Tx fault raised during a window fails, a warning or a loss of
+//     lock warns, naming the flag, the lane and the window; flags On
+//     before the workload are burn.before (skip), not judged;
 //   - what could not be read (no netdev, no hwmon, the command failed, no
-//     thresholds to judge against) is unknown, never a pass; a module that
-//     has no diagnostics at all (a passive copper cable) is skip.
+//     thresholds to judge against, no flags printed) is unknown, never a
+//     pass; a module that has no diagnostics at all (a passive copper
+//     cable) is skip.
 //
 // before are the samples taken before the workload (the last is the
 // reference for received power), after those at each window's end. h
@@ -54,15 +59,11 @@ func JudgeOptics(h *topology.Host, s Schedule, before, after []*cf.Sample) []res
 		return nil
 	}
 	n := min(len(after), len(s.Windows))
-	var ref *cf.Sample
-	if len(before) > 0 {
-		ref = before[len(before)-1]
-	}
 	var out []result.Result
 	for _, nic := range h.NICs {
 		out = append(out, judgeNICTemps(nic.Name, s, after[:n])...)
 		for _, p := range nic.Ports {
-			out = append(out, judgeModule(nic.Name, p.Number, p.NetDev, s, after[:n], ref))
+			out = append(out, judgeModule(nic.Name, p.Number, p.NetDev, s, after[:n], before)...)
 		}
 	}
 	return out
@@ -232,10 +233,16 @@ func judgeNICTemps(dev string, s Schedule, after []*cf.Sample) []result.Result {
 	return out
 }
 
-func judgeModule(dev string, port int, netdev string, s Schedule, after []*cf.Sample, ref *cf.Sample) result.Result {
+// judgeModule is the module's verdict and, when its own flags were On
+// before the workload, their burn.before report.
+func judgeModule(dev string, port int, netdev string, s Schedule, after, before []*cf.Sample) []result.Result {
 	subj := (&cf.Module{Port: port, Netdev: netdev}).Key(dev)
 	var fs []finding
 	var unread, noDDM []string
+	var ref *cf.Sample
+	if len(before) > 0 {
+		ref = before[len(before)-1]
+	}
 	var refM *cf.Module
 	if m := moduleOf(ref, dev, port); m != nil && m.DDM.Monitored() {
 		refM = m
@@ -334,16 +341,42 @@ func judgeModule(dev string, port int, netdev string, s Schedule, after []*cf.Sa
 			}
 		}
 	}
+	// The module's own flags (a lane dark before the workload is not
+	// judged, as for its power).
+	dark := func(lane int) bool {
+		if refM == nil {
+			return false
+		}
+		for _, rl := range refM.DDM.Lanes {
+			if rl.Lane == lane {
+				return rl.Dark()
+			}
+		}
+		return false
+	}
+	fj := judgeFlags(subj, dev, port, s, after, before, dark)
+	if judged > 0 {
+		fs = append(fs, fj.findings...)
+	}
 	r := result.Result{ID: IDOptics, Source: Source, Subject: subj}
 	status, reason := worst(fs)
-	if ident != "" {
+	if len(fj.carried) > 0 {
+		ident = "; On since before the workload, not judged (burn.before): " + strings.Join(fj.carried, ", ") + "; module " + ident
+	} else if ident != "" {
 		ident = "; module " + ident
+	}
+	flagsRaised := false
+	for _, f := range fj.findings {
+		flagsRaised = flagsRaised || f.status == result.Fail || f.status == result.Warn
 	}
 	switch {
 	case status == result.Fail || status == result.Warn:
 		r.Status, r.Reason = status, reason
 		r.Message = strings.Join(compact(append(texts(fs, result.Fail), texts(fs, result.Warn)...)), "; ") + ident
 		r.Remedy = "a module running hot lacks airflow or is failing; received power low or falling is a dirty or damaged connector, a bent or cracked fibre, or the far end's laser fading: clean and reseat both ends, then swap the module or cable; the module's own thresholds are in ethtool -m"
+		if flagsRaised {
+			r.Remedy += "; a flag the module raised (an alarm, a loss of signal, a Tx fault) is its own detection of the fault: check the far end and the cable, clean and reseat, then swap the module, reading ethtool -m after each step (its flags latch until read)"
+		}
 	case len(unread) > 0:
 		r.Status, r.Reason = result.Unknown, "OpticsUnread"
 		r.Message = "module diagnostics not read: " + strings.Join(byReason(unread), "; ") + ident
@@ -362,9 +395,17 @@ func judgeModule(dev string, port int, netdev string, s Schedule, after []*cf.Sa
 		r.Message = "no diagnostics in " + strings.Join(compact(noDDM), ", ") + ident
 	default:
 		r.Status, r.Reason = result.Pass, "OpticsWithinThresholds"
-		r.Message = fmt.Sprintf("module temperature below its high-warning threshold (highest %.2f °C, %s) and received power above its low-warning threshold on every lane in use, none falling more than %.0f dB, at %d window end(s)%s", peak, peakIn, RxDropDB, judged, ident)
+		flags := fmt.Sprintf("up to %d flags read at each", fj.most)
+		if fj.cmisLanes {
+			flags += "; ethtool's CMIS per-lane alarm and warning lines do not show every lane's bit, so a lane's alarm may go unseen"
+		}
+		r.Message = fmt.Sprintf("module temperature below its high-warning threshold (highest %.2f °C, %s), received power above its low-warning threshold on every lane in use, none falling more than %.0f dB, and none of the module's own flags (alarms, warnings, loss of signal or lock, faults) raised, at %d window end(s) (%s)%s", peak, peakIn, RxDropDB, judged, flags, ident)
 	}
-	return r
+	out := []result.Result{r}
+	if fj.before != nil {
+		out = append(out, *fj.before)
+	}
+	return out
 }
 
 // byReason groups "WINDOW: REASON" entries by their reason, in order:

@@ -1,6 +1,7 @@
 package burn
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -12,7 +13,9 @@ import (
 )
 
 // opticsModule is the real QSFP-DD module's diagnostics, cooled to 55 °C
-// (below its 70 °C warning threshold) unless a test says otherwise.
+// (below its 70 °C warning threshold, so its temperature warning flag,
+// On in the real output at 70.49 °C, is Off) unless a test says
+// otherwise.
 func opticsModule(t *testing.T) *cf.DDM {
 	t.Helper()
 	b, err := os.ReadFile("testdata/optics/qsfpdd-cmis-arista-qdd-400g-xdr4.txt")
@@ -24,7 +27,30 @@ func opticsModule(t *testing.T) *cf.DDM {
 		t.Fatal(err)
 	}
 	d.TempC = new(55.0)
+	setFlag(d, "Module temperature high warning", 0, false)
 	return d
+}
+
+// setFlag sets a flag of d, as ethtool would print it: a lane-status
+// line printed "None" becomes one entry a lane of the module.
+func setFlag(d *cf.DDM, name string, lane int, on bool) {
+	for i, f := range d.Flags {
+		if f.Name == name && f.Lane == lane {
+			d.Flags[i].On = on
+			return
+		}
+	}
+	var out []cf.Flag
+	for _, f := range d.Flags {
+		if f.Name == name && f.Lane == 0 {
+			for l := range d.Lanes {
+				out = append(out, cf.Flag{Name: name, Lane: l + 1, On: on && l+1 == lane})
+			}
+			continue
+		}
+		out = append(out, f)
+	}
+	d.Flags = out
 }
 
 func opticsHost(noNetdev bool) *topology.Host {
@@ -54,6 +80,7 @@ func clone(d *cf.DDM) *cf.DDM {
 	if d.TempC != nil {
 		c.TempC = new(*d.TempC)
 	}
+	c.Flags = append([]cf.Flag(nil), d.Flags...)
 	return &c
 }
 
@@ -243,5 +270,217 @@ func TestJudgeOpticsDarkLanes(t *testing.T) {
 		if r.Subject == "mlx5_0/1 (eth2)" && (r.Status != result.Fail || !strings.Contains(r.Message, "lane 1: Rx power no light (0 mW)")) {
 			t.Errorf("%+v", r)
 		}
+	}
+}
+
+// TestJudgeOpticsFlags plants the module's own flags on the real QSFP-DD
+// output (CMIS) and the real SFP output (SFF-8472): a flag raised during a
+// window fails (an alarm, a loss of signal, a Tx fault) or warns (a
+// warning, a loss of lock), named with its lane and window; one On before
+// the workload is burn.before, not judged, until a read shows it cleared;
+// flags not printed are unknown, never a pass.
+func TestJudgeOpticsFlags(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	var sched Schedule
+	for i := range 3 {
+		sched.Windows = append(sched.Windows, Window{Start: t0.Add(time.Duration(i) * time.Minute), End: t0.Add(time.Duration(i+1) * time.Minute)})
+	}
+	b, err := os.ReadFile("../facts/counters/testdata/ethtool-m/sfp-sff8472-10g-sr.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sfp, err := cf.ParseEthtoolModule("sfp", string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const mod = "mlx5_0/1 (eth2)"
+	const w1, w2, w3 = "window 1 (12:00:00–12:01:00)", "window 2 (12:01:00–12:02:00)", "window 3 (12:02:00–12:03:00)"
+	type plantFn func(i int, d *cf.DDM) // i: 0, 1 the samples before the workload, 2.. the window ends
+	for _, tc := range []struct {
+		name   string
+		base   *cf.DDM // nil: the QSFP-DD
+		plant  plantFn
+		drop   func(after []*cf.Sample)
+		status result.Status
+		reason string
+		has    []string
+		lacks  []string
+		before []string // burn.before's message holds these; nil: no burn.before result
+		// dropBefore: the second sample before the workload did not read
+		// the module
+		dropBefore bool
+	}{
+		{name: "clean", status: result.Pass, reason: "OpticsWithinThresholds",
+			has: []string{"none of the module's own flags (alarms, warnings, loss of signal or lock, faults) raised, at 3 window end(s) (up to 109 flags read at each; ethtool's CMIS per-lane alarm and warning lines do not show every lane's bit"}},
+		{name: "Rx power low alarm on a CMIS lane line in window 2", plant: func(i int, d *cf.DDM) {
+			if i == 3 {
+				setFlag(d, "Laser rx power low alarm", 5, true)
+			}
+		}, status: result.Fail, reason: "ModuleAlarm",
+			has:   []string{w2 + ": a lane (ethtool's line for lane 5, which for CMIS shows lane(s) 3): Laser rx power low alarm raised during the window"},
+			lacks: []string{w1, w3}},
+		{name: "loss of signal on lane 2 in window 3", plant: func(i int, d *cf.DDM) {
+			if i == 4 {
+				setFlag(d, "Rx loss of signal", 2, true)
+			}
+		}, status: result.Fail, reason: "LossOfSignal", has: []string{w3 + ": lane 2: Rx loss of signal raised during the window"}},
+		{name: "Tx fault on lane 4 in window 1", plant: func(i int, d *cf.DDM) {
+			if i == 2 {
+				setFlag(d, "Tx fault", 4, true)
+			}
+		}, status: result.Fail, reason: "TxFault", has: []string{w1 + ": lane 4: Tx fault raised during the window"}},
+		{name: "temperature warning in window 1 warns", plant: func(i int, d *cf.DDM) {
+			if i == 2 {
+				setFlag(d, "Module temperature high warning", 0, true)
+			}
+		}, status: result.Warn, reason: "ModuleWarning", has: []string{w1 + ": Module temperature high warning raised during the window"}},
+		{name: "loss of lock warns", plant: func(i int, d *cf.DDM) {
+			if i == 3 {
+				setFlag(d, "Rx loss of lock", 1, true)
+			}
+		}, status: result.Warn, reason: "LossOfLock", has: []string{w2 + ": lane 1: Rx loss of lock raised during the window"}},
+		{name: "an alarm outranks a warning", plant: func(i int, d *cf.DDM) {
+			if i == 2 {
+				setFlag(d, "Module temperature high warning", 0, true)
+			}
+			if i == 4 {
+				setFlag(d, "Module voltage low alarm", 0, true)
+			}
+		}, status: result.Fail, reason: "ModuleAlarm", has: []string{w3 + ": Module voltage low alarm raised", w1 + ": Module temperature high warning raised"}},
+		{name: "On at the first sample before only (boot) is burn.before", plant: func(i int, d *cf.DDM) {
+			if i == 0 {
+				setFlag(d, "Rx loss of signal", 3, true)
+			}
+		}, status: result.Pass, reason: "OpticsWithinThresholds", before: []string{"Rx loss of signal (lane 3) (baseline-1)"}},
+		{name: "On throughout is burn.before, not judged", plant: func(i int, d *cf.DDM) {
+			setFlag(d, "Module temperature high warning", 0, true)
+		}, status: result.Pass, reason: "OpticsWithinThresholds",
+			has:    []string{"On since before the workload, not judged (burn.before): Module temperature high warning"},
+			before: []string{"Module temperature high warning (baseline-1, baseline-2; still On at the end of " + w1 + ", " + w2 + ", " + w3 + ")"}},
+		{name: "On before, cleared in window 2, raised again in window 3", plant: func(i int, d *cf.DDM) {
+			if i != 3 {
+				setFlag(d, "Laser bias current high alarm", 2, true)
+			}
+		}, status: result.Fail, reason: "ModuleAlarm",
+			has: []string{w3 + ": a lane (ethtool's line for lane 2, which for CMIS shows lane(s) 1): Laser bias current high alarm raised"}, lacks: []string{w1 + ":", w2 + ":"},
+			before: []string{"Laser bias current high alarm (lane 2) (baseline-1, baseline-2; still On at the end of " + w1 + ")"}},
+		{name: "second sample before unread: On since the first is carried", plant: func(i int, d *cf.DDM) {
+			if i != 1 {
+				setFlag(d, "Module voltage high warning", 0, true)
+			}
+		}, dropBefore: true, status: result.Pass, reason: "OpticsWithinThresholds",
+			before: []string{"Module voltage high warning (baseline-1; still On at the end of " + w1 + ", " + w2 + ", " + w3 + ")"}},
+		{name: "second sample before unread: window 1's flag raised since the first", plant: func(i int, d *cf.DDM) {
+			if i == 2 {
+				setFlag(d, "Tx fault", 2, true)
+			}
+		}, dropBefore: true, status: result.Fail, reason: "TxFault",
+			has: []string{w1 + ": lane 2: Tx fault raised since the module's flags were last read before the workload (baseline-1)"}},
+		{name: "a dark lane's loss of signal is not judged", plant: func(i int, d *cf.DDM) {
+			if i == 3 {
+				setFlag(d, "Rx loss of signal", 6, true)
+			}
+		}, status: result.Pass, reason: "OpticsWithinThresholds"},
+		{name: "window 2 unread: a flag at window 3 was raised since window 1's end", plant: func(i int, d *cf.DDM) {
+			if i == 4 {
+				setFlag(d, "Tx loss of signal", 1, true)
+			}
+		}, drop: func(after []*cf.Sample) {
+			after[1].NICs[0].Modules[0] = cf.Module{Port: 1, Netdev: "eth2", Missing: "ethtool -m eth2: exit status 1"}
+		}, status: result.Fail, reason: "LossOfSignal", has: []string{w3 + ": lane 1: Tx loss of signal raised since they were read at the end of " + w1}},
+		{name: "no flags printed is unknown", plant: func(i int, d *cf.DDM) {
+			d.Flags = nil
+		}, status: result.Unknown, reason: "FlagsUnread",
+			has: []string{"the module's own alarm, warning and status flags were not read: " + w1 + ", " + w2 + ", " + w3 + ": ethtool printed no alarm, warning or status flag"}},
+		{name: "flags not implemented is unknown", plant: func(i int, d *cf.DDM) {
+			d.Flags, d.FlagsImplemented = nil, new(false)
+		}, status: result.Unknown, reason: "FlagsUnread", has: []string{"the module says its alarm and warning flags are not implemented"}},
+		{name: "flags missing in window 2 only is unknown", plant: func(i int, d *cf.DDM) {
+			if i == 3 {
+				d.Flags = nil
+			}
+		}, status: result.Unknown, reason: "FlagsUnread", has: []string{"the module's own flags were not read in " + w2 + ": ethtool printed no alarm"}},
+		{name: "SFF-8472: not latched, said so", base: sfp, plant: func(i int, d *cf.DDM) {
+			if i == 3 {
+				setFlag(d, "Laser rx power low alarm", 1, true)
+			}
+		}, status: result.Fail, reason: "ModuleAlarm",
+			has:   []string{w2 + ": lane 1: Laser rx power low alarm raised at the window's end (SFF-8472 flags are not latched: the condition held at the reading)"},
+			lacks: []string{"CMIS"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := tc.base
+			if base == nil {
+				base = opticsModule(t)
+			}
+			var samples []*cf.Sample
+			for i := range 5 {
+				d := clone(base)
+				if tc.base != nil {
+					d.TempC = new(40.0)
+				}
+				if tc.plant != nil {
+					tc.plant(i, d)
+				}
+				sm := opticsSample(d, 50)
+				if i < 2 {
+					sm.Label = fmt.Sprintf("baseline-%d", i+1)
+				}
+				samples = append(samples, sm)
+			}
+			before, after := samples[:2], samples[2:]
+			if tc.drop != nil {
+				tc.drop(after)
+			}
+			if tc.dropBefore {
+				before[1].NICs[0].Modules[0] = cf.Module{Port: 1, Netdev: "eth2", Missing: "ethtool -m eth2: exit status 1"}
+			}
+			var r, bf *result.Result
+			for _, x := range JudgeOptics(opticsHost(false), sched, before, after) {
+				switch {
+				case x.ID == IDOptics && x.Subject == mod:
+					r = &x
+				case x.ID == IDBefore:
+					if x.Subject != mod || x.Status != result.Skip || x.Reason != "ModuleFlagsBefore" {
+						t.Errorf("burn.before %+v", x)
+					}
+					bf = &x
+				}
+			}
+			if r == nil {
+				t.Fatal("no module result")
+			}
+			if testing.Verbose() {
+				t.Logf("%s %s: %s", r.Status, r.Reason, r.Message)
+				if bf != nil {
+					t.Logf("before: %s", bf.Message)
+				}
+			}
+			if r.Status != tc.status || r.Reason != tc.reason {
+				t.Errorf("%s %s (%s), want %s %s", r.Status, r.Reason, r.Message, tc.status, tc.reason)
+			}
+			for _, h := range tc.has {
+				if !strings.Contains(r.Message, h) {
+					t.Errorf("message %q lacks %q", r.Message, h)
+				}
+			}
+			for _, h := range tc.lacks {
+				if strings.Contains(r.Message, h) {
+					t.Errorf("message %q has %q", r.Message, h)
+				}
+			}
+			switch {
+			case tc.before == nil && bf != nil:
+				t.Errorf("unexpected burn.before: %s", bf.Message)
+			case tc.before != nil && bf == nil:
+				t.Errorf("no burn.before, want %v", tc.before)
+			case bf != nil:
+				for _, h := range tc.before {
+					if !strings.Contains(bf.Message, h) {
+						t.Errorf("burn.before %q lacks %q", bf.Message, h)
+					}
+				}
+			}
+		})
 	}
 }

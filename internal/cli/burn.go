@@ -56,8 +56,9 @@ device, link and window; correctable errors are judged per bit moved with a Pois
 against the medium's error-rate ceiling (too few bits to tell is unknown, never a pass); a GPU's
 new uncorrectable ECC error, row remap, Xid or hardware slowdown fails; corrected ECC is judged
 as a rate; a GPU's clock or power far below its peers', a window's bandwidth below the first
-windows' or the model's, a module running hot or losing light warn or fail; wrong data fails the
-window. Counters that moved before the workload are reported, never failed.
+windows' or the model's, a module running hot or losing light warn or fail, and so does an
+alarm, loss of signal or Tx fault the module itself raised (its own latched flags); wrong data
+fails the window. Counters that moved before the workload are reported, never failed.
 
 --out DIR is the dossier (report.json with its burn section, report.html with the timeline and
 the plots, report.md, junit.xml, metrics.prom), rewritten after every window, so an interrupted

@@ -99,6 +99,80 @@ type DDM struct {
 	Bias    *Limits `json:"bias_thresholds_ma,omitempty"`
 	TxPower *Limits `json:"tx_power_thresholds_mw,omitempty"`
 	RxPower *Limits `json:"rx_power_thresholds_mw,omitempty"`
+	// FlagsImplemented is the module's "Alarm/warning flags implemented"
+	// (SFF-8472, SFF-8636); nil where ethtool prints no such line (CMIS).
+	FlagsImplemented *bool `json:"flags_implemented,omitempty"`
+	// Flags are the module's own alarm, warning and status flags, On or
+	// Off, in the order ethtool printed them; none when it printed none.
+	Flags []Flag `json:"flags,omitempty"`
+}
+
+// Flag is one of a module's own flags as ethtool -m prints it: an alarm or
+// warning ("Laser rx power low alarm (Channel 3) : On"), or a lane status
+// ("Rx loss of signal : [ Yes, No, No, No ]"). A status line printed as
+// "None" (no lane has it) is one Flag with Lane 0, Off.
+//
+// SFF-8636 and CMIS flags are latched: set when the condition occurs,
+// cleared when read (SFF-8636 §6.2.3, "Interrupt Flags"; CMIS 5.2 Tables
+// 8-80 and 8-81, every lane flag "Latched ..., RO/COR": clear on read;
+// docs/burn.md says how these were sourced), so an On flag says the
+// condition occurred since the module's flags were last read, by anyone.
+// SFF-8472's (A2h bytes 112–117) are the state at the module's last
+// measurement, not latched.
+type Flag struct {
+	// Name is ethtool's, without the lane: "Module temperature high
+	// warning", "Laser bias current low alarm", "Tx fault".
+	Name string `json:"name"`
+	// Lane is 1-based as ethtool numbers it; 0 for a module-level flag
+	// and for a status line printed as "None".
+	Lane int  `json:"lane,omitempty"`
+	On   bool `json:"on,omitempty"`
+}
+
+// Kinds of flag (Flag.Kind).
+const (
+	FlagAlarm   = "alarm"
+	FlagWarning = "warning"
+	FlagLOS     = "loss of signal"
+	FlagLOL     = "loss of lock"
+	FlagTxFault = "Tx fault"
+	FlagEqFault = "adaptive equalisation fault"
+)
+
+// Kind classes the flag by its name: FlagAlarm, FlagWarning, FlagLOS,
+// FlagLOL, FlagTxFault, FlagEqFault; "" for a name it does not know.
+func (f Flag) Kind() string {
+	switch {
+	case strings.HasSuffix(f.Name, " alarm"):
+		return FlagAlarm
+	case strings.HasSuffix(f.Name, " warning"):
+		return FlagWarning
+	case strings.HasSuffix(f.Name, " loss of signal"):
+		return FlagLOS
+	case strings.HasSuffix(f.Name, " loss of lock"):
+		return FlagLOL
+	case f.Name == "Tx fault":
+		return FlagTxFault
+	case f.Name == "Tx adaptive eq fault":
+		return FlagEqFault
+	}
+	return ""
+}
+
+// LaneCertain says whether the flag's lane is the lane the module raised
+// it on. Not so for CMIS's per-lane alarm and warning flags: ethtool
+// prints lane N's line On when the flag byte ANDed with N-1 is not zero
+// (cmis.c: `page_11h[...offset] & chan`, in every version read for this,
+// from its first CMIS flags to the JSON-output rework of 2024),
+// so lane 1's line is always Off, lane 3's shows lane 2's bit, lane 8's
+// lanes 1–3's, and lanes 4–8's own bits never show. An On line there
+// proves the flag is raised on some lane, not on which.
+func (d *DDM) LaneCertain(f Flag) bool {
+	if d.Layout != LayoutCMIS || f.Lane == 0 {
+		return true
+	}
+	k := f.Kind()
+	return k != FlagAlarm && k != FlagWarning
 }
 
 // Monitored says whether the module printed any monitor at all (a passive
@@ -137,6 +211,21 @@ var (
 	channel = regexp.MustCompile(`^(.*?) \((?:Channel|Chan) (\d+)\)$`)
 )
 
+// awMonitors and awLevels make the alarm and warning flags' names:
+// "<monitor> <level>", then " (Chan N)" or " (Channel N)" on a lane's.
+var (
+	awMonitors = []string{"Module temperature", "Module voltage", "Laser bias current", "Laser output power", "Laser tx power", "Laser rx power"}
+	awLevels   = map[string]bool{"high alarm": true, "low alarm": true, "high warning": true, "low warning": true}
+)
+
+// statusFlags are the lane-status lines (SFF-8636 and CMIS), printed as
+// "None" or "[ Yes, No, ... ]" one entry a lane.
+var statusFlags = map[string]bool{
+	"Rx loss of signal": true, "Tx loss of signal": true,
+	"Rx loss of lock": true, "Tx loss of lock": true,
+	"Tx fault": true, "Tx adaptive eq fault": true,
+}
+
 // ethtoolKey normalises a key of ethtool -m's output: runs of spaces are
 // one, and "power(Channel 1)" is "power (Channel 1)".
 func ethtoolKey(k string) string {
@@ -157,8 +246,9 @@ var thresholdOf = map[string]func(*DDM) **Limits{
 // CMIS for QSFP-DD and OSFP) into the module's diagnostics. name is the
 // file's name in errors. Lines it does not use are skipped; an output
 // without an "Identifier" line (a hex dump, an error) is refused, and so
-// is a monitor or threshold whose value is not a number, or one given
-// twice, naming the line.
+// is a monitor or threshold whose value is not a number, a flag that is
+// not On/Off (alarms, warnings) or None/[ Yes, No, ... ] (loss of signal,
+// loss of lock, Tx fault), or any of them given twice, naming the line.
 func ParseEthtoolModule(name, s string) (*DDM, error) {
 	d := &DDM{}
 	seen := map[string]int{}
@@ -222,9 +312,21 @@ func ParseEthtoolModule(name, s string) (*DDM, error) {
 			lane(1).RxMW, err = num("mW")
 		case strings.HasSuffix(key, " threshold"):
 			used, err = d.threshold(name, n, key, val)
+		case key == "Alarm/warning flags implemented":
+			switch val {
+			case "Yes", "No":
+				d.FlagsImplemented = new(val == "Yes")
+			default:
+				err = textio.Errorf(name, n, "%s: want Yes or No, got %s", key, quote(val))
+			}
+		case statusFlags[key]:
+			err = d.statusFlag(name, n, key, val)
 		default:
-			// Per-lane monitors only: the flag lines ("... alarm (Chan 1)")
-			// are many and not read.
+			var flag bool
+			if flag, err = d.awFlag(name, n, key, val); flag || err != nil {
+				break
+			}
+			// Per-lane monitors.
 			var m []string
 			if strings.HasPrefix(key, "Laser tx bias current (") || strings.HasPrefix(key, "Transmit avg optical power (") || strings.HasPrefix(key, "Rcvr signal ") {
 				m = channel.FindStringSubmatch(key)
@@ -266,6 +368,119 @@ func ParseEthtoolModule(name, s string) (*DDM, error) {
 		d.Lanes = append(d.Lanes, *lanes[c])
 	}
 	return d, nil
+}
+
+// awFlag records an alarm or warning flag, "On" or "Off", saying whether
+// key is one. A laser flag without a lane is SFF-8472's, whose one lane
+// is lane 1.
+func (d *DDM) awFlag(name string, n int, key, val string) (bool, error) {
+	base, lane := key, ""
+	if i := strings.LastIndex(key, " ("); i > 0 && strings.HasSuffix(key, ")") {
+		inner := key[i+2 : len(key)-1]
+		var ok bool
+		if lane, ok = strings.CutPrefix(inner, "Chan "); !ok {
+			if lane, ok = strings.CutPrefix(inner, "Channel "); !ok {
+				return false, nil
+			}
+		}
+		base = key[:i]
+	}
+	known := false
+	for _, mon := range awMonitors {
+		if level, ok := strings.CutPrefix(base, mon+" "); ok && awLevels[level] {
+			known = true
+			break
+		}
+	}
+	if !known {
+		return false, nil
+	}
+	f := Flag{Name: base}
+	switch {
+	case lane != "":
+		c, err := strconv.Atoi(lane)
+		if err != nil || c < 1 {
+			return true, textio.Errorf(name, n, "%s: lane %s not a lane number", key, quote(lane))
+		}
+		f.Lane = c
+	case strings.HasPrefix(base, "Laser "):
+		f.Lane = 1
+	}
+	switch val {
+	case "On":
+		f.On = true
+	case "Off":
+	default:
+		return true, textio.Errorf(name, n, "%s: want On or Off, got %s", key, quote(val))
+	}
+	d.Flags = append(d.Flags, f)
+	return true, nil
+}
+
+// statusFlag records a lane-status line: "None" (no lane has it) or
+// "[ Yes, No, No, No ]", lane 1 first.
+func (d *DDM) statusFlag(name string, n int, key, val string) error {
+	if val == "None" {
+		d.Flags = append(d.Flags, Flag{Name: key})
+		return nil
+	}
+	inner, ok := strings.CutPrefix(val, "[")
+	if ok {
+		inner, ok = strings.CutSuffix(inner, "]")
+	}
+	if !ok || strings.TrimSpace(inner) == "" {
+		return textio.Errorf(name, n, "%s: want None or [ Yes, No, ... ] a lane, got %s", key, quote(val))
+	}
+	for i, e := range strings.Split(inner, ",") {
+		switch strings.TrimSpace(e) {
+		case "Yes":
+			d.Flags = append(d.Flags, Flag{Name: key, Lane: i + 1, On: true})
+		case "No":
+			d.Flags = append(d.Flags, Flag{Name: key, Lane: i + 1})
+		default:
+			return textio.Errorf(name, n, "%s: lane %d: want Yes or No, got %s", key, i+1, quote(strings.TrimSpace(e)))
+		}
+	}
+	return nil
+}
+
+// CMISFlagLanes are the lanes whose bits ethtool's CMIS decoding shows
+// on the per-lane alarm or warning line it prints for lane printed (see
+// LaneCertain): ethtool ANDs the byte of the lane's bank (8 lanes a bank)
+// with printed−1, so the lanes are the bank's bits set in printed−1. None
+// for lane 1.
+func CMISFlagLanes(printed int) []int {
+	if printed < 1 {
+		return nil
+	}
+	chan_ := printed - 1
+	bank := chan_ / 8
+	var out []int
+	for b := range 8 {
+		if chan_&(1<<b) != 0 {
+			out = append(out, bank*8+b+1)
+		}
+	}
+	return out
+}
+
+// Flag is the flag of that name on that lane as read: on says it was On,
+// read that the module printed the flag at all (a status line printed
+// "None" reads every lane Off).
+func (d *DDM) Flag(name string, lane int) (on, read bool) {
+	if d == nil {
+		return false, false
+	}
+	for _, f := range d.Flags {
+		if f.Name != name {
+			continue
+		}
+		read = true
+		if f.Lane == lane && f.On {
+			return true, true
+		}
+	}
+	return false, read
 }
 
 // threshold records "<monitor> <high|low> <alarm|warning> threshold".
