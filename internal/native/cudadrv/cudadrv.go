@@ -98,6 +98,9 @@ type Step struct {
 // OK reports a call that returned CUDA_SUCCESS.
 func (s Step) OK() bool { return s.Error == "" && s.Code == Success }
 
+// Missing reports a call the driver has no entry point for.
+func (s Step) Missing() bool { return s.Code == noSymbol && s.Error != "" }
+
 // Where is the step and its GPU as a message names them.
 func (s Step) Where() string {
 	if s.GPU < 0 {
