@@ -85,7 +85,7 @@ func JudgeNVLS(in NVLSInput) []result.Result {
 		default:
 			r.Remedy = ncclog.NVLSRemedy
 		}
-		return set(result.Fail, "StepFailed", fmt.Sprintf("%s failed: %s%s; NCCL's NVLS set-up makes the same calls and would fail the same way", f.Where(), f.Outcome(), busOf(p, f.GPU)))
+		return set(result.Fail, "StepFailed", fmt.Sprintf("%s failed: %s%s: NCCL's NVLS set-up makes this call too", f.Where(), f.Outcome(), busOf(p, f.GPU)))
 	case in.Err != nil:
 		return set(result.Unknown, "ProbeNotRun", "the multicast probe could not run: "+in.Err.Error())
 	}
