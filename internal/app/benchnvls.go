@@ -14,6 +14,7 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/native/dl"
 	"github.com/gdrcheck/gdrcheck/internal/printable"
 	"github.com/gdrcheck/gdrcheck/internal/report"
+	"github.com/gdrcheck/gdrcheck/internal/topology"
 )
 
 // NVLSOptions are a `bench nvls` run's.
@@ -50,19 +51,26 @@ func (s *Session) BenchNVLS(ctx context.Context, n NodeOptions, o NVLSOptions) (
 			return nil, "", err
 		}
 	}
-	rep := &bench.NVLSReport{Forced: o.Force}
 	h, cleanup, derr := Discover(ctx, n)
-	if derr != nil {
-		rep.NVSwitchWhy = "discovery failed: " + derr.Error()
-	} else {
+	if derr == nil {
 		cleanup()
-		rep.NVSwitches, rep.NVSwitchWhy = h.NVSwitchesSeen()
-	}
-	in := bench.NVLSInput{NVSwitches: rep.NVSwitches, NVSwitchWhy: rep.NVSwitchWhy, Forced: o.Force}
-	if derr != nil && !o.Force {
+	} else if !o.Force {
 		// Not knowing whether there are switches is not "none".
 		return nil, "", toolErr(fmt.Errorf("bench nvls: %w (--force probes without discovery)", derr))
 	}
+	return s.nvls(ctx, started, h, derr, devs, o)
+}
+
+// nvls probes and judges the GPUs devs (nil: all) of host h (nil, with
+// derr, when discovery failed): bench nvls, and run's phase.
+func (s *Session) nvls(ctx context.Context, started time.Time, h *topology.Host, derr error, devs []int, o NVLSOptions) (*report.Envelope, string, error) {
+	rep := &bench.NVLSReport{Forced: o.Force}
+	if h != nil {
+		rep.NVSwitches, rep.NVSwitchWhy = h.NVSwitchesSeen()
+	} else {
+		rep.NVSwitchWhy = "unknown: discovery failed: " + derr.Error()
+	}
+	in := bench.NVLSInput{NVSwitches: rep.NVSwitches, NVSwitchWhy: rep.NVSwitchWhy, SwitchesUnknown: h == nil, Forced: o.Force}
 	if !rep.NVSwitches && !o.Force {
 		return s.Envelope("bench-nvls", started, bench.JudgeNVLS(in), rep), "", nil
 	}

@@ -35,7 +35,10 @@ type NVLSReport struct {
 type NVLSInput struct {
 	NVSwitches  bool
 	NVSwitchWhy string
-	Forced      bool
+	// SwitchesUnknown: whether there are NVSwitches is not known
+	// (discovery failed; NVSwitches is then false).
+	SwitchesUnknown bool
+	Forced          bool
 	// Probe is the probe's record (nil: it did not run); Err its error,
 	// or why it could not run.
 	Probe *cudadrv.Probe
@@ -95,6 +98,9 @@ func JudgeNVLS(in NVLSInput) []result.Result {
 			gs = append(gs, fmt.Sprintf("GPU %d (%s)", g.Ordinal, g.BusID))
 		}
 		msg := fmt.Sprintf("CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED is 0 on %s", strings.Join(gs, ", "))
+		if in.SwitchesUnknown {
+			return set(result.Unknown, "NVSwitchUnknown", msg+fmt.Sprintf(", and whether this host has NVSwitches is not known (%s)", in.NVSwitchWhy))
+		}
 		if !in.NVSwitches {
 			return set(result.Skip, "NoNVSwitch", msg+fmt.Sprintf(", as expected without NVSwitch (%s): NVLS cannot be used on this host", in.NVSwitchWhy))
 		}

@@ -20,15 +20,16 @@ func TestJudgeNVLS(t *testing.T) {
 	const switches = "8 NVSwitch PCI function(s)"
 	const none = "no NVSwitch PCI function and no GPU NVLink to a switch"
 	cases := []struct {
-		name     string
-		env      map[string]string // nil: the probe does not run
-		lib      string            // "old": the CUDA 12.0 fake; "missing": a path that is not there
-		switches bool
-		forced   bool
-		status   result.Status
-		reason   string
-		msg      []string // every one in the message
-		remedy   string   // in the remedy ("" none wanted)
+		name            string
+		env             map[string]string // nil: the probe does not run
+		lib             string            // "old": the CUDA 12.0 fake; "missing": a path that is not there
+		switches        bool
+		forced          bool
+		unknownSwitches bool // discovery failed
+		status          result.Status
+		reason          string
+		msg             []string // every one in the message
+		remedy          string   // in the remedy ("" none wanted)
 	}{
 		{name: "no NVSwitch: skipped without probing", switches: false, status: result.Skip, reason: "NoNVSwitch",
 			msg: []string{"no NVSwitch on this host", none, "--force"}},
@@ -38,6 +39,8 @@ func TestJudgeNVLS(t *testing.T) {
 			msg: []string{"CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED is 0 on GPU 0 (0000:18:00.0)", "GPU 7", "NCCL cannot use NVLS"}, remedy: "fabric manager running at exactly the driver's version"},
 		{name: "forced without NVSwitch, attribute 0 (the one-GPU VM)", env: map[string]string{"FAKECU_DEVICES": "1", "FAKECU_MULTICAST": "0"}, forced: true, status: result.Skip, reason: "NoNVSwitch",
 			msg: []string{"CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED is 0 on GPU 0", "as expected without NVSwitch"}},
+		{name: "forced, discovery failed, attribute 0", env: map[string]string{"FAKECU_DEVICES": "2", "FAKECU_MULTICAST": "0"}, forced: true, unknownSwitches: true,
+			status: result.Unknown, reason: "NVSwitchUnknown", msg: []string{"is 0 on GPU 0", "not known"}},
 		{name: "bind not permitted", env: map[string]string{"FAKECU_DEVICES": "4", "FAKECU_FAIL": "cuMulticastBindMem@2=800"}, switches: true, status: result.Fail, reason: "StepFailed",
 			msg: []string{"cuMulticastBindMem on GPU 2 failed", "CUDA_ERROR_NOT_PERMITTED (800)", "0000:1A:00.0"}, remedy: "fabric manager"},
 		{name: "bind in the present state (fabric manager down)", env: map[string]string{"FAKECU_DEVICES": "8", "FAKECU_FAIL": "cuMulticastBindMem=401"}, switches: true, status: result.Fail, reason: "StepFailed",
@@ -53,7 +56,7 @@ func TestJudgeNVLS(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			in := bench.NVLSInput{NVSwitches: c.switches, NVSwitchWhy: none, Forced: c.forced}
+			in := bench.NVLSInput{NVSwitches: c.switches, NVSwitchWhy: none, Forced: c.forced, SwitchesUnknown: c.unknownSwitches}
 			if c.switches {
 				in.NVSwitchWhy = switches
 			}

@@ -1,11 +1,17 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/gdrcheck/gdrcheck/internal/report/dossier"
+	"github.com/gdrcheck/gdrcheck/internal/result"
+	"github.com/gdrcheck/gdrcheck/internal/testutil/fakehost"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakelib"
 )
 
@@ -72,5 +78,68 @@ func TestBenchNVLSCommand(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != ExitOK || doc.Schema != "gdrcheck.bench-nvls/v1" || len(doc.Probe.Bound) != 2 || doc.Results[0].Status != "pass" {
 		t.Errorf("json: exit %d, %v, %+v\n%s%s", code, err, doc, out, errs)
+	}
+}
+
+// TestRunNVLSPhase: run on a live host with NVSwitches (the HGX H200
+// fixture, eight fake GPUs) has the bench.nvls phase before NCCL's; its
+// verdict joins the dossier's results and its document the raw outputs.
+// Fabric manager down (401 at the first bind) fails the node.
+func TestRunNVLSPhase(t *testing.T) {
+	cases := []struct {
+		name   string
+		fail   string
+		status result.Status
+		code   int
+	}{
+		{"bound", "", result.Pass, -1},
+		{"fabric manager down", "cuMulticastBindMem=401", result.Fail, ExitFailed},
+	}
+	live := fakehost.Dir(t, repo+"/testdata/hosts/hgx-h200-8gpu-10nic.host")
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fakeGPUs(t, "8")
+			t.Setenv("FAKECUDA_MEM", "4294967296")
+			t.Setenv("GDRCHECK_LIBCUDA", fakelib.CUDADriver(t))
+			t.Setenv("FAKECU_DEVICES", "8")
+			t.Setenv("FAKECU_MULTICAST", "")
+			t.Setenv("FAKECU_FAIL", c.fail)
+			out := t.TempDir()
+			args := []string{"run", "--bench", "--bench-size", "64K", "--out", out}
+			var o, e bytes.Buffer
+			code := execute(args, &o, &e, testSession(args), live)
+			if c.code >= 0 && code != c.code {
+				t.Errorf("exit %d, want %d: %s", code, c.code, e.String())
+			}
+			r := readDossier(t, out)
+			var names []string
+			for _, p := range r.Phases {
+				names = append(names, p.Name)
+				if p.Name == "bench.nvls" && p.Status != dossier.PhaseDone {
+					t.Errorf("phase %+v", p)
+				}
+			}
+			if i, j := slices.Index(names, "bench.nvls"), slices.Index(names, "bench.nccl"); i < 0 || j < i {
+				t.Errorf("phases %q: bench.nvls must run before bench.nccl", names)
+			}
+			found := false
+			for _, res := range r.Results {
+				if res.ID == "nvls.multicast" {
+					found = true
+					if res.Status != c.status {
+						t.Errorf("nvls.multicast %s %s: %s", res.Status, res.Reason, res.Message)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("no nvls.multicast among the dossier's results")
+			}
+			if _, err := os.Stat(filepath.Join(out, "raw", "nvls", "results.json")); err != nil {
+				t.Error(err)
+			}
+			if !strings.Contains(o.String(), "cuMulticastBindMem on GPU 7") && c.fail == "" {
+				t.Errorf("the run's text lacks the probe's calls:\n%s", o.String())
+			}
+		})
 	}
 }
