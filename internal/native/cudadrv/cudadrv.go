@@ -15,7 +15,6 @@ package cudadrv
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/native/dl"
@@ -193,14 +192,6 @@ type ProbeOptions struct {
 }
 
 func versionString(v int) string { return fmt.Sprintf("%d.%d", v/1000, (v%1000)/10) }
-
-func ordinals(gs []int) string {
-	s := make([]string, len(gs))
-	for i, g := range gs {
-		s[i] = fmt.Sprint(g)
-	}
-	return strings.Join(s, ",")
-}
 
 // roundUp is n rounded up to a multiple of every granularity (powers of
 // two in practice; any positive value is handled).
