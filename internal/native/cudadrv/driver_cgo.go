@@ -127,26 +127,35 @@ func (d *Driver) call(ctx context.Context, p *Probe, st Step, fn func() C.gdr_CU
 		return st, ErrClosed
 	default:
 	}
+	// The task works on its own copy and hands it back only by returning:
+	// after a hang the caller must not share memory with it.
+	base := st
+	var out Step
 	err := d.guard.Do(ctx, watchdog.Call{Name: st.Where(), Timeout: d.timeout, Start: d.start}, func() error {
+		r := base
 		code := int(fn())
-		st.Code = code
+		r.Code = code
 		if code == noSymbol {
-			st.Error = fmt.Sprintf("the driver has no %s (multicast needs a driver for CUDA 12.1 or later)", st.Call)
+			r.Error = fmt.Sprintf("the driver has no %s (multicast needs a driver for CUDA 12.1 or later)", r.Call)
+			out = r
 			return nil
 		}
-		st.Result = fmt.Sprintf("CUresult(%d)", code)
+		r.Result = fmt.Sprintf("CUresult(%d)", code)
 		if s := C.gdr_cu_name(d.c, C.gdr_CUresult(code)); s != nil {
-			st.Result = C.GoString(s)
+			r.Result = C.GoString(s)
 		}
 		if code != Success {
 			if s := C.gdr_cu_string(d.c, C.gdr_CUresult(code)); s != nil {
-				st.Message = C.GoString(s)
+				r.Message = C.GoString(s)
 			}
 		}
+		out = r
 		return nil
 	})
 	if err != nil {
 		st.Error = err.Error()
+	} else {
+		st = out
 	}
 	p.Steps = append(p.Steps, st)
 	switch {
@@ -215,6 +224,9 @@ func (d *Driver) probe(ctx context.Context, p *Probe, o ProbeOptions) (err error
 		}
 		buf := (*C.char)(C.calloc(64, 1))
 		_, err := d.call(ctx, p, step("cuDeviceGetPCIBusId", ord), func() C.gdr_CUresult { return C.gdr_cu_busid(d.c, buf, 64, g.dev) })
+		if errors.Is(err, ErrHung) {
+			return err // the call may still write buf: it is not freed
+		}
 		bus := C.GoString(buf)
 		C.free(unsafe.Pointer(buf))
 		if err != nil {
@@ -238,8 +250,8 @@ func (d *Driver) probe(ctx context.Context, p *Probe, o ProbeOptions) (err error
 	var mc C.gdr_CUhandle
 	hasMC := false
 	defer func() {
-		if errors.Is(err, ErrHung) || errors.Is(err, ErrClosed) {
-			return // the driver is not called again
+		if d.guard.Wedged() != "" || errors.Is(err, ErrClosed) {
+			return // a call never came back: the driver is not called again
 		}
 		td := func(call string, gpu int, fn func() C.gdr_CUresult) {
 			st := step(call, gpu)

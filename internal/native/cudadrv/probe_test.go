@@ -223,3 +223,28 @@ func TestProbeHang(t *testing.T) {
 		t.Errorf("Close = %v", err)
 	}
 }
+
+// A probe interrupted mid-call (Ctrl-C while a bind hangs) returns the
+// context's error at once; the driver is kept (not called again).
+func TestProbeInterrupted(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "hang")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	steer(t, map[string]string{"FAKECU_DEVICES": "2", "FAKECU_HANG": "cuMulticastBindMem@0", "FAKECU_HANG_FILE": file})
+	d, err := cudadrv.Open(fakelib.CUDADriver(t), cudadrv.WithCallTimeout(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(file) })
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	p, err := d.ProbeMulticast(ctx, cudadrv.ProbeOptions{})
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 10*time.Second {
+		t.Fatalf("err %v after %s", err, time.Since(start))
+	}
+	if slices.ContainsFunc(p.Steps, func(s cudadrv.Step) bool { return s.Teardown }) {
+		t.Errorf("a driver with a call still running was called again: %q", calls(p))
+	}
+}
