@@ -105,8 +105,13 @@ func (s *Session) nvls(ctx context.Context, started time.Time, h *topology.Host,
 	if err := WriteAtomic(path, env); err != nil && o.Warn != nil {
 		fmt.Fprintf(o.Warn, "gdrcheck: writing %s: %s\n", printable.Line(path), printable.Line(err.Error()))
 	}
-	if errors.Is(in.Err, context.Canceled) {
+	switch {
+	case errors.Is(in.Err, context.Canceled):
 		return env, dir, in.Err
+	case in.Err != nil && in.Probe != nil && in.Probe.Failed() == nil:
+		// Not a driver call that failed: a device the driver does not
+		// have, or no GPU at all.
+		return env, dir, toolErr(in.Err)
 	}
 	return env, dir, judged(env.Results)
 }

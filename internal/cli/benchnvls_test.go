@@ -38,6 +38,8 @@ func TestBenchNVLSCommand(t *testing.T) {
 		{name: "libcuda missing", args: []string{"--force"}, lib: "missing", code: ExitToolErr,
 			want: []string{"probe not run: CUDA driver library", "UNKNOWN  nvls.multicast  node  DriverNotLoaded"}},
 		{name: "bad size", args: []string{"--size", "0"}, code: ExitToolErr},
+		{name: "a device the driver does not have", args: []string{"--force", "--devices", "0,5"}, env: map[string]string{"FAKECU_DEVICES": "2"}, code: ExitToolErr,
+			want: []string{"UNKNOWN  nvls.multicast  node  ProbeNotRun", "GPU 5: the CUDA driver sees 2 GPU(s)"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
