@@ -14,13 +14,14 @@ set -u
 OUT=${OUT:-out}/nvls
 B=${GDRCHECK:-bin/gdrcheck}
 mkdir -p "$OUT"
-step() { # name, command...
+step() { # name, command... (FULL=1: the whole output, not only the verdict lines)
   local name=$1; shift
   echo "== $name"
   echo "\$ $*"
   "$@" > "$OUT/$name.txt" 2>&1
   local rc=$?
   echo "exit status: $rc"
+  if [ "${FULL:-0}" = 1 ]; then cat "$OUT/$name.txt"; return; fi
   grep -E '^(PASS|WARN|FAIL|SKIP|UNKNOWN|ERROR)  |remedy:|cuDeviceGetAttribute|^NVSwitches:|^CUDA driver:|not run' "$OUT/$name.txt" || tail -5 "$OUT/$name.txt"
 }
 echo "== context"
@@ -28,8 +29,7 @@ nvidia-smi -L 2>&1 | head -16
 echo "fabric manager: $(systemctl is-active nvidia-fabricmanager 2>&1)"
 nvidia-smi -q 2>/dev/null | grep -A3 -E '^\s+Fabric$' | head -8
 step plain "$B" bench nvls --out "$OUT/plain"
-step forced "$B" bench nvls --force --out "$OUT/forced"
-cat "$OUT/forced.txt"
+FULL=1 step forced "$B" bench nvls --force --out "$OUT/forced"
 step forced-json "$B" bench nvls --force --format json --out "$OUT/forced-json"
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 if [ "${NGPU:-0}" -ge 2 ]; then
