@@ -47,6 +47,8 @@ func TestJudgeNVLS(t *testing.T) {
 			msg: []string{"cuMulticastBindMem on GPU 0 failed", "CUDA_ERROR_ILLEGAL_STATE (401): the operation cannot be performed in the present state"}, remedy: "reset the GPUs"},
 		{name: "driver before CUDA 12.1", env: map[string]string{"FAKECU_DEVICES": "8"}, lib: "old", switches: true, status: result.Fail, reason: "StepFailed",
 			msg: []string{"cuMulticastGetGranularity failed", "CUDA 12.1"}, remedy: "driver for CUDA 12.1 or later"},
+		{name: "cuInit before fabric manager is up", env: map[string]string{"FAKECU_DEVICES": "8", "FAKECU_FAIL": "cuInit=802"}, switches: true, status: result.Fail, reason: "StepFailed",
+			msg: []string{"cuInit failed: CUDA_ERROR_SYSTEM_NOT_READY (802): system not yet initialized"}, remedy: "fabric manager"},
 		{name: "no GPU for the driver", env: map[string]string{"FAKECU_DEVICES": "0"}, switches: true, status: result.Fail, reason: "StepFailed",
 			msg: []string{"cuInit failed", "CUDA_ERROR_NO_DEVICE"}, remedy: "nvidia-smi"},
 		{name: "libcuda missing", env: map[string]string{}, lib: "missing", switches: true, status: result.Unknown, reason: "DriverNotLoaded",

@@ -103,6 +103,7 @@ int cuGetErrorName(int e, const char **s) {
 	case 401: *s = "CUDA_ERROR_ILLEGAL_STATE"; return 0;
 	case 800: *s = "CUDA_ERROR_NOT_PERMITTED"; return 0;
 	case 801: *s = "CUDA_ERROR_NOT_SUPPORTED"; return 0;
+	case 802: *s = "CUDA_ERROR_SYSTEM_NOT_READY"; return 0;
 	case 999: *s = "CUDA_ERROR_UNKNOWN"; return 0;
 	}
 	*s = 0;
@@ -122,6 +123,7 @@ int cuGetErrorString(int e, const char **s) {
 	case 401: *s = "the operation cannot be performed in the present state"; return 0;
 	case 800: *s = "operation not permitted"; return 0;
 	case 801: *s = "operation not supported"; return 0;
+	case 802: *s = "system not yet initialized"; return 0;
 	case 999: *s = "unknown error"; return 0;
 	}
 	*s = 0;
