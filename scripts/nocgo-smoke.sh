@@ -30,7 +30,7 @@ expect 0 "model of a snapshot" "$bin" model --root "$snap"
 expect 0 "analyze" "$bin" analyze internal/analyze/nccltests/testdata/a100x8-allreduce-superbench.txt internal/analyze/ncclog/testdata/a100pcie-2gpu-allreduce-interleaved-nccl-info.txt
 expect 0 "fleet" "$bin" fleet "$tmp/dossier"
 expect 0 "diff" "$bin" diff "$tmp/dossier" "$tmp/dossier"
-for cmd in "bench nccl -e 1M" "bench copy"; do
+for cmd in "bench nccl -e 1M" "bench copy" "bench nvls --force"; do
   # shellcheck disable=SC2086
   expect 2 "$cmd" "$bin" $cmd
   grep -q "built without cgo" "$tmp/out" || { cat "$tmp/out" >&2; fail "$cmd does not say the build has no GPU engine"; }

@@ -126,6 +126,7 @@ const (
 	PhaseCopy      = "bench.copy"
 	PhaseNCCL      = "bench.nccl"
 	PhaseRDMA      = "bench.rdma"
+	PhaseNVLS      = "bench.nvls"
 	PhaseBurn      = "burn"
 	PhaseNCCLLogs  = "nccl-logs"
 	PhaseJobs      = "jobs"
@@ -225,6 +226,11 @@ func (nr *NodeRun) Dossier(ctx context.Context, o DossierOptions) (*dossier.Repo
 	if nr.profile != ProfileQuick {
 		// standard, full and burnin loop GPU memory through each rail NIC.
 		steps = slices.Insert(steps, 2, dossierStep{PhaseRDMA, d.benchRDMA})
+	}
+	if seen, _ := nr.host.NVSwitchesSeen(); seen {
+		// Only a node on NVSwitches has the phase: whether a multicast
+		// object binds, before NCCL's own NVLS set-up.
+		steps = slices.Insert(steps, stepIndex(steps, PhaseNCCL), dossierStep{PhaseNVLS, d.benchNVLS})
 	}
 	if nr.profile == ProfileBurnin {
 		// The burn-in after the pass that measured the node at rest.
@@ -438,6 +444,23 @@ func (d *dossierRun) benchNCCL(ctx context.Context) (string, string) {
 	}
 	if nr.ncclSetup != nil {
 		d.rawFile(nr.ncclSetup.Dir, "nccl-tests.txt", text.Bytes())
+	}
+	return benchStatus(err)
+}
+
+// benchNVLS probes the multicast set-up NCCL's NVLS needs (bench nvls)
+// on the benchmark pass's GPUs.
+func (d *dossierRun) benchNVLS(ctx context.Context) (string, string) {
+	if why := d.skipBench(); why != "" {
+		return dossier.PhaseSkipped, why
+	}
+	nr := d.nr
+	env, _, err := nr.s.nvls(ctx, nr.s.Now(), nr.host, nil, nr.gpus.Devices, NVLSOptions{Out: subdir(nr.out, rawNVLS), Warn: d.o.Warn})
+	if env != nil {
+		d.judged = append(d.judged, sourced(env.Results, "bench")...)
+		if d.o.Text != nil {
+			bench.WriteNVLSText(d.o.Text, env.Data.(*bench.NVLSReport), env.Results)
+		}
 	}
 	return benchStatus(err)
 }

@@ -215,6 +215,7 @@ var (
 	rawNCCL = filepath.Join("raw", "nccl")
 	rawCopy = filepath.Join("raw", "copy")
 	rawRDMA = filepath.Join("raw", "rdma")
+	rawNVLS = filepath.Join("raw", "nvls")
 )
 
 // BenchNCCL runs the pass's collectives (BenchErr when it cannot run);

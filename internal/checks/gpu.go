@@ -42,13 +42,10 @@ func expectedNVLinks(env *Env, g *topology.GPU) (int, string) {
 	return nvlinksOf(g.Name)
 }
 
-func activeLinks(g *topology.GPU) (active int, down []int, toSwitch int) {
+func activeLinks(g *topology.GPU) (active int, down []int) {
 	for _, l := range g.NVLinks {
 		if l.Active {
 			active++
-			if l.RemoteType == "nvswitch" {
-				toSwitch++
-			}
 		} else {
 			down = append(down, l.Link)
 		}
@@ -64,11 +61,11 @@ func (nvlinkState) Run(ctx context.Context, env *Env) []result.Result {
 	// The most links any GPU of this host has up: peers should match it.
 	peerMax := 0
 	for _, g := range h.GPUs {
-		if a, _, _ := activeLinks(g); a > peerMax {
+		if a, _ := activeLinks(g); a > peerMax {
 			peerMax = a
 		}
 	}
-	fabricNeeded := len(h.NVSwitches) > 0
+	fabricNeeded, _ := h.NVSwitchesSeen()
 	var out []result.Result
 	for _, g := range h.GPUs {
 		label := gpuLabel(g)
@@ -80,10 +77,7 @@ func (nvlinkState) Run(ctx context.Context, env *Env) []result.Result {
 			out = append(out, withRemedy(res(result.Unknown, label, "NoDriverFacts", label+": NVLink state unknown: "+why, factsEvidence(h)), "run with the NVIDIA driver loaded (NVML)"))
 			continue
 		}
-		active, down, toSwitch := activeLinks(g)
-		if toSwitch > 0 {
-			fabricNeeded = true
-		}
+		active, down := activeLinks(g)
 		want, src := expectedNVLinks(env, g)
 		evs := []result.Evidence{ev("nvml:nvmlDeviceGetNvLinkState", fmt.Sprintf("%d of %d links active%s", active, len(g.NVLinks), downText(down)))}
 		if src != "" {

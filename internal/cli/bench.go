@@ -84,7 +84,7 @@ func newBench(g *globals) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newBenchNCCL(g), newBenchCopy(g), newBenchRDMA(g))
+	cmd.AddCommand(newBenchNCCL(g), newBenchCopy(g), newBenchRDMA(g), newBenchNVLS(g))
 	return cmd
 }
 

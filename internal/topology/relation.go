@@ -2,7 +2,9 @@ package topology
 
 import (
 	"fmt"
+	"slices"
 
+	"github.com/gdrcheck/gdrcheck/internal/facts/gpu"
 	"github.com/gdrcheck/gdrcheck/internal/facts/pci"
 	"github.com/gdrcheck/gdrcheck/internal/topology/level"
 )
@@ -211,4 +213,33 @@ func (h *Host) Relate(a, b Endpoint) Relation {
 		return Relation{Level: level.Self, PCIe: level.Self}
 	}
 	return h.PCIeRelation(a.Dev(), b.Dev())
+}
+
+// NVSwitchesSeen says whether this host's GPUs sit on NVSwitches, and
+// from what: NVSwitch PCI functions (bare metal), or GPUs whose active
+// NVLinks end at a switch (a VM shows the links, not the switches). ""
+// and false when neither is seen; GPUs whose NVLink state is unknown are
+// named then, since their links could not be looked at.
+func (h *Host) NVSwitchesSeen() (bool, string) {
+	if n := len(h.NVSwitches); n > 0 {
+		return true, fmt.Sprintf("%d NVSwitch PCI function(s)", n)
+	}
+	gpus, unknown := 0, 0
+	for _, g := range h.GPUs {
+		if !g.NVLinkKnown {
+			unknown++
+			continue
+		}
+		if slices.ContainsFunc(g.NVLinks, func(l gpu.NVLink) bool { return l.Active && l.RemoteType == "nvswitch" }) {
+			gpus++
+		}
+	}
+	if gpus > 0 {
+		return true, fmt.Sprintf("%d GPU(s) with active NVLinks to an NVSwitch", gpus)
+	}
+	why := "no NVSwitch PCI function and no GPU NVLink to a switch"
+	if unknown > 0 {
+		why += fmt.Sprintf(" (the NVLink state of %d GPU(s) is unknown)", unknown)
+	}
+	return false, why
 }

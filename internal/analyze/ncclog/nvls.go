@@ -73,6 +73,11 @@ func isNVLSWarn(hs []header, b []byte) bool {
 	return warn && (bytes.Contains(b, sNVLSSource) || bytes.Contains(b, sNVLS) && bytes.Contains(b, []byte("ulticast")))
 }
 
+// NVLSRemedy is what makes NVLink SHARP's multicast objects bind on an
+// NVSwitch node: the remedy of NCCL's NVLS set-up failures and of
+// gdrcheck's own multicast probe (bench nvls).
+const NVLSRemedy = "NVLS needs fabric manager running at exactly the driver's version (gdrcheck check: nvlink.state) and every GPU registered with the fabric; reset the GPUs (or reboot) after fabric manager was restarted; in a container, expose /dev/nvidia-caps."
+
 // vNVLS judges NVLink SHARP from what the log says of it.
 func (a *analyzer) vNVLS(r *Report) result.Result {
 	const id = "nccl.nvls"
@@ -90,7 +95,7 @@ func (a *analyzer) vNVLS(r *Report) result.Result {
 		out := titles.New(id, result.Fail, "job", "NVLSFailed",
 			fmt.Sprintf("NVLink SHARP (NVLS) set-up failed (%d %s): NCCL could not create or bind a multicast object on the NVSwitches", t.fails, plural(t.fails, "warning or error line", "warning or error lines")),
 			a.offEvidence(t.failEv, "NVLS"))
-		out.Remedy = "NVLS needs fabric manager running at exactly the driver's version (gdrcheck check: nvlink.state) and every GPU registered with the fabric; reset the GPUs (or reboot) after fabric manager was restarted; in a container, expose /dev/nvidia-caps. NCCL_NVLS_ENABLE=0 avoids the error at the cost of NVLS bandwidth."
+		out.Remedy = NVLSRemedy + " NCCL_NVLS_ENABLE=0 avoids the error at the cost of NVLS bandwidth."
 		return out
 	case t.off:
 		return titles.New(id, result.Skip, "job", "NVLSDisabled", "NVLS switched off by the environment (NCCL_NVLS_ENABLE=0): not exercised",

@@ -1,5 +1,6 @@
 // Package fakelib builds fake vendor libraries (a CUDA runtime whose device
-// memory is host memory, an NCCL whose collectives really compute) with
+// memory is host memory, an NCCL whose collectives really compute, a CUDA
+// driver library with the multicast calls) with
 // gcc, so the real cgo shims and benchmark code run in tests on machines
 // without a GPU. The libraries are built once per machine: into a folder of
 // the user's cache named by a hash of their sources, the compiler and its
@@ -28,6 +29,9 @@ var cudartSrc string
 //go:embed csrc/fakenccl.c
 var ncclSrc string
 
+//go:embed csrc/fakecuda.c
+var cudaSrc string
+
 // lib is one fake library: its path in the build folder, its source and
 // its compiler flags.
 type lib struct {
@@ -39,6 +43,8 @@ var libs = []lib{
 	{"libcudart.so.13", cudartSrc, nil},
 	{"libnccl.so.2", ncclSrc, nil},
 	{filepath.Join("nccl-2.18", "libnccl.so.2"), ncclSrc, []string{"-DFAKENCCL_OLD"}},
+	{"libcuda.so.1", cudaSrc, nil},
+	{filepath.Join("cuda-12.0", "libcuda.so.1"), cudaSrc, []string{"-DFAKECU_OLD"}},
 }
 
 // cflags are every library's compiler flags before its own.
@@ -172,6 +178,14 @@ func NCCL(t testing.TB) string { return get(t, "libnccl.so.2") }
 // NCCLOld returns the path of a fake NCCL 2.18 (no ncclAlltoAll, no
 // ncclMemAlloc).
 func NCCLOld(t testing.TB) string { return get(t, filepath.Join("nccl-2.18", "libnccl.so.2")) }
+
+// CUDADriver returns the path of the fake CUDA driver library
+// (libcuda.so.1) with the multicast entry points (CUDA 12.1 and later).
+func CUDADriver(t testing.TB) string { return get(t, "libcuda.so.1") }
+
+// CUDADriverOld returns the path of a fake CUDA driver library of CUDA
+// 12.0: no multicast entry points.
+func CUDADriverOld(t testing.TB) string { return get(t, filepath.Join("cuda-12.0", "libcuda.so.1")) }
 
 // RunTests runs a package's tests and removes the libraries if they were
 // built for this process alone (the cached ones stay for the next run).
