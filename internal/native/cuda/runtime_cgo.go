@@ -61,6 +61,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gdrcheck/gdrcheck/internal/native/cudadrv"
 	"github.com/gdrcheck/gdrcheck/internal/native/dl"
 	"github.com/gdrcheck/gdrcheck/internal/watchdog"
 )
@@ -241,14 +242,14 @@ func (r *Runtime) Versions(ctx context.Context) (runtimeVer, driverVer string, e
 		if err := r.Check("cudaRuntimeGetVersion", int(C.gdr_runtime_version(r.c, &rv))); err != nil {
 			return err
 		}
-		runtimeVer = versionString(int(rv))
+		runtimeVer = cudadrv.VersionString(int(rv))
 		if err := r.Check("cudaDriverGetVersion", int(C.gdr_driver_version(r.c, &dv))); err != nil {
 			return err
 		}
 		if dv == 0 {
 			driverVer = "none (no driver)"
 		} else {
-			driverVer = versionString(int(dv))
+			driverVer = cudadrv.VersionString(int(dv))
 		}
 		return nil
 	})
@@ -452,8 +453,6 @@ func (r *Runtime) PinThread(ctx context.Context, cpus []int) error {
 		return nil
 	})
 }
-
-func versionString(v int) string { return fmt.Sprintf("%d.%d", v/1000, (v%1000)/10) }
 
 // kindOf is the cudaMemcpyKind of a copy between these kinds of memory.
 func kindOf(dst, src Mem) int {

@@ -191,7 +191,9 @@ type ProbeOptions struct {
 	Bytes uint64
 }
 
-func versionString(v int) string { return fmt.Sprintf("%d.%d", v/1000, (v%1000)/10) }
+// VersionString writes a CUDA version number as the driver and the
+// runtime report it (1000×major + 10×minor: 13000 is "13.0").
+func VersionString(v int) string { return fmt.Sprintf("%d.%d", v/1000, (v%1000)/10) }
 
 // roundUp is n rounded up to a multiple of every granularity (powers of
 // two in practice; any positive value is handled).

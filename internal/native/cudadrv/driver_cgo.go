@@ -198,7 +198,7 @@ func (d *Driver) probe(ctx context.Context, p *Probe, o ProbeOptions) (err error
 	if _, err := d.call(ctx, p, step("cuDriverGetVersion", -1), func() C.gdr_CUresult { return C.gdr_cu_version(d.c, &v) }); err != nil {
 		return err
 	}
-	p.DriverVersion = versionString(int(v))
+	p.DriverVersion = VersionString(int(v))
 	if _, err := d.call(ctx, p, step("cuDeviceGetCount", -1), func() C.gdr_CUresult { return C.gdr_cu_count(d.c, &n) }); err != nil {
 		return err
 	}
