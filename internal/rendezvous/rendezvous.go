@@ -323,10 +323,10 @@ func nonce() []byte {
 // process: a member that reconnects (its connection dropped before the id
 // came) is told from another process claiming the same rank.
 type auth struct {
-	Rank    int    `json:"rank"`
-	Size    int    `json:"size"`
-	Host    string `json:"host"`
-	Node    string `json:"node,omitempty"`
+	Rank int    `json:"rank"`
+	Size int    `json:"size"`
+	Host string `json:"host"`
+	Node string `json:"node,omitempty"`
 	// GPUs is the member's GPU count where above 1 (0: one GPU).
 	GPUs    int    `json:"gpus,omitempty"`
 	Process []byte `json:"process"`
