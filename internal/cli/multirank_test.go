@@ -566,3 +566,41 @@ func TestJobSeveralGPUsRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestJobSeveralGPUsKilledProcess: a process of two GPUs killed mid-run
+// is named by its ranks: the rendezvous knows processes, the report names
+// the failed process by its first NCCL rank and says which ranks it held;
+// the survivors' ranks are there, aborted.
+func TestJobSeveralGPUsKilledProcess(t *testing.T) {
+	t.Parallel()
+	procs, out := runJob(t, jobSpec{size: 3, args: []string{"-b", "8", "-e", "1M", "-f", "2", "-w", "1", "-n", "5", "-c", "0", "-g", "2"},
+		env: func(int) []string {
+			return []string{"FAKECUDA_DEVICES=2", "FAKENCCL_DIE_AT=2:60", "FAKENCCL_PEER_TIMEOUT_MS=3000"}
+		}}, 60*time.Second)
+	if p := procs[1]; p.code != -1 {
+		t.Errorf("process 1 was not killed: %s", p)
+	}
+	for _, p := range []*rankProc{procs[0], procs[2]} {
+		if p.code != ExitFailed || p.took > 30*time.Second {
+			t.Errorf("%s", p)
+		}
+	}
+	rep := readJobReport(t, filepath.Join(out, "results.json"))
+	if rep.Complete || rep.Job == nil || rep.Job.WorldSize != 6 || len(rep.Job.Failures) != 1 || rep.Job.Failures[0].Rank != 2 ||
+		!strings.HasPrefix(rep.Job.Failures[0].Reason, "process 1 (ranks 2..3): ") {
+		t.Fatalf("rank 0's report: complete %v, job %+v", rep.Complete, rep.Job)
+	}
+	var ranks []int
+	for _, r := range rep.Job.Ranks {
+		if r.Rank >= 4 && !r.Aborted {
+			t.Errorf("rank %d not marked aborted", r.Rank)
+		}
+		ranks = append(ranks, r.Rank)
+	}
+	if !slices.Equal(ranks, []int{0, 1, 4, 5}) {
+		t.Errorf("ranks %v, want 0, 1, 4, 5", ranks)
+	}
+	if !strings.Contains(procs[0].stdout.String(), "Rank  2 FAILED") {
+		t.Errorf("rank 0's table does not name the failed process's rank:\n%s", procs[0].stdout.String())
+	}
+}
