@@ -206,7 +206,7 @@ table and one results.json; the other ranks print nothing but errors. See docs/m
 	f.StringVarP(&maxS, "maxbytes", "e", "128M", "largest size")
 	f.Uint64VarP(&factor, "stepfactor", "f", 2, "multiply the size by this each step")
 	f.Uint64VarP(&step, "stepbytes", "i", 0, "add this to the size each step (when -f is 1)")
-	f.IntVarP(&ngpus, "ngpus", "g", 0, "number of GPUs (default: all)")
+	f.IntVarP(&ngpus, "ngpus", "g", 0, "number of GPUs (default: all; a process of a job: its local rank's one, or with -g N local rank k's devices kN..kN+N-1, as nccl-tests numbers them)")
 	f.IntVarP(&warm, "warmup_iters", "w", 5, "warm-up iterations at each power-of-two size")
 	f.IntVarP(&iters, "iters", "n", 20, "timed iterations per size")
 	f.IntVarP(&check, "check", "c", 1, "checked runs per size (0: no correctness check)")
