@@ -51,9 +51,11 @@ type GPUOptions struct {
 	CUDART  string // path of libcudart.so ("" searches)
 	Devices string // --devices: CUDA ordinals, comma-separated
 	NGPUs   int    // -g: the first N devices (0: all)
-	// PerRank picks one device for one rank of a job when Devices is
+	// PerRank picks the devices of one process of a job when Devices is
 	// empty: LocalRank's, or the only one visible (a launcher that binds
-	// one GPU per task through CUDA_VISIBLE_DEVICES).
+	// one GPU per task through CUDA_VISIBLE_DEVICES); with NGPUs above 1,
+	// devices LocalRank*NGPUs.. (NGPUs of them), as nccl-tests' -g numbers
+	// them under MPI.
 	PerRank   bool
 	LocalRank int
 	// Host is the node already discovered; nil: the benchmark runs
@@ -156,6 +158,14 @@ func useGPUs(ctx context.Context, rt *cuda.Runtime, o GPUOptions) (_ *GPUs, err 
 			if d >= n {
 				return nil, toolErr(fmt.Errorf("--devices %q: device %d is not one of 0..%d", o.Devices, d, n-1))
 			}
+		}
+	case o.PerRank && o.NGPUs > 1:
+		lo := o.LocalRank * o.NGPUs
+		if lo+o.NGPUs > n {
+			return nil, toolErr(fmt.Errorf("-g %d, local rank %d: devices %d..%d, but only %d GPU(s) visible (0..%d): give --devices or fewer ranks per node", o.NGPUs, o.LocalRank, lo, lo+o.NGPUs-1, n, n-1))
+		}
+		for d := range o.NGPUs {
+			g.Devices = append(g.Devices, lo+d)
 		}
 	case o.PerRank:
 		switch {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/gdrcheck/gdrcheck/internal/bench"
@@ -44,10 +45,12 @@ func RankDir(dir string, rank int) string {
 	return filepath.Join(dir, fmt.Sprintf("rank-%d", rank))
 }
 
-// BenchNCCLJob runs the collectives as one rank of a job (runJob): rank
-// 0 makes the NCCL unique id and serves it at the rendezvous, the others
-// fetch it; every rank joins the communicator on its one GPU
-// (ncclCommInitRank) and runs the same sweep. A rank that dies or fails
+// BenchNCCLJob runs the collectives as one process of a job (runJob):
+// process 0 makes the NCCL unique id and serves it at the rendezvous, the
+// others fetch it; every process joins the communicator on its GPUs
+// (ncclCommInitRank: one GPU, or several in one group, as nccl-tests' -g
+// under MPI, each announced at the rendezvous so that the NCCL ranks are
+// numbered in process order) and runs the same sweep. A rank that dies or fails
 // makes the others abort their communicators. At the end rank 0 gathers
 // every rank's part, prints the job's nccl-tests table (o.Text) and
 // writes results.json with every rank's part and the failures; the other
@@ -65,8 +68,13 @@ func (s *Session) BenchNCCLJob(ctx context.Context, g *GPUs, o NCCLOptions, jo J
 	}
 	j.dir, j.ev = setup.Dir, setup.Evidence
 	dir := j.dir
-	if len(g.Devices) != 1 {
-		return nil, dir, toolErr(fmt.Errorf("rank %d of %d: one GPU per process, not %d", job.Rank, job.Size, len(g.Devices)))
+	switch {
+	case len(g.Devices) == 0:
+		return nil, dir, toolErr(fmt.Errorf("rank %d of %d: no GPU to run on", job.Rank, job.Size))
+	case len(g.Devices) > rendezvous.MaxGPUs:
+		return nil, dir, toolErr(fmt.Errorf("rank %d of %d: %d GPUs in one process: at most %d", job.Rank, job.Size, len(g.Devices), rendezvous.MaxGPUs))
+	case len(g.Devices) > 1 && (j.split != launch.SplitAll || jo.Hierarchical):
+		return nil, dir, toolErr(fmt.Errorf("rank %d of %d drives %d GPUs: --split and --hierarchical need one GPU per process (not built yet for several)", job.Rank, job.Size, len(g.Devices)))
 	}
 	lib, err := nccl.Open(o.Lib)
 	if err != nil {
@@ -80,7 +88,10 @@ func (s *Session) BenchNCCLJob(ctx context.Context, g *GPUs, o NCCLOptions, jo J
 		return nil, dir, toolErr(fmt.Errorf("--%w", err))
 	}
 	j.cfg.Devices = g.Devices
-	if j.cfg.Root < 0 || j.cfg.Root >= job.Size {
+	// A root at or above the process count may be a rank where processes
+	// drive several GPUs: every process checks it once the ranks are
+	// counted (run), and refuses it alike.
+	if j.cfg.Root < 0 {
 		return nil, dir, toolErr(fmt.Errorf("-r %d: want a rank in 0..%d", j.cfg.Root, job.Size-1))
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -97,15 +108,18 @@ func (s *Session) BenchNCCLJob(ctx context.Context, g *GPUs, o NCCLOptions, jo J
 	if j.cfg.OpTimeout <= 0 {
 		gather = 5*time.Minute + 30*time.Second
 	}
-	end, err := runJob(ctx, jobSpec[bench.RankResult]{
+	end, err := runJob(ctx, jobSpec[ncclPart]{
 		Config: rendezvous.Config{Addr: job.Rendezvous, Rank: job.Rank, Size: job.Size, Host: s.Host, Node: cmp.Or(j.hostID, s.Host), Secret: jo.Secret,
-			JoinTimeout: jo.JoinTimeout, Hosts: job.Hosts, Listen: jo.Listen},
+			JoinTimeout: jo.JoinTimeout, Hosts: job.Hosts, Listen: jo.Listen, GPUs: len(g.Devices)},
 		ID: id, Gather: gather, Run: j.run, Warn: o.Warn,
-		Failed: func(rr bench.RankResult) (string, string) {
-			if rr.Aborted {
-				return "", "" // another rank's failure stopped it: that rank is named
+		Failed: func(p ncclPart) (string, string) {
+			for _, rr := range p.Ranks {
+				if !rr.Aborted && rr.Error != "" {
+					return rr.Host, rr.Error
+				}
 			}
-			return rr.Host, rr.Error
+			// Aborted: another rank's failure stopped it, and that rank is named.
+			return "", ""
 		},
 	})
 	switch {
@@ -124,8 +138,16 @@ func (s *Session) BenchNCCLJob(ctx context.Context, g *GPUs, o NCCLOptions, jo J
 	return j.report(ctx, end)
 }
 
-// ncclJob is one rank's bench nccl job: what its run needs and what it
-// measured.
+// ncclPart is what a process of the job sends rank 0: its rank at the
+// rendezvous and the part of each of its NCCL ranks (one where it drives
+// one GPU).
+type ncclPart struct {
+	Rank  int                `json:"rank"`
+	Ranks []bench.RankResult `json:"ranks"`
+}
+
+// ncclJob is one process's bench nccl job: what its run needs and what
+// it measured.
 type ncclJob struct {
 	s       *Session
 	g       *GPUs
@@ -139,6 +161,10 @@ type ncclJob struct {
 	lib     *nccl.Library
 	ver     string
 	cfg     bench.NCCLConfig
+	// The job's ranks: every process's GPU count (by process), this
+	// process's first NCCL rank, and their total.
+	counts       []int
+	first, world int
 	// What the run gives: the communicators measured side by side, this
 	// rank's measurements and error, its document.
 	groups  int
@@ -148,13 +174,31 @@ type ncclJob struct {
 	env     *report.Envelope // a member's own document
 }
 
-// run is the rank's sweep on the job's communicator (or its split's), a
-// lost rank aborting it; a member writes its own results.json. It
-// returns the rank's part for rank 0.
-func (j *ncclJob) run(ctx context.Context, peer rendezvous.Peer, id []byte) (bench.RankResult, error) {
+// run is the process's sweep on the job's communicator (or its
+// split's), a lost rank aborting it; a member writes its own
+// results.json. It returns the process's part for rank 0: a row per NCCL
+// rank of its GPUs, the measurements, evidence and logs on the first.
+func (j *ncclJob) run(ctx context.Context, peer rendezvous.Peer, id []byte) (ncclPart, error) {
 	job, cfg := j.jo.Job, &j.cfg
 	nodes := peer.Nodes()
-	cfg.Job = &bench.JobRank{UniqueID: id, Rank: job.Rank, World: job.Size}
+	j.counts = peer.GPUs()
+	j.first, j.world = 0, 0
+	for r, n := range j.counts {
+		if r < job.Rank {
+			j.first += n
+		}
+		j.world += n
+	}
+	multi := j.world != job.Size // some process drives several GPUs
+	switch {
+	case len(j.counts) != job.Size || j.counts[job.Rank] != len(j.g.Devices):
+		return ncclPart{}, fmt.Errorf("rendezvous: GPU counts %v do not give this process (rank %d of %d) its %d GPUs", j.counts, job.Rank, job.Size, len(j.g.Devices))
+	case multi && (j.split != launch.SplitAll || j.jo.Hierarchical):
+		return ncclPart{}, toolErr(fmt.Errorf("the job's processes drive %s GPUs: --split and --hierarchical need one GPU per process (not built yet for several)", countsText(j.counts)))
+	case cfg.Root >= j.world:
+		return ncclPart{}, toolErr(fmt.Errorf("-r %d: want a rank in 0..%d", cfg.Root, j.world-1))
+	}
+	cfg.Job = &bench.JobRank{UniqueID: id, Rank: j.first, World: j.world}
 	color, groups := j.split.Color(nodes, job.Rank)
 	j.groups = groups
 	if j.split != launch.SplitAll {
@@ -170,15 +214,29 @@ func (j *ncclJob) run(ctx context.Context, peer rendezvous.Peer, id []byte) (ben
 	})
 	j.results, j.runErr = results, runErr
 	j.ev.Collect()
-	dev := j.g.devices()[0]
-	mine := bench.RankResult{Rank: job.Rank, Host: j.s.Host, PID: os.Getpid(), Device: dev, Measurements: results, Evidence: j.ev, NCCLHostID: j.hostID,
-		Aborted: aborted, Group: color, Logs: bench.ReadRankLogs(j.ev)}
-	if runErr != nil {
-		mine.Error = runErr.Error()
+	devs := j.g.devices()
+	mine := ncclPart{Rank: job.Rank}
+	for i, dev := range devs {
+		rr := bench.RankResult{Rank: j.first + i, Host: j.s.Host, PID: os.Getpid(), Device: dev, NCCLHostID: j.hostID, Aborted: aborted, Group: color}
+		if i == 0 {
+			rr.Measurements, rr.Evidence, rr.Logs = results, j.ev, bench.ReadRankLogs(j.ev)
+		}
+		if multi {
+			rr.Process = new(job.Rank)
+		}
+		if runErr != nil {
+			rr.Error = runErr.Error()
+		}
+		mine.Ranks = append(mine.Ranks, rr)
 	}
 	settings := cfg.Settings()
 	settings["rank"], settings["world_size"], settings["split"] = job.Rank, job.Size, string(j.split)
-	j.rep = &bench.NCCLReport{NCCL: j.ver, NCCLPath: j.lib.Path, CUDARuntime: j.g.Runtime, CUDADriver: j.g.Driver, Evidence: j.ev, Devices: []bench.Device{dev},
+	if multi {
+		// The process's rank at the rendezvous stays "rank"; its GPUs are
+		// NCCL ranks first_rank.. of nccl_world_size.
+		settings["first_rank"], settings["gpus"], settings["nccl_world_size"] = j.first, len(devs), j.world
+	}
+	j.rep = &bench.NCCLReport{NCCL: j.ver, NCCLPath: j.lib.Path, CUDARuntime: j.g.Runtime, CUDADriver: j.g.Driver, Evidence: j.ev, Devices: devs,
 		Config: settings}
 	if job.Rank != 0 {
 		// Not rank 0: its own part on disk before it goes to rank 0.
@@ -193,6 +251,15 @@ func (j *ncclJob) run(ctx context.Context, peer rendezvous.Peer, id []byte) (ben
 	return mine, nil
 }
 
+// countsText is the GPU counts of the processes: "2,2,1".
+func countsText(counts []int) string {
+	s := make([]string, len(counts))
+	for i, n := range counts {
+		s[i] = fmt.Sprint(n)
+	}
+	return strings.Join(s, ",")
+}
+
 // write writes env as the rank's results.json; a failure is a warning.
 func (j *ncclJob) write(env *report.Envelope) {
 	path := filepath.Join(j.dir, "results.json")
@@ -203,14 +270,17 @@ func (j *ncclJob) write(env *report.Envelope) {
 
 // report is rank 0's end of the job: every rank's part combined, judged,
 // printed and written.
-func (j *ncclJob) report(ctx context.Context, end jobEnd[bench.RankResult]) (*report.Envelope, string, error) {
+func (j *ncclJob) report(ctx context.Context, end jobEnd[ncclPart]) (*report.Envelope, string, error) {
 	job, rep, o, dir := j.jo.Job, j.rep, j.o, j.dir
-	jr := &bench.JobReport{Launcher: string(job.Launcher), WorldSize: job.Size, Rendezvous: job.Rendezvous, Split: string(j.split), Groups: j.groups,
+	jr := &bench.JobReport{Launcher: string(job.Launcher), WorldSize: j.world, Rendezvous: job.Rendezvous, Split: string(j.split), Groups: j.groups,
 		Failures: end.Failures}
 	for _, p := range end.Parts {
 		if p != nil {
-			jr.Ranks = append(jr.Ranks, *p)
+			jr.Ranks = append(jr.Ranks, p.Ranks...)
 		}
+	}
+	if j.world != job.Size {
+		j.processes(jr, end.Hosts)
 	}
 	jr.NCCLLogs = bench.JudgeJobLogs(jr.Ranks)
 	// The logs' text is judged; the document keeps where they are, not
@@ -224,7 +294,7 @@ func (j *ncclJob) report(ctx context.Context, end jobEnd[bench.RankResult]) (*re
 		rep.Devices = append(rep.Devices, r.Device)
 	}
 	combined := bench.CombineRanks(jr.Ranks, j.cfg.DType)
-	if len(jr.Ranks) < job.Size {
+	if len(jr.Ranks) < j.world {
 		// Without every rank the times are not the job's: keep each rank's
 		// own under job.ranks, and the table as rank 0 measured it.
 		combined = j.results
@@ -270,6 +340,29 @@ func (j *ncclJob) report(ctx context.Context, end jobEnd[bench.RankResult]) (*re
 		return env, dir, jobFailure(jobErr)
 	}
 	return env, dir, benchOutcome(nil, combined, judgements)
+}
+
+// processes says which process drove which ranks, where some process
+// drives several GPUs, and names a failed process by its first NCCL rank
+// (the rendezvous names processes by their own rank).
+func (j *ncclJob) processes(jr *bench.JobReport, hosts []string) {
+	first := 0
+	for r, n := range j.counts {
+		p := bench.JobProcess{Process: r, GPUs: n, FirstRank: first}
+		if r < len(hosts) {
+			p.Host = hosts[r]
+		}
+		jr.Processes = append(jr.Processes, p)
+		first += n
+	}
+	for i, f := range jr.Failures {
+		if f.Rank < 0 || f.Rank >= len(jr.Processes) {
+			continue
+		}
+		p := jr.Processes[f.Rank]
+		jr.Failures[i].Reason = fmt.Sprintf("process %d (ranks %d..%d): %s", p.Process, p.FirstRank, p.FirstRank+p.GPUs-1, f.Reason)
+		jr.Failures[i].Rank = p.FirstRank
+	}
 }
 
 // expectedJob is the basis of a job's judgement: this node's hardware, as

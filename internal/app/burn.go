@@ -124,10 +124,22 @@ type BurnWork struct {
 	// pairs, run beside the copies.
 	RDMA []BurnRDMA `json:"rdma,omitempty"`
 	// Job is the window's pass of every collective across the job's nodes
-	// (BurnOptions.Job) on JobGPU (its PCI address): as this rank saw it
-	// (rank 0: the job's combined rows).
-	Job    []BurnCollective `json:"job,omitempty"`
-	JobGPU string           `json:"job_gpu,omitempty"`
+	// (BurnOptions.Job) on JobGPUs, every GPU of this node at once (their
+	// PCI addresses): as this rank saw it (rank 0: the job's combined
+	// rows). JobGPU is the one GPU an earlier gdrcheck's pass ran on (the
+	// node's next GPU each window), read from its burn.json.
+	Job     []BurnCollective `json:"job,omitempty"`
+	JobGPUs []string         `json:"job_gpus,omitempty"`
+	JobGPU  string           `json:"job_gpu,omitempty"`
+}
+
+// JobOn is the PCI addresses of the GPUs the window's pass across the
+// nodes ran on (an earlier burn.json's one GPU included).
+func (w BurnWork) JobOn() []string {
+	if len(w.JobGPUs) == 0 && w.JobGPU != "" {
+		return []string{w.JobGPU}
+	}
+	return w.JobGPUs
 }
 
 // BurnCollective is one NCCL collective of a window's pass.
@@ -498,16 +510,17 @@ func (s *Session) burnOn(ctx context.Context, t burnTarget, o BurnOptions) (*rep
 }
 
 // burnJobPass is a window's pass of every collective across the job's
-// nodes (BurnOptions.Job) on this node's next GPU, its rows and errors
-// kept in work. The error is an interruption's only: a failed pass is the
-// window's finding (burn.data).
+// nodes (BurnOptions.Job) on every GPU of this node at once (one process a
+// node driving all of its GPUs, each a rank of the job's communicator),
+// its rows and errors kept in work. The error is an interruption's only: a
+// failed pass is the window's finding (burn.data).
 func (s *Session) burnJobPass(ctx context.Context, gpus *GPUs, window int, nsetup *NCCLSetup, dir string, cfg bench.NCCLConfig, o BurnOptions, work *BurnWork) error {
-	d := gpus.Devices[window%len(gpus.Devices)]
-	work.JobGPU = gpus.BusIDs[d]
-	one := *gpus
-	one.Devices = []int{d}
+	work.JobGPUs = nil
+	for _, d := range gpus.Devices {
+		work.JobGPUs = append(work.JobGPUs, gpus.BusIDs[d])
+	}
 	setup := &NCCLSetup{Dir: filepath.Join(dir, "job", fmt.Sprintf("window-%d", window+1)), Evidence: nsetup.Evidence}
-	env, _, err := s.BenchNCCLJob(ctx, &one, NCCLOptions{Lib: o.NCCLLib, Setup: setup, Config: cfg, Judge: Judging{Off: true}, Warn: o.Warn}, *o.Job)
+	env, _, err := s.BenchNCCLJob(ctx, gpus, NCCLOptions{Lib: o.NCCLLib, Setup: setup, Config: cfg, Judge: Judging{Off: true}, Warn: o.Warn}, *o.Job)
 	if env != nil {
 		if nr, ok := env.Data.(*bench.NCCLReport); ok {
 			for _, m := range nr.Measurements {
@@ -520,7 +533,7 @@ func (s *Session) burnJobPass(ctx context.Context, gpus *GPUs, window int, nsetu
 		return err
 	case err != nil:
 		job := o.Job.Job
-		work.Errors = append(work.Errors, fmt.Sprintf("job (rank %d of %d, on %s): %v", job.Rank, job.Size, work.JobGPU, err))
+		work.Errors = append(work.Errors, fmt.Sprintf("job (rank %d of %d, on %s): %v", job.Rank, job.Size, strings.Join(work.JobGPUs, ","), err))
 	}
 	return nil
 }
@@ -635,7 +648,7 @@ func jobText(w BurnWork) string {
 	if len(w.Job) == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" here and %d across the job's nodes (on %s)", len(w.Job), w.JobGPU)
+	return fmt.Sprintf(" here and %d across the job's nodes (on %s)", len(w.Job), strings.Join(w.JobOn(), ","))
 }
 
 // peerLink is a link a GPU-to-GPU copy crosses and the share of its

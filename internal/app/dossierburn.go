@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/burn"
@@ -127,8 +128,12 @@ func BurnSection(doc *BurnDoc, path string) *dossier.Burn {
 		for _, c := range w.NCCL {
 			bw.NCCL = append(bw.NCCL, dossier.BurnRate{Name: c.Collective, GBps: c.Rate(), Wrong: c.Wrong, Error: c.Error})
 		}
+		var on []string
+		for _, a := range w.JobOn() {
+			on = append(on, cmp.Or(byAddr[a], a))
+		}
 		for _, c := range w.Job {
-			bw.Job = append(bw.Job, dossier.BurnRate{Name: c.Collective, GPU: cmp.Or(byAddr[w.JobGPU], w.JobGPU), GBps: c.Rate(), Wrong: c.Wrong, Error: c.Error})
+			bw.Job = append(bw.Job, dossier.BurnRate{Name: c.Collective, GPU: strings.Join(on, ","), GBps: c.Rate(), Wrong: c.Wrong, Error: c.Error})
 		}
 		b.Windows = append(b.Windows, bw)
 	}

@@ -223,3 +223,25 @@ func TestDossierBurninInterrupted(t *testing.T) {
 		t.Error("window 1 not judged in the dossier on disk")
 	}
 }
+
+// TestBurnSectionJobGPUs: a window's pass across the nodes is labelled
+// with every GPU it ran on; an earlier burn.json's one GPU (job_gpu) reads
+// as before.
+func TestBurnSectionJobGPUs(t *testing.T) {
+	doc := &BurnDoc{GPUs: []BurnGPU{{Device: 0, Address: "0000:18:00.0", GPU: "GPU0"}, {Device: 1, Address: "0000:19:00.0", GPU: "GPU1"}},
+		Series: &burn.Series{}, Schedule: burn.Schedule{Windows: make([]burn.Window, 3)},
+		Work: []BurnWork{
+			{Window: 0, Job: []BurnCollective{{Collective: "all_reduce"}}, JobGPUs: []string{"0000:18:00.0", "0000:19:00.0"}},
+			{Window: 1, Job: []BurnCollective{{Collective: "all_reduce"}}, JobGPU: "0000:19:00.0"},
+			{Window: 2, Job: []BurnCollective{{Collective: "all_reduce"}}, JobGPUs: []string{"0000:1a:00.0"}},
+		}}
+	b := BurnSection(doc, "burn.json")
+	for i, want := range []string{"GPU0,GPU1", "GPU1", "0000:1a:00.0"} {
+		if got := b.Windows[i].Job[0].GPU; got != want {
+			t.Errorf("window %d: %q, want %q", i+1, got, want)
+		}
+	}
+	if got := jobText(doc.Work[1]); got != " here and 1 across the job's nodes (on 0000:19:00.0)" {
+		t.Errorf("jobText of an earlier document: %q", got)
+	}
+}

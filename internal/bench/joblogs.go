@@ -82,7 +82,11 @@ func JudgeJobLogs(ranks []RankResult) *JobLogs {
 	n := 0
 	for _, r := range ranks {
 		for _, l := range r.Logs {
-			name := fmt.Sprintf("rank-%d/%s", r.Rank, l.Name)
+			dir := r.Rank
+			if r.Process != nil {
+				dir = *r.Process // its process's folder
+			}
+			name := fmt.Sprintf("rank-%d/%s", dir, l.Name)
 			if l.Truncated {
 				out.Truncated = append(out.Truncated, name)
 			}

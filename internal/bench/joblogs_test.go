@@ -55,6 +55,12 @@ func TestJudgeJobLogs(t *testing.T) {
 	if len(jl.Truncated) != 1 || jl.Truncated[0] != "rank-1/nccl-debug.h1.2.log" {
 		t.Errorf("truncated: %v", jl.Truncated)
 	}
+	// Where a process drives several GPUs, its log is named by its
+	// folder (its rank at the rendezvous), not by its first NCCL rank.
+	ranks[1].Rank, ranks[1].Process = 2, new(1)
+	if byProcess := JudgeJobLogs(ranks); byProcess.Report.Files[1].Name != "rank-1/nccl-debug.h1.2.log" {
+		t.Errorf("a process's log named %q", byProcess.Report.Files[1].Name)
+	}
 	// The whole log read as one file decides the same verdicts.
 	whole := JudgeJobLogs([]RankResult{{Rank: 0, Logs: []RankLog{{Name: "all.log", Content: b}}}})
 	status := func(vs []result.Result) map[string]result.Status {

@@ -22,8 +22,22 @@ type JobReport struct {
 	Groups   int                  `json:"groups"`
 	Ranks    []RankResult         `json:"ranks"`
 	Failures []rendezvous.Failure `json:"failures,omitempty"`
+	// Processes are the job's processes where one drives several GPUs (a
+	// rank each, nccl-tests' -g under MPI); absent in a job of one GPU
+	// per process, where a process is a rank.
+	Processes []JobProcess `json:"processes,omitempty"`
 	// NCCLLogs is every rank's NCCL log read as one job.
 	NCCLLogs *JobLogs `json:"nccl_logs,omitempty"`
+}
+
+// JobProcess is one process of a job whose processes drive several GPUs:
+// its rank at the rendezvous, its host, and the NCCL ranks of its GPUs
+// (FirstRank..FirstRank+GPUs-1).
+type JobProcess struct {
+	Process   int    `json:"process"`
+	Host      string `json:"host"`
+	GPUs      int    `json:"gpus"`
+	FirstRank int    `json:"first_rank"`
 }
 
 // RankResult is one rank's part of a multi-process run: what it measured
@@ -49,6 +63,12 @@ type RankResult struct {
 	// Logs are the rank's NCCL debug logs (their heads), for rank 0 to
 	// judge as one job; rank 0's report keeps them in NCCLLogs instead.
 	Logs []RankLog `json:"logs,omitempty"`
+	// Process is the rank's process (its rank at the rendezvous) where a
+	// process drives several GPUs: its folder is rank-<process>, and its
+	// measurements, evidence and logs are on its first rank's row (one
+	// clock timed all of its GPUs, as nccl-tests' -g does); nil in a job
+	// of one GPU per process.
+	Process *int `json:"process,omitempty"`
 }
 
 // NodeKey is the node the rank counts on, as NCCL counts them.
@@ -61,7 +81,10 @@ func (r RankResult) NodeKey() string {
 
 // CombineRanks is the job's table from every rank's own: nccl-tests'
 // default (-a 1) averages each row's time over the ranks and derives the
-// bandwidths from that average; #wrong is summed. A rank whose row differs
+// bandwidths from that average; #wrong is summed. Where a process drives
+// several GPUs its one measurement is on its first rank's row (the others
+// have none), so the mean is over processes, as nccl-tests averages over
+// its MPI processes under -g, and the bandwidths use every rank (Ranks). A rank whose row differs
 // in size, or that lacks the row, is left out of that row; a collective
 // any rank failed in carries that rank's error.
 func CombineRanks(ranks []RankResult, d DType) []NCCLResult {
@@ -134,6 +157,12 @@ func (t NCCLText) JobHeader(rep *NCCLReport, cfg NCCLConfig) {
 	w, l := t.W, printable.Line
 	fmt.Fprintf(w, "# gdrcheck bench nccl: NCCL %s (%s), CUDA runtime %s, driver CUDA %s\n", l(rep.NCCL), l(rep.NCCLPath), l(rep.CUDARuntime), l(rep.CUDADriver))
 	fmt.Fprintf(w, "# %d ranks (%s), rendezvous %s\n", rep.Job.WorldSize, l(rep.Job.Launcher), l(rep.Job.Rendezvous))
+	if ps := rep.Job.Processes; len(ps) > 0 {
+		fmt.Fprintf(w, "# %d processes, several GPUs each (each times all of its GPUs; the times are averaged over the processes):\n", len(ps))
+		for _, p := range ps {
+			fmt.Fprintf(w, "#  Process %2d on %10s: %d GPU(s), ranks %d..%d\n", p.Process, l(p.Host), p.GPUs, p.FirstRank, p.FirstRank+p.GPUs-1)
+		}
+	}
 	if rep.Job.Split != "" && rep.Job.Split != "all" {
 		fmt.Fprintf(w, "# split %s: %d communicators side by side, times averaged over every rank\n", l(rep.Job.Split), rep.Job.Groups)
 	}

@@ -64,3 +64,27 @@ func TestCombineRanks(t *testing.T) {
 		t.Error("no rank: want nil")
 	}
 }
+
+// TestCombineRanksOfProcesses: where a process drives several GPUs, its
+// one measurement is on its first rank's row: the time is the mean over
+// the processes, #wrong counted once per process, the bandwidths those of
+// every rank of the job.
+func TestCombineRanksOfProcesses(t *testing.T) {
+	f, _ := DTypeByName("float")
+	p0, p1 := 0, 1
+	a, b := rankRows(0, []float64{10}, 1), rankRows(2, []float64{30}, 2)
+	a.Measurements[0].Ranks, b.Measurements[0].Ranks = 4, 4
+	ranks := []RankResult{a, {Rank: 1}, b, {Rank: 3}}
+	for i := range ranks {
+		ranks[i].Process = &[]int{p0, p0, p1, p1}[i]
+	}
+	got := CombineRanks(ranks, f)
+	if len(got) != 1 || got[0].Ranks != 4 || len(got[0].Rows) != 1 || got[0].Wrong != 3 {
+		t.Fatalf("got %+v", got)
+	}
+	m := got[0].Rows[0].OutOfPlace
+	alg, bus := collective.AllReduce.Bandwidths(got[0].Rows[0].Count, 4, 20e-6, 4)
+	if math.Abs(m.TimeUS-20) > 1e-9 || math.Abs(m.AlgBW-alg) > 1e-9 || math.Abs(m.BusBW-bus) > 1e-9 || math.Abs(bus/alg-1.5) > 1e-9 {
+		t.Errorf("measure %+v, want 20 us, %g and %g GB/s", m, alg, bus)
+	}
+}

@@ -26,9 +26,10 @@ type NCCLConfig struct {
 	Op          RedOp  // -o
 	Root        int    // -r
 	Devices     []int  // CUDA device ordinals (-g: the first N)
-	// Job makes this process one rank of a multi-process communicator
-	// (ncclCommInitRank on its one device); nil: every rank is a device of
-	// this process (ncclCommInitAll).
+	// Job makes this process's devices ranks of a multi-process
+	// communicator (ncclCommInitRank: one device, or several in one group
+	// as nccl-tests' -g under MPI); nil: every rank is a device of this
+	// process (ncclCommInitAll).
 	Job *JobRank
 	// Buffers is how the send and receive buffers are allocated; empty:
 	// ncclMemAlloc where NCCL has it, as nccl-tests does.
@@ -58,8 +59,10 @@ func (c NCCLConfig) Settings() map[string]any {
 // JobRank is this process's place in a multi-process communicator.
 type JobRank struct {
 	UniqueID []byte // rank 0's ncclGetUniqueId
-	Rank     int
-	World    int
+	// Rank is the NCCL rank of the process's first device; its devices
+	// are ranks Rank..Rank+len(Devices)-1 of World.
+	Rank  int
+	World int
 	// Split, when set, runs the collectives on the sub-communicator of
 	// this rank's color (ncclCommSplit, ordered by rank) instead of the
 	// job's.
@@ -173,10 +176,10 @@ func RunNCCL(ctx context.Context, rt *cuda.Runtime, lib *nccl.Library, cfg NCCLC
 	var comms *nccl.Comms
 	var err error
 	if j := cfg.Job; j != nil {
-		if len(cfg.Devices) != 1 {
-			return nil, fmt.Errorf("rank %d of %d: one GPU per process, not %d", j.Rank, j.World, len(cfg.Devices))
+		if len(cfg.Devices) > 1 && (j.Split != nil || j.Hier != nil) {
+			return nil, fmt.Errorf("ranks %d..%d of %d: a split or the hierarchical all-reduce needs one GPU per process, not %d", j.Rank, j.Rank+len(cfg.Devices)-1, j.World, len(cfg.Devices))
 		}
-		comms, err = lib.InitRank(ctx, rt, cfg.Devices[0], j.UniqueID, j.Rank, j.World, cfg.InitTimeout)
+		comms, err = lib.InitRanks(ctx, rt, cfg.Devices, j.UniqueID, j.Rank, j.World, cfg.InitTimeout)
 		if err == nil && j.Split != nil {
 			r.parent = comms
 			comms, err = comms.Split(ctx, j.Split.Color, j.Rank, cfg.InitTimeout)

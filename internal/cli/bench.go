@@ -206,7 +206,7 @@ table and one results.json; the other ranks print nothing but errors. See docs/m
 	f.StringVarP(&maxS, "maxbytes", "e", "128M", "largest size")
 	f.Uint64VarP(&factor, "stepfactor", "f", 2, "multiply the size by this each step")
 	f.Uint64VarP(&step, "stepbytes", "i", 0, "add this to the size each step (when -f is 1)")
-	f.IntVarP(&ngpus, "ngpus", "g", 0, "number of GPUs (default: all)")
+	f.IntVarP(&ngpus, "ngpus", "g", 0, "number of GPUs (default: all; a process of a job: its local rank's one, or with -g N local rank k's devices kN..kN+N-1, as nccl-tests numbers them)")
 	f.IntVarP(&warm, "warmup_iters", "w", 5, "warm-up iterations at each power-of-two size")
 	f.IntVarP(&iters, "iters", "n", 20, "timed iterations per size")
 	f.IntVarP(&check, "check", "c", 1, "checked runs per size (0: no correctness check)")
@@ -243,21 +243,17 @@ func benchNCCL(ctx context.Context, g *globals, gpus *app.GPUs, f report.Format,
 // benchNCCLJob runs bench nccl as one rank of a job of several processes.
 func benchNCCLJob(cmd *cobra.Command, g *globals, o benchOptions, cfg bench.NCCLConfig, ngpus int, jf jobFlags, job launch.Job) error {
 	ctx := cmd.Context()
-	if ngpus > 1 {
-		return toolError(fmt.Errorf("-g %d: a rank of a job drives one GPU (its local rank's, or --devices)", ngpus))
-	}
 	jo, err := jf.options(g, job)
 	if err != nil {
 		return err
 	}
-	f, gpus, err := openGPUs(ctx, g, o, app.GPUOptions{PerRank: o.devices == "", LocalRank: job.LocalRank})
+	// One GPU per process (its local rank's), or several: -g N (local rank
+	// k drives devices kN..kN+N-1, as nccl-tests numbers them) or --devices.
+	f, gpus, err := openGPUs(ctx, g, o, app.GPUOptions{PerRank: o.devices == "", LocalRank: job.LocalRank, NGPUs: ngpus})
 	if err != nil {
 		return err
 	}
 	defer gpus.Close()
-	if len(gpus.Devices) != 1 {
-		return toolError(fmt.Errorf("--devices %s: a rank of a job drives one GPU", o.devices))
-	}
 	no := app.NCCLOptions{Lib: o.nccl, Buffers: o.buffers, Out: o.out, Config: cfg, Judge: o.judge, Warn: g.errOut}
 	if f == report.Text && job.Rank == 0 {
 		no.Text = g.out

@@ -120,8 +120,8 @@ func TestBurnReplayCapturesCommand(t *testing.T) {
 
 // burn as one rank a node of a job of two (on loopback, each its own
 // NCCL_HOSTID, the fake libraries): every window's NCCL pass also runs
-// across the two, on each node's next GPU in turn; both dossiers hold
-// the job's rows, checked, nothing wrong. A second rank on one node is
+// across the two, on all of each node's GPUs at once (4 ranks); both
+// dossiers hold the job's rows, checked, nothing wrong. A second rank on one node is
 // refused: one process drives all of a node's GPUs.
 func TestBurnAcrossNodes(t *testing.T) {
 	live := t.TempDir()
@@ -178,9 +178,21 @@ func TestBurnAcrossNodes(t *testing.T) {
 				}
 			}
 		}
-		// The next GPU each window.
-		if a, b := rep.Burn.Windows[0].Job[0].GPU, rep.Burn.Windows[1].Job[0].GPU; a == b || a == "" {
-			t.Errorf("rank %d: the job ran on %q then %q", r, a, b)
+		// Every GPU of the node at once, every window: 2 processes of 2 GPUs,
+		// a job of 4 ranks.
+		if r == 0 {
+			for i := range 2 {
+				jr := readJobReport(t, filepath.Join(outs[0], "raw", "burn", "job", fmt.Sprintf("window-%d", i+1), "results.json"))
+				if jr.Job == nil || jr.Job.WorldSize != 4 || len(jr.Job.Ranks) != 4 || len(jr.Job.Processes) != 2 || jr.Measurements[0].Ranks != 4 {
+					t.Errorf("window %d's job: %+v", i+1, jr.Job)
+				}
+			}
+		}
+		// Every GPU of the node at once, every window.
+		for i, w := range rep.Burn.Windows {
+			if g := w.Job[0].GPU; g != "GPU0,GPU1" {
+				t.Errorf("rank %d window %d: the job ran on %q", r, i+1, g)
+			}
 		}
 		if !strings.Contains(p.stdout.String(), "across the job's nodes") && !strings.Contains(string(b), "across the job's nodes") {
 			t.Errorf("rank %d: burn.data does not say what ran across the nodes\n%s", r, p.stdout.String())

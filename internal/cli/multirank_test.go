@@ -5,14 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gdrcheck/gdrcheck/internal/analyze/ncclog"
 	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/fakelib"
 	"github.com/gdrcheck/gdrcheck/internal/testutil/freeport"
@@ -39,6 +42,8 @@ type jobSpec struct {
 	ranks []int // the ranks started (default: all)
 	args  []string
 	env   func(rank int) []string // extra variables of a rank
+	// rankArgs, if set, are more arguments of a rank.
+	rankArgs func(rank int) []string
 }
 
 // runJob starts the ranks, waits for all (at most limit) and returns them
@@ -60,6 +65,9 @@ func runJob(t *testing.T, js jobSpec, limit time.Duration) ([]*rankProc, string)
 		p := &rankProc{rank: r}
 		args := append([]string{"bench", "nccl", "--rank", fmt.Sprint(r), "--world-size", fmt.Sprint(js.size), "--rendezvous", addr,
 			"--out", out, "--no-judge", "--op-timeout", "20s"}, js.args...)
+		if js.rankArgs != nil {
+			args = append(args, js.rankArgs(r)...)
+		}
 		p.cmd = exec.CommandContext(ctx, os.Args[0], args...)
 		env := []string{reexecVar + "=1", "GDRCHECK_CUDART=" + fakelib.CUDART(t), "GDRCHECK_NCCL=" + fakelib.NCCL(t), "FAKECUDA_DEVICES=1",
 			"FAKENCCL_EXCHANGE_DIR=" + xdir, "GDRCHECK_SECRET=" + jobSecret, fmt.Sprintf("NCCL_HOSTID=fakehost%d", r), liveRootVar + "=" + liveRoot}
@@ -400,4 +408,199 @@ func TestJobManyRanks(t *testing.T) {
 	}
 	rank0 := procs[len(procs)-1]
 	t.Logf("%d ranks: rank 0 ran %s from its start to its exit (the rendezvous, NCCL's init and an 8-byte all_reduce with the fake libraries)", n, rank0.took.Round(time.Millisecond))
+}
+
+// TestJobSeveralGPUsPerProcess: processes that each drive several GPUs
+// (nccl-tests' -g under MPI) form one communicator of every GPU: the
+// ranks are numbered in process order, the table's bandwidths use every
+// rank, results.json has a row per NCCL rank and says which process drove
+// which; mixed counts are a job too. Through the real command line, with
+// -g and with --devices, and the job then taken into a dossier (run
+// --include) with a row per rank.
+func TestJobSeveralGPUsPerProcess(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		gpus []int
+	}{
+		{"2x2", []int{2, 2}},
+		{"2+1", []int{2, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			world := 0
+			for _, n := range tc.gpus {
+				world += n
+			}
+			procs, out := runJob(t, jobSpec{size: len(tc.gpus), args: []string{"-b", "64", "-e", "4K", "-f", "8", "-w", "1", "-n", "2", "-c", "1",
+				"--op", "all_reduce,all_gather,reduce_scatter,broadcast,reduce,sendrecv,alltoall", "-r", fmt.Sprint(world - 1)},
+				env: func(r int) []string { return []string{fmt.Sprintf("FAKECUDA_DEVICES=%d", tc.gpus[r])} },
+				rankArgs: func(r int) []string {
+					if r == 0 {
+						return []string{"-g", fmt.Sprint(tc.gpus[r])}
+					}
+					devs := []string{}
+					for d := range tc.gpus[r] {
+						devs = append(devs, fmt.Sprint(d))
+					}
+					return []string{"--devices", strings.Join(devs, ",")}
+				}}, 90*time.Second)
+			for _, p := range procs {
+				if p.code != ExitOK {
+					t.Fatalf("%s", p)
+				}
+			}
+			o := procs[0].stdout.String()
+			want := []string{fmt.Sprintf("# %d ranks (flags)", world), fmt.Sprintf("# %d processes, several GPUs each", len(tc.gpus)),
+				fmt.Sprintf("#  Process  0 on %10s: %d GPU(s), ranks 0..%d", "", tc.gpus[0], tc.gpus[0]-1), "# Out of bounds values : 0 OK"}
+			want[2] = fmt.Sprintf(": %d GPU(s), ranks 0..%d", tc.gpus[0], tc.gpus[0]-1)
+			want = append(want, fmt.Sprintf(": %d GPU(s), ranks %d..%d", tc.gpus[1], tc.gpus[0], world-1))
+			for r := range world {
+				want = append(want, fmt.Sprintf("#  Rank %2d Group  0 Pid", r))
+			}
+			for _, w := range want {
+				if !strings.Contains(o, w) {
+					t.Errorf("rank 0's output lacks %q:\n%s", w, o)
+				}
+			}
+			rep := readJobReport(t, filepath.Join(out, "results.json"))
+			if rep.Job == nil || rep.Job.WorldSize != world || len(rep.Job.Ranks) != world || len(rep.Job.Failures) != 0 || !rep.Complete ||
+				len(rep.Measurements) != 7 || len(rep.Devices) != world {
+				t.Fatalf("job report: %+v", rep.Job)
+			}
+			first := 0
+			for p, n := range tc.gpus {
+				if jp := rep.Job.Processes[p]; jp.Process != p || jp.GPUs != n || jp.FirstRank != first {
+					t.Errorf("process %d: %+v", p, jp)
+				}
+				for i := range n {
+					rr := rep.Job.Ranks[first+i]
+					if rr.Rank != first+i || rr.Process == nil || *rr.Process != p || rr.Device.CUDA != i || rr.NCCLHostID != fmt.Sprintf("fakehost%d", p) ||
+						(i == 0) != (rr.Evidence != nil) || (i == 0) != (len(rr.Measurements) == 7) {
+						t.Errorf("rank %d: %+v", first+i, rr)
+					}
+				}
+				first += n
+			}
+			for _, m := range rep.Measurements {
+				if m.Ranks != world || m.Wrong != 0 || len(m.Rows) == 0 || m.Rows[0].OutOfPlace.Wrong == nil {
+					t.Errorf("%s: %d ranks, %d wrong, rows %v", m.Collective, m.Ranks, m.Wrong, m.Rows)
+					continue
+				}
+				// nccl-tests' bus bandwidth factors of every rank of the job.
+				factor := map[string]float64{"all_reduce": 2 * float64(world-1) / float64(world), "all_gather": float64(world-1) / float64(world),
+					"broadcast": 1, "reduce": 1}[string(m.Collective)]
+				r := m.Rows[len(m.Rows)-1].OutOfPlace
+				if factor != 0 && (r.AlgBW <= 0 || math.Abs(r.BusBW/r.AlgBW-factor) > 1e-6) {
+					t.Errorf("%s: busbw %g, algbw %g: want a factor %g", m.Collective, r.BusBW, r.AlgBW, factor)
+				}
+			}
+			// Each process's NCCL log reached rank 0, named by its folder.
+			if jl := rep.Job.NCCLLogs; jl == nil || jl.Report == nil || len(jl.Report.Files) != len(tc.gpus) {
+				t.Errorf("job logs: %+v", jl)
+			} else {
+				for p := range tc.gpus {
+					if !slices.ContainsFunc(jl.Report.Files, func(f ncclog.JobFile) bool { return strings.HasPrefix(f.Name, fmt.Sprintf("rank-%d/", p)) }) {
+						t.Errorf("no log of process %d: %v", p, jl.Report.Files)
+					}
+				}
+			}
+			if _, err := os.Stat(filepath.Join(out, "rank-1", "results.json")); err != nil {
+				t.Errorf("process 1's own results: %v", err)
+			}
+			// The dossier takes the job in with a row per NCCL rank.
+			// The ranks are placed on the one-GPU snapshot's host, as the
+			// fixture job was (internal/app/testdata/jobs/README.md).
+			b, err := os.ReadFile(filepath.Join(out, "results.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			host, _ := os.Hostname()
+			b = bytes.ReplaceAll(b, []byte(`"host": "`+host+`"`), []byte(`"host": "host-65cf06c2"`))
+			b = bytes.ReplaceAll(b, []byte(`"bus_id": "0000:18:00.0"`), []byte(`"bus_id": "0000:00:06.0"`))
+			placed := filepath.Join(t.TempDir(), "job.json")
+			if err := os.WriteFile(placed, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			js, errs, code := run(t, "run", "--root", repo+"/testdata/snapshots/h200x1-live-gdrcheck.tgz", "--include", placed, "--format", "json")
+			var doc struct {
+				Jobs []struct {
+					WorldSize int `json:"world_size"`
+					Ranks     []struct {
+						Rank int `json:"rank"`
+						GPU  int `json:"gpu"`
+					} `json:"ranks"`
+				} `json:"jobs"`
+			}
+			if err := json.Unmarshal([]byte(js), &doc); err != nil || len(doc.Jobs) != 1 || doc.Jobs[0].WorldSize != world || len(doc.Jobs[0].Ranks) != world {
+				t.Fatalf("run --include: exit %d, %v: %.2000s\n%s", code, err, js, errs)
+			}
+			for r, jr := range doc.Jobs[0].Ranks {
+				// Device 0 of each process is the snapshot's GPU0; device 1's
+				// bus id is on no GPU of it.
+				if jr.Rank != r || (jr.GPU == 0) != (r == 0 || r == tc.gpus[0]) {
+					t.Errorf("dossier rank row %d: %+v", r, jr)
+				}
+			}
+		})
+	}
+}
+
+// TestJobSeveralGPUsRefusals: what only the job's GPU count can refuse is
+// refused alike by every process once they met (a root past the last
+// rank), and a process of several GPUs refuses what needs one GPU per
+// process (--split, --hierarchical) before anything loads.
+func TestJobSeveralGPUsRefusals(t *testing.T) {
+	t.Parallel()
+	procs, _ := runJob(t, jobSpec{size: 2, args: []string{"-b", "64", "-e", "64", "-g", "2", "-r", "4"},
+		env: func(int) []string { return []string{"FAKECUDA_DEVICES=2"} }}, 60*time.Second)
+	for _, p := range procs {
+		if p.code != ExitToolErr || !strings.Contains(p.stderr.String(), "-r 4: want a rank in 0..3") {
+			t.Errorf("%s", p)
+		}
+	}
+	for _, flag := range []string{"--hierarchical", "--split=rail"} {
+		procs, _ = runJob(t, jobSpec{size: 2, ranks: []int{1}, args: []string{"-b", "64", "-e", "64", "--devices", "0,1", flag},
+			env: func(int) []string { return []string{"FAKECUDA_DEVICES=2"} }}, 30*time.Second)
+		if p := procs[0]; p.code != ExitToolErr || !strings.Contains(p.stderr.String(), "rank 1 of 2 drives 2 GPUs: --split and --hierarchical need one GPU per process") {
+			t.Errorf("%s: %s", flag, p)
+		}
+	}
+}
+
+// TestJobSeveralGPUsKilledProcess: a process of two GPUs killed mid-run
+// is named by its ranks: the rendezvous knows processes, the report names
+// the failed process by its first NCCL rank and says which ranks it held;
+// the survivors' ranks are there, aborted.
+func TestJobSeveralGPUsKilledProcess(t *testing.T) {
+	t.Parallel()
+	procs, out := runJob(t, jobSpec{size: 3, args: []string{"-b", "8", "-e", "1M", "-f", "2", "-w", "1", "-n", "5", "-c", "0", "-g", "2"},
+		env: func(int) []string {
+			return []string{"FAKECUDA_DEVICES=2", "FAKENCCL_DIE_AT=2:60", "FAKENCCL_PEER_TIMEOUT_MS=3000"}
+		}}, 60*time.Second)
+	if p := procs[1]; p.code != -1 {
+		t.Errorf("process 1 was not killed: %s", p)
+	}
+	for _, p := range []*rankProc{procs[0], procs[2]} {
+		if p.code != ExitFailed || p.took > 30*time.Second {
+			t.Errorf("%s", p)
+		}
+	}
+	rep := readJobReport(t, filepath.Join(out, "results.json"))
+	if rep.Complete || rep.Job == nil || rep.Job.WorldSize != 6 || len(rep.Job.Failures) != 1 || rep.Job.Failures[0].Rank != 2 ||
+		!strings.HasPrefix(rep.Job.Failures[0].Reason, "process 1 (ranks 2..3): ") {
+		t.Fatalf("rank 0's report: complete %v, job %+v", rep.Complete, rep.Job)
+	}
+	var ranks []int
+	for _, r := range rep.Job.Ranks {
+		if r.Rank >= 4 && !r.Aborted {
+			t.Errorf("rank %d not marked aborted", r.Rank)
+		}
+		ranks = append(ranks, r.Rank)
+	}
+	if !slices.Equal(ranks, []int{0, 1, 4, 5}) {
+		t.Errorf("ranks %v, want 0, 1, 4, 5", ranks)
+	}
+	if !strings.Contains(procs[0].stdout.String(), "Rank  2 FAILED") {
+		t.Errorf("rank 0's table does not name the failed process's rank:\n%s", procs[0].stdout.String())
+	}
 }

@@ -238,6 +238,7 @@ wait:
 				n++
 			}
 			joined[r], process[r], c.members[r], c.hosts[r], c.nodes[r] = true, a.a.Process, a.cn, a.a.Host, cmp.Or(a.a.Node, a.a.Host)
+			c.gpus[r] = max(a.a.GPUs, 1)
 		case <-timer.C:
 			e := missingError(c.cfg, joined, c.cfg.JoinTimeout, away)
 			if !c.cfg.KeepGoing || n == 1 {
@@ -257,7 +258,11 @@ wait:
 	for _, f := range missing {
 		c.hosts[f.Rank], c.nodes[f.Rank] = f.Host, f.Host
 	}
-	msg, _ := json.Marshal(idMsg{ID: id, Hosts: c.hosts, Nodes: c.nodes})
+	im := idMsg{ID: id, Hosts: c.hosts, Nodes: c.nodes}
+	if slices.ContainsFunc(c.gpus, func(n int) bool { return n > 1 }) {
+		im.GPUs = c.gpus
+	}
+	msg, _ := json.Marshal(im)
 	for r := 1; r < c.cfg.Size; r++ {
 		if c.members[r] == nil {
 			continue
@@ -379,6 +384,8 @@ func (c *Coordinator) handshake(cn *conn, away *turnedAway) (auth, error) {
 		why = fmt.Sprintf("rank %d is not one of 1..%d", a.Rank, c.cfg.Size-1)
 	case len(a.Host) > 255 || len(a.Node) > 255:
 		why = "host or node name longer than 255 bytes"
+	case a.GPUs < 0 || a.GPUs > MaxGPUs:
+		why = fmt.Sprintf("it announced %d GPUs: want 1..%d", a.GPUs, MaxGPUs)
 	}
 	if why != "" {
 		claimed := a.Rank
@@ -483,6 +490,9 @@ func (m *Member) handshake(ctx context.Context, deadline time.Time, process []by
 		return nil, false, fmt.Errorf("rendezvous: %s did not greet as gdrcheck's rank 0: %v", m.cfg.Addr, errOr(err, "unexpected message"))
 	}
 	a := auth{Rank: m.cfg.Rank, Size: m.cfg.Size, Host: m.cfg.Host, Node: m.cfg.Node, Process: process, Nonce: nonce()}
+	if m.cfg.GPUs > 1 {
+		a.GPUs = m.cfg.GPUs
+	}
 	a.MAC = a.tag(m.cfg.Secret, ch)
 	b, _ := json.Marshal(a)
 	if err := m.cn.write(tAuth, b, handshakeTimeout); err != nil {
@@ -520,8 +530,42 @@ func (m *Member) handshake(ctx context.Context, deadline time.Time, process []by
 	if err := json.Unmarshal(p, &im); err != nil || len(im.ID) != IDSize || len(im.Hosts) != m.cfg.Size || len(im.Nodes) != m.cfg.Size {
 		return nil, true, fmt.Errorf("rendezvous: malformed unique id message from rank 0")
 	}
-	m.hosts, m.nodes = im.Hosts, im.Nodes
+	gpus, err := m.gpusOf(im.GPUs)
+	if err != nil {
+		return nil, true, err
+	}
+	m.hosts, m.nodes, m.gpus = im.Hosts, im.Nodes, gpus
 	return im.ID, false, nil
+}
+
+// gpusOf checks the GPU counts of rank 0's id message: one per rank, each
+// 1..MaxGPUs, this rank's its own; absent, every rank has one GPU, which
+// a member driving several cannot join (its rank 0 is an older gdrcheck,
+// that would number the NCCL ranks one per process).
+func (m *Member) gpusOf(gpus []int) ([]int, error) {
+	mine := max(m.cfg.GPUs, 1)
+	if gpus == nil {
+		if mine > 1 {
+			return nil, fmt.Errorf("rendezvous: rank 0 at %s did not take this process's %d GPUs (it numbers one GPU per process: an older gdrcheck?)", m.cfg.Addr, mine)
+		}
+		out := make([]int, m.cfg.Size)
+		for r := range out {
+			out[r] = 1
+		}
+		return out, nil
+	}
+	if len(gpus) != m.cfg.Size {
+		return nil, fmt.Errorf("rendezvous: rank 0's GPU counts name %d ranks, want %d", len(gpus), m.cfg.Size)
+	}
+	for r, n := range gpus {
+		if n < 1 || n > MaxGPUs {
+			return nil, fmt.Errorf("rendezvous: rank 0 says rank %d drives %d GPUs: want 1..%d", r, n, MaxGPUs)
+		}
+	}
+	if gpus[m.cfg.Rank] != mine {
+		return nil, fmt.Errorf("rendezvous: rank 0 counts %d GPUs for this rank (%d), which drives %d", gpus[m.cfg.Rank], m.cfg.Rank, mine)
+	}
+	return gpus, nil
 }
 
 // printableReason bounds an unauthenticated reason (the caller's error

@@ -13,6 +13,9 @@ type Peer interface {
 	// on (Config.Node), by rank.
 	Hosts() []string
 	Nodes() []string
+	// GPUs are every rank's GPU count (Config.GPUs, 1 where none was
+	// announced), by rank.
+	GPUs() []int
 	// Lost is closed when the job loses a rank (rank 0's view) or rank 0
 	// aborts the job (a member's); Err says why, nil while none is lost.
 	Lost() <-chan struct{}

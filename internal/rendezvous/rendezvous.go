@@ -52,6 +52,10 @@ import (
 // IDSize is the size of NCCL's unique id (ncclUniqueId, NCCL_UNIQUE_ID_BYTES).
 const IDSize = 128
 
+// MaxGPUs bounds the GPUs one process announces (a node has at most a
+// few dozen).
+const MaxGPUs = 64
+
 // DefaultMaxMessage bounds one frame: a rank's whole result document.
 const DefaultMaxMessage = 4 << 20
 
@@ -96,6 +100,12 @@ type Config struct {
 	// Listen is where rank 0 listens ("": Addr). Tests use it; a site
 	// whose rank 0 reaches itself by another name does too.
 	Listen string
+	// GPUs is how many GPUs this process drives (0 or 1: one). Every rank
+	// learns every rank's count (Peer.GPUs): a job of several GPUs per
+	// process numbers its NCCL ranks by them. A count above 1 is announced
+	// in the member's authenticated answer and carried in rank 0's id
+	// message; a job of one GPU per process sends neither, as before.
+	GPUs int
 	// KeepGoing: the ranks work in independent groups (bench rdma's node
 	// pairs), so a member's failure does not abort the job: rank 0 tells
 	// every rank which rank was lost (a Message with Lost set) and the
@@ -120,6 +130,8 @@ func (c *Config) check() error {
 		return fmt.Errorf("rendezvous: the secret has %d bytes: want at least 16", len(c.Secret))
 	case c.JoinTimeout <= 0:
 		return fmt.Errorf("rendezvous: no join deadline")
+	case c.GPUs < 0 || c.GPUs > MaxGPUs:
+		return fmt.Errorf("rendezvous: %d GPUs in one process: want 1..%d", c.GPUs, MaxGPUs)
 	}
 	if c.MaxMessage <= 0 {
 		c.MaxMessage = DefaultMaxMessage
@@ -311,17 +323,26 @@ func nonce() []byte {
 // process: a member that reconnects (its connection dropped before the id
 // came) is told from another process claiming the same rank.
 type auth struct {
-	Rank    int    `json:"rank"`
-	Size    int    `json:"size"`
-	Host    string `json:"host"`
-	Node    string `json:"node,omitempty"`
+	Rank int    `json:"rank"`
+	Size int    `json:"size"`
+	Host string `json:"host"`
+	Node string `json:"node,omitempty"`
+	// GPUs is the member's GPU count where above 1 (0: one GPU).
+	GPUs    int    `json:"gpus,omitempty"`
 	Process []byte `json:"process"`
 	Nonce   []byte `json:"nonce"`
 	MAC     []byte `json:"mac"`
 }
 
 func (a auth) tag(secret, challenge []byte) []byte {
-	return mac(secret, "gdrcheck-rendezvous/2 member", challenge, a.Nonce, []byte(strconv.Itoa(a.Rank)), []byte(strconv.Itoa(a.Size)), []byte(a.Host), []byte(a.Node), a.Process)
+	parts := [][]byte{challenge, a.Nonce, []byte(strconv.Itoa(a.Rank)), []byte(strconv.Itoa(a.Size)), []byte(a.Host), []byte(a.Node), a.Process}
+	if a.GPUs != 0 {
+		// Only where announced: a one-GPU member's tag is as before. The
+		// parts are length-prefixed, so adding one cannot be confused
+		// with another answer's.
+		parts = append(parts, []byte("gpus="+strconv.Itoa(a.GPUs)))
+	}
+	return mac(secret, "gdrcheck-rendezvous/2 member", parts...)
 }
 
 // idMsg carries the unique id and the hosts of every rank.
@@ -329,6 +350,9 @@ type idMsg struct {
 	ID    []byte   `json:"id"`
 	Hosts []string `json:"hosts"`
 	Nodes []string `json:"nodes"`
+	// GPUs are every rank's GPU count, where any rank drives more than
+	// one (absent otherwise, as before).
+	GPUs []int `json:"gpus,omitempty"`
 }
 
 // Failure is a rank that did not finish: never arrived, died, or said it
@@ -374,6 +398,7 @@ type Coordinator struct {
 	members []*conn  // by rank; [0] nil
 	hosts   []string // by rank
 	nodes   []string // by rank
+	gpus    []int    // by rank
 	mu      sync.Mutex
 	results [][]byte // by rank
 	failed  map[int]Failure
@@ -405,11 +430,15 @@ func Serve(ctx context.Context, cfg Config, id []byte) (*Coordinator, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Coordinator{cfg: cfg, ln: ln, members: make([]*conn, cfg.Size), hosts: make([]string, cfg.Size), nodes: make([]string, cfg.Size),
+	c := &Coordinator{cfg: cfg, ln: ln, members: make([]*conn, cfg.Size), hosts: make([]string, cfg.Size), nodes: make([]string, cfg.Size), gpus: make([]int, cfg.Size),
 		results: make([][]byte, cfg.Size), failed: map[int]Failure{}, lost: make(chan struct{}), changed: make(chan struct{}, 1),
 		closed: make(chan struct{})}
 	c.inbox = newMailbox(c.closed)
 	c.hosts[0], c.nodes[0] = cfg.Host, cmp.Or(cfg.Node, cfg.Host)
+	for r := range c.gpus {
+		c.gpus[r] = 1
+	}
+	c.gpus[0] = max(cfg.GPUs, 1)
 	if err := c.join(ctx, id); err != nil {
 		c.Close()
 		return nil, err
@@ -511,6 +540,10 @@ func (c *Coordinator) Hosts() []string { return slices.Clone(c.hosts) }
 // Nodes are the nodes the ranks count on (Config.Node), by rank.
 func (c *Coordinator) Nodes() []string { return slices.Clone(c.nodes) }
 
+// GPUs are the GPU counts the ranks announced (Config.GPUs, 1 where
+// none), by rank.
+func (c *Coordinator) GPUs() []int { return slices.Clone(c.gpus) }
+
 // Lost is closed when a member fails: its connection dropped or it said
 // it failed. The caller aborts its communicator then.
 func (c *Coordinator) Lost() <-chan struct{} { return c.lost }
@@ -608,6 +641,7 @@ type Member struct {
 	cn     *conn
 	hosts  []string
 	nodes  []string
+	gpus   []int
 	lost   chan struct{}
 	once   sync.Once
 	mu     sync.Mutex
@@ -680,6 +714,10 @@ func (m *Member) Hosts() []string { return slices.Clone(m.hosts) }
 
 // Nodes are the nodes the ranks count on, by rank, as rank 0 sent them.
 func (m *Member) Nodes() []string { return slices.Clone(m.nodes) }
+
+// GPUs are the GPU counts of the ranks, by rank, as rank 0 sent them (1
+// each where it sent none).
+func (m *Member) GPUs() []int { return slices.Clone(m.gpus) }
 
 // Lost is closed when rank 0 aborts the job or its connection drops; Err
 // says why.

@@ -283,6 +283,70 @@ func (l *Library) InitRank(ctx context.Context, rt *cuda.Runtime, dev int, id []
 	return c.started(ctx, err)
 }
 
+// InitRanks joins this process's GPUs, devs, to a communicator of world
+// ranks as ranks first..first+len(devs)-1, in one group (ncclGroupStart,
+// then per device: set it, ncclCommInitRank; ncclGroupEnd), in one call
+// on the CUDA thread, under a deadline: one process driving several GPUs
+// of a multi-process job, as nccl-tests does with -g under MPI. It
+// returns once every rank of every process has joined, or fails. One
+// device is InitRank.
+func (l *Library) InitRanks(ctx context.Context, rt *cuda.Runtime, devs []int, id []byte, first, world int, timeout time.Duration) (*Comms, error) {
+	n := len(devs)
+	switch {
+	case n == 1:
+		return l.InitRank(ctx, rt, devs[0], id, first, world, timeout)
+	case n == 0:
+		return nil, fmt.Errorf("ncclCommInitRank: no device")
+	case len(id) != UniqueIDSize:
+		return nil, fmt.Errorf("ncclCommInitRank: unique id of %d bytes, want %d", len(id), UniqueIDSize)
+	case world < 1 || first < 0 || first+n > world:
+		return nil, fmt.Errorf("ncclCommInitRank: ranks %d..%d of %d", first, first+n-1, world)
+	}
+	for i, d := range devs {
+		if slices.Contains(devs[:i], d) {
+			return nil, fmt.Errorf("ncclCommInitRank: device %d given twice: NCCL refuses two ranks of one communicator on one GPU", d)
+		}
+	}
+	c := newComms(l, rt, devs, world)
+	for i := range devs {
+		c.ranks[i] = first + i
+	}
+	err := rt.DoTimeout(ctx, "ncclCommInitRank", timeout, func() error {
+		var cid C.gdr_ncclUniqueId
+		for i, b := range id {
+			cid.internal[i] = C.char(b)
+		}
+		comms := (*C.gdr_ncclComm)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.gdr_ncclComm(nil)))))
+		defer C.free(unsafe.Pointer(comms))
+		cdevs := (*C.int)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.int(0)))))
+		defer C.free(unsafe.Pointer(cdevs))
+		for i, d := range devs {
+			unsafe.Slice(cdevs, n)[i] = C.int(d)
+		}
+		code := int(C.gdr_nccl_init_ranks(l.c, (*C.gdr_cudart)(rt.CPtr()), C.int(n), cdevs, comms, C.int(world), &cid, C.int(first)))
+		// Every communicator made, even by a group that failed, is the
+		// Comms' to abort.
+		rks := c.view()
+		for i, comm := range unsafe.Slice(comms, n) {
+			rks[i].dev, rks[i].rank, rks[i].comm = C.int(devs[i]), C.int(first+i), comm
+		}
+		if code != 0 {
+			return l.status(rt, fmt.Sprintf("ncclCommInitRank(ranks %d..%d of %d, devices %s)", first, first+n-1, world, intList(devs)), code)
+		}
+		return nil
+	})
+	return c.started(ctx, err)
+}
+
+// intList is "0,1,2".
+func intList(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ",")
+}
+
 // HasSplit reports ncclCommSplit (NCCL 2.18+).
 func (l *Library) HasSplit() bool { return C.gdr_nccl_has_split(l.c) != 0 }
 

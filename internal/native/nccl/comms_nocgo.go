@@ -59,6 +59,11 @@ func (l *Library) InitRank(ctx context.Context, rt *cuda.Runtime, dev int, id []
 	return nil, errNoEngine
 }
 
+// InitRanks: no GPU engine in a build without cgo.
+func (l *Library) InitRanks(ctx context.Context, rt *cuda.Runtime, devs []int, id []byte, first, world int, timeout time.Duration) (*Comms, error) {
+	return nil, errNoEngine
+}
+
 // HasSplit: no GPU engine in a build without cgo.
 func (l *Library) HasSplit() bool { return false }
 

@@ -60,6 +60,22 @@ int gdr_nccl_init_rank(gdr_nccl *n, gdr_cudart *c, int dev, gdr_ncclComm *comm, 
 	return e ? 1000 + e : 0;
 }
 
+int gdr_nccl_init_ranks(gdr_nccl *n, gdr_cudart *c, int ndev, const int *devs, gdr_ncclComm *comms, int nranks, const gdr_ncclUniqueId *id, int first) {
+	for (int i = 0; i < ndev; i++) comms[i] = NULL;
+	int e = n->GroupStart();
+	if (e) return 1000 + e;
+	int failed = 0;
+	for (int i = 0; i < ndev && !failed; i++) {
+		if ((e = c->SetDevice(devs[i]))) failed = e;
+		else if ((e = n->CommInitRank(&comms[i], nranks, *id, first + i))) failed = 1000 + e;
+	}
+	// The group is ended even after a failure: NCCL would otherwise keep
+	// the thread inside it.
+	int g = n->GroupEnd();
+	if (failed) return failed;
+	return g ? 1000 + g : 0;
+}
+
 int gdr_nccl_split(gdr_nccl *n, gdr_cudart *c, int dev, gdr_ncclComm parent, int color, int key, gdr_ncclComm *comm, int *rank, int *size) {
 	int e = c->SetDevice(dev);
 	if (e) return e;

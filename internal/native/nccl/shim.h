@@ -106,6 +106,15 @@ int gdr_nccl_abort_all(gdr_nccl *n, gdr_comms *cs);
 // errors as they are.
 int gdr_nccl_init_rank(gdr_nccl *n, gdr_cudart *c, int dev, gdr_ncclComm *comm, int nranks, const gdr_ncclUniqueId *id, int rank);
 
+// gdr_nccl_init_ranks joins ndev local GPUs to a communicator of nranks
+// ranks as ranks first..first+ndev-1 in one group (ncclGroupStart; per
+// device: set it, then ncclCommInitRank; ncclGroupEnd), in one call: one
+// process driving several GPUs of a multi-process job, as nccl-tests does
+// with -g under MPI. comms[i] is device i's communicator (NULL where none
+// was made; on an error the caller aborts those that were). NCCL results
+// come back as 1000 + the result, CUDA errors as they are.
+int gdr_nccl_init_ranks(gdr_nccl *n, gdr_cudart *c, int ndev, const int *devs, gdr_ncclComm *comms, int nranks, const gdr_ncclUniqueId *id, int first);
+
 // gdr_nccl_split sets the device, then splits parent (ncclCommSplit with
 // the parent's configuration): ranks of one color form a communicator,
 // ordered by key. A rank of color GDR_NCCL_SPLIT_NOCOLOR gets none.

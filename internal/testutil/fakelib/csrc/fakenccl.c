@@ -14,6 +14,10 @@
 //                             10000), then fails with ncclRemoteError
 //   FAKENCCL_DIE_AT           "RANK:N": that rank kills itself (SIGKILL) at
 //                             its N-th collective (0 = in ncclCommInitRank)
+// A process may hold several ranks of one such communicator (ncclCommInitRank
+// of each inside ncclGroupStart/End, as nccl-tests' -g under MPI does): the
+// join is waited for at the group's end, and a group's collectives write
+// every local rank's file before any rank reads its peers'.
 // With NCCL_DEBUG=INFO and NCCL_DEBUG_FILE (%h: host, NCCL_HOSTID where
 // set; %p: pid), ncclCommInitRank writes a few of NCCL's INFO lines: the
 // version, the network (Socket), the comm and a ring over NET/Socket.
@@ -204,28 +208,51 @@ static void debug_log(fcomm *c) {
 	fclose(out);
 }
 
+// await_join waits until every rank of c's communicator has joined.
+static int await_join(fcomm *c) {
+	char path[300];
+	for (int r = 0; r < c->nranks; r++) {
+		char *b;
+		size_t n;
+		snprintf(path, sizeof path, "%s/joined.r%d", c->dir, r);
+		int e = get_file(c, path, r, &b, &n);
+		if (e) return e;
+		free(b);
+	}
+	debug_log(c);
+	return 0;
+}
+
+// The group in progress: its depth, and the communicators initialised in
+// it, whose join ncclGroupEnd waits for.
+static int depth = 0;
+#define MAXJOIN 64
+static fcomm *joining[MAXJOIN];
+static int njoin = 0;
+
 int ncclCommInitRank(fcomm **comm, int nranks, fuid id, int rank) {
 	if (nranks < 1 || rank < 0 || rank >= nranks) return 4;
 	if (strncmp(id.internal, "/", 1) != 0) { last = "ncclCommInitRank: not a unique id of this fake"; return 4; }
+	if (depth && njoin >= MAXJOIN) { last = "ncclCommInitRank: too many communicators in one group"; return 4; }
 	fcomm *c = calloc(1, sizeof *c);
 	c->nranks = nranks;
 	c->rank = rank;
 	memcpy(c->dir, id.internal, sizeof c->dir);
 	c->dir[sizeof c->dir - 1] = 0;
 	die_at(c, 0);
-	// Like the real one, return once every rank has joined.
 	char path[300];
 	snprintf(path, sizeof path, "%s/joined.r%d", c->dir, rank);
 	if (put_file(path, "", 0)) { last = "ncclCommInitRank: cannot write to the exchange directory"; free(c); return 2; }
-	for (int r = 0; r < nranks; r++) {
-		char *b;
-		size_t n;
-		snprintf(path, sizeof path, "%s/joined.r%d", c->dir, r);
-		int e = get_file(c, path, r, &b, &n);
-		if (e) { free(c); return e; }
-		free(b);
+	if (depth) {
+		// In a group, like the real one: the communicator is returned now
+		// and the join completes at ncclGroupEnd.
+		joining[njoin++] = c;
+		*comm = c;
+		return 0;
 	}
-	debug_log(c);
+	// Like the real one, return once every rank has joined.
+	int e = await_join(c);
+	if (e) { free(c); return e; }
 	*comm = c;
 	return 0;
 }
@@ -402,11 +429,15 @@ typedef struct {
 	const void *s;
 	void *r;
 	size_t count;
+	// A multi-process collective's number on its communicator, once its
+	// input is written for the peers (posted).
+	long seq;
+	int posted;
 } pend;
 
 #define MAXP 8192
 static pend P[MAXP];
-static int np = 0, depth = 0;
+static int np = 0;
 
 static void corrupt(void *buf, int dt) {
 	if (buf && envint("FAKENCCL_CORRUPT", 0)) put(buf, 0, dt, get(buf, 0, dt) + 3);
@@ -419,15 +450,27 @@ static size_t send_bytes(pend *p) {
 	return p->coll == C_RSCATTER ? b * p->comm->nranks : b;
 }
 
-// remote_inputs makes by[] of a multi-process collective: this rank's
-// entry is p, every other rank's a copy of its input read from its file.
+// remote_post writes p's input for its peers: the collective's next
+// number on its communicator.
+static int remote_post(pend *p) {
+	fcomm *c = p->comm;
+	p->seq = c->seq++;
+	p->posted = 1;
+	die_at(c, p->seq + 1);
+	char path[300];
+	exch_path(path, sizeof path, c, p->seq, c->rank, -1);
+	if (put_file(path, p->s, send_bytes(p))) { last = "cannot write to the exchange directory"; return 2; }
+	return 0;
+}
+
+// remote_inputs makes by[] of a multi-process collective posted: this
+// rank's entry is p, every other rank's a copy of its input read from its
+// file (a rank of this process too: every local rank of the group posted
+// before any reads).
 static int remote_inputs(pend *p, pend *by, pend **pby, char **bufs) {
 	fcomm *c = p->comm;
-	long seq = c->seq++;
-	die_at(c, seq + 1);
+	long seq = p->seq;
 	char path[300];
-	exch_path(path, sizeof path, c, seq, c->rank, -1);
-	if (put_file(path, p->s, send_bytes(p))) { last = "cannot write to the exchange directory"; return 2; }
 	for (int r = 0; r < c->nranks; r++) {
 		if (r == c->rank) { pby[r] = p; continue; }
 		size_t n;
@@ -459,7 +502,8 @@ static int run(int k) {
 	if (!p->comm->clique) {
 		pend copies[256];
 		char *bufs[256] = {0};
-		int e = remote_inputs(p, copies, by, bufs);
+		int e = p->posted ? 0 : remote_post(p);
+		if (!e) e = remote_inputs(p, copies, by, bufs);
 		if (!e) e = compute(p, by, n);
 		// compute corrupts rank 0's output; on another rank, its own.
 		if (!e && p->comm->rank != 0) corrupt(p->r, p->dt);
@@ -538,24 +582,38 @@ static int compute(pend *p, pend **by, int n) {
 	return 0;
 }
 
-// remote_p2p runs the sends and receives of a group on a multi-process
-// communicator: every send is a file, every receive waits for its peer's.
+// remote_p2p runs the sends and receives of a group on multi-process
+// communicators (one or several of this process's ranks): each
+// communicator's next number, then every send a file, then every receive
+// waits for its peer's.
 static int remote_p2p(void) {
-	fcomm *c = NULL;
-	for (int i = 0; i < np; i++) if (P[i].coll == C_SEND || P[i].coll == C_RECV) { c = P[i].comm; break; }
-	if (!c) return 0;
-	long seq = c->seq++;
-	die_at(c, seq + 1);
+	fcomm *cs[MAXJOIN];
+	long seqs[MAXJOIN];
+	int nc = 0;
+	for (int i = 0; i < np; i++) {
+		if ((P[i].coll != C_SEND && P[i].coll != C_RECV) || P[i].comm->clique) continue;
+		int k = 0;
+		while (k < nc && cs[k] != P[i].comm) k++;
+		if (k == nc) {
+			if (nc == MAXJOIN) { last = "too many communicators in one group"; return 4; }
+			cs[nc] = P[i].comm;
+			seqs[nc] = P[i].comm->seq++;
+			die_at(cs[nc], seqs[nc] + 1);
+			nc++;
+		}
+		P[i].seq = seqs[k];
+	}
 	char path[300];
 	for (int i = 0; i < np; i++) {
-		if (P[i].coll != C_SEND || P[i].done) continue;
-		exch_path(path, sizeof path, c, seq, c->rank, P[i].peer);
+		if (P[i].coll != C_SEND || P[i].done || P[i].comm->clique) continue;
+		exch_path(path, sizeof path, P[i].comm, P[i].seq, P[i].comm->rank, P[i].peer);
 		if (put_file(path, P[i].s, P[i].count * eltsize(P[i].dt))) { last = "cannot write to the exchange directory"; return 2; }
 		P[i].done = 1;
 	}
 	for (int i = 0; i < np; i++) {
-		if (P[i].coll != C_RECV || P[i].done) continue;
-		exch_path(path, sizeof path, c, seq, P[i].peer, c->rank);
+		if (P[i].coll != C_RECV || P[i].done || P[i].comm->clique) continue;
+		fcomm *c = P[i].comm;
+		exch_path(path, sizeof path, c, P[i].seq, P[i].peer, c->rank);
 		char *b;
 		size_t n;
 		int e = get_file(c, path, P[i].peer, &b, &n);
@@ -565,9 +623,10 @@ static int remote_p2p(void) {
 		free(b);
 		P[i].done = 1;
 	}
-	if (seq >= KEEP) {
-		for (int p = 0; p < c->nranks; p++) {
-			exch_path(path, sizeof path, c, seq - KEEP, c->rank, p);
+	for (int k = 0; k < nc; k++) {
+		if (seqs[k] < KEEP) continue;
+		for (int p = 0; p < cs[k]->nranks; p++) {
+			exch_path(path, sizeof path, cs[k], seqs[k] - KEEP, cs[k]->rank, p);
 			unlink(path);
 		}
 	}
@@ -578,6 +637,11 @@ static int flush(void) {
 	int e = 0;
 	for (int i = 0; i < np; i++) {
 		if (!P[i].comm->clique) { e = remote_p2p(); break; }
+	}
+	// Every multi-process collective of the group posts its input before
+	// any waits for its peers': a peer may be another rank of this process.
+	for (int i = 0; i < np && !e; i++) {
+		if (!P[i].done && !P[i].comm->clique && P[i].coll != C_SEND && P[i].coll != C_RECV) e = remote_post(&P[i]);
 	}
 	// Point-to-point: every send meets the receive posted by its peer.
 	for (int i = 0; i < np && !e; i++) {
@@ -616,7 +680,14 @@ int ncclGroupStart(void) { depth++; return 0; }
 int ncclGroupEnd(void) {
 	if (depth == 0) return 5;
 	if (--depth) return 0;
-	return flush();
+	int e = 0;
+	for (int i = 0; i < njoin; i++) {
+		int j = await_join(joining[i]);
+		if (j && !e) e = j;
+	}
+	njoin = 0;
+	int f = flush();
+	return e ? e : f;
 }
 
 int ncclAllReduce(const void *s, void *r, size_t c, int dt, int op, fcomm *comm, void *st) {
