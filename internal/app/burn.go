@@ -159,6 +159,7 @@ type BurnCollective struct {
 
 // burnCollective is a window's record of one collective the bench ran.
 func burnCollective(m bench.NCCLResult) BurnCollective {
+	// The mean stands only where no row has an out-of-place half (Rate).
 	c := BurnCollective{Collective: string(m.Collective), BusBW: m.AvgBusBW, Wrong: m.Wrong, Error: m.Error}
 	if n := len(m.Rows); n > 0 {
 		c.Row = &m.Rows[n-1]

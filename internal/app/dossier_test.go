@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/gdrcheck/gdrcheck/internal/bench"
 	"github.com/gdrcheck/gdrcheck/internal/collective"
@@ -236,17 +237,7 @@ func TestDossierInterrupted(t *testing.T) {
 	if rep.Complete || !strings.Contains(rep.Interrupted, "interrupted") {
 		t.Errorf("complete %v, interrupted %q", rep.Complete, rep.Interrupted)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, dossier.ReportJSON))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := schematest.Validate(sch, b); err != nil {
-		t.Errorf("report.json: %v", err)
-	}
-	back, err := dossier.Decode(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
+	back := readReport(t, sch, dir)
 	if back.Complete || len(back.Results) != len(rep.Results) || len(back.Inventory.GPUs) != 8 {
 		t.Errorf("on disk: complete %v, %d results, %d GPUs", back.Complete, len(back.Results), len(back.Inventory.GPUs))
 	}
@@ -505,4 +496,22 @@ func hgxRun(t *testing.T) (*NodeRun, *bench.Expected) {
 		t.Fatalf("no basis: %v", err)
 	}
 	return nr, exp
+}
+
+// readReport reads the dossier's report.json in dir, checks it against
+// the schema sch and decodes it.
+func readReport(t *testing.T, sch *jsonschema.Schema, dir string) *dossier.Report {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, dossier.ReportJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schematest.Validate(sch, b); err != nil {
+		t.Errorf("report.json: %v", err)
+	}
+	back, err := dossier.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return back
 }

@@ -204,16 +204,9 @@ func TestDossierBurninInterrupted(t *testing.T) {
 			t.Errorf("burn phase %+v", p)
 		}
 	}
-	b, err := os.ReadFile(filepath.Join(out, dossier.ReportJSON))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := schematest.Validate(sch, b); err != nil {
-		t.Errorf("report.json: %v", err)
-	}
-	back, err := dossier.Decode(bytes.NewReader(b))
-	if err != nil || back.Complete || back.Burn == nil || len(back.Burn.Windows) != len(rep.Burn.Windows) {
-		t.Errorf("on disk: %v %+v", err, back)
+	back := readReport(t, sch, out)
+	if back.Complete || back.Burn == nil || len(back.Burn.Windows) != len(rep.Burn.Windows) {
+		t.Errorf("on disk: %+v", back)
 	}
 	judged := false
 	for _, r := range back.Results {

@@ -63,9 +63,7 @@ func TestJudgeNVLS(t *testing.T) {
 				in.NVSwitchWhy = switches
 			}
 			if c.env != nil {
-				for _, k := range []string{"FAKECU_DEVICES", "FAKECU_MULTICAST", "FAKECU_FAIL", "FAKECU_HANG", "FAKECU_LOG"} {
-					t.Setenv(k, c.env[k])
-				}
+				fakelib.CUDADriverEnv(t, c.env)
 				hang := filepath.Join(t.TempDir(), "hang")
 				t.Setenv("FAKECU_HANG_FILE", hang)
 				if c.env["FAKECU_HANG"] != "" {

@@ -43,9 +43,7 @@ func TestBenchNVLSCommand(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			for _, k := range []string{"FAKECU_DEVICES", "FAKECU_MULTICAST", "FAKECU_FAIL", "FAKECU_HANG", "FAKECU_LOG"} {
-				t.Setenv(k, c.env[k])
-			}
+			fakelib.CUDADriverEnv(t, c.env)
 			lib := fakelib.CUDADriver(t)
 			if c.lib == "missing" {
 				lib = filepath.Join(t.TempDir(), "libcuda.so.1")

@@ -13,7 +13,6 @@ import (
 	"github.com/gdrcheck/gdrcheck/internal/collective"
 	"github.com/gdrcheck/gdrcheck/internal/native/cuda"
 	"github.com/gdrcheck/gdrcheck/internal/native/nccl"
-	"github.com/gdrcheck/gdrcheck/internal/testutil/fakelib"
 )
 
 // TestInitRankOfOne: a job of one rank through ncclGetUniqueId and
@@ -22,16 +21,7 @@ import (
 func TestInitRankOfOne(t *testing.T) {
 	t.Setenv("FAKECUDA_DEVICES", "1")
 	t.Setenv("FAKENCCL_EXCHANGE_DIR", t.TempDir())
-	rt, err := cuda.Open(fakelib.CUDART(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt.Close() })
-	lib, err := nccl.Open(fakelib.NCCL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = lib.Close() })
+	rt, lib := openLibs(t)
 	ctx := context.Background()
 	id, err := lib.UniqueID(ctx, rt)
 	if err != nil || len(id) != nccl.UniqueIDSize {
@@ -90,16 +80,7 @@ func TestInitRanksGroup(t *testing.T) {
 	t.Setenv("FAKECUDA_DEVICES", "2")
 	t.Setenv("FAKENCCL_EXCHANGE_DIR", t.TempDir())
 	t.Setenv("FAKENCCL_PEER_TIMEOUT_MS", "300")
-	rt, err := cuda.Open(fakelib.CUDART(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt.Close() })
-	lib, err := nccl.Open(fakelib.NCCL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = lib.Close() })
+	rt, lib := openLibs(t)
 	ctx := context.Background()
 	id, err := lib.UniqueID(ctx, rt)
 	if err != nil {

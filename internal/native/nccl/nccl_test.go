@@ -91,16 +91,7 @@ func TestCollNumbersMatchShim(t *testing.T) {
 func comms(t *testing.T, opts ...cuda.Option) (*cuda.Runtime, *nccl.Library, *nccl.Comms) {
 	t.Helper()
 	t.Setenv("FAKECUDA_DEVICES", "2")
-	rt, err := cuda.Open(fakelib.CUDART(t), opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt.Close() })
-	lib, err := nccl.Open(fakelib.NCCL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = lib.Close() })
+	rt, lib := openLibs(t, opts...)
 	ctx := context.Background()
 	c, err := lib.InitAll(ctx, rt, []int{0, 1}, time.Minute)
 	if err != nil {
@@ -226,4 +217,21 @@ func TestRankBounds(t *testing.T) {
 	if err := c.SetBuffers(0, d, d); !errors.Is(err, nccl.ErrAborted) {
 		t.Errorf("SetBuffers after Destroy: %v", err)
 	}
+}
+
+// openLibs opens the fake CUDA runtime and the fake NCCL, both closed at
+// the test's end.
+func openLibs(t *testing.T, opts ...cuda.Option) (*cuda.Runtime, *nccl.Library) {
+	t.Helper()
+	rt, err := cuda.Open(fakelib.CUDART(t), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close() })
+	lib, err := nccl.Open(fakelib.NCCL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lib.Close() })
+	return rt, lib
 }

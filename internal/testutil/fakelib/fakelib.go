@@ -183,6 +183,16 @@ func NCCLOld(t testing.TB) string { return get(t, filepath.Join("nccl-2.18", "li
 // (libcuda.so.1) with the multicast entry points (CUDA 12.1 and later).
 func CUDADriver(t testing.TB) string { return get(t, "libcuda.so.1") }
 
+// CUDADriverEnv sets the variables that steer the fake CUDA driver
+// library for the test (FAKECU_DEVICES, FAKECU_MULTICAST, FAKECU_FAIL,
+// FAKECU_HANG, FAKECU_LOG): each to env's value, "" where env has none, so
+// nothing leaks from the test before.
+func CUDADriverEnv(t testing.TB, env map[string]string) {
+	for _, k := range []string{"FAKECU_DEVICES", "FAKECU_MULTICAST", "FAKECU_FAIL", "FAKECU_HANG", "FAKECU_LOG"} {
+		t.Setenv(k, env[k])
+	}
+}
+
 // CUDADriverOld returns the path of a fake CUDA driver library of CUDA
 // 12.0: no multicast entry points.
 func CUDADriverOld(t testing.TB) string { return get(t, filepath.Join("cuda-12.0", "libcuda.so.1")) }
