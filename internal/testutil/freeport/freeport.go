@@ -35,16 +35,16 @@ func Addr(t testing.TB) string {
 
 // pick draws a port from 10000-65000 outside lo-hi.
 func pick(lo, hi int) int {
-	const min, max = 10000, 65000
+	const first, last = 10000, 65000
 	var free [][2]int
-	if lo > min {
-		free = append(free, [2]int{min, lo - 1})
+	if lo > first {
+		free = append(free, [2]int{first, lo - 1})
 	}
-	if hi < max {
-		free = append(free, [2]int{hi + 1, max})
+	if hi < last {
+		free = append(free, [2]int{hi + 1, last})
 	}
 	if len(free) == 0 { // the whole range is ephemeral: draw anyway
-		return min + rand.IntN(max-min+1)
+		return first + rand.IntN(last-first+1)
 	}
 	n := 0
 	for _, r := range free {
@@ -52,11 +52,11 @@ func pick(lo, hi int) int {
 	}
 	k := rand.IntN(n)
 	for _, r := range free {
-		if w := r[1] - r[0] + 1; k < w {
+		w := r[1] - r[0] + 1
+		if k < w {
 			return r[0] + k
-		} else {
-			k -= w
 		}
+		k -= w
 	}
 	return free[0][0]
 }
